@@ -1,0 +1,128 @@
+# tern: plain Makefile. `make help` lists the targets.
+# Portable by default (runtime ISA dispatch; no -march=native). Per-file ISA flags below.
+# CI=true (set by CI) turns warnings into errors.
+
+CC      ?= cc
+ARCH    := $(shell $(CC) -dumpmachine | cut -d- -f1)
+MODE    ?= rel
+SHARED  ?= $(if $(TERN_SHARED),$(TERN_SHARED),../shared)
+MODEL   ?= $(SHARED)/data/stories260k/stories260K.gguf
+PREFIX  ?= /usr/local
+
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
+ifeq ($(CI),true)
+WARN    += -Werror
+endif
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -ffp-contract=off -fno-math-errno -pthread \
+               -Iinclude -Isrc -MMD -MP
+OPT_rel   := -O2
+OPT_debug := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DTERN_DEBUG
+OPT_native := -O2 -march=native
+CFLAGS  ?=
+ALL_CFLAGS = $(BASE_CFLAGS) $(OPT_$(MODE)) $(CFLAGS)
+LDFLAGS_debug := -fsanitize=address,undefined
+LDLIBS  := -lutf8proc -lm -pthread
+TEST_LDLIBS := -lcmocka -lcjson
+
+B := build/$(MODE)
+ifeq ($(MODE),rel)
+TERN_BIN := tern
+TEST_BIN := tests/run
+else
+TERN_BIN := $(B)/tern
+TEST_BIN := $(B)/tests/run
+endif
+
+# ---- sources ----------------------------------------------------------------------------------
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' | sort)
+ifeq ($(ARCH),x86_64)
+LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c))
+endif
+ifeq ($(ARCH),aarch64)
+LIB_SRC += $(sort $(wildcard src/kernels/arm/*.c))
+endif
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TEST_SRC := $(sort $(wildcard tests/*.c))
+SUITES   := $(patsubst tests/test_%.c,%,$(filter tests/test_%.c,$(TEST_SRC)))
+
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
+TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
+TEST_OBJ := $(TEST_SRC:%.c=$(B)/%.o)
+LIB_A    := $(B)/libtern.a
+
+# Per-file ISA flags: each ISA file is compiled with only its own -m flags.
+$(B)/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
+$(B)/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+$(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
+$(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
+$(B)/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
+
+.PHONY: all help test run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
+
+all: $(TERN_BIN)
+
+help:
+	@echo "make              build ./tern (portable, runtime ISA dispatch)"
+	@echo "make deps         install/check build dependencies (Debian packages)"
+	@echo "make run          build and generate text on the default model (MODEL=$(MODEL))"
+	@echo "make test         build and run the test suite (tests/run; T='gguf kernels' selects suites)"
+	@echo "make debug        build with ASan+UBSan into build/debug"
+	@echo "make test-debug   run the test suite under ASan+UBSan"
+	@echo "make native       build with -march=native into build/native"
+	@echo "make bench        kernel and model benchmarks (see bench/RESULTS.md)"
+	@echo "make fuzz         run the GGUF reader fuzzer (FUZZ_SECONDS=60)"
+	@echo "make cross-aarch64 / test-aarch64   ARM64 build and tests under qemu"
+	@echo "make install PREFIX=/usr/local      install libtern, tern.h, pkg-config file"
+	@echo "make clean"
+
+deps:
+	@sh scripts/deps.sh
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ISA_FLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(TERN_BIN): $(TOOL_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TOOL_OBJ) $(LIB_A) $(LDLIBS) -lcjson -lmicrohttpd -o $@
+
+# Test runner: suites are discovered from tests/test_<name>.c (each defines suite_<name>).
+$(B)/tests/suites.inc: $(TEST_SRC) Makefile
+	@mkdir -p $(dir $@)
+	@printf '%s\n' $(foreach s,$(SUITES),"SUITE($(s))") > $@.tmp
+	@cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
+$(B)/tests/main.o: $(B)/tests/suites.inc
+$(B)/tests/main.o: ALL_CFLAGS += -I$(B)/tests
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -o $@
+
+test: $(TEST_BIN) $(TERN_BIN)
+	TERN_SHARED=$(SHARED) ./$(TEST_BIN) $(T)
+
+run: $(TERN_BIN)
+	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) run -m "$(MODEL)" -p "Once upon a time" -n 200; \
+	else echo "make run: no model at $(MODEL). Put ../shared beside this checkout, set TERN_SHARED, or MODEL=path/to/model.gguf" >&2; exit 1; fi
+
+debug:
+	$(MAKE) MODE=debug build/debug/tern build/debug/tests/run
+
+test-debug:
+	$(MAKE) MODE=debug test
+
+native:
+	$(MAKE) MODE=native build/native/tern
+
+bench: $(TERN_BIN)
+	./$(TERN_BIN) bench-kernel
+	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) bench -m "$(MODEL)"; fi
+
+clean:
+	rm -rf build tern tests/run
+
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

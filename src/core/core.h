@@ -1,0 +1,72 @@
+/* core.h: errors, assertions, checked size arithmetic, aligned allocation, logging.
+ * Layer 1: includes only libc and tern.h. Source of truth: ../shared/STYLE.md "Errors". */
+#ifndef TERN_CORE_CORE_H
+#define TERN_CORE_CORE_H
+
+#include "tern.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fill *err (if not NULL) with code and a printf-style message; returns code. The first error
+ * wins: if err->code is already negative it is left unchanged (sticky). */
+int tern_err_set(tern_err *err, int code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Reset an error report to TERN_OK / "". */
+void tern_err_clear(tern_err *err);
+
+/* Programming-error checks (never for input). TERN_ASSERT is always on and aborts with
+ * file:line; TERN_DASSERT only in debug builds (TERN_DEBUG defined). */
+void tern_assert_fail(const char *expr, const char *file, int line);
+#define TERN_ASSERT(x) do { if (!(x)) tern_assert_fail(#x, __FILE__, __LINE__); } while (0)
+#ifdef TERN_DEBUG
+#define TERN_DASSERT(x) TERN_ASSERT(x)
+#else
+#define TERN_DASSERT(x) do { (void)sizeof(x); } while (0)
+#endif
+
+/* Checked arithmetic on sizes read from files: return false on overflow, *out untouched. */
+static inline bool ck_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (a != 0 && b > UINT64_MAX / a) return false;
+    *out = a * b;
+    return true;
+}
+static inline bool ck_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    if (b > UINT64_MAX - a) return false;
+    *out = a + b;
+    return true;
+}
+
+/* 64-byte aligned allocation (activations, KV, scratch). Returns NULL on failure or n == 0
+ * overflow; free with tern_free_aligned (NULL safe). In debug builds, allocations while the
+ * no-alloc guard is armed (the token loop) abort: see tern_noalloc_enter/leave. */
+void *tern_alloc_aligned(size_t n);
+void *tern_calloc_aligned(size_t n);
+void tern_free_aligned(void *p);
+void tern_noalloc_enter(void);
+void tern_noalloc_leave(void);
+
+/* Logging: the library reports progress/warnings through a callback (default: stderr for
+ * levels >= TERN_LOG_WARN, silent otherwise). Never stdout. */
+enum { TERN_LOG_DEBUG = 0, TERN_LOG_INFO = 1, TERN_LOG_WARN = 2, TERN_LOG_ERROR = 3 };
+typedef void (*tern_log_fn)(int level, const char *msg, void *user);
+void tern_log_set(tern_log_fn fn, void *user, int min_level);
+void tern_log(int level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Monotonic time in seconds (CLOCK_MONOTONIC). */
+double tern_time_s(void);
+
+/* Minimum and maximum. */
+#define TERN_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TERN_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#endif /* TERN_CORE_CORE_H */

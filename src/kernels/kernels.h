@@ -1,0 +1,81 @@
+/* kernels.h: what the model layer sees of the kernels. Layer 3: pure functions over row
+ * ranges, no threads here (the caller splits rows with pool_for, see runtime/pool.h).
+ * Source of truth: ../shared/DESIGN.md "The one idea that matters" and "Numerics modes";
+ * ../shared/spec/ternary-gguf.md section 8 (reference numerics).
+ *
+ * Contract for every path (ref, avx2, avx512vnni, neon, dotprod, i8mm):
+ * - A weight W (ne = [K, N]) is prepared once at load (kern_w_init, in place for PQ2_0: the
+ *   4-row x 128-weight row-pair block, 136 bytes; rows N & ~3 .. N-1 stay in file layout).
+ * - An activation (ncols columns of K floats) is quantised ONCE by kern_quantize and shared by
+ *   every weight that reads it.
+ * - kern_matmul computes rows [r0, r1) of y for all ncols columns. r0 is a multiple of
+ *   KERN_ROW_ALIGN (or r0 == r1); r1 is a multiple of it or N. Each (row, column) output is
+ *   computed with a fixed integer/float order, so the bits do not depend on the ISA, on the
+ *   row split, or on ncols (column c of a matmul equals a matvec of column c, bit for bit).
+ */
+#ifndef TERN_KERNELS_KERNELS_H
+#define TERN_KERNELS_KERNELS_H
+
+#include "core/core.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KERN_ROW_ALIGN 4
+
+typedef enum {
+    KQ_FAST = 0,  /* tern's int8 activation blocks (see kernels/README in act.c) */
+    KQ_GGML = 1,  /* Q8_0 per 32 as the reference x86 build rounds (127/amax, half to even) */
+    KQ_F32 = 2,   /* dequantised weights, f32 activations (the mathematical model) */
+} kern_numerics;
+
+/* A weight matrix prepared for the kernels. Owns nothing but `aux` (freed by kern_w_free). */
+typedef struct kern_w {
+    int type;          /* QT_* of the tensor as loaded (legacy id-42 g128 already QT_PQ2_0) */
+    int layout;        /* KW_* below: how `data` is laid out now */
+    int64_t n_in;      /* K = ne[0] */
+    int64_t n_out;     /* N = ne[1] */
+    uint8_t *data;     /* the tensor bytes, repacked in place where the layout says so */
+    void *aux;         /* optional owned side buffer (e.g. a PTQ1_0 -> 2-bit transcode) */
+    bool has_code3;    /* PQ2_0/Q2_0 tensor holds at least one code 3 (+2d) */
+} kern_w;
+
+enum {
+    KW_FILE = 0,       /* the type's own file layout (all types; scalar/generic paths) */
+    KW_ROWPAIR = 1,    /* PQ2_0 row-pair interleaved 136-byte blocks (+ tail rows in file layout) */
+};
+
+/* Prepare a weight at load: validates K against the block size (TERN_E_FORMAT naming `name`),
+ * repacks ternary weights in place (PQ2_0; PTQ1_0 per the measured default). data must stay
+ * alive and writable for the life of w. */
+int kern_w_init(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
+                tern_err *err);
+void kern_w_free(kern_w *w);
+/* Dequantise row r of a prepared weight to f32 (any layout): embedding lookups, f32 mode. */
+void kern_w_row_f32(const kern_w *w, int64_t r, float *dst);
+
+/* A quantised activation: ncols columns of K values. x stays valid (float paths read it). */
+typedef struct kern_act {
+    const float *x;    /* (ncols, K) row-major f32 */
+    void *q;           /* kern_quantize output (kern_act_bytes), or NULL when no weight needs it */
+    int64_t K;
+    int ncols;
+    kern_numerics mode;
+} kern_act;
+
+/* Bytes needed for the quantised form of ncols columns of K values in mode m (0 for KQ_F32). */
+size_t kern_act_bytes(kern_numerics m, int64_t K, int ncols);
+/* Quantise a->x into a->q (a->q must hold kern_act_bytes). One pass per column. */
+void kern_quantize(kern_act *a);
+
+/* y[c * ldy + r] = sum_k W[r, k] * x[c, k] for r in [r0, r1), c < a->ncols. */
+void kern_matmul(const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0, int64_t r1);
+
+/* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); TERN_ISA=name forces
+ * a path ("ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
+const char *kern_isa(void);
+/* Force a path by name for tests; TERN_E_UNSUPPORTED if the host cannot run it. */
+int kern_force_isa(const char *name, tern_err *err);
+
+#endif /* TERN_KERNELS_KERNELS_H */

@@ -1,0 +1,37 @@
+/* cli.c: the `tern` binary: dispatches `tern <command> [args]` to tools/<command>.c. */
+#include "cli.h"
+#include "tern.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct { const char *name; int (*fn)(int, char **); const char *help; } cli_cmd;
+
+static const cli_cmd cmds[] = {
+    {"version", cmd_version, "print the version"},
+};
+
+int cmd_version(int argc, char **argv) {
+    (void)argc; (void)argv;
+    printf("tern %s\n", TERN_VERSION);
+    return 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tern <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) fprintf(f, "  %-14s %s\n", cmds[i].name, cmds[i].help);
+    fprintf(f, "\n`tern <command> --help` for the options of a command.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) return cmd_version(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tern: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,8 @@
+/* cli.h: subcommands of the tern binary; each lives in its own tools/<name>.c and returns the
+ * process exit status (0 ok, 1 runtime error, 2 usage error). */
+#ifndef TERN_TOOLS_CLI_H
+#define TERN_TOOLS_CLI_H
+
+int cmd_version(int argc, char **argv);
+
+#endif /* TERN_TOOLS_CLI_H */
