@@ -38,6 +38,136 @@ typedef struct tern_err {
 /* Name of an error code ("TERN_E_FORMAT"); static string. */
 const char *tern_strerror(int code);
 
+/* ==== Model ====================================================================================
+ * A model is read-only after load and shared by any number of sessions (thread-safe to share:
+ * sessions never write to it). Architectures: llama, qwen3, qwen35 (see docs/ARCHITECTURE.md). */
+typedef struct tern_model tern_model;
+
+typedef enum {
+    TERN_NUMERICS_FAST = 0, /* tern's int8 activation blocks (default) */
+    TERN_NUMERICS_GGML = 1, /* Q8_0 activations rounded as the reference runtime's x86 build */
+    TERN_NUMERICS_F32 = 2,  /* dequantised weights, f32 activations, f32 KV (the reference math) */
+} tern_numerics;
+
+typedef struct tern_model_opts {
+    int n_threads;          /* worker threads incl. the caller; 0 = number of online cores */
+    bool use_mmap;          /* false (default): read() into anonymous memory; true: private mapping */
+    tern_numerics numerics;
+    bool progress;          /* draw a progress bar on stderr when loading takes more than a moment */
+} tern_model_opts;
+
+/* Fill o with the defaults (n_threads 0, read(), fast numerics, no progress bar). */
+void tern_model_opts_default(tern_model_opts *o);
+/* Load a GGUF model: validates every tensor's shape and type (error names the tensor, expected,
+ * got), repacks ternary weights in place, checks the weights fit in available memory.
+ * Errors: TERN_E_IO, TERN_E_FORMAT, TERN_E_UNSUPPORTED, TERN_E_NOMEM, TERN_E_ARG. */
+int tern_model_load(tern_model **out, const char *path, const tern_model_opts *opts, tern_err *err);
+void tern_model_free(tern_model *m);
+
+typedef struct tern_model_info {
+    const char *arch;       /* "llama", "qwen3", "qwen35" (static or owned by the model) */
+    const char *name;       /* general.name or "" */
+    int32_t n_vocab;        /* logits per position */
+    int32_t n_ctx_train;
+    int32_t n_embd, n_layer, n_head, n_head_kv;
+    int32_t bos, eos;       /* -1 if none */
+    bool add_bos;           /* the vocab asks for BOS at the start of a sequence */
+    uint64_t weight_bytes;  /* in-memory weight bytes */
+    uint64_t bytes_per_token; /* decode byte budget (DESIGN.md) at position 0 */
+    const char *isa;        /* kernel path in use ("avx512vnni", ...) */
+    int n_threads;
+} tern_model_info;
+void tern_model_get_info(const tern_model *m, tern_model_info *info);
+
+/* ==== Tokens ===================================================================================*/
+/* Encode text (len bytes, any bytes accepted). add_bos: prepend BOS if the vocab has one.
+ * parse_special: control-token text becomes control tokens (templates) - off for user text.
+ * Writes up to n_max ids to out; *n_out = total needed; TERN_E_RANGE if n_max was too small. */
+int tern_tokenize(const tern_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
+                  int32_t *out, int n_max, int *n_out, tern_err *err);
+/* Bytes of one token (special: include control-token text). Returns bytes written, the size
+ * needed if cap is too small, or TERN_E_RANGE for an id outside the vocabulary. */
+int tern_token_piece(const tern_model *m, int32_t id, bool special, char *buf, int cap);
+bool tern_token_is_eog(const tern_model *m, int32_t id);
+
+/* Streaming detokeniser: never emits an incomplete or invalid UTF-8 sequence (held back until
+ * complete; invalid bytes become U+FFFD). Owned by the caller; no allocation. */
+typedef struct tern_detok { char pend[8]; int n_pend; int n_out; } tern_detok;
+void tern_detok_init(tern_detok *d);
+/* Append the text of id to out (cap bytes); returns bytes written or a TERN_E_*. */
+int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap);
+int tern_detok_flush(tern_detok *d, char *out, int cap);
+
+/* ==== Session ==================================================================================
+ * A session is one sequence: KV cache + recurrent state + scratch, all allocated at creation
+ * (the token loop allocates nothing). Use from one thread at a time. */
+typedef struct tern_session tern_session;
+
+typedef struct tern_session_opts {
+    int n_ctx;              /* context length in tokens; 0 = 4096 (never the trained length by default) */
+    int n_batch;            /* max tokens per forward pass (prefill chunk); 0 = 512 */
+    bool kv_f32;            /* f32 KV cache (default f16; f32 numerics always use f32) */
+} tern_session_opts;
+void tern_session_opts_default(tern_session_opts *o);
+/* Errors: TERN_E_NOMEM (KV does not fit: the message says how much is needed and available),
+ * TERN_E_ARG. */
+int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts *o, tern_err *err);
+void tern_session_free(tern_session *s);
+int tern_session_n_ctx(const tern_session *s);
+/* Number of tokens in the sequence so far (the position of the next token). */
+int tern_session_pos(const tern_session *s);
+
+/* Append n tokens (in chunks of n_batch through the batched path) and return the logits of the
+ * last one (n_vocab floats, owned by the session, valid until the next call), or NULL with err
+ * set: TERN_E_RANGE (bad token id, or pos + n > n_ctx: nothing is appended), TERN_E_ARG. */
+const float *tern_session_eval(tern_session *s, const int32_t *tok, int n, tern_err *err);
+/* Same, writing the logits of every position to logits[i * n_vocab] (caller buffer, n * n_vocab). */
+int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *logits, tern_err *err);
+/* Forget every token from position pos on (pos <= current). Attention KV is truncated; for
+ * recurrent layers the state must be restorable at pos (a snapshot or a checkpoint within the
+ * rollback window), else TERN_E_RANGE. pos 0 always works (fresh state). */
+int tern_session_truncate(tern_session *s, int pos, tern_err *err);
+/* Mark the current position as a rollback point for recurrent state (cheap; keeps a window). */
+int tern_session_checkpoint(tern_session *s, tern_err *err);
+/* Reset to an empty sequence. */
+void tern_session_reset(tern_session *s);
+
+/* ==== Sampling =================================================================================
+ * llama.cpp's order: repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw.
+ * temp <= 0: greedy (argmax, ties to the lowest id). Disabled stages cost nothing. */
+typedef struct tern_sampler_params {
+    float temp;             /* 0.8 default; 0 = greedy */
+    int32_t top_k;          /* 40; <= 0 disables */
+    float top_p;            /* 0.95; >= 1 disables */
+    float min_p;            /* 0.05; <= 0 disables */
+    float repeat_penalty;   /* 1.0 = off */
+    int32_t repeat_last_n;  /* 64 */
+    uint64_t seed;          /* same seed + same logits -> same tokens */
+} tern_sampler_params;
+void tern_sampler_params_default(tern_sampler_params *p);
+typedef struct tern_sampler tern_sampler;
+int tern_sampler_init(tern_sampler **out, const tern_model *m, const tern_sampler_params *p, tern_err *err);
+void tern_sampler_free(tern_sampler *s);
+/* Choose the next token from logits (n_vocab, not modified). */
+int32_t tern_sampler_sample(tern_sampler *s, const float *logits);
+/* Record an accepted token (repetition-penalty history). */
+void tern_sampler_accept(tern_sampler *s, int32_t tok);
+void tern_sampler_reset(tern_sampler *s);
+
+/* ==== Chat templates ===========================================================================*/
+typedef struct tern_chat_msg {
+    const char *role;       /* "system", "user", "assistant", "tool" */
+    const char *content;    /* NUL-terminated UTF-8 */
+} tern_chat_msg;
+/* Render msgs with the model's template (tokenizer.chat_template, detected as a known family) or
+ * the named one (tmpl: "chatml", "qwen3", "qwen35"; NULL = the model's, ChatML if it has none).
+ * enable_thinking false pre-fills the empty think block where the template does so.
+ * Writes a NUL-terminated string to out (cap bytes); *n_out = bytes needed without the NUL;
+ * TERN_E_RANGE if cap is too small, TERN_E_UNSUPPORTED for an unknown template. */
+int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
+                    bool add_generation_prompt, bool enable_thinking, char *out, size_t cap,
+                    size_t *n_out, tern_err *err);
+
 #ifdef __cplusplus
 }
 #endif
