@@ -9,6 +9,8 @@ typedef struct { const char *name; int (*fn)(int, char **); const char *help; } 
 
 static const cli_cmd cmds[] = {
     {"version", cmd_version, "print the version"},
+    {"synth", cmd_synth, "write a Bonsai-format model with random ternary weights (tests, benchmarks)"},
+    {"quantize", cmd_quantize, "convert the weight matrices of a GGUF to another type"},
 };
 
 int cmd_version(int argc, char **argv) {

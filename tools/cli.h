@@ -4,5 +4,7 @@
 #define TERN_TOOLS_CLI_H
 
 int cmd_version(int argc, char **argv);
+int cmd_synth(int argc, char **argv);      /* tools/synth.c */
+int cmd_quantize(int argc, char **argv);   /* tools/quantize.c */
 
 #endif /* TERN_TOOLS_CLI_H */
