@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static bool ends_with(const char *s, const char *suf) {
@@ -99,8 +100,7 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
         for (int64_t r = 0; r < n_rows; r++) {
             tern_err e = {0};
             if (qt_pq2_0_to_ptq1_0((const block_pq2_0 *)src + r * nb, (block_ptq1_0 *)out + r * nb, nb, &e) != TERN_OK)
-                return tern_err_set(err, TERN_E_FORMAT, "tensor '%s' row %" PRId64 ": %s (PTQ1_0 holds only -1, 0, +1; "
-                                    "this PQ2_0 block has code 3 = +2d)", t->name, row0 + r, e.msg);
+                return tern_err_set(err, TERN_E_FORMAT, "tensor '%s' row %" PRId64 ": %s", t->name, row0 + r, e.msg);
         }
         return TERN_OK;
     }
@@ -117,6 +117,15 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
 }
 
 /* *created is set once OUT may exist (so a failure removes only a file we made). */
+/* Drop the mapped pages of a finished tensor (MAP_PRIVATE and never written, so they are
+ * clean copies of the file): keeps the resident set to about one tensor, not the whole input. */
+static void release_pages(const gguf_ctx *g, const gguf_tensor *t) {
+    if (g->mode != GGUF_LOAD_MMAP || t->nbytes == 0) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = ((uintptr_t)t->data + page - 1) & ~(page - 1), b = ((uintptr_t)t->data + t->nbytes) & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static int quantize_file(const char *in, const char *out, int type, bool *created, tern_err *err) {
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
@@ -126,15 +135,17 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     int rc = gguf_open(&g, in, GGUF_LOAD_MMAP, err);
     if (rc != TERN_OK) return rc;
     if ((rc = gguf_w_init(&w, err)) != TERN_OK) goto done;
-    if ((rc = gguf_w_set_alignment(w, (uint32_t)g->alignment)) != TERN_OK) {
-        tern_err_set(err, rc, "quantize: alignment %" PRIu64, g->alignment);
-        goto done;
-    }
     const int ftype = file_type_of(type);
     bool ftype_done = false;
     for (uint64_t i = 0; i < g->n_kv; i++) {
         const gguf_kv *kv = &g->kv[i];
-        if (strcmp(kv->key, "general.alignment") == 0) continue;   /* gguf_w_set_alignment writes it */
+        if (strcmp(kv->key, "general.alignment") == 0) {   /* gguf_w_set_alignment writes the key */
+            if ((rc = gguf_w_set_alignment(w, (uint32_t)g->alignment)) != TERN_OK) {
+                tern_err_set(err, rc, "quantize: alignment %" PRIu64, g->alignment);
+                goto done;
+            }
+            continue;
+        }
         if (strcmp(kv->key, "general.file_type") == 0) {
             ftype_done = true;
             if (ftype >= 0 && (rc = gguf_w_set_u32(w, kv->key, (uint32_t)ftype)) != TERN_OK) goto done;
@@ -171,6 +182,7 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
                 const uint64_t n = TERN_MIN((uint64_t)1 << 26, t->nbytes - o);
                 if ((rc = gguf_w_tensor_data(w, (int)i, t->data + o, n, err)) != TERN_OK) goto done;
             }
+            release_pages(g, t);
             continue;
         }
         uint64_t src_row = 0, dst_row = 0;
@@ -184,6 +196,7 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
             if ((rc = convert_rows(t, dst[i], t->data + (uint64_t)r0 * src_row, r0, n, buf, f32, err)) != TERN_OK) goto done;
             if ((rc = gguf_w_tensor_data(w, (int)i, buf, dst_row * (uint64_t)n, err)) != TERN_OK) goto done;
         }
+        release_pages(g, t);
     }
     rc = gguf_w_end(w, err);
     if (rc == TERN_OK)
