@@ -96,4 +96,15 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                      const float *z, const float *ssm_norm, float *S, float *y, int h0, int h1,
                      float *scratch);
 
+/* ---- rollback support (runtime/rstate.h) -------------------------------------------------
+ * The logged inputs of one token for one layer: [raw qkv (n_ch) | gam (Hv) | beta (Hv)]. */
+int64_t gdn_log_floats(const gdn_dims *g);
+/* Write token i's entry: qkv_raw (n_ch), gam and beta (Hv each). */
+void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const float *gam, const float *beta);
+/* Re-apply n logged tokens (entry i at in + i * gdn_log_floats) to one layer's state S and conv
+ * state, with the token-by-token math of the forward (bit-identical state). u: scratch of
+ * n * n_ch floats. */
+void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
+                float *u);
+
 #endif /* TERN_MODEL_GDN_H */
