@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "model/gdn.h"
+#include "runtime/rstate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -127,10 +128,10 @@ static void our_layer(const layer_in *in, int i0, int n, float *S, float *conv, 
     for (int i = 0; i < n; i++) gdn_l2norm_heads(u + i * nch, 2 * g->n_k_head, g->d_head, g->eps);
     gdn_gates(g, n, in->a + i0 * hv, in->b + i0 * hv, in->dt_bias, in->ssm_a, gam, beta);
     if (split <= 0 || split >= hv) {
-        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, hv, scratch);
+        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, hv, true, scratch);
     } else {
-        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, split, hv, scratch);
-        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, split, scratch);
+        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, split, hv, true, scratch);
+        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, split, true, scratch);
     }
     free(u); free(gam); free(beta); tern_free_aligned(scratch);
 }
@@ -263,12 +264,141 @@ static void test_gdn_primitives(void **state) {
     }
 }
 
+
+/* ---- recurrent state rollback (runtime/rstate) ----------------------------------------------
+ * A two-layer stack of GDN layers over a pool of token inputs (token id = row of a layer_in). */
+enum { RS_LAYERS = 2 };
+typedef struct {
+    layer_in in;           /* pool of token inputs and the weights (shared by both layers) */
+    rstate *rs;
+    float *u, *gam, *beta, *scratch, *y;     /* scratch for a batch of up to 32 tokens */
+} rs_harness;
+
+static void rs_replay(void *ctx, int il, float *S, float *conv, const float *in, int n) {
+    (void)il;
+    rs_harness *h = ctx;
+    gdn_replay(&h->in.g, h->in.conv_w, S, conv, in, n, h->u);
+}
+
+static void rs_make(rs_harness *h, int window) {
+    layer_make(&h->in, G_SMALL, 64);
+    const gdn_dims *g = &h->in.g;
+    const int64_t nch = gdn_n_ch(g);
+    tern_err err = {0};
+    assert_int_equal(rstate_init(&h->rs, RS_LAYERS, gdn_state_floats(g), gdn_conv_floats(g), gdn_log_floats(g),
+                                 window, rs_replay, h, &err), TERN_OK);
+    h->u = malloc(sizeof(float) * 32 * nch);
+    h->gam = malloc(sizeof(float) * 32 * g->n_v_head);
+    h->beta = malloc(sizeof(float) * 32 * g->n_v_head);
+    h->scratch = tern_alloc_aligned(sizeof(float) * gdn_chunk_scratch_floats(g->d_head));
+    h->y = malloc(sizeof(float) * 32 * RS_LAYERS * g->n_v_head * g->d_head);
+}
+
+static void rs_free(rs_harness *h) {
+    rstate_free(h->rs); free(h->u); free(h->gam); free(h->beta); tern_free_aligned(h->scratch); free(h->y);
+    layer_free(&h->in);
+}
+
+/* Evaluate n tokens (ids into the pool) as one batch; h->y gets (n, layer, Hv d). */
+static void rs_eval(rs_harness *h, const int *ids, int n) {
+    const gdn_dims *g = &h->in.g;
+    const int64_t nch = gdn_n_ch(g), nz = (int64_t)g->n_v_head * g->d_head;
+    const int hv = g->n_v_head;
+    float *raw = malloc(sizeof(float) * n * nch), *z = malloc(sizeof(float) * n * nz), *yl = malloc(sizeof(float) * n * nz);
+    float *a = malloc(sizeof(float) * n * hv), *b = malloc(sizeof(float) * n * hv);
+    for (int i = 0; i < n; i++) {
+        memcpy(raw + i * nch, h->in.qkv + ids[i] * nch, sizeof(float) * nch);
+        memcpy(z + i * nz, h->in.z + ids[i] * nz, sizeof(float) * nz);
+        memcpy(a + i * hv, h->in.a + ids[i] * hv, sizeof(float) * hv);
+        memcpy(b + i * hv, h->in.b + ids[i] * hv, sizeof(float) * hv);
+    }
+    rstate_begin(h->rs, n, n < GDN_CHUNK_MIN);
+    for (int il = 0; il < RS_LAYERS; il++) {
+        gdn_gates(g, n, a, b, h->in.dt_bias, h->in.ssm_a, h->gam, h->beta);
+        for (int i = 0; i < n; i++) {
+            float *slot = rstate_log_slot(h->rs, il, i);
+            if (slot) gdn_log_token(g, slot, raw + i * nch, h->gam + i * hv, h->beta + i * hv);
+        }
+        gdn_conv(g, n, h->in.conv_w, rstate_conv(h->rs, il), raw, h->u, 0, nch);
+        for (int i = 0; i < n; i++) gdn_l2norm_heads(h->u + i * nch, 2 * g->n_k_head, g->d_head, g->eps);
+        gdn_layer_heads(g, n, h->u, h->gam, h->beta, z, h->in.ssm_norm, rstate_S(h->rs, il), yl, 0, hv, true, h->scratch);
+        for (int i = 0; i < n; i++) memcpy(h->y + (i * RS_LAYERS + il) * nz, yl + i * nz, sizeof(float) * nz);
+    }
+    rstate_end(h->rs);
+    free(raw); free(z); free(yl); free(a); free(b);
+}
+
+/* Speculative pattern: evaluate [true, draft, draft], keep 1 or 2, roll back; every kept position
+ * and the final state equal plain one-token-at-a-time decoding bit for bit. */
+static void test_rstate_spec_rollback_bits(void **state) {
+    (void)state;
+    rs_harness ref, sp;
+    rng_state = 7; rs_make(&ref, 8);
+    rng_state = 7; rs_make(&sp, 8);
+    const gdn_dims *g = &ref.in.g;
+    const int64_t nz = (int64_t)g->n_v_head * g->d_head, per = RS_LAYERS * nz;
+    enum { N = 40 };
+    int seq[N];
+    for (int i = 0; i < N; i++) seq[i] = (i * 7 + 3) % 32;          /* ids 0..31 are "true" tokens */
+    float *yref = malloc(sizeof(float) * N * per);
+    for (int p = 0; p < N; p++) { rs_eval(&ref, &seq[p], 1); memcpy(yref + p * per, ref.y, sizeof(float) * per); }
+
+    int p = 0, step = 0;
+    while (p < N) {
+        int batch[3] = {seq[p], 32 + (step % 32), 33 + (step % 30)};   /* ids >= 32: wrong drafts */
+        int keep = 1;
+        if (step % 3 == 1 && p + 1 < N) { batch[1] = seq[p + 1]; keep = 2; }   /* one draft accepted */
+        rs_eval(&sp, batch, 3);
+        for (int i = 0; i < keep; i++) assert_memory_equal(sp.y + i * per, yref + (p + i) * per, sizeof(float) * per);
+        tern_err err = {0};
+        assert_int_equal(rstate_rollback(sp.rs, p + keep, &err), TERN_OK);
+        p += keep;
+        step++;
+    }
+    assert_int_equal(sp.rs->pos, N);
+    for (int il = 0; il < RS_LAYERS; il++) {
+        assert_memory_equal(rstate_S(sp.rs, il), rstate_S(ref.rs, il), sizeof(float) * gdn_state_floats(g));
+        assert_memory_equal(rstate_conv(sp.rs, il), rstate_conv(ref.rs, il), sizeof(float) * gdn_conv_floats(g));
+    }
+    free(yref);
+    rs_free(&ref); rs_free(&sp);
+}
+
+/* Window limits, a large (chunked, unlogged) batch, and reset to 0. */
+static void test_rstate_window_and_reset(void **state) {
+    (void)state;
+    rs_harness h;
+    rng_state = 11; rs_make(&h, 8);
+    const gdn_dims *g = &h.in.g;
+    tern_err err = {0};
+    int ids[20];
+    for (int i = 0; i < 20; i++) ids[i] = i;
+    rs_eval(&h, ids, 20);                                  /* chunked: not logged, base = 20 */
+    assert_false(rstate_can_restore(h.rs, 19));
+    assert_int_equal(rstate_rollback(h.rs, 10, &err), TERN_E_RANGE);
+    assert_int_equal(h.rs->pos, 20);
+    err.code = 0;
+    for (int i = 0; i < 12; i++) rs_eval(&h, &ids[i], 1);   /* pos 32; window keeps >= the last 4 */
+    assert_true(rstate_can_restore(h.rs, 29));
+    assert_false(rstate_can_restore(h.rs, 20));
+    assert_int_equal(rstate_rollback(h.rs, 20, &err), TERN_E_RANGE);
+    err.code = 0;
+    assert_int_equal(rstate_rollback(h.rs, 29, &err), TERN_OK);
+    assert_int_equal(h.rs->pos, 29);
+    assert_int_equal(rstate_rollback(h.rs, 0, &err), TERN_OK);     /* always: zero state */
+    for (int il = 0; il < RS_LAYERS; il++)
+        for (int64_t e = 0; e < gdn_state_floats(g); e++) assert_true(rstate_S(h.rs, il)[e] == 0.0f);
+    rs_free(&h);
+}
+
 int suite_gdn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gdn_primitives),
         cmocka_unit_test(test_gdn_token_vs_double),
         cmocka_unit_test(test_gdn_chunked_vs_token),
         cmocka_unit_test(test_gdn_split_and_small_batch_bits),
+        cmocka_unit_test(test_rstate_spec_rollback_bits),
+        cmocka_unit_test(test_rstate_window_and_reset),
     };
     TEST_RUN_SUITE("gdn", tests);
 }

@@ -267,7 +267,7 @@ void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const
 
 void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam, const float *beta,
                      const float *z, const float *ssm_norm, float *S, float *y, int h0, int h1,
-                     float *scratch) {
+                     bool chunked, float *scratch) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), ldy = (int64_t)hv * d;
     for (int t = h0; t < h1; t++) {
@@ -277,7 +277,7 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
         const float *v = u + (int64_t)(2 * hk + t) * d;
         float *St = S + (int64_t)t * d * d;
         float *yt = y + (int64_t)t * d;
-        if (n >= GDN_CHUNK_MIN) {
+        if (chunked && n >= GDN_CHUNK_MIN) {
             for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {
                 const int m = TERN_MIN(GDN_CHUNK, n - i0);
                 gdn_delta_chunk(St, d, m, q + i0 * nch, nch, k + i0 * nch, nch, v + i0 * nch, nch,
@@ -291,5 +291,35 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
         }
         for (int i = 0; i < n; i++)
             gdn_norm_gate(yt + i * ldy, yt + i * ldy, z + i * ldy + (int64_t)t * d, ssm_norm, d, g->eps);
+    }
+}
+
+/* ---- rollback support -------------------------------------------------------------------- */
+
+int64_t gdn_log_floats(const gdn_dims *g) { return gdn_n_ch(g) + 2 * (int64_t)g->n_v_head; }
+
+void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const float *gam, const float *beta) {
+    const int64_t nch = gdn_n_ch(g);
+    memcpy(dst, qkv_raw, sizeof(float) * (size_t)nch);
+    memcpy(dst + nch, gam, sizeof(float) * (size_t)g->n_v_head);
+    memcpy(dst + nch + g->n_v_head, beta, sizeof(float) * (size_t)g->n_v_head);
+}
+
+void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
+                float *u) {
+    const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
+    const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
+    for (int i = 0; i < n; i++) {                     /* conv + SiLU + L2 norm, token by token */
+        gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, 0, nch);
+        gdn_l2norm_heads(u + i * nch, 2 * hk, d, g->eps);
+    }
+    for (int t = 0; t < hv; t++) {                    /* head-outer: the head's state stays in cache */
+        const int kh = t % hk;
+        float *St = S + (int64_t)t * d * d;
+        for (int i = 0; i < n; i++) {
+            const float *ui = u + i * nch, *gi = in + i * nl + nch;
+            gdn_delta_token(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d,
+                            gi[hv + t], gi[t], NULL);
+        }
     }
 }
