@@ -466,31 +466,65 @@ static uint16_t gen_block(synth_rng *r, float lo, float hi, uint8_t u[128]) {
     return d;
 }
 
+/* PTQ1_0 byte of k base-3 digits u (most significant first), spec 3.4: q = sum u_i 3^(k-1-i)
+ * (times 3 for a 4-digit qh byte), byte = ceil(q * 256 / 243). */
+static inline uint8_t ptq1_0_byte(const uint8_t *u, int stride, int k) {
+    int q = 0;
+    for (int i = 0; i < k; i++) q = 3 * q + u[i * stride];
+    if (k == 4) q *= 3;
+    return (uint8_t)((q * 256 + 242) / 243);
+}
+
+/* One block of 128 codes in the file layout of type (spec 3.1, 3.2, 3.4); returns its bytes. */
+static int pack_block(int type, const uint8_t u[128], uint16_t d, uint8_t *b) {
+    switch (type) {
+    case QT_PQ2_0:   /* d, then qs[32]: weight j at bits 2(j&3) of qs[j>>2] */
+        b[0] = (uint8_t)d;
+        b[1] = (uint8_t)(d >> 8);
+        for (int k = 0; k < 32; k++) b[2 + k] = (uint8_t)(u[4 * k] | u[4 * k + 1] << 2 | u[4 * k + 2] << 4 | u[4 * k + 3] << 6);
+        return 34;
+    case QT_Q2_0:    /* two group-64 blocks, each d then qs[16]; max|w| of each half is d */
+        for (int h = 0; h < 2; h++) {
+            uint8_t *o = b + 18 * h;
+            o[0] = (uint8_t)d;
+            o[1] = (uint8_t)(d >> 8);
+            for (int k = 0; k < 16; k++) {
+                const uint8_t *v = u + 64 * h + 4 * k;
+                o[2 + k] = (uint8_t)(v[0] | v[1] << 2 | v[2] << 4 | v[3] << 6);
+            }
+        }
+        return 36;
+    case QT_PTQ1_0:  /* qs[m] = u[m + 16n] (m < 16), qs[16 + m] = u[80 + m + 8n] (m < 8), qh[m] = u[120 + m + 2n], d last */
+        for (int m = 0; m < 16; m++) b[m] = ptq1_0_byte(u + m, 16, 5);
+        for (int m = 0; m < 8; m++) b[16 + m] = ptq1_0_byte(u + 80 + m, 8, 5);
+        for (int m = 0; m < 2; m++) b[24 + m] = ptq1_0_byte(u + 120 + m, 2, 4);
+        b[26] = (uint8_t)d;
+        b[27] = (uint8_t)(d >> 8);
+        return 28;
+    default: return 0;
+    }
+}
+
 /* Rows [0, n_rows) of a ternary tensor, next in its stream, encoded as t->type into out.
- * f32: scratch for n_rows * K floats (unused for PQ2_0). */
+ * f32: scratch for n_rows * K floats (F32 output only); tmp: K floats. Ternary types are packed
+ * directly (the PRNG, not the encoder, bounds the 27B's time); tests check the result equals
+ * the library's encoders and transcoders byte for byte. */
 static int gen_tern_rows(const synth_plan *p, const synth_tensor *t, synth_rng *r, int64_t n_rows,
                          uint8_t *out, float *f32, float *tmp, tern_err *err) {
     const int64_t K = t->ne[0], nb = K / 128;
     uint8_t u[128];
-    if (t->type == QT_PQ2_0) {   /* direct packing: the spec layout, d first, 4 codes per byte */
+    if (t->type != QT_F32) {
         for (int64_t i = 0; i < n_rows * nb; i++) {
             const uint16_t d = gen_block(r, t->lo, t->hi, u);
-            uint8_t *b = out + i * 34;
-            b[0] = (uint8_t)d;
-            b[1] = (uint8_t)(d >> 8);
-            for (int k = 0; k < 32; k++)
-                b[2 + k] = (uint8_t)(u[4 * k] | u[4 * k + 1] << 2 | u[4 * k + 2] << 4 | u[4 * k + 3] << 6);
+            const int n = pack_block(t->type, u, d, out);
+            if (n == 0) return tern_err_set(err, TERN_E_ARG, "synth: '%s': type %d is not a ternary type", t->name, t->type);
+            out += n;
         }
         return TERN_OK;
     }
     for (int64_t i = 0; i < n_rows * nb; i++) {
         const float d = fp16_to_f32(gen_block(r, t->lo, t->hi, u));
         for (int j = 0; j < 128; j++) f32[i * 128 + j] = (float)((int)u[j] - 1) * d;
-    }
-    if (t->type != QT_F32) {
-        const int rc = qt_quantize(t->type, f32, out, n_rows * K);
-        if (rc != TERN_OK) return tern_err_set(err, rc, "synth: encoding '%s' as type %d", t->name, t->type);
-        return TERN_OK;
     }
     /* unrotated F32: W = W' R, row by row (spec 4.3); embedding rows likewise (spec 4.4) */
     for (int64_t n = 0; n < n_rows; n++) {
