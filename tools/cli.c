@@ -9,6 +9,7 @@ typedef struct { const char *name; int (*fn)(int, char **); const char *help; } 
 
 static const cli_cmd cmds[] = {
     {"version", cmd_version, "print the version"},
+    {"info", cmd_info, "what a GGUF file holds: metadata, tensors, parameters, per-token bytes and decode ceiling"},
 };
 
 int cmd_version(int argc, char **argv) {
