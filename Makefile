@@ -122,6 +122,22 @@ bench: $(TERN_BIN)
 	./$(TERN_BIN) bench-kernel
 	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) bench -m "$(MODEL)"; fi
 
+# ---- ARM64: cross build and tests under qemu-user (owner: arm) --------------------------------
+# `make cross-aarch64` builds build/aarch64/tern and build/aarch64/tests/run with the cross
+# compiler (the arm64 -dev packages come from Debian multiarch: `sh scripts/deps.sh --cross`).
+# `make test-aarch64` runs them under qemu once per forced ARM path plus the dispatcher checks
+# (scripts/test_aarch64.sh); T='kernels arm' limits the suites of every pass.
+CROSS_AARCH64 ?= aarch64-linux-gnu-
+QEMU_AARCH64  ?= qemu-aarch64 -L /usr/aarch64-linux-gnu
+B_AARCH64     := build/aarch64
+
+cross-aarch64:
+	$(MAKE) CC=$(CROSS_AARCH64)gcc AR=$(CROSS_AARCH64)ar MODE=rel B=$(B_AARCH64) \
+		TERN_BIN=$(B_AARCH64)/tern TEST_BIN=$(B_AARCH64)/tests/run $(B_AARCH64)/tern $(B_AARCH64)/tests/run
+
+test-aarch64: cross-aarch64
+	TERN_SHARED=$(SHARED) QEMU="$(QEMU_AARCH64)" sh scripts/test_aarch64.sh $(B_AARCH64)/tests/run $(T)
+
 clean:
 	rm -rf build tern tests/run
 

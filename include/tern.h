@@ -142,17 +142,35 @@ typedef struct tern_sampler_params {
     float min_p;            /* 0.05; <= 0 disables */
     float repeat_penalty;   /* 1.0 = off */
     int32_t repeat_last_n;  /* 64 */
-    uint64_t seed;          /* same seed + same logits -> same tokens */
+    uint64_t seed;          /* same seed + same logits -> same tokens; TERN_SEED_RANDOM (default):
+                               drawn from the OS at init, read it back with tern_sampler_seed */
 } tern_sampler_params;
+#define TERN_SEED_RANDOM UINT64_MAX
+/* Defaults as llama.cpp: temp 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1.0 (off),
+ * repeat_last_n 64, seed TERN_SEED_RANDOM. */
 void tern_sampler_params_default(tern_sampler_params *p);
 typedef struct tern_sampler tern_sampler;
+/* Create a sampler for m's vocabulary (n_vocab from tern_model_get_info). Valid parameters:
+ * temp, top_p finite (NaN/inf rejected), top_k any (<= 0 off), min_p in [0, 1],
+ * repeat_penalty finite > 0, repeat_last_n >= 0 (0 = off; programs map llama.cpp's -1 to n_ctx).
+ * Allocates O(n_vocab + repeat_last_n) once; sampling allocates nothing.
+ * Errors: TERN_E_ARG (bad parameter, NULL model), TERN_E_NOMEM. */
 int tern_sampler_init(tern_sampler **out, const tern_model *m, const tern_sampler_params *p, tern_err *err);
+/* Same without a model: for a vocabulary of n_vocab ids (> 0). */
+int tern_sampler_init_vocab(tern_sampler **out, int32_t n_vocab, const tern_sampler_params *p, tern_err *err);
 void tern_sampler_free(tern_sampler *s);
-/* Choose the next token from logits (n_vocab, not modified). */
+/* Choose the next token from logits (n_vocab floats, not modified; NaN counts as -inf). Does not
+ * record it: call tern_sampler_accept with the token actually appended. Returns an id in
+ * [0, n_vocab). Cost: O(n_vocab) copy + O(k log k) for top-k; top-p without top-k sorts only
+ * the candidates it needs (partial selection); min-p and temperature are linear. */
 int32_t tern_sampler_sample(tern_sampler *s, const float *logits);
-/* Record an accepted token (repetition-penalty history). */
+/* Record an accepted token (repetition-penalty history of the last repeat_last_n); ids outside
+ * the vocabulary are ignored. */
 void tern_sampler_accept(tern_sampler *s, int32_t tok);
+/* Forget the history and restart the random stream from the seed. */
 void tern_sampler_reset(tern_sampler *s);
+/* The seed in use (the drawn one when the params said TERN_SEED_RANDOM). */
+uint64_t tern_sampler_seed(const tern_sampler *s);
 
 /* ==== Chat templates ===========================================================================*/
 typedef struct tern_chat_msg {

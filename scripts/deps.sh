@@ -2,7 +2,17 @@
 # deps.sh: check the build and test dependencies and install the missing ones with apt-get
 # (Debian/Ubuntu; uses sudo when not root). `sh scripts/deps.sh [--ci]`: --ci adds the extra
 # tools CI uses (clang + libFuzzer runtime, the aarch64 cross compiler and qemu-user).
+# --cross (owner: arm) adds the arm64 build of the libraries for `make cross-aarch64`, through
+# Debian multiarch (dpkg --add-architecture arm64), plus the cross compiler and qemu-user.
 set -eu
+ci=0; cross=0
+for a in "$@"; do
+    case "$a" in
+        --ci) ci=1 ;;
+        --cross) cross=1 ;;
+        *) echo "deps: unknown option $a (use --ci, --cross)" >&2; exit 2 ;;
+    esac
+done
 pkgs=""
 need() { # need <header-or-command> <package>
     case "$1" in
@@ -17,18 +27,35 @@ need /usr/include/cmocka.h libcmocka-dev
 need /usr/include/cjson/cJSON.h libcjson-dev
 need /usr/include/utf8proc.h libutf8proc-dev
 need /usr/include/microhttpd.h libmicrohttpd-dev
-if [ "${1:-}" = "--ci" ]; then
+if [ "$ci" = 1 ]; then
     need clang clang
     need /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
     need aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
     need qemu-aarch64 qemu-user
+fi
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if [ "$cross" = 1 ]; then
+    need aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
+    need qemu-aarch64 qemu-user
+    a64=/usr/lib/aarch64-linux-gnu
+    need $a64/libutf8proc.so libutf8proc-dev:arm64
+    need $a64/libcmocka.so libcmocka-dev:arm64
+    need $a64/libcjson.so libcjson-dev:arm64
+    need $a64/libmicrohttpd.so libmicrohttpd-dev:arm64
+    case "$pkgs" in
+        *:arm64*)
+            if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+                echo "deps: adding the arm64 architecture (multiarch)"
+                $SUDO dpkg --add-architecture arm64
+                $SUDO apt-get update -q
+            fi ;;
+    esac
 fi
 if [ -z "$pkgs" ]; then
     echo "deps: all present"
     exit 0
 fi
 echo "deps: installing:$pkgs"
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get install -y -q $pkgs || { $SUDO apt-get update -q && $SUDO apt-get install -y -q $pkgs; }

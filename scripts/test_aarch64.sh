@@ -1,0 +1,89 @@
+#!/bin/sh
+# test_aarch64.sh RUNNER [suite ...]: run the aarch64 test runner under qemu-user once per forced
+# ARM kernel path, then the dispatcher checks on emulated CPUs without dotprod / without i8mm.
+# Called by `make test-aarch64` (owner: arm). Environment: QEMU (default
+# "qemu-aarch64 -L /usr/aarch64-linux-gnu"), TERN_SHARED (fixtures).
+#
+# Passes (each prints the runner's closing line; the last line here is their sum):
+#   1. -cpu max,        TERN_ISA=i8mm     every suite (or the ones named)
+#   2. -cpu max,        TERN_ISA=dotprod  the ISA-sensitive suites (kernels, arm, model-level)
+#   3. -cpu max,        TERN_ISA=neon     the same
+#   4. -cpu cortex-a72  (ARMv8.0: no dotprod, no i8mm) unforced: the dispatcher must pick neon;
+#                       the kernel suites run every table this CPU can run, so an sdot/smmla
+#                       leaking into the plain-NEON path dies here with SIGILL
+#   5. -cpu cortex-a76  (dotprod, no i8mm) unforced: the dispatcher must pick dotprod
+#   6. -cpu max         unforced: the dispatcher must pick i8mm
+# The arm suite reads TERN_EXPECT_ISA and checks kern_isa() against it.
+set -u
+runner=${1:?usage: test_aarch64.sh RUNNER [suite ...]}
+shift
+QEMU=${QEMU:-qemu-aarch64 -L /usr/aarch64-linux-gnu}
+export TERN_SHARED="${TERN_SHARED:-../shared}"
+
+avail=$($QEMU -cpu max "$runner" --list) || { echo "test-aarch64: cannot run $runner under qemu"; exit 1; }
+has() { echo "$avail" | grep -qx "$1"; }
+pick() { # pick suite...: the named suites that this runner has, in order
+    out=""
+    for s in "$@"; do has "$s" && out="$out $s"; done
+    echo "$out"
+}
+
+if [ $# -gt 0 ]; then
+    all_suites="$*"
+    isa_suites="$*"
+else
+    all_suites=""   # empty = every suite
+    isa_suites=$(pick kernels arm pool model golden engine qwen35 gdn sampler)
+fi
+disp_suites=$(pick arm)
+a72_suites=$(pick arm kernels)
+
+p=0; f=0; k=0; status=0
+log=$(mktemp "${TMPDIR:-/tmp}/tern-aarch64-XXXXXX")
+trap 'rm -f "$log"' EXIT INT TERM
+pass() { # pass <label> <cpu> <isa or -> <expect or -> suites...
+    label=$1; cpu=$2; isa=$3; expect=$4; shift 4
+    echo "=== test-aarch64: $label: qemu -cpu $cpu, TERN_ISA=$isa, suites: ${*:-all}"
+    (
+        unset TERN_ISA TERN_EXPECT_ISA
+        [ "$isa" = - ] || export TERN_ISA="$isa"
+        [ "$expect" = - ] || export TERN_EXPECT_ISA="$expect"
+        # shellcheck disable=SC2086
+        exec $QEMU -cpu "$cpu" "$runner" "$@"
+    ) >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "test-aarch64: $label: no closing line (exit $rc)"
+        f=$((f + 1)); status=1; return
+    fi
+    p=$((p + $(echo "$line" | sed -E 's/^([0-9]+) passed.*/\1/')))
+    f=$((f + $(echo "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')))
+    sk=$(echo "$line" | sed -nE 's/.* ([0-9]+) skipped.*/\1/p')
+    k=$((k + ${sk:-0}))
+    [ "$rc" = 0 ] || status=1
+}
+
+# shellcheck disable=SC2086
+pass "forced i8mm" max i8mm - $all_suites
+if [ -n "$isa_suites" ]; then
+    # shellcheck disable=SC2086
+    pass "forced dotprod" max dotprod - $isa_suites
+    # shellcheck disable=SC2086
+    pass "forced neon" max neon - $isa_suites
+fi
+if [ -n "$a72_suites" ]; then
+    # shellcheck disable=SC2086
+    pass "dispatch cortex-a72" cortex-a72 - neon $a72_suites
+fi
+if [ -n "$disp_suites" ]; then
+    # shellcheck disable=SC2086
+    pass "dispatch cortex-a76" cortex-a76 - dotprod $disp_suites
+    # shellcheck disable=SC2086
+    pass "dispatch max" max - i8mm $disp_suites
+fi
+
+echo "test-aarch64: totals over all passes"
+echo "$p passed, $f failed, $k skipped"
+exit $status

@@ -1,0 +1,431 @@
+/* test_sampler.c: the sampler chain (src/sampling) against values computed here independently:
+ * hand-built distributions (softmax in double of the logits the stage should keep), a full-sort
+ * reference for top-k/top-p on a vocabulary-sized input, the penalty rule on positive and
+ * negative logits, and chi-square checks of draw frequencies with fixed seeds. */
+#include "test.h"
+
+#include "sampling/sampler.h"
+#include "tern.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static tern_sampler_params params(float temp, int top_k, float top_p, float min_p) {
+    tern_sampler_params p;
+    tern_sampler_params_default(&p);
+    p.temp = temp;
+    p.top_k = top_k;
+    p.top_p = top_p;
+    p.min_p = min_p;
+    p.seed = 1234;
+    return p;
+}
+
+static tern_sampler *mk(int n_vocab, const tern_sampler_params *p) {
+    tern_sampler *s = NULL;
+    tern_err e = {0};
+    assert_int_equal(tern_sampler_init_vocab(&s, n_vocab, p, &e), TERN_OK);
+    assert_non_null(s);
+    return s;
+}
+
+/* Expected distribution: softmax of logits[keep[i]] / temp, in double. */
+static void softmax_ref(const float *logits, const int *keep, int n, double temp, double *out) {
+    double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < n; i++) mx = fmax(mx, logits[keep[i]]);
+    for (int i = 0; i < n; i++) sum += out[i] = exp((logits[keep[i]] - mx) / temp);
+    for (int i = 0; i < n; i++) out[i] /= sum;
+}
+
+/* Checks samp_dist's result equals the set keep[] (in that order) with softmax probabilities. */
+static void check_dist(tern_sampler *s, const float *logits, const int *keep, int n, double temp) {
+    int32_t ids[64];
+    float probs[64];
+    double want[64];
+    int got = samp_dist(s, logits, ids, probs, 64);
+    assert_int_equal(got, n);
+    softmax_ref(logits, keep, n, temp, want);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(ids[i], keep[i]);
+        if (fabs(probs[i] - want[i]) > 1e-6) fail_msg("prob[%d] (id %d) = %.8f, expected %.8f", i, keep[i], probs[i], want[i]);
+    }
+}
+
+static void test_greedy_ties_and_negative(void **state) {
+    (void)state;
+    tern_sampler_params p = params(0.0f, 40, 0.95f, 0.05f);
+    tern_sampler *s = mk(6, &p);
+    const float a[6] = {-3.0f, -1.0f, -2.0f, -1.0f, -5.0f, -1.5f};     /* tie at ids 1 and 3 */
+    for (int i = 0; i < 10; i++) assert_int_equal(tern_sampler_sample(s, a), 1);
+    const float b[6] = {0.5f, 2.0f, 7.0f, 7.0f, 7.0f, 1.0f};
+    assert_int_equal(tern_sampler_sample(s, b), 2);
+    tern_sampler_free(s);
+    p.temp = -1.0f;                                                      /* negative temp is greedy too */
+    s = mk(6, &p);
+    assert_int_equal(tern_sampler_sample(s, b), 2);
+    tern_sampler_free(s);
+}
+
+static void test_k1_is_argmax(void **state) {
+    (void)state;
+    tern_sampler_params p = params(5.0f, 1, 1.0f, 0.0f);               /* hot, but k = 1 */
+    tern_sampler *s = mk(5, &p);
+    const float l[5] = {1.0f, 1.2f, 1.1f, 1.2f, 0.0f};
+    for (int i = 0; i < 200; i++) assert_int_equal(tern_sampler_sample(s, l), 1);
+    const int keep[1] = {1};
+    check_dist(s, l, keep, 1, 5.0);
+    tern_sampler_free(s);
+}
+
+static void test_plain_softmax_and_temperature(void **state) {
+    (void)state;
+    const float l[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    const int all[4] = {0, 1, 2, 3};                  /* nothing sorted: id order */
+    tern_sampler_params p = params(1.0f, 0, 1.0f, 0.0f);
+    tern_sampler *s = mk(4, &p);
+    check_dist(s, l, all, 4, 1.0);
+    /* hand check of one value: e^4 / (e + e^2 + e^3 + e^4) = 0.643914 */
+    int32_t ids[4];
+    float pr[4];
+    assert_int_equal(samp_dist(s, l, ids, pr, 4), 4);
+    assert_true(fabsf(pr[3] - 0.6439142f) < 1e-6f);
+    tern_sampler_free(s);
+    p.temp = 0.5f;
+    s = mk(4, &p);
+    check_dist(s, l, all, 4, 0.5);
+    tern_sampler_free(s);
+}
+
+static void test_top_k(void **state) {
+    (void)state;
+    const float l[6] = {0.1f, 3.0f, -2.0f, 3.0f, 2.5f, 1.0f};
+    tern_sampler_params p = params(1.0f, 3, 1.0f, 0.0f);
+    tern_sampler *s = mk(6, &p);
+    const int keep[3] = {1, 3, 4};                    /* sorted best first, tie by lower id */
+    check_dist(s, l, keep, 3, 1.0);
+    tern_sampler_free(s);
+    p.top_k = 6;                                      /* k >= n_vocab: a no-op */
+    s = mk(6, &p);
+    const int all[6] = {0, 1, 2, 3, 4, 5};
+    check_dist(s, l, all, 6, 1.0);
+    tern_sampler_free(s);
+}
+
+/* probabilities 0.05, 0.5, 0.15, 0.3 at ids 0..3 (logits = their logs) */
+static const float pl_logits[4] = {-2.995732274f, -0.693147181f, -1.897119985f, -1.203972804f};
+
+static void test_top_p(void **state) {
+    (void)state;
+    struct { float top_p; int n; } cases[] = {
+        {1e-6f, 1}, {0.5f, 1}, {0.75f, 2}, {0.81f, 3}, {0.96f, 4}, {1.0f, 4},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tern_sampler_params p = params(1.0f, 0, cases[c].top_p, 0.0f);
+        tern_sampler *s = mk(4, &p);
+        static const int sorted[4] = {1, 3, 2, 0};
+        static const int ids[4] = {0, 1, 2, 3};
+        /* top_p >= 1 is disabled: no sort, id order */
+        check_dist(s, pl_logits, cases[c].top_p >= 1.0f ? ids : sorted, cases[c].n, 1.0);
+        tern_sampler_free(s);
+    }
+    /* top-k then top-p: the mass is over the top-k survivors (llama.cpp renormalises). Top-2
+     * masses: 0.5/0.8 = 0.625, then 1.0; top_p 0.6 keeps one, 0.7 keeps both. */
+    tern_sampler_params p = params(1.0f, 2, 0.6f, 0.0f);
+    tern_sampler *s = mk(4, &p);
+    const int k1[1] = {1}, k2[2] = {1, 3};
+    check_dist(s, pl_logits, k1, 1, 1.0);
+    tern_sampler_free(s);
+    p.top_p = 0.7f;
+    s = mk(4, &p);
+    check_dist(s, pl_logits, k2, 2, 1.0);
+    tern_sampler_free(s);
+}
+
+static void test_min_p(void **state) {
+    (void)state;
+    /* best 0.5: min_p 0.2 -> threshold 0.1 keeps 0.5, 0.3, 0.15 (in id order, nothing sorted) */
+    tern_sampler_params p = params(1.0f, 0, 1.0f, 0.2f);
+    tern_sampler *s = mk(4, &p);
+    const int k3[3] = {1, 2, 3};
+    check_dist(s, pl_logits, k3, 3, 1.0);
+    tern_sampler_free(s);
+    p.min_p = 0.7f;                                   /* threshold 0.35: only the best */
+    s = mk(4, &p);
+    const int k1[1] = {1};
+    check_dist(s, pl_logits, k1, 1, 1.0);
+    tern_sampler_free(s);
+    p.min_p = 1.0f;                                   /* still keeps the best */
+    s = mk(4, &p);
+    check_dist(s, pl_logits, k1, 1, 1.0);
+    tern_sampler_free(s);
+    /* after top-k (sorted): min_p 0.5 -> threshold 0.25 keeps 0.5 and 0.3 */
+    p = params(1.0f, 3, 1.0f, 0.5f);
+    s = mk(4, &p);
+    const int k2[2] = {1, 3};
+    check_dist(s, pl_logits, k2, 2, 1.0);
+    tern_sampler_free(s);
+}
+
+static void test_repeat_penalty(void **state) {
+    (void)state;
+    tern_sampler_params p = params(1.0f, 0, 1.0f, 0.0f);
+    p.repeat_penalty = 2.0f;
+    p.repeat_last_n = 3;
+    tern_sampler *s = mk(4, &p);
+    tern_sampler_accept(s, 0);
+    tern_sampler_accept(s, 1);
+    tern_sampler_accept(s, 0);                        /* repeated: penalised once, not twice */
+    const float l[4] = {2.0f, -1.0f, 0.5f, 1.0f};
+    const float pen[4] = {1.0f, -2.0f, 0.5f, 1.0f};  /* 2/2 and -1*2 */
+    const int all[4] = {0, 1, 2, 3};
+    int32_t ids[4];
+    float pr[4];
+    double want[4];
+    assert_int_equal(samp_dist(s, l, ids, pr, 4), 4);
+    softmax_ref(pen, all, 4, 1.0, want);
+    for (int i = 0; i < 4; i++) assert_true(fabs(pr[i] - want[i]) < 1e-6);
+    /* window: after two more tokens, 0 and 1 have left the last 3 ([0, 2, 3]: 0 stays) */
+    tern_sampler_accept(s, 2);
+    tern_sampler_accept(s, 3);
+    const float pen2[4] = {1.0f, -1.0f, 0.25f, 0.5f};
+    assert_int_equal(samp_dist(s, l, ids, pr, 4), 4);
+    softmax_ref(pen2, all, 4, 1.0, want);
+    for (int i = 0; i < 4; i++) assert_true(fabs(pr[i] - want[i]) < 1e-6);
+    tern_sampler_accept(s, 99);                       /* outside the vocabulary: ignored */
+    assert_int_equal(samp_dist(s, l, ids, pr, 4), 4);
+    for (int i = 0; i < 4; i++) assert_true(fabs(pr[i] - want[i]) < 1e-6);
+    /* reset forgets the history */
+    tern_sampler_reset(s);
+    check_dist(s, l, all, 4, 1.0);
+    tern_sampler_free(s);
+
+    /* greedy with the penalty: a repeated token loses the argmax, positive or negative */
+    p = params(0.0f, 40, 0.95f, 0.05f);
+    p.repeat_penalty = 1.5f;
+    s = mk(2, &p);
+    const float pos[2] = {3.0f, 2.9f};                /* 3/1.5 = 2 < 2.9 */
+    const float neg[2] = {-1.0f, -1.4f};              /* -1*1.5 = -1.5 < -1.4 */
+    assert_int_equal(tern_sampler_sample(s, pos), 0);
+    tern_sampler_accept(s, 0);
+    assert_int_equal(tern_sampler_sample(s, pos), 1);
+    assert_int_equal(tern_sampler_sample(s, neg), 1);
+    tern_sampler_free(s);
+    /* repeat_last_n 0: penalty off */
+    p.repeat_last_n = 0;
+    s = mk(2, &p);
+    tern_sampler_accept(s, 0);
+    assert_int_equal(tern_sampler_sample(s, pos), 0);
+    tern_sampler_free(s);
+}
+
+/* Chi-square of the counts of n draws against probabilities want[] (k categories). */
+static double chi2(const int *count, const double *want, int k, int n) {
+    double x = 0;
+    for (int i = 0; i < k; i++) {
+        double e = want[i] * n;
+        x += (count[i] - e) * (count[i] - e) / e;
+    }
+    return x;
+}
+
+static void test_draw_frequencies(void **state) {
+    (void)state;
+    enum { K = 8, N = 40000 };
+    const float l[K] = {0.3f, -1.0f, 1.7f, 0.0f, 2.2f, -0.4f, 1.1f, 0.9f};
+    const int all[K] = {0, 1, 2, 3, 4, 5, 6, 7};
+    double want[K];
+    /* temperature 0.7, all filters off: chi2 with 7 degrees of freedom; 24.32 is the 0.999
+     * quantile. The seed is fixed, so the statistic is a fixed number, and a sampler drawing
+     * from the wrong distribution (e.g. ignoring temp: chi2 in the thousands) fails. */
+    tern_sampler_params p = params(0.7f, 0, 1.0f, 0.0f);
+    tern_sampler *s = mk(K, &p);
+    int count[K] = {0};
+    for (int i = 0; i < N; i++) count[tern_sampler_sample(s, l)]++;
+    softmax_ref(l, all, K, 0.7, want);
+    double x = chi2(count, want, K, N);
+    if (x > 24.32) fail_msg("chi2 %.2f > 24.32 (temp 0.7)", x);
+    tern_sampler_free(s);
+
+    /* top-k 3 at temp 1.3: only ids 4, 2, 6 may appear, with softmax(l/1.3) over them
+     * (2 degrees of freedom: 13.82 at 0.999) */
+    p = params(1.3f, 3, 1.0f, 0.0f);
+    s = mk(K, &p);
+    memset(count, 0, sizeof count);
+    for (int i = 0; i < N; i++) count[tern_sampler_sample(s, l)]++;
+    const int keep[3] = {4, 2, 6};
+    double w3[3];
+    int c3[3] = {count[4], count[2], count[6]};
+    softmax_ref(l, keep, 3, 1.3, w3);
+    assert_int_equal(c3[0] + c3[1] + c3[2], N);
+    x = chi2(c3, w3, 3, N);
+    if (x > 13.82) fail_msg("chi2 %.2f > 13.82 (top-k 3, temp 1.3)", x);
+    tern_sampler_free(s);
+}
+
+static void test_seed_determinism(void **state) {
+    (void)state;
+    enum { V = 1000, T = 300 };
+    float *l = malloc(V * sizeof *l);
+    srand(7);
+    for (int i = 0; i < V; i++) l[i] = (float)rand() / RAND_MAX * 4.0f;
+    tern_sampler_params p = params(1.0f, 0, 0.95f, 0.0f);
+    p.seed = 42;
+    tern_sampler *a = mk(V, &p), *b = mk(V, &p);
+    p.seed = 43;
+    tern_sampler *c = mk(V, &p);
+    int32_t first[T];
+    int differ = 0;
+    for (int t = 0; t < T; t++) {
+        int32_t x = tern_sampler_sample(a, l), y = tern_sampler_sample(b, l), z = tern_sampler_sample(c, l);
+        assert_int_equal(x, y);
+        differ += x != z;
+        first[t] = x;
+    }
+    assert_true(differ > T / 2);                      /* another seed, another stream */
+    tern_sampler_reset(a);                            /* reset replays the stream */
+    for (int t = 0; t < T; t++) assert_int_equal(tern_sampler_sample(a, l), first[t]);
+    assert_true(tern_sampler_seed(a) == 42);
+    tern_sampler_free(a);
+    tern_sampler_free(b);
+    tern_sampler_free(c);
+    /* TERN_SEED_RANDOM draws a seed and reports it */
+    p.seed = TERN_SEED_RANDOM;
+    a = mk(V, &p);
+    assert_true(tern_sampler_seed(a) != TERN_SEED_RANDOM);
+    tern_sampler_free(a);
+    /* the stream itself: xoshiro256** is fixed by its seed (first outputs for seed 0 through
+     * splitmix64: two independent runs of the generator must agree, and u in [0, 1)) */
+    samp_rng r1, r2;
+    samp_rng_seed(&r1, 0);
+    samp_rng_seed(&r2, 0);
+    for (int i = 0; i < 1000; i++) {
+        double u = samp_rng_uniform(&r1);
+        assert_true(u >= 0.0 && u < 1.0);
+        assert_true(u == samp_rng_uniform(&r2));
+    }
+    free(l);
+}
+
+/* Full-sort reference on a vocabulary-sized input with many ties: the kept set of top-k and of
+ * top-p (without top-k: the partial-selection path) equals sorting everything. */
+typedef struct { float l; int id; } ref_c;
+static int ref_cmp(const void *a, const void *b) {
+    const ref_c *x = a, *y = b;
+    if (x->l != y->l) return x->l > y->l ? -1 : 1;
+    return x->id - y->id;
+}
+
+static void test_large_vocab_vs_full_sort(void **state) {
+    (void)state;
+    enum { V = 151936 };
+    float *l = malloc(V * sizeof *l);
+    ref_c *r = malloc(V * sizeof *r);
+    int32_t *ids = malloc(V * sizeof *ids);
+    float *pr = malloc(V * sizeof *pr);
+    srand(11);
+    for (int i = 0; i < V; i++) l[i] = (float)(rand() % 2000) / 100.0f - 10.0f;   /* many ties */
+    l[777] = NAN;                                     /* counts as -inf */
+    for (int i = 0; i < V; i++) r[i] = (ref_c){isnan(l[i]) ? -INFINITY : l[i], i};
+    qsort(r, V, sizeof *r, ref_cmp);
+
+    const int ks[] = {1, 2, 40, 1000, 50000};
+    for (size_t t = 0; t < sizeof ks / sizeof ks[0]; t++) {
+        tern_sampler_params p = params(1.0f, ks[t], 1.0f, 0.0f);
+        tern_sampler *s = mk(V, &p);
+        int n = samp_dist(s, l, ids, pr, V);
+        assert_int_equal(n, ks[t]);
+        for (int i = 0; i < n; i++) assert_int_equal(ids[i], r[i].id);
+        tern_sampler_free(s);
+    }
+    /* top-p alone: smallest prefix of the full sort with mass >= p (mass in double here) */
+    double mx = r[0].l, total = 0;
+    for (int i = 0; i < V; i++) total += exp(r[i].l - mx);
+    const float ps[] = {0.001f, 0.3f, 0.9f, 0.999f};
+    for (size_t t = 0; t < sizeof ps / sizeof ps[0]; t++) {
+        int want = 0;
+        double cum = 0;
+        while (want < V) {
+            cum += exp(r[want].l - mx) / total;
+            want++;
+            if (cum >= ps[t]) break;
+        }
+        tern_sampler_params p = params(1.0f, 0, ps[t], 0.0f);
+        tern_sampler *s = mk(V, &p);
+        int n = samp_dist(s, l, ids, pr, V);
+        if (n != want) fail_msg("top_p %g kept %d, full sort says %d", (double)ps[t], n, want);
+        for (int i = 0; i < n; i++) assert_int_equal(ids[i], r[i].id);
+        tern_sampler_free(s);
+    }
+    /* greedy on the large input: the lowest id among the maxima */
+    tern_sampler_params p = params(0.0f, 40, 0.95f, 0.05f);
+    tern_sampler *s = mk(V, &p);
+    assert_int_equal(tern_sampler_sample(s, l), r[0].id);
+    tern_sampler_free(s);
+    free(l);
+    free(r);
+    free(ids);
+    free(pr);
+}
+
+static void test_degenerate_logits(void **state) {
+    (void)state;
+    const float ninf[3] = {-INFINITY, -INFINITY, -INFINITY};
+    const float pinf[3] = {0.0f, INFINITY, 1.0f};
+    const float nan3[3] = {NAN, 1.0f, NAN};
+    tern_sampler_params p = params(1.0f, 0, 0.9f, 0.1f);
+    tern_sampler *s = mk(3, &p);
+    for (int i = 0; i < 50; i++) {
+        int32_t a = tern_sampler_sample(s, ninf);
+        assert_true(a >= 0 && a < 3);
+        assert_int_equal(tern_sampler_sample(s, pinf), 1);
+        assert_int_equal(tern_sampler_sample(s, nan3), 1);
+    }
+    tern_sampler_free(s);
+}
+
+static void test_init_errors(void **state) {
+    (void)state;
+    tern_sampler *s = (tern_sampler *)1;
+    tern_err e = {0};
+    tern_sampler_params p = params(1.0f, 0, 1.0f, 0.0f);
+    assert_int_equal(tern_sampler_init_vocab(&s, 0, &p, &e), TERN_E_ARG);
+    assert_null(s);
+    assert_non_null(strstr(e.msg, "n_vocab"));
+    static const char *const what[] = {"temp", "top_p", "min_p", "repeat_penalty", "repeat_last_n"};
+    for (size_t i = 0; i < sizeof what / sizeof what[0]; i++) {
+        p = params(1.0f, 0, 1.0f, 0.0f);
+        switch (i) {
+        case 0: p.temp = NAN; break;
+        case 1: p.top_p = INFINITY; break;
+        case 2: p.min_p = 1.5f; break;
+        case 3: p.repeat_penalty = 0.0f; break;
+        case 4: p.repeat_last_n = -1; break;
+        }
+        tern_err_clear(&e);
+        assert_int_equal(tern_sampler_init_vocab(&s, 10, &p, &e), TERN_E_ARG);
+        if (!strstr(e.msg, what[i])) fail_msg("message '%s' does not name %s", e.msg, what[i]);
+    }
+    /* NULL params: the defaults */
+    assert_int_equal(tern_sampler_init_vocab(&s, 10, NULL, &e), TERN_OK);
+    tern_sampler_free(s);
+    tern_sampler_free(NULL);
+}
+
+int suite_sampler(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_greedy_ties_and_negative),
+        cmocka_unit_test(test_k1_is_argmax),
+        cmocka_unit_test(test_plain_softmax_and_temperature),
+        cmocka_unit_test(test_top_k),
+        cmocka_unit_test(test_top_p),
+        cmocka_unit_test(test_min_p),
+        cmocka_unit_test(test_repeat_penalty),
+        cmocka_unit_test(test_draw_frequencies),
+        cmocka_unit_test(test_seed_determinism),
+        cmocka_unit_test(test_large_vocab_vs_full_sort),
+        cmocka_unit_test(test_degenerate_logits),
+        cmocka_unit_test(test_init_errors),
+    };
+    TEST_RUN_SUITE("sampler", tests);
+}
