@@ -329,14 +329,7 @@ fail:
 
 /* ==== load from GGUF ==========================================================================*/
 static int get_id(const gguf_ctx *g, const char *key, int32_t n_vocab, int32_t *out, tern_err *err) {
-    int64_t x;
-    int rc = gguf_get_int(g, key, false, -1, &x, err);
-    if (rc) return rc;
-    if (x == -1 || x == 0xFFFFFFFFll) { *out = -1; return TERN_OK; }
-    if (x < 0 || x >= n_vocab)
-        return tern_err_set(err, TERN_E_FORMAT, "%s: token id %lld outside the vocabulary [0, %d)", key, (long long)x, n_vocab);
-    *out = (int32_t)x;
-    return TERN_OK;
+    return gguf_get_token_id(g, key, (uint64_t)n_vocab, out, err);
 }
 
 int tok_load(tok_vocab **out, const gguf_ctx *g, tern_err *err) {
@@ -347,12 +340,13 @@ int tok_load(tok_vocab **out, const gguf_ctx *g, tern_err *err) {
     int32_t *ty = NULL;
     float *sc = NULL;
     char model_c[32], pre_c[32];
+    if ((rc = gguf_check_tokenizer(g, err))) return rc;           /* types, lengths, id ranges */
     if ((rc = gguf_get_str(g, "tokenizer.ggml.model", true, &model, err))) return rc;
     if ((rc = gguf_get_str(g, "tokenizer.ggml.pre", false, &pre, err))) return rc;
     if (model.n >= sizeof model_c) return tern_err_set(err, TERN_E_UNSUPPORTED, "tokenizer.ggml.model: expected 'gpt2' or 'llama', got a %llu-byte string", (unsigned long long)model.n);
     memcpy(model_c, model.p, model.n); model_c[model.n] = 0;
     if (pre.n >= sizeof pre_c) return tern_err_set(err, TERN_E_UNSUPPORTED, "tokenizer.ggml.pre: expected 'qwen2' or 'qwen35', got a %llu-byte string", (unsigned long long)pre.n);
-    if (pre.p) memcpy(pre_c, pre.p, pre.n);
+    if (pre.n) memcpy(pre_c, pre.p, pre.n);
     pre_c[pre.n] = 0;
 
     if ((rc = gguf_get_arr(g, "tokenizer.ggml.tokens", true, &toks, err))) return rc;
@@ -363,8 +357,8 @@ int tok_load(tok_vocab **out, const gguf_ctx *g, tern_err *err) {
     tok_desc d;
     tok_desc_init(&d);
     d.model = model_c;
-    d.pre = pre.p && strcmp(pre_c, "default") != 0 ? pre_c : NULL;
-    if (strcmp(model_c, "gpt2") == 0 && pre.p && strcmp(pre_c, "default") == 0)
+    d.pre = pre.n && strcmp(pre_c, "default") != 0 ? pre_c : NULL;    /* absent: qwen2 */
+    if (strcmp(model_c, "gpt2") == 0 && strcmp(pre_c, "default") == 0)
         return tern_err_set(err, TERN_E_UNSUPPORTED, "tokenizer.ggml.pre 'default': expected 'qwen2' or 'qwen35'");
     d.n_vocab = nv;
     d.tokens = toks.strs;
