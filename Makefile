@@ -49,6 +49,16 @@ LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(B)/%.o)
 TEST_OBJ := $(TEST_SRC:%.c=$(B)/%.o)
 LIB_A    := $(B)/libtern.a
+# server/ (owner: app): an archive, so programs and tests pull only the objects they reference
+SERVER_SRC := $(sort $(wildcard server/*.c))
+SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
+SERVER_A   := $(B)/libtern_server.a
+# shared library for `make install` (owner: app): a separate -fPIC object set
+TERN_VERSION := $(shell sed -n 's/^\#define TERN_VERSION "\(.*\)"/\1/p' include/tern.h)
+TERN_SOMAJOR := 0
+PIC_OBJ := $(LIB_SRC:%.c=$(B)/pic/%.o)
+LIB_SO  := $(B)/libtern.so.$(TERN_VERSION)
+LIBDIR  ?= $(PREFIX)/lib
 
 # Per-file ISA flags: each ISA file is compiled with only its own -m flags.
 $(B)/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
@@ -86,9 +96,14 @@ $(LIB_A): $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(TERN_BIN): $(TOOL_OBJ) $(LIB_A)
+$(SERVER_A): $(SERVER_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TOOL_OBJ) $(LIB_A) $(LDLIBS) -lcjson -lmicrohttpd -o $@
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(TERN_BIN): $(TOOL_OBJ) $(SERVER_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TOOL_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) -lcjson -lmicrohttpd -o $@
 
 # Test runner: suites are discovered from tests/test_<name>.c (each defines suite_<name>).
 $(B)/tests/suites.inc: $(TEST_SRC) Makefile
@@ -98,12 +113,12 @@ $(B)/tests/suites.inc: $(TEST_SRC) Makefile
 $(B)/tests/main.o: $(B)/tests/suites.inc
 $(B)/tests/main.o: ALL_CFLAGS += -I$(B)/tests
 
-$(TEST_BIN): $(TEST_OBJ) $(LIB_A)
+$(TEST_BIN): $(TEST_OBJ) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -o $@
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -lmicrohttpd -o $@
 
 test: $(TEST_BIN) $(TERN_BIN)
-	TERN_SHARED=$(SHARED) ./$(TEST_BIN) $(T)
+	TERN_SHARED=$(SHARED) TERN_BIN=$(TERN_BIN) ./$(TEST_BIN) $(T)
 
 run: $(TERN_BIN)
 	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) run -m "$(MODEL)" -p "Once upon a time" -n 200; \
@@ -138,7 +153,43 @@ cross-aarch64:
 test-aarch64: cross-aarch64
 	TERN_SHARED=$(SHARED) QEMU="$(QEMU_AARCH64)" sh scripts/test_aarch64.sh $(B_AARCH64)/tests/run $(T)
 
+# ---- install: libtern.a, libtern.so, tern.h, tern.pc, the tern binary (owner: app) ----------
+# The shared library is built from a separate -fPIC object set (build/<mode>/pic) and exports
+# only the tern_* API (version script). `make install PREFIX=/opt/tern [DESTDIR=...]`.
+
+$(B)/pic/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
+$(B)/pic/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+$(B)/pic/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
+$(B)/pic/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
+$(B)/pic/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
+
+$(B)/pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ISA_FLAGS) -fPIC -c $< -o $@
+
+$(B)/libtern.map: Makefile
+	@mkdir -p $(dir $@)
+	printf '{\n  global: tern_*;\n  local: *;\n};\n' > $@
+
+$(LIB_SO): $(PIC_OBJ) $(B)/libtern.map
+	$(CC) -shared $(LDFLAGS_$(MODE)) -Wl,-soname,libtern.so.$(TERN_SOMAJOR) -Wl,--version-script=$(B)/libtern.map \
+		-Wl,--no-undefined $(PIC_OBJ) $(LDLIBS) -o $@
+
+$(B)/tern.pc: tern.pc.in include/tern.h Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(TERN_VERSION)|g' tern.pc.in > $@
+
+.PHONY: $(B)/tern.pc
+install: $(LIB_A) $(LIB_SO) $(TERN_BIN) $(B)/tern.pc
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/libtern.a
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libtern.so.$(TERN_VERSION)
+	ln -sf libtern.so.$(TERN_VERSION) $(DESTDIR)$(LIBDIR)/libtern.so.$(TERN_SOMAJOR)
+	ln -sf libtern.so.$(TERN_SOMAJOR) $(DESTDIR)$(LIBDIR)/libtern.so
+	install -m 644 include/tern.h $(DESTDIR)$(PREFIX)/include/tern.h
+	install -m 644 $(B)/tern.pc $(DESTDIR)$(LIBDIR)/pkgconfig/tern.pc
+	install -m 755 $(TERN_BIN) $(DESTDIR)$(PREFIX)/bin/tern
+
 clean:
 	rm -rf build tern tests/run
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(PIC_OBJ:.o=.d)
