@@ -42,16 +42,36 @@ typedef struct kern_w {
 } kern_w;
 
 enum {
-    KW_FILE = 0,       /* the type's own file layout (all types; scalar/generic paths) */
-    KW_ROWPAIR = 1,    /* PQ2_0 row-pair interleaved 136-byte blocks (+ tail rows in file layout) */
+    KW_FILE = 0,        /* the type's own file layout (all types; scalar/generic paths) */
+    KW_ROWPAIR = 1,     /* PQ2_0 row-pair interleaved 136-byte blocks (+ tail rows in file layout) */
+    KW_PTQ_ROWPAIR = 2, /* PTQ1_0: data in file layout, aux = rows 0..N4-1 transcoded to row-pair */
 };
 
-/* Prepare a weight at load: validates K against the block size (TERN_E_FORMAT naming `name`),
- * repacks ternary weights in place (PQ2_0; PTQ1_0 per the measured default). data must stay
- * alive and writable for the life of w. */
+/* kern_w_init_ex flags. */
+enum {
+    KW_F_KEEP_FILE = 1u << 0,         /* PQ2_0: do not repack (tests, tools that rewrite files) */
+    KW_F_PTQ1_0_DIRECT = 1u << 1,     /* PTQ1_0: direct base-3 kernel, no side buffer */
+    KW_F_PTQ1_0_TRANSCODE = 1u << 2,  /* PTQ1_0: transcode to the 2-bit row-pair layout (aux) */
+};
+/* PTQ1_0 default when no flag and no TERN_PTQ1_0=direct|transcode env: chosen by measurement
+ * (bench/RESULTS.md, "kern"). */
+#define KERN_PTQ1_0_TRANSCODE_DEFAULT false
+
+/* Prepare a weight at load. Validates (errors name `name`): type has a kernel (else
+ * TERN_E_UNSUPPORTED), n_in, n_out > 0 and n_in a multiple of the block size, byte size does
+ * not overflow (else TERN_E_FORMAT); TERN_E_NOMEM for the repack scratch or the PTQ1_0 side
+ * buffer. PQ2_0 is repacked in place into KW_ROWPAIR (rows N & ~3 .. N-1 stay in file layout);
+ * PQ2_0/Q2_0 note code 3 in has_code3. data (N rows in file layout, n_out * row bytes) must stay
+ * alive and writable for the life of w; w owns only aux. On error w holds no allocation. */
 int kern_w_init(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
                 tern_err *err);
+int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
+                   unsigned flags, tern_err *err);
+/* Releases aux (NULL-safe; data is the caller's). */
 void kern_w_free(kern_w *w);
+/* Bytes a matvec streams from memory for w: the tensor as laid out now; with a PTQ1_0
+ * transcode, the side buffer plus the tail rows (the figure for the decode byte budget). */
+size_t kern_w_bytes(const kern_w *w);
 /* Dequantise row r of a prepared weight to f32 (any layout): embedding lookups, f32 mode. */
 void kern_w_row_f32(const kern_w *w, int64_t r, float *dst);
 
@@ -69,8 +89,16 @@ size_t kern_act_bytes(kern_numerics m, int64_t K, int ncols);
 /* Quantise a->x into a->q (a->q must hold kern_act_bytes). One pass per column. */
 void kern_quantize(kern_act *a);
 
-/* y[c * ldy + r] = sum_k W[r, k] * x[c, k] for r in [r0, r1), c < a->ncols. */
+/* y[c * ldy + r] = sum_k W[r, k] * x[c, k] for r in [r0, r1), c < a->ncols, with the fixed
+ * integer/float order of kern_impl.h. Trusts its arguments (TERN_ASSERT on a shape that
+ * kern_matmul_check rejects): check once at session set-up, not per token. Thread-safe for
+ * disjoint row ranges; allocates nothing. */
 void kern_matmul(const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0, int64_t r1);
+/* TERN_OK, or TERN_E_ARG with a message if (w, a, ldy, r0, r1) is a shape kern_matmul does not
+ * accept: K mismatch, ncols < 1, unknown mode, a->q missing when the weight needs integer
+ * activations, ldy < n_out when ncols > 1, or a row range outside [0, N) or not aligned to
+ * KERN_ROW_ALIGN (r1 may be N). */
+int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r0, int64_t r1, tern_err *err);
 
 /* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); TERN_ISA=name forces
  * a path ("ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */

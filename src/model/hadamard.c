@@ -18,7 +18,9 @@ void had_fwht(float *x, int64_t n) {
 void had_rot(float *x, int64_t K, int64_t n, const int8_t *s) {
     const float scale = (float)(1.0 / sqrt((double)n));
     for (int64_t k = 0; k < K; k++) x[k] = (s ? (float)s[k] * x[k] : x[k]) * scale;  /* scale first */
-    for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
+    if (n >= 8) had_fwht_blocks(x, K, n);             /* same bits as had_fwht (tested) */
+    else
+        for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
 }
 
 void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s) {
@@ -26,7 +28,74 @@ void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s) {
     /* The same scaled FWHT as rot (scale before the butterflies, as the fork's transform does;
      * it only matters for n = 512, spec 4.2), then the signs. */
     for (int64_t k = 0; k < K; k++) x[k] *= scale;
-    for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
+    if (n >= 8) had_fwht_blocks(x, K, n);
+    else
+        for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
     if (s)
         for (int64_t k = 0; k < K; k++) x[k] *= (float)s[k];
 }
+
+/* ---- vector FWHT, fused norm + rotation, V-head permutation ----------------------------- */
+
+#include "core/core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef float hv8 __attribute__((vector_size(32)));
+typedef float hv8u __attribute__((vector_size(32), aligned(4), may_alias));
+#define HLD8(p) (*(const hv8u *)(const void *)(p))
+#define HST8(p, v) (*(hv8u *)(void *)(p) = (v))
+
+/* Each level of the butterfly only reads the previous level's values, so doing levels 1, 2, 4
+ * inside each group of 8 before the wider levels performs the same operations as had_fwht. */
+void had_fwht_blocks(float *x, int64_t K, int64_t n) {
+    TERN_ASSERT(n >= 8 && K % n == 0);
+    for (int64_t b0 = 0; b0 < K; b0 += n) {
+        float *p = x + b0;
+        for (int64_t g = 0; g < n; g += 8) {
+            float *q = p + g;
+            for (int h = 1; h < 8; h *= 2)
+                for (int i = 0; i < 8; i += 2 * h)
+                    for (int j = i; j < i + h; j++) {
+                        const float a = q[j], b = q[j + h];
+                        q[j] = a + b;
+                        q[j + h] = a - b;
+                    }
+        }
+        for (int64_t h = 8; h < n; h *= 2)
+            for (int64_t i = 0; i < n; i += 2 * h)
+                for (int64_t j = i; j < i + h; j += 8) {
+                    const hv8 a = HLD8(p + j), b = HLD8(p + j + h);
+                    HST8(p + j, a + b);
+                    HST8(p + j + h, a - b);
+                }
+    }
+}
+
+void had_rmsnorm_rot(float *y, const float *x, const float *w, int64_t K, float eps, int64_t n, const int8_t *s) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < K; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)K);
+    const float r = 1.0f / sqrtf(mean + eps);
+    if (n == 0) {
+        for (int64_t i = 0; i < K; i++) y[i] = w ? (x[i] * r) * w[i] : x[i] * r;
+        return;
+    }
+    const float scale = (float)(1.0 / sqrt((double)n));
+    for (int64_t i = 0; i < K; i++) {
+        float v = w ? (x[i] * r) * w[i] : x[i] * r;
+        y[i] = (s ? (float)s[i] * v : v) * scale;
+    }
+    if (n >= 8) had_fwht_blocks(y, K, n);
+    else
+        for (int64_t b = 0; b < K; b += n) had_fwht(y + b, n);
+}
+
+void had_gdn_v_grouped(float *dst, const float *src, int n_k_head, int n_v_head, int d) {
+    const int r_per = n_v_head / n_k_head;
+    for (int k = 0; k < n_k_head; k++)
+        for (int r = 0; r < r_per; r++)
+            memcpy(dst + (int64_t)d * (r_per * k + r), src + (int64_t)d * (k + n_k_head * r), sizeof(float) * (size_t)d);
+}
+

@@ -21,5 +21,9 @@ int pool_n_threads(const tern_pool *p);
 /* Run fn over [0, n) split in ranges aligned to align (>= 1); returns when all are done.
  * Ranges may be empty (fn is not called for an empty range). */
 void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx);
+/* The range [*i0, *i1) thread ith of n_threads gets from pool_for (exposed for tests and for
+ * callers that size per-thread work): chunks of align, thread t takes chunks
+ * [t * C / T, (t + 1) * C / T) with C = ceil(n / align), clipped to n. */
+void pool_split(int64_t n, int64_t align, int n_threads, int ith, int64_t *i0, int64_t *i1);
 
 #endif /* TERN_RUNTIME_POOL_H */

@@ -1,0 +1,138 @@
+/* dispatch.c: CPU feature detection (CPUID + XGETBV on x86: the CPU must have the instructions
+ * AND the OS must save the registers), the list of compiled tables, the choice of the active
+ * table (once; TERN_ISA=name forces one), and kern_matmul, which routes each (type, mode) to the
+ * active table's entry or, where that entry is NULL, to the reference.
+ * Source: Intel SDM vol. 2 (CPUID leaf 7, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7 opmask/zmm). */
+#include "kernels/kern_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+const kern_table *const kern_tables[] = {
+    &kern_table_ref,
+#if defined(__x86_64__)
+    &kern_table_avx2,
+    &kern_table_avx512vnni,
+#endif
+    NULL,
+};
+
+#if defined(__x86_64__)
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+static uint32_t detect(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const bool osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !avx) return 0;
+    const uint64_t xcr0 = xgetbv0();
+    const bool os_ymm = (xcr0 & 0x6) == 0x6, os_zmm = (xcr0 & 0xe6) == 0xe6;
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const bool avx2 = (b >> 5) & 1, f512 = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1,
+               vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
+    uint32_t f = 0;
+    if (os_ymm && avx2 && fma && f16c) f |= KCPU_AVX2;
+    if ((f & KCPU_AVX2) && os_zmm && f512 && dq && bw && vl && vnni) f |= KCPU_AVX512VNNI;
+    return f;
+}
+#else
+static uint32_t detect(void) { return 0; }
+#endif
+
+static uint32_t g_cpu;
+static bool g_cpu_done;
+static const kern_table *g_active;
+
+uint32_t kern_cpu_features(void) {
+    if (!g_cpu_done) { g_cpu = detect(); g_cpu_done = true; }   /* idempotent: a race writes the same */
+    return g_cpu;
+}
+
+static bool runnable(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }
+
+static const kern_table *find(const char *name) {
+    for (const kern_table *const *t = kern_tables; *t; t++)
+        if (strcmp((*t)->name, name) == 0) return *t;
+    return NULL;
+}
+
+static const kern_table *choose(void) {
+    const char *env = getenv("TERN_ISA");
+    if (env && *env) {
+        const kern_table *t = find(env);
+        if (t && runnable(t)) return t;
+        tern_log(TERN_LOG_WARN, "TERN_ISA=%s: %s; using the best available path", env,
+                 t ? "this CPU cannot run it" : "unknown path");
+    }
+    const kern_table *best = &kern_table_ref;
+    for (const kern_table *const *t = kern_tables; *t; t++)
+        if (runnable(*t)) best = *t;
+    return best;
+}
+
+const kern_table *kern_active(void) {
+    if (!g_active) g_active = choose();
+    return g_active;
+}
+
+const char *kern_isa(void) { return kern_active()->name; }
+
+int kern_force_isa(const char *name, tern_err *err) {
+    const kern_table *t = name ? find(name) : NULL;
+    if (!t) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' is not compiled in", name ? name : "(null)");
+    if (!runnable(t)) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s': this CPU cannot run it", name);
+    g_active = t;
+    return TERN_OK;
+}
+
+int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r0, int64_t r1, tern_err *err) {
+    if (!w || !a || !w->data) return tern_err_set(err, TERN_E_ARG, "kern_matmul: NULL weight or activation");
+    if (kern_type_index(w->type) < 0) return tern_err_set(err, TERN_E_ARG, "kern_matmul: weight type %d not prepared", w->type);
+    if (a->K != w->n_in)
+        return tern_err_set(err, TERN_E_ARG, "kern_matmul: activation K = %lld, weight expects %lld", (long long)a->K,
+                            (long long)w->n_in);
+    if (a->ncols < 1) return tern_err_set(err, TERN_E_ARG, "kern_matmul: ncols = %d, expected >= 1", a->ncols);
+    if (a->mode != KQ_FAST && a->mode != KQ_GGML && a->mode != KQ_F32)
+        return tern_err_set(err, TERN_E_ARG, "kern_matmul: unknown numerics mode %d", (int)a->mode);
+    if (!a->x) return tern_err_set(err, TERN_E_ARG, "kern_matmul: activation has no f32 data");
+    if (kern_unit(w, a->mode) > 0 && !a->q)
+        return tern_err_set(err, TERN_E_ARG, "kern_matmul: type %d needs quantised activations (kern_quantize)", w->type);
+    if (a->ncols > 1 && ldy < w->n_out)
+        return tern_err_set(err, TERN_E_ARG, "kern_matmul: ldy = %lld < n_out = %lld", (long long)ldy, (long long)w->n_out);
+    if (r0 < 0 || r1 < r0 || r1 > w->n_out)
+        return tern_err_set(err, TERN_E_ARG, "kern_matmul: rows [%lld, %lld) outside [0, %lld)", (long long)r0,
+                            (long long)r1, (long long)w->n_out);
+    if (r0 % KERN_ROW_ALIGN != 0 || (r1 % KERN_ROW_ALIGN != 0 && r1 != w->n_out))
+        return tern_err_set(err, TERN_E_ARG, "kern_matmul: rows [%lld, %lld) not aligned to %d", (long long)r0,
+                            (long long)r1, KERN_ROW_ALIGN);
+    return TERN_OK;
+}
+
+void kern_matmul_table(const kern_table *t, const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0,
+                       int64_t r1, int32_t *isum) {
+#ifdef TERN_DEBUG
+    TERN_ASSERT(kern_matmul_check(w, a, ldy, r0, r1, NULL) == TERN_OK);
+#else
+    TERN_ASSERT(a->K == w->n_in && r0 >= 0 && r1 <= w->n_out);   /* the cheap part of the check */
+#endif
+    if (r0 >= r1) return;
+    const int kt = kern_type_index(w->type);
+    TERN_ASSERT(kt >= 0 && (unsigned)a->mode <= KQ_F32);
+    kern_mm_fn fn = t->mm[kt][a->mode];
+    if (!fn) fn = kern_table_ref.mm[kt][a->mode];
+    const kern_mm_args m = {w, a, y, ldy, isum};
+    fn(&m, r0, r1);
+}
+
+void kern_matmul(const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0, int64_t r1) {
+    kern_matmul_table(kern_active(), w, a, y, ldy, r0, r1, NULL);
+}

@@ -1,0 +1,174 @@
+/* kern_impl.h: kernels-internal contract shared by ref.c, the ISA files (x86/, arm/), act.c,
+ * repack.c and dispatch.c. Not for the model layer (it uses kernels.h only).
+ * Owns: the activation block layouts, the PQ2_0 row-pair layout, the exact integer and float
+ * order every path must reproduce, and the per-ISA function table.
+ * Source of truth: ../shared/DESIGN.md "The one idea that matters", spec/ternary-gguf.md 3 and 8.
+ *
+ * ==== Activation layouts (kern_quantize output; column c starts at c * kern_act_col_bytes) ====
+ * KQ_FAST: blocks of KA_FAST_BLOCK = 128 values (the PQ2_0/PTQ1_0 weight block, so one
+ *   activation scale meets one weight scale per block; one scale per 128 keeps 8-bit accuracy
+ *   while the per-block float epilogue stays rare). ceil(K / 128) blocks; a partial last block
+ *   (K % 128 != 0, only Q8_0/Q2_0/float weights) is zero-padded. Per block:
+ *     amax = max |x|; d = amax / 127 (f32); id = 127 / amax (0 if amax == 0);
+ *     q = round-half-even(x * id) clamped to [-127, 127]; bsums[g] = sum of q[16g .. 16g+15]
+ *     (|bsums| <= 16 * 127 = 2032, int16); sum = sum of all 128 q (int32).
+ * KQ_GGML: Q8_0 blocks of 32 as the reference x86 build rounds (spec 8.1, AVX2 variant):
+ *   d = amax / 127 stored as fp16 (RNE); id = 127 / amax (0 if amax == 0); q = round-half-even
+ *   (x * id); sum = sum of the 32 q (int16, |sum| <= 4064). ceil(K / 32) blocks, last zero-padded.
+ * KQ_F32: no quantised form; float paths read a->x.
+ *
+ * ==== Integer order (every ISA must produce exactly these int32) ==============================
+ * A "unit" is the intersection of one weight block and one activation block:
+ *   fast: unit = min(weight block, 128) weights (Q8_0: 32, Q2_0: 64, PQ2_0/PTQ1_0/Q1_0: 128,
+ *         TQ1_0/TQ2_0: 128 = half a weight block); ggml: unit = 32 (one Q8_0 block).
+ *   isum(r, u) = sum over the unit of t_k * q_k, t = the weight's integer value (code - 1 for
+ *   2-bit codes incl. code 3 = +2, trit for base-3, +-1 for Q1_0, int8 for Q8_0). Exact in int32:
+ *   |isum| <= 128 * 127 * 127 for Q8_0, <= 128 * 2 * 127 for the ternary types.
+ *
+ * ==== Float order (fixed per (row, column); no other order is allowed) ========================
+ * fast:  acc = 0.0f; for each unit u in order: s = d_w(u) * d_a(u) (one f32 multiply, d_w
+ *        converted from fp16 exactly); acc = fmaf(s, (float)isum(u), acc). y = acc.
+ * ggml:  sum = 0.0f; for each weight block b in order: blk = 0.0f; for each 32-unit k of b in
+ *        order: blk = fmaf(d_y(k), (float)isum(k), blk); then sum = fmaf(d_w(b), blk, sum).
+ *        (spec 8.2 with the multiply-adds fused as the reference x86 build compiles them.)
+ * float (F32/F16/BF16 weights in every mode; every weight type in KQ_F32 mode):
+ *        lanes acc[16] = 0.0f; for k in 0..K-1: acc[k % 16] = fmaf(w_k, x_k, acc[k % 16]);
+ *        then for s = 8, 4, 2, 1: acc[i] = acc[i] + acc[i + s] for i < s. y = acc[0].
+ *        w_k = the dequantised weight as f32 ((code - 1) * d and the like are exact products).
+ *        BF16 weights: x_k is first rounded to bf16 (spec 8.4; the product is then exact).
+ *        Lanes start at +0 and a zero product never turns +0 into -0, so zero padding past K
+ *        is exact: a SIMD path may pad the tail with zeros.
+ * Column c of a matmul is computed exactly as a matvec of column c.
+ *
+ * ==== PQ2_0 row-pair layout (KW_ROWPAIR) ======================================================
+ * Rows 0 .. N4-1 (N4 = N & ~3) are grouped by 4; group g, block b (nb = K / 128 per row) is the
+ * kern_rp_block at byte offset (g * nb + b) * 136: exactly the bytes the 4 file rows of group g
+ * occupied, so the repack is in place. Rows N4 .. N-1 keep the file layout at their file
+ * offsets (r * nb * 34). In a kern_rp_block:
+ *   d[r]          fp16 scale of row 4g + r, block b
+ *   qs[p][wd][j]  p = row pair (rows 4g + 2p + (j >= 8)), wd = 16-byte word 0..3, j = byte;
+ *                 bits 2s..2s+1 ("slot" s = 0..3) hold the 2-bit code of weight
+ *                 k = 32 wd + 8 s + (j & 7) of that row (codes as in the file: u = t + 1, 0..3).
+ * So a word holds 32 consecutive weights of two rows; slot s of a word is [row a: 8 weights |
+ * row b: the same 8], and `byte & (3 << 2s)` = u * 4^s.
+ */
+#ifndef TERN_KERNELS_KERN_IMPL_H
+#define TERN_KERNELS_KERN_IMPL_H
+
+#include "format/qtypes.h"
+#include "kernels/kernels.h"
+
+#include <stdint.h>
+
+#define KA_FAST_BLOCK 128
+#define KA_GGML_BLOCK 32
+
+typedef struct {
+    int8_t qs[KA_FAST_BLOCK];
+    float d;           /* amax / 127 */
+    int32_t sum;       /* sum of qs[0..127] */
+    int16_t bsums[8];  /* sums of qs[16 g .. 16 g + 15] */
+    uint8_t pad[8];
+} kact_fast;           /* 160 bytes */
+
+typedef struct {
+    int8_t qs[KA_GGML_BLOCK];
+    uint16_t d;        /* fp16 of amax / 127 */
+    int16_t sum;       /* sum of qs */
+} kact_ggml;           /* 36 bytes */
+
+_Static_assert(sizeof(kact_fast) == 160, "kact_fast layout");
+_Static_assert(sizeof(kact_ggml) == 36, "kact_ggml layout");
+
+/* PQ2_0 row-pair block: 4 rows x 128 weights. */
+typedef struct {
+    uint16_t d[4];
+    uint8_t qs[2][4][16];
+} kern_rp_block;       /* 136 bytes */
+_Static_assert(sizeof(kern_rp_block) == 136, "row-pair block layout");
+
+/* Kernel type index (a weight's type as the tables see it). */
+enum { KT_PQ2_0, KT_Q2_0, KT_PTQ1_0, KT_TQ1_0, KT_TQ2_0, KT_Q1_0, KT_Q8_0, KT_F32, KT_F16, KT_BF16, KT_N };
+
+/* Everything one matmul call needs. isum: NULL, or the test hook that receives every unit's
+ * int32 (index (c * n_out + r) * n_units + u, n_units = kern_n_units(w, mode)); float-only
+ * paths never write it. */
+typedef struct kern_mm_args {
+    const kern_w *w;
+    const kern_act *a;
+    float *y;          /* y[c * ldy + r] */
+    int64_t ldy;
+    int32_t *isum;
+} kern_mm_args;
+
+/* Rows [r0, r1) of y for every column. r0 % 4 == 0; r1 % 4 == 0 or r1 == n_out. */
+typedef void (*kern_mm_fn)(const kern_mm_args *m, int64_t r0, int64_t r1);
+
+/* CPU feature bits (dispatch.c fills them from CPUID + XGETBV). */
+enum {
+    KCPU_AVX2 = 1u << 0,       /* AVX2 + FMA + F16C, OS saves ymm */
+    KCPU_AVX512VNNI = 1u << 1, /* AVX-512 F/BW/VL/DQ/VNNI, OS saves zmm + opmask */
+    KCPU_NEON = 1u << 8,
+    KCPU_DOTPROD = 1u << 9,
+    KCPU_I8MM = 1u << 10,
+};
+
+/* One ISA path. mm[kt][mode] may be NULL: dispatch falls back to the ref entry, which is
+ * always complete. Tables are const and exported only by name from their own file. */
+typedef struct kern_table {
+    const char *name;          /* "ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm" */
+    uint32_t needs;            /* KCPU_* bits required */
+    kern_mm_fn mm[KT_N][3];    /* [kernel type][kern_numerics] */
+} kern_table;
+
+extern const kern_table kern_table_ref;
+#if defined(__x86_64__) || defined(_M_X64)
+extern const kern_table kern_table_avx2;
+extern const kern_table kern_table_avx512vnni;
+#endif
+
+/* NULL-terminated list of the tables compiled in, worst -> best (tests walk all of them). */
+extern const kern_table *const kern_tables[];
+/* KCPU_* bits of this host (computed once). */
+uint32_t kern_cpu_features(void);
+/* The table kern_matmul uses now. */
+const kern_table *kern_active(void);
+
+/* kern_matmul through table t (NULL entries fall back to ref), with the isum test hook. */
+void kern_matmul_table(const kern_table *t, const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0,
+                       int64_t r1, int32_t *isum);
+
+/* KT_* of a prepared weight, or -1. */
+int kern_type_index(int qt_type);
+/* Size in weights of the integer unit for w in mode m (0 for float paths). */
+int kern_unit(const kern_w *w, kern_numerics m);
+/* Bytes of one quantised activation column of K values in mode m. */
+size_t kern_act_col_bytes(kern_numerics m, int64_t K);
+
+/* Weights per block and bytes per block of a QT_* type the kernels take (0 if not taken). */
+int kern_block_size(int qt_type);
+int kern_block_bytes(int qt_type);
+/* Integer values t[0 .. block-1] and scale d (fp16 -> f32) of block b of row r, any layout. */
+void kern_block_int(const kern_w *w, int64_t r, int64_t b, int8_t *t, float *d);
+/* The reference entries (ref.c): complete for every type. */
+void kern_ref_mm_fast(const kern_mm_args *m, int64_t r0, int64_t r1);
+void kern_ref_mm_ggml(const kern_mm_args *m, int64_t r0, int64_t r1);
+void kern_ref_mm_float(const kern_mm_args *m, int64_t r0, int64_t r1);
+
+/* Shared scalar helpers. */
+static inline int kern_pq2_code(const uint8_t *qs, int j) { return (qs[j >> 2] >> (2 * (j & 3))) & 3; }
+/* Digit n (0..4) of a base-3 byte: (3 * ((b * 3^n) mod 256)) >> 8 (spec 3.4). */
+static inline int kern_b3_digit(uint8_t b, int n) {
+    static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
+    const uint8_t v = (uint8_t)(b * pow3[n]);
+    return (3 * v) >> 8;
+}
+
+/* Float lane order helper (see "Float order"): the final pairwise tree. */
+static inline float kern_lane_reduce(float acc[16]) {
+    for (int s = 8; s >= 1; s >>= 1)
+        for (int i = 0; i < s; i++) acc[i] = acc[i] + acc[i + s];
+    return acc[0];
+}
+
+#endif /* TERN_KERNELS_KERN_IMPL_H */

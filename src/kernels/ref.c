@@ -1,0 +1,248 @@
+/* ref.c: the scalar reference kernels (the oracle). Always compiled, forced with TERN_ISA=ref,
+ * and complete: every weight type and numerics mode has an entry, so a faster table may leave
+ * any entry NULL. Written for obviousness, not speed: decode a block to its integer values
+ * t_k, then sum t_k * q_k directly (no "+1 removal" trick, so the tricks of the fast paths are
+ * checked against plain arithmetic). Integer and float order: kern_impl.h.
+ * Source of truth: spec/ternary-gguf.md 3 (layouts) and 8 (reference numerics). */
+#include "kernels/kern_impl.h"
+
+#include "core/fp16.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- block decoding (any layout) ----------------------------------------------------------- */
+
+int kern_block_size(int qt_type) {
+    switch (qt_type) {
+    case QT_PQ2_0: case QT_PTQ1_0: case QT_Q1_0: return 128;
+    case QT_Q2_0: return 64;
+    case QT_TQ1_0: case QT_TQ2_0: return 256;
+    case QT_Q8_0: return 32;
+    case QT_F32: case QT_F16: case QT_BF16: return 1;
+    default: return 0;
+    }
+}
+
+int kern_block_bytes(int qt_type) {
+    switch (qt_type) {
+    case QT_PQ2_0: return 34;
+    case QT_PTQ1_0: return 28;
+    case QT_Q1_0: return 18;
+    case QT_Q2_0: return 18;
+    case QT_TQ1_0: return 54;
+    case QT_TQ2_0: return 66;
+    case QT_Q8_0: return 34;
+    case QT_F32: return 4;
+    case QT_F16: case QT_BF16: return 2;
+    default: return 0;
+    }
+}
+
+static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+/* PTQ1_0 / TQ1_0 trit digits of element e (spec 3.4, 3.6), returned as u = t + 1. */
+static int ptq1_0_u(const uint8_t *blk, int e) {
+    if (e < 80) return kern_b3_digit(blk[e % 16], e / 16);
+    if (e < 120) return kern_b3_digit(blk[16 + (e - 80) % 8], (e - 80) / 8);
+    return kern_b3_digit(blk[24 + (e - 120) % 2], (e - 120) / 2);
+}
+static int tq1_0_u(const uint8_t *blk, int e) {
+    if (e < 160) return kern_b3_digit(blk[e % 32], e / 32);
+    if (e < 240) return kern_b3_digit(blk[32 + (e - 160) % 16], (e - 160) / 16);
+    return kern_b3_digit(blk[48 + (e - 240) % 4], (e - 240) / 4);
+}
+
+void kern_block_int(const kern_w *w, int64_t r, int64_t b, int8_t *t, float *d) {
+    const int bs = kern_block_size(w->type), bb = kern_block_bytes(w->type);
+    const int64_t nb = w->n_in / bs;
+    const int64_t n4 = w->n_out & ~(int64_t)3;
+    if (w->type == QT_PQ2_0 && w->layout == KW_ROWPAIR && r < n4) {
+        const kern_rp_block *rp = (const kern_rp_block *)(const void *)(w->data) + (r / 4) * nb + b;
+        const int rr = (int)(r & 3), p = rr >> 1, half = (rr & 1) * 8;
+        *d = fp16_to_f32(rp->d[rr]);
+        for (int wd = 0; wd < 4; wd++)
+            for (int s = 0; s < 4; s++)
+                for (int j = 0; j < 8; j++)
+                    t[32 * wd + 8 * s + j] = (int8_t)(((rp->qs[p][wd][half + j] >> (2 * s)) & 3) - 1);
+        return;
+    }
+    const uint8_t *blk = w->data + (r * nb + b) * bb;
+    switch (w->type) {
+    case QT_PQ2_0: case QT_Q2_0:
+        *d = fp16_to_f32(rd16(blk));
+        for (int j = 0; j < bs; j++) t[j] = (int8_t)(kern_pq2_code(blk + 2, j) - 1);
+        break;
+    case QT_PTQ1_0:
+        *d = fp16_to_f32(rd16(blk + 26));
+        for (int j = 0; j < 128; j++) t[j] = (int8_t)(ptq1_0_u(blk, j) - 1);
+        break;
+    case QT_TQ1_0:
+        *d = fp16_to_f32(rd16(blk + 52));
+        for (int j = 0; j < 256; j++) t[j] = (int8_t)(tq1_0_u(blk, j) - 1);
+        break;
+    case QT_TQ2_0:
+        *d = fp16_to_f32(rd16(blk + 64));
+        for (int j = 0; j < 256; j++) t[j] = (int8_t)(((blk[32 * (j / 128) + j % 32] >> (2 * ((j % 128) / 32))) & 3) - 1);
+        break;
+    case QT_Q1_0:
+        *d = fp16_to_f32(rd16(blk));
+        for (int j = 0; j < 128; j++) t[j] = (int8_t)(((blk[2 + j / 8] >> (j % 8)) & 1) ? 1 : -1);
+        break;
+    case QT_Q8_0:
+        *d = fp16_to_f32(rd16(blk));
+        for (int j = 0; j < 32; j++) t[j] = (int8_t)blk[2 + j];
+        break;
+    default: TERN_ASSERT(0 && "kern_block_int: not a block type");
+    }
+}
+
+/* Dequantise values [k0, k0 + n) of row r to f32 (k0 and n multiples of the block size, or any
+ * for the float types). */
+static void row_f32_range(const kern_w *w, int64_t r, int64_t k0, int64_t n, float *dst) {
+    const int64_t K = w->n_in;
+    switch (w->type) {
+    case QT_F32:
+        memcpy(dst, w->data + (r * K + k0) * 4, (size_t)n * 4);
+        return;
+    case QT_F16: case QT_BF16: {
+        const uint8_t *p = w->data + (r * K + k0) * 2;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = w->type == QT_F16 ? fp16_to_f32(rd16(p + 2 * i)) : bf16_to_f32(rd16(p + 2 * i));
+        return;
+    }
+    default: break;
+    }
+    const int bs = kern_block_size(w->type);
+    int8_t t[256];
+    for (int64_t k = 0; k < n; k += bs) {
+        float d;
+        kern_block_int(w, r, (k0 + k) / bs, t, &d);
+        for (int j = 0; j < bs; j++) dst[k + j] = (float)t[j] * d;   /* exact: |t| <= 128 */
+    }
+}
+
+void kern_w_row_f32(const kern_w *w, int64_t r, float *dst) {
+    TERN_ASSERT(w && r >= 0 && r < w->n_out);
+    row_f32_range(w, r, 0, w->n_in, dst);
+}
+
+/* ---- integer paths --------------------------------------------------------------------------- */
+
+static float ref_row_fast(const kern_w *w, const kact_fast *a, int64_t r, int32_t *isum) {
+    const int bs = kern_block_size(w->type);
+    const int unit = bs < KA_FAST_BLOCK ? bs : KA_FAST_BLOCK;
+    const int64_t nb = w->n_in / bs;
+    int8_t t[256];
+    float acc = 0.0f;
+    int64_t u_idx = 0;
+    for (int64_t b = 0; b < nb; b++) {
+        float dw;
+        kern_block_int(w, r, b, t, &dw);
+        for (int u0 = 0; u0 < bs; u0 += unit) {
+            const int64_t k0 = b * bs + u0;
+            const kact_fast *ab = &a[k0 / KA_FAST_BLOCK];
+            const int off = (int)(k0 % KA_FAST_BLOCK);
+            int32_t s = 0;
+            for (int j = 0; j < unit; j++) s += (int32_t)t[u0 + j] * ab->qs[off + j];
+            if (isum) isum[u_idx] = s;
+            u_idx++;
+            acc = fmaf(dw * ab->d, (float)s, acc);
+        }
+    }
+    return acc;
+}
+
+static float ref_row_ggml(const kern_w *w, const kact_ggml *a, int64_t r, int32_t *isum) {
+    const int bs = kern_block_size(w->type);
+    const int64_t nb = w->n_in / bs;
+    int8_t t[256];
+    float sum = 0.0f;
+    for (int64_t b = 0; b < nb; b++) {
+        float dw;
+        kern_block_int(w, r, b, t, &dw);
+        float blk = 0.0f;
+        for (int u0 = 0; u0 < bs; u0 += KA_GGML_BLOCK) {
+            const int64_t k0 = b * bs + u0;
+            const kact_ggml *ab = &a[k0 / KA_GGML_BLOCK];
+            int32_t s = 0;
+            for (int j = 0; j < KA_GGML_BLOCK; j++) s += (int32_t)t[u0 + j] * ab->qs[j];
+            if (isum) isum[k0 / KA_GGML_BLOCK] = s;
+            blk = fmaf(fp16_to_f32(ab->d), (float)s, blk);
+        }
+        sum = fmaf(dw, blk, sum);
+    }
+    return sum;
+}
+
+/* ---- float path ------------------------------------------------------------------------------ */
+
+static float ref_row_float(const kern_w *w, const float *x, int64_t r) {
+    const int64_t K = w->n_in;
+    const int bs = kern_block_size(w->type);
+    const int64_t chunk = bs > 1 ? (256 / bs) * bs : 256;   /* a multiple of 16 and of bs */
+    float acc[16] = {0};
+    float wb[256];
+    for (int64_t k0 = 0; k0 < K; k0 += chunk) {
+        const int64_t n = TERN_MIN(chunk, K - k0);
+        row_f32_range(w, r, k0, n, wb);
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t k = k0 + i;
+            float xv = x[k];
+            if (w->type == QT_BF16) xv = bf16_to_f32(f32_to_bf16(xv));
+            acc[k & 15] = fmaf(wb[i], xv, acc[k & 15]);
+        }
+    }
+    return kern_lane_reduce(acc);
+}
+
+/* ---- table entries ---------------------------------------------------------------------------- */
+
+void kern_ref_mm_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t nu = w->n_in / kern_unit(w, KQ_FAST);
+    for (int c = 0; c < a->ncols; c++) {
+        const kact_fast *ac = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
+        for (int64_t r = r0; r < r1; r++) {
+            int32_t *is = m->isum ? m->isum + ((int64_t)c * w->n_out + r) * nu : NULL;
+            m->y[c * m->ldy + r] = ref_row_fast(w, ac, r, is);
+        }
+    }
+}
+
+void kern_ref_mm_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const size_t col = kern_act_col_bytes(KQ_GGML, a->K);
+    const int64_t nu = w->n_in / KA_GGML_BLOCK;
+    for (int c = 0; c < a->ncols; c++) {
+        const kact_ggml *ac = (const kact_ggml *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
+        for (int64_t r = r0; r < r1; r++) {
+            int32_t *is = m->isum ? m->isum + ((int64_t)c * w->n_out + r) * nu : NULL;
+            m->y[c * m->ldy + r] = ref_row_ggml(w, ac, r, is);
+        }
+    }
+}
+
+void kern_ref_mm_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    for (int c = 0; c < a->ncols; c++)
+        for (int64_t r = r0; r < r1; r++)
+            m->y[c * m->ldy + r] = ref_row_float(w, a->x + (int64_t)c * a->K, r);
+}
+
+#define REF_INT {kern_ref_mm_fast, kern_ref_mm_ggml, kern_ref_mm_float}
+#define REF_FLT {kern_ref_mm_float, kern_ref_mm_float, kern_ref_mm_float}
+
+const kern_table kern_table_ref = {
+    .name = "ref",
+    .needs = 0,
+    .mm = {
+        [KT_PQ2_0] = REF_INT, [KT_Q2_0] = REF_INT, [KT_PTQ1_0] = REF_INT, [KT_TQ1_0] = REF_INT,
+        [KT_TQ2_0] = REF_INT, [KT_Q1_0] = REF_INT, [KT_Q8_0] = REF_INT,
+        [KT_F32] = REF_FLT, [KT_F16] = REF_FLT, [KT_BF16] = REF_FLT,
+    },
+};

@@ -1,0 +1,325 @@
+/* gdn.c: Gated DeltaNet layer math (see gdn.h for shapes and contracts).
+ * Source of truth: spec 5.4 (token-by-token recurrence, conv, gates, gated norm); the chunked
+ * form below is exact algebra of the same recurrence (Gated DeltaNet paper, Yang et al. 2024).
+ *
+ * Vector code uses GCC/Clang vector extensions lane-wise (v8 = 8 floats): every lane performs
+ * exactly the scalar operations in the scalar order, with -ffp-contract=off, so the bits are
+ * those of the plain loop on every ISA (SSE2, AVX2, NEON all give IEEE single results).
+ *
+ * Chunked delta rule (per head, chunk of n tokens, S0 the state before the chunk). With
+ * Lg_i = sum_{j<=i} gam_j (log cumulative decay, so ratios G_i/G_j = exp(Lg_i - Lg_j) <= 1 never
+ * overflow or divide by an underflowed product):
+ *   S_i     = e^{Lg_i} S0 + sum_{j<=i} e^{Lg_i-Lg_j} k_j delta_j^T
+ *   delta_i = beta_i (v_i - e^{Lg_i} S0^T k_i) - sum_{j<i} beta_i e^{Lg_i-Lg_j} (k_i.k_j) delta_j
+ *             (forward substitution of the unit lower-triangular system: the UT transform)
+ *   o_i     = (e^{Lg_i} S0^T q_i + sum_{j<=i} e^{Lg_i-Lg_j} (q_i.k_j) delta_j) / sqrt(d)
+ *   S_n     = e^{Lg_n} S0 + K^T diag(e^{Lg_n-Lg_j}) Delta
+ * The state is read for K S0 and Q S0 in 4-token tiles and written once per chunk, instead of
+ * read and written twice per token. */
+#include "model/gdn.h"
+
+#include "core/core.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
+#define LD8(p) (*(const v8u *)(const void *)(p))
+#define ST8(p, x) (*(v8u *)(void *)(p) = (x))
+
+#define GDN_D_MAX 256
+
+int64_t gdn_n_ch(const gdn_dims *g) { return (int64_t)(2 * g->n_k_head + g->n_v_head) * g->d_head; }
+int64_t gdn_state_floats(const gdn_dims *g) { return (int64_t)g->n_v_head * g->d_head * g->d_head; }
+int64_t gdn_conv_floats(const gdn_dims *g) { return (int64_t)(g->d_conv - 1) * gdn_n_ch(g); }
+
+float gdn_softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
+
+static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+
+void gdn_gates(const gdn_dims *g, int n, const float *a, const float *b, const float *dt_bias,
+               const float *ssm_a, float *gam, float *beta) {
+    const int hv = g->n_v_head;
+    for (int i = 0; i < n; i++) {
+        for (int h = 0; h < hv; h++) {
+            const float sp = gdn_softplus(a[i * hv + h] + dt_bias[h]);
+            gam[i * hv + h] = sp * ssm_a[h];
+            beta[i * hv + h] = 1.0f / (1.0f + expf(-b[i * hv + h]));
+        }
+    }
+}
+
+void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const float *in,
+              float *out, int64_t c0, int64_t c1) {
+    const int64_t nch = gdn_n_ch(g);
+    const int dc = g->d_conv, ns = dc - 1;
+    for (int i = 0; i < n; i++) {
+        const float *x = in + (int64_t)i * nch;
+        float *y = out + (int64_t)i * nch;
+        for (int64_t c = c0; c < c1; c++) {
+            const float *w = conv_w + c * dc;
+            float sum = 0.0f;
+            for (int j = 0; j < ns; j++) sum += w[j] * state[(int64_t)j * nch + c];
+            sum += w[ns] * x[c];
+            for (int j = 0; j + 1 < ns; j++) state[(int64_t)j * nch + c] = state[(int64_t)(j + 1) * nch + c];
+            if (ns > 0) state[(int64_t)(ns - 1) * nch + c] = x[c];
+            y[c] = silu(sum);
+        }
+    }
+}
+
+void gdn_l2norm_heads(float *x, int n_head, int d, float eps) {
+    for (int h = 0; h < n_head; h++) {
+        float *p = x + (int64_t)h * d;
+        double sum = 0.0;
+        for (int i = 0; i < d; i++) sum += (double)(p[i] * p[i]);
+        const float scale = 1.0f / fmaxf(sqrtf((float)sum), eps);
+        for (int i = 0; i < d; i++) p[i] *= scale;
+    }
+}
+
+void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int d, float eps) {
+    double sum = 0.0;
+    for (int i = 0; i < d; i++) sum += (double)(o[i] * o[i]);
+    const float mean = (float)(sum / d);
+    const float r = 1.0f / sqrtf(mean + eps);
+    for (int i = 0; i < d; i++) y[i] = o[i] * r * w[i] * silu(z[i]);
+}
+
+/* ---- token-by-token delta rule (the reference) ------------------------------------------- */
+
+void gdn_delta_token(float *S, int d, const float *q, const float *k, const float *v, float beta,
+                     float gam, float *o) {
+    TERN_DASSERT(d % 8 == 0 && d <= GDN_D_MAX);
+    const float dec = expf(gam);
+    const float scale = 1.0f / sqrtf((float)d);
+    v8 acc[GDN_D_MAX / 8];
+    const int nb = d / 8;
+    /* pass 1: S = dec S; kv = S^T k (lane b sums over a in order) */
+    for (int bb = 0; bb < nb; bb++) acc[bb] = (v8){0};
+    for (int a = 0; a < d; a++) {
+        float *row = S + (int64_t)a * d;
+        const float ka = k[a];
+        for (int bb = 0; bb < nb; bb++) {
+            const v8 s = LD8(row + 8 * bb) * dec;
+            ST8(row + 8 * bb, s);
+            acc[bb] += s * ka;
+        }
+    }
+    /* delta_b = beta (v_b - kv_b) */
+    v8 delta[GDN_D_MAX / 8];
+    for (int bb = 0; bb < nb; bb++) delta[bb] = (LD8(v + 8 * bb) - acc[bb]) * beta;
+    /* pass 2: S += k delta^T; o = S^T q (updated S) */
+    for (int bb = 0; bb < nb; bb++) acc[bb] = (v8){0};
+    for (int a = 0; a < d; a++) {
+        float *row = S + (int64_t)a * d;
+        const float ka = k[a];
+        const float qa = o ? q[a] : 0.0f;
+        for (int bb = 0; bb < nb; bb++) {
+            const v8 s = LD8(row + 8 * bb) + ka * delta[bb];
+            ST8(row + 8 * bb, s);
+            if (o) acc[bb] += s * qa;
+        }
+    }
+    if (o)
+        for (int bb = 0; bb < nb; bb++) ST8(o + 8 * bb, acc[bb] * scale);
+}
+
+/* ---- chunked delta rule ------------------------------------------------------------------ */
+
+size_t gdn_chunk_scratch_floats(int d) {
+    /* Lg[C] | KS[C][d] | QS[C][d] | D[C][d] | kk[C][C] | qk[C][C] */
+    return (size_t)GDN_CHUNK + 3 * (size_t)GDN_CHUNK * d + 2 * (size_t)GDN_CHUNK * GDN_CHUNK;
+}
+
+/* G[i*C + j] = x_i . y_j for j < jn(i) = i + jn_off (x_i at x + i*ldx, y_j at y + j*ldy): four j
+ * at a time share each load of x_i; lane-wise partial sums over the d values, then the 8 lanes
+ * in order (a fixed order per output, independent of the tiling). */
+static void gram_lower(float *G, int C, const float *x, int64_t ldx, const float *y, int64_t ldy, int n,
+                       int d, int jn_off) {
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (int64_t)i * ldx;
+        const int jn = i + jn_off;
+        int j = 0;
+        for (; j + 4 <= jn; j += 4) {
+            const float *y0 = y + (int64_t)j * ldy, *y1 = y0 + ldy, *y2 = y1 + ldy, *y3 = y2 + ldy;
+            v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int e = 0; e < d; e += 8) {
+                const v8 xv = LD8(xi + e);
+                a0 += xv * LD8(y0 + e); a1 += xv * LD8(y1 + e); a2 += xv * LD8(y2 + e); a3 += xv * LD8(y3 + e);
+            }
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+            for (int l = 0; l < 8; l++) { s0 += a0[l]; s1 += a1[l]; s2 += a2[l]; s3 += a3[l]; }
+            G[i * C + j] = s0; G[i * C + j + 1] = s1; G[i * C + j + 2] = s2; G[i * C + j + 3] = s3;
+        }
+        for (; j < jn; j++) {
+            const float *y0 = y + (int64_t)j * ldy;
+            v8 a0 = {0};
+            for (int e = 0; e < d; e += 8) a0 += LD8(xi + e) * LD8(y0 + e);
+            float s0 = 0.0f;
+            for (int l = 0; l < 8; l++) s0 += a0[l];
+            G[i * C + j] = s0;
+        }
+    }
+}
+
+/* R[i][b] = sum_a X_i[a] S[a][b] for i < n (X row i at x + i*ld), R row-major (n x d).
+ * Tiles of 4 rows x 8 columns (4 v8 accumulators: fits 16 xmm registers on plain SSE2);
+ * each output sums over a in order. */
+static void mul_rows_state(float *R, const float *x, int64_t ld, int n, const float *S, int d) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float *x0 = x + (int64_t)i * ld, *x1 = x0 + ld, *x2 = x1 + ld, *x3 = x2 + ld;
+        for (int b = 0; b < d; b += 8) {
+            v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            const float *sp = S + b;
+            for (int a = 0; a < d; a++, sp += d) {
+                const v8 s0 = LD8(sp);
+                a0 += s0 * x0[a]; a1 += s0 * x1[a]; a2 += s0 * x2[a]; a3 += s0 * x3[a];
+            }
+            ST8(R + (int64_t)(i + 0) * d + b, a0); ST8(R + (int64_t)(i + 1) * d + b, a1);
+            ST8(R + (int64_t)(i + 2) * d + b, a2); ST8(R + (int64_t)(i + 3) * d + b, a3);
+        }
+    }
+    for (; i < n; i++) {
+        const float *x0 = x + (int64_t)i * ld;
+        for (int b = 0; b < d; b += 8) {
+            v8 acc = {0};
+            for (int a = 0; a < d; a++) acc += LD8(S + (int64_t)a * d + b) * x0[a];
+            ST8(R + (int64_t)i * d + b, acc);
+        }
+    }
+}
+
+void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                     const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                     float *o, int64_t ld_o, float *scratch) {
+    TERN_DASSERT(n >= 1 && n <= GDN_CHUNK && d % 16 == 0 && d <= GDN_D_MAX);
+    const int C = GDN_CHUNK;
+    float *Lg = scratch;
+    float *KS = Lg + C;
+    float *QS = KS + (size_t)C * d;
+    float *D = QS + (size_t)C * d;
+    float *kk = D + (size_t)C * d;
+    float *qk = kk + (size_t)C * C;
+    const float scale = 1.0f / sqrtf((float)d);
+
+    float cum = 0.0f;
+    for (int i = 0; i < n; i++) { cum += gam[i * ld_g]; Lg[i] = cum; }
+
+    mul_rows_state(KS, k, ld_k, n, S, d);
+    if (o) mul_rows_state(QS, q, ld_q, n, S, d);
+    gram_lower(kk, C, k, ld_k, k, ld_k, n, d, 0);             /* kk[i][j] = k_i.k_j, j < i */
+    if (o) gram_lower(qk, C, q, ld_q, k, ld_k, n, d, 1);      /* qk[i][j] = q_i.k_j, j <= i */
+
+    /* forward substitution for delta */
+    for (int i = 0; i < n; i++) {
+        const float bi = beta[i * ld_g], ei = expf(Lg[i]);
+        float *Di = D + (size_t)i * d;
+        const float *vi = v + i * ld_v, *KSi = KS + (size_t)i * d;
+        for (int b = 0; b < d; b += 8) ST8(Di + b, (LD8(vi + b) - LD8(KSi + b) * ei) * bi);
+        for (int j = 0; j < i; j++) {
+            const float c = bi * expf(Lg[i] - Lg[j]) * kk[i * C + j];
+            const float *Dj = D + (size_t)j * d;
+            for (int b = 0; b < d; b += 8) ST8(Di + b, LD8(Di + b) - LD8(Dj + b) * c);
+        }
+    }
+
+    /* outputs */
+    if (o) {
+        for (int i = 0; i < n; i++) {
+            const float ei = expf(Lg[i]);
+            float *oi = o + i * ld_o;
+            const float *QSi = QS + (size_t)i * d;
+            v8 acc[GDN_D_MAX / 8];
+            for (int b = 0; b < d; b += 8) acc[b / 8] = LD8(QSi + b) * ei;
+            for (int j = 0; j <= i; j++) {
+                const float c = expf(Lg[i] - Lg[j]) * qk[i * C + j];
+                const float *Dj = D + (size_t)j * d;
+                for (int b = 0; b < d; b += 8) acc[b / 8] += LD8(Dj + b) * c;
+            }
+            for (int b = 0; b < d; b += 8) ST8(oi + b, acc[b / 8] * scale);
+        }
+    }
+
+    /* state: S = e^{Lg_n} S + sum_j (e^{Lg_n - Lg_j} k_j) delta_j^T; 4 rows of S at a time.
+     * The per-token weights w_j = e^{Lg_n - Lg_j} reuse the Lg slots (no longer needed). */
+    const float en = expf(Lg[n - 1]);
+    for (int j = 0; j < n; j++) Lg[j] = expf(Lg[n - 1] - Lg[j]);
+    for (int a = 0; a < d; a += 4) {
+        float c[4][GDN_CHUNK];
+        for (int r = 0; r < 4; r++)
+            for (int j = 0; j < n; j++) c[r][j] = Lg[j] * k[j * ld_k + a + r];
+        for (int b = 0; b < d; b += 8) {
+            float *s0 = S + (int64_t)a * d + b, *s1 = s0 + d, *s2 = s1 + d, *s3 = s2 + d;
+            v8 r0 = LD8(s0) * en, r1 = LD8(s1) * en, r2 = LD8(s2) * en, r3 = LD8(s3) * en;
+            for (int j = 0; j < n; j++) {
+                const v8 dj = LD8(D + (size_t)j * d + b);
+                r0 += dj * c[0][j]; r1 += dj * c[1][j]; r2 += dj * c[2][j]; r3 += dj * c[3][j];
+            }
+            ST8(s0, r0); ST8(s1, r1); ST8(s2, r2); ST8(s3, r3);
+        }
+    }
+}
+
+/* ---- one layer's heads ------------------------------------------------------------------- */
+
+void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam, const float *beta,
+                     const float *z, const float *ssm_norm, float *S, float *y, int h0, int h1,
+                     bool chunked, float *scratch) {
+    const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
+    const int64_t nch = gdn_n_ch(g), ldy = (int64_t)hv * d;
+    for (int t = h0; t < h1; t++) {
+        const int kh = t % hk;                        /* tiled order: v-head t <-> key head t mod Hk */
+        const float *q = u + (int64_t)kh * d;
+        const float *k = u + (int64_t)(hk + kh) * d;
+        const float *v = u + (int64_t)(2 * hk + t) * d;
+        float *St = S + (int64_t)t * d * d;
+        float *yt = y + (int64_t)t * d;
+        if (chunked && n >= GDN_CHUNK_MIN) {
+            for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {
+                const int m = TERN_MIN(GDN_CHUNK, n - i0);
+                gdn_delta_chunk(St, d, m, q + i0 * nch, nch, k + i0 * nch, nch, v + i0 * nch, nch,
+                                beta + (int64_t)i0 * hv + t, gam + (int64_t)i0 * hv + t, hv,
+                                yt + i0 * ldy, ldy, scratch);
+            }
+        } else {
+            for (int i = 0; i < n; i++)
+                gdn_delta_token(St, d, q + i * nch, k + i * nch, v + i * nch, beta[(int64_t)i * hv + t],
+                                gam[(int64_t)i * hv + t], yt + i * ldy);
+        }
+        for (int i = 0; i < n; i++)
+            gdn_norm_gate(yt + i * ldy, yt + i * ldy, z + i * ldy + (int64_t)t * d, ssm_norm, d, g->eps);
+    }
+}
+
+/* ---- rollback support -------------------------------------------------------------------- */
+
+int64_t gdn_log_floats(const gdn_dims *g) { return gdn_n_ch(g) + 2 * (int64_t)g->n_v_head; }
+
+void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const float *gam, const float *beta) {
+    const int64_t nch = gdn_n_ch(g);
+    memcpy(dst, qkv_raw, sizeof(float) * (size_t)nch);
+    memcpy(dst + nch, gam, sizeof(float) * (size_t)g->n_v_head);
+    memcpy(dst + nch + g->n_v_head, beta, sizeof(float) * (size_t)g->n_v_head);
+}
+
+void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
+                float *u) {
+    const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
+    const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
+    for (int i = 0; i < n; i++) {                     /* conv + SiLU + L2 norm, token by token */
+        gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, 0, nch);
+        gdn_l2norm_heads(u + i * nch, 2 * hk, d, g->eps);
+    }
+    for (int t = 0; t < hv; t++) {                    /* head-outer: the head's state stays in cache */
+        const int kh = t % hk;
+        float *St = S + (int64_t)t * d * d;
+        for (int i = 0; i < n; i++) {
+            const float *ui = u + i * nch, *gi = in + i * nl + nch;
+            gdn_delta_token(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d,
+                            gi[hv + t], gi[t], NULL);
+        }
+    }
+}

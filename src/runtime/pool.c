@@ -1,0 +1,169 @@
+/* pool.c: the persistent thread pool (contract in pool.h). Workers are created once; a job is
+ * published by bumping a generation counter; workers spin on it for a short while (about
+ * POOL_SPIN pause loops, a few tens of microseconds: decode issues hundreds of jobs per token,
+ * each far shorter than a sleep/wake round trip) and then sleep on a condition variable. The
+ * caller runs range 0 itself, then waits for the others the same way (spin, then sleep).
+ * Split rule (pool_split): [0, n) in chunks of `align`; thread t of T takes chunks
+ * [t * C / T, (t + 1) * C / T), C = ceil(n / align); the last chunk ends at n. Deterministic for
+ * (n, align, T), disjoint, and every boundary but n is a multiple of align.
+ * Memory order: seq_cst atomics throughout (the job fields are written before the generation
+ * bump and read after it; the Dekker-style handshake on `caller_waiting`/`pending` needs it). */
+#include "runtime/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#elif defined(__aarch64__)
+#define CPU_RELAX() __asm__ volatile("yield" ::: "memory")
+#else
+#define CPU_RELAX() ((void)0)
+#endif
+
+#define POOL_SPIN 4096
+
+typedef struct worker {
+    struct tern_pool *pool;
+    int ith;
+    pthread_t th;
+} worker;
+
+struct tern_pool {
+    int n_threads;
+    worker *w;                 /* n_threads - 1 workers (ith 1 ..) */
+    /* current job (written by the caller before the generation bump) */
+    pool_fn fn;
+    void *ctx;
+    int64_t n, align;
+    atomic_uint_fast64_t gen;  /* job generation */
+    atomic_int pending;        /* workers that have not finished the current job */
+    atomic_int stop;
+    atomic_int n_sleeping;     /* workers waiting on cv_work */
+    atomic_int caller_waiting;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+};
+
+void pool_split(int64_t n, int64_t align, int n_threads, int ith, int64_t *i0, int64_t *i1) {
+    const int64_t chunks = (n + align - 1) / align;
+    const int64_t c0 = chunks * ith / n_threads, c1 = chunks * (ith + 1) / n_threads;
+    *i0 = TERN_MIN(c0 * align, n);
+    *i1 = TERN_MIN(c1 * align, n);
+}
+
+static void run_range(struct tern_pool *p, int ith) {
+    int64_t i0, i1;
+    pool_split(p->n, p->align, p->n_threads, ith, &i0, &i1);
+    if (i0 < i1) p->fn(p->ctx, i0, i1, ith);
+}
+
+static void *worker_main(void *arg) {
+    worker *wk = arg;
+    struct tern_pool *p = wk->pool;
+    uint_fast64_t seen = 0;
+    for (;;) {
+        uint_fast64_t g = atomic_load(&p->gen);
+        for (int i = 0; i < POOL_SPIN && g == seen && !atomic_load(&p->stop); i++) {
+            CPU_RELAX();
+            g = atomic_load(&p->gen);
+        }
+        if (g == seen) {
+            /* announce the sleep BEFORE re-reading gen: pool_for bumps gen and then reads
+             * n_sleeping, so one of the two sees the other (no lost wake-up) */
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->n_sleeping, 1);
+            while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv_work, &p->mu);
+            atomic_fetch_sub(&p->n_sleeping, 1);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->stop)) return NULL;
+        seen = g;
+        run_range(p, wk->ith);
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waiting)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->cv_done);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+}
+
+int pool_init(tern_pool **out, int n_threads, tern_err *err) {
+    if (!out) return tern_err_set(err, TERN_E_ARG, "pool_init: NULL out");
+    *out = NULL;
+    if (n_threads < 1 || n_threads > 1024)
+        return tern_err_set(err, TERN_E_ARG, "pool_init: n_threads = %d, expected 1..1024", n_threads);
+    struct tern_pool *p = calloc(1, sizeof *p);
+    if (!p) return tern_err_set(err, TERN_E_NOMEM, "pool_init: no memory");
+    p->n_threads = n_threads;
+    atomic_init(&p->gen, 0);
+    atomic_init(&p->pending, 0);
+    atomic_init(&p->stop, 0);
+    atomic_init(&p->n_sleeping, 0);
+    atomic_init(&p->caller_waiting, 0);
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv_work, NULL);
+    pthread_cond_init(&p->cv_done, NULL);
+    if (n_threads > 1) {
+        p->w = calloc((size_t)n_threads - 1, sizeof *p->w);
+        if (!p->w) { pool_free(p); return tern_err_set(err, TERN_E_NOMEM, "pool_init: no memory"); }
+        for (int i = 0; i < n_threads - 1; i++) {
+            p->w[i].pool = p;
+            p->w[i].ith = i + 1;
+            if (pthread_create(&p->w[i].th, NULL, worker_main, &p->w[i]) != 0) {
+                p->n_threads = i + 1;          /* pool_free joins only the started ones */
+                pool_free(p);
+                return tern_err_set(err, TERN_E_IO, "pool_init: pthread_create failed for worker %d of %d", i + 1,
+                                    n_threads);
+            }
+        }
+    }
+    *out = p;
+    return TERN_OK;
+}
+
+void pool_free(tern_pool *p) {
+    if (!p) return;
+    if (p->w) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->stop, 1);
+        pthread_cond_broadcast(&p->cv_work);
+        pthread_mutex_unlock(&p->mu);
+        for (int i = 0; i < p->n_threads - 1; i++) pthread_join(p->w[i].th, NULL);
+        free(p->w);
+    }
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv_work);
+    pthread_cond_destroy(&p->cv_done);
+    free(p);
+}
+
+int pool_n_threads(const tern_pool *p) { return p ? p->n_threads : 1; }
+
+void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
+    TERN_ASSERT(p && fn && align >= 1 && n >= 0);
+    if (n == 0) return;
+    if (p->n_threads == 1) { fn(ctx, 0, n, 0); return; }
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n = n;
+    p->align = align;
+    atomic_store(&p->caller_waiting, 0);
+    atomic_store(&p->pending, p->n_threads - 1);
+    atomic_fetch_add(&p->gen, 1);
+    if (atomic_load(&p->n_sleeping) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->cv_work);
+        pthread_mutex_unlock(&p->mu);
+    }
+    run_range(p, 0);
+    for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) != 0; i++) CPU_RELAX();
+    if (atomic_load(&p->pending) != 0) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_waiting, 1);
+        while (atomic_load(&p->pending) != 0) pthread_cond_wait(&p->cv_done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
