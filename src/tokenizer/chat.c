@@ -54,7 +54,21 @@ static sv sv_before_first(sv s, const char *x) {
     return f ? (sv){s.p, (size_t)(f - s.p)} : s;
 }
 
-typedef struct { char *p; size_t n, cap; bool oom; } sbuf;
+/* Output buffer; `sp` collects the byte ranges that hold message data (user text), as opposed to
+ * template scaffolding: the tokenizer parses special tokens only outside them. */
+typedef struct { char *p; size_t n, cap; bool oom; tok_span *sp; int n_sp, cap_sp; } sbuf;
+static void sb_mark(sbuf *b, size_t start) {                    /* [start, n) is message data */
+    if (b->oom || b->n <= start) return;
+    if (b->n_sp && b->sp[b->n_sp - 1].b1 == start) { b->sp[b->n_sp - 1].b1 = b->n; return; }
+    if (b->n_sp == b->cap_sp) {
+        int cap = b->cap_sp ? b->cap_sp * 2 : 16;
+        tok_span *q = realloc(b->sp, (size_t)cap * sizeof *q);
+        if (!q) { b->oom = true; return; }
+        b->sp = q;
+        b->cap_sp = cap;
+    }
+    b->sp[b->n_sp++] = (tok_span){start, b->n};
+}
 static void sb_put(sbuf *b, const char *s, size_t n) {
     if (b->oom || n == 0) return;
     if (b->n + n + 1 > b->cap) {
@@ -70,7 +84,8 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
     b->p[b->n] = 0;
 }
 static void sb_s(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_v(sbuf *b, sv s) { sb_put(b, s.p, s.n); }
+static void sb_v(sbuf *b, sv s) { size_t st = b->n; sb_put(b, s.p, s.n); sb_mark(b, st); }   /* message data */
+static void sb_d(sbuf *b, const char *s) { sb_v(b, sv_c(s)); }
 
 /* ==== tojson (Python json.dumps(ensure_ascii=False) layout) ===================================*/
 static void json_str(sbuf *b, const char *s) {
@@ -214,7 +229,7 @@ static const char *call_name(const cJSON *f) {
 
 static void render_chatml(rctx *c) {
     for (int i = 0; i < c->n; i++) {
-        sb_s(&c->b, "<|im_start|>"); sb_s(&c->b, c->m[i].role); sb_s(&c->b, "\n");
+        sb_s(&c->b, "<|im_start|>"); sb_d(&c->b, c->m[i].role); sb_s(&c->b, "\n");
         sb_v(&c->b, content_of(&c->m[i])); sb_s(&c->b, "<|im_end|>\n");
     }
     if (c->o->add_generation_prompt) sb_s(&c->b, "<|im_start|>assistant\n");
@@ -241,7 +256,7 @@ static void render_qwen3(rctx *c) {
         sb_s(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
                 "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
         const cJSON *t;
-        cJSON_ArrayForEach(t, c->tools) { sb_s(b, "\n"); json_dump(b, t); }
+        cJSON_ArrayForEach(t, c->tools) { sb_s(b, "\n"); size_t st = b->n; json_dump(b, t); sb_mark(b, st); }
         sb_s(b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
                 "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
                 "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
@@ -253,7 +268,7 @@ static void render_qwen3(rctx *c) {
     for (int i = 0; i < n && !c->rc; i++) {
         const chat_msg *msg = &m[i];
         if (role_is(msg, "user") || (role_is(msg, "system") && i > 0)) {
-            sb_s(b, "<|im_start|>"); sb_s(b, msg->role); sb_s(b, "\n"); sb_v(b, content_of(msg)); sb_s(b, "<|im_end|>\n");
+            sb_s(b, "<|im_start|>"); sb_d(b, msg->role); sb_s(b, "\n"); sb_v(b, content_of(msg)); sb_s(b, "<|im_end|>\n");
         } else if (role_is(msg, "assistant")) {
             sv content = content_of(msg), reasoning = sv_c("");
             if (msg->reasoning_content) reasoning = sv_c(msg->reasoning_content);
@@ -275,10 +290,12 @@ static void render_qwen3(rctx *c) {
                     if ((first && !sv_empty(content)) || !first) sb_s(b, "\n");
                     first = false;
                     const cJSON *f = call_fn(tc);
-                    sb_s(b, "<tool_call>\n{\"name\": \""); sb_s(b, call_name(f)); sb_s(b, "\", \"arguments\": ");
+                    sb_s(b, "<tool_call>\n{\"name\": \""); sb_d(b, call_name(f)); sb_s(b, "\", \"arguments\": ");
                     const cJSON *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
+                    size_t st = b->n;
                     if (cJSON_IsString(args)) sb_s(b, args->valuestring);
                     else json_dump(b, args);
+                    sb_mark(b, st);
                     sb_s(b, "}\n</tool_call>");
                 }
                 cJSON_Delete(calls);
@@ -307,7 +324,7 @@ static void render_qwen35(rctx *c) {
     if (c->tools && cJSON_GetArraySize(c->tools) > 0) {           /* "if tools and tools is iterable" */
         sb_s(b, "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>");
         const cJSON *t;
-        cJSON_ArrayForEach(t, c->tools) { sb_s(b, "\n"); json_dump(b, t); }
+        cJSON_ArrayForEach(t, c->tools) { sb_s(b, "\n"); size_t st = b->n; json_dump(b, t); sb_mark(b, st); }
         sb_s(b, "\n</tools>");
         sb_s(b, "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
                 "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
@@ -358,7 +375,7 @@ static void render_qwen35(rctx *c) {
                     if (first) sb_s(b, !sv_empty(sv_trim(content)) ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=");
                     else sb_s(b, "\n<tool_call>\n<function=");
                     first = false;
-                    sb_s(b, call_name(f)); sb_s(b, ">\n");
+                    sb_d(b, call_name(f)); sb_s(b, ">\n");
                     const cJSON *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
                     cJSON *parsed = NULL;
                     if (cJSON_IsString(args)) {                  /* arguments given as JSON text */
@@ -369,9 +386,11 @@ static void render_qwen35(rctx *c) {
                     if (args && !cJSON_IsNull(args)) {
                         const cJSON *a;
                         cJSON_ArrayForEach(a, args) {
-                            sb_s(b, "<parameter="); sb_s(b, a->string ? a->string : ""); sb_s(b, ">\n");
+                            sb_s(b, "<parameter="); sb_d(b, a->string ? a->string : ""); sb_s(b, ">\n");
+                            size_t st = b->n;
                             if (cJSON_IsObject(a) || cJSON_IsArray(a)) json_dump(b, a);
                             else py_str(b, a);
+                            sb_mark(b, st);
                             sb_s(b, "\n</parameter>\n");
                         }
                     }
@@ -398,8 +417,15 @@ static void render_qwen35(rctx *c) {
 
 int chat_render(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
                 tern_err *err) {
+    return chat_render_spans(t, msgs, n, o, out, n_out, NULL, NULL, err);
+}
+
+int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
+                      tok_span **spans, int *n_spans, tern_err *err) {
     *out = NULL;
     if (n_out) *n_out = 0;
+    if (spans) *spans = NULL;
+    if (n_spans) *n_spans = 0;
     chat_opts def = {true, true, NULL};
     if (!o) o = &def;
     if (n < 0 || (n > 0 && !msgs)) return tern_err_set(err, TERN_E_ARG, "chat_render: bad message array (n %d)", n);
@@ -419,8 +445,10 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, ch
     }
     cJSON_Delete(c.tools);
     if (!c.rc && c.b.oom) c.rc = tern_err_set(err, TERN_E_NOMEM, "chat template: out of memory");
-    if (c.rc) { free(c.b.p); return c.rc; }
+    if (c.rc) { free(c.b.p); free(c.b.sp); return c.rc; }
     *out = c.b.p;
     if (n_out) *n_out = c.b.n;
+    if (spans) { *spans = c.b.sp; *n_spans = c.b.n_sp; }
+    else free(c.b.sp);
     return TERN_OK;
 }

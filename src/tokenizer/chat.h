@@ -8,6 +8,7 @@
 #define TERN_TOKENIZER_CHAT_H
 
 #include "core/core.h"
+#include "tokenizer/tok.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,5 +47,13 @@ const char *chat_tmpl_name(chat_tmpl t);
  * turn (qwen35), invalid tools/tool_calls JSON), TERN_E_NOMEM. Linear in the input size. */
 int chat_render(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
                 tern_err *err);
+
+/* Same, and also returns the byte ranges of the output that hold message data (contents,
+ * reasoning, roles, tool definitions and call arguments) rather than template scaffolding:
+ * *spans (malloc'd, caller frees; sorted, disjoint; *n_spans of them). Tokenise the text with
+ * tok_encode_spans(..., *spans, *n_spans, ...) so that special tokens are recognised only in the
+ * scaffolding: a user typing <|im_end|> or <think> gets ordinary text tokens. */
+int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
+                      tok_span **spans, int *n_spans, tern_err *err);
 
 #endif /* TERN_TOKENIZER_CHAT_H */

@@ -480,7 +480,19 @@ static bool encode_raw(const tok_vocab *v, tok_scratch *s, const char *text, siz
 
 int tok_encode(const tok_vocab *v, const char *text, size_t len, bool parse_special, bool add_bos,
                int32_t *out, int n_max, int *n_out, tern_err *err) {
+    static const tok_span none = {0, 0};
+    /* parse_special off = the whole text is one plain range */
+    tok_span all = {0, len};
+    return tok_encode_spans(v, text, len, parse_special ? &none : &all, 1, add_bos, out, n_max, n_out, err);
+}
+
+int tok_encode_spans(const tok_vocab *v, const char *text, size_t len, const tok_span *plain, int n_plain,
+                     bool add_bos, int32_t *out, int n_max, int *n_out, tern_err *err) {
     if (n_out) *n_out = 0;
+    if (n_plain < 0 || (n_plain > 0 && !plain)) return tern_err_set(err, TERN_E_ARG, "tok_encode_spans: bad span array (n %d)", n_plain);
+    for (int k = 0; k < n_plain; k++)
+        if (plain[k].b0 > plain[k].b1 || plain[k].b1 > len || (k && plain[k].b0 < plain[k - 1].b1))
+            return tern_err_set(err, TERN_E_ARG, "tok_encode_spans: span %d [%zu, %zu) not sorted, disjoint and inside %zu bytes", k, plain[k].b0, plain[k].b1, len);
     if (!text && len) return tern_err_set(err, TERN_E_ARG, "tok_encode: text is NULL with len %zu", len);
     if (n_max < 0 || (n_max > 0 && !out)) return tern_err_set(err, TERN_E_ARG, "tok_encode: bad output buffer (n_max %d)", n_max);
     tok_ids ids = {0};
@@ -492,8 +504,12 @@ int tok_encode(const tok_vocab *v, const char *text, size_t len, bool parse_spec
 
     size_t raw0 = 0;
     bool prev_special = true;          /* SPM: a space prefix starts the text and follows specials */
-    if (parse_special && v->n_special) {
+    if (v->n_special) {
+        int sp = 0;                                         /* first plain range ending after i */
         for (size_t i = 0; i < len && ok;) {
+            while (sp < n_plain && plain[sp].b1 <= i) sp++;
+            if (sp < n_plain && plain[sp].b0 <= i) { i = plain[sp].b1; continue; }   /* inside user text */
+            size_t lim = sp < n_plain ? plain[sp].b0 : len;  /* a special must end before the next range */
             unsigned char c = (unsigned char)text[i];
             int32_t hit = -1;
             uint32_t hn = 0;
@@ -501,7 +517,7 @@ int tok_encode(const tok_vocab *v, const char *text, size_t len, bool parse_spec
                 for (int k = 0; k < v->n_special; k++) {       /* longest first: first match wins */
                     uint32_t n;
                     const char *t = tok_text(v, v->special[k], &n);
-                    if ((unsigned char)t[0] == c && n <= len - i && memcmp(t, text + i, n) == 0) { hit = v->special[k]; hn = n; break; }
+                    if ((unsigned char)t[0] == c && n <= lim - i && memcmp(t, text + i, n) == 0) { hit = v->special[k]; hn = n; break; }
                 }
             }
             if (hit < 0) { i++; continue; }

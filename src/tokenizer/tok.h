@@ -81,6 +81,16 @@ int tok_eog_ids(const tok_vocab *v, int32_t *out, int n);
 int tok_encode(const tok_vocab *v, const char *text, size_t len, bool parse_special, bool add_bos,
                int32_t *out, int n_max, int *n_out, tern_err *err);
 
+/* A byte range [b0, b1) of a text. */
+typedef struct tok_span { size_t b0, b1; } tok_span;
+/* tok_encode with parse_special on, except that special-token text is matched only where it lies
+ * wholly outside the `plain` ranges (sorted, disjoint; n_plain of them): for rendered chat
+ * prompts (chat_render_spans), where the scaffolding holds the special tokens and the message
+ * contents are user text. Apart from that the text is tokenised as one string, so plain text gives
+ * exactly the ids of tok_encode. Errors as tok_encode, plus TERN_E_ARG for unsorted ranges. */
+int tok_encode_spans(const tok_vocab *v, const char *text, size_t len, const tok_span *plain, int n_plain,
+                     bool add_bos, int32_t *out, int n_max, int *n_out, tern_err *err);
+
 /* The bytes of one token's piece (byte-level decoded; SPM: U+2581 -> space, <0xXX> -> byte).
  * Control tokens give their text only when `special` is set. Returns the byte count written (at
  * most n) or the needed size if n is too small, or a TERN_E_RANGE for a bad id. */
