@@ -6,6 +6,9 @@
  *   decode; the golden prompts.json ids (add_special, parse_special as the golden program).
  * - SentencePiece: 100% of llama.cpp's llama-spm vectors; stories260K: golden prompt ids and the
  *   per-story ids of reference_ppl_tinystories_sample.json (run.c's algorithm).
+ * - The qwen2 and qwen35 splitters against the Python `regex` engine running the spec's patterns
+ *   (tests/fixtures/pretok_regex.json, 415 strings; the only check of qwen35, whose vocabulary
+ *   is not in ../shared).
  * - Linear time: 1 MB inputs of one character class encode and decode back exactly (a
  *   quadratic or recursive merge would not finish within the suite's seconds).
  * - Special tokens both ways, streaming detokenisation over split and invalid UTF-8, the
@@ -15,6 +18,7 @@
 #include "format/gguf.h"
 #include "tokenizer/hf_import.h"
 #include "tokenizer/tok.h"
+#include "tokenizer/tok_impl.h"   /* tok_pretok_split */
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -353,6 +357,48 @@ static void test_stories_reference_ids(void **state) {
     free(txt);
 }
 
+/* ---- pre-tokenizer vs a real regex engine ----------------------------------------------------- */
+typedef struct { size_t b[512][2]; int n; } split_acc;
+static void on_split(void *ctx, size_t b0, size_t b1) {
+    split_acc *a = ctx;
+    if (a->n < 512) { a->b[a->n][0] = b0; a->b[a->n][1] = b1; }
+    a->n++;
+}
+static void test_pretok_regex(void **state) {
+    (void)state;
+    size_t n;
+    char *s = fx_read_file("tests/fixtures/pretok_regex.json", &n);
+    assert_non_null(s);
+    cJSON *j = cJSON_Parse(s);
+    assert_non_null(j);
+    static split_acc acc;
+    int k = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, j) {
+        const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+        for (int pre = TOK_PRE_QWEN2; pre <= TOK_PRE_QWEN35; pre++) {
+            const cJSON *want = cJSON_GetObjectItem(c, pre == TOK_PRE_QWEN2 ? "qwen2" : "qwen35");
+            acc.n = 0;
+            assert_true(tok_pretok_split(pre, text, strlen(text), on_split, &acc));
+            bool same = acc.n == cJSON_GetArraySize(want);
+            for (int i = 0; same && i < acc.n; i++) {
+                const char *w = cJSON_GetArrayItem(want, i)->valuestring;
+                same = strlen(w) == acc.b[i][1] - acc.b[i][0] && memcmp(w, text + acc.b[i][0], strlen(w)) == 0;
+            }
+            if (!same) {
+                char got[2048];
+                int o = 0;
+                for (int i = 0; i < acc.n && i < 512 && o < 1900; i++) o += snprintf(got + o, sizeof got - (size_t)o, "[%.*s]", (int)(acc.b[i][1] - acc.b[i][0]), text + acc.b[i][0]);
+                fail_msg("case %d (%s) \"%s\": got %s", k, pre == TOK_PRE_QWEN2 ? "qwen2" : "qwen35", text, got);
+            }
+        }
+        k++;
+    }
+    assert_int_equal(k, 415);
+    cJSON_Delete(j);
+    free(s);
+}
+
 /* ---- linear time ------------------------------------------------------------------------------ */
 static void roundtrip_big(const tok_vocab *v, const char *unit, bool spm) {
     const size_t target = 1 << 20, ul = strlen(unit);
@@ -607,6 +653,7 @@ int suite_tok(int *n_tests) {
         cmocka_unit_test(test_golden_prompts),
         cmocka_unit_test(test_spm_llama_vectors),
         cmocka_unit_test(test_stories_reference_ids),
+        cmocka_unit_test(test_pretok_regex),
         cmocka_unit_test(test_linear_time_1mb),
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_stream_utf8),
