@@ -117,6 +117,7 @@ static void check_keys(const gguf_ctx *g, const st_hp *h, bool file_type, bool h
     assert_true(eos >= 0 && eos < h->V && bos >= 0 && bos < h->V);
     assert_true(gguf_str_eq(toks.strs[eos], "<|im_end|>"));
     assert_int_equal(gguf_arr_int(&types, (uint64_t)eos), 3);   /* CONTROL */
+    if (gguf_check_tokenizer(g, &err) != TERN_OK) fail_msg("gguf_check_tokenizer: %s", err.msg);
 }
 
 /* Spec 4.1 load-time validation plus the 4.6 table: the folded names are exactly the projections
@@ -177,6 +178,12 @@ static void check_hadamard(const gguf_ctx *g, const st_hp *h, int64_t block, con
         assert_true(t->ne[0] == widths[0] || t->ne[0] == widths[1] || t->ne[0] == widths[2]);
     }
     free(e);
+    /* and the engine's own strict validator (src/model/hadamard_meta.c) accepts the keys */
+    had_cfg hc;
+    if (had_load(&hc, g, &err) != TERN_OK) fail_msg("had_load: %s", err.msg);
+    assert_true(hc.active && hc.gdn_v_grouped && hc.block == block && hc.n_folded == n_names && hc.n_inverse == 1);
+    assert_true(had_is_inverse(&hc, "token_embd.weight") && had_is_folded(&hc, "output.weight"));
+    had_free(&hc);
 }
 
 /* ---- tests ------------------------------------------------------------------------------------- */
