@@ -21,7 +21,10 @@
  * build/debug/tests/run -> build/debug/tern). */
 static inline const char *st_tern_bin(char *buf, size_t n) {
     const char *env = getenv("TERN_BIN");
-    if (env && *env) { snprintf(buf, n, "%s", env); return buf; }
+    if (env && *env) {   /* a bare name means the file in the current directory, not $PATH */
+        snprintf(buf, n, "%s%s", strchr(env, '/') ? "" : "./", env);
+        return buf;
+    }
     char exe[4096];
     const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (k <= 0) { snprintf(buf, n, "./tern"); return buf; }
