@@ -229,12 +229,14 @@ static char *run_capture(const char *cmd) {
     return buf;
 }
 
-static const char *tern_bin(void) {
+static const char *tern_bin(void) {          /* $TERN_BIN, else the binary of this build mode */
 #ifdef TERN_DEBUG
     const char *bin = "build/debug/tern";
 #else
     const char *bin = "./tern";
 #endif
+    const char *env = getenv("TERN_BIN");
+    if (env && *env) bin = env;
     if (access(bin, X_OK) != 0) {
         const char *ci = getenv("CI");
         if (ci && strcmp(ci, "true") == 0) fail_msg("%s not built (make builds it before the tests)", bin);
