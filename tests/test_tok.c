@@ -400,8 +400,8 @@ static void test_pretok_regex(void **state) {
 }
 
 /* ---- linear time ------------------------------------------------------------------------------ */
-static void roundtrip_big(const tok_vocab *v, const char *unit, bool spm) {
-    const size_t target = 1 << 20, ul = strlen(unit);
+static void roundtrip_big(const tok_vocab *v, const char *unit, bool spm, size_t target) {
+    const size_t ul = strlen(unit);
     size_t n = target / ul * ul;
     char *s = malloc(n + 1);
     for (size_t i = 0; i < n; i += ul) memcpy(s + i, unit, ul);
@@ -420,10 +420,22 @@ static void roundtrip_big(const tok_vocab *v, const char *unit, bool spm) {
 static void test_linear_time_1mb(void **state) {
     (void)state;
     const tok_vocab *q = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
-    static const char *const units[] = {"a", "7", " ", "!", "\xF0\x9F\x98\x80", "\n", "<", "\xC3\xA9"};
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) roundtrip_big(q, units[i], false);
+    static const char *const units[] = {"a", "7", " ", "!", "\xF0\x9F\x98\x80", "\n", "<", "\xC3\xA9", "ab1 ", "<|im_end|>"};
     const tok_vocab *s = need(g_spm, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) roundtrip_big(s, units[i], true);
+    /* time-independent linearity: the work (code points classified + heap operations) for 1 MB
+     * is at most 2.2x the work for 512 KB; a quadratic algorithm would show 4x */
+    for (int spm = 0; spm < 2; spm++) {
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+            uint64_t w0 = tok_work;
+            roundtrip_big(spm ? s : q, units[i], spm, 1 << 19);
+            uint64_t w1 = tok_work;
+            roundtrip_big(spm ? s : q, units[i], spm, 1 << 20);
+            uint64_t w2 = tok_work;
+            double ratio = (double)(w2 - w1) / (double)(w1 - w0 ? w1 - w0 : 1);
+            if (ratio > 2.2 || w1 == w0) fail_msg("%s \"%s\": work 512 KB %llu, 1 MB %llu (ratio %.2f)", spm ? "spm" : "bpe", units[i],
+                                  (unsigned long long)(w1 - w0), (unsigned long long)(w2 - w1), ratio);
+        }
+    }
 }
 
 /* ---- special tokens both ways ----------------------------------------------------------------- */
@@ -547,6 +559,8 @@ static void test_eog(void **state) {
     assert_int_equal(tok_eos(v), 151645);
     assert_int_equal(tok_bos(v), 151643);
     assert_false(tok_add_bos(v));
+    assert_non_null(tok_chat_template(v));
+    assert_non_null(strstr(tok_chat_template(v), "<|im_start|>"));
     const tok_vocab *s = need(g_stories, "data/stories260k/stories260K.gguf");
     n = tok_eog_ids(s, ids, 16);
     static const int32_t want_s[] = {2};

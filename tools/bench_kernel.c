@@ -91,7 +91,7 @@ static void job_bw(void *ctx, int64_t i0, int64_t i1, int ith) {
 }
 
 /* ---- int8 peak ------------------------------------------------------------------------------ */
-#define PEAK_ITERS 2000000
+#define PEAK_ITERS 20000000   /* ~50 ms per thread: long enough to ride out scheduler noise */
 #if defined(__x86_64__)
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_vnni(void) {
     __m512i w0 = _mm512_set1_epi8(1), w1 = _mm512_set1_epi8(2), y0 = _mm512_set1_epi8(-5), y1 = _mm512_set1_epi8(-6);

@@ -47,6 +47,7 @@ static bool bpe_less(const bpe_cand *a, const bpe_cand *b) {
     return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
 }
 static void bpe_push(tok_scratch *s, bpe_cand c) {
+    tok_work++;
     bpe_cand *h = s->heap;
     size_t i = s->n_heap++;
     while (i > 0) {
@@ -58,6 +59,7 @@ static void bpe_push(tok_scratch *s, bpe_cand c) {
     h[i] = c;
 }
 static bpe_cand bpe_pop(tok_scratch *s) {
+    tok_work++;
     bpe_cand *h = s->heap;
     bpe_cand top = h[0], last = h[--s->n_heap];
     size_t i = 0, n = s->n_heap;
@@ -112,6 +114,7 @@ static bool spm_before(const spm_cand *a, const spm_cand *b) {   /* a pops befor
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 static void spm_push(tok_scratch *s, spm_cand c) {
+    tok_work++;
     spm_cand *h = s->heap;
     size_t i = s->n_heap++;
     while (i > 0) {
@@ -123,6 +126,7 @@ static void spm_push(tok_scratch *s, spm_cand c) {
     h[i] = c;
 }
 static spm_cand spm_pop(tok_scratch *s) {
+    tok_work++;
     spm_cand *h = s->heap;
     spm_cand top = h[0], last = h[--s->n_heap];
     size_t i = 0, n = s->n_heap;

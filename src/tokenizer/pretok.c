@@ -56,6 +56,7 @@ bool tok_pretok_split(int pre, const char *s, size_t n, tok_word_fn fn, void *ct
         b += (size_t)l;
     }
     off[m] = n;
+    tok_work += m;
 
     const uint8_t run_letter = pre == TOK_PRE_QWEN35 ? (F_L | F_M) : F_L;     /* letter run class */
     const uint8_t punct_excl = pre == TOK_PRE_QWEN35 ? (F_S | F_L | F_M | F_N) : (F_S | F_L | F_N);

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Thread_local uint64_t tok_work;
+
 /* ==== GPT-2 byte <-> unicode alphabet ===========================================================
  * Bytes 33..126, 161..172 and 174..255 stand for themselves; the other 68 bytes map, in byte
  * order, to U+0100.. U+0143. (GPT-2's bytes_to_unicode.) */
@@ -115,6 +117,7 @@ void tok_free(tok_vocab *v) {
     if (!v) return;
     free(v->text); free(v->off); free(v->type); free(v->score); free(v->ht); free(v->mt);
     free(v->special);
+    free(v->chat_template);
     free(v);
 }
 
@@ -411,6 +414,14 @@ int tok_load(tok_vocab **out, const gguf_ctx *g, tern_err *err) {
     if ((kv = gguf_find_kv(g, "tokenizer.ggml.add_eos_token"))) { if ((rc = gguf_get_bool(g, "tokenizer.ggml.add_eos_token", true, false, &b, err))) goto done; d.add_eos = b; }
     if ((kv = gguf_find_kv(g, "tokenizer.ggml.add_space_prefix"))) { if ((rc = gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", true, false, &b, err))) goto done; d.add_space_prefix = b; }
     rc = tok_build(out, &d, err);
+    if (rc == TERN_OK) {
+        gguf_str ct = {0};
+        if ((rc = gguf_get_str(g, "tokenizer.chat_template", false, &ct, err)) == TERN_OK && ct.n) {
+            if (!((*out)->chat_template = malloc(ct.n + 1))) rc = tern_err_set(err, TERN_E_NOMEM, "tokenizer: out of memory");
+            else { memcpy((*out)->chat_template, ct.p, ct.n); (*out)->chat_template[ct.n] = 0; }
+        }
+        if (rc) { tok_free(*out); *out = NULL; }
+    }
 done:
     free(ty);
     free(sc);
@@ -423,6 +434,7 @@ int32_t tok_bos(const tok_vocab *v) { return v->bos; }
 int32_t tok_eos(const tok_vocab *v) { return v->eos; }
 bool tok_add_bos(const tok_vocab *v) { return v->add_bos; }
 const char *tok_model_name(const tok_vocab *v) { return v->kind == TOK_KIND_BPE ? "gpt2" : "llama"; }
+const char *tok_chat_template(const tok_vocab *v) { return v->chat_template; }
 int tok_type(const tok_vocab *v, int32_t id) { return id >= 0 && id < v->n_vocab ? v->type[id] : -1; }
 bool tok_is_eog(const tok_vocab *v, int32_t id) {
     for (int i = 0; i < v->n_eog; i++) if (v->eog[i] == id) return true;
@@ -515,11 +527,13 @@ int tok_encode_spans(const tok_vocab *v, const char *text, size_t len, const tok
             uint32_t hn = 0;
             if (v->special_first[c >> 5] & (1u << (c & 31))) {
                 for (int k = 0; k < v->n_special; k++) {       /* longest first: first match wins */
+                    tok_work++;
                     uint32_t n;
                     const char *t = tok_text(v, v->special[k], &n);
                     if ((unsigned char)t[0] == c && n <= lim - i && memcmp(t, text + i, n) == 0) { hit = v->special[k]; hn = n; break; }
                 }
             }
+            tok_work++;
             if (hit < 0) { i++; continue; }
             if (i > raw0) { ok = encode_raw(v, &s, text, raw0, i, v->add_space_prefix && prev_special, &ids, &esc, &esc_cap); prev_special = false; }
             tok_ids_push(&ids, hit);

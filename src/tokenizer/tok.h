@@ -63,6 +63,8 @@ bool tok_add_bos(const tok_vocab *v);       /* tokenizer.ggml.add_bos_token (lla
 bool tok_is_eog(const tok_vocab *v, int32_t id);   /* end-of-generation set */
 /* Id of an exact token text (e.g. "<think>"), or -1. */
 int32_t tok_find(const tok_vocab *v, const char *text);
+/* tokenizer.chat_template of the GGUF the vocabulary was loaded from (owned by v), or NULL. */
+const char *tok_chat_template(const tok_vocab *v);
 /* Token type (TOK_TYPE_*) of id, or -1 for an id outside the vocabulary. */
 int tok_type(const tok_vocab *v, int32_t id);
 /* "gpt2" or "llama". */

@@ -43,7 +43,12 @@ struct tok_vocab {
     int32_t eog[16];          /* end-of-generation ids (sorted, unique) */
     int n_eog;
     int max_token_len;        /* longest lookup-form text, bytes */
+    char *chat_template;      /* tokenizer.chat_template (NUL-terminated) or NULL */
 };
+
+/* Work counter for the linear-time test: code points classified, heap pushes and pops. Per
+ * thread; only ever incremented (tests read differences). */
+extern _Thread_local uint64_t tok_work;
 
 /* Id of an exact byte string, or -1. */
 int32_t tok_lookup(const tok_vocab *v, const char *s, size_t n);

@@ -36,11 +36,14 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
                                                                     int64_t isum_stride) {
     const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
     __m128 acc[4];
+#pragma GCC unroll 4
     for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const kern_rp_block *blk = B + b;
         __m256i ia[4];
-        for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
         for (int wd = 0; wd < 4; wd++) {
             const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
                                                       _mm_loadu_si128((const __m128i *)(const void *)blk->qs[1][wd]), 1);
@@ -48,7 +51,8 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
             const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
             const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
             const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
-            for (int c = 0; c < NC; c++) {
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
                 const int8_t *q = ac[c][b].qs + 32 * wd;
                 const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
                 const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
@@ -56,7 +60,8 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
             }
         }
         const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)blk->d));
-        for (int c = 0; c < NC; c++) {
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
             const __m256i h = _mm256_hadd_epi32(ia[c], ia[c]);                     /* [a b a b | c d c d] */
             __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08)); /* [a b c d] */
             r4 = _mm_sub_epi32(r4, _mm_set1_epi32(ac[c][b].sum));
@@ -69,6 +74,7 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
             acc[c] = _mm_fmadd_ps(s, _mm_cvtepi32_ps(r4), acc[c]);
         }
     }
+#pragma GCC unroll 4
     for (int c = 0; c < nstore; c++) _mm_storeu_ps(out[c], acc[c]);
 }
 
@@ -114,18 +120,22 @@ static inline __attribute__((always_inline)) void ptq_pair(const uint8_t *ra, co
         __m256i vA = load2rows(xa, xb);
         __m256i vB = _mm256_inserti128_si256(_mm256_castsi128_si256(load_partB(xa)), load_partB(xb), 1);
         __m256i p[4];
-        for (int c = 0; c < NC; c++) p[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) p[c] = _mm256_setzero_si256();
+#pragma GCC unroll 5
         for (int n = 0; n < 5; n++) {
             if (n) { vA = mul3(vA); vB = mul3(vB); }
             const __m256i uA = ptq_digit(vA), uB = ptq_digit(vB);
-            for (int c = 0; c < NC; c++) {
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
                 const __m256i yA = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(ac[c][b].qs + 16 * n)));
                 const __m256i yB = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)actB[c][bi][n]));
                 p[c] = _mm256_add_epi16(p[c], _mm256_add_epi16(_mm256_maddubs_epi16(uA, yA), _mm256_maddubs_epi16(uB, yB)));
             }
         }
         const __m128 dw = _mm_setr_ps(fp16_to_f32((uint16_t)(xa[26] | xa[27] << 8)), fp16_to_f32((uint16_t)(xb[26] | xb[27] << 8)), 0, 0);
-        for (int c = 0; c < NC; c++) {
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
             const __m256i s32 = _mm256_madd_epi16(p[c], ones);                      /* [a a a a | b b b b] */
             const __m256i h = _mm256_hadd_epi32(s32, s32);                          /* [a a . . | b b . .] */
             const __m128i lo = _mm256_castsi256_si128(h), hi = _mm256_extracti128_si256(h, 1);
@@ -142,6 +152,7 @@ static inline __attribute__((always_inline)) void ptq_pair(const uint8_t *ra, co
 static void build_actB(const kact_fast *ac, int64_t b0, int nbc, int8_t (*dst)[5][16]) {
     for (int bi = 0; bi < nbc; bi++) {
         const int8_t *q = ac[b0 + bi].qs;
+#pragma GCC unroll 5
         for (int n = 0; n < 5; n++) {
             memset(dst[bi][n], 0, 16);
             memcpy(dst[bi][n], q + 80 + 8 * n, 8);

@@ -58,6 +58,7 @@ static inline __attribute__((always_inline)) void rp_fast_group(const kern_rp_bl
     const v512 idx0 = v512_idx64(0, 0, 4, 4, 8, 8, 12, 12), idx1 = v512_idx64(1, 1, 5, 5, 9, 9, 13, 13);
     const v512 idx2 = v512_idx64(2, 2, 6, 6, 10, 10, 14, 14), idx3 = v512_idx64(3, 3, 7, 7, 11, 11, 15, 15);
     __m128 acc[4];
+#pragma GCC unroll 4
     for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const kern_rp_block *blk = B + b;
@@ -67,7 +68,8 @@ static inline __attribute__((always_inline)) void rp_fast_group(const kern_rp_bl
         const v512 u10 = v512_and(v1, m3), u11 = v512_and(v512_srli16(v1, 2), m3);
         const v512 u12 = v512_and(v512_srli16(v1, 4), m3), u13 = v512_and(v512_srli16(v1, 6), m3);
         const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)blk->d));
-        for (int c = 0; c < NC; c++) {
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
             const int8_t *q = ac[c][b].qs;
             const v512 Y0 = v512_loadu(q), Y1 = v512_loadu(q + 64);
             const v512 y0 = v512_perm2_64(Y0, idx0, Y1), y1 = v512_perm2_64(Y0, idx1, Y1);
@@ -91,6 +93,7 @@ static inline __attribute__((always_inline)) void rp_fast_group(const kern_rp_bl
             acc[c] = _mm_fmadd_ps(s, _mm_cvtepi32_ps(r4), acc[c]);
         }
     }
+#pragma GCC unroll 4
     for (int c = 0; c < nstore; c++) _mm_storeu_ps(out[c], acc[c]);
 }
 
