@@ -113,9 +113,18 @@ $(B)/tests/suites.inc: $(TEST_SRC) Makefile
 $(B)/tests/main.o: $(B)/tests/suites.inc
 $(B)/tests/main.o: ALL_CFLAGS += -I$(B)/tests
 
-$(TEST_BIN): $(TEST_OBJ) $(SERVER_A) $(LIB_A)
+# kern: the AVX-512 VNNI kernel compiled once more over a portable zmm emulation
+# (src/kernels/x86/emu512.h) into the tests only, so hosts without AVX-512 still check its logic.
+ifeq ($(ARCH),x86_64)
+KERN_EMU_OBJ := $(B)/src/kernels/x86/avx512vnni_emu.o
+$(KERN_EMU_OBJ): src/kernels/x86/avx512vnni.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -lmicrohttpd -o $@
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -DKERN_EMU512 -c $< -o $@
+endif
+
+$(TEST_BIN): $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -lmicrohttpd -o $@
 
 test: $(TEST_BIN) $(TERN_BIN)
 	TERN_SHARED=$(SHARED) TERN_BIN=$(TERN_BIN) ./$(TEST_BIN) $(T)
@@ -197,4 +206,4 @@ fuzz:
 clean:
 	rm -rf build tern tests/run
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(PIC_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(KERN_EMU_OBJ:.o=.d) $(SERVER_OBJ:.o=.d) $(PIC_OBJ:.o=.d)

@@ -35,7 +35,7 @@ static void poke_kv(const gguf_ctx *g, const gguf_kv *kv) {
         for (uint64_t k = 0; k < a.n && k < 4096; k++) {
             if (a.type == GGUF_T_STRING) { if (a.strs[k].n) sink += (unsigned char)a.strs[k].p[0]; }
             else if (gguf_arr_is_int(&a)) sink += (double)gguf_arr_int(&a, k);
-            else sink += gguf_arr_float(&a, k);
+            else sink += gguf_arr_float(&a, k) + (double)gguf_arr_int(&a, k);
         }
     }
 }
