@@ -127,7 +127,7 @@ $(TEST_BIN): $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -lmicrohttpd -o $@
 
 test: $(TEST_BIN) $(TERN_BIN)
-	TERN_SHARED=$(SHARED) TERN_BIN=$(TERN_BIN) ./$(TEST_BIN) $(T)
+	TERN_SHARED=$(SHARED) TERN_BIN=./$(TERN_BIN) ./$(TEST_BIN) $(T)
 
 run: $(TERN_BIN)
 	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) run -m "$(MODEL)" -p "Once upon a time" -n 200; \
