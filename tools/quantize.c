@@ -32,12 +32,16 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && memcmp(s + n - m, suf, m) == 0;
 }
 
+/* A projection's weight matrix: 2-D, "*.weight", not conv taps and not the BF16 alpha/beta. */
+static bool is_projection(const gguf_tensor *t) {
+    if (t->n_dims != 2 || !ends_with(t->name, ".weight")) return false;
+    return !strstr(t->name, "ssm_conv1d") && !strstr(t->name, "ssm_alpha") && !strstr(t->name, "ssm_beta");
+}
+
 /* The conversion rule above: does tensor t take type `type`? */
 static bool quant_converts(const gguf_tensor *t, int type) {
     const qt_traits *q = qt_get(type);
-    if (t->n_dims != 2 || !ends_with(t->name, ".weight")) return false;
-    if (strstr(t->name, "ssm_conv1d") || strstr(t->name, "ssm_alpha") || strstr(t->name, "ssm_beta")) return false;
-    return q && t->ne[0] % q->block == 0;
+    return q && is_projection(t) && t->ne[0] % q->block == 0;
 }
 
 static int file_type_of(int type) {   /* general.file_type for a file of `type` weights; -1 none */
@@ -160,10 +164,15 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
         goto done;
     }
     int64_t max_k = 1;
-    int n_conv = 0;
+    int n_conv = 0, n_unfit = 0;
+    const char *unfit = NULL;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         dst[i] = quant_converts(t, type) ? type : t->type;
+        if (is_projection(t) && dst[i] != type) {   /* a projection whose rows do not fit the block */
+            n_unfit++;
+            if (!unfit) unfit = t->name;
+        }
         if (dst[i] != t->type) { n_conv++; max_k = TERN_MAX(max_k, t->ne[0]); }
         const int idx = gguf_w_add_tensor(w, t->name, dst[i], t->n_dims, t->ne, NULL);
         if (idx < 0) { rc = tern_err_set(err, idx, "quantize: adding tensor '%s'", t->name); goto done; }
@@ -199,9 +208,13 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
         release_pages(g, t);
     }
     rc = gguf_w_end(w, err);
-    if (rc == TERN_OK)
+    if (rc == TERN_OK) {
         fprintf(stderr, "tern quantize: %s -> %s: %d of %" PRIu64 " tensors converted to %s, the rest copied\n", in, out,
                 n_conv, g->n_tensors, qt_get(type)->name);
+        if (n_unfit)
+            fprintf(stderr, "tern quantize: note: %d weight matrices kept their type because their rows are not a multiple "
+                    "of %s's block of %d (e.g. '%s')\n", n_unfit, qt_get(type)->name, qt_get(type)->block, unfit);
+    }
 done:
     gguf_w_free(w);
     gguf_close(g);
