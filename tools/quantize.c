@@ -120,16 +120,17 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
     return TERN_OK;
 }
 
-/* *created is set once OUT may exist (so a failure removes only a file we made). */
-/* Drop the mapped pages of a finished tensor (MAP_PRIVATE and never written, so they are
- * clean copies of the file): keeps the resident set to about one tensor, not the whole input. */
-static void release_pages(const gguf_ctx *g, const gguf_tensor *t) {
-    if (g->mode != GGUF_LOAD_MMAP || t->nbytes == 0) return;
+/* Drop the mapped input pages of bytes [p, p + n) once converted (MAP_PRIVATE and never
+ * written, so they are clean copies of the file): keeps the resident set to about one row chunk
+ * instead of the whole input (7 GB for the 27B). Only whole pages inside the range are dropped. */
+static void release_pages(const gguf_ctx *g, const uint8_t *p, uint64_t n) {
+    if (g->mode != GGUF_LOAD_MMAP || n == 0) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t a = ((uintptr_t)t->data + page - 1) & ~(page - 1), b = ((uintptr_t)t->data + t->nbytes) & ~(page - 1);
+    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+/* *created is set once OUT may exist (so a failure removes only a file we made). */
 static int quantize_file(const char *in, const char *out, int type, bool *created, tern_err *err) {
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
@@ -186,12 +187,12 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     if ((rc = gguf_w_begin(w, out, err)) != TERN_OK) goto done;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
-        if (dst[i] == t->type) {   /* copied as is, in pieces of at most 64 MB */
-            for (uint64_t o = 0; o < t->nbytes; o += (uint64_t)1 << 26) {
-                const uint64_t n = TERN_MIN((uint64_t)1 << 26, t->nbytes - o);
+        if (dst[i] == t->type) {   /* copied as is, in pieces of at most 4 MB */
+            for (uint64_t o = 0; o < t->nbytes; o += (uint64_t)1 << 22) {
+                const uint64_t n = TERN_MIN((uint64_t)1 << 22, t->nbytes - o);
                 if ((rc = gguf_w_tensor_data(w, (int)i, t->data + o, n, err)) != TERN_OK) goto done;
+                release_pages(g, t->data + o, n);
             }
-            release_pages(g, t);
             continue;
         }
         uint64_t src_row = 0, dst_row = 0;
@@ -204,8 +205,8 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
             const int64_t n = TERN_MIN(chunk, n_rows - r0);
             if ((rc = convert_rows(t, dst[i], t->data + (uint64_t)r0 * src_row, r0, n, buf, f32, err)) != TERN_OK) goto done;
             if ((rc = gguf_w_tensor_data(w, (int)i, buf, dst_row * (uint64_t)n, err)) != TERN_OK) goto done;
+            release_pages(g, t->data + (uint64_t)r0 * src_row, (uint64_t)n * src_row);
         }
-        release_pages(g, t);
     }
     rc = gguf_w_end(w, err);
     if (rc == TERN_OK) {
