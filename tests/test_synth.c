@@ -62,7 +62,8 @@ static void check_keys(const gguf_ctx *g, const st_hp *h, bool file_type, bool h
     uint64_t n = 0;
     assert_non_null(gguf_find_kv(g, "general.architecture"));
     assert_non_null(gguf_find_kv(g, "general.name"));
-    n += 2;
+    assert_non_null(gguf_find_kv(g, "general.quantization_version"));
+    n += 3;
     if (file_type) { assert_non_null(gguf_find_kv(g, "general.file_type")); n++; }
     for (size_t i = 0; i < sizeof common / sizeof *common; i++, n++) {
         snprintf(key, sizeof key, "%s.%s", arch, common[i]);
@@ -497,6 +498,107 @@ static void test_rotation_equivalence(void **state) {
     unlink(up);
 }
 
+
+/* ---- --tokenizer ------------------------------------------------------------------------------- */
+
+static bool kv_equal(const gguf_kv *a, const gguf_kv *b) {
+    if (a->type != b->type) return false;
+    switch (a->type) {
+    case GGUF_T_STRING: return a->v.s.n == b->v.s.n && memcmp(a->v.s.p, b->v.s.p, a->v.s.n) == 0;
+    case GGUF_T_ARRAY:
+        if (a->v.a.type != b->v.a.type || a->v.a.n != b->v.a.n) return false;
+        for (uint64_t j = 0; j < a->v.a.n; j++) {
+            if (a->v.a.type == GGUF_T_STRING) {
+                if (a->v.a.strs[j].n != b->v.a.strs[j].n || memcmp(a->v.a.strs[j].p, b->v.a.strs[j].p, a->v.a.strs[j].n)) return false;
+            } else if (gguf_arr_int(&a->v.a, j) != gguf_arr_int(&b->v.a, j)) return false;
+        }
+        return true;
+    case GGUF_T_BOOL: return a->v.b == b->v.b;
+    default: return a->v.u == b->v.u;
+    }
+}
+
+/* qwen3-tiny with the real Qwen3 tokenizer and 151,936 rows has the golden qwen3-tiny's layout:
+ * every tokenizer key equal to the golden file's (made by the reference converter), and the
+ * same tensor names, shapes and types. */
+static void test_tokenizer_matches_golden(void **state) {
+    (void)state;
+    char tokp[512], goldp[512], path[512];
+    fx_require(tokp, sizeof tokp, "data/qwen3-tokenizer/tokenizer.json");
+    fx_require(goldp, sizeof goldp, "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    fx_tmp_path(path, sizeof path, "synth-tok.gguf");
+    ST_RUN_OK("synth --arch qwen3-tiny --tokenizer '%s' --n-vocab 151936 -o '%s'", tokp, path);
+    gguf_ctx *g = st_open(path), *gold = st_open(goldp);
+    int n_tok_keys = 0;
+    for (uint64_t i = 0; i < gold->n_kv; i++) {
+        const gguf_kv *b = &gold->kv[i];
+        if (strncmp(b->key, "tokenizer.", 10) != 0) continue;
+        const gguf_kv *a = gguf_find_kv(g, b->key);
+        if (!a) fail_msg("missing %s", b->key);
+        if (!kv_equal(a, b)) fail_msg("%s differs from the golden file", b->key);
+        n_tok_keys++;
+    }
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strncmp(g->kv[i].key, "tokenizer.", 10) == 0 && !gguf_find_kv(gold, g->kv[i].key)) fail_msg("extra key %s", g->kv[i].key);
+    assert_true(n_tok_keys >= 9);
+    assert_int_equal(g->n_tensors, gold->n_tensors);
+    for (uint64_t i = 0; i < gold->n_tensors; i++) {   /* same tensors, in the converter's order */
+        const gguf_tensor *b = &gold->tensors[i], *a = &g->tensors[i];
+        if (strcmp(a->name, b->name) != 0) fail_msg("tensor %" PRIu64 ": '%s', golden '%s'", i, a->name, b->name);
+        assert_true(a->type == b->type && a->n_dims == b->n_dims && memcmp(a->ne, b->ne, sizeof a->ne) == 0);
+        assert_int_equal(a->offset, b->offset);
+    }
+    /* every golden key but the name and description: same type and value */
+    for (uint64_t i = 0; i < gold->n_kv; i++) {
+        const gguf_kv *b = &gold->kv[i], *a = gguf_find_kv(g, b->key);
+        if (strcmp(b->key, "general.name") == 0 || strcmp(b->key, "general.description") == 0) continue;
+        if (!a || !kv_equal(a, b)) fail_msg("key %s differs from the golden file", b->key);
+    }
+    check_tensors(g, &(st_hp){false, 256, 4, 768, 4, 2, 64, 151936, true, 0, 0, 0, 0, 0, 0}, QT_PQ2_0, "qwen3-tiny+tok");
+    gguf_close(g);
+    gguf_close(gold);
+    unlink(path);
+}
+
+/* The 27B has 248,320 rows and the Qwen3 tokenizer 151,669 ids: the rest are [PADi] UNUSED rows.
+ * --chat-template replaces the template; pre is qwen35. */
+static void test_tokenizer_pad_rows(void **state) {
+    (void)state;
+    char tokp[512], tmplp[512], path[512];
+    fx_require(tokp, sizeof tokp, "data/qwen3-tokenizer/tokenizer.json");
+    fx_require(tmplp, sizeof tmplp, "data/qwen3-tokenizer/Qwen3.5-4B.jinja");
+    fx_tmp_path(path, sizeof path, "synth-27b-tok.gguf");
+    ST_RUN_OK("synth --arch bonsai2-27b --no-weights --tokenizer '%s' --chat-template '%s' -o '%s'", tokp, tmplp, path);
+    gguf_ctx *g = st_open(path);
+    assert_int_equal(check_tensors(g, &ST_HP_27B, QT_PQ2_0, "bonsai2-27b+tok"), 26895998464ll);
+    check_keys(g, &ST_HP_27B, true, true);
+    gguf_arr toks, types;
+    gguf_str s;
+    tern_err err = {0};
+    assert_int_equal(gguf_get_arr(g, "tokenizer.ggml.tokens", true, &toks, &err), TERN_OK);
+    assert_int_equal(gguf_get_arr(g, "tokenizer.ggml.token_type", true, &types, &err), TERN_OK);
+    assert_int_equal(toks.n, 248320);
+    assert_true(gguf_str_eq(toks.strs[151645], "<|im_end|>"));
+    assert_true(gguf_str_eq(toks.strs[151669], "[PAD151669]"));
+    assert_true(gguf_str_eq(toks.strs[248319], "[PAD248319]"));
+    for (uint64_t i = 151669; i < 248320; i++) assert_int_equal(gguf_arr_int(&types, i), 5);   /* UNUSED */
+    assert_int_equal(kv_int(g, "tokenizer.ggml.eos_token_id"), 151645);
+    assert_int_equal(gguf_get_str(g, "tokenizer.ggml.pre", true, &s, &err), TERN_OK);
+    assert_true(gguf_str_eq(s, "qwen35"));
+    size_t len = 0;
+    char *tmpl = fx_read_file(tmplp, &len);
+    assert_non_null(tmpl);
+    assert_int_equal(gguf_get_str(g, "tokenizer.chat_template", true, &s, &err), TERN_OK);
+    assert_true(s.n == len && memcmp(s.p, tmpl, len) == 0);
+    free(tmpl);
+    gguf_close(g);
+    unlink(path);
+    /* a spec arch keeps its rows: a tokenizer with more ids than rows cannot fit, and --n-vocab
+     * is refused there */
+    char msg[2048];
+    assert_int_equal(st_run(msg, sizeof msg, "synth --arch bonsai-1.7b --n-vocab 1000 --no-weights -o '%s'", path), 2);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     char path[512], msg[2048];
@@ -521,6 +623,8 @@ int suite_synth(int *n_tests) {
         cmocka_unit_test(test_weight_recipe),
         cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_rotation_equivalence),
+        cmocka_unit_test(test_tokenizer_matches_golden),
+        cmocka_unit_test(test_tokenizer_pad_rows),
         cmocka_unit_test(test_bad_arguments),
     };
     TEST_RUN_SUITE("synth", tests);

@@ -29,6 +29,7 @@
 #include "format/gguf.h"
 #include "format/qtypes.h"
 #include "model/hadamard.h"
+#include "tokenizer/hf_import.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -180,6 +181,18 @@ static int plan_add(synth_plan *p, synth_kind kind, const char *name, int n_dims
     return TERN_OK;
 }
 
+/* Tensor order of the reference converter's files (the golden tiny models): global tensors by
+ * name, then each layer's tensors by name. Order changes no weight (streams are per name). */
+static int64_t tensor_layer(const char *name) {
+    return strncmp(name, "blk.", 4) == 0 ? strtoll(name + 4, NULL, 10) : -1;
+}
+static int tensor_cmp(const void *pa, const void *pb) {
+    const synth_tensor *a = pa, *b = pb;
+    const int64_t la = tensor_layer(a->name), lb = tensor_layer(b->name);
+    if (la != lb) return la < lb ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
 /* Scale ranges (golden PROVENANCE): embedding [0.015, 0.025], ffn [0.035, 0.05], the rest
  * [0.01, 0.05]. */
 #define SC_EMBD 0.015f, 0.025f
@@ -231,6 +244,7 @@ static int plan_build(synth_plan *p) {
     if (!a->tied) { NAME("output.weight"); ADD(K_TERN, 2, D, p->n_vocab, ROT_FOLDED, SC_EMBD); }
 #undef ADD
 #undef NAME
+    qsort(p->t, (size_t)p->n_t, sizeof *p->t, tensor_cmp);   /* names are unique: a total order */
     return TERN_OK;
 }
 
@@ -315,7 +329,7 @@ static const char *const g_chatml_template =
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 
-static int vocab_write_builtin(gguf_writer *w, const char *pre, int64_t n_vocab, tern_err *err) {
+static int vocab_write_builtin(gguf_writer *w, const char *pre, int64_t n_vocab, const char *chat_template, tern_err *err) {
     enum { N_MERGES = (int)(sizeof g_merges / sizeof g_merges[0]) };
     static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
     const int64_t n_real = 256 + N_MERGES + 5;
@@ -360,11 +374,11 @@ static int vocab_write_builtin(gguf_writer *w, const char *pre, int64_t n_vocab,
         (rc = gguf_w_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)toks, lens, (uint64_t)n_vocab)) != TERN_OK ||
         (rc = gguf_w_set_arr(w, "tokenizer.ggml.token_type", GGUF_T_I32, types, (uint64_t)n_vocab)) != TERN_OK ||
         (rc = gguf_w_set_arr_str(w, "tokenizer.ggml.merges", (const char *const *)mstr, mlen, N_MERGES)) != TERN_OK ||
-        (rc = gguf_w_set_u32(w, "tokenizer.ggml.eos_token_id", eos)) != TERN_OK ||
         (rc = gguf_w_set_u32(w, "tokenizer.ggml.bos_token_id", eot)) != TERN_OK ||
         (rc = gguf_w_set_u32(w, "tokenizer.ggml.padding_token_id", eot)) != TERN_OK ||
+        (rc = gguf_w_set_u32(w, "tokenizer.ggml.eos_token_id", eos)) != TERN_OK ||
         (rc = gguf_w_set_bool(w, "tokenizer.ggml.add_bos_token", false)) != TERN_OK ||
-        (rc = gguf_w_set_str(w, "tokenizer.chat_template", g_chatml_template)) != TERN_OK)
+        (rc = gguf_w_set_str(w, "tokenizer.chat_template", chat_template ? chat_template : g_chatml_template)) != TERN_OK)
         tern_err_set(err, rc, "synth: writing the built-in vocabulary");
 done:
     if (rc == TERN_E_NOMEM) tern_err_set(err, rc, "synth: out of memory building the vocabulary");
@@ -388,11 +402,6 @@ static int write_hparams(gguf_writer *w, const synth_plan *p, uint64_t seed) {
     snprintf(name, sizeof name, "tern-synth %s seed %" PRIu64 "%s", a->name, seed, p->unrotated_f32 ? " unrotated-f32" : "");
     CK(gguf_w_set_str(w, "general.architecture", a->arch));
     CK(gguf_w_set_str(w, "general.name", name));
-    /* general.file_type (informative only, spec 1): Prism 141 = PQ2_0, 143 = PTQ1_0; 0 = all F32.
-     * No Q2_0 value is known, so q2_0 files carry none. */
-    if (p->tern_type == QT_PQ2_0) CK(gguf_w_set_u32(w, "general.file_type", 141));
-    if (p->tern_type == QT_PTQ1_0) CK(gguf_w_set_u32(w, "general.file_type", 143));
-    if (p->tern_type == QT_F32) CK(gguf_w_set_u32(w, "general.file_type", 0));
     CK(gguf_w_set_u32(w, KEY("context_length"), (uint32_t)a->n_ctx));
     CK(gguf_w_set_u32(w, KEY("embedding_length"), (uint32_t)a->n_embd));
     CK(gguf_w_set_u32(w, KEY("block_count"), (uint32_t)a->n_layer));
@@ -414,6 +423,18 @@ static int write_hparams(gguf_writer *w, const synth_plan *p, uint64_t seed) {
         CK(gguf_w_set_u32(w, KEY("full_attention_interval"), (uint32_t)a->full_attn_interval));
     }
 #undef KEY
+    return TERN_OK;
+}
+
+/* Closing keys, last as llama-quantize writes them: general.quantization_version 2, and
+ * general.file_type (informative only, spec 1): Prism 141 = PQ2_0, 143 = PTQ1_0; 0 = all F32.
+ * No Q2_0 value is known, so q2_0 files carry none. */
+static int write_closing(gguf_writer *w, const synth_plan *p) {
+    int rc;
+    CK(gguf_w_set_u32(w, "general.quantization_version", 2));
+    if (p->tern_type == QT_PQ2_0) CK(gguf_w_set_u32(w, "general.file_type", 141));
+    if (p->tern_type == QT_PTQ1_0) CK(gguf_w_set_u32(w, "general.file_type", 143));
+    if (p->tern_type == QT_F32) CK(gguf_w_set_u32(w, "general.file_type", 0));
     return TERN_OK;
 }
 
@@ -612,20 +633,24 @@ done:
 static void synth_usage(FILE *f) {
     fprintf(f,
             "usage: tern synth --arch ARCH [--type pq2_0|ptq1_0|q2_0] [--seed N] [--tokenizer tokenizer.json]\n"
-            "                  [--unrotated-f32] [--no-weights] -o OUT.gguf\n"
+            "                  [--chat-template FILE] [--n-vocab N] [--unrotated-f32] [--no-weights] -o OUT.gguf\n"
             "Writes a Bonsai-format GGUF with random ternary weights (lossless for every --type) and\n"
             "exactly the spec's tensor names, shapes, types and metadata.\n"
             "  --arch            qwen3-tiny | bonsai-1.7b | qwen35-tiny | bonsai2-27b\n"
             "  --type            ternary encoding (default pq2_0); q2_0 is group 64 (id 42)\n"
             "  --seed            PRNG seed (default 1); the same seed gives the same bytes\n"
-            "  --tokenizer       embed a HF tokenizer.json (default: a small byte-level vocabulary)\n"
+            "  --tokenizer       embed a HF tokenizer.json and the tokenizer_config.json beside it (default:\n"
+            "                    a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)\n"
+            "  --chat-template   store this template file's text as tokenizer.chat_template\n"
+            "  --n-vocab         tiny archs: embedding rows (default 512, or the tokenizer's ids)\n"
             "  --unrotated-f32   tiny archs: the equivalent model with dense F32 weights, no rotation\n"
             "  --no-weights      header only; the data region is left as a sparse hole (zeros)\n");
 }
 
 int cmd_synth(int argc, char **argv) {
-    const char *arch_name = NULL, *out_path = NULL, *tok_path = NULL, *type_name = "pq2_0";
+    const char *arch_name = NULL, *out_path = NULL, *tok_path = NULL, *type_name = "pq2_0", *tmpl_path = NULL;
     uint64_t seed = 1;
+    int64_t n_vocab_opt = 0;
     bool unrot = false, no_weights = false;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
@@ -637,6 +662,16 @@ int cmd_synth(int argc, char **argv) {
         else if (has_val && (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0)) out_path = argv[++i];
         else if (has_val && strcmp(o, "--tokenizer") == 0) tok_path = argv[++i];
         else if (has_val && strcmp(o, "--type") == 0) type_name = argv[++i];
+        else if (has_val && strcmp(o, "--chat-template") == 0) tmpl_path = argv[++i];
+        else if (has_val && strcmp(o, "--n-vocab") == 0) {
+            char *end;
+            errno = 0;
+            n_vocab_opt = strtoll(argv[++i], &end, 10);
+            if (errno || *end || n_vocab_opt <= 0 || n_vocab_opt > INT32_MAX) {
+                fprintf(stderr, "tern synth: --n-vocab '%s': expected a positive integer\n", argv[i]);
+                return 2;
+            }
+        }
         else if (has_val && strcmp(o, "--seed") == 0) {
             char *end;
             errno = 0;
@@ -672,25 +707,45 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "tern synth: --unrotated-f32 is for the tiny archs only (%s in F32 would be huge)\n", a->name);
         return 2;
     }
-    if (tok_path) {
-        fprintf(stderr, "tern synth: --tokenizer: the HF tokenizer.json import is not available in this build\n");
-        return 1;
+    if (n_vocab_opt && !a->tiny) {
+        fprintf(stderr, "tern synth: --n-vocab is for the tiny archs only (%s has %" PRId64 " rows by the spec)\n", a->name, a->n_vocab);
+        return 2;
     }
 
     synth_plan p = {.a = a, .tern_type = unrot ? QT_F32 : type, .unrotated_f32 = unrot,
-                    .rotated = a->had_block > 0, .n_vocab = a->n_vocab};
+                    .rotated = a->had_block > 0, .n_vocab = n_vocab_opt ? n_vocab_opt : a->n_vocab};
+    const char *pre = strcmp(a->arch, "qwen35") == 0 ? "qwen35" : "qwen2";
     tern_err err = {0};
     gguf_writer *w = NULL;
-    int rc = plan_build(&p);
-    if (rc != TERN_OK) tern_err_set(&err, rc, "synth: out of memory planning tensors");
+    tok_hf *hf = NULL;
+    char *tmpl = NULL;
+    int rc = TERN_OK;
+    if (tmpl_path) {
+        size_t len = 0;
+        FILE *f = fopen(tmpl_path, "rb");
+        long sz = -1;
+        if (f && fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && (tmpl = malloc((size_t)sz + 1)))
+            len = fread(tmpl, 1, (size_t)sz, f);
+        if (f) fclose(f);
+        if (!tmpl || (long)len != sz) rc = tern_err_set(&err, TERN_E_IO, "synth: cannot read --chat-template '%s'", tmpl_path);
+        else tmpl[len] = '\0';
+    }
+    if (rc == TERN_OK && tok_path) {
+        /* spec archs: the spec's rows (an id beyond them is an error); tiny: --n-vocab or the ids */
+        const tok_hf_opts o = {.pre = pre, .n_rows = (int32_t)(a->tiny ? n_vocab_opt : a->n_vocab), .chat_template = tmpl};
+        rc = tok_hf_load(&hf, tok_path, &o, &err);
+        if (rc == TERN_OK) p.n_vocab = hf->n_vocab;
+    }
+    if (rc == TERN_OK && (rc = plan_build(&p)) != TERN_OK) tern_err_set(&err, rc, "synth: out of memory planning tensors");
     if (rc == TERN_OK && p.rotated) rc = plan_signs(&p, seed, &err);
     if (rc == TERN_OK) rc = gguf_w_init(&w, &err);
     if (rc == TERN_OK) {
         rc = write_hparams(w, &p, seed);
         if (rc != TERN_OK) tern_err_set(&err, rc, "synth: writing hyperparameters");
     }
-    if (rc == TERN_OK) rc = vocab_write_builtin(w, strcmp(a->arch, "qwen35") == 0 ? "qwen35" : "qwen2", p.n_vocab, &err);
+    if (rc == TERN_OK) rc = hf ? tok_hf_write(hf, w, &err) : vocab_write_builtin(w, pre, p.n_vocab, tmpl, &err);
     if (rc == TERN_OK && p.rotated && !unrot) rc = write_hadamard(w, &p, &err);
+    if (rc == TERN_OK && (rc = write_closing(w, &p)) != TERN_OK) tern_err_set(&err, rc, "synth: writing general keys");
     for (int i = 0; i < p.n_t && rc == TERN_OK; i++) {
         const int idx = gguf_w_add_tensor(w, p.t[i].name, p.t[i].type, p.t[i].n_dims, p.t[i].ne, NULL);
         if (idx != i) rc = tern_err_set(&err, idx < 0 ? idx : TERN_E_ARG, "synth: adding tensor '%s'", p.t[i].name);
@@ -701,6 +756,8 @@ int cmd_synth(int argc, char **argv) {
     if (rc == TERN_OK && !no_weights) rc = write_weights(w, &p, seed, &err);
     if (rc == TERN_OK) rc = no_weights ? gguf_w_end_sparse(w, &err) : gguf_w_end(w, &err);
     gguf_w_free(w);
+    tok_hf_free(hf);
+    free(tmpl);
     free(p.t);
     free(p.signs);
     if (rc != TERN_OK) {
