@@ -9,6 +9,9 @@ typedef struct { const char *name; int (*fn)(int, char **); const char *help; } 
 
 static const cli_cmd cmds[] = {
     {"version", cmd_version, "print the version"},
+    {"run", cmd_run, "generate text from a raw prompt (streamed), with speeds"},
+    {"bench", cmd_bench, "pp/tg tokens/s (llama-bench style) against the decode ceiling"},
+    {"perplexity", cmd_perplexity, "perplexity of a text (llama-perplexity conventions) or of token ids"},
 };
 
 int cmd_version(int argc, char **argv) {

@@ -4,5 +4,8 @@
 #define TERN_TOOLS_CLI_H
 
 int cmd_version(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 #endif /* TERN_TOOLS_CLI_H */
