@@ -12,6 +12,8 @@ static const cli_cmd cmds[] = {
     {"run", cmd_run, "generate text from a raw prompt (streamed), with speeds"},
     {"bench", cmd_bench, "pp/tg tokens/s (llama-bench style) against the decode ceiling"},
     {"perplexity", cmd_perplexity, "perplexity of a text (llama-perplexity conventions) or of token ids"},
+    {"bench-kernel", cmd_bench_kernel, "kernel speed vs memory bandwidth and int8 peak (per ISA, threads)"},
+    {"info", cmd_info, "what a GGUF file holds: metadata, tensors, parameters, per-token bytes and decode ceiling"},
 };
 
 int cmd_version(int argc, char **argv) {

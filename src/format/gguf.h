@@ -39,7 +39,12 @@ typedef struct {
     char *name;            /* NUL-terminated copy (owned by the ctx) */
     int n_dims;            /* 1..4 */
     int64_t ne[4];         /* ne[0] = row length (K), ne[1] = rows (N); unused dims = 1 */
-    int type;              /* ggml type id; a legacy group-128 id-42 tensor is reported as QT_PQ2_0 */
+    int type;              /* ggml type id; a legacy group-128 id-42 tensor is reported as QT_PQ2_0.
+                              Spec 3.3 rule: the size (group 64: n/64*18, group 128: n/128*34) that
+                              fits the space to the next tensor (or file end) with less than one
+                              alignment of slack wins; both or neither fitting refuses the file, so
+                              an id-42 tensor needs n >= 64 * alignment elements (2048 at the default
+                              32) to be unambiguous */
     int file_type;         /* the id exactly as stored in the file */
     uint64_t offset;       /* relative to the data section */
     uint64_t nbytes;
@@ -87,8 +92,23 @@ int gguf_get_str(const gguf_ctx *g, const char *key, bool required, gguf_str *ou
 int gguf_get_arr(const gguf_ctx *g, const char *key, bool required, gguf_arr *out, tern_err *err);
 /* Array element access (i < a->n; caller checks the element type class first). */
 bool gguf_arr_is_int(const gguf_arr *a);
-int64_t gguf_arr_int(const gguf_arr *a, uint64_t i);    /* integer element types and bool */
+int64_t gguf_arr_int(const gguf_arr *a, uint64_t i);    /* integer element types and bool (u64 above
+                                                           INT64_MAX saturates; f32/f64 truncate, NaN -> 0) */
 double gguf_arr_float(const gguf_arr *a, uint64_t i);   /* f32/f64 and integers */
+/* Validate the tokenizer metadata, if any (the tokenizer loader calls this before reading the
+ * arrays): tokenizer.ggml.tokens an array of strings (1..2^31-1 entries); scores (f32) and
+ * token_type (any integer type) arrays, when present, with exactly one entry per token; merges
+ * an array of strings; model, pre and tokenizer.chat_template strings; every
+ * tokenizer.ggml.*_token_id an integer in [0, n_tokens). A file without tokenizer.ggml.tokens
+ * passes if it has none of the per-token arrays or ids. Returns TERN_OK or TERN_E_FORMAT
+ * naming the key, the expected and the found type/length/value. */
+int gguf_check_tokenizer(const gguf_ctx *g, tern_err *err);
+/* A special token id key (e.g. "tokenizer.ggml.eos_token_id"): *out = the id, or -1 when the key
+ * is absent or holds the "none" marker (-1 in a signed type, 0xFFFFFFFF as u32, as llama.cpp
+ * writes for absent tokens; stories260K has two). Any integer type is accepted. TERN_E_FORMAT
+ * (naming key, value and the valid range) for another type or an id outside [0, n_vocab);
+ * n_vocab = 0 means the file has no vocabulary, so any real id is an error. */
+int gguf_get_token_id(const gguf_ctx *g, const char *key, uint64_t n_vocab, int32_t *out, tern_err *err);
 /* Compare a gguf_str with a C string. */
 bool gguf_str_eq(gguf_str s, const char *c);
 const char *gguf_vtype_name(gguf_vtype t);
@@ -98,7 +118,14 @@ const char *gguf_vtype_name(gguf_vtype t);
  * shape; data pointer optional); then either gguf_w_write_file (all data pointers given), or
  * streaming: gguf_w_begin(path) writes header + tensor infos, gguf_w_tensor_data(w, i, ...)
  * appends tensor i's bytes in order (may be called several times per tensor; padding is added
- * when a tensor is complete), gguf_w_end closes. Streaming keeps memory bounded (27B synth). */
+ * when a tensor is complete, also after the last one, as llama.cpp's writer does), gguf_w_end
+ * closes. Streaming keeps memory bounded (27B synth). Tensors are laid out in the order added,
+ * each at an offset aligned to the alignment (default 32; gguf_w_set_alignment also writes the
+ * general.alignment key). The set functions copy their arguments, replace an earlier value of
+ * the same key, and return TERN_OK, TERN_E_ARG (bad argument, or called after begin) or
+ * TERN_E_NOMEM; gguf_w_add_tensor refuses unknown types, n_dims outside 1..4, ne[0] not a
+ * multiple of the block, overflowing sizes and duplicate names with TERN_E_ARG. The writer
+ * writes GGUF v3, little-endian. */
 typedef struct gguf_writer gguf_writer;
 int gguf_w_init(gguf_writer **out, tern_err *err);
 void gguf_w_free(gguf_writer *w);
@@ -119,5 +146,11 @@ int gguf_w_write_file(gguf_writer *w, const char *path, tern_err *err);
 int gguf_w_begin(gguf_writer *w, const char *path, tern_err *err);
 int gguf_w_tensor_data(gguf_writer *w, int idx, const void *data, uint64_t nbytes, tern_err *err);
 int gguf_w_end(gguf_writer *w, tern_err *err);
+/* Ends a streamed file without writing the remaining tensor data: the file is extended with
+ * ftruncate to its full size, so unwritten tensors read as zeros and take no disk space
+ * (a sparse hole). For header-only fixtures (27B tensor table) and `synth --no-weights`. */
+int gguf_w_end_sparse(gguf_writer *w, tern_err *err);
+/* After gguf_w_begin: the file offset of the data section (= header bytes incl. padding). */
+uint64_t gguf_w_data_offset(const gguf_writer *w);
 
 #endif /* TERN_FORMAT_GGUF_H */
