@@ -235,8 +235,12 @@ static const char *tern_bin(void) {          /* $TERN_BIN, else the binary of th
 #else
     const char *bin = "./tern";
 #endif
-    const char *env = getenv("TERN_BIN");
-    if (env && *env) bin = env;
+    static char envbin[512];
+    const char *env = getenv("TERN_BIN");           /* the Makefile passes it, maybe without a '/' */
+    if (env && *env) {
+        snprintf(envbin, sizeof envbin, "%s%s", strchr(env, '/') ? "" : "./", env);
+        bin = envbin;
+    }
     if (access(bin, X_OK) != 0) {
         const char *ci = getenv("CI");
         if (ci && strcmp(ci, "true") == 0) fail_msg("%s not built (make builds it before the tests)", bin);
