@@ -128,10 +128,10 @@ static void our_layer(const layer_in *in, int i0, int n, float *S, float *conv, 
     for (int i = 0; i < n; i++) gdn_l2norm_heads(u + i * nch, 2 * g->n_k_head, g->d_head, g->eps);
     gdn_gates(g, n, in->a + i0 * hv, in->b + i0 * hv, in->dt_bias, in->ssm_a, gam, beta);
     if (split <= 0 || split >= hv) {
-        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, hv, scratch);
+        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, hv, true, scratch);
     } else {
-        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, split, hv, scratch);
-        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, split, scratch);
+        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, split, hv, true, scratch);
+        gdn_layer_heads(g, n, u, gam, beta, in->z + i0 * nz, in->ssm_norm, S, y, 0, split, true, scratch);
     }
     free(u); free(gam); free(beta); tern_free_aligned(scratch);
 }
@@ -321,7 +321,7 @@ static void rs_eval(rs_harness *h, const int *ids, int n) {
         }
         gdn_conv(g, n, h->in.conv_w, rstate_conv(h->rs, il), raw, h->u, 0, nch);
         for (int i = 0; i < n; i++) gdn_l2norm_heads(h->u + i * nch, 2 * g->n_k_head, g->d_head, g->eps);
-        gdn_layer_heads(g, n, h->u, h->gam, h->beta, z, h->in.ssm_norm, rstate_S(h->rs, il), yl, 0, hv, h->scratch);
+        gdn_layer_heads(g, n, h->u, h->gam, h->beta, z, h->in.ssm_norm, rstate_S(h->rs, il), yl, 0, hv, true, h->scratch);
         for (int i = 0; i < n; i++) memcpy(h->y + (i * RS_LAYERS + il) * nz, yl + i * nz, sizeof(float) * nz);
     }
     rstate_end(h->rs);

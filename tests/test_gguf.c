@@ -315,6 +315,31 @@ static void test_writer_roundtrip(void **state) {
     /* gguf_open errors: missing file, not a GGUF */
     assert_int_equal(gguf_open(&g, "/nonexistent/x.gguf", GGUF_LOAD_READ, &err), TERN_E_IO);
     assert_non_null(strstr(err.msg, "/nonexistent/x.gguf"));
+    tern_err_clear(&err);
+    assert_int_equal(gguf_open(&g, "/tmp", GGUF_LOAD_MMAP, &err), TERN_E_IO);
+    assert_non_null(strstr(err.msg, "not a regular file"));
+    tern_err_clear(&err);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite("GGUF\3\0\0\0", 1, 8, f);
+    fclose(f);
+    for (int mode = 0; mode < 2; mode++) {
+        tern_err_clear(&err);
+        assert_int_equal(gguf_open(&g, path, mode, &err), TERN_E_FORMAT);
+        assert_non_null(strstr(err.msg, "file size 8 bytes, expected at least"));
+        assert_null(g);
+    }
+    unlink(path);
+    /* a format error from a file names the path */
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite("GGUF\7\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 1, 24, f);
+    fclose(f);
+    tern_err_clear(&err);
+    assert_int_equal(gguf_open(&g, path, GGUF_LOAD_READ, &err), TERN_E_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "got 7, expected 2 or 3"));
+    unlink(path);
 }
 
 /* ---- the id-42 rule (spec 3.3) --------------------------------------------------------------- */

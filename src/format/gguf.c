@@ -636,7 +636,13 @@ int64_t gguf_arr_int(const gguf_arr *a, uint64_t i) {
     case GGUF_T_I32: return (int32_t)le32(p + 4 * i);
     case GGUF_T_U64: { const uint64_t u = le64(p + 8 * i); return u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u; }
     case GGUF_T_I64: return (int64_t)le64(p + 8 * i);
-    case GGUF_T_F32: case GGUF_T_F64: return (int64_t)gguf_arr_float(a, i);
+    case GGUF_T_F32: case GGUF_T_F64: {           /* truncated toward zero; NaN -> 0; saturates */
+        const double f = gguf_arr_float(a, i);
+        if (!(f == f)) return 0;
+        if (f >= 9223372036854775807.0) return INT64_MAX;
+        if (f <= -9223372036854775808.0) return INT64_MIN;
+        return (int64_t)f;
+    }
     default: return 0;
     }
 }

@@ -39,7 +39,12 @@ typedef struct {
     char *name;            /* NUL-terminated copy (owned by the ctx) */
     int n_dims;            /* 1..4 */
     int64_t ne[4];         /* ne[0] = row length (K), ne[1] = rows (N); unused dims = 1 */
-    int type;              /* ggml type id; a legacy group-128 id-42 tensor is reported as QT_PQ2_0 */
+    int type;              /* ggml type id; a legacy group-128 id-42 tensor is reported as QT_PQ2_0.
+                              Spec 3.3 rule: the size (group 64: n/64*18, group 128: n/128*34) that
+                              fits the space to the next tensor (or file end) with less than one
+                              alignment of slack wins; both or neither fitting refuses the file, so
+                              an id-42 tensor needs n >= 64 * alignment elements (2048 at the default
+                              32) to be unambiguous */
     int file_type;         /* the id exactly as stored in the file */
     uint64_t offset;       /* relative to the data section */
     uint64_t nbytes;
@@ -87,7 +92,8 @@ int gguf_get_str(const gguf_ctx *g, const char *key, bool required, gguf_str *ou
 int gguf_get_arr(const gguf_ctx *g, const char *key, bool required, gguf_arr *out, tern_err *err);
 /* Array element access (i < a->n; caller checks the element type class first). */
 bool gguf_arr_is_int(const gguf_arr *a);
-int64_t gguf_arr_int(const gguf_arr *a, uint64_t i);    /* integer element types and bool */
+int64_t gguf_arr_int(const gguf_arr *a, uint64_t i);    /* integer element types and bool (u64 above
+                                                           INT64_MAX saturates; f32/f64 truncate, NaN -> 0) */
 double gguf_arr_float(const gguf_arr *a, uint64_t i);   /* f32/f64 and integers */
 /* Validate the tokenizer metadata, if any (the tokenizer loader calls this before reading the
  * arrays): tokenizer.ggml.tokens an array of strings (1..2^31-1 entries); scores (f32) and

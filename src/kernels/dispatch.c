@@ -75,17 +75,61 @@ static const kern_table *find(const char *name) {
     return NULL;
 }
 
+/* Start-up self-check of a table against ref on a small fixed case (PQ2_0 row-pair with code 3
+ * and a tail row, PTQ1_0 direct and transcoded, 1 and 5 columns): a table that differs is
+ * refused with an error in the log. It guards the one thing the unit tests cannot cover on every
+ * machine: an ISA path that the test host could not execute. Allocates a few KB, once. */
+bool kern_table_selfcheck(const kern_table *t) {
+    if (t == &kern_table_ref) return true;
+    enum { K = 256, N = 9, NC = 5 };
+    static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_PTQ1_0};
+    static const unsigned flags[] = {0, KW_F_PTQ1_0_DIRECT, KW_F_PTQ1_0_TRANSCODE};
+    uint64_t st = 0x2545F4914F6CDD1Dull;
+    float x[K * NC], y0[N * NC], y1[N * NC];
+    for (int i = 0; i < K * NC; i++) {
+        st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+        x[i] = (float)((int)(st % 2001) - 1000) / 1000.0f;
+    }
+    kact_fast q[NC * (K / KA_FAST_BLOCK)];
+    bool ok = true;
+    for (int ti = 0; ti < 3 && ok; ti++) {
+        const int bb = kern_block_bytes(types[ti]);
+        uint8_t data[N * (K / 128) * 34];
+        for (int i = 0; i < N * (K / 128) * bb; i++) {
+            st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+            data[i] = (uint8_t)st;
+        }
+        for (int b = 0; b < N * (K / 128); b++) {   /* sane scales (fp16 ~0.01..0.02) */
+            const int off = b * bb + (types[ti] == QT_PTQ1_0 ? 26 : 0);
+            data[off] = (uint8_t)(b * 37);
+            data[off + 1] = 0x20;
+        }
+        kern_w w;
+        if (kern_w_init_ex(&w, "selfcheck", types[ti], data, K, N, flags[ti], NULL) != TERN_OK) return false;
+        for (int nc = 1; nc <= NC && ok; nc += NC - 1) {
+            kern_act a = {.x = x, .q = q, .K = K, .ncols = nc, .mode = KQ_FAST};
+            kern_quantize(&a);
+            kern_matmul_table(&kern_table_ref, &w, &a, y0, N, 0, N, NULL);
+            kern_matmul_table(t, &w, &a, y1, N, 0, N, NULL);
+            ok = memcmp(y0, y1, sizeof(float) * (size_t)(N * nc)) == 0;
+        }
+        kern_w_free(&w);
+    }
+    if (!ok) tern_log(TERN_LOG_ERROR, "kernels: the %s path disagrees with the reference on this CPU; not using it", t->name);
+    return ok;
+}
+
 static const kern_table *choose(void) {
     const char *env = getenv("TERN_ISA");
     if (env && *env) {
         const kern_table *t = find(env);
-        if (t && runnable(t)) return t;
+        if (t && runnable(t) && kern_table_selfcheck(t)) return t;
         tern_log(TERN_LOG_WARN, "TERN_ISA=%s: %s; using the best available path", env,
                  t ? "this CPU cannot run it" : "unknown path");
     }
     const kern_table *best = &kern_table_ref;
     for (const kern_table *const *t = kern_tables; *t; t++)
-        if (runnable(*t)) best = *t;
+        if (runnable(*t) && kern_table_selfcheck(*t)) best = *t;
     return best;
 }
 
@@ -100,6 +144,8 @@ int kern_force_isa(const char *name, tern_err *err) {
     const kern_table *t = name ? find(name) : NULL;
     if (!t) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' is not compiled in", name ? name : "(null)");
     if (!runnable(t)) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s': this CPU cannot run it", name);
+    if (!kern_table_selfcheck(t))
+        return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' disagrees with the reference on this CPU", name);
     g_active = t;
     return TERN_OK;
 }
@@ -138,6 +184,7 @@ void kern_matmul_table(const kern_table *t, const kern_w *w, const kern_act *a, 
     const int kt = kern_type_index(w->type);
     TERN_ASSERT(kt >= 0 && (unsigned)a->mode <= KQ_F32);
     kern_mm_fn fn = t->mm[kt][a->mode];
+    for (const kern_table *f = t->fallback; !fn && f; f = f->fallback) fn = f->mm[kt][a->mode];
     if (!fn) fn = kern_table_ref.mm[kt][a->mode];
     const kern_mm_args m = {w, a, y, ldy, isum};
     fn(&m, r0, r1);

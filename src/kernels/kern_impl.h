@@ -113,12 +113,13 @@ enum {
     KCPU_I8MM = 1u << 10,
 };
 
-/* One ISA path. mm[kt][mode] may be NULL: dispatch falls back to the ref entry, which is
- * always complete. Tables are const and exported only by name from their own file. */
+/* One ISA path. mm[kt][mode] may be NULL: dispatch then tries `fallback` (a lower table the
+ * same host can run), then the ref entry, which is always complete. Tables are const and exported only by name from their own file. */
 typedef struct kern_table {
     const char *name;          /* "ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm" */
     uint32_t needs;            /* KCPU_* bits required */
     kern_mm_fn mm[KT_N][3];    /* [kernel type][kern_numerics] */
+    const struct kern_table *fallback;   /* where a NULL entry goes first (then ref); may be NULL */
 } kern_table;
 
 extern const kern_table kern_table_ref;
@@ -137,6 +138,9 @@ const kern_table *kern_active(void);
 /* kern_matmul through table t (NULL entries fall back to ref), with the isum test hook. */
 void kern_matmul_table(const kern_table *t, const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0,
                        int64_t r1, int32_t *isum);
+
+/* True if table t gives ref's bits on a small fixed case (run once before a table is used). */
+bool kern_table_selfcheck(const kern_table *t);
 
 /* KT_* of a prepared weight, or -1. */
 int kern_type_index(int qt_type);

@@ -54,8 +54,10 @@ enum {
     KW_F_PTQ1_0_TRANSCODE = 1u << 2,  /* PTQ1_0: transcode to the 2-bit row-pair layout (aux) */
 };
 /* PTQ1_0 default when no flag and no TERN_PTQ1_0=direct|transcode env: chosen by measurement
- * (bench/RESULTS.md, "kern"). */
-#define KERN_PTQ1_0_TRANSCODE_DEFAULT false
+ * (bench/RESULTS.md, "kern"): the transcode. Memory: the side buffer adds 34/28 of the tensor's
+ * file bytes, which stay resident (tail rows, kern_w_row_f32 and ref read them); a matvec
+ * streams only the side buffer (kern_w_bytes). */
+#define KERN_PTQ1_0_TRANSCODE_DEFAULT true   /* AVX2: 3-4x faster than direct (bench/RESULTS.md) */
 
 /* Prepare a weight at load. Validates (errors name `name`): type has a kernel (else
  * TERN_E_UNSUPPORTED), n_in, n_out > 0 and n_in a multiple of the block size, byte size does

@@ -267,7 +267,7 @@ void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const
 
 void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam, const float *beta,
                      const float *z, const float *ssm_norm, float *S, float *y, int h0, int h1,
-                     float *scratch) {
+                     bool chunked, float *scratch) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), ldy = (int64_t)hv * d;
     for (int t = h0; t < h1; t++) {
@@ -277,7 +277,7 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
         const float *v = u + (int64_t)(2 * hk + t) * d;
         float *St = S + (int64_t)t * d * d;
         float *yt = y + (int64_t)t * d;
-        if (n >= GDN_CHUNK_MIN) {
+        if (chunked && n >= GDN_CHUNK_MIN) {
             for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {
                 const int m = TERN_MIN(GDN_CHUNK, n - i0);
                 gdn_delta_chunk(St, d, m, q + i0 * nch, nch, k + i0 * nch, nch, v + i0 * nch, nch,

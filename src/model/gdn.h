@@ -90,11 +90,12 @@ void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int
  *   gam, beta (n x Hv), z (n x Hv d), ssm_norm (d)
  *   S    the layer's state (Hv x d x d), heads [h0, h1) updated in place
  *   y    (n x Hv d) output, tiled order, gated-normed
- * n >= GDN_CHUNK_MIN uses the chunked form (chunks of GDN_CHUNK), else token by token.
+ * chunked (and n >= GDN_CHUNK_MIN): the chunked form (chunks of GDN_CHUNK), else token by
+ * token (the reference runtime's sequential recurrence; ggml numerics mode uses it always).
  * scratch: gdn_chunk_scratch_floats(d) floats for this thread (used only when chunking). */
 void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam, const float *beta,
                      const float *z, const float *ssm_norm, float *S, float *y, int h0, int h1,
-                     float *scratch);
+                     bool chunked, float *scratch);
 
 /* ---- rollback support (runtime/rstate.h) -------------------------------------------------
  * The logged inputs of one token for one layer: [raw qkv (n_ch) | gam (Hv) | beta (Hv)]. */

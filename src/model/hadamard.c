@@ -18,7 +18,9 @@ void had_fwht(float *x, int64_t n) {
 void had_rot(float *x, int64_t K, int64_t n, const int8_t *s) {
     const float scale = (float)(1.0 / sqrt((double)n));
     for (int64_t k = 0; k < K; k++) x[k] = (s ? (float)s[k] * x[k] : x[k]) * scale;  /* scale first */
-    for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
+    if (n >= 8) had_fwht_blocks(x, K, n);             /* same bits as had_fwht (tested) */
+    else
+        for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
 }
 
 void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s) {
@@ -26,7 +28,9 @@ void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s) {
     /* The same scaled FWHT as rot (scale before the butterflies, as the fork's transform does;
      * it only matters for n = 512, spec 4.2), then the signs. */
     for (int64_t k = 0; k < K; k++) x[k] *= scale;
-    for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
+    if (n >= 8) had_fwht_blocks(x, K, n);
+    else
+        for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
     if (s)
         for (int64_t k = 0; k < K; k++) x[k] *= (float)s[k];
 }

@@ -1,8 +1,299 @@
-/* avx2.c: AVX2 (vpmaddubsw) kernels. Built with -mavx2 -mfma -mf16c only; exports only
- * kern_table_avx2; every helper is static. Entries left NULL use the reference. */
+/* avx2.c: AVX2 kernels (vpmaddubsw). Built with -mavx2 -mfma -mf16c only; exports only
+ * kern_table_avx2; every helper is static. Entries left NULL use the reference (ref.c).
+ * Integer and float order: kern_impl.h; every entry here reproduces it exactly (tested ==).
+ *
+ * PQ2_0 row-pair, fast mode. One ymm = word wd of pair 0 (lane 0) and of pair 1 (lane 1), i.e.
+ * 4 rows x 32 weights; both lanes need the same activation bytes, so slot s's activation is one
+ * vpbroadcastq of q[32 wd + 8 s .. +8] from memory (no shuffles, no scratch).
+ * Slots are extracted to plain codes u = (v >> 2s) & 3 (0..3) rather than masked in place:
+ * vpmaddubsw pair sums must stay in int16, and code 3 in slot 3 masked in place would be
+ * 192 * 127 * 2 = 48768 > 32767 (DESIGN.md). With u <= 3: a pair sum is <= 2 * 3 * 127 = 762, the
+ * four slots' sum <= 3048 (int16), vpmaddwd widens to int32, and a row's block total
+ * sum(u * q) <= 128 * 3 * 127 = 48768. Then isum = sum(u * q) - sum(q) (the +1 of u = t + 1 removed
+ * once per block with the activation block's sum), exact.
+ * Matmul: column tiles of 4 sharing the extracted slots; a batch that does not fill the last
+ * tile is padded by repeating its last column (computed, never stored), so the weights are
+ * streamed once per tile, never once per leftover column. Rows outer, column tiles inner: a
+ * row group's weights (nb * 136 bytes) stay in L1 while every tile reads them. */
 #include "kernels/kern_impl.h"
+
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/fp16.h"
+
+static inline __m256i bcast8(const int8_t *p) {
+    int64_t v;
+    memcpy(&v, p, 8);
+    return _mm256_set1_epi64x(v);
+}
+
+/* One row group (4 rows) x NC columns over all nb blocks. ac[c] = column c's activation blocks. */
+static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_rp_block *B, int64_t nb,
+                                                                    const kact_fast *const *ac, int NC, int nstore,
+                                                                    float *const *out, int32_t *const *isum,
+                                                                    int64_t isum_stride) {
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    __m128 acc[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_rp_block *blk = B + b;
+        __m256i ia[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++) {
+            const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
+                                                      _mm_loadu_si128((const __m128i *)(const void *)blk->qs[1][wd]), 1);
+            const __m256i s0 = _mm256_and_si256(v, m3);
+            const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+            const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+            const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
+                const int8_t *q = ac[c][b].qs + 32 * wd;
+                const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
+                const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
+                ia[c] = _mm256_add_epi32(ia[c], _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones));
+            }
+        }
+        const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)blk->d));
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
+            const __m256i h = _mm256_hadd_epi32(ia[c], ia[c]);                     /* [a b a b | c d c d] */
+            __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08)); /* [a b c d] */
+            r4 = _mm_sub_epi32(r4, _mm_set1_epi32(ac[c][b].sum));
+            if (isum && c < nstore) {
+                int32_t t[4];
+                _mm_storeu_si128((__m128i *)(void *)t, r4);
+                for (int i = 0; i < 4; i++) isum[c][i * isum_stride + b] = t[i];
+            }
+            const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(ac[c][b].d));
+            acc[c] = _mm_fmadd_ps(s, _mm_cvtepi32_ps(r4), acc[c]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < nstore; c++) _mm_storeu_ps(out[c], acc[c]);
+}
+
+/* ---- PTQ1_0 direct (base-3, 5 trits per byte), fast mode --------------------------------------
+ * Digit n of byte b is u = (3 v) >> 8 with v = b * 3^n mod 256, i.e. u = [v >= 86] + [v >= 171]
+ * (spec 3.4). v * 3 mod 256 is two byte adds; the two thresholds are signed compares after
+ * flipping the sign bit; u = -(gt86 + gt171) in 0..2. Two rows per ymm (one per lane).
+ * Part A: qs[0..15], digit n = elements 16 n + m: activation q[16 n .. 16 n + 15], contiguous.
+ * Part B: [qs[16..23], qh[0..1], 0 x 6], digit n = elements 80 + 8 n + m (m < 8) and 120 + 2 n + m
+ *   (m < 2, n < 4): its activation is gathered once per activation block into actB[n] (zeros
+ *   where no element is, so the padding digits contribute nothing).
+ * int16 bound: 10 maddubs results of u <= 2 and |q| <= 127 per pair: 10 * 2 * 2 * 127 = 5080.
+ * Then isum = sum(u * q) - sum(q) per row and block, exact. */
+#define PTQ_CH 32    /* activation blocks per chunk (stack scratch: 4 columns x 32 x 80 bytes) */
+
+static inline __m256i ptq_digit(__m256i v) {       /* u of every byte of v (v already * 3^n) */
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    const __m256i t1 = _mm256_set1_epi8((char)(85 ^ 0x80)), t2 = _mm256_set1_epi8((char)(170 ^ 0x80));
+    const __m256i vx = _mm256_xor_si256(v, flip);
+    const __m256i neg = _mm256_add_epi8(_mm256_cmpgt_epi8(vx, t1), _mm256_cmpgt_epi8(vx, t2));
+    return _mm256_sub_epi8(_mm256_setzero_si256(), neg);
+}
+static inline __m256i mul3(__m256i v) { return _mm256_add_epi8(_mm256_add_epi8(v, v), v); }
+
+static inline __m256i load2rows(const uint8_t *a, const uint8_t *b) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)a)),
+                                   _mm_loadu_si128((const __m128i *)(const void *)b), 1);
+}
+static inline __m128i load_partB(const uint8_t *blk) {   /* bytes 16..25 of a block, zero-extended */
+    uint16_t h;
+    memcpy(&h, blk + 24, 2);
+    return _mm_insert_epi16(_mm_loadl_epi64((const __m128i *)(const void *)(blk + 16)), h, 4);
+}
+
+/* Two rows (ra, rb; rb may equal ra for a padded pair) x NC columns, blocks [b0, b0 + nbc). */
+static inline __attribute__((always_inline)) void ptq_pair(const uint8_t *ra, const uint8_t *rbw, int64_t b0, int nbc,
+                                                           const kact_fast *const *ac, const int8_t (*actB)[PTQ_CH][5][16],
+                                                           int NC, __m128 *acc2, int32_t *const *isA, int32_t *const *isB) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int bi = 0; bi < nbc; bi++) {
+        const int64_t b = b0 + bi;
+        const uint8_t *xa = ra + b * 28, *xb = rbw + b * 28;
+        __m256i vA = load2rows(xa, xb);
+        __m256i vB = _mm256_inserti128_si256(_mm256_castsi128_si256(load_partB(xa)), load_partB(xb), 1);
+        __m256i p[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) p[c] = _mm256_setzero_si256();
+#pragma GCC unroll 5
+        for (int n = 0; n < 5; n++) {
+            if (n) { vA = mul3(vA); vB = mul3(vB); }
+            const __m256i uA = ptq_digit(vA), uB = ptq_digit(vB);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
+                const __m256i yA = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(ac[c][b].qs + 16 * n)));
+                const __m256i yB = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)actB[c][bi][n]));
+                p[c] = _mm256_add_epi16(p[c], _mm256_add_epi16(_mm256_maddubs_epi16(uA, yA), _mm256_maddubs_epi16(uB, yB)));
+            }
+        }
+        const __m128 dw = _mm_setr_ps(fp16_to_f32((uint16_t)(xa[26] | xa[27] << 8)), fp16_to_f32((uint16_t)(xb[26] | xb[27] << 8)), 0, 0);
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) {
+            const __m256i s32 = _mm256_madd_epi16(p[c], ones);                      /* [a a a a | b b b b] */
+            const __m256i h = _mm256_hadd_epi32(s32, s32);                          /* [a a . . | b b . .] */
+            const __m128i lo = _mm256_castsi256_si128(h), hi = _mm256_extracti128_si256(h, 1);
+            __m128i r2 = _mm_hadd_epi32(_mm_unpacklo_epi64(lo, hi), _mm_setzero_si128());   /* [a b 0 0] */
+            r2 = _mm_sub_epi32(r2, _mm_set1_epi32(ac[c][b].sum));
+            if (isA && isA[c]) isA[c][b] = _mm_cvtsi128_si32(r2);
+            if (isB && isB[c]) isB[c][b] = _mm_extract_epi32(r2, 1);
+            const __m128 sc = _mm_mul_ps(dw, _mm_set1_ps(ac[c][b].d));
+            acc2[c] = _mm_fmadd_ps(sc, _mm_cvtepi32_ps(r2), acc2[c]);
+        }
+    }
+}
+
+static void build_actB(const kact_fast *ac, int64_t b0, int nbc, int8_t (*dst)[5][16]) {
+    for (int bi = 0; bi < nbc; bi++) {
+        const int8_t *q = ac[b0 + bi].qs;
+#pragma GCC unroll 5
+        for (int n = 0; n < 5; n++) {
+            memset(dst[bi][n], 0, 16);
+            memcpy(dst[bi][n], q + 80 + 8 * n, 8);
+            if (n < 4) { dst[bi][n][8] = q[120 + 2 * n]; dst[bi][n][9] = q[121 + 2 * n]; }
+        }
+    }
+}
+
+static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t nb = w->n_in / 128, N = w->n_out, rb = nb * 28;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t rp1 = r0 + ((r1 - r0) & ~(int64_t)1);     /* rows in pairs; an odd last row: ref */
+    int8_t actB[4][PTQ_CH][5][16];
+    const int NCt = a->ncols == 1 ? 1 : 4;
+    for (int c0 = 0; c0 < a->ncols; c0 += NCt) {
+        const int nst = TERN_MIN(NCt, a->ncols - c0);
+        const kact_fast *ac[4];
+        for (int c = 0; c < NCt; c++)
+            ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)(c0 + TERN_MIN(c, nst - 1)));
+        for (int64_t b0 = 0; b0 < nb; b0 += PTQ_CH) {
+            const int nbc = (int)TERN_MIN((int64_t)PTQ_CH, nb - b0);
+            for (int c = 0; c < NCt; c++) build_actB(ac[c], b0, nbc, actB[c]);
+            for (int64_t r = r0; r < rp1; r += 2) {
+                __m128 acc2[4];
+                int32_t *isA[4] = {0}, *isB[4] = {0};
+                for (int c = 0; c < NCt; c++) {
+                    acc2[c] = _mm_setzero_ps();
+                    if (c < nst && b0 > 0) {             /* carry the running sum through y (lossless) */
+                        float *yc = m->y + (c0 + c) * m->ldy + r;
+                        acc2[c] = _mm_setr_ps(yc[0], yc[1], 0, 0);
+                    }
+                    if (m->isum && c < nst) {
+                        isA[c] = m->isum + ((int64_t)(c0 + c) * N + r) * nb;
+                        isB[c] = isA[c] + nb;
+                    }
+                }
+                if (NCt == 1) ptq_pair(w->data + r * rb, w->data + (r + 1) * rb, b0, nbc, ac, (const int8_t(*)[PTQ_CH][5][16])actB, 1, acc2,
+                                       m->isum ? isA : NULL, m->isum ? isB : NULL);
+                else ptq_pair(w->data + r * rb, w->data + (r + 1) * rb, b0, nbc, ac, (const int8_t(*)[PTQ_CH][5][16])actB, 4, acc2,
+                              m->isum ? isA : NULL, m->isum ? isB : NULL);
+                for (int c = 0; c < nst; c++) {
+                    float *yc = m->y + (c0 + c) * m->ldy + r;
+                    yc[0] = _mm_cvtss_f32(acc2[c]);
+                    yc[1] = _mm_cvtss_f32(_mm_shuffle_ps(acc2[c], acc2[c], 1));
+                }
+            }
+        }
+    }
+    if (rp1 < r1) kern_ref_mm_fast(m, rp1, r1);
+}
+
+/* Rows [r0, r1) of a row-pair tensor whose groups start at rp (PQ2_0 data, or the PTQ1_0
+ * transcode in aux); rows from N & ~3 on are file-layout tail rows: the reference does them. */
+static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3, N = w->n_out;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t g1 = TERN_MIN(r1, n4);
+    const kact_fast *ac[4];
+    float *out[4];
+    int32_t *is[4];
+    for (int64_t r = r0; r < g1; r += 4) {
+        const kern_rp_block *B = rp + (r / 4) * nb;
+        if (a->ncols == 1) {
+            ac[0] = (const kact_fast *)a->q;
+            out[0] = m->y + r;
+            is[0] = m->isum ? m->isum + r * nb : NULL;
+            pq2_rp_fast_group(B, nb, ac, 1, 1, out, m->isum ? is : NULL, nb);
+            continue;
+        }
+        for (int c0 = 0; c0 < a->ncols; c0 += 4) {
+            const int nst = TERN_MIN(4, a->ncols - c0);
+            for (int c = 0; c < 4; c++) {
+                const int cc = c0 + TERN_MIN(c, nst - 1);        /* pad: repeat the last column */
+                ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                out[c] = m->y + cc * m->ldy + r;
+                is[c] = m->isum ? m->isum + ((int64_t)cc * N + r) * nb : NULL;
+            }
+            pq2_rp_fast_group(B, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
+        }
+    }
+    if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
+}
+
+static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout != KW_ROWPAIR) { kern_ref_mm_fast(m, r0, r1); return; }
+    mm_rowpair_fast(m, (const kern_rp_block *)(const void *)m->w->data, r0, r1);
+}
+
+static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
+    mm_ptq1_0_direct(m, r0, r1);
+}
+
+/* Float weights (F32, F16, BF16) in every mode and every type in f32 mode would go here; the
+ * 16-lane order of kern_impl.h maps to two ymm accumulators (lanes 0-7, 8-15). F32 only: */
+static inline float lanes_reduce(__m256 lo, __m256 hi) {
+    float acc[16];
+    _mm256_storeu_ps(acc, lo);
+    _mm256_storeu_ps(acc + 8, hi);
+    return kern_lane_reduce(acc);
+}
+
+static void mm_f32_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t K = w->n_in, K16 = K & ~(int64_t)15;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *wr = (const float *)(const void *)w->data + r * K;
+        for (int c = 0; c < a->ncols; c++) {
+            const float *x = a->x + (int64_t)c * K;
+            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+            for (int64_t k = 0; k < K16; k += 16) {
+                lo = _mm256_fmadd_ps(_mm256_loadu_ps(wr + k), _mm256_loadu_ps(x + k), lo);
+                hi = _mm256_fmadd_ps(_mm256_loadu_ps(wr + k + 8), _mm256_loadu_ps(x + k + 8), hi);
+            }
+            if (K16 < K) {   /* tail: zero padding is exact (kern_impl.h) */
+                float tw[16] = {0}, tx[16] = {0};
+                memcpy(tw, wr + K16, sizeof(float) * (size_t)(K - K16));
+                memcpy(tx, x + K16, sizeof(float) * (size_t)(K - K16));
+                lo = _mm256_fmadd_ps(_mm256_loadu_ps(tw), _mm256_loadu_ps(tx), lo);
+                hi = _mm256_fmadd_ps(_mm256_loadu_ps(tw + 8), _mm256_loadu_ps(tx + 8), hi);
+            }
+            m->y[c * m->ldy + r] = lanes_reduce(lo, hi);
+        }
+    }
+}
 
 const kern_table kern_table_avx2 = {
     .name = "avx2",
     .needs = KCPU_AVX2,
+    .mm = {
+        [KT_PQ2_0] = {mm_pq2_0_fast, NULL, NULL},
+        [KT_PTQ1_0] = {mm_ptq1_0_fast, NULL, NULL},
+        [KT_F32] = {mm_f32_float, mm_f32_float, mm_f32_float},
+    },
 };
+
+#else
+const kern_table kern_table_avx2 = {.name = "avx2", .needs = KCPU_AVX2};   /* not built with AVX2: ref everywhere */
+#endif

@@ -1,0 +1,605 @@
+/* api.c: OpenAI-compatible request parsing/validation and response JSON (api.h).
+ * Validation happens here, once, at the boundary: every field has its type and range checked
+ * and a failure names the field (e->param) with a message that says what was expected. Text
+ * that goes back to the client passes through api_utf8_dup (invalid bytes -> U+FFFD), so every
+ * JSON text produced is valid UTF-8 (cJSON escapes control characters). */
+#include "api.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool srv_fail(srv_error *e, int status, const char *type, const char *param, const char *fmt, ...) {
+    e->status = status;
+    e->type = type;
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    char raw[sizeof e->message];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    char *clean = api_utf8_dup(raw, strlen(raw));
+    snprintf(e->message, sizeof e->message, "%s", clean ? clean : "error");
+    /* snprintf may cut a multi-byte character: drop a trailing partial sequence */
+    size_t n = strlen(e->message);
+    size_t k = n;
+    while (k > 0 && ((unsigned char)e->message[k - 1] & 0xc0) == 0x80) k--;
+    if (k > 0 && (unsigned char)e->message[k - 1] >= 0xc0) {
+        unsigned char lead = (unsigned char)e->message[k - 1];
+        size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+        if (n - (k - 1) < want) e->message[k - 1] = '\0';
+    }
+    free(clean);
+    return false;
+}
+
+/* ---- UTF-8 ----------------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (n bytes available), or 0 if invalid (RFC 3629:
+ * no overlongs, no surrogates, max U+10FFFF). */
+static size_t utf8_valid_len(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    if (c < 0x80) return c ? 1 : 0;                   /* NUL is replaced too (C strings) */
+    size_t len;
+    unsigned min;
+    if (c >= 0xc2 && c <= 0xdf) len = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, min = 0x10000;
+    else return 0;
+    if (n < len) return 0;
+    unsigned cp = c & (0xff >> (len + 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+char *api_utf8_dup(const char *s, size_t n) {
+    char *out = malloc(n * 3 + 1);                    /* worst case: every byte -> U+FFFD */
+    if (!out) return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t l = utf8_valid_len((const unsigned char *)s + i, n - i);
+        if (l == 0) {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        } else {
+            memcpy(out + o, s + i, l);
+            o += l;
+            i += l;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* ---- Python-style JSON (what the template's tojson prints) -------------------------------- */
+
+static bool pj_add(char **buf, size_t *n, size_t *cap, const char *s, size_t len) {
+    if (*n + len + 1 > *cap) {
+        size_t c = *cap ? *cap * 2 : 256;
+        while (c < *n + len + 1) c *= 2;
+        char *p = realloc(*buf, c);
+        if (!p) return false;
+        *buf = p;
+        *cap = c;
+    }
+    memcpy(*buf + *n, s, len);
+    *n += len;
+    (*buf)[*n] = '\0';
+    return true;
+}
+
+/* json.dumps(x, ensure_ascii=False) separators ", " and ": ", keys in document order. */
+static bool pj_print(const cJSON *j, char **buf, size_t *n, size_t *cap) {
+    if (cJSON_IsObject(j) || cJSON_IsArray(j)) {
+        const bool obj = cJSON_IsObject(j);
+        if (!pj_add(buf, n, cap, obj ? "{" : "[", 1)) return false;
+        for (const cJSON *c = j->child; c; c = c->next) {
+            if (obj) {
+                cJSON *key = cJSON_CreateString(c->string);
+                char *k = cJSON_PrintUnformatted(key);
+                cJSON_Delete(key);
+                bool ok = k && pj_add(buf, n, cap, k, strlen(k)) && pj_add(buf, n, cap, ": ", 2);
+                free(k);
+                if (!ok) return false;
+            }
+            if (!pj_print(c, buf, n, cap)) return false;
+            if (c->next && !pj_add(buf, n, cap, ", ", 2)) return false;
+        }
+        return pj_add(buf, n, cap, obj ? "}" : "]", 1);
+    }
+    if (cJSON_IsNumber(j)) {
+        char t[64];
+        double v = j->valuedouble;
+        if (v == floor(v) && fabs(v) < 1e15) snprintf(t, sizeof t, "%.0f", v);
+        else snprintf(t, sizeof t, "%.17g", v);
+        return pj_add(buf, n, cap, t, strlen(t));
+    }
+    char *s = cJSON_PrintUnformatted(j);             /* strings, true, false, null */
+    bool ok = s && pj_add(buf, n, cap, s, strlen(s));
+    free(s);
+    return ok;
+}
+
+char *api_tools_block(const char *tools_json) {
+    cJSON *tools = cJSON_Parse(tools_json);
+    if (!cJSON_IsArray(tools)) {
+        cJSON_Delete(tools);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    bool ok = pj_add(&buf, &n, &cap, "# Tools\n\nYou have access to the following functions:\n\n<tools>", 61);
+    for (const cJSON *t = tools->child; ok && t; t = t->next)
+        ok = pj_add(&buf, &n, &cap, "\n", 1) && pj_print(t, &buf, &n, &cap);
+    static const char tail[] =
+        "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
+        "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
+        "<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n"
+        "</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n"
+        "- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested "
+        "within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n"
+        "- You may provide optional reasoning for your function call in natural language BEFORE the function call, "
+        "but NOT after\n- If there is no function call available, answer the question like normal with your current "
+        "knowledge and do not tell the user about function calls\n</IMPORTANT>";
+    ok = ok && pj_add(&buf, &n, &cap, tail, sizeof tail - 1);
+    cJSON_Delete(tools);
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* ---- request parsing --------------------------------------------------------------------------- */
+
+static const cJSON *field(const cJSON *root, const char *name) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
+    return cJSON_IsNull(f) ? NULL : f;                /* null means "not given" */
+}
+
+static bool get_number(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
+    const cJSON *f = field(root, name);
+    if (!f) return true;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be a number", name);
+    if (f->valuedouble < lo || f->valuedouble > hi)
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' is %g, expected a value in [%g, %g]", name,
+                        f->valuedouble, lo, hi);
+    *out = f->valuedouble;
+    return true;
+}
+
+static bool get_int(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
+    const cJSON *f = field(root, name);
+    if (!f) return true;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || f->valuedouble != floor(f->valuedouble))
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be an integer", name);
+    return get_number(root, name, lo, hi, out, e);
+}
+
+static bool get_bool(const cJSON *root, const char *name, bool *out, srv_error *e) {
+    const cJSON *f = field(root, name);
+    if (!f) return true;
+    if (!cJSON_IsBool(f)) return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be true or false", name);
+    *out = cJSON_IsTrue(f);
+    return true;
+}
+
+/* Message content: a string, null, or an array of {"type":"text","text":...} parts. */
+static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
+    char param[48];
+    snprintf(param, sizeof param, "messages[%d].content", i);
+    const cJSON *c = field(msg, "content");
+    if (!c) {
+        *out = strdup("");
+        return *out ? true : srv_fail(e, 500, "server_error", NULL, "out of memory");
+    }
+    if (cJSON_IsString(c)) {
+        *out = strdup(c->valuestring);
+        return *out ? true : srv_fail(e, 500, "server_error", NULL, "out of memory");
+    }
+    if (!cJSON_IsArray(c)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a string or an array of text parts", param);
+    size_t n = 0;
+    for (const cJSON *p = c->child; p; p = p->next) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsObject(p) || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !cJSON_IsString(text))
+            return srv_fail(e, 400, "invalid_request_error", param, "'%s': only parts {\"type\": \"text\", \"text\": string} are supported", param);
+        n += strlen(text->valuestring);
+    }
+    char *s = malloc(n + 1);
+    if (!s) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+    size_t o = 0;
+    for (const cJSON *p = c->child; p; p = p->next) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
+        memcpy(s + o, t, strlen(t));
+        o += strlen(t);
+    }
+    s[o] = '\0';
+    *out = s;
+    return true;
+}
+
+/* Assistant tool calls in the history, written back in the Qwen3.5 markup after the content. */
+static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error *e) {
+    const cJSON *calls = field(msg, "tool_calls");
+    if (!calls) return true;
+    char param[48];
+    snprintf(param, sizeof param, "messages[%d].tool_calls", i);
+    if (!cJSON_IsArray(calls)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be an array", param);
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    bool ok = pj_add(&buf, &n, &cap, *content, strlen(*content));
+    bool first = true;
+    for (const cJSON *c = calls->child; ok && c; c = c->next) {
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        if (!cJSON_IsString(name)) {
+            free(buf);
+            return srv_fail(e, 400, "invalid_request_error", param, "'%s': each call needs function.name", param);
+        }
+        const char *sep = first ? (strlen(*content) ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=")
+                                : "\n<tool_call>\n<function=";
+        first = false;
+        ok = pj_add(&buf, &n, &cap, sep, strlen(sep)) && pj_add(&buf, &n, &cap, name->valuestring, strlen(name->valuestring)) &&
+             pj_add(&buf, &n, &cap, ">\n", 2);
+        cJSON *a = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : cJSON_Duplicate(args, 1);
+        for (const cJSON *kv = cJSON_IsObject(a) ? a->child : NULL; ok && kv; kv = kv->next) {
+            ok = pj_add(&buf, &n, &cap, "<parameter=", 11) && pj_add(&buf, &n, &cap, kv->string, strlen(kv->string)) &&
+                 pj_add(&buf, &n, &cap, ">\n", 2);
+            if (ok && cJSON_IsString(kv)) ok = pj_add(&buf, &n, &cap, kv->valuestring, strlen(kv->valuestring));
+            else if (ok) ok = pj_print(kv, &buf, &n, &cap);
+            ok = ok && pj_add(&buf, &n, &cap, "\n</parameter>\n", 14);
+        }
+        cJSON_Delete(a);
+        ok = ok && pj_add(&buf, &n, &cap, "</function>\n</tool_call>", 24);
+    }
+    if (!ok) {
+        free(buf);
+        return srv_fail(e, 500, "server_error", NULL, "out of memory");
+    }
+    free(*content);
+    *content = buf;
+    return true;
+}
+
+static bool parse_messages(const cJSON *root, srv_request *r, srv_error *e) {
+    const cJSON *msgs = field(root, "messages");
+    if (!msgs) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' is required");
+    if (!cJSON_IsArray(msgs)) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must be an array");
+    const int n = cJSON_GetArraySize(msgs);
+    if (n == 0) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must not be empty");
+    if (n > SRV_MAX_MESSAGES) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' has %d entries, at most %d", n, SRV_MAX_MESSAGES);
+    r->msgs = calloc((size_t)n + 1, sizeof *r->msgs);    /* + 1: room for a tools system turn */
+    r->trusted = calloc((size_t)n + 1, sizeof *r->trusted);
+    if (!r->msgs || !r->trusted) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+    int i = 0;
+    for (const cJSON *m = msgs->child; m; m = m->next, i++) {
+        char param[48];
+        snprintf(param, sizeof param, "messages[%d].role", i);
+        if (!cJSON_IsObject(m)) return srv_fail(e, 400, "invalid_request_error", param, "'messages[%d]' must be an object", i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!cJSON_IsString(role)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a string", param);
+        const char *rs = role->valuestring;
+        if (!strcmp(rs, "developer")) rs = "system";      /* OpenAI's newer name for system */
+        if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool"))
+            return srv_fail(e, 400, "invalid_request_error", param,
+                            "'%s' is '%.40s', expected system, developer, user, assistant or tool", param, role->valuestring);
+        char *content = NULL;
+        if (!get_content(m, i, &content, e)) return false;
+        r->msgs[r->n_msgs].role = strdup(rs);
+        r->msgs[r->n_msgs].content = content;
+        r->n_msgs++;
+        if (!r->msgs[r->n_msgs - 1].role) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+        if (!strcmp(rs, "assistant") && !append_tool_calls(m, i, (char **)&r->msgs[r->n_msgs - 1].content, e)) return false;
+    }
+    return true;
+}
+
+static bool parse_tools(const cJSON *root, srv_request *r, srv_error *e) {
+    const cJSON *tools = field(root, "tools");
+    const cJSON *choice = field(root, "tool_choice");
+    if (!tools) return true;
+    if (!cJSON_IsArray(tools)) return srv_fail(e, 400, "invalid_request_error", "tools", "'tools' must be an array");
+    int i = 0;
+    for (const cJSON *t = tools->child; t; t = t->next, i++) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
+        const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsObject(fn) || !cJSON_IsString(name))
+            return srv_fail(e, 400, "invalid_request_error", "tools",
+                            "'tools[%d]' must be {\"type\": \"function\", \"function\": {\"name\": string, ...}}", i);
+    }
+    if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return true;
+    if (i == 0) return true;
+    char *txt = cJSON_PrintUnformatted(tools);
+    char *block = txt ? api_tools_block(txt) : NULL;
+    free(txt);
+    if (!block) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+    /* the tools block opens the system turn; a given system message follows it */
+    if (r->n_msgs > 0 && !strcmp(r->msgs[0].role, "system")) {
+        const char *sys = r->msgs[0].content;
+        size_t a = 0, b = strlen(sys);
+        while (a < b && strchr(" \t\r\n", sys[a])) a++;
+        while (b > a && strchr(" \t\r\n", sys[b - 1])) b--;
+        if (b > a) {
+            /* the system text stays untrusted: keep it a message of its own after the block */
+            char *joined = malloc(strlen(block) + 2 + (b - a) + 1);
+            if (!joined) { free(block); return srv_fail(e, 500, "server_error", NULL, "out of memory"); }
+            sprintf(joined, "%s\n\n%.*s", block, (int)(b - a), sys + a);
+            free(block);
+            block = joined;
+        }
+        free((char *)r->msgs[0].content);
+        r->msgs[0].content = block;
+        r->trusted[0] = false;                        /* it holds the client's system text */
+    } else {
+        memmove(r->msgs + 1, r->msgs, (size_t)r->n_msgs * sizeof *r->msgs);
+        memmove(r->trusted + 1, r->trusted, (size_t)r->n_msgs * sizeof *r->trusted);
+        r->msgs[0].role = strdup("system");
+        r->msgs[0].content = block;
+        r->trusted[0] = true;
+        r->n_msgs++;
+        if (!r->msgs[0].role) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+    }
+    r->has_tools = true;
+    return true;
+}
+
+static bool parse_stop(const cJSON *root, srv_request *r, srv_error *e) {
+    const cJSON *stop = field(root, "stop");
+    if (!stop) return true;
+    const cJSON *one = stop;
+    if (cJSON_IsArray(stop)) {
+        if (cJSON_GetArraySize(stop) > SRV_MAX_STOP)
+            return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' has %d strings, at most %d", cJSON_GetArraySize(stop), SRV_MAX_STOP);
+        one = stop->child;
+    } else if (!cJSON_IsString(stop)) {
+        return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' must be a string or an array of strings");
+    }
+    for (; one; one = cJSON_IsArray(stop) ? one->next : NULL) {
+        if (!cJSON_IsString(one)) return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' must contain only strings");
+        size_t l = strlen(one->valuestring);
+        if (l == 0) continue;                         /* an empty stop string matches nothing */
+        if (l > SRV_MAX_STOP_LEN) return srv_fail(e, 400, "invalid_request_error", "stop", "a stop string is %zu bytes, at most %d", l, SRV_MAX_STOP_LEN);
+        r->stop[r->n_stop] = strdup(one->valuestring);
+        if (!r->stop[r->n_stop]) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+        r->n_stop++;
+    }
+    return true;
+}
+
+bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->max_tokens = -1;
+    r->enable_thinking = true;
+    tern_sampler_params_default(&r->sp);
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    bool ok = false;
+    if (!root) {
+        srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid JSON");
+        goto done;
+    }
+    if (!cJSON_IsObject(root)) {
+        srv_fail(e, 400, "invalid_request_error", NULL, "the request body must be a JSON object");
+        goto done;
+    }
+    const cJSON *model = field(root, "model");
+    if (model && !cJSON_IsString(model)) { srv_fail(e, 400, "invalid_request_error", "model", "'model' must be a string"); goto done; }
+    if (model && !(r->model = api_utf8_dup(model->valuestring, strlen(model->valuestring)))) goto oom;
+
+    double v = -1;
+    const char *mt = field(root, "max_completion_tokens") ? "max_completion_tokens" : field(root, "max_tokens") ? "max_tokens" : "n_predict";
+    if (!get_int(root, mt, -1, 2147483647.0, &v, e)) goto done;
+    r->max_tokens = (int)v;
+    double d;
+    if (d = r->sp.temp, !get_number(root, "temperature", 0, 2, &d, e)) goto done;
+    r->sp.temp = (float)d;
+    if (d = r->sp.top_p, !get_number(root, "top_p", 0, 1, &d, e)) goto done;
+    r->sp.top_p = (float)d;
+    if (d = r->sp.min_p, !get_number(root, "min_p", 0, 1, &d, e)) goto done;
+    r->sp.min_p = (float)d;
+    if (d = r->sp.top_k, !get_int(root, "top_k", 0, 1e9, &d, e)) goto done;
+    r->sp.top_k = (int32_t)d;
+    if (d = r->sp.repeat_penalty, !get_number(root, "repeat_penalty", 1e-3, 100, &d, e)) goto done;
+    r->sp.repeat_penalty = (float)d;
+    if (d = r->sp.repeat_last_n, !get_int(root, "repeat_last_n", 0, 1e6, &d, e)) goto done;
+    r->sp.repeat_last_n = (int32_t)d;
+    d = -1;
+    if (!get_int(root, "seed", -9007199254740992.0, 9007199254740992.0, &d, e)) goto done;
+    r->sp.seed = d < 0 ? TERN_SEED_RANDOM : (uint64_t)d;
+    d = 0;
+    if (!get_number(root, "presence_penalty", -2, 2, &d, e)) goto done;
+    if (d != 0) { srv_fail(e, 400, "invalid_request_error", "presence_penalty", "'presence_penalty' is not supported (use repeat_penalty)"); goto done; }
+    if (!get_number(root, "frequency_penalty", -2, 2, &d, e)) goto done;
+    if (d != 0) { srv_fail(e, 400, "invalid_request_error", "frequency_penalty", "'frequency_penalty' is not supported (use repeat_penalty)"); goto done; }
+    d = 1;
+    if (!get_int(root, "n", 1, 1, &d, e)) goto done;
+    bool lp = false;
+    if (!cJSON_IsNumber(field(root, "logprobs")) && !get_bool(root, "logprobs", &lp, e)) goto done;
+    if (lp || cJSON_IsNumber(field(root, "logprobs"))) { srv_fail(e, 400, "invalid_request_error", "logprobs", "'logprobs' is not supported"); goto done; }
+    if (!get_bool(root, "stream", &r->stream, e)) goto done;
+    const cJSON *so = field(root, "stream_options");
+    if (so && !cJSON_IsObject(so)) { srv_fail(e, 400, "invalid_request_error", "stream_options", "'stream_options' must be an object"); goto done; }
+    if (so && !get_bool(so, "include_usage", &r->include_usage, e)) goto done;
+    if (!parse_stop(root, r, e)) goto done;
+
+    if (kind == SRV_CHAT) {
+        const cJSON *kw = field(root, "chat_template_kwargs");
+        if (kw && !cJSON_IsObject(kw)) { srv_fail(e, 400, "invalid_request_error", "chat_template_kwargs", "'chat_template_kwargs' must be an object"); goto done; }
+        if (kw && !get_bool(kw, "enable_thinking", &r->enable_thinking, e)) goto done;
+        if (!parse_messages(root, r, e)) goto done;
+        if (!parse_tools(root, r, e)) goto done;
+    } else {
+        const cJSON *p = field(root, "prompt");
+        if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
+        if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required"); goto done; }
+        if (!cJSON_IsString(p)) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' must be a string"); goto done; }
+        if (!(r->prompt = strdup(p->valuestring))) goto oom;
+    }
+    ok = true;
+    goto done;
+oom:
+    srv_fail(e, 500, "server_error", NULL, "out of memory");
+done:
+    cJSON_Delete(root);
+    if (!ok) api_request_free(r);
+    return ok;
+}
+
+void api_request_free(srv_request *r) {
+    for (int i = 0; i < r->n_msgs; i++) {
+        free((char *)r->msgs[i].role);
+        free((char *)r->msgs[i].content);
+    }
+    free(r->msgs);
+    free(r->trusted);
+    free(r->prompt);
+    free(r->model);
+    for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- responses ----------------------------------------------------------------------------- */
+
+static char *print_free(cJSON *j) {
+    char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    return s;
+}
+
+static void add_text(cJSON *obj, const char *key, const char *s, size_t n) {
+    char *t = api_utf8_dup(s ? s : "", s ? n : 0);
+    cJSON_AddStringToObject(obj, key, t ? t : "");
+    free(t);
+}
+
+char *api_error_json(const srv_error *e) {
+    cJSON *root = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(err, "message", e->message);
+    cJSON_AddStringToObject(err, "type", e->type ? e->type : "server_error");
+    if (e->param[0]) cJSON_AddStringToObject(err, "param", e->param);
+    else cJSON_AddNullToObject(err, "param");
+    cJSON_AddNullToObject(err, "code");
+    return print_free(root);
+}
+
+static cJSON *head(const char *id, long created, const char *model, const char *object) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "id", id);
+    cJSON_AddStringToObject(root, "object", object);
+    cJSON_AddNumberToObject(root, "created", (double)created);
+    cJSON_AddStringToObject(root, "model", model);
+    cJSON_AddStringToObject(root, "system_fingerprint", "tern-" TERN_VERSION);
+    return root;
+}
+
+static void add_usage(cJSON *root, const srv_usage *u) {
+    cJSON *us = cJSON_AddObjectToObject(root, "usage");
+    cJSON_AddNumberToObject(us, "prompt_tokens", u->prompt_tokens);
+    cJSON_AddNumberToObject(us, "completion_tokens", u->completion_tokens);
+    cJSON_AddNumberToObject(us, "total_tokens", u->prompt_tokens + u->completion_tokens);
+    cJSON *det = cJSON_AddObjectToObject(us, "prompt_tokens_details");
+    cJSON_AddNumberToObject(det, "cached_tokens", u->cached_tokens);
+}
+
+char *api_chat_response(const char *id, long created, const char *model, const char *content, size_t n_content,
+                        const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
+                        const srv_usage *u) {
+    cJSON *root = head(id, created, model, "chat.completion");
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON *msg = cJSON_AddObjectToObject(c, "message");
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON *calls = tool_calls_json ? cJSON_Parse(tool_calls_json) : NULL;
+    if (calls && n_content == 0) cJSON_AddNullToObject(msg, "content");
+    else add_text(msg, "content", content, n_content);
+    if (reasoning && n_reasoning) add_text(msg, "reasoning_content", reasoning, n_reasoning);
+    if (calls) cJSON_AddItemToObject(msg, "tool_calls", calls);
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddStringToObject(c, "finish_reason", finish);
+    add_usage(root, u);
+    return print_free(root);
+}
+
+char *api_completion_response(const char *id, long created, const char *model, const char *text, size_t n_text,
+                              const char *finish, const srv_usage *u) {
+    cJSON *root = head(id, created, model, "text_completion");
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices"), *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    add_text(c, "text", text, n_text);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNullToObject(c, "logprobs");
+    cJSON_AddStringToObject(c, "finish_reason", finish);
+    add_usage(root, u);
+    return print_free(root);
+}
+
+char *api_chat_chunk(const char *id, long created, const char *model, bool role, const char *content, size_t n_content,
+                     const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
+                     const srv_usage *usage) {
+    cJSON *root = head(id, created, model, "chat.completion.chunk");
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+    if (usage) {
+        add_usage(root, usage);
+        return print_free(root);
+    }
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON *delta = cJSON_AddObjectToObject(c, "delta");
+    if (role) cJSON_AddStringToObject(delta, "role", "assistant");
+    if (content && n_content) add_text(delta, "content", content, n_content);
+    if (reasoning && n_reasoning) add_text(delta, "reasoning_content", reasoning, n_reasoning);
+    if (tool_calls_json) {
+        cJSON *calls = cJSON_Parse(tool_calls_json);
+        int i = 0;
+        for (cJSON *t = calls ? calls->child : NULL; t; t = t->next) cJSON_AddNumberToObject(t, "index", i++);
+        if (calls) cJSON_AddItemToObject(delta, "tool_calls", calls);
+    }
+    cJSON_AddNullToObject(c, "logprobs");
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    return print_free(root);
+}
+
+char *api_completion_chunk(const char *id, long created, const char *model, const char *text, size_t n_text,
+                           const char *finish, const srv_usage *usage) {
+    cJSON *root = head(id, created, model, "text_completion");
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+    if (usage) {
+        add_usage(root, usage);
+        return print_free(root);
+    }
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    add_text(c, "text", text, n_text);
+    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNullToObject(c, "logprobs");
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    return print_free(root);
+}
+
+char *api_models_json(const char *model_id, long created) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "object", "list");
+    cJSON *data = cJSON_AddArrayToObject(root, "data"), *m = cJSON_CreateObject();
+    cJSON_AddItemToArray(data, m);
+    cJSON_AddStringToObject(m, "id", model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)created);
+    cJSON_AddStringToObject(m, "owned_by", "tern");
+    return print_free(root);
+}

@@ -1,0 +1,59 @@
+/* emu512.h: a portable stand-in for the handful of AVX-512 operations avx512vnni.c uses, so the
+ * same kernel source can be compiled with -DKERN_EMU512 and AVX2 flags and checked against the
+ * reference on hosts without AVX-512 (tests only; never in the library). Semantics follow the
+ * Intel SDM: a zmm is 64 bytes = 4 x 128-bit lanes (here lo = lanes 0-1, hi = lanes 2-3);
+ * vpdpbusd: each int32 lane += sum of 4 (unsigned byte of u) * (signed byte of s), wrapping;
+ * vpermt2q: qword i = concat(a, b)[idx[i] & 15]. */
+#ifndef TERN_KERNELS_X86_EMU512_H
+#define TERN_KERNELS_X86_EMU512_H
+
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct { __m256i lo, hi; } v512;
+
+static inline v512 v512_loadu(const void *p) {
+    v512 r;
+    r.lo = _mm256_loadu_si256((const __m256i *)p);
+    r.hi = _mm256_loadu_si256((const __m256i *)((const uint8_t *)p + 32));
+    return r;
+}
+static inline v512 v512_and(v512 a, v512 b) { return (v512){_mm256_and_si256(a.lo, b.lo), _mm256_and_si256(a.hi, b.hi)}; }
+#define v512_srli16(a, n) ((v512){_mm256_srli_epi16((a).lo, (n)), _mm256_srli_epi16((a).hi, (n))})
+static inline v512 v512_set1_8(char c) { return (v512){_mm256_set1_epi8(c), _mm256_set1_epi8(c)}; }
+static inline v512 v512_zero(void) { return (v512){_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+static inline void v512_store(void *p, v512 a) {
+    _mm256_storeu_si256((__m256i *)p, a.lo);
+    _mm256_storeu_si256((__m256i *)((uint8_t *)p + 32), a.hi);
+}
+static inline v512 v512_dpbusd(v512 acc, v512 u, v512 s) {
+    int32_t a[16];
+    uint8_t ub[64];
+    int8_t sb[64];
+    v512_store(a, acc);
+    v512_store(ub, u);
+    v512_store(sb, s);
+    for (int i = 0; i < 16; i++) {
+        int64_t t = a[i];
+        for (int j = 0; j < 4; j++) t += (int32_t)ub[4 * i + j] * (int32_t)sb[4 * i + j];
+        a[i] = (int32_t)(uint32_t)t;   /* wraps like the instruction (never reached here) */
+    }
+    return v512_loadu(a);
+}
+static inline v512 v512_perm2_64(v512 a, v512 idx, v512 b) {
+    uint64_t t[16], ix[8], o[8];
+    v512_store(t, a);
+    v512_store(t + 8, b);
+    v512_store(ix, idx);
+    for (int i = 0; i < 8; i++) o[i] = t[ix[i] & 15];
+    return v512_loadu(o);
+}
+static inline v512 v512_idx64(long long i0, long long i1, long long i2, long long i3, long long i4, long long i5,
+                              long long i6, long long i7) {
+    return (v512){_mm256_setr_epi64x(i0, i1, i2, i3), _mm256_setr_epi64x(i4, i5, i6, i7)};
+}
+static inline __m256i v512_lo256(v512 a) { return a.lo; }
+static inline __m256i v512_hi256(v512 a) { return a.hi; }
+
+#endif /* TERN_KERNELS_X86_EMU512_H */

@@ -1,0 +1,338 @@
+/* test_server.c: the model-free parts of `tern serve`: request validation (every rejected field
+ * gives 400 with an OpenAI error object naming it), response JSON shapes, stop strings that span
+ * tokens (held back, never emitted), reasoning split, tool-call parsing (Qwen3.5 markup and
+ * Qwen3 JSON), the tools block as the Qwen3.5 template prints it, UTF-8 repair. */
+#include "test.h"
+
+#include "../server/api.h"
+#include "../server/reply.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reply: stop strings ------------------------------------------------------------------- */
+
+/* Feeds pieces one by one, collecting what reply_take lets out; returns the concatenation. */
+static char *feed(const char *const *pieces, int n, char **stop, int n_stop, bool tools, bool *stopped, srv_reply *keep) {
+    srv_reply r;
+    reply_init(&r, stop, n_stop, tools);
+    sbuf out = {0};
+    sbuf_add(&out, "", 0);
+    for (int i = 0; i < n && !r.stopped; i++) {
+        assert_true(reply_add(&r, false, pieces[i], strlen(pieces[i])));
+        const char *c, *rs;
+        size_t nc, nr;
+        reply_take(&r, false, &c, &nc, &rs, &nr);
+        sbuf_add(&out, c, nc);
+        /* what is out so far never ends with the start of a stop string */
+        for (int s = 0; s < n_stop; s++)
+            for (size_t k = 1; k < strlen(stop[s]) && k <= out.n; k++)
+                if (!r.stopped && memcmp(out.p + out.n - k, stop[s], k) == 0 && out.n == r.content.n)
+                    fail_msg("emitted a possible stop prefix '%.*s'", (int)k, stop[s]);
+    }
+    const char *c, *rs;
+    size_t nc, nr;
+    reply_take(&r, true, &c, &nc, &rs, &nr);
+    sbuf_add(&out, c, nc);
+    *stopped = r.stopped;
+    if (keep) *keep = r;
+    else reply_free(&r);
+    return out.p;
+}
+
+static void test_stop_across_tokens(void **state) {
+    (void)state;
+    char *stop[] = {"lo w", "XYZ"};
+    bool st;
+    const char *p1[] = {"Hel", "lo wo", "rld"};
+    char *o = feed(p1, 3, stop, 2, false, &st, NULL);
+    assert_string_equal(o, "Hel");
+    assert_true(st);
+    free(o);
+    /* a partial match that turns out not to be one is released */
+    const char *p2[] = {"Hel", "lo", " there"};
+    o = feed(p2, 3, stop, 2, false, &st, NULL);
+    assert_string_equal(o, "Hello there");
+    assert_false(st);
+    free(o);
+    /* held back at the end of generation: released (it is not a stop string) */
+    const char *p3[] = {"abc X", "Y"};
+    o = feed(p3, 2, stop, 2, false, &st, NULL);
+    assert_string_equal(o, "abc XY");
+    assert_false(st);
+    free(o);
+    /* the earliest of several stop strings wins, even when both arrive in one piece */
+    char *stop2[] = {"cd", "b"};
+    const char *p4[] = {"a", "bcd"};
+    o = feed(p4, 2, stop2, 2, false, &st, NULL);
+    assert_string_equal(o, "a");
+    free(o);
+    /* multi-byte stop string split inside a character */
+    char *stop3[] = {"\xc3\xa9t\xc3\xa9"};            /* "ete" with accents */
+    const char *p5[] = {"un \xc3\xa9", "t\xc3", "\xa9 chaud"};
+    o = feed(p5, 3, stop3, 1, false, &st, NULL);
+    assert_string_equal(o, "un ");
+    assert_true(st);
+    free(o);
+    /* the stop string as the very first text */
+    const char *p6[] = {"XYZ and more"};
+    o = feed(p6, 1, stop, 2, false, &st, NULL);
+    assert_string_equal(o, "");
+    free(o);
+}
+
+static void test_reasoning_split(void **state) {
+    (void)state;
+    srv_reply r;
+    char *stop[] = {"END"};
+    reply_init(&r, stop, 1, false);
+    assert_true(reply_add(&r, true, "let me think END", 16));   /* stop strings ignore reasoning */
+    assert_true(reply_add(&r, false, "The answer", 10));
+    const char *c, *rs;
+    size_t nc, nr;
+    reply_take(&r, false, &c, &nc, &rs, &nr);
+    assert_int_equal(nr, 16);
+    assert_memory_equal(rs, "let me think END", 16);
+    assert_int_equal(nc, 10);
+    assert_false(r.stopped);
+    reply_free(&r);
+}
+
+static void test_tool_calls(void **state) {
+    (void)state;
+    const char *pieces[] = {"Let me check.\n<tool", "_call>\n<function=get_weather>\n<parameter=city>\nParis, France\n</parameter>\n",
+                            "<parameter=days>\n3\n</parameter>\n<parameter=opts>\n{\"unit\": \"C\"}\n</parameter>\n</function>\n</tool_call>",
+                            "\n<tool_call>\n{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call>"};
+    srv_reply r;
+    bool st;
+    char *o = feed(pieces, 4, NULL, 0, true, &st, &r);
+    assert_string_equal(o, "Let me check.\n");              /* the markup is never streamed */
+    free(o);
+    char *calls = reply_tool_calls_json(&r, "call_x");
+    assert_non_null(calls);
+    cJSON *j = cJSON_Parse(calls);
+    assert_int_equal(cJSON_GetArraySize(j), 2);
+    cJSON *c0 = cJSON_GetArrayItem(j, 0), *f0 = cJSON_GetObjectItem(c0, "function");
+    assert_string_equal(cJSON_GetObjectItem(c0, "id")->valuestring, "call_x_0");
+    assert_string_equal(cJSON_GetObjectItem(c0, "type")->valuestring, "function");
+    assert_string_equal(cJSON_GetObjectItem(f0, "name")->valuestring, "get_weather");
+    cJSON *args = cJSON_Parse(cJSON_GetObjectItem(f0, "arguments")->valuestring);
+    assert_string_equal(cJSON_GetObjectItem(args, "city")->valuestring, "Paris, France");
+    assert_true(cJSON_GetObjectItem(args, "days")->valuedouble == 3);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(args, "opts"), "unit")->valuestring, "C");
+    cJSON_Delete(args);
+    cJSON *f1 = cJSON_GetObjectItem(cJSON_GetArrayItem(j, 1), "function");
+    assert_string_equal(cJSON_GetObjectItem(f1, "name")->valuestring, "now");
+    assert_string_equal(cJSON_GetObjectItem(f1, "arguments")->valuestring, "{\"tz\":\"UTC\"}");
+    cJSON_Delete(j);
+    free(calls);
+    reply_free(&r);
+    /* no tools in the request: the markup is ordinary content */
+    const char *p2[] = {"a <tool_call> b"};
+    o = feed(p2, 1, NULL, 0, false, &st, NULL);
+    assert_string_equal(o, "a <tool_call> b");
+    free(o);
+}
+
+/* ---- UTF-8 ------------------------------------------------------------------------------------ */
+
+static void test_utf8_repair(void **state) {
+    (void)state;
+    const char in[] = "ok \xc3\xa9 bad \xff \xc3 surrogate \xed\xa0\x80 overlong \xc0\xaf end";
+    char *o = api_utf8_dup(in, sizeof in - 1);
+    assert_string_equal(o, "ok \xc3\xa9 bad \xef\xbf\xbd \xef\xbf\xbd surrogate \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd overlong \xef\xbf\xbd\xef\xbf\xbd end");
+    free(o);
+    /* JSON output of invalid text is valid UTF-8 and parses */
+    srv_usage u = {1, 2, 0};
+    char *js = api_completion_response("cmpl-1", 5, "m", "\xff\xfe", 2, "stop", &u);
+    cJSON *j = cJSON_Parse(js);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "text")->valuestring,
+                        "\xef\xbf\xbd\xef\xbf\xbd");
+    cJSON_Delete(j);
+    free(js);
+}
+
+/* ---- request validation ------------------------------------------------------------------------ */
+
+static void expect_400(srv_kind kind, const char *body, const char *param) {
+    srv_request r;
+    srv_error e;
+    memset(&e, 0, sizeof e);
+    if (api_parse_request(kind, body, strlen(body), &r, &e)) fail_msg("accepted: %s", body);
+    assert_int_equal(e.status, 400);
+    if (strcmp(e.param, param) != 0) fail_msg("body %s: param '%s', expected '%s' (%s)", body, e.param, param, e.message);
+    char *js = api_error_json(&e);
+    cJSON *j = cJSON_Parse(js);
+    cJSON *err = cJSON_GetObjectItem(j, "error");
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(err, "message")));
+    assert_string_equal(cJSON_GetObjectItem(err, "type")->valuestring, "invalid_request_error");
+    cJSON_Delete(j);
+    free(js);
+}
+
+static void test_request_errors(void **state) {
+    (void)state;
+    expect_400(SRV_CHAT, "{\"messages\": [", "");
+    expect_400(SRV_CHAT, "[1, 2]", "");
+    expect_400(SRV_CHAT, "{}", "messages");
+    expect_400(SRV_CHAT, "{\"messages\": []}", "messages");
+    expect_400(SRV_CHAT, "{\"messages\": \"hi\"}", "messages");
+    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "messages[0].role");
+    expect_400(SRV_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role");
+    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages[0].content");
+    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content");
+    const char *m = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
+    struct { const char *extra, *param; } cases[] = {
+        {"\"temperature\": \"hot\"", "temperature"},
+        {"\"temperature\": 2.5", "temperature"},
+        {"\"temperature\": -0.1", "temperature"},
+        {"\"top_p\": 1.5", "top_p"},
+        {"\"top_k\": 2.5", "top_k"},
+        {"\"top_k\": -1", "top_k"},
+        {"\"min_p\": 2", "min_p"},
+        {"\"max_tokens\": -5", "max_tokens"},
+        {"\"max_tokens\": 1.5", "max_tokens"},
+        {"\"max_tokens\": \"10\"", "max_tokens"},
+        {"\"max_completion_tokens\": -2", "max_completion_tokens"},
+        {"\"seed\": \"abc\"", "seed"},
+        {"\"stream\": \"yes\"", "stream"},
+        {"\"stream_options\": 3", "stream_options"},
+        {"\"stop\": 5", "stop"},
+        {"\"stop\": [\"a\", 5]", "stop"},
+        {"\"stop\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]", "stop"},
+        {"\"n\": 2", "n"},
+        {"\"logprobs\": true", "logprobs"},
+        {"\"presence_penalty\": 0.5", "presence_penalty"},
+        {"\"model\": 7", "model"},
+        {"\"chat_template_kwargs\": {\"enable_thinking\": \"no\"}", "enable_thinking"},
+        {"\"tools\": [{\"type\": \"function\"}]", "tools"},
+        {"\"tools\": {}", "tools"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{%s, %s}", m, cases[i].extra);
+        expect_400(SRV_CHAT, body, cases[i].param);
+    }
+    expect_400(SRV_COMPLETION, "{}", "prompt");
+    expect_400(SRV_COMPLETION, "{\"prompt\": [1, 2, 3]}", "prompt");
+    expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"max_tokens\": 1e300}", "max_tokens");
+    /* an invalid UTF-8 role is reported in valid UTF-8 */
+    srv_request r;
+    srv_error e;
+    const char bad[] = "{\"messages\": [{\"role\": \"\xff\xfe\", \"content\": \"x\"}]}";
+    assert_false(api_parse_request(SRV_CHAT, bad, sizeof bad - 1, &r, &e));
+    char *js = api_error_json(&e);
+    char *fixed = api_utf8_dup(js, strlen(js));
+    assert_string_equal(js, fixed);
+    free(fixed);
+    free(js);
+}
+
+static void test_request_fields(void **state) {
+    (void)state;
+    const char *body =
+        "{\"model\": \"x\", \"messages\": [{\"role\": \"developer\", \"content\": \"be brief\"},"
+        " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"b\"}]},"
+        " {\"role\": \"assistant\", \"content\": null}], \"max_tokens\": 0, \"temperature\": 0, \"top_p\": 0.5,"
+        " \"top_k\": 7, \"min_p\": 0, \"seed\": 99, \"stop\": \"\\n\\n\", \"stream\": true,"
+        " \"stream_options\": {\"include_usage\": true}, \"chat_template_kwargs\": {\"enable_thinking\": false}}";
+    srv_request r;
+    srv_error e;
+    assert_true(api_parse_request(SRV_CHAT, body, strlen(body), &r, &e));
+    assert_int_equal(r.n_msgs, 3);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_string_equal(r.msgs[1].content, "ab");
+    assert_string_equal(r.msgs[2].content, "");
+    assert_int_equal(r.max_tokens, 0);
+    assert_true(r.sp.temp == 0.0f && r.sp.top_p == 0.5f && r.sp.top_k == 7 && r.sp.min_p == 0.0f);
+    assert_true(r.sp.seed == 99);
+    assert_int_equal(r.n_stop, 1);
+    assert_string_equal(r.stop[0], "\n\n");
+    assert_true(r.stream && r.include_usage && !r.enable_thinking);
+    api_request_free(&r);
+    /* defaults: llama-server's sampling, no limit, random seed, thinking on */
+    const char *b2 = "{\"prompt\": [\"once\"]}";
+    assert_true(api_parse_request(SRV_COMPLETION, b2, strlen(b2), &r, &e));
+    assert_string_equal(r.prompt, "once");
+    assert_int_equal(r.max_tokens, -1);
+    assert_true(r.sp.temp == 0.8f && r.sp.top_k == 40 && r.sp.seed == TERN_SEED_RANDOM && r.enable_thinking);
+    api_request_free(&r);
+}
+
+static void test_tools_block_and_history(void **state) {
+    (void)state;
+    const char *body =
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"weather?\"},"
+        " {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\","
+        " \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\", \\\"days\\\": 2}\"}}]},"
+        " {\"role\": \"tool\", \"content\": \"sunny\"}],"
+        " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather \\u00e9t\\u00e9\","
+        " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}]}";
+    srv_request r;
+    srv_error e;
+    if (!api_parse_request(SRV_CHAT, body, strlen(body), &r, &e)) fail_msg("%s", e.message);
+    assert_true(r.has_tools);
+    assert_int_equal(r.n_msgs, 4);
+    assert_string_equal(r.msgs[0].role, "system");
+    assert_true(r.trusted[0]);
+    /* the template's tojson: Python separators, non-ASCII kept */
+    const char *want_tool =
+        "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather \xc3\xa9t\xc3\xa9\", "
+        "\"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n</tools>";
+    assert_non_null(strstr(r.msgs[0].content, want_tool));
+    assert_true(strncmp(r.msgs[0].content, "# Tools\n\nYou have access to the following functions:\n\n<tools>\n", 61) == 0);
+    /* the assistant's call written back as the template writes it */
+    assert_string_equal(r.msgs[2].content,
+                        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+                        "<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>");
+    assert_false(r.trusted[1] || r.trusted[2] || r.trusted[3]);
+    api_request_free(&r);
+}
+
+static void test_response_shapes(void **state) {
+    (void)state;
+    srv_usage u = {10, 3, 4};
+    char *s = api_chat_response("chatcmpl-1", 1700000000, "tern", "Hi", 2, "hmm", 3, NULL, "stop", &u);
+    cJSON *j = cJSON_Parse(s);
+    assert_string_equal(cJSON_GetObjectItem(j, "object")->valuestring, "chat.completion");
+    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    cJSON *msg = cJSON_GetObjectItem(c, "message");
+    assert_string_equal(cJSON_GetObjectItem(msg, "content")->valuestring, "Hi");
+    assert_string_equal(cJSON_GetObjectItem(msg, "reasoning_content")->valuestring, "hmm");
+    assert_string_equal(cJSON_GetObjectItem(c, "finish_reason")->valuestring, "stop");
+    cJSON *us = cJSON_GetObjectItem(j, "usage");
+    assert_int_equal(cJSON_GetObjectItem(us, "total_tokens")->valueint, 13);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(us, "prompt_tokens_details"), "cached_tokens")->valueint, 4);
+    cJSON_Delete(j);
+    free(s);
+    s = api_chat_chunk("chatcmpl-1", 1, "tern", true, "x", 1, NULL, 0, NULL, NULL, NULL);
+    j = cJSON_Parse(s);
+    c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "role")->valuestring, "assistant");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "finish_reason")));
+    cJSON_Delete(j);
+    free(s);
+    s = api_chat_chunk("chatcmpl-1", 1, "tern", false, NULL, 0, NULL, 0, NULL, NULL, &u);
+    j = cJSON_Parse(s);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "choices")), 0);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "completion_tokens")->valueint, 3);
+    cJSON_Delete(j);
+    free(s);
+}
+
+int suite_server(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_stop_across_tokens),
+        cmocka_unit_test(test_reasoning_split),
+        cmocka_unit_test(test_tool_calls),
+        cmocka_unit_test(test_utf8_repair),
+        cmocka_unit_test(test_request_errors),
+        cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_tools_block_and_history),
+        cmocka_unit_test(test_response_shapes),
+    };
+    TEST_RUN_SUITE("server", tests);
+}

@@ -1,0 +1,719 @@
+/* test_tok.c: tokenizers against reference data, never against our own earlier output.
+ * - Qwen3 byte-level BPE: the vocabulary is imported from the real HF tokenizer.json with
+ *   tok_hf_load, written with the GGUF writer to a temp file and loaded back with tok_load (the
+ *   path of `tern synth --tokenizer`); its keys must equal the golden GGUF's exactly; then 100%
+ *   of llama.cpp's qwen2 vectors (.inp/.out) and of qwen3_encode_vectors.jsonl, encode AND
+ *   decode; the golden prompts.json ids (add_special, parse_special as the golden program).
+ * - SentencePiece: 100% of llama.cpp's llama-spm vectors; stories260K: golden prompt ids and the
+ *   per-story ids of reference_ppl_tinystories_sample.json (run.c's algorithm).
+ * - The qwen2 and qwen35 splitters against the Python `regex` engine running the spec's patterns
+ *   (tests/fixtures/pretok_regex.json, 415 strings; the only check of qwen35, whose vocabulary
+ *   is not in ../shared).
+ * - Linear time: 1 MB inputs of one character class encode and decode back exactly (a
+ *   quadratic or recursive merge would not finish within the suite's seconds).
+ * - Special tokens both ways, streaming detokenisation over split and invalid UTF-8, the
+ *   end-of-generation set (the fork's set from the qwen3-tiny PROVENANCE), bad metadata. */
+#include "test.h"
+
+#include "format/gguf.h"
+#include "tokenizer/hf_import.h"
+#include "tokenizer/tok.h"
+#include "tokenizer/tok_impl.h"   /* tok_pretok_split */
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define QWEN_ROWS 151936
+
+static tok_vocab *g_qwen;      /* imported from tokenizer.json through a GGUF file */
+static tok_vocab *g_spm;       /* llama2-spm-vocab */
+static tok_vocab *g_stories;   /* stories260K */
+static char g_qwen_gguf[512];  /* the temp GGUF written from the HF import */
+
+static tok_vocab *load_vocab(const char *path) {
+    gguf_ctx *g = NULL;
+    tern_err e = {0};
+    if (gguf_open(&g, path, GGUF_LOAD_READ, &e) != TERN_OK) { print_error("%s: %s\n", path, e.msg); return NULL; }
+    tok_vocab *v = NULL;
+    if (tok_load(&v, g, &e) != TERN_OK) print_error("%s: %s\n", path, e.msg);
+    gguf_close(g);
+    return v;
+}
+
+static int grp_setup(void **state) {
+    (void)state;
+    char p[512];
+    tern_err e = {0};
+    tok_hf *h = NULL;
+    tok_hf_opts o = {.pre = "qwen2", .n_rows = QWEN_ROWS};
+    if (access(fx_path(p, sizeof p, "data/qwen3-tokenizer/tokenizer.json"), R_OK) == 0) {
+        if (tok_hf_load(&h, p, &o, &e) != TERN_OK) { print_error("hf import: %s\n", e.msg); return -1; }
+        gguf_writer *w = NULL;
+        if (gguf_w_init(&w, &e) != TERN_OK) return -1;
+        gguf_w_set_str(w, "general.architecture", "qwen3");
+        if (tok_hf_write(h, w, &e) != TERN_OK) { print_error("hf write: %s\n", e.msg); return -1; }
+        fx_tmp_path(g_qwen_gguf, sizeof g_qwen_gguf, "tok-qwen3.gguf");
+        if (gguf_w_write_file(w, g_qwen_gguf, &e) != TERN_OK) { print_error("write: %s\n", e.msg); return -1; }
+        gguf_w_free(w);
+        tok_hf_free(h);
+        g_qwen = load_vocab(g_qwen_gguf);
+        if (!g_qwen) return -1;
+    }
+    if (access(fx_path(p, sizeof p, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf"), R_OK) == 0 && !(g_spm = load_vocab(p))) return -1;
+    if (access(fx_path(p, sizeof p, "data/stories260k/stories260K.gguf"), R_OK) == 0 && !(g_stories = load_vocab(p))) return -1;
+    return 0;
+}
+static int grp_teardown(void **state) {
+    (void)state;
+    tok_free(g_qwen); tok_free(g_spm); tok_free(g_stories);
+    if (g_qwen_gguf[0]) unlink(g_qwen_gguf);
+    return 0;
+}
+static tok_vocab *need(tok_vocab *v, const char *fixture) {
+    char p[512];
+    fx_require(p, sizeof p, fixture);
+    assert_non_null(v);
+    return v;
+}
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+static int32_t *encode(const tok_vocab *v, const char *s, size_t n, bool special, bool bos, int *n_out) {
+    tern_err e = {0};
+    int cap = (int)n + 8, got = 0;
+    int32_t *ids = malloc((size_t)cap * sizeof *ids);
+    assert_non_null(ids);
+    int rc = tok_encode(v, s, n, special, bos, ids, cap, &got, &e);
+    if (rc != TERN_OK) fail_msg("tok_encode: %s", e.msg);
+    *n_out = got;
+    return ids;
+}
+/* Concatenated pieces (special=true, as llama.cpp's detokenize with unparse_special). */
+static char *decode(const tok_vocab *v, const int32_t *ids, int n, size_t *len) {
+    size_t cap = 64, o = 0;
+    char *s = malloc(cap);
+    for (int i = 0; i < n; i++) {
+        int k = tok_piece(v, ids[i], true, NULL, 0);
+        assert_true(k >= 0);
+        if (o + (size_t)k + 1 > cap) { while (o + (size_t)k + 1 > cap) cap *= 2; s = realloc(s, cap); }
+        assert_int_equal(tok_piece(v, ids[i], true, s + o, k), k);
+        o += (size_t)k;
+    }
+    s[o] = 0;
+    *len = o;
+    return s;
+}
+static void check_ids(const int32_t *got, int n_got, const int32_t *want, int n_want, const char *what) {
+    bool same = n_got == n_want;
+    for (int i = 0; same && i < n_got; i++) same = got[i] == want[i];
+    if (!same) {
+        char msg[2048];
+        int o = snprintf(msg, sizeof msg, "%s: got %d ids:", what, n_got);
+        for (int i = 0; i < n_got && o < 1900; i++) o += snprintf(msg + o, sizeof msg - (size_t)o, " %d", got[i]);
+        o += snprintf(msg + o, sizeof msg - (size_t)o, " | want %d:", n_want);
+        for (int i = 0; i < n_want && o < 2000; i++) o += snprintf(msg + o, sizeof msg - (size_t)o, " %d", want[i]);
+        fail_msg("%s", msg);
+    }
+}
+static int32_t *json_ids(const cJSON *a, int *n) {
+    *n = cJSON_GetArraySize(a);
+    int32_t *ids = malloc(((size_t)*n + 1) * sizeof *ids);
+    for (int i = 0; i < *n; i++) ids[i] = (int32_t)cJSON_GetArrayItem(a, i)->valuedouble;
+    return ids;
+}
+static cJSON *read_json(const char *rel) {
+    char p[512];
+    fx_require(p, sizeof p, rel);
+    size_t n;
+    char *s = fx_read_file(p, &n);
+    assert_non_null(s);
+    cJSON *j = cJSON_ParseWithLength(s, n);
+    free(s);
+    assert_non_null(j);
+    return j;
+}
+
+/* llama.cpp vocab test files: .inp strings separated by "\n__ggml_vocab_test__\n", .out one line
+ * of ids per string. Checks encode (no BOS, parse_special on, as test-tokenizer-0) and decode. */
+static void run_vocab_vectors(const tok_vocab *v, const char *inp_rel, const char *out_rel, bool spm) {
+    char p[512];
+    size_t ni, no;
+    char *inp = fx_read_file(fx_require(p, sizeof p, inp_rel), &ni);
+    char *out = fx_read_file(fx_require(p, sizeof p, out_rel), &no);
+    assert_non_null(inp);
+    assert_non_null(out);
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    char *s = inp, *line = out;
+    int n_cases = 0;
+    for (;;) {
+        char *e = strstr(s, sep);
+        if (!e) break;
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = 0;
+        int32_t want[512];
+        int n_want = 0;
+        for (char *q = line; *q;) {
+            char *end;
+            long x = strtol(q, &end, 10);
+            if (end == q) break;
+            want[n_want++] = (int32_t)x;
+            q = end;
+        }
+        size_t len = (size_t)(e - s);
+        int n_got;
+        int32_t *got = encode(v, s, len, true, false, &n_got);
+        char what[160];
+        snprintf(what, sizeof what, "%s case %d \"%.40s\"", inp_rel, n_cases, s);
+        check_ids(got, n_got, want, n_want, what);
+        size_t dl;
+        char *dec = decode(v, got, n_got, &dl);
+        const char *d = dec;
+        if (spm && dl > 0 && d[0] == ' ') { d++; dl--; }    /* the SPM space prefix */
+        if (dl != len || memcmp(d, s, len) != 0) fail_msg("%s: decode differs: \"%s\"", what, d);
+        free(dec);
+        free(got);
+        n_cases++;
+        s = e + strlen(sep);
+        line = nl + 1;
+    }
+    assert_int_equal(n_cases, 46);
+    free(inp);
+    free(out);
+}
+
+/* ---- HF import == golden GGUF keys ------------------------------------------------------------ */
+static void compare_str_arr(const gguf_ctx *a, const gguf_ctx *b, const char *key) {
+    gguf_arr x, y;
+    tern_err e = {0};
+    assert_int_equal(gguf_get_arr(a, key, true, &x, &e), TERN_OK);
+    assert_int_equal(gguf_get_arr(b, key, true, &y, &e), TERN_OK);
+    assert_int_equal(x.type, GGUF_T_STRING);
+    assert_int_equal(y.type, GGUF_T_STRING);
+    assert_int_equal(x.n, y.n);
+    for (uint64_t i = 0; i < x.n; i++)
+        if (x.strs[i].n != y.strs[i].n || memcmp(x.strs[i].p, y.strs[i].p, x.strs[i].n) != 0)
+            fail_msg("%s[%llu] differs", key, (unsigned long long)i);
+}
+
+static void test_hf_import_matches_golden(void **state) {
+    (void)state;
+    need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    char p[512];
+    tern_err e = {0};
+    gguf_ctx *mine = NULL, *gold = NULL;
+    assert_int_equal(gguf_open(&mine, g_qwen_gguf, GGUF_LOAD_READ, &e), TERN_OK);
+    assert_int_equal(gguf_open(&gold, fx_require(p, sizeof p, "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"), GGUF_LOAD_MMAP, &e), TERN_OK);
+    /* every tokenizer key of the golden file, same type and value, and no extra one */
+    int n_tok_keys = 0;
+    for (uint64_t i = 0; i < gold->n_kv; i++) {
+        const gguf_kv *k = &gold->kv[i];
+        if (strncmp(k->key, "tokenizer.", 10) != 0) continue;
+        n_tok_keys++;
+        const gguf_kv *m = gguf_find_kv(mine, k->key);
+        if (!m) fail_msg("key %s missing from the import", k->key);
+        assert_int_equal(m->type, k->type);
+        if (k->type == GGUF_T_STRING) {
+            if (m->v.s.n != k->v.s.n || memcmp(m->v.s.p, k->v.s.p, k->v.s.n) != 0) fail_msg("%s differs", k->key);
+        } else if (k->type == GGUF_T_ARRAY) {
+            assert_int_equal(m->v.a.type, k->v.a.type);
+            assert_int_equal(m->v.a.n, k->v.a.n);
+            if (k->v.a.type == GGUF_T_STRING) compare_str_arr(mine, gold, k->key);
+            else for (uint64_t j = 0; j < k->v.a.n; j++)
+                if (gguf_arr_int(&m->v.a, j) != gguf_arr_int(&k->v.a, j)) fail_msg("%s[%llu] differs", k->key, (unsigned long long)j);
+        } else if (k->type == GGUF_T_BOOL) assert_int_equal(m->v.b, k->v.b);
+        else assert_true(m->v.u == k->v.u);
+    }
+    int n_mine = 0;
+    for (uint64_t i = 0; i < mine->n_kv; i++) n_mine += strncmp(mine->kv[i].key, "tokenizer.", 10) == 0;
+    assert_int_equal(n_tok_keys, 10);
+    assert_int_equal(n_mine, n_tok_keys);
+    gguf_close(mine);
+    gguf_close(gold);
+}
+
+/* ---- Qwen3 vectors ---------------------------------------------------------------------------- */
+static void test_qwen_llama_vectors(void **state) {
+    (void)state;
+    run_vocab_vectors(need(g_qwen, "data/qwen3-tokenizer/tokenizer.json"), "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.inp",
+                      "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.out", false);
+}
+
+static void test_qwen_encode_vectors(void **state) {
+    (void)state;
+    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    char p[512];
+    size_t n;
+    char *all = fx_read_file(fx_require(p, sizeof p, "data/qwen3-tokenizer/qwen3_encode_vectors.jsonl"), &n);
+    assert_non_null(all);
+    int n_cases = 0;
+    for (char *line = all; *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        if (*line) {
+            cJSON *j = cJSON_Parse(line);
+            assert_non_null(j);
+            const cJSON *text = cJSON_GetObjectItem(j, "text");
+            int n_want, n_got;
+            int32_t *want = json_ids(cJSON_GetObjectItem(j, "ids"), &n_want);
+            size_t len = strlen(text->valuestring);
+            int32_t *got = encode(v, text->valuestring, len, true, false, &n_got);
+            char what[128];
+            snprintf(what, sizeof what, "jsonl line %d \"%.40s\"", n_cases + 1, text->valuestring);
+            check_ids(got, n_got, want, n_want, what);
+            size_t dl;
+            char *dec = decode(v, got, n_got, &dl);
+            if (dl != len || memcmp(dec, text->valuestring, len) != 0) fail_msg("%s: decode differs", what);
+            free(dec); free(got); free(want);
+            cJSON_Delete(j);
+            n_cases++;
+        }
+        if (!nl) break;
+        line = nl + 1;
+    }
+    assert_int_equal(n_cases, 54);
+    free(all);
+}
+
+/* prompts.json of a golden folder, tokenised with add_special and parse_special */
+static void check_prompts(const tok_vocab *v, const char *rel) {
+    cJSON *j = read_json(rel);
+    const cJSON *pr;
+    int n = 0;
+    cJSON_ArrayForEach(pr, cJSON_GetObjectItem(j, "prompts")) {
+        const char *text = cJSON_GetObjectItem(pr, "text")->valuestring;
+        int n_want, n_got;
+        int32_t *want = json_ids(cJSON_GetObjectItem(pr, "token_ids"), &n_want);
+        int32_t *got = encode(v, text, strlen(text), true, true, &n_got);
+        char what[128];
+        snprintf(what, sizeof what, "%s %s", rel, cJSON_GetObjectItem(pr, "id")->valuestring);
+        check_ids(got, n_got, want, n_want, what);
+        free(got); free(want);
+        n++;
+    }
+    assert_true(n >= 4);
+    cJSON_Delete(j);
+}
+
+static void test_golden_prompts(void **state) {
+    (void)state;
+    const tok_vocab *q = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    check_prompts(q, "golden/qwen3-tiny-pq2_0/prompts.json");
+    check_prompts(q, "golden/qwen3-tiny-q2_0/prompts.json");
+    check_prompts(q, "golden/qwen35-tiny-pq2_0/prompts.json");
+    /* the golden files' own vocabularies give the same ids */
+    char p[512];
+    tok_vocab *g = load_vocab(fx_require(p, sizeof p, "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf"));
+    assert_non_null(g);
+    check_prompts(g, "golden/qwen35-tiny-pq2_0/prompts.json");
+    tok_free(g);
+    check_prompts(need(g_stories, "data/stories260k/stories260K.gguf"), "golden/stories260k/prompts.json");
+}
+
+/* ---- SentencePiece ---------------------------------------------------------------------------- */
+static void test_spm_llama_vectors(void **state) {
+    (void)state;
+    run_vocab_vectors(need(g_spm, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf"), "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf.inp",
+                      "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf.out", true);
+}
+
+static void test_stories_reference_ids(void **state) {
+    (void)state;
+    const tok_vocab *v = need(g_stories, "data/stories260k/stories260K.gguf");
+    assert_int_equal(tok_n_vocab(v), 512);
+    assert_true(tok_add_bos(v));
+    assert_int_equal(tok_bos(v), 1);
+    char p[512];
+    size_t n;
+    char *txt = fx_read_file(fx_require(p, sizeof p, "data/tinystories-sample/tinystories_sample.txt"), &n);
+    assert_non_null(txt);
+    cJSON *j = read_json("data/stories260k/reference_ppl_tinystories_sample.json");
+    const cJSON *stories = cJSON_GetObjectItem(j, "stories");
+    /* split on <|endoftext|>, strip whitespace (Python str.strip), BOS + ids, first 512 */
+    int k = 0;
+    for (char *s = txt; s && k < cJSON_GetArraySize(stories);) {
+        char *e = strstr(s, "<|endoftext|>");
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        char *a = s, *b = s + len;
+        while (a < b && strchr(" \t\n\r\v\f", *a)) a++;
+        while (b > a && strchr(" \t\n\r\v\f", b[-1])) b--;
+        if (b > a) {
+            int n_want, n_got;
+            int32_t *want = json_ids(cJSON_GetObjectItem(cJSON_GetArrayItem(stories, k), "token_ids"), &n_want);
+            int32_t *got = encode(v, a, (size_t)(b - a), false, true, &n_got);
+            if (n_got > 512) n_got = 512;
+            char what[64];
+            snprintf(what, sizeof what, "story %d", k);
+            check_ids(got, n_got, want, n_want, what);
+            free(got); free(want);
+            k++;
+        }
+        s = e ? e + strlen("<|endoftext|>") : NULL;
+    }
+    assert_int_equal(k, 5);
+    cJSON_Delete(j);
+    free(txt);
+}
+
+/* ---- pre-tokenizer vs a real regex engine ----------------------------------------------------- */
+typedef struct { size_t b[512][2]; int n; } split_acc;
+static void on_split(void *ctx, size_t b0, size_t b1) {
+    split_acc *a = ctx;
+    if (a->n < 512) { a->b[a->n][0] = b0; a->b[a->n][1] = b1; }
+    a->n++;
+}
+static void test_pretok_regex(void **state) {
+    (void)state;
+    size_t n;
+    char *s = fx_read_file("tests/fixtures/pretok_regex.json", &n);
+    assert_non_null(s);
+    cJSON *j = cJSON_Parse(s);
+    assert_non_null(j);
+    static split_acc acc;
+    int k = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, j) {
+        const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+        for (int pre = TOK_PRE_QWEN2; pre <= TOK_PRE_QWEN35; pre++) {
+            const cJSON *want = cJSON_GetObjectItem(c, pre == TOK_PRE_QWEN2 ? "qwen2" : "qwen35");
+            acc.n = 0;
+            assert_true(tok_pretok_split(pre, text, strlen(text), on_split, &acc));
+            bool same = acc.n == cJSON_GetArraySize(want);
+            for (int i = 0; same && i < acc.n; i++) {
+                const char *w = cJSON_GetArrayItem(want, i)->valuestring;
+                same = strlen(w) == acc.b[i][1] - acc.b[i][0] && memcmp(w, text + acc.b[i][0], strlen(w)) == 0;
+            }
+            if (!same) {
+                char got[2048];
+                int o = 0;
+                for (int i = 0; i < acc.n && i < 512 && o < 1900; i++) o += snprintf(got + o, sizeof got - (size_t)o, "[%.*s]", (int)(acc.b[i][1] - acc.b[i][0]), text + acc.b[i][0]);
+                fail_msg("case %d (%s) \"%s\": got %s", k, pre == TOK_PRE_QWEN2 ? "qwen2" : "qwen35", text, got);
+            }
+        }
+        k++;
+    }
+    assert_int_equal(k, 415);
+    cJSON_Delete(j);
+    free(s);
+}
+
+/* ---- linear time ------------------------------------------------------------------------------ */
+static void roundtrip_big(const tok_vocab *v, const char *unit, bool spm, size_t target) {
+    const size_t ul = strlen(unit);
+    size_t n = target / ul * ul;
+    char *s = malloc(n + 1);
+    for (size_t i = 0; i < n; i += ul) memcpy(s + i, unit, ul);
+    s[n] = 0;
+    int n_ids;
+    int32_t *ids = encode(v, s, n, true, false, &n_ids);
+    assert_true(n_ids > 0 && (size_t)n_ids <= n + 1);
+    size_t dl;
+    char *dec = decode(v, ids, n_ids, &dl);
+    const char *d = dec;
+    if (spm && dl && d[0] == ' ') { d++; dl--; }
+    if (dl != n || memcmp(d, s, n) != 0) fail_msg("1 MB of \"%s\" does not round-trip", unit);
+    free(dec); free(ids); free(s);
+}
+
+static void test_linear_time_1mb(void **state) {
+    (void)state;
+    const tok_vocab *q = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    static const char *const units[] = {"a", "7", " ", "!", "\xF0\x9F\x98\x80", "\n", "<", "\xC3\xA9", "ab1 ", "<|im_end|>"};
+    const tok_vocab *s = need(g_spm, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
+    /* time-independent linearity: the work (code points classified + heap operations) for 1 MB
+     * is at most 2.2x the work for 512 KB; a quadratic algorithm would show 4x */
+    for (int spm = 0; spm < 2; spm++) {
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+            uint64_t w0 = tok_work;
+            roundtrip_big(spm ? s : q, units[i], spm, 1 << 19);
+            uint64_t w1 = tok_work;
+            roundtrip_big(spm ? s : q, units[i], spm, 1 << 20);
+            uint64_t w2 = tok_work;
+            double ratio = (double)(w2 - w1) / (double)(w1 - w0 ? w1 - w0 : 1);
+            if (ratio > 2.2 || w1 == w0) fail_msg("%s \"%s\": work 512 KB %llu, 1 MB %llu (ratio %.2f)", spm ? "spm" : "bpe", units[i],
+                                  (unsigned long long)(w1 - w0), (unsigned long long)(w2 - w1), ratio);
+        }
+    }
+}
+
+/* ---- any bytes round-trip (invalid UTF-8, specials, controls) -------------------------------- */
+static void test_random_bytes_roundtrip(void **state) {
+    (void)state;
+    const tok_vocab *q = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    const tok_vocab *s = need(g_spm, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
+    static const char *const frag[] = {"<|im_start|>", "<think>", " ", "\n", "\xC3\xA9", "\xE2\x82", "\xF0\x9F\x98\x80", "'s", "a", "1"};
+    uint64_t x = 88172645463325252ull;                              /* xorshift64, fixed seed */
+    char buf[256];
+    for (int it = 0; it < 3000; it++) {
+        size_t n = 0;
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        int parts = (int)(x % 24);
+        for (int p = 0; p < parts && n < 200; p++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            if (x % 3 == 0) { const char *f = frag[(x >> 8) % 10]; size_t l = strlen(f); memcpy(buf + n, f, l); n += l; }
+            else buf[n++] = (char)(x >> 16);
+        }
+        for (int special = 0; special < 2; special++) {
+            for (int spm = 0; spm < 2; spm++) {
+                int ni;
+                int32_t *ids = encode(spm ? s : q, buf, n, special, false, &ni);
+                size_t dl;
+                char *dec = decode(spm ? s : q, ids, ni, &dl);
+                const char *d = dec;
+                /* SPM adds a space at the start and after each special token: compare without them */
+                if (!spm) {
+                    if (dl != n || memcmp(d, buf, n) != 0) fail_msg("bpe round trip failed (iteration %d, special %d)", it, special);
+                } else {
+                    for (int i = 0; i < ni; i++) assert_true(ids[i] >= 0 && ids[i] < tok_n_vocab(s));
+                    if (!special && n > 0 && (dl != n + 1 || d[0] != ' ' || memcmp(d + 1, buf, n) != 0))
+                        fail_msg("spm round trip failed (iteration %d)", it);
+                }
+                free(dec);
+                free(ids);
+            }
+        }
+    }
+}
+
+/* ---- special tokens both ways ----------------------------------------------------------------- */
+static bool has_id(const int32_t *ids, int n, int32_t id) {
+    for (int i = 0; i < n; i++) if (ids[i] == id) return true;
+    return false;
+}
+
+static void test_special_tokens(void **state) {
+    (void)state;
+    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    const char *t = "<|im_start|>user\nhi <think>x</think><tool_call><|im_end|>";
+    int n;
+    int32_t *ids = encode(v, t, strlen(t), true, false, &n);
+    assert_int_equal(ids[0], 151644);
+    assert_true(has_id(ids, n, 151667) && has_id(ids, n, 151668) && has_id(ids, n, 151657));
+    assert_int_equal(ids[n - 1], 151645);
+    free(ids);
+    /* parse_special off: user text that looks like scaffolding stays ordinary text */
+    ids = encode(v, t, strlen(t), false, false, &n);
+    for (int i = 0; i < n; i++) {
+        int ty = tok_type(v, ids[i]);
+        if (ty != TOK_TYPE_NORMAL) fail_msg("id %d (type %d) from user text", ids[i], ty);
+    }
+    size_t dl;
+    char *dec = decode(v, ids, n, &dl);
+    assert_string_equal(dec, t);
+    free(dec);
+    free(ids);
+    /* pieces: control tokens print only with special; <think> (USER_DEFINED) always */
+    char buf[32];
+    assert_int_equal(tok_piece(v, 151645, false, buf, sizeof buf), 0);
+    assert_int_equal(tok_piece(v, 151645, true, buf, sizeof buf), 10);
+    assert_memory_equal(buf, "<|im_end|>", 10);
+    assert_int_equal(tok_piece(v, 151667, false, buf, sizeof buf), 7);
+    assert_int_equal(tok_piece(v, QWEN_ROWS, true, buf, sizeof buf), TERN_E_RANGE);
+    assert_int_equal(tok_find(v, "<think>"), 151667);
+    assert_int_equal(tok_find(v, "Ġthe"), 279);       /* GGUF text form */
+    assert_int_equal(tok_find(v, " the"), 279);       /* byte form */
+    /* SPM: <s> text becomes BOS only with parse_special */
+    const tok_vocab *s = need(g_spm, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
+    ids = encode(s, "<s>a", 4, true, false, &n);
+    assert_int_equal(ids[0], 1);
+    free(ids);
+    ids = encode(s, "<s>a", 4, false, false, &n);
+    assert_false(has_id(ids, n, 1));
+    free(ids);
+    /* output buffer too small: TERN_E_RANGE with the needed count */
+    int32_t small[2];
+    int need_n = 0;
+    tern_err e = {0};
+    assert_int_equal(tok_encode(v, "hello world again", 17, false, false, small, 2, &need_n, &e), TERN_E_RANGE);
+    assert_int_equal(need_n, 3);
+}
+
+/* ---- streaming detokeniser -------------------------------------------------------------------- */
+static void test_stream_utf8(void **state) {
+    (void)state;
+    tok_stream st;
+    char out[64];
+    tok_stream_init(&st);
+    /* "é" = C3 A9 split over two pieces; "😀" = F0 9F 98 80 split 1 + 3 */
+    assert_int_equal(tok_stream_bytes(&st, "a\xC3", 2, out, sizeof out), 1);
+    assert_memory_equal(out, "a", 1);
+    assert_int_equal(tok_stream_bytes(&st, "\xA9\xF0", 2, out, sizeof out), 2);
+    assert_memory_equal(out, "\xC3\xA9", 2);
+    assert_int_equal(tok_stream_bytes(&st, "\x9F\x98\x80!", 4, out, sizeof out), 5);
+    assert_memory_equal(out, "\xF0\x9F\x98\x80!", 5);
+    /* invalid bytes -> U+FFFD: a lone continuation, an overlong lead, a surrogate */
+    assert_int_equal(tok_stream_bytes(&st, "\x80x\xC0\xAFy\xED\xA0\x80", 8, out, sizeof out), 3 + 1 + 6 + 1 + 9);
+    assert_memory_equal(out, "\xEF\xBF\xBDx\xEF\xBF\xBD\xEF\xBF\xBDy\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", 20);
+    /* an interrupted sequence: E2 82 then 'z' -> one U+FFFD for the maximal subpart, then z */
+    assert_int_equal(tok_stream_bytes(&st, "\xE2\x82", 2, out, sizeof out), 0);
+    assert_int_equal(tok_stream_bytes(&st, "z", 1, out, sizeof out), 4);
+    assert_memory_equal(out, "\xEF\xBF\xBDz", 4);
+    /* flush of a held prefix */
+    assert_int_equal(tok_stream_bytes(&st, "\xF0\x9F", 2, out, sizeof out), 0);
+    assert_int_equal(tok_stream_flush(&st, out, sizeof out), 3);
+    assert_memory_equal(out, "\xEF\xBF\xBD", 3);
+    assert_int_equal(tok_stream_flush(&st, out, sizeof out), 0);
+
+    /* through real tokens: byte tokens of "中" (E4 B8 AD) fed one by one */
+    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    const char *bytes = "\xE4\xB8\xAD";
+    tok_stream_init(&st);
+    for (int i = 0; i < 3; i++) {
+        int n;
+        int32_t *id = encode(v, bytes + i, 1, false, false, &n);    /* one invalid byte -> its byte token */
+        assert_int_equal(n, 1);
+        int w = tok_stream_put(v, &st, id[0], out, sizeof out);
+        assert_int_equal(w, i < 2 ? 0 : 3);
+        free(id);
+    }
+    assert_memory_equal(out, bytes, 3);
+    /* control tokens print nothing in the stream */
+    assert_int_equal(tok_stream_put(v, &st, 151645, out, sizeof out), 0);
+    assert_int_equal(tok_stream_put(v, &st, -1, out, sizeof out), TERN_E_RANGE);
+    /* SPM: `first` drops the space prefix once */
+    const tok_vocab *s = need(g_stories, "data/stories260k/stories260K.gguf");
+    tok_stream_init(&st);
+    st.first = true;
+    assert_int_equal(tok_stream_put(s, &st, 403, out, sizeof out), 4);  /* " Once" */
+    assert_memory_equal(out, "Once", 4);
+    assert_int_equal(tok_stream_put(s, &st, 407, out, sizeof out), 5);  /* " upon" */
+    assert_memory_equal(out, " upon", 5);
+    assert_int_equal(tok_stream_put(s, &st, 126, out, sizeof out), 1);  /* <0x7B> byte token */
+    assert_memory_equal(out, "{", 1);
+}
+
+/* ---- end of generation ------------------------------------------------------------------------ */
+static void test_eog(void **state) {
+    (void)state;
+    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    int32_t ids[16];
+    /* the fork's set for this vocabulary (golden/qwen3-tiny-pq2_0/PROVENANCE.md) */
+    static const int32_t want[] = {128247, 151643, 151645, 151662, 151663, 151664};
+    int n = tok_eog_ids(v, ids, 16);
+    check_ids(ids, n, want, 6, "qwen3 eog");
+    assert_true(tok_is_eog(v, 151645));
+    assert_false(tok_is_eog(v, 151644));
+    assert_int_equal(tok_eos(v), 151645);
+    assert_int_equal(tok_bos(v), 151643);
+    assert_false(tok_add_bos(v));
+    assert_non_null(tok_chat_template(v));
+    assert_non_null(strstr(tok_chat_template(v), "<|im_start|>"));
+    const tok_vocab *s = need(g_stories, "data/stories260k/stories260K.gguf");
+    n = tok_eog_ids(s, ids, 16);
+    static const int32_t want_s[] = {2};
+    check_ids(ids, n, want_s, 1, "stories eog");
+}
+
+/* ---- bad metadata ----------------------------------------------------------------------------- */
+static int load_from_writer(gguf_writer *w, tern_err *e) {
+    char p[512];
+    fx_tmp_path(p, sizeof p, "tok-bad.gguf");
+    assert_int_equal(gguf_w_write_file(w, p, e), TERN_OK);
+    gguf_w_free(w);
+    gguf_ctx *g = NULL;
+    int rc = gguf_open(&g, p, GGUF_LOAD_READ, e);
+    unlink(p);
+    if (rc) return rc;
+    tok_vocab *v = NULL;
+    rc = tok_load(&v, g, e);
+    tok_free(v);
+    gguf_close(g);
+    return rc;
+}
+static gguf_writer *tiny_bpe(const char *model, const char *pre, const char *merge) {
+    gguf_writer *w = NULL;
+    tern_err e = {0};
+    assert_int_equal(gguf_w_init(&w, &e), TERN_OK);
+    static char bytes[256][2];
+    const char *strs[257];
+    uint64_t lens[257];
+    /* 256 byte tokens in the GPT-2 alphabet are awkward to spell; use raw bytes for printable
+     * ones and U+0100+k for the rest, as bytes_to_unicode does */
+    static char enc[256][4];
+    int k = 0;
+    for (int b = 0; b < 256; b++) {
+        bool id = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+        uint32_t cp = id ? (uint32_t)b : 256u + (uint32_t)k++;
+        if (cp < 0x80) { enc[b][0] = (char)cp; lens[b] = 1; }
+        else { enc[b][0] = (char)(0xC0 | (cp >> 6)); enc[b][1] = (char)(0x80 | (cp & 0x3F)); lens[b] = 2; }
+        strs[b] = enc[b];
+    }
+    (void)bytes;
+    strs[256] = "ab"; lens[256] = 2;
+    gguf_w_set_str(w, "tokenizer.ggml.model", model);
+    if (pre) gguf_w_set_str(w, "tokenizer.ggml.pre", pre);
+    gguf_w_set_arr_str(w, "tokenizer.ggml.tokens", strs, lens, 257);
+    const char *m[1] = {merge};
+    uint64_t ml[1] = {strlen(merge)};
+    gguf_w_set_arr_str(w, "tokenizer.ggml.merges", m, ml, 1);
+    return w;
+}
+
+static void test_bad_metadata(void **state) {
+    (void)state;
+    tern_err e = {0};
+    /* a good tiny vocabulary works and merges "a b" */
+    gguf_writer *w = tiny_bpe("gpt2", "qwen2", "a b");
+    char p[512];
+    fx_tmp_path(p, sizeof p, "tok-good.gguf");
+    assert_int_equal(gguf_w_write_file(w, p, &e), TERN_OK);
+    gguf_w_free(w);
+    tok_vocab *v = load_vocab(p);
+    unlink(p);
+    assert_non_null(v);
+    int32_t ids[8];
+    int n = 0;
+    assert_int_equal(tok_encode(v, "abc", 3, false, false, ids, 8, &n, &e), TERN_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 256);
+    tok_free(v);
+
+    tern_err_clear(&e);
+    assert_int_equal(load_from_writer(tiny_bpe("bert", "qwen2", "a b"), &e), TERN_E_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "tokenizer.ggml.model"));
+    tern_err_clear(&e);
+    assert_int_equal(load_from_writer(tiny_bpe("gpt2", "llama3", "a b"), &e), TERN_E_UNSUPPORTED);
+    assert_non_null(strstr(e.msg, "tokenizer.ggml.pre"));
+    tern_err_clear(&e);
+    assert_int_equal(load_from_writer(tiny_bpe("gpt2", "qwen2", "ab"), &e), TERN_E_FORMAT);
+    assert_non_null(strstr(e.msg, "merges[0]"));
+    /* an eos id outside the vocabulary */
+    tern_err_clear(&e);
+    w = tiny_bpe("gpt2", "qwen2", "a b");
+    gguf_w_set_u32(w, "tokenizer.ggml.eos_token_id", 257);
+    assert_int_equal(load_from_writer(w, &e), TERN_E_FORMAT);
+    assert_non_null(strstr(e.msg, "eos_token_id"));
+    /* a byte-level vocabulary missing a byte token */
+    tern_err_clear(&e);
+    gguf_writer *w2 = NULL;
+    assert_int_equal(gguf_w_init(&w2, &e), TERN_OK);
+    const char *strs[2] = {"a", "b"};
+    uint64_t lens[2] = {1, 1};
+    gguf_w_set_str(w2, "tokenizer.ggml.model", "gpt2");
+    gguf_w_set_arr_str(w2, "tokenizer.ggml.tokens", strs, lens, 2);
+    int rc2 = load_from_writer(w2, &e);
+    if (rc2 != TERN_E_FORMAT) fail_msg("rc %d: %s", rc2, e.msg);
+    assert_non_null(strstr(e.msg, "byte"));
+}
+
+int suite_tok(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hf_import_matches_golden),
+        cmocka_unit_test(test_qwen_llama_vectors),
+        cmocka_unit_test(test_qwen_encode_vectors),
+        cmocka_unit_test(test_golden_prompts),
+        cmocka_unit_test(test_spm_llama_vectors),
+        cmocka_unit_test(test_stories_reference_ids),
+        cmocka_unit_test(test_pretok_regex),
+        cmocka_unit_test(test_linear_time_1mb),
+        cmocka_unit_test(test_random_bytes_roundtrip),
+        cmocka_unit_test(test_special_tokens),
+        cmocka_unit_test(test_stream_utf8),
+        cmocka_unit_test(test_eog),
+        cmocka_unit_test(test_bad_metadata),
+    };
+    *n_tests = (int)(sizeof tests / sizeof tests[0]);
+    return cmocka_run_group_tests_name("tok", tests, grp_setup, grp_teardown);
+}

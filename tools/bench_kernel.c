@@ -1,0 +1,411 @@
+/* bench_kernel.c: `tern bench-kernel`: kernel speed as a fraction of ceilings measured in the
+ * same run (a program, never a timed test).
+ *   - read bandwidth: a 1 GiB buffer streamed by 1..T threads on the persistent pool (GB/s);
+ *   - int8 peak: a register-only micro-benchmark of the best int8 multiply-accumulate this host
+ *     has (vpdpbusd zmm with AVX-512 VNNI, else vpmaddubsw+vpmaddwd ymm) in GMAC/s;
+ *   - the empty pool_for job (ns);
+ *   - matvec 32768 x 8192 PQ2_0 (71 MB) and PTQ1_0 (direct and transcoded) in Gweights/s and
+ *     GB/s as a fraction of the bandwidth; matmul 17408 x 5120 at 4, 16, 64 columns in GMAC/s as
+ *     a fraction of the int8 peak; per ISA path, per thread count; median, min and max over
+ *     repeats. The ref path is timed on a 1/16 row slice (it is compute-bound; the rate per
+ *     weight is what matters) and says so in `rows`.
+ * Threads are never created inside a timed loop. */
+#include "cli.h"
+
+#include "core/core.h"
+#include "kernels/kernels.h"
+#include "runtime/pool.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+/* ---- options and output ------------------------------------------------------------------- */
+typedef struct {
+    bool json, quick;
+    char isa[128];       /* comma list or "" = every runnable path */
+    int threads[8];
+    int n_threads;
+} bk_opts;
+
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+typedef struct { double med, min, max; } stat3;
+static stat3 stats(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_d);
+    return (stat3){t[n / 2], t[0], t[n - 1]};
+}
+
+static void emit(const bk_opts *o, cJSON *j, const char *text) {
+    if (o->json) {
+        char *s = cJSON_PrintUnformatted(j);
+        printf("%s\n", s);
+        free(s);
+    } else {
+        printf("%s\n", text);
+    }
+    cJSON_Delete(j);
+}
+
+/* ---- bandwidth ------------------------------------------------------------------------------ */
+typedef struct { const uint64_t *buf; uint64_t sink[64 * 8]; } bw_ctx;
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, int64_t n) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i + 16 <= n; i += 16) {
+        a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(const void *)(p + i)));
+        a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(const void *)(p + i + 4)));
+        a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(const void *)(p + i + 8)));
+        a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(const void *)(p + i + 12)));
+    }
+    a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+    uint64_t t[4];
+    _mm256_storeu_si256((__m256i *)(void *)t, a0);
+    return t[0] + t[1] + t[2] + t[3];
+}
+#endif
+
+static uint64_t sum_plain(const uint64_t *p, int64_t n) {
+    uint64_t a = 0, b = 0, c = 0, d = 0;
+    for (int64_t i = 0; i + 4 <= n; i += 4) { a += p[i]; b += p[i + 1]; c += p[i + 2]; d += p[i + 3]; }
+    return a + b + c + d;
+}
+
+static bool g_avx2;
+static void job_bw(void *ctx, int64_t i0, int64_t i1, int ith) {
+    bw_ctx *c = ctx;
+#if defined(__x86_64__)
+    c->sink[ith * 8] += g_avx2 ? sum_avx2(c->buf + i0, i1 - i0) : sum_plain(c->buf + i0, i1 - i0);
+#else
+    c->sink[ith * 8] += sum_plain(c->buf + i0, i1 - i0);
+#endif
+}
+
+/* ---- int8 peak ------------------------------------------------------------------------------ */
+#define PEAK_ITERS 20000000   /* ~50 ms per thread: long enough to ride out scheduler noise */
+#if defined(__x86_64__)
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_vnni(void) {
+    __m512i w0 = _mm512_set1_epi8(1), w1 = _mm512_set1_epi8(2), y0 = _mm512_set1_epi8(-5), y1 = _mm512_set1_epi8(-6);
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (int it = 0; it < PEAK_ITERS; it++) {
+        __asm__ volatile("" : "+v"(w0), "+v"(w1), "+v"(y0), "+v"(y1));
+        a0 = _mm512_dpbusd_epi32(a0, w0, y0); a1 = _mm512_dpbusd_epi32(a1, w1, y0);
+        a2 = _mm512_dpbusd_epi32(a2, w0, y1); a3 = _mm512_dpbusd_epi32(a3, w1, y1);
+        a4 = _mm512_dpbusd_epi32(a4, w0, y0); a5 = _mm512_dpbusd_epi32(a5, w1, y0);
+        a6 = _mm512_dpbusd_epi32(a6, w0, y1); a7 = _mm512_dpbusd_epi32(a7, w1, y1);
+    }
+    a0 = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                          _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)));
+    volatile int s = _mm512_reduce_add_epi32(a0);
+    (void)s;
+    return (int64_t)PEAK_ITERS * 8 * 64;          /* MACs: 64 byte products per vpdpbusd zmm */
+}
+__attribute__((target("avx2"))) static int64_t peak_avx2(void) {
+    /* 8 independent chains of maddubs+madd+add with 8 distinct (w, y) pairs made opaque each
+     * iteration, so the compiler can neither hoist nor merge the multiplies; written out so
+     * the accumulators stay in registers at -O2 */
+    __m256i w0 = _mm256_set1_epi8(1), w1 = _mm256_set1_epi8(2), w2 = _mm256_set1_epi8(3), w3 = _mm256_set1_epi8(4);
+    __m256i y0 = _mm256_set1_epi8(-5), y1 = _mm256_set1_epi8(-6);
+    const __m256i one = _mm256_set1_epi16(1);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+#define PK(a, w, y) a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(w, y), one))
+    for (int it = 0; it < PEAK_ITERS; it++) {
+        __asm__ volatile("" : "+x"(w0), "+x"(w1), "+x"(w2), "+x"(w3), "+x"(y0), "+x"(y1));
+        PK(a0, w0, y0); PK(a1, w1, y0); PK(a2, w2, y0); PK(a3, w3, y0);
+        PK(a4, w0, y1); PK(a5, w1, y1); PK(a6, w2, y1); PK(a7, w3, y1);
+    }
+#undef PK
+    a0 = _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                          _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7)));
+    volatile int s = _mm256_extract_epi32(a0, 0);
+    (void)s;
+    return (int64_t)PEAK_ITERS * 8 * 32;
+}
+#endif
+static bool g_vnni;
+typedef struct { double macs[8]; } peak_ctx;
+static void job_peak(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)i0; (void)i1;
+    peak_ctx *c = ctx;
+#if defined(__x86_64__)
+    c->macs[ith] = (double)(g_vnni ? peak_vnni() : g_avx2 ? peak_avx2() : 0);
+#else
+    c->macs[ith] = 0;
+#endif
+}
+
+static void job_empty(void *ctx, int64_t i0, int64_t i1, int ith) { (void)ctx; (void)i0; (void)i1; (void)ith; }
+
+/* ---- kernels -------------------------------------------------------------------------------- */
+typedef struct { const kern_w *w; const kern_act *a; float *y; int64_t ldy; } mm_ctx;
+static void job_mm(void *ctx, int64_t r0, int64_t r1, int ith) {
+    (void)ith;
+    const mm_ctx *c = ctx;
+    kern_matmul(c->w, c->a, c->y, c->ldy, r0, r1);
+}
+
+static uint64_t g_rng = 88172645463325252ull;
+static inline uint64_t rnd(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return g_rng; }
+
+/* Random ternary weights (codes 0..2; scales ~0.01..0.05) in file layout. */
+static uint8_t *make_weights(int type, int64_t K, int64_t N, size_t *bytes) {
+    const int bb = type == 142 ? 34 : 28;
+    *bytes = (size_t)(K / 128) * (size_t)bb * (size_t)N;
+    uint8_t *p = tern_alloc_aligned(*bytes);
+    if (!p) return NULL;
+    uint8_t ok[81];
+    for (int i = 0; i < 81; i++) ok[i] = (uint8_t)((i % 3) | (i / 3 % 3) << 2 | (i / 9 % 3) << 4 | (i / 27 % 3) << 6);
+    for (size_t o = 0; o < *bytes; o += (size_t)bb) {
+        const uint64_t r = rnd();
+        const uint16_t d = (uint16_t)(0x2000 + (r & 0x7ff));      /* fp16 ~0.008 .. 0.016 */
+        if (type == 142) {
+            p[o] = (uint8_t)d; p[o + 1] = (uint8_t)(d >> 8);
+            for (int j = 0; j < 32; j++) p[o + 2 + j] = ok[(rnd() >> 20) % 81];
+        } else {
+            for (int j = 0; j < 26; j++) p[o + j] = (uint8_t)(rnd() >> 24);
+            p[o + 26] = (uint8_t)d; p[o + 27] = (uint8_t)(d >> 8);
+        }
+    }
+    return p;
+}
+
+static bool isa_wanted(const bk_opts *o, const char *name) {
+    if (!o->isa[0]) return true;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", o->isa);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ","))
+        if (strcmp(t, name) == 0) return true;
+    return false;
+}
+
+/* Time one (weight, activation) on the pool: median/min/max seconds over reps. */
+static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float *y, int64_t rows, int reps) {
+    mm_ctx c = {w, a, y, w->n_out};
+    double t[64];
+    pool_for(pool, rows, KERN_ROW_ALIGN, job_mm, &c);   /* warm-up (also faults pages in) */
+    for (int i = 0; i < reps; i++) {
+        const double t0 = tern_time_s();
+        pool_for(pool, rows, KERN_ROW_ALIGN, job_mm, &c);
+        t[i] = tern_time_s() - t0;
+    }
+    return stats(t, reps);
+}
+
+static int parse_threads(bk_opts *o, const char *s) {
+    o->n_threads = 0;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *t = strtok(buf, ","); t && o->n_threads < 8; t = strtok(NULL, ",")) {
+        const int v = atoi(t);
+        if (v < 1 || v > 256) return -1;
+        o->threads[o->n_threads++] = v;
+    }
+    return o->n_threads ? 0 : -1;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avx512vnni] [--threads 1,2]\n"
+               "  measures read bandwidth, int8 peak, empty pool job, PQ2_0/PTQ1_0 matvec 32768x8192 and\n"
+               "  matmul 17408x5120 at 4/16/64 columns per ISA path and thread count (median of repeats)\n");
+}
+
+int cmd_bench_kernel(int argc, char **argv) {
+    bk_opts o = {0};
+    o.threads[0] = 1; o.threads[1] = 2; o.n_threads = 2;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) o.json = true;
+        else if (strcmp(argv[i], "--quick") == 0) o.quick = true;
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) snprintf(o.isa, sizeof o.isa, "%s", argv[++i]);
+        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            if (parse_threads(&o, argv[++i]) != 0) { fprintf(stderr, "bench-kernel: bad --threads '%s'\n", argv[i]); return 2; }
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { usage(stdout); return 0; }
+        else { usage(stderr); return 2; }
+    }
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    g_avx2 = __builtin_cpu_supports("avx2");
+    g_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
+#endif
+    const int reps = o.quick ? 5 : 15;
+    const char *const isas[] = {"ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"};
+    const char *best = kern_isa();
+    char line[512];
+    tern_err err = {0};
+    int max_t = 1;
+    for (int i = 0; i < o.n_threads; i++) max_t = TERN_MAX(max_t, o.threads[i]);
+    tern_pool *pools[8] = {0};
+    for (int i = 0; i < o.n_threads; i++)
+        if (pool_init(&pools[i], o.threads[i], &err) != TERN_OK) { fprintf(stderr, "bench-kernel: %s\n", err.msg); return 1; }
+    if (!o.json)
+        printf("# tern bench-kernel: best path %s; %d repeats, median [min, max]\n", best, reps);
+
+    /* 1. read bandwidth and int8 peak and the empty job, per thread count */
+    double bw[8] = {0}, peak[8] = {0};
+    {
+        const int64_t n = ((int64_t)1 << 30) / 8;
+        uint64_t *buf = tern_alloc_aligned((size_t)n * 8);
+        if (!buf) { fprintf(stderr, "bench-kernel: cannot allocate 1 GiB\n"); return 1; }
+        for (int64_t i = 0; i < n; i++) buf[i] = (uint64_t)i;
+        for (int ti = 0; ti < o.n_threads; ti++) {
+            bw_ctx c = {.buf = buf};
+            double t[64];
+            pool_for(pools[ti], n, 4096, job_bw, &c);
+            for (int r = 0; r < reps; r++) {
+                const double t0 = tern_time_s();
+                pool_for(pools[ti], n, 4096, job_bw, &c);
+                t[r] = tern_time_s() - t0;
+            }
+            const stat3 s = stats(t, reps);
+            bw[ti] = (double)n * 8 / s.med / 1e9;
+            snprintf(line, sizeof line, "bandwidth    threads %d: %6.1f GB/s [%.1f, %.1f] (1 GiB read)", o.threads[ti], bw[ti],
+                     (double)n * 8 / s.max / 1e9, (double)n * 8 / s.min / 1e9);
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "op", "bandwidth");
+            cJSON_AddNumberToObject(j, "threads", o.threads[ti]);
+            cJSON_AddNumberToObject(j, "bytes", (double)n * 8);
+            cJSON_AddNumberToObject(j, "gbytes_per_s", bw[ti]);
+            cJSON_AddNumberToObject(j, "gbytes_per_s_min", (double)n * 8 / s.max / 1e9);
+            cJSON_AddNumberToObject(j, "gbytes_per_s_max", (double)n * 8 / s.min / 1e9);
+            emit(&o, j, line);
+        }
+        tern_free_aligned(buf);
+        for (int ti = 0; ti < o.n_threads; ti++) {
+            double t[64];
+            peak_ctx pc = {0};
+            for (int r = 0; r < 3; r++) {
+                const double t0 = tern_time_s();
+                pool_for(pools[ti], o.threads[ti], 1, job_peak, &pc);
+                t[r] = tern_time_s() - t0;
+            }
+            const stat3 s = stats(t, 3);
+            double macs = 0;
+            for (int i = 0; i < o.threads[ti]; i++) macs += pc.macs[i];
+            peak[ti] = macs / s.med / 1e9;
+            snprintf(line, sizeof line, "int8 peak    threads %d: %6.1f GMAC/s (%s)", o.threads[ti], peak[ti],
+                     g_vnni ? "vpdpbusd zmm" : g_avx2 ? "vpmaddubsw+vpmaddwd ymm: no VNNI on this host" : "none");
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "op", "int8_peak");
+            cJSON_AddStringToObject(j, "instr", g_vnni ? "vpdpbusd_zmm" : g_avx2 ? "vpmaddubsw_ymm" : "none");
+            cJSON_AddNumberToObject(j, "threads", o.threads[ti]);
+            cJSON_AddNumberToObject(j, "gmac_per_s", peak[ti]);
+            emit(&o, j, line);
+        }
+        for (int ti = 0; ti < o.n_threads; ti++) {
+            const int n_jobs = o.quick ? 20000 : 100000;
+            double t[5];
+            for (int r = 0; r < 5; r++) {
+                const double t0 = tern_time_s();
+                for (int i = 0; i < n_jobs; i++) pool_for(pools[ti], 64, 4, job_empty, NULL);
+                t[r] = (tern_time_s() - t0) / n_jobs;
+            }
+            const stat3 s = stats(t, 5);
+            snprintf(line, sizeof line, "empty job    threads %d: %6.0f ns [%.0f, %.0f]", o.threads[ti], s.med * 1e9,
+                     s.min * 1e9, s.max * 1e9);
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "op", "empty_job");
+            cJSON_AddNumberToObject(j, "threads", o.threads[ti]);
+            cJSON_AddNumberToObject(j, "ns", s.med * 1e9);
+            cJSON_AddNumberToObject(j, "ns_min", s.min * 1e9);
+            cJSON_AddNumberToObject(j, "ns_max", s.max * 1e9);
+            emit(&o, j, line);
+        }
+    }
+
+    /* 2. matvec and matmul */
+    typedef struct { const char *label; int type; unsigned flags; int64_t N, K; } wspec;
+    const wspec specs[] = {
+        {"PQ2_0", 142, 0, 32768, 8192},
+        {"PTQ1_0_direct", 143, KW_F_PTQ1_0_DIRECT, 32768, 8192},
+        {"PTQ1_0_transcode", 143, KW_F_PTQ1_0_TRANSCODE, 32768, 8192},
+        {"PQ2_0", 142, 0, 17408, 5120},
+    };
+    const int mm_cols[] = {4, 16, 64};
+    int rc = 0;
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
+        const wspec *sp = &specs[si];
+        const bool is_mm = si == 3;
+        size_t bytes;
+        uint8_t *data = make_weights(sp->type, sp->K, sp->N, &bytes);
+        kern_w w;
+        if (!data || kern_w_init_ex(&w, sp->label, sp->type, data, sp->K, sp->N, sp->flags, &err) != TERN_OK) {
+            fprintf(stderr, "bench-kernel: %s\n", data ? err.msg : "out of memory");
+            tern_free_aligned(data);
+            rc = 1;
+            break;
+        }
+        const int max_cols = is_mm ? 64 : 1;
+        float *x = tern_alloc_aligned(sizeof(float) * (size_t)(sp->K * max_cols));
+        void *q = tern_alloc_aligned(kern_act_bytes(KQ_FAST, sp->K, max_cols));
+        float *y = tern_alloc_aligned(sizeof(float) * (size_t)(sp->N * max_cols));
+        for (int64_t i = 0; i < sp->K * max_cols; i++) x[i] = (float)((rnd() >> 40) % 2001) / 1000.0f - 1.0f;
+        for (size_t ii = 0; ii < sizeof isas / sizeof isas[0]; ii++) {
+            if (!isa_wanted(&o, isas[ii])) continue;
+            tern_err e2 = {0};
+            if (kern_force_isa(isas[ii], &e2) != TERN_OK) continue;   /* not compiled in / not runnable */
+            for (int ti = 0; ti < o.n_threads; ti++) {
+                const int nc_n = is_mm ? 3 : 1;
+                for (int ci = 0; ci < nc_n; ci++) {
+                    const int ncols = is_mm ? mm_cols[ci] : 1;
+                    kern_act a = {.x = x, .q = q, .K = sp->K, .ncols = ncols, .mode = KQ_FAST};
+                    kern_quantize(&a);
+                    const bool slice = strcmp(isas[ii], "ref") == 0;
+                    const int64_t rows = slice ? sp->N / 16 : sp->N;
+                    const stat3 s = time_mm(pools[ti], &w, &a, y, rows, slice ? (o.quick ? 1 : 3) : reps);
+                    const double wts = (double)rows * (double)sp->K;
+                    const double gbytes = (double)kern_w_bytes(&w) * ((double)rows / (double)sp->N);
+                    cJSON *j = cJSON_CreateObject();
+                    cJSON_AddStringToObject(j, "isa", isas[ii]);
+                    cJSON_AddStringToObject(j, "op", is_mm ? "matmul" : "matvec");
+                    cJSON_AddStringToObject(j, "type", sp->label);
+                    cJSON_AddNumberToObject(j, "threads", o.threads[ti]);
+                    cJSON_AddNumberToObject(j, "rows", (double)rows);
+                    cJSON_AddNumberToObject(j, "cols", (double)sp->K);
+                    cJSON_AddNumberToObject(j, "ncols", ncols);
+                    cJSON_AddNumberToObject(j, "seconds", s.med);
+                    cJSON_AddNumberToObject(j, "seconds_min", s.min);
+                    cJSON_AddNumberToObject(j, "seconds_max", s.max);
+                    cJSON_AddNumberToObject(j, "gbytes_per_s", gbytes / s.med / 1e9);
+                    cJSON_AddNumberToObject(j, "bw_gbytes_per_s", bw[ti]);
+                    if (is_mm) {
+                        const double g = wts * ncols / s.med / 1e9;
+                        cJSON_AddNumberToObject(j, "gmac_per_s", g);
+                        cJSON_AddNumberToObject(j, "gmac_per_s_min", wts * ncols / s.max / 1e9);
+                        cJSON_AddNumberToObject(j, "gmac_per_s_max", wts * ncols / s.min / 1e9);
+                        cJSON_AddNumberToObject(j, "int8_peak_gmac_per_s", peak[ti]);
+                        cJSON_AddNumberToObject(j, "frac_of_ceiling", peak[ti] > 0 ? g / peak[ti] : 0);
+                        snprintf(line, sizeof line,
+                                 "matmul %-17s %-10s t%d %5lldx%lld x%2d: %7.1f GMAC/s [%.1f, %.1f] = %5.1f%% of int8 peak",
+                                 sp->label, isas[ii], o.threads[ti], (long long)rows, (long long)sp->K, ncols, g,
+                                 wts * ncols / s.max / 1e9, wts * ncols / s.min / 1e9, peak[ti] > 0 ? 100 * g / peak[ti] : 0);
+                    } else {
+                        const double gw = wts / s.med / 1e9, gb = gbytes / s.med / 1e9;
+                        cJSON_AddNumberToObject(j, "gweights_per_s", gw);
+                        cJSON_AddNumberToObject(j, "gweights_per_s_min", wts / s.max / 1e9);
+                        cJSON_AddNumberToObject(j, "gweights_per_s_max", wts / s.min / 1e9);
+                        cJSON_AddNumberToObject(j, "frac_of_ceiling", gb / bw[ti]);
+                        snprintf(line, sizeof line,
+                                 "matvec %-17s %-10s t%d %5lldx%lld: %6.2f GW/s [%.2f, %.2f] %6.2f GB/s = %5.1f%% of bandwidth",
+                                 sp->label, isas[ii], o.threads[ti], (long long)rows, (long long)sp->K, gw, wts / s.max / 1e9,
+                                 wts / s.min / 1e9, gb, 100 * gb / bw[ti]);
+                    }
+                    emit(&o, j, line);
+                }
+            }
+        }
+        kern_force_isa(best, NULL);
+        kern_w_free(&w);
+        tern_free_aligned(data); tern_free_aligned(x); tern_free_aligned(q); tern_free_aligned(y);
+    }
+    for (int i = 0; i < o.n_threads; i++) pool_free(pools[i]);
+    (void)max_t;
+    return rc;
+}
