@@ -182,7 +182,7 @@ $(B)/libtern.map: Makefile
 
 $(LIB_SO): $(PIC_OBJ) $(B)/libtern.map
 	$(CC) -shared $(LDFLAGS_$(MODE)) -Wl,-soname,libtern.so.$(TERN_SOMAJOR) -Wl,--version-script=$(B)/libtern.map \
-		-Wl,--no-undefined $(PIC_OBJ) $(LDLIBS) -o $@
+		-Wl,--no-undefined $(PIC_OBJ) $(LDLIBS) -lcjson -o $@
 
 $(B)/tern.pc: tern.pc.in include/tern.h Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(TERN_VERSION)|g' tern.pc.in > $@

@@ -48,14 +48,17 @@ int prompt_tokenize_append(const tern_model *m, const char *text, size_t len, bo
         add_bos = info.add_bos && info.bos >= 0;
     }
     if (len == 0 && !add_bos) return TERN_OK;
-    /* a token covers at least one byte: len + 1 (BOS) ids always suffice */
-    if (len > (size_t)INT32_MAX - 2) return srv_err_set(err, TERN_E_RANGE, "prompt: text of %zu bytes is too long", len);
-    const int cap = (int)len + 1;
-    int rc = ids_reserve(out, cap);
-    if (rc != TERN_OK) return srv_err_set(err, rc, "prompt: out of memory for %d token ids", cap);
-    int n = 0;
-    rc = tern_tokenize(m, text, len, add_bos, parse_special, out->ids + out->n, cap, &n, err);
-    if (rc != TERN_OK) return rc;
+    if (len > (size_t)INT32_MAX / 2) return srv_err_set(err, TERN_E_RANGE, "prompt: text of %zu bytes is too long", len);
+    int cap = (int)len + 8, n = 0;                    /* usually enough; else the exact count */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int rc = ids_reserve(out, cap);
+        if (rc != TERN_OK) return srv_err_set(err, rc, "prompt: out of memory for %d token ids", cap);
+        tern_err e = {0};
+        rc = tern_tokenize(m, text, len, add_bos, parse_special, out->ids + out->n, cap, &n, &e);
+        if (rc == TERN_OK) break;
+        if (rc != TERN_E_RANGE || n <= cap || attempt == 1) return srv_err_set(err, rc, "%s", e.msg);
+        cap = n;
+    }
     out->n += n;
     return TERN_OK;
 }

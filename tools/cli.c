@@ -11,6 +11,8 @@ static const cli_cmd cmds[] = {
     {"version", cmd_version, "print the version"},
     {"bench-kernel", cmd_bench_kernel, "kernel speed vs memory bandwidth and int8 peak (per ISA, threads)"},
     {"info", cmd_info, "what a GGUF file holds: metadata, tensors, parameters, per-token bytes and decode ceiling"},
+    {"synth", cmd_synth, "write a Bonsai-format model with random ternary weights (tests, benchmarks)"},
+    {"quantize", cmd_quantize, "convert the weight matrices of a GGUF to another type"},
 };
 
 int cmd_version(int argc, char **argv) {

@@ -1,0 +1,500 @@
+/* http.c: the HTTP side of `tern serve` on libmicrohttpd (one thread per connection):
+ * routing, API key, body limit, request validation (api.c), prompt tokenisation and the
+ * context check, submission to the scheduler (429 when the queue is full), and the response:
+ * one JSON object, or Server-Sent Events in OpenAI's chunk format ending with `data: [DONE]`.
+ * A waiting connection thread polls its socket, so a client that disconnects (mid-prefill or
+ * mid-stream) cancels its job, which frees the slot at the scheduler's next step. */
+#include "sched.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+extern const char srv_page_html[];
+
+struct srv {
+    srv_config cfg;
+    tern_model *m;
+    char model_name[256];
+    srv_sched *sched;
+    srv_metrics mx;
+    struct MHD_Daemon *d;
+    int port;
+    atomic_uint_fast64_t next_id;
+};
+
+void srv_config_default(srv_config *c) {
+    memset(c, 0, sizeof *c);
+    c->host = "127.0.0.1";
+    c->port = 8080;
+    c->parallel = 4;
+    c->n_ctx = 4096;
+    c->n_batch = 512;
+    c->queue_max = 32;
+    c->body_max = 1 << 20;
+}
+
+/* ---- per-connection state ------------------------------------------------------------------- */
+
+typedef struct conn {
+    srv *s;
+    struct MHD_Connection *c;
+    sbuf body;
+    bool too_large;
+} conn;
+
+typedef struct stream {
+    srv *s;
+    srv_job *job;
+    int fd;
+    sbuf out;               /* SSE bytes not yet handed to MHD */
+    size_t out_off;
+    bool sent_role, finished, failed;
+} stream;
+
+static int conn_fd(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return ci ? (int)ci->connect_fd : -1;
+}
+
+/* The peer closed its side (or the socket failed). */
+static bool peer_gone(int fd) {
+    if (fd < 0) return false;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) <= 0) return false;
+    return (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+/* Waits until the job changes past *seen or finishes; false if the client went away (the job is
+ * then cancelled). */
+static bool wait_job(srv_job *j, uint64_t *seen, int fd) {
+    pthread_mutex_lock(&j->mu);
+    while (j->seq == *seen && j->state != JOB_DONE) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;               /* poll the socket every 20 ms */
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        if (j->seq == *seen && j->state != JOB_DONE && peer_gone(fd)) {
+            j->cancelled = true;
+            pthread_mutex_unlock(&j->mu);
+            return false;
+        }
+    }
+    *seen = j->seq;
+    pthread_mutex_unlock(&j->mu);
+    return true;
+}
+
+/* ---- responses ------------------------------------------------------------------------------ */
+
+static void count_status(srv *s, int status) {
+    int k = status < 300 ? 0 : status == 400 ? 1 : status == 401 ? 2 : (status == 404 || status == 405) ? 3 : status == 413 ? 4 : 5;
+    pthread_mutex_lock(&s->mx.mu);
+    s->mx.requests[k]++;
+    pthread_mutex_unlock(&s->mx.mu);
+}
+
+static enum MHD_Result send_text(srv *s, struct MHD_Connection *c, int status, const char *type, char *text) {
+    if (!text) {
+        text = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
+        status = 500;
+        type = "application/json";
+        if (!text) return MHD_NO;
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    count_status(s, status);
+    return ret;
+}
+
+static enum MHD_Result send_error(srv *s, struct MHD_Connection *c, const srv_error *e) {
+    return send_text(s, c, e->status, "application/json", api_error_json(e));
+}
+
+static enum MHD_Result fail(srv *s, struct MHD_Connection *c, int status, const char *type, const char *param,
+                            const char *msg) {
+    srv_error e;
+    srv_fail(&e, status, type, param, "%s", msg);
+    return send_error(s, c, &e);
+}
+
+/* ---- /metrics -------------------------------------------------------------------------------- */
+
+static void hist_text(sbuf *b, const char *name, const char *help, const srv_hist *h, const double *bounds) {
+    char line[256];
+    snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    sbuf_add(b, line, strlen(line));
+    for (int i = 0; i < SRV_HIST_N; i++) {
+        snprintf(line, sizeof line, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)h->count[i]);
+        sbuf_add(b, line, strlen(line));
+    }
+    snprintf(line, sizeof line, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+             (unsigned long long)h->n, name, h->sum, name, (unsigned long long)h->n);
+    sbuf_add(b, line, strlen(line));
+}
+
+static char *metrics_text(srv *s) {
+    int active, queued;
+    srv_sched_load(s->sched, &active, &queued);
+    sbuf b = {0};
+    char line[1024];
+    static const char *cls[6] = {"2xx", "400", "401", "404", "413", "429"};
+    pthread_mutex_lock(&s->mx.mu);
+    static const char req_head[] = "# HELP tern_requests_total HTTP requests answered, by status class\n"
+                                   "# TYPE tern_requests_total counter\n";
+    sbuf_add(&b, req_head, sizeof req_head - 1);
+    for (int i = 0; i < 6; i++) {
+        snprintf(line, sizeof line, "tern_requests_total{status=\"%s\"} %llu\n", cls[i], (unsigned long long)s->mx.requests[i]);
+        sbuf_add(&b, line, strlen(line));
+    }
+    snprintf(line, sizeof line,
+             "# HELP tern_requests_cancelled_total generations ended because the client disconnected\n"
+             "# TYPE tern_requests_cancelled_total counter\ntern_requests_cancelled_total %llu\n"
+             "# HELP tern_prompt_tokens_total prompt tokens of finished requests\n# TYPE tern_prompt_tokens_total counter\n"
+             "tern_prompt_tokens_total %llu\n"
+             "# HELP tern_prompt_tokens_cached_total prompt tokens reused from a slot's cache\n"
+             "# TYPE tern_prompt_tokens_cached_total counter\ntern_prompt_tokens_cached_total %llu\n"
+             "# HELP tern_generated_tokens_total generated tokens\n# TYPE tern_generated_tokens_total counter\n"
+             "tern_generated_tokens_total %llu\n",
+             (unsigned long long)s->mx.requests_cancelled, (unsigned long long)s->mx.tokens_prompt,
+             (unsigned long long)s->mx.tokens_cached, (unsigned long long)s->mx.tokens_generated);
+    sbuf_add(&b, line, strlen(line));
+    hist_text(&b, "tern_time_to_first_token_seconds", "time from submission to the first generated token", &s->mx.ttft, srv_ttft_bounds);
+    hist_text(&b, "tern_time_per_output_token_seconds", "mean time between generated tokens of a request", &s->mx.tpot, srv_tpot_bounds);
+    pthread_mutex_unlock(&s->mx.mu);
+    snprintf(line, sizeof line,
+             "# HELP tern_queue_depth requests waiting for a slot\n# TYPE tern_queue_depth gauge\ntern_queue_depth %d\n"
+             "# HELP tern_slots_active slots generating\n# TYPE tern_slots_active gauge\ntern_slots_active %d\n"
+             "# HELP tern_slots_total slots\n# TYPE tern_slots_total gauge\ntern_slots_total %d\n",
+             queued, active, s->cfg.parallel);
+    sbuf_add(&b, line, strlen(line));
+    return b.p;
+}
+
+/* ---- streaming ------------------------------------------------------------------------------ */
+
+static void sse_add(stream *st, char *json) {
+    if (!json) return;
+    sbuf_add(&st->out, "data: ", 6);
+    sbuf_add(&st->out, json, strlen(json));
+    sbuf_add(&st->out, "\n\n", 2);
+    free(json);
+}
+
+/* Appends the events for whatever the job has produced since the last call. */
+static void stream_collect(stream *st) {
+    srv_job *j = st->job;
+    srv *s = st->s;
+    const bool chat = j->req.kind == SRV_CHAT;
+    pthread_mutex_lock(&j->mu);
+    const bool done = j->state == JOB_DONE;
+    const char *c, *r;
+    size_t nc, nr;
+    reply_take(&j->reply, done, &c, &nc, &r, &nr);
+    if (chat && (!st->sent_role || nc || nr)) {
+        sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, !st->sent_role, c, nc, r, nr, NULL, NULL, NULL));
+        st->sent_role = true;
+    } else if (!chat && nc) {
+        sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, c, nc, NULL, NULL));
+    }
+    if (done) {
+        if (j->failed) {
+            sse_add(st, api_error_json(&j->error));
+        } else {
+            char *calls = chat ? reply_tool_calls_json(&j->reply, j->id) : NULL;
+            const char *finish = calls ? "tool_calls" : j->finish;
+            if (calls) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, calls, NULL, NULL));
+            if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, finish, NULL));
+            else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, "", 0, finish, NULL));
+            if (j->req.include_usage) {
+                if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, NULL, &j->usage));
+                else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, NULL, 0, NULL, &j->usage));
+            }
+            free(calls);
+        }
+        sbuf_add(&st->out, "data: [DONE]\n\n", 14);
+        st->finished = true;
+    }
+    pthread_mutex_unlock(&j->mu);
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream *st = cls;
+    uint64_t seen = 0;
+    while (st->out_off >= st->out.n) {
+        if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        st->out.n = st->out_off = 0;
+        pthread_mutex_lock(&st->job->mu);
+        seen = st->job->seq;
+        pthread_mutex_unlock(&st->job->mu);
+        stream_collect(st);
+        if (st->out.n > 0) break;
+        if (!wait_job(st->job, &seen, st->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = st->out.n - st->out_off;
+    if (n > max) n = max;
+    memcpy(buf, st->out.p + st->out_off, n);
+    st->out_off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls) {
+    stream *st = cls;
+    srv_job_cancel(st->job);                          /* no-op for a finished job */
+    srv_job_unref(st->job);
+    sbuf_free(&st->out);
+    free(st);
+}
+
+/* ---- completions ---------------------------------------------------------------------------- */
+
+static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
+    struct MHD_Connection *c = cn->c;
+    srv_error e;
+    srv_job *j = srv_job_new();
+    if (!j) return fail(s, c, 500, "server_error", NULL, "out of memory");
+    if (!api_parse_request(kind, cn->body.p ? cn->body.p : "", cn->body.n, &j->req, &e)) {
+        srv_job_unref(j);
+        return send_error(s, c, &e);
+    }
+    tern_err err = {0};
+    int rc;
+    if (kind == SRV_CHAT)
+        rc = prompt_chat_append_ex(s->m, s->cfg.chat_template, j->req.msgs, j->req.trusted, j->req.n_msgs, true,
+                                   j->req.enable_thinking, true, &j->prompt, NULL, &err);
+    else
+        rc = prompt_tokenize_append(s->m, j->req.prompt, strlen(j->req.prompt), true, false, &j->prompt, &err);
+    if (rc != TERN_OK) {
+        srv_job_unref(j);
+        return fail(s, c, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt", err.msg);
+    }
+    const int n_ctx = srv_sched_n_ctx(s->sched);
+    if (j->prompt.n == 0) {
+        srv_job_unref(j);
+        return fail(s, c, 400, "invalid_request_error", "prompt", "the prompt is empty and the model has no BOS token to start from");
+    }
+    if (j->prompt.n >= n_ctx) {
+        srv_fail(&e, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt",
+                 "the prompt is %d tokens; the context is %d tokens (it must leave room for at least one generated token)",
+                 j->prompt.n, n_ctx);
+        srv_job_unref(j);
+        return send_error(s, c, &e);
+    }
+    reply_init(&j->reply, j->req.stop, j->req.n_stop, j->req.has_tools);
+    snprintf(j->id, sizeof j->id, "%s-%llx%06llx", kind == SRV_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)time(NULL),
+             (unsigned long long)atomic_fetch_add(&s->next_id, 1));
+    j->created = (long)time(NULL);
+    rc = srv_sched_submit(s->sched, j);
+    if (rc != 0) {
+        srv_job_unref(j);
+        return rc == -1 ? fail(s, c, 429, "rate_limit_error", NULL, "too many requests: the queue is full, retry later")
+                        : fail(s, c, 503, "unavailable_error", NULL, "the server is shutting down");
+    }
+    const int fd = conn_fd(c);
+    if (j->req.stream) {
+        stream *st = calloc(1, sizeof *st);
+        struct MHD_Response *r = st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free) : NULL;
+        if (!r) {
+            srv_job_cancel(j);
+            srv_job_unref(j);
+            free(st);
+            return MHD_NO;
+        }
+        st->s = s;
+        st->job = j;                                  /* the stream owns the HTTP reference now */
+        st->fd = fd;
+        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        count_status(s, 200);
+        return ret;
+    }
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&j->mu);
+        const bool done = j->state == JOB_DONE;
+        pthread_mutex_unlock(&j->mu);
+        if (done) break;
+        if (!wait_job(j, &seen, fd)) {                /* client gone: the slot is freed at the next step */
+            srv_job_unref(j);
+            return MHD_NO;
+        }
+    }
+    char *out;
+    int status = 200;
+    pthread_mutex_lock(&j->mu);
+    if (j->failed) {
+        out = api_error_json(&j->error);
+        status = j->error.status;
+    } else {
+        const char *cc, *rr;
+        size_t nc, nr;
+        reply_take(&j->reply, true, &cc, &nc, &rr, &nr);
+        (void)cc, (void)rr, (void)nc, (void)nr;       /* the whole texts are used below */
+        const size_t n_content = j->reply.tool_started ? j->reply.tool_pos : j->reply.content.n;
+        if (kind == SRV_CHAT) {
+            char *calls = reply_tool_calls_json(&j->reply, j->id);
+            out = api_chat_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->reply.reasoning.p,
+                                    j->reply.reasoning.n, calls, calls ? "tool_calls" : j->finish, &j->usage);
+            free(calls);
+        } else {
+            out = api_completion_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->finish, &j->usage);
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    srv_job_unref(j);
+    return send_text(s, c, status, "application/json", out);
+}
+
+/* ---- routing -------------------------------------------------------------------------------- */
+
+static bool authorized(srv *s, struct MHD_Connection *c) {
+    if (!s->cfg.api_key || !*s->cfg.api_key) return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7) != 0) return false;
+    const char *k = h + 7, *want = s->cfg.api_key;
+    size_t lk = strlen(k), lw = strlen(want);
+    unsigned diff = (unsigned)(lk ^ lw);
+    for (size_t i = 0; i < lw; i++) diff |= (unsigned char)want[i] ^ (unsigned char)(i < lk ? k[i] : 0);
+    return diff == 0;                                 /* no early exit on the first difference */
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
+    (void)version;
+    srv *s = cls;
+    conn *cn = *con_cls;
+    if (!cn) {                                        /* first call: headers only */
+        cn = calloc(1, sizeof *cn);
+        if (!cn) return MHD_NO;
+        cn->s = s;
+        cn->c = c;
+        *con_cls = cn;
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {                           /* body, in pieces */
+        if (!cn->too_large && cn->body.n + *upload_size > s->cfg.body_max) cn->too_large = true;
+        if (!cn->too_large && !sbuf_add(&cn->body, upload_data, *upload_size)) cn->too_large = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    if (get && (!strcmp(url, "/") || !strcmp(url, "/index.html"))) {
+        char *page = strdup(srv_page_html);
+        return send_text(s, c, 200, "text/html; charset=utf-8", page);
+    }
+    if (get && !strcmp(url, "/health")) return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
+    if (!authorized(s, c)) return fail(s, c, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+    if (cn->too_large) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->cfg.body_max);
+        return fail(s, c, 413, "invalid_request_error", NULL, msg);
+    }
+    const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
+    const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
+    if (is_chat || is_cmpl) {
+        if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        return handle_completion(s, cn, is_chat ? SRV_CHAT : SRV_COMPLETION);
+    }
+    if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
+        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
+        return send_text(s, c, 200, "application/json", api_models_json(s->model_name, (long)time(NULL)));
+    }
+    if (!strcmp(url, "/metrics")) {
+        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
+        return send_text(s, c, 200, "text/plain; version=0.0.4", metrics_text(s));
+    }
+    return fail(s, c, 404, "invalid_request_error", NULL, "no such endpoint");
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls, (void)c, (void)toe;
+    conn *cn = *con_cls;
+    if (!cn) return;
+    sbuf_free(&cn->body);
+    free(cn);
+    *con_cls = NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------------ */
+
+int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
+    *out = NULL;
+    if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "serve: --parallel %d, expected 1..64", cfg->parallel);
+    if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "serve: --queue %d, expected >= 0", cfg->queue_max);
+    srv *s = calloc(1, sizeof *s);
+    if (!s) return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+    s->cfg = *cfg;
+    s->m = m;
+    pthread_mutex_init(&s->mx.mu, NULL);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    snprintf(s->model_name, sizeof s->model_name, "%s",
+             cfg->model_name && *cfg->model_name ? cfg->model_name : info.name && *info.name ? info.name : "tern");
+    char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
+    if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
+    free(fixed);
+    int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch, cfg->queue_max, cfg->kv_f32, err);
+    if (rc != TERN_OK) {
+        free(s);
+        return rc;
+    }
+    /* bind address */
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+    char port[16];
+    snprintf(port, sizeof port, "%d", cfg->port);
+    if (getaddrinfo(cfg->host, port, &hints, &ai) != 0 || !ai) {
+        srv_stop(s);
+        return srv_err_set(err, TERN_E_ARG, "serve: --host '%s' is not a numeric IPv4/IPv6 address", cfg->host);
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    const unsigned limit = (unsigned)(cfg->parallel + cfg->queue_max + 16);
+    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!s->d) {
+        int e = errno;
+        srv_stop(s);
+        return srv_err_set(err, TERN_E_IO, "serve: cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(e));
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di ? di->port : cfg->port;
+    *out = s;
+    return TERN_OK;
+}
+
+int srv_port(const srv *s) { return s->port; }
+
+void srv_stop(srv *s) {
+    if (!s) return;
+    if (s->d) MHD_quiesce_daemon(s->d);              /* stop accepting */
+    srv_sched_shutdown(s->sched);                     /* ends jobs: waiting threads return */
+    if (s->d) MHD_stop_daemon(s->d);                  /* joins the connection threads */
+    srv_sched_free(s->sched);
+    pthread_mutex_destroy(&s->mx.mu);
+    free(s);
+}

@@ -1,0 +1,417 @@
+/* sched.c: the scheduler of `tern serve` (server.h): one thread owns every session.
+ * Jobs come from the HTTP threads through a bounded FIFO (srv_sched_submit); the scheduler
+ * admits them into free slots (longest cached prefix first), prefills in n_batch chunks and
+ * decodes one token per active slot per step. Output goes into the job's srv_reply under the
+ * job's mutex; the HTTP thread waits on the job's condition variable and takes what may be sent.
+ * Lifetime: a job has two references (HTTP thread, scheduler); the last unref frees it. */
+#include "sched.h"
+
+#include "util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct slot {
+    tern_session *s;
+    prompt_ids cache;       /* the tokens whose KV is in s, in order */
+    srv_job *job;           /* NULL: free */
+    bool fresh;             /* assigned, not set up yet */
+    tern_sampler *smp;
+    tern_detok dt;
+    int n_prefilled;        /* prompt tokens evaluated (incl. reused) */
+    const float *logits;
+    bool in_think;
+} slot;
+
+struct srv_sched {
+    tern_model *m;
+    srv_metrics *mx;
+    int n_ctx, n_batch, queue_max;
+    int32_t think_open, think_close;
+    slot *slots;
+    int n_slots;
+    pthread_t th;
+    bool th_started;
+    pthread_mutex_t mu;     /* guards the queue, stopping, n_active */
+    pthread_cond_t cv;
+    srv_job **q;
+    int q_head, q_n, q_cap;
+    int n_active;
+    bool stopping;
+};
+
+/* ---- jobs -------------------------------------------------------------------------------------- */
+
+srv_job *srv_job_new(void) {
+    srv_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 1;
+    return j;
+}
+
+void srv_job_unref(srv_job *j) {
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    const int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left > 0) return;
+    api_request_free(&j->req);
+    prompt_ids_free(&j->prompt);
+    reply_free(&j->reply);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+void srv_job_cancel(srv_job *j) {
+    pthread_mutex_lock(&j->mu);
+    j->cancelled = true;
+    pthread_mutex_unlock(&j->mu);
+}
+
+/* ---- metrics -------------------------------------------------------------------------------- */
+
+const double srv_ttft_bounds[SRV_HIST_N] = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+const double srv_tpot_bounds[SRV_HIST_N] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+
+static void hist_add(srv_hist *h, const double *bounds, double v) {
+    for (int i = 0; i < SRV_HIST_N; i++)
+        if (v <= bounds[i]) h->count[i]++;
+    h->n++;
+    h->sum += v;
+}
+
+/* ---- scheduler ------------------------------------------------------------------------------ */
+
+static bool ends_in_think(const srv_sched *s, const prompt_ids *p) {
+    for (int i = p->n - 1; i >= 0; i--) {
+        if (p->ids[i] == s->think_close) return false;
+        if (p->ids[i] == s->think_open) return true;
+    }
+    return false;
+}
+
+/* Ends the slot's job: flushes the detokeniser, publishes the result, frees the slot. */
+static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_error *fail) {
+    srv_job *j = sl->job;
+    char buf[16];
+    int k = tern_detok_flush(&sl->dt, buf, sizeof buf);
+    const double now = srv_now();
+    pthread_mutex_lock(&j->mu);
+    if (k > 0) reply_add(&j->reply, sl->in_think, buf, (size_t)k);
+    j->finish = finish;
+    if (fail) {
+        j->failed = true;
+        j->error = *fail;
+    }
+    j->usage.completion_tokens = j->n_gen;
+    j->t_done = now;
+    j->state = JOB_DONE;
+    j->seq++;
+    pthread_cond_broadcast(&j->cv);
+    const bool cancelled = j->cancelled;
+    pthread_mutex_unlock(&j->mu);
+
+    pthread_mutex_lock(&s->mx->mu);
+    s->mx->tokens_prompt += (uint64_t)j->usage.prompt_tokens;
+    s->mx->tokens_cached += (uint64_t)j->usage.cached_tokens;
+    s->mx->tokens_generated += (uint64_t)j->n_gen;
+    if (cancelled) s->mx->requests_cancelled++;
+    if (j->n_gen > 0) hist_add(&s->mx->ttft, srv_ttft_bounds, j->t_first - j->t_submit);
+    if (j->n_gen > 1) hist_add(&s->mx->tpot, srv_tpot_bounds, (j->t_last - j->t_first) / (j->n_gen - 1));
+    pthread_mutex_unlock(&s->mx->mu);
+
+    tern_sampler_free(sl->smp);
+    sl->smp = NULL;
+    sl->job = NULL;
+    srv_job_unref(j);
+    pthread_mutex_lock(&s->mu);
+    s->n_active--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void slot_fail(srv_sched *s, slot *sl, const tern_err *err) {
+    srv_error e;
+    srv_fail(&e, 500, "server_error", NULL, "generation failed: %s", err->msg);
+    tern_session_reset(sl->s);                        /* unknown state: drop the cache */
+    sl->cache.n = 0;
+    slot_finish(s, sl, "error", &e);
+}
+
+/* Sets up a newly admitted job: reuse the cached prefix, create its sampler. */
+static bool slot_setup(srv_sched *s, slot *sl) {
+    srv_job *j = sl->job;
+    int common = 0;
+    while (common < sl->cache.n && common < j->prompt.n && sl->cache.ids[common] == j->prompt.ids[common]) common++;
+    if (common >= j->prompt.n) common = j->prompt.n - 1;   /* evaluate at least one token: logits */
+    if (common < sl->cache.n) {
+        tern_err e = {0};
+        if (common == 0 || tern_session_truncate(sl->s, common, &e) != TERN_OK) {
+            tern_session_reset(sl->s);                /* recurrent state not restorable there */
+            common = 0;
+        }
+        sl->cache.n = common;
+    }
+    sl->n_prefilled = common;
+    tern_err err = {0};
+    if (tern_sampler_init(&sl->smp, s->m, &j->req.sp, &err) != TERN_OK) {
+        srv_error e;
+        srv_fail(&e, 400, "invalid_request_error", NULL, "%s", err.msg);
+        slot_finish(s, sl, "error", &e);
+        return false;
+    }
+    for (int i = 0; i < j->prompt.n; i++) tern_sampler_accept(sl->smp, j->prompt.ids[i]);
+    tern_detok_init(&sl->dt);
+    sl->in_think = ends_in_think(s, &j->prompt);
+    pthread_mutex_lock(&j->mu);
+    j->state = JOB_RUNNING;
+    j->usage.prompt_tokens = j->prompt.n;
+    j->usage.cached_tokens = common;
+    j->seq++;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    sl->fresh = false;
+    if (j->req.max_tokens == 0) {                     /* nothing to generate: honoured exactly */
+        slot_finish(s, sl, "length", NULL);
+        return false;
+    }
+    return true;
+}
+
+/* One step of one slot: a prefill chunk, or one generated token. */
+static void slot_step(srv_sched *s, slot *sl) {
+    srv_job *j = sl->job;
+    pthread_mutex_lock(&j->mu);
+    const bool cancelled = j->cancelled;
+    pthread_mutex_unlock(&j->mu);
+    if (cancelled) {
+        slot_finish(s, sl, "cancelled", NULL);
+        return;
+    }
+    if (sl->fresh && !slot_setup(s, sl)) return;
+    tern_err err = {0};
+    if (sl->n_prefilled < j->prompt.n) {              /* chunked prefill */
+        int n = j->prompt.n - sl->n_prefilled;
+        if (n > s->n_batch) n = s->n_batch;
+        sl->logits = tern_session_eval(sl->s, j->prompt.ids + sl->n_prefilled, n, &err);
+        if (!sl->logits) {
+            slot_fail(s, sl, &err);
+            return;
+        }
+        prompt_ids_push(&sl->cache, j->prompt.ids + sl->n_prefilled, n);
+        sl->n_prefilled += n;
+        if (sl->n_prefilled < j->prompt.n) return;
+    }
+    const int32_t tok = tern_sampler_sample(sl->smp, sl->logits);
+    const double now = srv_now();
+    j->n_gen++;                                       /* written by this thread only */
+    if (j->n_gen == 1) j->t_first = now;
+    j->t_last = now;
+    if (tern_token_is_eog(s->m, tok)) {
+        slot_finish(s, sl, "stop", NULL);
+        return;
+    }
+    char buf[256];
+    int k = 0;
+    bool was_think = sl->in_think;
+    if (tok == s->think_open || tok == s->think_close) {
+        k = tern_detok_flush(&sl->dt, buf, sizeof buf);
+        sl->in_think = tok == s->think_open;
+    } else {
+        k = tern_detok_put(s->m, &sl->dt, tok, buf, sizeof buf);
+    }
+    pthread_mutex_lock(&j->mu);
+    if (k > 0) reply_add(&j->reply, was_think, buf, (size_t)k);
+    const bool stopped = j->reply.stopped;
+    j->seq++;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    if (stopped) {
+        slot_finish(s, sl, "stop", NULL);
+        return;
+    }
+    if (j->req.max_tokens > 0 && j->n_gen >= j->req.max_tokens) {
+        slot_finish(s, sl, "length", NULL);
+        return;
+    }
+    if (tern_session_pos(sl->s) + 1 > s->n_ctx) {     /* the context is full */
+        slot_finish(s, sl, "length", NULL);
+        return;
+    }
+    tern_sampler_accept(sl->smp, tok);
+    sl->logits = tern_session_eval(sl->s, &tok, 1, &err);
+    if (!sl->logits) {
+        slot_fail(s, sl, &err);
+        return;
+    }
+    prompt_ids_push(&sl->cache, &tok, 1);
+}
+
+/* The free slot whose cache shares the longest prefix with the job's prompt. */
+static slot *pick_slot(srv_sched *s, const srv_job *j) {
+    slot *best = NULL;
+    int best_n = -1;
+    for (int i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->job) continue;
+        int n = 0;
+        while (n < sl->cache.n && n < j->prompt.n && sl->cache.ids[n] == j->prompt.ids[n]) n++;
+        if (n > best_n) best = sl, best_n = n;
+    }
+    return best;
+}
+
+static void *sched_main(void *arg) {
+    srv_sched *s = arg;
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!s->stopping && s->q_n == 0 && s->n_active == 0) pthread_cond_wait(&s->cv, &s->mu);
+        if (s->stopping) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        while (s->q_n > 0) {                          /* admit between steps */
+            srv_job *j = s->q[s->q_head];
+            slot *sl = NULL;
+            pthread_mutex_lock(&j->mu);
+            const bool cancelled = j->cancelled;
+            pthread_mutex_unlock(&j->mu);
+            if (!cancelled && !(sl = pick_slot(s, j))) break;
+            s->q_head = (s->q_head + 1) % s->q_cap;
+            s->q_n--;
+            if (cancelled) {
+                pthread_mutex_lock(&j->mu);
+                j->state = JOB_DONE;
+                j->finish = "cancelled";
+                pthread_cond_broadcast(&j->cv);
+                pthread_mutex_unlock(&j->mu);
+                srv_job_unref(j);
+                continue;
+            }
+            sl->job = j;
+            sl->fresh = true;
+            s->n_active++;
+        }
+        pthread_mutex_unlock(&s->mu);
+        for (int i = 0; i < s->n_slots; i++)
+            if (s->slots[i].job) slot_step(s, &s->slots[i]);
+    }
+    /* shutting down: end every job */
+    srv_error e;
+    srv_fail(&e, 503, "unavailable_error", NULL, "the server is shutting down");
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].job) slot_finish(s, &s->slots[i], "error", &e);
+    pthread_mutex_lock(&s->mu);
+    while (s->q_n > 0) {
+        srv_job *j = s->q[s->q_head];
+        s->q_head = (s->q_head + 1) % s->q_cap;
+        s->q_n--;
+        pthread_mutex_lock(&j->mu);
+        j->state = JOB_DONE;
+        j->failed = true;
+        j->error = e;
+        j->finish = "error";
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        srv_job_unref(j);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int queue_max,
+                   bool kv_f32, tern_err *err) {
+    *out = NULL;
+    srv_sched *s = calloc(1, sizeof *s);
+    if (!s) return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+    s->m = m;
+    s->mx = mx;
+    s->n_batch = n_batch;
+    s->queue_max = queue_max;
+    s->think_open = prompt_special_id(m, "<think>");
+    s->think_close = prompt_special_id(m, "</think>");
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->q_cap = queue_max + n_slots + 1;
+    s->q = calloc((size_t)s->q_cap, sizeof *s->q);
+    s->slots = calloc((size_t)n_slots, sizeof *s->slots);
+    if (!s->q || !s->slots) {
+        srv_sched_free(s);
+        return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+    }
+    s->n_slots = n_slots;
+    for (int i = 0; i < n_slots; i++) {
+        tern_session_opts so;
+        tern_session_opts_default(&so);
+        so.n_ctx = n_ctx;
+        so.n_batch = n_batch;
+        so.kv_f32 = kv_f32;
+        int rc = tern_session_init(&s->slots[i].s, m, &so, err);
+        if (rc != TERN_OK) {
+            srv_sched_free(s);
+            return rc;
+        }
+    }
+    s->n_ctx = tern_session_n_ctx(s->slots[0].s);
+    if (pthread_create(&s->th, NULL, sched_main, s) != 0) {
+        srv_sched_free(s);
+        return srv_err_set(err, TERN_E_NOMEM, "serve: cannot start the scheduler thread");
+    }
+    s->th_started = true;
+    *out = s;
+    return TERN_OK;
+}
+
+int srv_sched_n_ctx(const srv_sched *s) { return s->n_ctx; }
+
+int srv_sched_submit(srv_sched *s, srv_job *j) {
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    if (s->stopping) rc = -2;
+    else if (s->q_n + s->n_active >= s->n_slots + s->queue_max || s->q_n >= s->q_cap) rc = -1;
+    else {
+        j->refs++;                                    /* the scheduler's reference */
+        j->t_submit = srv_now();
+        s->q[(s->q_head + s->q_n) % s->q_cap] = j;
+        s->q_n++;
+        pthread_cond_signal(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void srv_sched_load(srv_sched *s, int *n_active, int *n_queued) {
+    pthread_mutex_lock(&s->mu);
+    *n_active = s->n_active;
+    *n_queued = s->q_n;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_sched_shutdown(srv_sched *s) {
+    if (!s || !s->th_started) return;
+    pthread_mutex_lock(&s->mu);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->th, NULL);
+    s->th_started = false;
+}
+
+void srv_sched_free(srv_sched *s) {
+    if (!s) return;
+    srv_sched_shutdown(s);
+    for (int i = 0; i < s->n_slots; i++) {
+        tern_session_free(s->slots[i].s);
+        tern_sampler_free(s->slots[i].smp);
+        prompt_ids_free(&s->slots[i].cache);
+    }
+    free(s->slots);
+    free(s->q);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}

@@ -1,0 +1,71 @@
+/* sched.h: jobs, metrics and the scheduler thread of `tern serve` (see server.h for the model). */
+#ifndef TERN_SERVER_SCHED_H
+#define TERN_SERVER_SCHED_H
+
+#include "api.h"
+#include "prompt.h"
+#include "reply.h"
+#include "server.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+typedef enum { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE } srv_job_state;
+
+struct srv_job {
+    /* set by the HTTP thread before submission, read-only afterwards */
+    srv_request req;
+    prompt_ids prompt;
+    char id[48];
+    long created;
+    double t_submit;
+    /* guarded by mu (the scheduler writes, the HTTP thread reads and takes text) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    srv_job_state state;
+    uint64_t seq;           /* bumped on every change: waiters compare */
+    srv_reply reply;
+    const char *finish;     /* "stop", "length", "cancelled", "error" (static) */
+    srv_usage usage;
+    bool cancelled;         /* the client went away */
+    bool failed;
+    srv_error error;
+    /* scheduler-thread only until JOB_DONE */
+    int n_gen;
+    double t_first, t_last, t_done;
+};
+
+srv_job *srv_job_new(void);  /* one reference (the caller's) */
+void srv_job_unref(srv_job *j);
+void srv_job_cancel(srv_job *j);
+
+enum { SRV_HIST_N = 12 };
+typedef struct srv_hist {
+    uint64_t count[SRV_HIST_N];   /* cumulative: observations <= bound i */
+    uint64_t n;
+    double sum;
+} srv_hist;
+extern const double srv_ttft_bounds[SRV_HIST_N], srv_tpot_bounds[SRV_HIST_N];
+
+typedef struct srv_metrics {
+    pthread_mutex_t mu;
+    uint64_t requests[6];       /* by class: 2xx ok, 400, 401, 404/405, 413, 429/503 */
+    uint64_t requests_cancelled;
+    uint64_t tokens_prompt, tokens_cached, tokens_generated;
+    srv_hist ttft, tpot;
+} srv_metrics;
+
+/* Create n_slots sessions (n_ctx, n_batch each) and start the scheduler thread. */
+int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int queue_max,
+                   bool kv_f32, tern_err *err);
+/* Enqueue (takes its own reference): 0, -1 queue full (429), -2 shutting down (503). */
+int srv_sched_submit(srv_sched *s, srv_job *j);
+int srv_sched_n_ctx(const srv_sched *s);
+void srv_sched_load(srv_sched *s, int *n_active, int *n_queued);
+/* Stop the thread: running and queued jobs end with a 503 error, later submissions get -2. */
+void srv_sched_shutdown(srv_sched *s);
+/* Shut down (if not yet) and free the sessions. */
+void srv_sched_free(srv_sched *s);
+
+#endif /* TERN_SERVER_SCHED_H */

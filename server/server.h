@@ -1,0 +1,45 @@
+/* server.h: `tern serve`, an OpenAI-compatible HTTP server (issue 9).
+ * Threads: libmicrohttpd runs one thread per connection; those threads parse and validate
+ * requests, tokenise prompts and enqueue jobs, then wait for output. One scheduler thread owns
+ * every session (a fixed set of slots): it admits queued jobs into free slots (the slot whose
+ * cached tokens share the longest prefix with the prompt, so a follow-up request reuses that
+ * KV), prefills in chunks of n_batch tokens and decodes one token per active slot per step, so a
+ * long prompt does not stall running streams. A cancelled job (client gone) frees its slot at
+ * the scheduler's next step. Only tern.h is used. */
+#ifndef TERN_SERVER_SERVER_H
+#define TERN_SERVER_SERVER_H
+
+#include "tern.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct srv_config {
+    const char *host;       /* bind address, default "127.0.0.1" */
+    int port;               /* 0: an ephemeral port (read it back with srv_port) */
+    int parallel;           /* slots: sequences in flight (default 4) */
+    int n_ctx;              /* context per slot (default 4096) */
+    int n_batch;            /* prefill chunk (default 512) */
+    int queue_max;          /* requests waiting for a slot before 429 (default 32) */
+    size_t body_max;        /* request body limit in bytes (default 1 MiB) */
+    const char *api_key;    /* NULL: no authentication */
+    const char *model_name; /* the id in /v1/models and responses */
+    const char *chat_template; /* NULL: the model's */
+    bool kv_f32;
+} srv_config;
+void srv_config_default(srv_config *c);
+
+typedef struct srv srv;
+/* Start the scheduler and the HTTP daemon on m (which must outlive the server). Errors:
+ * TERN_E_IO (cannot bind), TERN_E_NOMEM (slots do not fit), TERN_E_ARG. */
+int srv_start(srv **out, tern_model *m, const srv_config *c, tern_err *err);
+int srv_port(const srv *s);
+/* Stop accepting, end all jobs, join the threads, free everything. NULL is fine. */
+void srv_stop(srv *s);
+
+/* ---- scheduler (sched.c), used by http.c ---------------------------------------------------- */
+typedef struct srv_job srv_job;
+typedef struct srv_sched srv_sched;
+
+#endif /* TERN_SERVER_SERVER_H */

@@ -1,0 +1,259 @@
+/* quantize.c: `tern quantize IN OUT --type T` re-encodes the weight matrices of a GGUF file.
+ * Source of truth: ../shared/spec/ternary-gguf.md sections 2 and 3 (types, encoders, the
+ * lossless PQ2_0 <-> PTQ1_0 transcoding) and 5.2 (which tensors are not projections).
+ *
+ * The rule: a tensor converts iff it is the weight matrix of a projection, i.e. it has two
+ * dimensions, its name ends in ".weight", it is not ssm_conv1d (conv taps), ssm_alpha or
+ * ssm_beta (BF16 by the spec), and its row length ne[0] is a multiple of the target block.
+ * Everything else (norms and every other 1-D tensor, conv taps, ssm_a, ssm_dt.bias, BF16
+ * alpha/beta, and 2-D weights whose rows do not fit the block) is copied byte for byte.
+ * A converted tensor goes PQ2_0 <-> PTQ1_0 by direct transcoding (lossless; a PQ2_0 block that
+ * holds code 3 (+2d) cannot be written as PTQ1_0 and is refused, naming tensor, row and block),
+ * otherwise through f32: the spec's scalar dequantiser, then its reference encoder.
+ * Metadata is copied key by key in order; only general.file_type is updated to the new type
+ * (Prism: 141 PQ2_0, 143 PTQ1_0; llama.cpp: 0 F32, 1 F16, 7 Q8_0; dropped for Q2_0, which has no
+ * known value). Tensor order and alignment are kept. The input is mapped (MAP_PRIVATE) and the
+ * output streamed in row chunks, so memory stays bounded for the 27B. */
+#include "cli.h"
+
+#include "core/core.h"
+#include "format/gguf.h"
+#include "format/qtypes.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+static bool ends_with(const char *s, const char *suf) {
+    const size_t n = strlen(s), m = strlen(suf);
+    return n >= m && memcmp(s + n - m, suf, m) == 0;
+}
+
+/* The conversion rule above: does tensor t take type `type`? */
+static bool quant_converts(const gguf_tensor *t, int type) {
+    const qt_traits *q = qt_get(type);
+    if (t->n_dims != 2 || !ends_with(t->name, ".weight")) return false;
+    if (strstr(t->name, "ssm_conv1d") || strstr(t->name, "ssm_alpha") || strstr(t->name, "ssm_beta")) return false;
+    return q && t->ne[0] % q->block == 0;
+}
+
+static int file_type_of(int type) {   /* general.file_type for a file of `type` weights; -1 none */
+    switch (type) {
+    case QT_F32: return 0;
+    case QT_F16: return 1;
+    case QT_Q8_0: return 7;
+    case QT_PQ2_0: return 141;
+    case QT_PTQ1_0: return 143;
+    default: return -1;
+    }
+}
+
+/* Copy one metadata pair into the writer, keeping its value type. */
+static int copy_kv(gguf_writer *w, const gguf_kv *kv, tern_err *err) {
+    int rc;
+    switch (kv->type) {
+    case GGUF_T_U32: rc = gguf_w_set_u32(w, kv->key, (uint32_t)kv->v.u); break;
+    case GGUF_T_I32: rc = gguf_w_set_i32(w, kv->key, (int32_t)kv->v.i); break;
+    case GGUF_T_U64: rc = gguf_w_set_u64(w, kv->key, kv->v.u); break;
+    case GGUF_T_F32: rc = gguf_w_set_f32(w, kv->key, (float)kv->v.f); break;
+    case GGUF_T_BOOL: rc = gguf_w_set_bool(w, kv->key, kv->v.b); break;
+    case GGUF_T_STRING: {
+        char *s = malloc(kv->v.s.n + 1);
+        if (!s) return tern_err_set(err, TERN_E_NOMEM, "quantize: key '%s'", kv->key);
+        memcpy(s, kv->v.s.p, kv->v.s.n);
+        s[kv->v.s.n] = '\0';
+        rc = gguf_w_set_str(w, kv->key, s);
+        free(s);
+        break;
+    }
+    case GGUF_T_ARRAY:
+        if (kv->v.a.type == GGUF_T_STRING) {
+            const char **strs = malloc((size_t)(kv->v.a.n ? kv->v.a.n : 1) * sizeof *strs);
+            uint64_t *lens = malloc((size_t)(kv->v.a.n ? kv->v.a.n : 1) * sizeof *lens);
+            if (!strs || !lens) { free(strs); free(lens); return tern_err_set(err, TERN_E_NOMEM, "quantize: key '%s'", kv->key); }
+            for (uint64_t i = 0; i < kv->v.a.n; i++) { strs[i] = kv->v.a.strs[i].p; lens[i] = kv->v.a.strs[i].n; }
+            rc = gguf_w_set_arr_str(w, kv->key, strs, lens, kv->v.a.n);
+            free(strs);
+            free(lens);
+        } else {
+            rc = gguf_w_set_arr(w, kv->key, kv->v.a.type, kv->v.a.data, kv->v.a.n);
+        }
+        break;
+    default:
+        return tern_err_set(err, TERN_E_UNSUPPORTED, "quantize: key '%s': cannot copy a scalar of type %s",
+                            kv->key, gguf_vtype_name(kv->type));
+    }
+    if (rc != TERN_OK) return tern_err_set(err, rc, "quantize: copying key '%s' (%s)", kv->key, gguf_vtype_name(kv->type));
+    return TERN_OK;
+}
+
+/* Convert rows [0, n_rows) of tensor t (source bytes src, row0 = index of the first row, for
+ * messages) to type dst into out. f32: scratch of n_rows * ne[0] floats. */
+static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64_t row0, int64_t n_rows,
+                        uint8_t *out, float *f32, tern_err *err) {
+    const int64_t K = t->ne[0];
+    if (t->type == QT_PQ2_0 && dst == QT_PTQ1_0) {
+        const int64_t nb = K / QK_PQ2_0;
+        for (int64_t r = 0; r < n_rows; r++) {
+            tern_err e = {0};
+            if (qt_pq2_0_to_ptq1_0((const block_pq2_0 *)src + r * nb, (block_ptq1_0 *)out + r * nb, nb, &e) != TERN_OK)
+                return tern_err_set(err, TERN_E_FORMAT, "tensor '%s' row %" PRId64 ": %s", t->name, row0 + r, e.msg);
+        }
+        return TERN_OK;
+    }
+    if (t->type == QT_PTQ1_0 && dst == QT_PQ2_0) {
+        qt_ptq1_0_to_pq2_0((const block_ptq1_0 *)src, (block_pq2_0 *)out, n_rows * (K / QK_PTQ1_0));
+        return TERN_OK;
+    }
+    int rc = qt_dequant(t->type, src, f32, n_rows * K);
+    if (rc == TERN_OK) rc = qt_quantize(dst, f32, out, n_rows * K);
+    if (rc != TERN_OK)
+        return tern_err_set(err, rc, "tensor '%s': converting %s to %s", t->name, qt_get(t->type) ? qt_get(t->type)->name : "?",
+                            qt_get(dst)->name);
+    return TERN_OK;
+}
+
+/* *created is set once OUT may exist (so a failure removes only a file we made). */
+/* Drop the mapped pages of a finished tensor (MAP_PRIVATE and never written, so they are
+ * clean copies of the file): keeps the resident set to about one tensor, not the whole input. */
+static void release_pages(const gguf_ctx *g, const gguf_tensor *t) {
+    if (g->mode != GGUF_LOAD_MMAP || t->nbytes == 0) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t a = ((uintptr_t)t->data + page - 1) & ~(page - 1), b = ((uintptr_t)t->data + t->nbytes) & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+static int quantize_file(const char *in, const char *out, int type, bool *created, tern_err *err) {
+    gguf_ctx *g = NULL;
+    gguf_writer *w = NULL;
+    int *dst = NULL;
+    float *f32 = NULL;
+    uint8_t *buf = NULL;
+    int rc = gguf_open(&g, in, GGUF_LOAD_MMAP, err);
+    if (rc != TERN_OK) return rc;
+    if ((rc = gguf_w_init(&w, err)) != TERN_OK) goto done;
+    const int ftype = file_type_of(type);
+    bool ftype_done = false;
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const gguf_kv *kv = &g->kv[i];
+        if (strcmp(kv->key, "general.alignment") == 0) {   /* gguf_w_set_alignment writes the key */
+            if ((rc = gguf_w_set_alignment(w, (uint32_t)g->alignment)) != TERN_OK) {
+                tern_err_set(err, rc, "quantize: alignment %" PRIu64, g->alignment);
+                goto done;
+            }
+            continue;
+        }
+        if (strcmp(kv->key, "general.file_type") == 0) {
+            ftype_done = true;
+            if (ftype >= 0 && (rc = gguf_w_set_u32(w, kv->key, (uint32_t)ftype)) != TERN_OK) goto done;
+            continue;
+        }
+        if ((rc = copy_kv(w, kv, err)) != TERN_OK) goto done;
+    }
+    if (!ftype_done && ftype >= 0 && (rc = gguf_w_set_u32(w, "general.file_type", (uint32_t)ftype)) != TERN_OK) goto done;
+
+    if (!(dst = malloc((size_t)(g->n_tensors ? g->n_tensors : 1) * sizeof *dst))) {
+        rc = tern_err_set(err, TERN_E_NOMEM, "quantize: tensor table");
+        goto done;
+    }
+    int64_t max_k = 1;
+    int n_conv = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        dst[i] = quant_converts(t, type) ? type : t->type;
+        if (dst[i] != t->type) { n_conv++; max_k = TERN_MAX(max_k, t->ne[0]); }
+        const int idx = gguf_w_add_tensor(w, t->name, dst[i], t->n_dims, t->ne, NULL);
+        if (idx < 0) { rc = tern_err_set(err, idx, "quantize: adding tensor '%s'", t->name); goto done; }
+    }
+    /* chunks of about 1M weights: f32 scratch and an output buffer of at most 4 MB each */
+    const int64_t chunk = TERN_MAX((int64_t)1, ((int64_t)1 << 20) / max_k);
+    f32 = malloc((size_t)(chunk * max_k) * sizeof(float));
+    buf = malloc((size_t)(chunk * max_k) * sizeof(float));
+    if (!f32 || !buf) { rc = tern_err_set(err, TERN_E_NOMEM, "quantize: row buffers"); goto done; }
+    *created = true;
+    if ((rc = gguf_w_begin(w, out, err)) != TERN_OK) goto done;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        if (dst[i] == t->type) {   /* copied as is, in pieces of at most 64 MB */
+            for (uint64_t o = 0; o < t->nbytes; o += (uint64_t)1 << 26) {
+                const uint64_t n = TERN_MIN((uint64_t)1 << 26, t->nbytes - o);
+                if ((rc = gguf_w_tensor_data(w, (int)i, t->data + o, n, err)) != TERN_OK) goto done;
+            }
+            release_pages(g, t);
+            continue;
+        }
+        uint64_t src_row = 0, dst_row = 0;
+        if (!qt_row_bytes(t->type, (uint64_t)t->ne[0], &src_row) || !qt_row_bytes(dst[i], (uint64_t)t->ne[0], &dst_row)) {
+            rc = tern_err_set(err, TERN_E_FORMAT, "tensor '%s': row of %" PRId64 " does not fit its type", t->name, t->ne[0]);
+            goto done;
+        }
+        const int64_t n_rows = t->ne[1] * t->ne[2] * t->ne[3];
+        for (int64_t r0 = 0; r0 < n_rows; r0 += chunk) {
+            const int64_t n = TERN_MIN(chunk, n_rows - r0);
+            if ((rc = convert_rows(t, dst[i], t->data + (uint64_t)r0 * src_row, r0, n, buf, f32, err)) != TERN_OK) goto done;
+            if ((rc = gguf_w_tensor_data(w, (int)i, buf, dst_row * (uint64_t)n, err)) != TERN_OK) goto done;
+        }
+        release_pages(g, t);
+    }
+    rc = gguf_w_end(w, err);
+    if (rc == TERN_OK)
+        fprintf(stderr, "tern quantize: %s -> %s: %d of %" PRIu64 " tensors converted to %s, the rest copied\n", in, out,
+                n_conv, g->n_tensors, qt_get(type)->name);
+done:
+    gguf_w_free(w);
+    gguf_close(g);
+    free(dst);
+    free(f32);
+    free(buf);
+    return rc;
+}
+
+static void quantize_usage(FILE *f) {
+    fprintf(f,
+            "usage: tern quantize IN.gguf OUT.gguf --type pq2_0|ptq1_0|q2_0|q8_0|f16|f32\n"
+            "Converts every projection weight (2-D '*.weight' whose row length fits the type's block,\n"
+            "except ssm_conv1d, ssm_alpha, ssm_beta); norms, 1-D tensors, conv taps, ssm_a, ssm_dt.bias\n"
+            "and BF16 alpha/beta keep their type. PQ2_0 <-> PTQ1_0 is lossless and refuses a block with\n"
+            "code 3. Metadata is copied (general.file_type updated).\n");
+}
+
+int cmd_quantize(int argc, char **argv) {
+    const char *paths[2] = {NULL, NULL}, *type_name = NULL;
+    int n_paths = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { quantize_usage(stdout); return 0; }
+        if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) { type_name = argv[++i]; continue; }
+        if (argv[i][0] == '-' || n_paths == 2) {
+            fprintf(stderr, "tern quantize: unexpected argument '%s'\n", argv[i]);
+            quantize_usage(stderr);
+            return 2;
+        }
+        paths[n_paths++] = argv[i];
+    }
+    if (n_paths != 2 || !type_name) {
+        fprintf(stderr, "tern quantize: %s\n", n_paths != 2 ? "expected IN and OUT paths" : "--type is required");
+        quantize_usage(stderr);
+        return 2;
+    }
+    const int type = qt_from_name(type_name);
+    if (type != QT_PQ2_0 && type != QT_PTQ1_0 && type != QT_Q2_0 && type != QT_Q8_0 && type != QT_F16 && type != QT_F32) {
+        fprintf(stderr, "tern quantize: --type '%s': expected pq2_0, ptq1_0, q2_0, q8_0, f16 or f32\n", type_name);
+        return 2;
+    }
+    if (strcmp(paths[0], paths[1]) == 0) {
+        fprintf(stderr, "tern quantize: IN and OUT are the same file\n");
+        return 2;
+    }
+    tern_err err = {0};
+    bool created = false;
+    const int rc = quantize_file(paths[0], paths[1], type, &created, &err);
+    if (rc != TERN_OK) {
+        fprintf(stderr, "tern quantize: %s\n", err.msg[0] ? err.msg : tern_strerror(rc));
+        if (created) unlink(paths[1]);
+        return 1;
+    }
+    return 0;
+}
