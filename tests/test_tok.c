@@ -3,7 +3,7 @@
  *   tok_hf_load, written with the GGUF writer to a temp file and loaded back with tok_load (the
  *   path of `tern synth --tokenizer`); its keys must equal the golden GGUF's exactly; then 100%
  *   of llama.cpp's qwen2 vectors (.inp/.out) and of qwen3_encode_vectors.jsonl, encode AND
- *   decode; the golden prompts.json ids (add_special, parse_special as the golden program).
+ *   decode; the whole wikitext-2 test file (298,938 ids); the golden prompts.json ids (add_special, parse_special as the golden program).
  * - SentencePiece: 100% of llama.cpp's llama-spm vectors; stories260K: golden prompt ids and the
  *   per-story ids of reference_ppl_tinystories_sample.json (run.c's algorithm).
  * - The qwen2 and qwen35 splitters against the Python `regex` engine running the spec's patterns
@@ -277,6 +277,28 @@ static void test_qwen_encode_vectors(void **state) {
     free(all);
 }
 
+/* The whole wikitext-2 test file: 298,938 tokens, first and last 64 ids (qwen3_wikitext2_test_tokens.json) */
+static void test_qwen_wikitext(void **state) {
+    (void)state;
+    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    char p[512];
+    size_t n;
+    char *txt = fx_read_file(fx_require(p, sizeof p, "data/wikitext2-test/wiki.test.raw"), &n);
+    assert_non_null(txt);
+    cJSON *j = read_json("data/qwen3-tokenizer/qwen3_wikitext2_test_tokens.json");
+    int n_got, n_first, n_last;
+    int32_t *got = encode(v, txt, n, false, true, &n_got);
+    assert_int_equal(n_got, (int)cJSON_GetObjectItem(j, "n_tokens")->valuedouble);
+    int32_t *first = json_ids(cJSON_GetObjectItem(j, "first_64"), &n_first);
+    int32_t *last = json_ids(cJSON_GetObjectItem(j, "last_64"), &n_last);
+    assert_int_equal(n_first, 64);
+    assert_int_equal(n_last, 64);
+    check_ids(got, 64, first, 64, "wikitext first 64");
+    check_ids(got + n_got - 64, 64, last, 64, "wikitext last 64");
+    free(first); free(last); free(got); free(txt);
+    cJSON_Delete(j);
+}
+
 /* prompts.json of a golden folder, tokenised with add_special and parse_special */
 static void check_prompts(const tok_vocab *v, const char *rel) {
     cJSON *j = read_json(rel);
@@ -434,6 +456,45 @@ static void test_linear_time_1mb(void **state) {
             double ratio = (double)(w2 - w1) / (double)(w1 - w0 ? w1 - w0 : 1);
             if (ratio > 2.2 || w1 == w0) fail_msg("%s \"%s\": work 512 KB %llu, 1 MB %llu (ratio %.2f)", spm ? "spm" : "bpe", units[i],
                                   (unsigned long long)(w1 - w0), (unsigned long long)(w2 - w1), ratio);
+        }
+    }
+}
+
+/* ---- any bytes round-trip (invalid UTF-8, specials, controls) -------------------------------- */
+static void test_random_bytes_roundtrip(void **state) {
+    (void)state;
+    const tok_vocab *q = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    const tok_vocab *s = need(g_spm, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
+    static const char *const frag[] = {"<|im_start|>", "<think>", " ", "\n", "\xC3\xA9", "\xE2\x82", "\xF0\x9F\x98\x80", "'s", "a", "1"};
+    uint64_t x = 88172645463325252ull;                              /* xorshift64, fixed seed */
+    char buf[256];
+    for (int it = 0; it < 3000; it++) {
+        size_t n = 0;
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        int parts = (int)(x % 24);
+        for (int p = 0; p < parts && n < 200; p++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            if (x % 3 == 0) { const char *f = frag[(x >> 8) % 10]; size_t l = strlen(f); memcpy(buf + n, f, l); n += l; }
+            else buf[n++] = (char)(x >> 16);
+        }
+        for (int special = 0; special < 2; special++) {
+            for (int spm = 0; spm < 2; spm++) {
+                int ni;
+                int32_t *ids = encode(spm ? s : q, buf, n, special, false, &ni);
+                size_t dl;
+                char *dec = decode(spm ? s : q, ids, ni, &dl);
+                const char *d = dec;
+                /* SPM adds a space at the start and after each special token: compare without them */
+                if (!spm) {
+                    if (dl != n || memcmp(d, buf, n) != 0) fail_msg("bpe round trip failed (iteration %d, special %d)", it, special);
+                } else {
+                    for (int i = 0; i < ni; i++) assert_true(ids[i] >= 0 && ids[i] < tok_n_vocab(s));
+                    if (!special && n > 0 && (dl != n + 1 || d[0] != ' ' || memcmp(d + 1, buf, n) != 0))
+                        fail_msg("spm round trip failed (iteration %d)", it);
+                }
+                free(dec);
+                free(ids);
+            }
         }
     }
 }
@@ -664,11 +725,13 @@ int suite_tok(int *n_tests) {
         cmocka_unit_test(test_hf_import_matches_golden),
         cmocka_unit_test(test_qwen_llama_vectors),
         cmocka_unit_test(test_qwen_encode_vectors),
+        cmocka_unit_test(test_qwen_wikitext),
         cmocka_unit_test(test_golden_prompts),
         cmocka_unit_test(test_spm_llama_vectors),
         cmocka_unit_test(test_stories_reference_ids),
         cmocka_unit_test(test_pretok_regex),
         cmocka_unit_test(test_linear_time_1mb),
+        cmocka_unit_test(test_random_bytes_roundtrip),
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_stream_utf8),
         cmocka_unit_test(test_eog),

@@ -11,12 +11,20 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__)
+#include "kernels/arm/arm.h"   /* arm_cpu_features (hwcaps / sysctl), the three ARM tables */
+#endif
 
 const kern_table *const kern_tables[] = {
     &kern_table_ref,
 #if defined(__x86_64__)
     &kern_table_avx2,
     &kern_table_avx512vnni,
+#endif
+#if defined(__aarch64__)
+    &kern_table_neon,
+    &kern_table_dotprod,
+    &kern_table_i8mm,
 #endif
     NULL,
 };
@@ -44,6 +52,8 @@ static uint32_t detect(void) {
     if ((f & KCPU_AVX2) && os_zmm && f512 && dq && bw && vl && vnni) f |= KCPU_AVX512VNNI;
     return f;
 }
+#elif defined(__aarch64__)
+static uint32_t detect(void) { return arm_cpu_features(); }
 #else
 static uint32_t detect(void) { return 0; }
 #endif
@@ -53,8 +63,11 @@ static bool g_cpu_done;
 static const kern_table *g_active;
 
 uint32_t kern_cpu_features(void) {
-    if (!g_cpu_done) { g_cpu = detect(); g_cpu_done = true; }   /* idempotent: a race writes the same */
-    return g_cpu;
+    if (!__atomic_load_n(&g_cpu_done, __ATOMIC_ACQUIRE)) {      /* idempotent: a race writes the same */
+        __atomic_store_n(&g_cpu, detect(), __ATOMIC_RELAXED);
+        __atomic_store_n(&g_cpu_done, true, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&g_cpu, __ATOMIC_RELAXED);
 }
 
 static bool runnable(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }
@@ -124,8 +137,13 @@ static const kern_table *choose(void) {
 }
 
 const kern_table *kern_active(void) {
-    if (!g_active) g_active = choose();
-    return g_active;
+    /* first use may race between threads: each computes the same choice; atomics keep it defined */
+    const kern_table *t = __atomic_load_n(&g_active, __ATOMIC_ACQUIRE);
+    if (!t) {
+        t = choose();
+        __atomic_store_n(&g_active, t, __ATOMIC_RELEASE);
+    }
+    return t;
 }
 
 const char *kern_isa(void) { return kern_active()->name; }
@@ -136,7 +154,7 @@ int kern_force_isa(const char *name, tern_err *err) {
     if (!runnable(t)) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s': this CPU cannot run it", name);
     if (!kern_table_selfcheck(t))
         return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' disagrees with the reference on this CPU", name);
-    g_active = t;
+    __atomic_store_n(&g_active, t, __ATOMIC_RELEASE);
     return TERN_OK;
 }
 

@@ -452,3 +452,31 @@ int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts 
     else free(c.b.sp);
     return TERN_OK;
 }
+
+int chat_tmpl_resolve(const tok_vocab *v, const char *name, chat_tmpl *out, tern_err *err) {
+    if (name && *name) return chat_tmpl_by_name(name, out, err);
+    return chat_tmpl_detect(v ? tok_chat_template(v) : NULL, out, err);
+}
+
+int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, bool add_bos,
+                  int32_t **ids, int *n_ids, tern_err *err) {
+    *ids = NULL;
+    *n_ids = 0;
+    char *text = NULL;
+    size_t len = 0;
+    tok_span *sp = NULL;
+    int nsp = 0;
+    int rc = chat_render_spans(t, msgs, n, o, &text, &len, &sp, &nsp, err);
+    if (rc) return rc;
+    int need = 0;
+    rc = tok_encode_spans(v, text, len, sp, nsp, add_bos, NULL, 0, &need, NULL);   /* count */
+    if (rc == TERN_OK || rc == TERN_E_RANGE) {
+        int32_t *buf = malloc(((size_t)need + 1) * sizeof *buf);
+        if (!buf) rc = tern_err_set(err, TERN_E_NOMEM, "chat_tokenize: out of memory for %d tokens", need);
+        else if ((rc = tok_encode_spans(v, text, len, sp, nsp, add_bos, buf, need, n_ids, err)) != TERN_OK) free(buf);
+        else *ids = buf;
+    } else rc = tok_encode_spans(v, text, len, sp, nsp, add_bos, NULL, 0, &need, err);   /* report */
+    free(text);
+    free(sp);
+    return rc;
+}

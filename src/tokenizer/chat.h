@@ -56,4 +56,14 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, ch
 int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
                       tok_span **spans, int *n_spans, tern_err *err);
 
+/* The family for a model: `name` (chatml, qwen3, qwen35) when given, else detected from the
+ * vocabulary's tokenizer.chat_template (no template: ChatML). Errors as chat_tmpl_detect/by_name. */
+int chat_tmpl_resolve(const tok_vocab *v, const char *name, chat_tmpl *out, tern_err *err);
+
+/* Render and tokenise in one step, special tokens parsed only in the scaffolding (what a chat
+ * program should feed the model). *ids: malloc'd (caller frees), *n_ids of them; add_bos as in
+ * tok_encode. Errors: those of chat_render and tok_encode_spans. */
+int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, bool add_bos,
+                  int32_t **ids, int *n_ids, tern_err *err);
+
 #endif /* TERN_TOKENIZER_CHAT_H */

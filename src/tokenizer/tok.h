@@ -76,10 +76,14 @@ const char *tok_model_name(const tok_vocab *v);
 int tok_eog_ids(const tok_vocab *v, int32_t *out, int n);
 
 /* Encode len bytes of text. parse_special: text of CONTROL/USER_DEFINED tokens becomes those
- * tokens (template scaffolding, reference vectors); off for user text. add_bos prepends BOS when
- * the vocab has one. Writes at most n_max ids; *n_out = the total count (may exceed n_max: then
- * returns TERN_E_RANGE and the caller retries with a larger buffer). Invalid UTF-8 is encoded
- * byte-wise (never rejected). */
+ * tokens (template scaffolding, reference vectors); off for user text. add_bos is llama.cpp's
+ * add_special: BOS is prepended only if the vocab asks for it (tokenizer.ggml.add_bos_token;
+ * default true for llama/SPM, false for gpt2: Qwen never gets a BOS here, so a caller that wants
+ * to start an empty prompt from BOS uses tok_bos()), and EOS appended if add_eos_token says so.
+ * Writes at most n_max ids; *n_out = the total count (may exceed n_max: then returns
+ * TERN_E_RANGE and the caller retries with a larger buffer). Invalid UTF-8 is encoded byte-wise
+ * (never rejected) and decodes back to the same bytes. Allocates scratch per call (not for the
+ * token loop). Matches llama.cpp's llama_tokenize (no NFC normalisation, as llama.cpp). */
 int tok_encode(const tok_vocab *v, const char *text, size_t len, bool parse_special, bool add_bos,
                int32_t *out, int n_max, int *n_out, tern_err *err);
 

@@ -78,6 +78,98 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
     for (int c = 0; c < nstore; c++) _mm_storeu_ps(out[c], acc[c]);
 }
 
+/* PQ2_0 row-pair, ggml mode: the same slot extraction; a word (32 weights of 4 rows) is exactly
+ * one Q8_0 activation block, so each word's int32 per row is reduced at once and folded in the
+ * spec 8.2 order: blk = fmaf(d_y, isum, blk) per word, then sum = fmaf(d_w, blk, sum). */
+static inline __attribute__((always_inline)) void pq2_rp_ggml_group(const kern_rp_block *B, int64_t nb,
+                                                                    const kact_ggml *const *ac, int NC, int nstore,
+                                                                    float *const *out, int32_t *const *isum,
+                                                                    int64_t isum_stride) {
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    __m128 acc[4];
+#pragma GCC unroll 4
+    for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_rp_block *blk = B + b;
+        __m128 bs[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) bs[c] = _mm_setzero_ps();
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++) {
+            const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
+                                                      _mm_loadu_si128((const __m128i *)(const void *)blk->qs[1][wd]), 1);
+            const __m256i s0 = _mm256_and_si256(v, m3);
+            const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+            const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+            const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; c++) {
+                const kact_ggml *ab = &ac[c][4 * b + wd];
+                const int8_t *q = ab->qs;
+                const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
+                const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
+                const __m256i i32 = _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones);
+                const __m256i h = _mm256_hadd_epi32(i32, i32);
+                __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08));
+                r4 = _mm_sub_epi32(r4, _mm_set1_epi32(ab->sum));
+                if (isum && c < nstore) {
+                    int32_t t[4];
+                    _mm_storeu_si128((__m128i *)(void *)t, r4);
+                    for (int i = 0; i < 4; i++) isum[c][i * isum_stride + 4 * b + wd] = t[i];
+                }
+                bs[c] = _mm_fmadd_ps(_mm_set1_ps(fp16_to_f32(ab->d)), _mm_cvtepi32_ps(r4), bs[c]);
+            }
+        }
+        const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)blk->d));
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) acc[c] = _mm_fmadd_ps(dw, bs[c], acc[c]);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < nstore; c++) _mm_storeu_ps(out[c], acc[c]);
+}
+
+static void mm_rowpair_ggml(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3, N = w->n_out, nu = w->n_in / 32;
+    const size_t col = kern_act_col_bytes(KQ_GGML, a->K);
+    const int64_t g1 = TERN_MIN(r1, n4);
+    const kact_ggml *ac[4];
+    float *out[4];
+    int32_t *is[4];
+    for (int64_t r = r0; r < g1; r += 4) {
+        const kern_rp_block *B = rp + (r / 4) * nb;
+        if (a->ncols == 1) {
+            ac[0] = (const kact_ggml *)a->q;
+            out[0] = m->y + r;
+            is[0] = m->isum ? m->isum + r * nu : NULL;
+            pq2_rp_ggml_group(B, nb, ac, 1, 1, out, m->isum ? is : NULL, nu);
+            continue;
+        }
+        for (int c0 = 0; c0 < a->ncols; c0 += 4) {
+            const int nst = TERN_MIN(4, a->ncols - c0);
+            for (int c = 0; c < 4; c++) {
+                const int cc = c0 + TERN_MIN(c, nst - 1);        /* pad: repeat the last column */
+                ac[c] = (const kact_ggml *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                out[c] = m->y + cc * m->ldy + r;
+                is[c] = m->isum ? m->isum + ((int64_t)cc * N + r) * nu : NULL;
+            }
+            pq2_rp_ggml_group(B, nb, ac, 4, nst, out, m->isum ? is : NULL, nu);
+        }
+    }
+    if (r1 > n4) kern_ref_mm_ggml(m, TERN_MAX(r0, n4), r1);
+}
+
+static void mm_pq2_0_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout != KW_ROWPAIR) { kern_ref_mm_ggml(m, r0, r1); return; }
+    mm_rowpair_ggml(m, (const kern_rp_block *)(const void *)m->w->data, r0, r1);
+}
+
+static void mm_ptq1_0_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout != KW_PTQ_ROWPAIR) { kern_ref_mm_ggml(m, r0, r1); return; }
+    mm_rowpair_ggml(m, (const kern_rp_block *)m->w->aux, r0, r1);
+}
+
 /* ---- PTQ1_0 direct (base-3, 5 trits per byte), fast mode --------------------------------------
  * Digit n of byte b is u = (3 v) >> 8 with v = b * 3^n mod 256, i.e. u = [v >= 86] + [v >= 171]
  * (spec 3.4). v * 3 mod 256 is two byte adds; the two thresholds are signed compares after
@@ -284,12 +376,52 @@ static void mm_f32_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
     }
 }
 
+/* Block types in f32 mode (the reference math): each block is decoded once per (row, column
+ * tile) by the shared scalar decoder (kern_block_int, any layout), w_k = (float)t_k * d exactly as
+ * ref, then the 16-lane fmaf order with two ymm accumulators per column (lanes 0-7 and 8-15:
+ * every block size is a multiple of 16, so lane = k % 16 = the position within a 16-chunk). */
+static void mm_block_f32mode(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int bs = kern_block_size(w->type);
+    const int64_t K = w->n_in, nb = K / bs;
+    int8_t t[256];
+    for (int64_t r = r0; r < r1; r++)
+        for (int c0 = 0; c0 < a->ncols; c0 += 4) {
+            const int nc = TERN_MIN(4, a->ncols - c0);
+            __m256 lo[4], hi[4];
+            for (int c = 0; c < 4; c++) { lo[c] = _mm256_setzero_ps(); hi[c] = _mm256_setzero_ps(); }
+            for (int64_t b = 0; b < nb; b++) {
+                float d;
+                kern_block_int(w, r, b, t, &d);
+                const __m256 dv = _mm256_set1_ps(d);
+                for (int i = 0; i < bs; i += 16) {
+                    const __m128i t16 = _mm_loadu_si128((const __m128i *)(const void *)(t + i));
+                    const __m256 wl = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(t16)), dv);
+                    const __m256 wh = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(t16, 8))), dv);
+                    const int64_t k = b * bs + i;
+                    for (int c = 0; c < nc; c++) {
+                        const float *x = a->x + (int64_t)(c0 + c) * K + k;
+                        lo[c] = _mm256_fmadd_ps(wl, _mm256_loadu_ps(x), lo[c]);
+                        hi[c] = _mm256_fmadd_ps(wh, _mm256_loadu_ps(x + 8), hi[c]);
+                    }
+                }
+            }
+            for (int c = 0; c < nc; c++) m->y[(c0 + c) * m->ldy + r] = lanes_reduce(lo[c], hi[c]);
+        }
+}
+
 const kern_table kern_table_avx2 = {
     .name = "avx2",
     .needs = KCPU_AVX2,
     .mm = {
-        [KT_PQ2_0] = {mm_pq2_0_fast, NULL, NULL},
-        [KT_PTQ1_0] = {mm_ptq1_0_fast, NULL, NULL},
+        [KT_PQ2_0] = {mm_pq2_0_fast, mm_pq2_0_ggml, mm_block_f32mode},
+        [KT_PTQ1_0] = {mm_ptq1_0_fast, mm_ptq1_0_ggml, mm_block_f32mode},
+        [KT_Q2_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_TQ1_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_TQ2_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_Q1_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_Q8_0] = {NULL, NULL, mm_block_f32mode},
         [KT_F32] = {mm_f32_float, mm_f32_float, mm_f32_float},
     },
 };
