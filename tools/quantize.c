@@ -120,14 +120,16 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
     return TERN_OK;
 }
 
-/* Drop the mapped input pages of bytes [p, p + n) once converted (MAP_PRIVATE and never
- * written, so they are clean copies of the file): keeps the resident set to about one row chunk
- * instead of the whole input (7 GB for the 27B). Only whole pages inside the range are dropped. */
+/* Drop the mapped input pages holding bytes [p, p + n) once converted: keeps the resident set
+ * to about one row chunk instead of the whole input (7 GB for the 27B). The mapping is
+ * MAP_PRIVATE and never written, so every page is a clean copy of the file and dropping one
+ * that is still needed (a neighbour sharing a boundary page) only costs a re-fault. The range is
+ * rounded out to whole pages; the mapping starts on a page and covers the file's last page. */
 static void release_pages(const gguf_ctx *g, const uint8_t *p, uint64_t n) {
     if (g->mode != GGUF_LOAD_MMAP || n == 0) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    const uintptr_t a = (uintptr_t)p & ~(page - 1), b = ((uintptr_t)p + n + page - 1) & ~(page - 1);
+    madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 /* *created is set once OUT may exist (so a failure removes only a file we made). */
