@@ -347,6 +347,12 @@ static void test_quantize_rules(void **state) {
     kern_quantize(&az);
     assert_int_equal(gb[0].d, 0);
     for (int i = 0; i < 32; i++) assert_int_equal(gb[0].qs[i], 0);
+    /* non-finite activations quantise to something defined (no UB): inf -> amax inf, id 0 */
+    float nf[32] = {0};
+    nf[1] = INFINITY; nf[2] = -1.0f; nf[3] = NAN;
+    kern_act an = {.x = nf, .q = gb, .K = 32, .ncols = 1, .mode = KQ_GGML};
+    kern_quantize(&an);
+    for (int i = 0; i < 32; i++) assert_int_equal(gb[0].qs[i], 0);
     /* every |x| <= amax quantises within half a step */
     rng_seed(3);
     float r[128];
