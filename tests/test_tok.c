@@ -184,6 +184,9 @@ static void run_vocab_vectors(const tok_vocab *v, const char *inp_rel, const cha
     free(out);
 }
 
+static void check_prompts(const tok_vocab *v, const char *rel);
+static void run_jsonl(const tok_vocab *v);
+
 /* ---- HF import == golden GGUF keys ------------------------------------------------------------ */
 static void compare_str_arr(const gguf_ctx *a, const gguf_ctx *b, const char *key) {
     gguf_arr x, y;
@@ -198,13 +201,11 @@ static void compare_str_arr(const gguf_ctx *a, const gguf_ctx *b, const char *ke
             fail_msg("%s[%llu] differs", key, (unsigned long long)i);
 }
 
-static void test_hf_import_matches_golden(void **state) {
-    (void)state;
-    need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+static void keys_match_golden(const char *path) {
     char p[512];
     tern_err e = {0};
     gguf_ctx *mine = NULL, *gold = NULL;
-    assert_int_equal(gguf_open(&mine, g_qwen_gguf, GGUF_LOAD_READ, &e), TERN_OK);
+    assert_int_equal(gguf_open(&mine, path, GGUF_LOAD_READ, &e), TERN_OK);
     assert_int_equal(gguf_open(&gold, fx_require(p, sizeof p, "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"), GGUF_LOAD_MMAP, &e), TERN_OK);
     /* every tokenizer key of the golden file, same type and value, and no extra one */
     int n_tok_keys = 0;
@@ -234,6 +235,48 @@ static void test_hf_import_matches_golden(void **state) {
     gguf_close(gold);
 }
 
+static void test_hf_import_matches_golden(void **state) {
+    (void)state;
+    need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    keys_match_golden(g_qwen_gguf);
+}
+
+/* The acceptance path of issue 5: a GGUF made by `tern synth --tokenizer` (the binary of this
+ * build) has the golden tokenizer keys and passes every Qwen3 vector. */
+static void test_synth_tokenizer_e2e(void **state) {
+    (void)state;
+    char tj[512], out[512], cmd[1600];
+#ifdef TERN_DEBUG
+    const char *bin = "build/debug/tern";
+#else
+    const char *bin = "./tern";
+#endif
+    const char *env = getenv("TERN_BIN");
+    if (env && *env) bin = env;
+    if (access(bin, X_OK) != 0) {
+        const char *ci = getenv("CI");
+        if (ci && strcmp(ci, "true") == 0) fail_msg("%s not built (make builds it before the tests)", bin);
+        test_skip("%s not built", bin);
+    }
+    fx_require(tj, sizeof tj, "data/qwen3-tokenizer/tokenizer.json");
+    fx_tmp_path(out, sizeof out, "tok-synth.gguf");
+    snprintf(cmd, sizeof cmd, "%s synth --arch qwen3-tiny --tokenizer '%s' --n-vocab %d --no-weights -o '%s' 2>&1", bin, tj, QWEN_ROWS, out);
+    FILE *pp = popen(cmd, "r");
+    assert_non_null(pp);
+    char buf[512];
+    while (fgets(buf, sizeof buf, pp)) {}
+    int st = pclose(pp);
+    if (st != 0) { unlink(out); fail_msg("'%s' failed (status %d): %s", cmd, st, buf); }
+    keys_match_golden(out);
+    tok_vocab *v = load_vocab(out);
+    unlink(out);
+    assert_non_null(v);
+    run_vocab_vectors(v, "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.inp", "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.out", false);
+    run_jsonl(v);
+    check_prompts(v, "golden/qwen3-tiny-pq2_0/prompts.json");
+    tok_free(v);
+}
+
 /* ---- Qwen3 vectors ---------------------------------------------------------------------------- */
 static void test_qwen_llama_vectors(void **state) {
     (void)state;
@@ -241,9 +284,7 @@ static void test_qwen_llama_vectors(void **state) {
                       "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.out", false);
 }
 
-static void test_qwen_encode_vectors(void **state) {
-    (void)state;
-    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+static void run_jsonl(const tok_vocab *v) {
     char p[512];
     size_t n;
     char *all = fx_read_file(fx_require(p, sizeof p, "data/qwen3-tokenizer/qwen3_encode_vectors.jsonl"), &n);
@@ -275,6 +316,10 @@ static void test_qwen_encode_vectors(void **state) {
     }
     assert_int_equal(n_cases, 54);
     free(all);
+}
+static void test_qwen_encode_vectors(void **state) {
+    (void)state;
+    run_jsonl(need(g_qwen, "data/qwen3-tokenizer/tokenizer.json"));
 }
 
 /* The whole wikitext-2 test file: 298,938 tokens, first and last 64 ids (qwen3_wikitext2_test_tokens.json) */
@@ -723,6 +768,7 @@ static void test_bad_metadata(void **state) {
 int suite_tok(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_import_matches_golden),
+        cmocka_unit_test(test_synth_tokenizer_e2e),
         cmocka_unit_test(test_qwen_llama_vectors),
         cmocka_unit_test(test_qwen_encode_vectors),
         cmocka_unit_test(test_qwen_wikitext),
