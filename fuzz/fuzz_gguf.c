@@ -1,8 +1,9 @@
 /* fuzz_gguf.c: libFuzzer target for the GGUF reader (gguf_open_mem), every typed getter on every
  * key, array element access, the tokenizer validator and the block decoders on each tensor's
- * first row. Build and run: `make fuzz FUZZ_SECONDS=N` (fuzz/run.sh; clang
+ * first row, and the per-token budget of `tern info` (gguf_budget_compute). Build and run: `make fuzz FUZZ_SECONDS=N` (fuzz/run.sh; clang
  * -fsanitize=fuzzer,address,undefined). Any crash, sanitizer report, leak or abort is a bug:
  * the reader must turn every input into TERN_OK or a TERN_E_* with a message. */
+#include "format/budget.h"
 #include "format/gguf.h"
 #include "format/qtypes.h"
 
@@ -55,6 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (uint64_t i = 0; i < g->n_kv; i++) poke_kv(g, &g->kv[i]);
     tern_err_clear(&err);
     gguf_check_tokenizer(g, &err);
+    gguf_budget bud;                                 /* what `tern info` computes */
+    tern_err_clear(&err);
+    if (gguf_budget_compute(g, (int64_t)(size & 0xffff), &bud, &err) == TERN_OK) sink += (double)bud.total_bytes;
     float row[256];
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];

@@ -79,6 +79,11 @@ typedef struct tern_model_info {
 } tern_model_info;
 void tern_model_get_info(const tern_model *m, tern_model_info *info);
 
+/* Measure memory read bandwidth in GB/s (1e9 bytes/s): n_threads threads (0 = all cores) read
+ * disjoint slices of a `bytes` buffer (allocated and freed here), best of reps. The decode
+ * ceiling of `tern bench` is bytes_per_token / this. Errors: TERN_E_ARG, TERN_E_NOMEM. */
+int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err);
+
 /* ==== Tokens ===================================================================================*/
 /* Encode text (len bytes, any bytes accepted). add_bos: prepend BOS if the vocab has one.
  * parse_special: control-token text becomes control tokens (templates) - off for user text.

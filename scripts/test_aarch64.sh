@@ -2,11 +2,11 @@
 # test_aarch64.sh RUNNER [suite ...]: run the aarch64 test runner under qemu-user once per forced
 # ARM kernel path, then the dispatcher checks on emulated CPUs without dotprod / without i8mm.
 # Called by `make test-aarch64` (owner: arm). Environment: QEMU (default
-# "qemu-aarch64 -L /usr/aarch64-linux-gnu"), TERN_SHARED (fixtures).
+# "qemu-aarch64"; see the Makefile on -L), TERN_SHARED (fixtures).
 #
 # Passes (each prints the runner's closing line; the last line here is their sum):
 #   1. -cpu max,        TERN_ISA=i8mm     every suite (or the ones named)
-#   2. -cpu max,        TERN_ISA=dotprod  the ISA-sensitive suites (kernels, arm, model-level)
+#   2. -cpu max,        TERN_ISA=dotprod  the ISA-sensitive suites (kernel oracle, model-level)
 #   3. -cpu max,        TERN_ISA=neon     the same
 #   4. -cpu cortex-a72  (ARMv8.0: no dotprod, no i8mm) unforced: the dispatcher must pick neon;
 #                       the kernel suites run every table this CPU can run, so an sdot/smmla
@@ -17,7 +17,7 @@
 set -u
 runner=${1:?usage: test_aarch64.sh RUNNER [suite ...]}
 shift
-QEMU=${QEMU:-qemu-aarch64 -L /usr/aarch64-linux-gnu}
+QEMU=${QEMU:-qemu-aarch64}
 export TERN_SHARED="${TERN_SHARED:-../shared}"
 
 avail=$($QEMU -cpu max "$runner" --list) || { echo "test-aarch64: cannot run $runner under qemu"; exit 1; }
@@ -33,7 +33,9 @@ if [ $# -gt 0 ]; then
     isa_suites="$*"
 else
     all_suites=""   # empty = every suite
-    isa_suites=$(pick kernels arm pool model golden engine qwen35 gdn sampler)
+    # the kernel oracle (kernels, arm) and the model-level suites whose outputs go through
+    # kern_matmul, i.e. through the forced table
+    isa_suites=$(pick kernels arm model golden engine qwen35 qwen3 llama stories)
 fi
 disp_suites=$(pick arm)
 a72_suites=$(pick arm kernels)

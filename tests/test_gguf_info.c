@@ -51,6 +51,49 @@ static void test_budget_stories260k(void **state) {
     gguf_close(g);
 }
 
+/* Hostile hyperparameters: work does not grow with block_count, products are overflow-checked
+ * (found by the fuzzer: a 2^31-layer loop). */
+static void test_budget_hostile_header(void **state) {
+    (void)state;
+    char path[256];
+    fx_tmp_path(path, sizeof path, "hostile.gguf");
+    for (int variant = 0; variant < 2; variant++) {
+        gguf_writer *w;
+        tern_err err = {0};
+        assert_int_equal(gguf_w_init(&w, &err), TERN_OK);
+        gguf_w_set_str(w, "general.architecture", "qwen35");
+        gguf_w_set_u32(w, "qwen35.block_count", 2147483647u);
+        gguf_w_set_u32(w, "qwen35.embedding_length", 64);
+        gguf_w_set_u32(w, "qwen35.attention.head_count", 1);
+        gguf_w_set_u32(w, "qwen35.full_attention_interval", 4);
+        gguf_w_set_u32(w, "qwen35.ssm.state_size", variant ? 2147483647u : 2);
+        gguf_w_set_u32(w, "qwen35.ssm.time_step_rank", variant ? 2147483647u : 3);
+        gguf_w_set_u32(w, "qwen35.ssm.conv_kernel", 4);
+        gguf_w_set_u32(w, "qwen35.ssm.inner_size", 8);
+        gguf_w_set_u32(w, "qwen35.ssm.group_count", 1);
+        assert_int_equal(gguf_w_write_file(w, path, &err), TERN_OK);
+        gguf_w_free(w);
+        gguf_ctx *g;
+        assert_int_equal(gguf_open(&g, path, GGUF_LOAD_READ, &err), TERN_OK);
+        gguf_budget b;
+        const int rc = gguf_budget_compute(g, 0, &b, &err);
+        if (variant == 0) {
+            assert_int_equal(rc, TERN_OK);
+            assert_int_equal(b.n_attn_layers, 2147483647 / 4);
+            assert_int_equal(b.n_gdn_layers, 2147483647 - 2147483647 / 4);
+            /* KV: 1 kv head x (64 + 64) x 2 bytes per attention layer */
+            assert_int_equal(b.kv_bytes_per_pos, (uint64_t)(2147483647 / 4) * 256);
+            assert_int_equal(b.rstate_bytes, 2ull * b.n_gdn_layers * 3 * 2 * 2 * 4);
+            assert_int_equal(b.conv_bytes, 2ull * b.n_gdn_layers * 3 * (8 + 2 * 1 * 2) * 4);
+        } else {
+            assert_int_equal(rc, TERN_E_FORMAT);
+            assert_non_null(strstr(err.msg, "overflows"));
+        }
+        gguf_close(g);
+    }
+    unlink(path);
+}
+
 /* ---- the 27B header (spec 5.1, 5.2, 4.1) ----------------------------------------------------- */
 
 enum { D = 5120, FF = 17408, NV = 248320, NL = 64 };
@@ -288,6 +331,7 @@ static void test_info_cli(void **state) {
 int suite_gguf_info(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_stories260k),
+        cmocka_unit_test(test_budget_hostile_header),
         cmocka_unit_test(test_budget_27b_pq2_0),
         cmocka_unit_test(test_budget_27b_ptq1_0),
         cmocka_unit_test(test_info_cli),

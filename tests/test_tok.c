@@ -3,7 +3,7 @@
  *   tok_hf_load, written with the GGUF writer to a temp file and loaded back with tok_load (the
  *   path of `tern synth --tokenizer`); its keys must equal the golden GGUF's exactly; then 100%
  *   of llama.cpp's qwen2 vectors (.inp/.out) and of qwen3_encode_vectors.jsonl, encode AND
- *   decode; the golden prompts.json ids (add_special, parse_special as the golden program).
+ *   decode; the whole wikitext-2 test file (298,938 ids); the golden prompts.json ids (add_special, parse_special as the golden program).
  * - SentencePiece: 100% of llama.cpp's llama-spm vectors; stories260K: golden prompt ids and the
  *   per-story ids of reference_ppl_tinystories_sample.json (run.c's algorithm).
  * - The qwen2 and qwen35 splitters against the Python `regex` engine running the spec's patterns
@@ -275,6 +275,28 @@ static void test_qwen_encode_vectors(void **state) {
     }
     assert_int_equal(n_cases, 54);
     free(all);
+}
+
+/* The whole wikitext-2 test file: 298,938 tokens, first and last 64 ids (qwen3_wikitext2_test_tokens.json) */
+static void test_qwen_wikitext(void **state) {
+    (void)state;
+    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    char p[512];
+    size_t n;
+    char *txt = fx_read_file(fx_require(p, sizeof p, "data/wikitext2-test/wiki.test.raw"), &n);
+    assert_non_null(txt);
+    cJSON *j = read_json("data/qwen3-tokenizer/qwen3_wikitext2_test_tokens.json");
+    int n_got, n_first, n_last;
+    int32_t *got = encode(v, txt, n, false, true, &n_got);
+    assert_int_equal(n_got, (int)cJSON_GetObjectItem(j, "n_tokens")->valuedouble);
+    int32_t *first = json_ids(cJSON_GetObjectItem(j, "first_64"), &n_first);
+    int32_t *last = json_ids(cJSON_GetObjectItem(j, "last_64"), &n_last);
+    assert_int_equal(n_first, 64);
+    assert_int_equal(n_last, 64);
+    check_ids(got, 64, first, 64, "wikitext first 64");
+    check_ids(got + n_got - 64, 64, last, 64, "wikitext last 64");
+    free(first); free(last); free(got); free(txt);
+    cJSON_Delete(j);
 }
 
 /* prompts.json of a golden folder, tokenised with add_special and parse_special */
@@ -703,6 +725,7 @@ int suite_tok(int *n_tests) {
         cmocka_unit_test(test_hf_import_matches_golden),
         cmocka_unit_test(test_qwen_llama_vectors),
         cmocka_unit_test(test_qwen_encode_vectors),
+        cmocka_unit_test(test_qwen_wikitext),
         cmocka_unit_test(test_golden_prompts),
         cmocka_unit_test(test_spm_llama_vectors),
         cmocka_unit_test(test_stories_reference_ids),

@@ -4,6 +4,9 @@
 #define TERN_TOOLS_CLI_H
 
 int cmd_version(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 int cmd_bench_kernel(int argc, char **argv);   /* tools/bench_kernel.c */
 int cmd_info(int argc, char **argv);     /* tools/info.c (owner: gguf) */
 int cmd_synth(int argc, char **argv);      /* tools/synth.c */

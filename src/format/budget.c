@@ -80,8 +80,8 @@ int gguf_budget_compute(const gguf_ctx *g, int64_t pos, gguf_budget *out, tern_e
         if (!gguf_arr_is_int(&rl) || rl.n != (uint64_t)out->n_layer)
             return tern_err_set(err, TERN_E_FORMAT, "key '%s': %" PRIu64 " entries of %s, expected %" PRId64 " bools or integers", key, rl.n, gguf_vtype_name(rl.type), out->n_layer);
         for (uint64_t il = 0; il < rl.n; il++) out->n_gdn_layers += gguf_arr_int(&rl, il) != 0;
-    } else {
-        for (int64_t il = 0; il < out->n_layer; il++) out->n_gdn_layers += (il + 1) % interval != 0;
+    } else {                                    /* layer il is attention iff (il + 1) % interval == 0 */
+        out->n_gdn_layers = out->n_layer - out->n_layer / interval;
     }
     out->n_attn_layers = out->n_layer - out->n_gdn_layers;
 
@@ -100,15 +100,20 @@ int gguf_budget_compute(const gguf_ctx *g, int64_t pos, gguf_budget *out, tern_e
         /* conv channels: q, k (group_count heads of d_state each) and v (inner_size); the
          * ssm_conv1d tensor, when present, has them as ne[1] */
         out->ssm_conv_channels = d_inner + 2 * (n_group * out->ssm_d_state > INT32_MAX ? INT32_MAX : n_group * out->ssm_d_state);
-        for (int64_t il = 0; il < out->n_layer; il++) {
-            snprintf(key, sizeof key, "blk.%" PRId64 ".ssm_conv1d.weight", il);
-            const gguf_tensor *c = gguf_find_tensor(g, key);
-            if (c) { out->ssm_conv_channels = c->ne[1]; break; }
+        static const char suffix[] = ".ssm_conv1d.weight";   /* first one, in file order */
+        for (uint64_t i = 0; i < g->n_tensors; i++) {
+            const char *nm = g->tensors[i].name;
+            const size_t nl = strlen(nm);
+            if (strncmp(nm, "blk.", 4) == 0 && nl > sizeof suffix - 1 && strcmp(nm + nl - (sizeof suffix - 1), suffix) == 0) {
+                out->ssm_conv_channels = g->tensors[i].ne[1];
+                break;
+            }
         }
         uint64_t st, cv, dkv;
         const uint64_t ds = (uint64_t)out->ssm_d_state;   /* <= 2^31 each: the products below are checked */
         if (!mul3(ds, ds, 4, &dkv) || !mul3(2 * (uint64_t)out->n_gdn_layers, (uint64_t)out->ssm_n_heads, dkv, &st) ||
-            !mul3(2 * (uint64_t)out->n_gdn_layers, (uint64_t)(out->ssm_d_conv - 1), (uint64_t)out->ssm_conv_channels * 4, &cv))
+            !mul3(2 * (uint64_t)out->n_gdn_layers, (uint64_t)(out->ssm_d_conv - 1), (uint64_t)out->ssm_conv_channels, &cv) ||
+            !ck_mul_u64(cv, 4, &cv))
             return tern_err_set(err, TERN_E_FORMAT, "recurrent state size overflows (%" PRId64 " GDN layers, %" PRId64 " heads, state %" PRId64 ")",
                                 out->n_gdn_layers, out->ssm_n_heads, out->ssm_d_state);
         out->rstate_bytes = st;

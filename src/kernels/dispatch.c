@@ -11,12 +11,20 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__)
+#include "kernels/arm/arm.h"   /* arm_cpu_features (hwcaps / sysctl), the three ARM tables */
+#endif
 
 const kern_table *const kern_tables[] = {
     &kern_table_ref,
 #if defined(__x86_64__)
     &kern_table_avx2,
     &kern_table_avx512vnni,
+#endif
+#if defined(__aarch64__)
+    &kern_table_neon,
+    &kern_table_dotprod,
+    &kern_table_i8mm,
 #endif
     NULL,
 };
@@ -44,6 +52,8 @@ static uint32_t detect(void) {
     if ((f & KCPU_AVX2) && os_zmm && f512 && dq && bw && vl && vnni) f |= KCPU_AVX512VNNI;
     return f;
 }
+#elif defined(__aarch64__)
+static uint32_t detect(void) { return arm_cpu_features(); }
 #else
 static uint32_t detect(void) { return 0; }
 #endif

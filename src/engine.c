@@ -1,0 +1,290 @@
+/* engine.c: the public API of include/tern.h on top of the model, runtime and tokenizer layers.
+ * A session owns its KV cache, arch state and forward workspace, all allocated at creation; eval
+ * feeds tokens in chunks of n_batch columns through the arch's forward (prefill = many columns,
+ * decode = one) with the model's eval lock held (the thread pool is shared by all sessions of a
+ * model) and, in debug builds, the no-allocation guard armed. */
+#include "tern.h"
+
+#include "core/core.h"
+#include "model/model.h"
+#include "tokenizer/tok.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ==== model ================================================================================== */
+
+void tern_model_opts_default(tern_model_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->numerics = TERN_NUMERICS_FAST;
+}
+
+int tern_model_load(tern_model **out, const char *path, const tern_model_opts *opts, tern_err *err) {
+    if (!out) return tern_err_set(err, TERN_E_ARG, "tern_model_load: out is NULL");
+    *out = NULL;
+    tern_model_opts def;
+    if (!opts) { tern_model_opts_default(&def); opts = &def; }
+    if (opts->numerics < TERN_NUMERICS_FAST || opts->numerics > TERN_NUMERICS_F32)
+        return tern_err_set(err, TERN_E_ARG, "numerics %d, expected fast, ggml or f32", (int)opts->numerics);
+    int nt = opts->n_threads;
+    if (nt <= 0) {
+        const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        nt = nc > 0 ? (int)TERN_MIN(nc, 256) : 1;
+    }
+    model_load_opts lo = {
+        .n_threads = nt,
+        .use_mmap = opts->use_mmap,
+        .numerics = opts->numerics == TERN_NUMERICS_GGML ? KQ_GGML : opts->numerics == TERN_NUMERICS_F32 ? KQ_F32 : KQ_FAST,
+        .progress = opts->progress,
+    };
+    return model_load(out, path, &lo, err);
+}
+
+void tern_model_free(tern_model *m) { model_free(m); }
+
+void tern_model_get_info(const tern_model *m, tern_model_info *info) {
+    memset(info, 0, sizeof *info);
+    info->arch = m->arch->name;
+    info->name = m->name;
+    info->n_vocab = m->hp.n_vocab;
+    info->n_ctx_train = m->hp.n_ctx_train;
+    info->n_embd = m->hp.n_embd;
+    info->n_layer = m->hp.n_layer;
+    info->n_head = m->hp.n_head;
+    info->n_head_kv = m->hp.n_head_kv;
+    info->bos = tok_bos(m->vocab);
+    info->eos = tok_eos(m->vocab);
+    info->add_bos = tok_add_bos(m->vocab);
+    info->weight_bytes = m->weight_bytes;
+    info->bytes_per_token = m->bytes_per_token;
+    info->isa = kern_isa();
+    info->n_threads = m->n_threads;
+}
+
+/* ==== tokens ================================================================================= */
+
+int tern_tokenize(const tern_model *m, const char *text, size_t len, bool add_bos, bool parse_special, int32_t *out,
+                  int n_max, int *n_out, tern_err *err) {
+    if (!m || (!text && len) || n_max < 0 || (!out && n_max) || !n_out)
+        return tern_err_set(err, TERN_E_ARG, "tern_tokenize: bad arguments");
+    return tok_encode(m->vocab, text ? text : "", len, parse_special, add_bos, out, n_max, n_out, err);
+}
+
+int tern_token_piece(const tern_model *m, int32_t id, bool special, char *buf, int cap) {
+    return tok_piece(m->vocab, id, special, buf, cap);
+}
+
+bool tern_token_is_eog(const tern_model *m, int32_t id) { return tok_is_eog(m->vocab, id); }
+
+void tern_detok_init(tern_detok *d) { memset(d, 0, sizeof *d); }
+
+/* tern_detok mirrors tok_stream: pend/n_pend, and n_out counts the pieces put so far (the SPM
+ * first-piece rule needs to know whether this is the first). */
+int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap) {
+    tok_stream s;
+    tok_stream_init(&s);
+    memcpy(s.pend, d->pend, sizeof s.pend);
+    s.n_pend = d->n_pend;
+    s.first = d->n_out == 0;
+    const int r = tok_stream_put(m->vocab, &s, id, out, cap);
+    if (r < 0) return r;
+    memcpy(d->pend, s.pend, sizeof d->pend);
+    d->n_pend = s.n_pend;
+    if (!s.first) d->n_out = 1;
+    return r;
+}
+
+int tern_detok_flush(tern_detok *d, char *out, int cap) {
+    tok_stream s;
+    tok_stream_init(&s);
+    memcpy(s.pend, d->pend, sizeof s.pend);
+    s.n_pend = d->n_pend;
+    s.first = d->n_out == 0;
+    const int r = tok_stream_flush(&s, out, cap);
+    if (r < 0) return r;
+    d->n_pend = 0;
+    return r;
+}
+
+/* ==== session ================================================================================ */
+
+struct tern_session {
+    tern_model *m;
+    int n_ctx, n_batch;
+    int pos;                 /* tokens in the sequence */
+    kv_cache kv;
+    void *state;             /* arch recurrent state or NULL */
+    model_ws ws;
+    float *logits;           /* (n_vocab) logits of the last evaluated token */
+    int32_t *bpos;           /* (n_batch) positions of a chunk */
+    kv_cache **bkv;          /* (n_batch) = &kv */
+    void **bstate;           /* (n_batch) = state */
+    bool *bwant;             /* (n_batch) */
+};
+
+void tern_session_opts_default(tern_session_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->n_ctx = 4096;
+    o->n_batch = 512;
+}
+
+int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts *o, tern_err *err) {
+    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_session_init: NULL argument");
+    *out = NULL;
+    tern_session_opts def;
+    if (!o) { tern_session_opts_default(&def); o = &def; }
+    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
+    int n_batch = o->n_batch > 0 ? o->n_batch : 512;
+    if (n_ctx > (1 << 24) || n_batch > (1 << 16))
+        return tern_err_set(err, TERN_E_ARG, "n_ctx %d / n_batch %d too large", n_ctx, n_batch);
+    if (n_batch > n_ctx) n_batch = n_ctx;
+    const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
+    const model_hparams *hp = &m->hp;
+    const int dk = hp->n_head_kv * hp->n_embd_head_k, dv = hp->n_head_kv * hp->n_embd_head_v;
+    const uint64_t need = kv_bytes(m->n_layer_kv, n_ctx, dk, dv, kv_f32);
+    const uint64_t avail = model_mem_available();
+    if (avail && need > avail)
+        return tern_err_set(err, TERN_E_NOMEM,
+                            "KV cache for n_ctx %d needs %.1f MB (%s), only %.1f MB available: lower -c", n_ctx,
+                            (double)need / 1e6, kv_f32 ? "f32" : "f16", (double)avail / 1e6);
+    tern_session *s = calloc(1, sizeof *s);
+    if (!s) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
+    s->m = m;
+    s->n_ctx = n_ctx;
+    s->n_batch = n_batch;
+    int rc;
+    if (m->n_layer_kv > 0 && (rc = kv_init(&s->kv, m->n_layer_kv, n_ctx, dk, dv, kv_f32, err))) goto fail;
+    if (m->arch->state_init && (rc = m->arch->state_init(m, &s->state, n_ctx, err))) goto fail;
+    if ((rc = model_ws_init(&s->ws, m, n_batch, n_ctx, err))) goto fail;
+    s->logits = tern_alloc_aligned((size_t)hp->n_vocab * sizeof(float));
+    s->bpos = calloc((size_t)n_batch, sizeof *s->bpos);
+    s->bkv = calloc((size_t)n_batch, sizeof *s->bkv);
+    s->bstate = calloc((size_t)n_batch, sizeof *s->bstate);
+    s->bwant = calloc((size_t)n_batch, sizeof *s->bwant);
+    if (!s->logits || !s->bpos || !s->bkv || !s->bstate || !s->bwant) {
+        rc = tern_err_set(err, TERN_E_NOMEM, "out of memory (session buffers)");
+        goto fail;
+    }
+    for (int i = 0; i < n_batch; i++) {
+        s->bkv[i] = &s->kv;
+        s->bstate[i] = s->state;
+    }
+    *out = s;
+    return TERN_OK;
+fail:
+    tern_session_free(s);
+    return rc;
+}
+
+void tern_session_free(tern_session *s) {
+    if (!s) return;
+    kv_free(&s->kv);
+    if (s->state && s->m->arch->state_free) s->m->arch->state_free(s->state);
+    model_ws_free(&s->ws);
+    tern_free_aligned(s->logits);
+    free(s->bpos);
+    free(s->bkv);
+    free(s->bstate);
+    free(s->bwant);
+    free(s);
+}
+
+int tern_session_n_ctx(const tern_session *s) { return s->n_ctx; }
+int tern_session_pos(const tern_session *s) { return s->pos; }
+
+/* Evaluate tok[0..n) in chunks; logits of every position to all_logits (n * n_vocab) when given,
+ * else the last position's to s->logits. */
+static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_logits, tern_err *err) {
+    const model_t *m = s->m;
+    if (n <= 0 || !tok) return tern_err_set(err, TERN_E_ARG, "eval: need at least one token (n = %d)", n);
+    if (n > s->n_ctx - s->pos)
+        return tern_err_set(err, TERN_E_RANGE, "context full: position %d + %d tokens > n_ctx %d", s->pos, n, s->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (tok[i] < 0 || tok[i] >= m->hp.n_vocab)
+            return tern_err_set(err, TERN_E_RANGE, "token %d at index %d: expected 0..%d", tok[i], i, m->hp.n_vocab - 1);
+    pthread_mutex_lock(&s->m->eval_lock);
+    tern_noalloc_enter();
+    int rc = TERN_OK;
+    for (int i0 = 0; i0 < n && rc == TERN_OK; i0 += s->n_batch) {
+        const int nb = TERN_MIN(s->n_batch, n - i0);
+        for (int c = 0; c < nb; c++) {
+            s->bpos[c] = s->pos + c;
+            s->bwant[c] = all_logits ? true : (i0 + c == n - 1);
+        }
+        model_batch b = {
+            .n = nb,
+            .tok = tok + i0,
+            .pos = s->bpos,
+            .kv = s->bkv,
+            .state = s->bstate,
+            .want_logits = s->bwant,
+            .logits = all_logits ? all_logits + (size_t)i0 * (size_t)m->hp.n_vocab : s->logits,
+        };
+        rc = m->arch->forward(m, &s->ws, &b);
+        if (rc == TERN_OK) s->pos += nb;
+    }
+    tern_noalloc_leave();
+    pthread_mutex_unlock(&s->m->eval_lock);
+    if (rc) return tern_err_set(err, rc, "forward failed at position %d", s->pos);
+    if (all_logits) memcpy(s->logits, all_logits + (size_t)(n - 1) * (size_t)m->hp.n_vocab,
+                           (size_t)m->hp.n_vocab * sizeof(float));
+    return TERN_OK;
+}
+
+const float *tern_session_eval(tern_session *s, const int32_t *tok, int n, tern_err *err) {
+    if (!s) { tern_err_set(err, TERN_E_ARG, "tern_session_eval: session is NULL"); return NULL; }
+    return session_eval(s, tok, n, NULL, err) == TERN_OK ? s->logits : NULL;
+}
+
+int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *logits, tern_err *err) {
+    if (!s || !logits) return tern_err_set(err, TERN_E_ARG, "tern_session_eval_all: NULL argument");
+    return session_eval(s, tok, n, logits, err);
+}
+
+int tern_session_truncate(tern_session *s, int pos, tern_err *err) {
+    if (!s) return tern_err_set(err, TERN_E_ARG, "tern_session_truncate: session is NULL");
+    if (pos < 0 || pos > s->pos)
+        return tern_err_set(err, TERN_E_RANGE, "truncate to %d: expected 0..%d (current position)", pos, s->pos);
+    if (s->state) {
+        if (pos == 0) {
+            if (s->m->arch->state_reset) s->m->arch->state_reset(s->state);
+        } else if (pos != s->pos) {
+            int rc = s->m->arch->state_truncate ? s->m->arch->state_truncate(s->state, pos, err)
+                                                : tern_err_set(err, TERN_E_RANGE, "truncate: state not restorable");
+            if (rc) return rc;
+        }
+    }
+    s->pos = pos;   /* KV rows past pos are never read and get overwritten */
+    return TERN_OK;
+}
+
+int tern_session_checkpoint(tern_session *s, tern_err *err) {
+    if (!s) return tern_err_set(err, TERN_E_ARG, "tern_session_checkpoint: session is NULL");
+    if (s->state && s->m->arch->state_checkpoint) return s->m->arch->state_checkpoint(s->state, s->pos, err);
+    return TERN_OK;   /* pure attention: every position is restorable by truncation */
+}
+
+void tern_session_reset(tern_session *s) {
+    if (!s) return;
+    if (s->state && s->m->arch->state_reset) s->m->arch->state_reset(s->state);
+    s->pos = 0;
+}
+
+/* ==== benchmarking helpers =================================================================== */
+
+#include "runtime/membw.h"
+
+int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err) {
+    if (!gbs) return tern_err_set(err, TERN_E_ARG, "tern_membw: gbs is NULL");
+    if (n_threads <= 0) {
+        const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = nc > 0 ? (int)TERN_MIN(nc, 256) : 1;
+    }
+    tern_pool *p = NULL;
+    int rc = pool_init(&p, n_threads, err);
+    if (rc) return rc;
+    rc = membw_read_gbs(p, bytes, reps, gbs, err);
+    pool_free(p);
+    return rc;
+}

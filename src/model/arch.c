@@ -1,0 +1,21 @@
+/* arch.c: architecture name (general.architecture) -> hooks. To add an architecture, define
+ * `const model_arch model_arch_<name>` in src/model/<name>.c and list it here. */
+#include "model/model.h"
+
+#include <string.h>
+
+extern const model_arch model_arch_llama;
+extern const model_arch model_arch_qwen3;
+
+static const model_arch *const archs[] = {
+    &model_arch_llama,
+    &model_arch_qwen3,
+};
+
+const model_arch *model_arch_find(const char *name) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strcmp(archs[i]->name, name) == 0) return archs[i];
+    return NULL;
+}
+
+const char *model_arch_names(void) { return "llama, qwen3"; }

@@ -1,0 +1,49 @@
+/* blocks.h: shared building blocks of the forward passes (RMSNorm, RoPE, attention over the KV
+ * cache, SwiGLU, pooled projections). Layer 5. Pure functions of their arguments: the same code
+ * runs on every ISA, so no output bit depends on the ISA or the thread count.
+ * Source of truth: spec/ternary-gguf.md 5.3 (primitives), 6 (qwen3 forward), 8 (numerics);
+ * the ggml CPU operators these mirror are named next to each function. */
+#ifndef TERN_MODEL_BLOCKS_H
+#define TERN_MODEL_BLOCKS_H
+
+#include "model/model.h"
+
+#include <stdint.h>
+
+/* y = RMSNorm_eps(x) * w over n values (y may alias x). Order as ggml_compute_forward_rms_norm
+ * then ggml_mul: sum of float squares in double, mean rounded to float, scale = 1/sqrtf(mean +
+ * eps), y = (x * scale) * w (two roundings). w NULL: no weight. */
+void blk_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
+/* RMSNorm each of n_head vectors of length hd in x (in place), same weight w (hd). */
+void blk_rmsnorm_heads(float *x, const float *w, int n_head, int hd, float eps);
+
+/* RoPE angles of one position: cs[2i] = cos, cs[2i+1] = sin of pair i (n_rot / 2 pairs), as
+ * ggml's rope cache: theta_i = pos * base^(-2i/n_rot) by repeated float multiplication with
+ * theta_scale = powf(base, -2/n_rot), YaRN mixing (rope_yarn) when hp->yarn. */
+void blk_rope_cache(float *cs, int pos, const model_hparams *hp);
+/* Rotate the first n_rot dims of each of n_head heads (length hd) of x in place. ROPE_NORMAL
+ * pairs (2i, 2i+1); ROPE_NEOX pairs (i, i + n_rot/2). */
+void blk_rope(float *x, int n_head, int hd, const float *cs, int n_rot, int rope_type);
+
+/* out[i] = silu(g[i]) * u[i], silu(x) = x / (1 + expf(-x)) (ggml_vec_swiglu_f32). out may alias g. */
+void blk_swiglu(float *out, const float *g, const float *u, int64_t n);
+
+/* Attention of one query head over positions [0, n_kv) of layer il of kv, kv head ikv.
+ *   q: (hd_k) roped query; out: (hd_v).
+ *   flash_ggml: mirror ggml's CPU flash attention (one query row): Q rounded to fp16 for an
+ *     fp16 cache, online softmax with expf, V accumulated in the cache type (fp16 rounding per
+ *     step), dot order of ggml_vec_dot_f16's 4x16-lane AVX-512 layout; else: scores in float
+ *     (sequential dot), softmax with max subtraction and the sum in double (ggml_soft_max_f32),
+ *     V accumulated in float.
+ *   scratch: n_kv floats (scores); qh: hd_k uint16; acc: 2 * hd_v floats. */
+void blk_attn_head(float *out, const float *q, const kv_cache *kv, int il, int ikv, int n_kv, int hd_k,
+                   int hd_v, float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc);
+
+/* Project one activation through up to 4 weights in ONE pool job: y_j[c * n_out_j + r] for all
+ * rows of every weight and all a->ncols columns. Row ranges are split over the pool in multiples
+ * of KERN_ROW_ALIGN on a virtual concatenation of the weights (each padded to the alignment). */
+void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y);
+/* Quantise an activation (x: ncols columns of K floats) into q (kern_act_bytes) and fill *a. */
+void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t K, int ncols, kern_numerics mode);
+
+#endif /* TERN_MODEL_BLOCKS_H */

@@ -1,0 +1,414 @@
+/* model.c: open a GGUF, dispatch on general.architecture, read hyperparameters, bind every tensor
+ * by its GGUF name and validate its shape and type once (the forward checks nothing per token),
+ * prepare weights for the kernels (in-place repack), load the vocabulary, start the thread pool,
+ * and lay out the forward workspace.
+ * Memory: the whole file lives in one buffer owned by the gguf_ctx (read() into anonymous memory
+ * by default, or a private mapping); weights are repacked inside it, so there is no second copy.
+ * Source of truth: spec/ternary-gguf.md sections 1 (container), 6 (qwen3 keys and tensors);
+ * llama.cpp's llama hyperparameter defaults (rope.freq_base 10000, rope dims = head dim). */
+#include "model/blocks.h"
+#include "format/qtypes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- keys ----------------------------------------------------------------------------------- */
+
+const char *model_key(const model_t *m, char *buf, size_t n, const char *suffix) {
+    snprintf(buf, n, "%s.%s", m->arch->name, suffix);
+    return buf;
+}
+
+int model_get_i32(const model_t *m, const char *suffix, bool required, int32_t def, int32_t *out, tern_err *err) {
+    char key[128];
+    int64_t v;
+    int rc = gguf_get_int(m->g, model_key(m, key, sizeof key, suffix), required, def, &v, err);
+    if (rc) return rc;
+    if (v < INT32_MIN || v > INT32_MAX)
+        return tern_err_set(err, TERN_E_FORMAT, "key '%s': value %lld out of int32 range", key, (long long)v);
+    *out = (int32_t)v;
+    return TERN_OK;
+}
+
+int model_get_f32(const model_t *m, const char *suffix, bool required, float def, float *out, tern_err *err) {
+    char key[128];
+    double v;
+    int rc = gguf_get_float(m->g, model_key(m, key, sizeof key, suffix), required, def, &v, err);
+    if (rc) return rc;
+    if (!isfinite(v)) return tern_err_set(err, TERN_E_FORMAT, "key '%s': value is not finite", key);
+    *out = (float)v;
+    return TERN_OK;
+}
+
+/* ---- tensor binding ------------------------------------------------------------------------- */
+
+static void fmt_shape(char *buf, size_t n, const gguf_tensor *t) {
+    int k = snprintf(buf, n, "[");
+    for (int d = 0; d < t->n_dims && k > 0 && (size_t)k < n; d++)
+        k += snprintf(buf + k, n - (size_t)k, "%s%lld", d ? ", " : "", (long long)t->ne[d]);
+    if (k > 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "]");
+}
+
+static int check_shape(const gguf_tensor *t, int64_t ne0, int64_t ne1, tern_err *err) {
+    if (t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == 1 && t->ne[3] == 1) return TERN_OK;
+    char got[96];
+    fmt_shape(got, sizeof got, t);
+    if (ne1 == 1)
+        return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': shape %s, expected [%lld]", t->name, got, (long long)ne0);
+    return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': shape %s, expected [%lld, %lld]", t->name, got,
+                        (long long)ne0, (long long)ne1);
+}
+
+static const char *type_name(int type) {
+    const qt_traits *tr = qt_get(type);
+    return tr ? tr->name : "unknown";
+}
+
+int model_bind_f32(model_t *m, const char *name, int64_t ne0, int64_t ne1, const float **out, tern_err *err) {
+    const gguf_tensor *t = gguf_find_tensor(m->g, name);
+    if (!t) return tern_err_set(err, TERN_E_FORMAT, "missing tensor '%s' (architecture %s)", name, m->arch->name);
+    int rc = check_shape(t, ne0, ne1, err);
+    if (rc) return rc;
+    if (t->type != QT_F32)
+        return tern_err_set(err, TERN_E_UNSUPPORTED, "tensor '%s': type %s, expected F32", name, type_name(t->type));
+    if (((uintptr_t)t->data & 3u) != 0)
+        return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': data not 4-byte aligned", name);
+    *out = (const float *)(const void *)t->data;
+    return TERN_OK;
+}
+
+static int register_w(model_t *m, kern_w *w, tern_err *err) {
+    if (m->n_all_w == m->cap_all_w) {
+        const int cap = m->cap_all_w ? m->cap_all_w * 2 : 64;
+        kern_w **p = realloc(m->all_w, (size_t)cap * sizeof *p);
+        if (!p) return tern_err_set(err, TERN_E_NOMEM, "out of memory binding weights");
+        m->all_w = p;
+        m->cap_all_w = cap;
+    }
+    m->all_w[m->n_all_w++] = w;
+    return TERN_OK;
+}
+
+/* Progress: bytes of prepared weights against the total; drawn on stderr after 0.5 s. */
+static struct { bool on, drawn; double t0; uint64_t done, total; int last; } prog;
+
+static void prog_draw(uint64_t add) {
+    if (!prog.on) return;
+    prog.done += add;
+    const double dt = tern_time_s() - prog.t0;
+    if (dt < 0.5) return;
+    const int pct = prog.total ? (int)(100.0 * (double)prog.done / (double)prog.total) : 100;
+    if (pct == prog.last) return;
+    prog.last = pct;
+    char bar[41];
+    for (int i = 0; i < 40; i++) bar[i] = i < pct * 40 / 100 ? '#' : ' ';
+    bar[40] = 0;
+    fprintf(stderr, "\rloading [%s] %3d%% %.1fs", bar, pct, dt);
+    prog.drawn = true;
+}
+
+int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w *w, bool optional, bool *found,
+                 tern_err *err) {
+    memset(w, 0, sizeof *w);
+    if (found) *found = false;
+    const gguf_tensor *t = gguf_find_tensor(m->g, name);
+    if (!t) {
+        if (optional) return TERN_OK;
+        return tern_err_set(err, TERN_E_FORMAT, "missing tensor '%s' (architecture %s)", name, m->arch->name);
+    }
+    int rc = check_shape(t, ne0, ne1, err);
+    if (rc) return rc;
+    switch (t->type) {
+    case QT_F32: case QT_F16: case QT_BF16: case QT_Q8_0: case QT_PQ2_0: case QT_Q2_0: case QT_PTQ1_0:
+    case QT_TQ1_0: case QT_TQ2_0: case QT_Q1_0:
+        break;
+    default:
+        return tern_err_set(err, TERN_E_UNSUPPORTED,
+                            "tensor '%s': type %s, expected a ternary type (PQ2_0, PTQ1_0, Q2_0, TQ1_0, TQ2_0) or "
+                            "F32/F16/BF16/Q8_0",
+                            name, type_name(t->type));
+    }
+    rc = kern_w_init(w, t->name, t->type, t->data, ne0, ne1, err);
+    if (rc) return rc;
+    rc = register_w(m, w, err);
+    if (rc) { kern_w_free(w); return rc; }
+    if (found) *found = true;
+    prog_draw(t->nbytes);
+    return TERN_OK;
+}
+
+/* ---- hyperparameters ------------------------------------------------------------------------ */
+
+int model_load_hparams_common(model_t *m, tern_err *err) {
+    model_hparams *hp = &m->hp;
+    int rc;
+    memset(hp, 0, sizeof *hp);
+    if ((rc = model_get_i32(m, "embedding_length", true, 0, &hp->n_embd, err)) ||
+        (rc = model_get_i32(m, "block_count", true, 0, &hp->n_layer, err)) ||
+        (rc = model_get_i32(m, "feed_forward_length", true, 0, &hp->n_ff, err)) ||
+        (rc = model_get_i32(m, "attention.head_count", true, 0, &hp->n_head, err)) ||
+        (rc = model_get_i32(m, "context_length", false, 0, &hp->n_ctx_train, err)))
+        return rc;
+    if (hp->n_embd <= 0 || hp->n_layer <= 0 || hp->n_ff <= 0 || hp->n_head <= 0 || hp->n_layer > 4096)
+        return tern_err_set(err, TERN_E_FORMAT,
+                            "%s: bad hyperparameters n_embd=%d n_layer=%d n_ff=%d n_head=%d (expected positive)",
+                            m->arch->name, hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head);
+    if ((rc = model_get_i32(m, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv, err)) ||
+        (rc = model_get_i32(m, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->n_embd_head_k, err)) ||
+        (rc = model_get_i32(m, "attention.value_length", false, hp->n_embd_head_k, &hp->n_embd_head_v, err)) ||
+        (rc = model_get_i32(m, "rope.dimension_count", false, hp->n_embd_head_k, &hp->n_rot, err)) ||
+        (rc = model_get_f32(m, "rope.freq_base", false, 10000.0f, &hp->rope_freq_base, err)) ||
+        (rc = model_get_f32(m, "attention.layer_norm_rms_epsilon", true, 0, &hp->f_norm_rms_eps, err)))
+        return rc;
+    if (hp->n_head_kv <= 0 || hp->n_head % hp->n_head_kv != 0)
+        return tern_err_set(err, TERN_E_FORMAT, "%s.attention.head_count_kv = %d: expected a divisor of head_count %d",
+                            m->arch->name, hp->n_head_kv, hp->n_head);
+    if (hp->n_embd_head_k <= 0 || hp->n_embd_head_v <= 0 || hp->n_embd_head_k > 1024 || hp->n_embd_head_v > 1024)
+        return tern_err_set(err, TERN_E_FORMAT, "%s: head dims k=%d v=%d, expected 1..1024", m->arch->name,
+                            hp->n_embd_head_k, hp->n_embd_head_v);
+    if (hp->n_rot <= 0 || hp->n_rot > hp->n_embd_head_k || hp->n_rot % 2)
+        return tern_err_set(err, TERN_E_FORMAT, "%s.rope.dimension_count = %d: expected even, 2..%d", m->arch->name,
+                            hp->n_rot, hp->n_embd_head_k);
+    if (!(hp->rope_freq_base > 0) || !(hp->f_norm_rms_eps >= 0))
+        return tern_err_set(err, TERN_E_FORMAT, "%s: rope.freq_base %g / rms eps %g out of range", m->arch->name,
+                            (double)hp->rope_freq_base, (double)hp->f_norm_rms_eps);
+    hp->f_attn_scale = 1.0f / sqrtf((float)hp->n_embd_head_k);
+    hp->rope_freq_scale = 1.0f;
+    hp->yarn_attn_factor = 1.0f;
+    hp->yarn_ext_factor = 0.0f;
+
+    /* RoPE scaling: none, linear, or yarn (spec 6, llama.cpp rope_yarn). */
+    char key[128];
+    const gguf_kv *kv = gguf_find_kv(m->g, model_key(m, key, sizeof key, "rope.scaling.type"));
+    if (kv) {
+        gguf_str st;
+        if ((rc = gguf_get_str(m->g, key, true, &st, err))) return rc;
+        const bool yarn = gguf_str_eq(st, "yarn"), linear = gguf_str_eq(st, "linear");
+        if (yarn || linear) {
+            float factor;
+            if ((rc = model_get_f32(m, "rope.scaling.factor", true, 1.0f, &factor, err))) return rc;
+            if (!(factor >= 1.0f))
+                return tern_err_set(err, TERN_E_FORMAT, "%s.rope.scaling.factor = %g, expected >= 1", m->arch->name,
+                                    (double)factor);
+            hp->rope_freq_scale = 1.0f / factor;
+        }
+        if (yarn) {
+            if ((rc = model_get_i32(m, "rope.scaling.original_context_length", true, 0, &hp->n_ctx_orig, err)))
+                return rc;
+            if (hp->n_ctx_orig <= 0)
+                return tern_err_set(err, TERN_E_FORMAT, "%s.rope.scaling.original_context_length = %d, expected > 0",
+                                    m->arch->name, hp->n_ctx_orig);
+            hp->yarn = true;
+            hp->yarn_ext_factor = 1.0f;
+            /* ggml_rope_yarn_corr_dims with beta_fast 32, beta_slow 1 */
+            const float nd = (float)hp->n_rot, L0 = (float)hp->n_ctx_orig, base = hp->rope_freq_base;
+            const float pi = 3.14159265358979323846f;
+            const float lo = floorf(nd * logf(L0 / (32.0f * 2 * pi)) / (2 * logf(base)));
+            const float hi = ceilf(nd * logf(L0 / (1.0f * 2 * pi)) / (2 * logf(base)));
+            hp->yarn_corr_lo = fmaxf(0.0f, lo);
+            hp->yarn_corr_hi = fminf(nd - 1, hi);
+        } else if (!linear && !gguf_str_eq(st, "none")) {
+            return tern_err_set(err, TERN_E_UNSUPPORTED, "%s: rope scaling '%.*s', expected none, linear or yarn", key,
+                                (int)st.n, st.p);
+        }
+    }
+    const gguf_tensor *te = gguf_find_tensor(m->g, "token_embd.weight");
+    if (!te) return tern_err_set(err, TERN_E_FORMAT, "missing tensor 'token_embd.weight' (architecture %s)", m->arch->name);
+    if (te->ne[1] <= 0 || te->ne[1] > INT32_MAX)
+        return tern_err_set(err, TERN_E_FORMAT, "tensor 'token_embd.weight': %lld rows", (long long)te->ne[1]);
+    hp->n_vocab = (int32_t)te->ne[1];
+    m->n_layer_kv = hp->n_layer;
+    return TERN_OK;
+}
+
+int model_bind_dense(model_t *m, bool qk_norm, tern_err *err) {
+    const model_hparams *hp = &m->hp;
+    const int64_t D = hp->n_embd, V = hp->n_vocab, F = hp->n_ff;
+    const int64_t dq = (int64_t)hp->n_head * hp->n_embd_head_k, dk = (int64_t)hp->n_head_kv * hp->n_embd_head_k;
+    const int64_t dv = (int64_t)hp->n_head_kv * hp->n_embd_head_v, da = (int64_t)hp->n_head * hp->n_embd_head_v;
+    int rc;
+    bool found;
+    if ((rc = model_bind_w(m, "token_embd.weight", D, V, &m->tok_embd, false, NULL, err))) return rc;
+    if ((rc = model_bind_f32(m, "output_norm.weight", D, 1, &m->output_norm, err))) return rc;
+    if ((rc = model_bind_w(m, "output.weight", D, V, &m->output, true, &found, err))) return rc;
+    m->tied_output = !found;
+    if (m->tied_output) m->output = m->tok_embd;   /* descriptor copy: same repacked bytes */
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return tern_err_set(err, TERN_E_NOMEM, "out of memory (layers)");
+    for (int il = 0; il < hp->n_layer; il++) {
+        model_layer *L = &m->layers[il];
+        char nm[96];
+#define NM(s) (snprintf(nm, sizeof nm, "blk.%d." s ".weight", il), nm)
+        if ((rc = model_bind_f32(m, NM("attn_norm"), D, 1, &L->attn_norm, err)) ||
+            (rc = model_bind_f32(m, NM("ffn_norm"), D, 1, &L->ffn_norm, err)) ||
+            (rc = model_bind_w(m, NM("attn_q"), D, dq, &L->attn_q, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM("attn_k"), D, dk, &L->attn_k, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM("attn_v"), D, dv, &L->attn_v, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM("attn_output"), da, D, &L->attn_output, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM("ffn_gate"), D, F, &L->ffn_gate, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM("ffn_up"), D, F, &L->ffn_up, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM("ffn_down"), F, D, &L->ffn_down, false, NULL, err)))
+            return rc;
+        if (qk_norm &&
+            ((rc = model_bind_f32(m, NM("attn_q_norm"), hp->n_embd_head_k, 1, &L->attn_q_norm, err)) ||
+             (rc = model_bind_f32(m, NM("attn_k_norm"), hp->n_embd_head_k, 1, &L->attn_k_norm, err))))
+            return rc;
+#undef NM
+    }
+    return TERN_OK;
+}
+
+/* ---- memory check --------------------------------------------------------------------------- */
+
+/* MemAvailable in bytes from /proc/meminfo; 0 if unknown (then no check). */
+static uint64_t mem_available(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f) return 0;
+    char line[256];
+    uint64_t kb = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&kb) == 1) break;
+    fclose(f);
+    return kb * 1024;
+}
+
+uint64_t model_mem_available(void) { return mem_available(); }
+
+/* ---- load / free ---------------------------------------------------------------------------- */
+
+int model_load(model_t **out, const char *path, const model_load_opts *o, tern_err *err) {
+    *out = NULL;
+    if (!path || !o || o->n_threads < 1 || o->n_threads > 1024)
+        return tern_err_set(err, TERN_E_ARG, "model_load: need a path and 1..1024 threads");
+    const double t0 = tern_time_s();
+    struct stat st;
+    if (stat(path, &st) != 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s'", path);
+    const uint64_t avail = mem_available();
+    if (avail && (uint64_t)st.st_size > avail)
+        return tern_err_set(err, TERN_E_NOMEM, "model '%s' needs %.1f MB of memory, only %.1f MB available", path,
+                            (double)st.st_size / 1e6, (double)avail / 1e6);
+    model_t *m = calloc(1, sizeof *m);
+    if (!m) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
+    int rc = gguf_open(&m->g, path, o->use_mmap ? GGUF_LOAD_MMAP : GGUF_LOAD_READ, err);
+    if (rc) goto fail;
+    gguf_str as;
+    if ((rc = gguf_get_str(m->g, "general.architecture", true, &as, err))) goto fail;
+    char an[64];
+    snprintf(an, sizeof an, "%.*s", (int)TERN_MIN(as.n, 63u), as.p);
+    m->arch = model_arch_find(an);
+    if (!m->arch) {
+        rc = tern_err_set(err, TERN_E_UNSUPPORTED, "%s: architecture '%s', expected one of: %s", path, an,
+                          model_arch_names());
+        goto fail;
+    }
+    gguf_str nm;
+    if (gguf_get_str(m->g, "general.name", false, &nm, NULL) == TERN_OK && nm.p)
+        snprintf(m->name, sizeof m->name, "%.*s", (int)TERN_MIN(nm.n, 95u), nm.p);
+    m->numerics = o->numerics;
+    m->n_threads = o->n_threads;
+
+    prog.on = o->progress && isatty(2);
+    prog.drawn = false;
+    prog.t0 = t0;
+    prog.done = 0;
+    prog.total = 0;
+    prog.last = -1;
+    for (uint64_t i = 0; i < m->g->n_tensors; i++) prog.total += m->g->tensors[i].nbytes;
+
+    rc = m->arch->load(m, err);
+    if (prog.drawn) fprintf(stderr, "\r%60s\r", "");
+    prog.on = false;
+    if (rc) goto fail;
+    if ((rc = tok_load(&m->vocab, m->g, err))) goto fail;
+    if ((rc = pool_init(&m->pool, o->n_threads, err))) goto fail;
+    if (pthread_mutex_init(&m->eval_lock, NULL) != 0) {
+        pool_free(m->pool);
+        m->pool = NULL;
+        rc = tern_err_set(err, TERN_E_NOMEM, "pthread_mutex_init failed");
+        goto fail;
+    }
+    /* Weight bytes and the decode byte budget (DESIGN.md "Performance model"): every tensor as
+     * stored; a lookup-only (untied) embedding counts one row. */
+    for (uint64_t i = 0; i < m->g->n_tensors; i++) {
+        const gguf_tensor *t = &m->g->tensors[i];
+        m->weight_bytes += t->nbytes;
+        if (!m->tied_output && strcmp(t->name, "token_embd.weight") == 0 && t->ne[1] > 0)
+            m->bytes_per_token += t->nbytes / (uint64_t)t->ne[1];
+        else
+            m->bytes_per_token += t->nbytes;
+    }
+    m->load_s = tern_time_s() - t0;
+    *out = m;
+    return TERN_OK;
+fail:
+    model_free(m);
+    return rc;
+}
+
+void model_free(model_t *m) {
+    if (!m) return;
+    if (m->pool) {
+        pool_free(m->pool);
+        pthread_mutex_destroy(&m->eval_lock);
+    }
+    if (m->arch && m->arch->free) m->arch->free(m);
+    for (int i = 0; i < m->n_all_w; i++) kern_w_free(m->all_w[i]);
+    free(m->all_w);
+    free(m->layers);
+    tok_free(m->vocab);
+    gguf_close(m->g);
+    free(m);
+}
+
+/* ---- workspace ------------------------------------------------------------------------------ */
+
+int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_err *err) {
+    memset(ws, 0, sizeof *ws);
+    const model_hparams *hp = &m->hp;
+    if (n_batch < 1 || n_ctx < 1) return tern_err_set(err, TERN_E_ARG, "workspace: n_batch %d, n_ctx %d", n_batch, n_ctx);
+    const size_t nb = (size_t)n_batch, nt = (size_t)pool_n_threads(m->pool);
+    const size_t D = (size_t)hp->n_embd, dq = (size_t)hp->n_head * (size_t)hp->n_embd_head_k;
+    const size_t dk = (size_t)hp->n_head_kv * (size_t)hp->n_embd_head_k;
+    const size_t dv = (size_t)hp->n_head_kv * (size_t)hp->n_embd_head_v;
+    const size_t da = (size_t)hp->n_head * (size_t)hp->n_embd_head_v, F = (size_t)hp->n_ff;
+    const size_t hd = (size_t)TERN_MAX(hp->n_embd_head_k, hp->n_embd_head_v);
+    const int64_t kmax = (int64_t)TERN_MAX(D, TERN_MAX(F, da));
+    size_t aq = 0;
+    for (int mode = 0; mode < 3; mode++) {   /* the largest quantised activation of any mode */
+        const size_t b = kern_act_bytes((kern_numerics)mode, kmax, n_batch);
+        if (b > aq) aq = b;
+    }
+    const size_t extra = m->arch->ws_extra_bytes ? m->arch->ws_extra_bytes(m, n_batch, n_ctx) : 0;
+    /* float counts of each buffer, each rounded to 16 floats (64 bytes) */
+#define R16(x) (((x) + 15) & ~(size_t)15)
+    const size_t nf[] = {R16(nb * D), R16(nb * D), R16(nb * dq), R16(nb * dk), R16(nb * dv), R16(nb * da),
+                         R16(nb * F), R16(nb * F), R16(nb * (size_t)hp->n_rot), R16(nt * (size_t)n_ctx),
+                         R16(nt * hd / 2 + 1), R16(nt * 2 * hd), R16((aq + 3) / 4), R16(nb * D), R16((extra + 3) / 4)};
+#undef R16
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++) total += nf[i];
+    float *p = tern_calloc_aligned(total * sizeof(float));
+    if (!p) return tern_err_set(err, TERN_E_NOMEM, "workspace: cannot allocate %.1f MB", (double)total * 4 / 1e6);
+    ws->mem = p;
+    ws->n_batch = n_batch;
+    ws->n_ctx = n_ctx;
+    float **dst[] = {&ws->x, &ws->xb, &ws->q, &ws->k, &ws->v, &ws->att, &ws->hg, &ws->hu, &ws->rope_cs, &ws->scores};
+    size_t i = 0;
+    for (; i < sizeof dst / sizeof dst[0]; i++) { *dst[i] = p; p += nf[i]; }
+    ws->qh = (uint16_t *)p; p += nf[i++];
+    ws->vacc = p; p += nf[i++];
+    ws->aq = p; p += nf[i++];
+    ws->lx = p; p += nf[i++];
+    ws->arch_ws = extra ? (void *)p : NULL;
+    return TERN_OK;
+}
+
+void model_ws_free(model_ws *ws) {
+    if (!ws) return;
+    tern_free_aligned(ws->mem);
+    memset(ws, 0, sizeof *ws);
+}

@@ -1,0 +1,218 @@
+/* model.h: the loaded model (hyperparameters, bound weights), the per-architecture hooks, and the
+ * forward-pass inputs (a batch of token columns, each with its own position and KV cache).
+ * Layer 5. Source of truth: ../shared/spec/ternary-gguf.md sections 5-6 (architectures) and 8
+ * (reference numerics); ../shared/DESIGN.md "Numerics modes", "Memory".
+ *
+ * Shape convention (stated once): activations are column-major batches, column c of a (n, K)
+ * buffer is x[c * K .. c * K + K); a weight W has GGUF ne = [K, N] = [n_in, n_out] and
+ * y[c * N + o] = dot(W[o, :], x[c, :]).
+ *
+ * How an architecture plugs in (see docs/ARCHITECTURE.md "Adding an architecture"):
+ *   1. write src/model/<arch>.c with a `const model_arch model_arch_<arch>` whose hooks are
+ *      load (read keys into m->hp, bind + validate every tensor with model_bind_*),
+ *      ws_bytes/forward (the straight-line forward over a model_batch) and, for recurrent
+ *      state, the rs_* hooks;
+ *   2. add it to the table in arch.c.
+ * Everything generic (GGUF open, memory check, vocab, thread pool, KV cache, sessions, logits)
+ * stays in model.c / engine.c. */
+#ifndef TERN_MODEL_MODEL_H
+#define TERN_MODEL_MODEL_H
+
+#include "core/core.h"
+#include "format/gguf.h"
+#include "kernels/kernels.h"
+#include "runtime/kv.h"
+#include "runtime/pool.h"
+#include "tokenizer/tok.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { ROPE_NORMAL = 0, ROPE_NEOX = 2 };   /* llama.cpp rope types: adjacent pairs / half split */
+
+/* Hyperparameters (llama.cpp / GGUF names). */
+typedef struct model_hparams {
+    int32_t n_vocab;         /* rows of token_embd (spec 6: trust the tensor, not the vocab) */
+    int32_t n_ctx_train;     /* <arch>.context_length */
+    int32_t n_embd;          /* <arch>.embedding_length */
+    int32_t n_layer;         /* <arch>.block_count */
+    int32_t n_ff;            /* <arch>.feed_forward_length */
+    int32_t n_head;          /* <arch>.attention.head_count */
+    int32_t n_head_kv;       /* <arch>.attention.head_count_kv (default n_head) */
+    int32_t n_embd_head_k;   /* <arch>.attention.key_length (default n_embd / n_head) */
+    int32_t n_embd_head_v;   /* <arch>.attention.value_length (default n_embd_head_k) */
+    int32_t n_rot;           /* <arch>.rope.dimension_count (default n_embd_head_k) */
+    int rope_type;           /* ROPE_NORMAL (llama) or ROPE_NEOX (qwen3) */
+    float rope_freq_base;    /* <arch>.rope.freq_base (default 10000) */
+    float f_norm_rms_eps;    /* <arch>.attention.layer_norm_rms_epsilon */
+    /* YaRN (only when <arch>.rope.scaling.type = "yarn"): llama.cpp's rope_yarn. */
+    bool yarn;
+    float rope_freq_scale;   /* 1 / factor (1 when no scaling) */
+    float yarn_ext_factor;   /* 1 with YaRN, else 0 */
+    float yarn_attn_factor;  /* cos/sin multiplier base (1) */
+    float yarn_corr_lo, yarn_corr_hi;   /* correction dims (pair index range, as ggml) */
+    int32_t n_ctx_orig;      /* <arch>.rope.scaling.original_context_length */
+    float f_attn_scale;      /* 1/sqrt(n_embd_head_k) */
+} model_hparams;
+
+/* A dense attention + SwiGLU FFN layer (llama, qwen3; qwen35's attention layers reuse the
+ * norm/proj fields it needs). Norm weights point into the GGUF buffer (F32). */
+typedef struct model_layer {
+    const float *attn_norm;      /* (n_embd) */
+    const float *attn_q_norm;    /* (n_embd_head_k), qwen3 only, else NULL */
+    const float *attn_k_norm;    /* (n_embd_head_k), qwen3 only, else NULL */
+    const float *ffn_norm;       /* (n_embd) */
+    kern_w attn_q;               /* [n_embd, n_head * n_embd_head_k] */
+    kern_w attn_k;               /* [n_embd, n_head_kv * n_embd_head_k] */
+    kern_w attn_v;               /* [n_embd, n_head_kv * n_embd_head_v] */
+    kern_w attn_output;          /* [n_head * n_embd_head_v, n_embd] */
+    kern_w ffn_gate, ffn_up;     /* [n_embd, n_ff] */
+    kern_w ffn_down;             /* [n_ff, n_embd] */
+} model_layer;
+
+struct model_ws;
+struct model_batch;
+struct model_arch;
+
+/* The loaded model: read-only after tern_model_load (sessions never write to it), except the
+ * pool, whose use is serialised by `eval_lock`. */
+struct tern_model {
+    gguf_ctx *g;                  /* owns the file bytes (weights live inside, repacked in place) */
+    const struct model_arch *arch;
+    model_hparams hp;
+    kern_numerics numerics;
+    tok_vocab *vocab;
+    tern_pool *pool;
+    pthread_mutex_t eval_lock;    /* one forward at a time per model (the pool is shared) */
+    char name[96];                /* general.name */
+
+    kern_w tok_embd;              /* [n_embd, n_vocab]: row lookups (kern_w_row_f32) */
+    kern_w output;                /* [n_embd, n_vocab]: LM head (a copy of tok_embd's descriptor when tied) */
+    bool tied_output;
+    const float *output_norm;     /* (n_embd) */
+    model_layer *layers;          /* n_layer */
+    kern_w **all_w;               /* every kern_w that kern_w_init prepared (for kern_w_free) */
+    int n_all_w, cap_all_w;
+    void *arch_data;              /* arch-private (qwen35) */
+    int n_layer_kv;               /* layers with a KV cache (default n_layer; the arch maps il) */
+    uint64_t weight_bytes;        /* bytes of every tensor in memory */
+    uint64_t bytes_per_token;     /* decode byte budget at position 0 (DESIGN.md) */
+    int n_threads;
+    double load_s;                /* wall time of the load */
+};
+typedef struct tern_model model_t;
+
+/* One forward pass over n columns. Column c is token tok[c] at position pos[c] of the sequence
+ * whose KV cache is kv[c]; columns of the same sequence must be consecutive positions in
+ * increasing order (causal attention within the batch). Logits are written for the columns
+ * with want_logits[c] (NULL: only the last column), packed in column order into `logits`
+ * (n_logits * n_vocab floats). */
+typedef struct model_batch {
+    int n;
+    const int32_t *tok;          /* (n) token ids, validated by the caller (< n_vocab) */
+    const int32_t *pos;          /* (n) */
+    kv_cache *const *kv;         /* (n) */
+    void *const *state;          /* (n) per-sequence arch state (recurrent layers) or NULL */
+    const bool *want_logits;     /* (n) or NULL */
+    float *logits;               /* (n_logits, n_vocab) */
+} model_batch;
+
+/* Scratch for forwards of up to n_batch columns with contexts up to n_ctx (allocated once at
+ * session creation; the forward allocates nothing). Sized by the arch's ws_bytes hook; the
+ * generic part is laid out by model_ws_init. */
+typedef struct model_ws {
+    int n_batch, n_ctx;
+    float *x;          /* (n_batch, n_embd) residual stream */
+    float *xb;         /* (n_batch, n_embd) normed input of a projection */
+    float *q;          /* (n_batch, n_head * n_embd_head_k) */
+    float *k;          /* (n_batch, n_head_kv * n_embd_head_k) */
+    float *v;          /* (n_batch, n_head_kv * n_embd_head_v) */
+    float *att;        /* (n_batch, n_head * n_embd_head_v) attention output */
+    float *hg;         /* (n_batch, n_ff) ffn_gate output, then silu(gate) * up */
+    float *hu;         /* (n_batch, n_ff) ffn_up output */
+    float *rope_cs;    /* (n_batch, n_rot) cos/sin pairs per column */
+    float *scores;     /* (n_threads, n_ctx) attention scratch per thread */
+    uint16_t *qh;      /* (n_threads, max head dim) f16 query (ggml flash attention) */
+    float *vacc;       /* (n_threads, 2 * max head dim) attention accumulators */
+    void *aq;          /* quantised activation (largest of n_embd, n_ff, n_head*n_embd_head_v) */
+    float *lx;         /* (n_batch, n_embd) columns that want logits, gathered */
+    void *arch_ws;     /* arch-private scratch */
+    void *mem;         /* one allocation holding all of the above */
+} model_ws;
+
+/* Architecture hooks. */
+typedef struct model_arch {
+    const char *name;                 /* general.architecture value */
+    /* Read hyperparameters into m->hp and bind/validate every tensor (model_bind_*). */
+    int (*load)(model_t *m, tern_err *err);
+    /* Extra workspace bytes beyond the generic model_ws (0 if none). */
+    size_t (*ws_extra_bytes)(const model_t *m, int n_batch, int n_ctx);
+    /* The forward pass. Never fails on validated input (returns TERN_OK); allocates nothing. */
+    int (*forward)(const model_t *m, model_ws *ws, const model_batch *b);
+    void (*free)(model_t *m);         /* arch_data cleanup, may be NULL */
+    /* Per-sequence recurrent state (NULL hooks for pure-attention archs): allocated at session
+     * creation, reset to empty, checkpointed at a position, restored to a checkpointed position
+     * (TERN_E_RANGE when pos is not restorable). */
+    int (*state_init)(const model_t *m, void **state, int n_ctx, tern_err *err);
+    void (*state_free)(void *state);
+    void (*state_reset)(void *state);
+    int (*state_checkpoint)(void *state, int pos, tern_err *err);
+    int (*state_truncate)(void *state, int pos, tern_err *err);
+} model_arch;
+
+/* Arch table (arch.c): the arch named `name`, or NULL. */
+const model_arch *model_arch_find(const char *name);
+/* Comma-separated names of the supported architectures (static string). */
+const char *model_arch_names(void);
+
+/* ---- loading (model.c) ------------------------------------------------------------------- */
+typedef struct model_load_opts {
+    int n_threads;            /* >= 1 */
+    bool use_mmap;
+    kern_numerics numerics;
+    bool progress;
+} model_load_opts;
+/* Open, dispatch on general.architecture, read hparams, bind and prepare weights, load the
+ * vocab, start the pool. Refuses when the file does not fit in MemAvailable (TERN_E_NOMEM). */
+int model_load(model_t **out, const char *path, const model_load_opts *o, tern_err *err);
+void model_free(model_t *m);
+/* MemAvailable of /proc/meminfo in bytes (0 when unknown: no check). */
+uint64_t model_mem_available(void);
+
+/* Helpers for the arch load hooks. Key names are formatted with the arch prefix:
+ * model_key(m, buf, "attention.head_count") -> "qwen3.attention.head_count". */
+const char *model_key(const model_t *m, char *buf, size_t n, const char *suffix);
+/* Integer key <arch>.<suffix> into *out (int32 range checked; required or default). */
+int model_get_i32(const model_t *m, const char *suffix, bool required, int32_t def, int32_t *out, tern_err *err);
+int model_get_f32(const model_t *m, const char *suffix, bool required, float def, float *out, tern_err *err);
+/* The tensor `name` must exist with n_dims <= 2, ne = [ne0, ne1] and type F32: returns its data.
+ * Error names the tensor, expected and got. */
+int model_bind_f32(model_t *m, const char *name, int64_t ne0, int64_t ne1, const float **out, tern_err *err);
+/* A matrix weight [ne0, ne1] of a type the kernels take (ternary, F32, F16, BF16, Q8_0): prepared
+ * with kern_w_init into *w and registered for kern_w_free. optional: absent -> *found false. */
+int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w *w, bool optional,
+                 bool *found, tern_err *err);
+/* Common hparams of dense transformer archs (llama-style keys). */
+int model_load_hparams_common(model_t *m, tern_err *err);
+/* Binds token_embd, output_norm, output (or tied) and every dense layer's tensors; qk_norm: bind
+ * attn_q_norm/attn_k_norm (qwen3). */
+int model_bind_dense(model_t *m, bool qk_norm, tern_err *err);
+
+/* ---- dense transformer pieces (blocks.c), used by llama.c and qwen3.c ------------------- */
+/* Embedding rows of every column into ws->x and RoPE angles into ws->rope_cs. */
+void blk_embed(const model_t *m, model_ws *ws, const model_batch *b);
+/* x += attn_output(attention(RoPE(norm_qk?(q, k)), v)) for layer il (KV layer ikv_layer), with
+ * x normed by L->attn_norm; qk_norm: per-head RMSNorm of q and k before RoPE (qwen3). */
+void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const model_layer *L, int il_kv,
+                    bool qk_norm);
+/* x += ffn_down(silu(ffn_gate(h)) * ffn_up(h)), h = RMSNorm(x, ffn_norm). */
+void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L);
+/* Logits of the wanted columns: output(RMSNorm(x, output_norm)) -> b->logits. */
+void blk_logits(const model_t *m, model_ws *ws, const model_batch *b);
+
+/* ---- workspace (model.c) ---------------------------------------------------------------- */
+int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_err *err);
+void model_ws_free(model_ws *ws);
+
+#endif /* TERN_MODEL_MODEL_H */

@@ -1,0 +1,46 @@
+/* kv.h: the attention KV cache of one sequence. Layer 4.
+ * Layout: per layer, K and V are (n_ctx, n_embd_k) and (n_ctx, n_embd_v) row-major: the keys
+ * of position p are one contiguous row of n_head_kv * n_embd_head values (head-major inside),
+ * stored as fp16 (default: rounds K after RoPE and V to fp16, as the reference runtime's f16
+ * cache does, spec 5.6) or f32 (exact). Allocated once (kv_init); writes never allocate.
+ * The cache does not track the sequence length: the session owns `pos` and truncation is
+ * just lowering it (rows past pos are never read). */
+#ifndef TERN_RUNTIME_KV_H
+#define TERN_RUNTIME_KV_H
+
+#include "core/core.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kv_cache {
+    int n_layer;          /* layers that have a cache (the arch maps its layer index) */
+    int n_ctx;            /* rows per layer */
+    int n_embd_k, n_embd_v;
+    bool f32;             /* element type: f32 (true) or fp16 */
+    size_t elt;           /* 4 or 2 */
+    uint8_t *k, *v;       /* n_layer * n_ctx * n_embd_{k,v} * elt bytes each, 64-byte aligned */
+} kv_cache;
+
+/* Bytes kv_init will allocate (0 on overflow). */
+uint64_t kv_bytes(int n_layer, int n_ctx, int n_embd_k, int n_embd_v, bool f32);
+/* Allocate (zeroed). Errors: TERN_E_ARG (non-positive sizes), TERN_E_NOMEM. */
+int kv_init(kv_cache *kv, int n_layer, int n_ctx, int n_embd_k, int n_embd_v, bool f32, tern_err *err);
+void kv_free(kv_cache *kv);   /* safe on a zeroed or freed struct */
+
+/* Row pointers (no checks beyond debug asserts: il < n_layer, pos < n_ctx). */
+static inline void *kv_k_row(const kv_cache *kv, int il, int pos) {
+    TERN_DASSERT(il >= 0 && il < kv->n_layer && pos >= 0 && pos < kv->n_ctx);
+    return kv->k + ((size_t)il * (size_t)kv->n_ctx + (size_t)pos) * (size_t)kv->n_embd_k * kv->elt;
+}
+static inline void *kv_v_row(const kv_cache *kv, int il, int pos) {
+    TERN_DASSERT(il >= 0 && il < kv->n_layer && pos >= 0 && pos < kv->n_ctx);
+    return kv->v + ((size_t)il * (size_t)kv->n_ctx + (size_t)pos) * (size_t)kv->n_embd_v * kv->elt;
+}
+/* Store n_embd_k keys / n_embd_v values of position pos (converted to the cache type). */
+void kv_store(kv_cache *kv, int il, int pos, const float *k, const float *v);
+/* Copy rows [0, n_pos) of every layer from src to dst (same shapes): session checkpoints. */
+int kv_copy(kv_cache *dst, const kv_cache *src, int n_pos, tern_err *err);
+
+#endif /* TERN_RUNTIME_KV_H */

@@ -1,0 +1,344 @@
+/* test_arm.c: the ARM64 kernel paths (owner: arm). Runs on every host: on x86-64 it checks the
+ * tables compiled there, under qemu-aarch64 (make test-aarch64) the neon, dotprod and i8mm
+ * tables.
+ * - dispatch: TERN_EXPECT_ISA (set by scripts/test_aarch64.sh per emulated CPU) must be the
+ *   path the dispatcher chose; a path is forcible exactly when the CPU has its features.
+ * - the base-3 threshold identity behind the PTQ1_0 decoder, for all 256 byte values;
+ * - oracle: every table the host can run equals the scalar reference exactly: the int32 of every
+ *   (row, unit) through the isum hook, and the float bits of every output; PQ2_0 (row pairs,
+ *   code 3, N % 4 tails), PTQ1_0 direct (every byte value in every position) and transcoded,
+ *   fast and ggml numerics, 1 to 64 columns (padded leftover tiles), denormal and zero scales,
+ *   zero and +-127 activations, odd row splits;
+ * - golden hashes: fixed-seed inputs whose outputs were hashed from the reference on x86-64;
+ *   every table on both architectures must give those exact bits (x86 == ARM). */
+#include "test.h"
+
+#include "core/fp16.h"
+#include "format/qtypes.h"
+#include "kernels/kern_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- fixtures ---------------------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s) {   /* xorshift64*: fixed sequences on every platform */
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+static float rng_unit(uint64_t *s) { return (float)(rng_next(s) >> 40) / 16777216.0f; }   /* [0, 1) */
+
+enum { W_RANDOM, W_ZERO_SCALE, W_DENORMAL, W_CODE3_ALL, W_CONST };
+enum { A_RANDOM, A_ZERO, A_PM127, A_CONST };
+
+/* File-layout bytes of an (n_out, K) PQ2_0 or PTQ1_0 tensor (malloc'd). */
+static uint8_t *make_weight(int type, int64_t K, int64_t N, int kind, uint64_t seed) {
+    const int bb = type == QT_PQ2_0 ? 34 : 28;
+    const int64_t nb = K / 128;
+    uint8_t *d = malloc((size_t)(N * nb * bb));
+    assert_non_null(d);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+    for (int64_t i = 0; i < N * nb; i++) {
+        uint8_t *blk = d + i * bb;
+        uint16_t sc;
+        switch (kind) {
+        case W_ZERO_SCALE: sc = (i % 3 == 0) ? 0x0000 : (i % 3 == 1 ? 0x8000 : 0x2e66); break;
+        case W_DENORMAL: sc = (uint16_t)(1 + rng_next(&s) % 0x3ff) | (uint16_t)(i & 1 ? 0x8000 : 0); break;
+        default: sc = f32_to_fp16(0.001f + 0.2f * rng_unit(&s)); break;
+        }
+        uint8_t *code = type == QT_PQ2_0 ? blk + 2 : blk;
+        const int ncode = type == QT_PQ2_0 ? 32 : 26;
+        for (int j = 0; j < ncode; j++) {
+            uint8_t v = (uint8_t)rng_next(&s);
+            if (kind == W_CODE3_ALL && type == QT_PQ2_0) v = 0xff;
+            if (kind == W_CONST) v = type == QT_PQ2_0 ? 0xaa : 0xff;   /* all +1 */
+            /* PTQ1_0: every byte value in every position across the blocks */
+            if (type == QT_PTQ1_0 && kind == W_RANDOM) v = (uint8_t)(i * 7 + j * 13 + (int64_t)(i / 256));
+            code[j] = v;
+        }
+        const int off = type == QT_PQ2_0 ? 0 : 26;
+        blk[off] = (uint8_t)(sc & 0xff);
+        blk[off + 1] = (uint8_t)(sc >> 8);
+    }
+    return d;
+}
+
+static float *make_act(int64_t K, int ncols, int kind, uint64_t seed) {
+    float *x = malloc((size_t)(K * ncols) * sizeof *x);
+    assert_non_null(x);
+    uint64_t s = seed * 0xD1B54A32D192ED03ULL + 7;
+    for (int64_t i = 0; i < K * ncols; i++) {
+        switch (kind) {
+        case A_ZERO: x[i] = 0.0f; break;
+        case A_PM127: x[i] = (i % 3 == 0) ? -1.0f : 1.0f; break;   /* every q = +-127 */
+        case A_CONST: x[i] = 0.25f; break;
+        default: x[i] = (rng_unit(&s) - 0.5f) * (1.0f + 10.0f * rng_unit(&s)); break;
+        }
+    }
+    return x;
+}
+
+typedef struct {
+    kern_w w;
+    uint8_t *bytes;
+    kern_act a;
+    float *x;
+    int64_t nu;
+} case_t;
+
+static void case_init(case_t *c, int type, unsigned flags, int64_t K, int64_t N, int wkind, int ncols, int akind,
+                      kern_numerics mode, uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    c->bytes = make_weight(type, K, N, wkind, seed);
+    tern_err err = {0};
+    assert_int_equal(kern_w_init_ex(&c->w, "test", type, c->bytes, K, N, flags, &err), TERN_OK);
+    c->x = make_act(K, ncols, akind, seed + 1);
+    c->a.x = c->x;
+    c->a.K = K;
+    c->a.ncols = ncols;
+    c->a.mode = mode;
+    c->a.q = malloc(kern_act_bytes(mode, K, ncols));
+    assert_non_null(c->a.q);
+    kern_quantize(&c->a);
+    c->nu = K / (mode == KQ_GGML ? 32 : 128);
+}
+
+static void case_free(case_t *c) {
+    kern_w_free(&c->w);
+    free(c->bytes);
+    free(c->x);
+    free(c->a.q);
+}
+
+static bool runnable(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }
+
+/* Runs table t over rows [0, N) split at `split` (a multiple of 4, or 0 = one call). */
+static void run_table(const kern_table *t, const case_t *c, float *y, int32_t *isum, int64_t split) {
+    const int64_t N = c->w.n_out;
+    if (split > 0 && split < N) {
+        kern_matmul_table(t, &c->w, &c->a, y, N, 0, split, isum);
+        kern_matmul_table(t, &c->w, &c->a, y, N, split, N, isum);
+    } else {
+        kern_matmul_table(t, &c->w, &c->a, y, N, 0, N, isum);
+    }
+}
+
+/* Every runnable table vs ref on one case: exact int32 per (row, unit) and identical float bits. */
+static int check_case(const case_t *c, const char *what) {
+    const int64_t N = c->w.n_out, n_y = N * c->a.ncols, n_is = n_y * c->nu;
+    float *y_ref = malloc((size_t)n_y * sizeof(float)), *y = malloc((size_t)n_y * sizeof(float));
+    int32_t *is_ref = malloc((size_t)n_is * sizeof(int32_t)), *is = malloc((size_t)n_is * sizeof(int32_t));
+    assert_true(y_ref && y && is_ref && is);
+    run_table(&kern_table_ref, c, y_ref, is_ref, 0);
+    int n_tables = 0;
+    for (const kern_table *const *tp = kern_tables; *tp; tp++) {
+        if (*tp == &kern_table_ref || !runnable(*tp)) continue;
+        n_tables++;
+        for (int split = 0; split < 2; split++) {
+            memset(y, 0xff, (size_t)n_y * sizeof(float));
+            memset(is, 0x7f, (size_t)n_is * sizeof(int32_t));
+            run_table(*tp, c, y, is, split ? 4 * ((N / 4 + 1) / 2) : 0);
+            for (int64_t i = 0; i < n_is; i++)
+                if (is[i] != is_ref[i])
+                    fail_msg("%s: %s: isum[col %lld, row %lld, unit %lld] = %d, ref %d", (*tp)->name, what,
+                             (long long)(i / c->nu / N), (long long)(i / c->nu % N), (long long)(i % c->nu), is[i],
+                             is_ref[i]);
+            for (int64_t i = 0; i < n_y; i++)
+                if (tern_f32_bits(y[i]) != tern_f32_bits(y_ref[i]))
+                    fail_msg("%s: %s: y[col %lld, row %lld] = %.9g (0x%08x), ref %.9g (0x%08x)", (*tp)->name, what,
+                             (long long)(i / N), (long long)(i % N), (double)y[i], tern_f32_bits(y[i]),
+                             (double)y_ref[i], tern_f32_bits(y_ref[i]));
+        }
+    }
+    free(y_ref); free(y); free(is_ref); free(is);
+    return n_tables;
+}
+
+/* ---- tests ---------------------------------------------------------------------------------------- */
+
+static void test_arm_dispatch(void **state) {
+    (void)state;
+    const char *expect = getenv("TERN_EXPECT_ISA");
+    if (expect && *expect) assert_string_equal(kern_isa(), expect);
+    const char *active = kern_isa();
+    for (const kern_table *const *tp = kern_tables; *tp; tp++) {
+        tern_err err = {0};
+        const int rc = kern_force_isa((*tp)->name, &err);
+        if (runnable(*tp)) assert_int_equal(rc, TERN_OK);
+        else assert_int_equal(rc, TERN_E_UNSUPPORTED);
+    }
+    tern_err err = {0};
+    assert_int_equal(kern_force_isa(active, &err), TERN_OK);   /* restore */
+    assert_string_equal(kern_isa(), active);
+#if defined(__aarch64__)
+    /* The ARM tables are compiled in, worst -> best, and NEON is always there on ARMv8-A. */
+    const char *names[] = {"neon", "dotprod", "i8mm"};
+    for (int i = 0; i < 3; i++) {
+        bool found = false;
+        for (const kern_table *const *tp = kern_tables; *tp; tp++) found |= strcmp((*tp)->name, names[i]) == 0;
+        assert_true(found);
+    }
+    assert_true(kern_cpu_features() & KCPU_NEON);
+    if (kern_cpu_features() & KCPU_I8MM) assert_true(kern_cpu_features() & KCPU_DOTPROD);
+#endif
+}
+
+static void test_arm_b3_thresholds(void **state) {
+    (void)state;
+    /* digit u = (3v) >> 8 equals the number of thresholds (86, 171) that v reaches */
+    for (int v = 0; v < 256; v++) assert_int_equal((3 * v) >> 8, (v >= 86) + (v >= 171));
+    /* and the 8-bit multiply-by-3^n walk reproduces kern_b3_digit for every byte and digit */
+    for (int b = 0; b < 256; b++) {
+        uint8_t v = (uint8_t)b;
+        for (int n = 0; n < 5; n++) {
+            assert_int_equal((v >= 86) + (v >= 171), kern_b3_digit((uint8_t)b, n));
+            v = (uint8_t)(v * 3);
+        }
+    }
+}
+
+static void test_arm_oracle_pq2_0(void **state) {
+    (void)state;
+    static const int ncols_list[] = {1, 2, 3, 4, 5, 7, 8, 16, 64};
+    static const int64_t rows_list[] = {4, 8, 12, 13, 15};
+    char what[160];
+    int n = 0;
+    for (int mode = KQ_FAST; mode <= KQ_GGML; mode++)
+        for (size_t ic = 0; ic < sizeof ncols_list / sizeof *ncols_list; ic++)
+            for (size_t ir = 0; ir < sizeof rows_list / sizeof *rows_list; ir++) {
+                const int64_t K = 256 + 128 * (int64_t)(ir % 3);
+                case_t c;
+                case_init(&c, QT_PQ2_0, 0, K, rows_list[ir], W_RANDOM, ncols_list[ic], A_RANDOM, (kern_numerics)mode,
+                          100 + ic * 10 + ir);
+                snprintf(what, sizeof what, "PQ2_0 %s K=%lld N=%lld ncols=%d", mode ? "ggml" : "fast", (long long)K,
+                         (long long)rows_list[ir], ncols_list[ic]);
+                n += check_case(&c, what);
+                case_free(&c);
+            }
+    /* the K list, the big ones with few rows and columns */
+    static const int64_t K_list[] = {128, 512, 1024, 5120, 17408};
+    for (int mode = KQ_FAST; mode <= KQ_GGML; mode++)
+        for (size_t ik = 0; ik < sizeof K_list / sizeof *K_list; ik++)
+            for (int nc = 1; nc <= 5; nc += 4) {
+                case_t c;
+                const int64_t N = K_list[ik] >= 5120 ? 5 : 13;
+                case_init(&c, QT_PQ2_0, 0, K_list[ik], N, W_RANDOM, nc, A_RANDOM, (kern_numerics)mode, 7 + ik);
+                snprintf(what, sizeof what, "PQ2_0 %s K=%lld N=%lld ncols=%d", mode ? "ggml" : "fast",
+                         (long long)K_list[ik], (long long)N, nc);
+                n += check_case(&c, what);
+                case_free(&c);
+            }
+    print_message("arm: PQ2_0 oracle: %d (table, case) pairs checked\n", n);
+}
+
+static void test_arm_oracle_edges(void **state) {
+    (void)state;
+    /* weight kinds x activation kinds, both types, both modes, matvec and a padded tile */
+    static const int wkinds[] = {W_ZERO_SCALE, W_DENORMAL, W_CODE3_ALL, W_CONST, W_RANDOM};
+    static const int akinds[] = {A_ZERO, A_PM127, A_CONST, A_RANDOM};
+    char what[160];
+    for (int type = 0; type < 2; type++)
+        for (int mode = KQ_FAST; mode <= KQ_GGML; mode++)
+            for (size_t iw = 0; iw < sizeof wkinds / sizeof *wkinds; iw++)
+                for (size_t ia = 0; ia < sizeof akinds / sizeof *akinds; ia++)
+                    for (int nc = 1; nc <= 3; nc += 2) {
+                        const int qt = type ? QT_PTQ1_0 : QT_PQ2_0;
+                        case_t c;
+                        case_init(&c, qt, 0, 256, 9, wkinds[iw], nc, akinds[ia], (kern_numerics)mode, iw * 5 + ia);
+                        snprintf(what, sizeof what, "%s %s wkind=%d akind=%d ncols=%d", type ? "PTQ1_0" : "PQ2_0",
+                                 mode ? "ggml" : "fast", wkinds[iw], akinds[ia], nc);
+                        check_case(&c, what);
+                        case_free(&c);
+                    }
+}
+
+static void test_arm_oracle_ptq1_0(void **state) {
+    (void)state;
+    static const unsigned flags[] = {KW_F_PTQ1_0_DIRECT, KW_F_PTQ1_0_TRANSCODE};
+    static const int ncols_list[] = {1, 2, 3, 4, 5, 8, 16};
+    char what[160];
+    for (int f = 0; f < 2; f++)
+        for (int mode = KQ_FAST; mode <= KQ_GGML; mode++)
+            for (size_t ic = 0; ic < sizeof ncols_list / sizeof *ncols_list; ic++) {
+                /* 14 rows x 20 blocks = 280 blocks: every byte value reaches every qs/qh position */
+                case_t c;
+                case_init(&c, QT_PTQ1_0, flags[f], 2560, 14, W_RANDOM, ncols_list[ic], A_RANDOM, (kern_numerics)mode,
+                          300 + ic);
+                snprintf(what, sizeof what, "PTQ1_0 %s %s ncols=%d", f ? "transcode" : "direct", mode ? "ggml" : "fast",
+                         ncols_list[ic]);
+                check_case(&c, what);
+                case_free(&c);
+            }
+}
+
+/* FNV-1a over the output bits and the isums of a fixed case. */
+static uint64_t hash_case(const kern_table *t, const case_t *c) {
+    const int64_t N = c->w.n_out, n_y = N * c->a.ncols, n_is = n_y * c->nu;
+    float *y = malloc((size_t)n_y * sizeof(float));
+    int32_t *is = malloc((size_t)n_is * sizeof(int32_t));
+    assert_true(y && is);
+    run_table(t, c, y, is, 0);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int64_t i = 0; i < n_y; i++) {
+        const uint32_t u = tern_f32_bits(y[i]);
+        for (int k = 0; k < 4; k++) { h ^= (u >> (8 * k)) & 0xff; h *= 0x100000001b3ULL; }
+    }
+    for (int64_t i = 0; i < n_is; i++) {
+        const uint32_t u = (uint32_t)is[i];
+        for (int k = 0; k < 4; k++) { h ^= (u >> (8 * k)) & 0xff; h *= 0x100000001b3ULL; }
+    }
+    free(y);
+    free(is);
+    return h;
+}
+
+static void test_arm_golden_hash(void **state) {
+    (void)state;
+    /* Hashes of the scalar reference's outputs on x86-64 (gcc, -ffp-contract=off) for these
+     * fixed-seed cases; every table on every architecture must reproduce them bit for bit. */
+    static const struct {
+        int type;
+        unsigned flags;
+        int64_t K, N;
+        int ncols;
+        kern_numerics mode;
+        uint64_t hash;
+    } golden[] = {
+        {QT_PQ2_0, 0, 1024, 13, 1, KQ_FAST, 0x7ecc1283507ffef9ULL},
+        {QT_PQ2_0, 0, 1024, 13, 7, KQ_FAST, 0xa1365cfc1b2a7168ULL},
+        {QT_PQ2_0, 0, 512, 10, 3, KQ_GGML, 0x2e9f74958767846dULL},
+        {QT_PTQ1_0, KW_F_PTQ1_0_DIRECT, 768, 6, 5, KQ_FAST, 0x13623de14ea61c0bULL},
+        {QT_PTQ1_0, KW_F_PTQ1_0_TRANSCODE, 768, 6, 2, KQ_GGML, 0xbb64871c8dad88fdULL},
+    };
+    for (size_t i = 0; i < sizeof golden / sizeof *golden; i++) {
+        case_t c;
+        case_init(&c, golden[i].type, golden[i].flags, golden[i].K, golden[i].N, W_RANDOM, golden[i].ncols, A_RANDOM,
+                  golden[i].mode, 4242 + i);
+        for (const kern_table *const *tp = kern_tables; *tp; tp++) {
+            if (!runnable(*tp)) continue;
+            const uint64_t h = hash_case(*tp, &c);
+            if (h != golden[i].hash)
+                fail_msg("golden case %zu: table %s hash 0x%016llx, expected 0x%016llx", i, (*tp)->name,
+                         (unsigned long long)h, (unsigned long long)golden[i].hash);
+        }
+        case_free(&c);
+    }
+}
+
+int suite_arm(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_arm_dispatch),
+        cmocka_unit_test(test_arm_b3_thresholds),
+        cmocka_unit_test(test_arm_oracle_pq2_0),
+        cmocka_unit_test(test_arm_oracle_edges),
+        cmocka_unit_test(test_arm_oracle_ptq1_0),
+        cmocka_unit_test(test_arm_golden_hash),
+    };
+    TEST_RUN_SUITE("arm", tests);
+}

@@ -1,0 +1,189 @@
+/* perplexity.c: `tern perplexity`: perplexity of a model on a text or on token ids.
+ * Text mode follows llama-perplexity's conventions (golden/qwen3-tiny-pq2_0/PROVENANCE.md "Perplexity"): the
+ * file minus one trailing newline is tokenised whole (BOS added when the vocab adds it, control
+ * text not parsed); chunk i is tokens [c*i, c*(i+1)); when the vocab adds BOS the chunk's first
+ * token is replaced by BOS; the KV cache is cleared per chunk; only the SECOND HALF of each chunk
+ * is scored: positions c/2 .. c-2 predict the next token (c/2 - 1 tokens per chunk). Per token
+ * nll = -(l[tok] - max - log(sum_j expf(l[j] - max))) with float logits and the sum in double.
+ * --tokens FILE: whitespace-separated ids evaluated as one sequence from its first id; every
+ * next-token prediction is scored. The last line printed is `PPL = <value>`. */
+#include "cli.h"
+#include "tern.h"
+#include "model_opts.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void ppl_usage(FILE *f) {
+    fprintf(f,
+            "usage: tern perplexity -m MODEL (-f TEXT | --tokens FILE) [options]\n"
+            "  -f, --file PATH         text; scored in non-overlapping chunks of -c tokens, second half of each\n"
+            "                          chunk scored (llama-perplexity's convention)\n"
+            "  --tokens PATH           whitespace-separated token ids: one sequence, every prediction scored\n"
+            "  -c, --ctx-size N        chunk length (default 512)\n"
+            "  --chunks N              at most N chunks (default all)\n");
+    opts_usage_common(f);
+}
+
+/* -log p(tok) from float logits as llama-perplexity's log_softmax. */
+static double nll_of(const float *l, int n_vocab, int tok) {
+    float mx = l[0];
+    for (int i = 1; i < n_vocab; i++) mx = l[i] > mx ? l[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n_vocab; i++) sum += expf(l[i] - mx);
+    return -((double)(l[tok] - mx) - log(sum));
+}
+
+static int read_ids(const char *path, int32_t **out, int *n) {
+    char *txt;
+    size_t len;
+    if (opts_read_file(path, &txt, &len)) return -1;
+    int cap = 1024, k = 0;
+    int32_t *ids = malloc((size_t)cap * sizeof *ids);
+    char *p = txt;
+    while (ids) {
+        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r' || *p == ',') p++;
+        if (!*p) break;
+        char *end;
+        const long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > INT32_MAX) {
+            fprintf(stderr, "tern perplexity: %s: bad token id near byte %ld\n", path, (long)(p - txt));
+            free(ids);
+            free(txt);
+            return -1;
+        }
+        if (k == cap) {
+            cap *= 2;
+            int32_t *ni = realloc(ids, (size_t)cap * sizeof *ids);
+            if (!ni) { free(ids); ids = NULL; break; }
+            ids = ni;
+        }
+        ids[k++] = (int32_t)v;
+        p = end;
+    }
+    free(txt);
+    if (!ids) { fprintf(stderr, "tern perplexity: out of memory\n"); return -1; }
+    *out = ids;
+    *n = k;
+    return 0;
+}
+
+int cmd_perplexity(int argc, char **argv) {
+    opts_common oc;
+    opts_common_default(&oc);
+    oc.n_ctx = 0;
+    const char *text_path = NULL, *tok_path = NULL;
+    int max_chunks = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const int r = opts_parse_common(&oc, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { ppl_usage(stdout); return 0; }
+        else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && i + 1 < argc) text_path = argv[++i];
+        else if (!strcmp(a, "--tokens") && i + 1 < argc) tok_path = argv[++i];
+        else if (!strcmp(a, "--chunks") && i + 1 < argc) {
+            if (opts_int(a, argv[++i], 1, 1 << 30, &max_chunks)) return 2;
+        } else {
+            fprintf(stderr, "tern perplexity: unknown or incomplete option '%s'\n", a);
+            ppl_usage(stderr);
+            return 2;
+        }
+    }
+    if (!oc.model || (!text_path) == (!tok_path)) {
+        fprintf(stderr, "tern perplexity: need -m MODEL and exactly one of -f TEXT or --tokens FILE\n");
+        ppl_usage(stderr);
+        return 2;
+    }
+    int32_t *ids = NULL;
+    int n_ids = 0;
+    if (tok_path && read_ids(tok_path, &ids, &n_ids)) return 1;
+    const int c = oc.n_ctx > 0 ? oc.n_ctx : (tok_path ? (n_ids > 0 ? n_ids : 1) : 512);
+    oc.n_ctx = c;
+    if (oc.n_batch > c) oc.n_batch = c;
+
+    int status = 1;
+    tern_err err = {0};
+    tern_model *m = NULL;
+    tern_session *s = NULL;
+    float *logits = NULL;
+    char *txt = NULL;
+    if (opts_load(&oc, &m, &s, &err)) goto done;
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const int V = info.n_vocab;
+    double nll = 0.0;
+    long count = 0;
+
+    if (tok_path) {
+        if (n_ids < 2) { fprintf(stderr, "tern perplexity: %s: need at least 2 ids\n", tok_path); goto done; }
+        if (n_ids > c) { fprintf(stderr, "tern perplexity: %d ids > context %d (-c)\n", n_ids, c); goto done; }
+        const int nb = oc.n_batch;
+        logits = malloc((size_t)nb * (size_t)V * sizeof(float));
+        if (!logits) { fprintf(stderr, "tern perplexity: out of memory\n"); goto done; }
+        for (int i0 = 0; i0 < n_ids - 1; i0 += nb) {
+            const int n = n_ids - 1 - i0 < nb ? n_ids - 1 - i0 : nb;
+            if (tern_session_eval_all(s, ids + i0, n, logits, &err)) goto done;
+            for (int j = 0; j < n; j++) {
+                nll += nll_of(logits + (size_t)j * V, V, ids[i0 + j + 1]);
+                count++;
+            }
+        }
+        printf("%d tokens, %ld predictions scored\n", n_ids, count);
+    } else {
+        size_t len;
+        if (opts_read_file(text_path, &txt, &len)) goto done;
+        if (len > 0 && txt[len - 1] == '\n') len--;
+        if (len > (size_t)INT32_MAX) { fprintf(stderr, "tern perplexity: text too large\n"); goto done; }
+        int n_tok = 0;
+        tern_tokenize(m, txt, len, info.add_bos, false, NULL, 0, &n_tok, &err);
+        err.code = TERN_OK;
+        ids = malloc(((size_t)n_tok + 1) * sizeof *ids);
+        if (!ids) { fprintf(stderr, "tern perplexity: out of memory\n"); goto done; }
+        if (tern_tokenize(m, txt, len, info.add_bos, false, ids, n_tok, &n_tok, &err)) goto done;
+        int n_chunk = n_tok / c;
+        if (max_chunks > 0 && max_chunks < n_chunk) n_chunk = max_chunks;
+        if (n_chunk < 1 || c < 4) {
+            fprintf(stderr, "tern perplexity: %d tokens: need at least one chunk of -c %d (>= 4)\n", n_tok, c);
+            goto done;
+        }
+        const int first = c / 2;
+        logits = malloc((size_t)(c - first) * (size_t)V * sizeof(float));
+        if (!logits) { fprintf(stderr, "tern perplexity: out of memory\n"); goto done; }
+        fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring positions %d..%d of each chunk\n", n_tok,
+                n_chunk, c, first, c - 2);
+        int32_t *chunk = malloc((size_t)c * sizeof *chunk);
+        if (!chunk) goto done;
+        for (int ic = 0; ic < n_chunk; ic++) {
+            memcpy(chunk, ids + (size_t)ic * c, (size_t)c * sizeof *chunk);
+            if (info.add_bos && info.bos >= 0) chunk[0] = info.bos;
+            tern_session_reset(s);
+            /* first half without logits, second half with (bit-identical to one batch) */
+            if (!tern_session_eval(s, chunk, first, &err) ||
+                tern_session_eval_all(s, chunk + first, c - first, logits, &err)) {
+                free(chunk);
+                goto done;
+            }
+            for (int j = first; j < c - 1; j++) {
+                nll += nll_of(logits + (size_t)(j - first) * V, V, ids[(size_t)ic * c + j + 1]);
+                count++;
+            }
+            printf("[%d]%.4f,", ic + 1, exp(nll / (double)count));
+            fflush(stdout);
+        }
+        free(chunk);
+        printf("\n");
+    }
+    printf("PPL = %.6f\n", exp(nll / (double)count));
+    status = 0;
+done:
+    if (status && err.code) fprintf(stderr, "tern perplexity: %s: %s\n", tern_strerror(err.code), err.msg);
+    free(logits);
+    free(ids);
+    free(txt);
+    tern_session_free(s);
+    tern_model_free(m);
+    return status;
+}
