@@ -127,7 +127,9 @@ $(TEST_BIN): $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -lmicrohttpd -o $@
 
-test: $(TEST_BIN) $(TERN_BIN)
+# The install test (tests/test_chat.c) runs `make install` into a temporary PREFIX: the shared
+# library is built first so that it only copies files.
+test: $(TEST_BIN) $(TERN_BIN) $(if $(filter rel,$(MODE)),$(LIB_SO))
 	TERN_SHARED=$(SHARED) TERN_BIN=./$(TERN_BIN) ./$(TEST_BIN) $(T)
 
 run: $(TERN_BIN)
