@@ -288,3 +288,37 @@ int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err
     pool_free(p);
     return rc;
 }
+
+/* ==== chat templates ========================================================================= */
+
+#include "tokenizer/chat.h"
+
+int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
+                    bool add_generation_prompt, bool enable_thinking, char *out, size_t cap, size_t *n_out,
+                    tern_err *err) {
+    if (!m || (!msgs && n_msgs) || n_msgs < 0 || !n_out || (!out && cap))
+        return tern_err_set(err, TERN_E_ARG, "tern_chat_apply: bad arguments");
+    chat_tmpl t;
+    int rc = chat_tmpl_resolve(m->vocab, tmpl, &t, err);
+    if (rc) return rc;
+    chat_msg *cm = calloc((size_t)(n_msgs > 0 ? n_msgs : 1), sizeof *cm);
+    if (!cm) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
+    for (int i = 0; i < n_msgs; i++) {
+        cm[i].role = msgs[i].role;
+        cm[i].content = msgs[i].content;
+    }
+    const chat_opts co = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
+    char *text = NULL;
+    size_t n = 0;
+    rc = chat_render(t, cm, n_msgs, &co, &text, &n, err);
+    free(cm);
+    if (rc) return rc;
+    *n_out = n;
+    if (n + 1 > cap) {
+        free(text);
+        return tern_err_set(err, TERN_E_RANGE, "chat template output needs %zu bytes, buffer has %zu", n + 1, cap);
+    }
+    memcpy(out, text, n + 1);
+    free(text);
+    return TERN_OK;
+}

@@ -257,7 +257,7 @@ static void test_gdn_primitives(void **state) {
     float o[8], z[8], w[8], y[8];
     double ss = 0;
     for (int i = 0; i < 8; i++) { o[i] = (float)(i + 1); z[i] = 30.0f; w[i] = 0.5f; ss += (i + 1) * (i + 1); }
-    gdn_norm_gate(y, o, z, w, 8, 1e-6f);
+    gdn_norm_gate(y, o, z, w, 8, 1e-6f, false);
     for (int i = 0; i < 8; i++) {
         double want = (i + 1) / sqrt(ss / 8 + 1e-6) * 0.5 * (30.0 / (1 + exp(-30.0)));
         assert_true(fabs(y[i] - want) < 1e-5 * fabs(want));
@@ -391,12 +391,43 @@ static void test_rstate_window_and_reset(void **state) {
     rs_free(&h);
 }
 
+/* ggml-mirroring pieces: the vector-exp SiLU stays within 4 ulp of the libm one (it is the
+ * reference runtime's approximation, max error 1.45 + 0.5 ulp in exp), saturates like it, and the
+ * reference-order delta step agrees with the double reference like the fast one. */
+static void test_gdn_ggml_mirrors(void **state) {
+    (void)state;
+    for (float x = -30.0f; x <= 30.0f; x += 0.01171875f) {
+        const float a = gdn_silu_ggml(x), b = gdn_silu(x);
+        const float ulp = fmaxf(nextafterf(fabsf(b), INFINITY) - fabsf(b), 1e-30f);
+        if (fabsf(a - b) > 4 * ulp) fail_msg("silu_ggml(%g) = %.9g, libm %.9g", (double)x, (double)a, (double)b);
+    }
+    assert_true(gdn_silu_ggml(-200.0f) == -0.0f || gdn_silu_ggml(-200.0f) == 0.0f);   /* exp overflow -> 0 */
+    assert_true(gdn_silu_ggml(200.0f) == 200.0f);
+    layer_in in;
+    gdn_dims g = G_SMALL;
+    g.ggml = true;
+    layer_make(&in, g, 12);
+    const int64_t nz = (int64_t)g.n_v_head * g.d_head;
+    double *Sd = calloc(gdn_state_floats(&g), sizeof(double)), *cd = calloc(gdn_conv_floats(&g), sizeof(double));
+    double *yd = malloc(sizeof(double) * 12 * nz);
+    ref_layer(&in, Sd, cd, yd);
+    float *S = tern_calloc_aligned(sizeof(float) * gdn_state_floats(&g));
+    float *conv = calloc(gdn_conv_floats(&g), sizeof(float)), *y = malloc(sizeof(float) * 12 * nz);
+    our_layer(&in, 0, 12, S, conv, y, 0);
+    const double ey = max_rel_err(y, yd, 12 * nz);
+    print_message("ggml-order layer vs double: y rel err %.3g\n", ey);
+    assert_true(ey < 5e-6);
+    free(Sd); free(cd); free(yd); tern_free_aligned(S); free(conv); free(y);
+    layer_free(&in);
+}
+
 int suite_gdn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gdn_primitives),
         cmocka_unit_test(test_gdn_token_vs_double),
         cmocka_unit_test(test_gdn_chunked_vs_token),
         cmocka_unit_test(test_gdn_split_and_small_batch_bits),
+        cmocka_unit_test(test_gdn_ggml_mirrors),
         cmocka_unit_test(test_rstate_spec_rollback_bits),
         cmocka_unit_test(test_rstate_window_and_reset),
     };

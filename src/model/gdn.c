@@ -36,7 +36,27 @@ int64_t gdn_conv_floats(const gdn_dims *g) { return (int64_t)(g->d_conv - 1) * g
 
 float gdn_softplus(float x) { return x > 20.0f ? x : logf(1.0f + expf(x)); }
 
-static inline float silu(float x) { return x / (1.0f + expf(-x)); }
+float gdn_silu(float x) { return x / (1.0f + expf(-x)); }
+
+/* ggml_v_expf (AVX-512) one lane at a time: z = x log2(e) + 1.5*2^23 (fused), n = z - 1.5*2^23
+ * (round to integer), b = x - n ln2 in two fused steps, j = 1 + b + ... (degree 5, fused Horner
+ * pairs), result = j * 2^n (scalef: exact unless it under/overflows; ldexpf rounds the same way),
+ * |n| > 192: 0 or inf. Constants are the published ones of that routine. */
+static float expf_ggml(float x) {
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)), u,
+                         fmaf(0x1.ffffecp-1f, b, 1.0f));
+    if (fabsf(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+    return ldexpf(j, (int)n);
+}
+
+float gdn_silu_ggml(float x) { return x / (1.0f + expf_ggml(0.0f - x)); }
+
+#define silu(x) gdn_silu(x)
 
 void gdn_gates(const gdn_dims *g, int n, const float *a, const float *b, const float *dt_bias,
                const float *ssm_a, float *gam, float *beta) {
@@ -60,11 +80,16 @@ void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const
         for (int64_t c = c0; c < c1; c++) {
             const float *w = conv_w + c * dc;
             float sum = 0.0f;
-            for (int j = 0; j < ns; j++) sum += w[j] * state[(int64_t)j * nch + c];
-            sum += w[ns] * x[c];
+            if (g->ggml) {                              /* the reference's contracted loop */
+                for (int j = 0; j < ns; j++) sum = fmaf(state[(int64_t)j * nch + c], w[j], sum);
+                sum = fmaf(x[c], w[ns], sum);
+            } else {
+                for (int j = 0; j < ns; j++) sum += w[j] * state[(int64_t)j * nch + c];
+                sum += w[ns] * x[c];
+            }
             for (int j = 0; j + 1 < ns; j++) state[(int64_t)j * nch + c] = state[(int64_t)(j + 1) * nch + c];
             if (ns > 0) state[(int64_t)(ns - 1) * nch + c] = x[c];
-            y[c] = silu(sum);
+            y[c] = g->ggml ? gdn_silu_ggml(sum) : silu(sum);
         }
     }
 }
@@ -79,12 +104,59 @@ void gdn_l2norm_heads(float *x, int n_head, int d, float eps) {
     }
 }
 
-void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int d, float eps) {
+void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int d, float eps, bool ggml) {
     double sum = 0.0;
     for (int i = 0; i < d; i++) sum += (double)(o[i] * o[i]);
     const float mean = (float)(sum / d);
     const float r = 1.0f / sqrtf(mean + eps);
-    for (int i = 0; i < d; i++) y[i] = o[i] * r * w[i] * silu(z[i]);
+    for (int i = 0; i < d; i++) y[i] = o[i] * r * w[i] * (ggml ? gdn_silu_ggml(z[i]) : silu(z[i]));
+}
+
+/* ---- the reference runtime's order (ggml numerics) ----------------------------------------- */
+
+/* sum_a S[a][b] x[a] for every b, as ggml_vec_dot_f32 (AVX-512) over the contiguous key index of
+ * the reference's transposed state: element a goes to lane a % 64 (4 registers x 16 lanes), fused
+ * multiply-add in order of a; then registers 0 += 2, 1 += 3, 0 += 1, and _mm512_reduce_add_ps
+ * (halves 8, 4, then (0+2) + (1+3)). acc: 64 x d scratch. */
+static void dot_cols_ggml(float *out, const float *S, const float *x, int d, float *acc) {
+    memset(acc, 0, sizeof(float) * 64 * (size_t)d);
+    for (int a = 0; a < d; a++) {
+        float *ac = acc + (size_t)(a % 64) * d;
+        const float *row = S + (int64_t)a * d;
+        const float xa = x[a];
+        for (int b = 0; b < d; b++) ac[b] = fmaf(row[b], xa, ac[b]);
+    }
+    for (int b = 0; b < d; b++) {
+        float r[64];
+        for (int s = 0; s < 64; s++) r[s] = acc[(size_t)s * d + b];
+        for (int l = 0; l < 16; l++) { r[l] += r[32 + l]; r[16 + l] += r[48 + l]; }
+        for (int l = 0; l < 16; l++) r[l] += r[16 + l];
+        float t8[8], t4[4];
+        for (int l = 0; l < 8; l++) t8[l] = r[l + 8] + r[l];
+        for (int l = 0; l < 4; l++) t4[l] = t8[l + 4] + t8[l];
+        out[b] = (t4[0] + t4[2]) + (t4[1] + t4[3]);
+    }
+}
+
+void gdn_delta_token_ggml(float *S, int d, const float *q, const float *k, const float *v, float beta,
+                          float gam, float *o) {
+    TERN_ASSERT(d % 64 == 0 && d <= GDN_D_MAX);
+    float acc[64 * GDN_D_MAX];                                    /* 64 x d lanes (64 KB) */
+    const float dec = expf(gam);
+    const int64_t dd = (int64_t)d * d;
+    for (int64_t e = 0; e < dd; e++) S[e] *= dec;                  /* ggml_vec_scale_f32 */
+    float kv[GDN_D_MAX], delta[GDN_D_MAX];
+    dot_cols_ggml(kv, S, k, d, acc);
+    for (int b = 0; b < d; b++) delta[b] = (v[b] - kv[b]) * beta;
+    for (int a = 0; a < d; a++) {                                 /* ggml_vec_mad_f32 per row */
+        float *row = S + (int64_t)a * d;
+        const float ka = k[a];
+        for (int b = 0; b < d; b++) row[b] = fmaf(ka, delta[b], row[b]);
+    }
+    if (!o) return;
+    const float scale = 1.0f / sqrtf((float)d);
+    dot_cols_ggml(o, S, q, d, acc);
+    for (int b = 0; b < d; b++) o[b] = o[b] * scale;
 }
 
 /* ---- token-by-token delta rule (the reference) ------------------------------------------- */
@@ -277,7 +349,11 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
         const float *v = u + (int64_t)(2 * hk + t) * d;
         float *St = S + (int64_t)t * d * d;
         float *yt = y + (int64_t)t * d;
-        if (chunked && n >= GDN_CHUNK_MIN) {
+        if (g->ggml) {
+            for (int i = 0; i < n; i++)
+                gdn_delta_token_ggml(St, d, q + i * nch, k + i * nch, v + i * nch, beta[(int64_t)i * hv + t],
+                                     gam[(int64_t)i * hv + t], yt + i * ldy);
+        } else if (chunked && n >= GDN_CHUNK_MIN) {
             for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {
                 const int m = TERN_MIN(GDN_CHUNK, n - i0);
                 gdn_delta_chunk(St, d, m, q + i0 * nch, nch, k + i0 * nch, nch, v + i0 * nch, nch,
@@ -290,7 +366,7 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                                 gam[(int64_t)i * hv + t], yt + i * ldy);
         }
         for (int i = 0; i < n; i++)
-            gdn_norm_gate(yt + i * ldy, yt + i * ldy, z + i * ldy + (int64_t)t * d, ssm_norm, d, g->eps);
+            gdn_norm_gate(yt + i * ldy, yt + i * ldy, z + i * ldy + (int64_t)t * d, ssm_norm, d, g->eps, g->ggml);
     }
 }
 
@@ -318,8 +394,12 @@ void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, c
         float *St = S + (int64_t)t * d * d;
         for (int i = 0; i < n; i++) {
             const float *ui = u + i * nch, *gi = in + i * nl + nch;
-            gdn_delta_token(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d,
-                            gi[hv + t], gi[t], NULL);
+            if (g->ggml)
+                gdn_delta_token_ggml(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d,
+                                     ui + (int64_t)(2 * hk + t) * d, gi[hv + t], gi[t], NULL);
+            else
+                gdn_delta_token(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d,
+                                gi[hv + t], gi[t], NULL);
         }
     }
 }

@@ -30,6 +30,9 @@ typedef struct gdn_dims {
     int d_head;     /* d: ssm.state_size (dk = dv), a multiple of 8 */
     int d_conv;     /* ssm.conv_kernel (4); the conv state keeps d_conv - 1 inputs */
     float eps;      /* RMS / L2 norm epsilon (layer_norm_rms_epsilon) */
+    bool ggml;      /* mirror the reference runtime's AVX-512 build bit for bit (ggml numerics):
+                       FMA conv, ggml's vector expf in SiLU, its f32 dot order in the recurrence
+                       (needs d % 64 == 0); slower (fmaf), only for comparisons */
 } gdn_dims;
 
 /* Channels of the qkv projection: (2 Hk + Hv) d. */
@@ -48,6 +51,11 @@ int64_t gdn_conv_floats(const gdn_dims *g);
 
 /* softplus(x) = x for x > 20, else ln(1 + e^x) (spec 5.3). */
 float gdn_softplus(float x);
+/* SiLU: x / (1 + expf(-x)) with libm expf; gdn_silu_ggml: the same with the reference runtime's
+ * AVX-512 vector exp (ggml_v_expf: range reduction by 2^n, degree-5 polynomial, scalef), each
+ * vector operation mirrored with the same single rounding (fmaf for its fused ones). */
+float gdn_silu(float x);
+float gdn_silu_ggml(float x);
 
 /* Gates of n tokens: a, b are the ssm_alpha / ssm_beta projections (n x Hv, token-major).
  * gam[i] = softplus(a[i] + dt_bias[h]) * ssm_a[h]; beta[i] = sigmoid(b[i]). In place allowed
@@ -65,6 +73,12 @@ void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const
 /* In place: x[h] = x[h] / max(||x[h]||_2, eps) for n_head heads of d (sum of squares in double). */
 void gdn_l2norm_heads(float *x, int n_head, int d, float eps);
 
+/* The same token step with the reference runtime's float order (ggml_compute_forward_gated_delta_net
+ * on its AVX-512 build): dots over the key index in 4 x 16 fused-multiply-add lanes reduced as
+ * GGML_F32x16_REDUCE + _mm512_reduce_add_ps, the rank-1 update as fmaf(k, delta, S). d % 64 == 0. */
+void gdn_delta_token_ggml(float *S, int d, const float *q, const float *k, const float *v, float beta,
+                          float gam, float *o);
+
 /* One token of the delta rule on one head's state S (d x d), updated in place:
  *   S = e^gam S;  delta_b = beta (v_b - sum_a S[a][b] k_a);  S[a][b] += k_a delta_b;
  *   o_b = (sum_a S[a][b] q_a) / sqrt(d)   (o may be NULL: state update only, for replay). */
@@ -81,8 +95,8 @@ void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const
                      float *o, int64_t ld_o, float *scratch);
 
 /* Gated RMSNorm of one head: y_b = o_b * r * w_b * silu(z_b), r = 1/sqrt(mean(o^2) + eps)
- * (sum of squares in double, as the reference runtime). y may alias o. */
-void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int d, float eps);
+ * (sum of squares in double, as the reference runtime; ggml: gdn_silu_ggml). y may alias o. */
+void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int d, float eps, bool ggml);
 
 /* The recurrent part of one GDN layer for n tokens and v-heads [h0, h1) (split heads across
  * threads; each head is independent, so the bits do not depend on the split):

@@ -1,0 +1,146 @@
+/* test_engine.c: the tern.h engine API around the forward pass: model info, tokenize with and
+ * without BOS / special parsing, streaming detokenisation, chat template rendering through the
+ * model (golden p5: the fork's Jinja rendering of the Qwen3 template), bandwidth probe sanity,
+ * argument errors. */
+#include "test.h"
+#include "model_fx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static tern_model *load_rel(const char *rel) {
+    char path[1024];
+    fx_require(path, sizeof path, rel);
+    return mfx_load(path, TERN_NUMERICS_FAST, 1);
+}
+
+static void test_info(void **st) {
+    (void)st;
+    tern_model *m = load_rel("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    tern_model_info in;
+    tern_model_get_info(m, &in);
+    assert_string_equal(in.arch, "qwen3");
+    assert_int_equal(in.n_vocab, 151936);
+    assert_int_equal(in.n_embd, 256);
+    assert_int_equal(in.n_layer, 4);
+    assert_int_equal(in.n_head, 4);
+    assert_int_equal(in.n_head_kv, 2);
+    assert_int_equal(in.bos, 151643);
+    assert_int_equal(in.eos, 151645);
+    assert_false(in.add_bos);
+    assert_int_equal(in.n_threads, 1);
+    /* tied head: the PQ2_0 embedding is read once per token as the LM head (34 bytes per 128
+     * weights); every other tensor as stored */
+    assert_true(in.bytes_per_token > (uint64_t)151936 * 256 / 128 * 34);
+    assert_true(in.bytes_per_token <= in.weight_bytes);
+    assert_true(tern_token_is_eog(m, 151645));
+    assert_false(tern_token_is_eog(m, 785));
+    tern_model_free(m);
+}
+
+static void test_chat_apply(void **st) {
+    (void)st;
+    cJSON *pj = mfx_json("golden/qwen3-tiny-pq2_0/prompts.json");
+    tern_model *m = load_rel("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    const cJSON *p5 = NULL, *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(pj, "prompts"))
+        if (strcmp(cJSON_GetObjectItem(e, "id")->valuestring, "p5") == 0) p5 = e;
+    assert_non_null(p5);
+    const cJSON *msg = cJSON_GetArrayItem(cJSON_GetObjectItem(p5, "messages"), 0);
+    tern_chat_msg cm = {cJSON_GetObjectItem(msg, "role")->valuestring, cJSON_GetObjectItem(msg, "content")->valuestring};
+    char out[1024];
+    size_t n = 0;
+    tern_err err = {0};
+    assert_int_equal(tern_chat_apply(m, NULL, &cm, 1, true, true, out, sizeof out, &n, &err), TERN_OK);
+    assert_string_equal(out, cJSON_GetObjectItem(p5, "text")->valuestring);
+    assert_int_equal(n, strlen(out));
+    /* tokenised with special parsing: the fork's ids */
+    int32_t ids[64];
+    int n_ids = 0;
+    assert_int_equal(tern_tokenize(m, out, n, false, true, ids, 64, &n_ids, &err), TERN_OK);
+    int nw;
+    int32_t *want = mfx_ids(cJSON_GetObjectItem(p5, "token_ids"), &nw);
+    assert_int_equal(n_ids, nw);
+    assert_memory_equal(ids, want, (size_t)nw * sizeof *want);
+    free(want);
+    /* too small a buffer: TERN_E_RANGE with the size needed */
+    err = (tern_err){0};
+    assert_int_equal(tern_chat_apply(m, NULL, &cm, 1, true, true, out, 8, &n, &err), TERN_E_RANGE);
+    assert_int_equal(n, strlen(cJSON_GetObjectItem(p5, "text")->valuestring));
+    err = (tern_err){0};
+    assert_int_equal(tern_chat_apply(m, "no-such-template", &cm, 1, true, true, out, sizeof out, &n, &err),
+                     TERN_E_UNSUPPORTED);
+    tern_model_free(m);
+    cJSON_Delete(pj);
+}
+
+static void test_tokenize_detok(void **st) {
+    (void)st;
+    tern_model *m = load_rel("data/stories260k/stories260K.gguf");
+    tern_err err = {0};
+    int32_t ids[64];
+    int n = 0;
+    const char *txt = "Once upon a time, there was a little girl named Lily.";
+    assert_int_equal(tern_tokenize(m, txt, strlen(txt), true, false, ids, 64, &n, &err), TERN_OK);
+    const int32_t want[] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426};
+    assert_int_equal(n, 16);
+    assert_memory_equal(ids, want, sizeof want);
+    /* a too-small buffer reports the size needed */
+    int need = 0;
+    err = (tern_err){0};
+    assert_int_equal(tern_tokenize(m, txt, strlen(txt), true, false, ids, 3, &need, &err), TERN_E_RANGE);
+    assert_int_equal(need, 16);
+    /* streaming detokenisation round-trips the text */
+    char out[256];
+    int k = 0;
+    tern_detok d;
+    tern_detok_init(&d);
+    for (int i = 1; i < n; i++) {
+        const int r = tern_detok_put(m, &d, ids[i], out + k, (int)sizeof out - k);
+        assert_true(r >= 0);
+        k += r;
+    }
+    k += tern_detok_flush(&d, out + k, (int)sizeof out - k);
+    out[k] = 0;
+    assert_string_equal(out, txt);
+    char piece[16];
+    assert_int_equal(tern_token_piece(m, 403, false, piece, sizeof piece), 5);
+    assert_memory_equal(piece, " Once", 5);
+    assert_int_equal(tern_token_piece(m, 512, false, piece, sizeof piece), TERN_E_RANGE);
+    tern_model_free(m);
+}
+
+static void test_membw(void **st) {
+    (void)st;
+    double gbs = 0;
+    tern_err err = {0};
+    assert_int_equal(tern_membw(1, (size_t)16 << 20, 1, &gbs, &err), TERN_OK);
+    assert_true(gbs > 0.1 && gbs < 10000);   /* a physical range, not a fixed value */
+    assert_int_equal(tern_membw(1, 100, 1, &gbs, &err), TERN_E_ARG);
+}
+
+static void test_bad_args(void **st) {
+    (void)st;
+    tern_model *m = NULL;
+    tern_err err = {0};
+    tern_model_opts o;
+    tern_model_opts_default(&o);
+    o.numerics = (tern_numerics)7;
+    assert_int_equal(tern_model_load(&m, "x.gguf", &o, &err), TERN_E_ARG);
+    assert_null(m);
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(NULL, NULL, NULL, &err), TERN_E_ARG);
+    tern_model_free(NULL);
+    tern_session_free(NULL);
+}
+
+int suite_engine(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_info),
+        cmocka_unit_test(test_chat_apply),
+        cmocka_unit_test(test_tokenize_detok),
+        cmocka_unit_test(test_membw),
+        cmocka_unit_test(test_bad_args),
+    };
+    TEST_RUN_SUITE("engine", tests);
+}
