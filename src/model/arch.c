@@ -6,10 +6,12 @@
 
 extern const model_arch model_arch_llama;
 extern const model_arch model_arch_qwen3;
+extern const model_arch model_arch_qwen35;
 
 static const model_arch *const archs[] = {
     &model_arch_llama,
     &model_arch_qwen3,
+    &model_arch_qwen35,
 };
 
 const model_arch *model_arch_find(const char *name) {
@@ -18,4 +20,4 @@ const model_arch *model_arch_find(const char *name) {
     return NULL;
 }
 
-const char *model_arch_names(void) { return "llama, qwen3"; }
+const char *model_arch_names(void) { return "llama, qwen3, qwen35"; }

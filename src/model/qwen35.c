@@ -1,0 +1,755 @@
+/* qwen35.c: the hybrid Qwen3.5 architecture (Ternary Bonsai 2 27B and upstream qwen35 GGUFs):
+ * Gated DeltaNet layers, gated full-attention layers every full_attention_interval, and the
+ * Walsh-Hadamard rotated weight basis of Bonsai 2 files.
+ * Source of truth: ../shared/spec/ternary-gguf.md section 4 (rotation), 5.1-5.6 (keys, tensors,
+ * forward, V-head order, KV cache); DESIGN.md "Data flow of one decode step (qwen35)".
+ *
+ * One forward over a batch of n columns (straight line, spec 5.4):
+ *   x = embd(tok) [inverse rotation of the row when token_embd is listed as inverse]
+ *   per layer: h = RMSNorm(x, attn_norm); x += ATTN(h) or GDN(h)
+ *              h2 = RMSNorm(x, post_attention_norm); x += ffn_down(rot(silu(ffn_gate rot(h2)) * ffn_up rot(h2)))
+ *   logits = output(rot(RMSNorm(x, output_norm)))
+ * where rot() is applied exactly when the weight that reads the activation is folded
+ * (prism.hadamard.weight_names); unrotated upstream files run the same code with no rotation.
+ * Projections that share an input run in one pool job (qkv + gate; q + k + v; ffn gate + up).
+ *
+ * Recurrent state: one rstate per sequence (runtime/rstate.h): batches below GDN_CHUNK_MIN are
+ * computed token by token and logged (rollback inside the window, bit-identical to a sequence
+ * that never went further); larger batches use the chunked delta rule and are not logged. */
+#include "core/fp16.h"
+#include "format/qtypes.h"
+#include "model/blocks.h"
+#include "model/gdn.h"
+#include "model/hadamard.h"
+#include "runtime/rstate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define Q35_WINDOW 16          /* rollback window (tokens); batches < GDN_CHUNK_MIN are logged */
+
+/* Rotation of one activation site: n = block size (0: none), s = signs (NULL: identity). */
+typedef struct { int64_t n; const int8_t *s; } q35_rot;
+
+typedef struct q35_layer {
+    bool recurrent;
+    int il_kv;                 /* attention: KV cache layer; -1 */
+    int il_rs;                 /* recurrent: rstate layer; -1 */
+    q35_rot rot_in;            /* input of qkv+gate (GDN) or q/k/v (attention) */
+    q35_rot rot_out;           /* input of ssm_out / attn_output */
+    q35_rot rot_ffn, rot_down; /* input of ffn gate+up, of ffn_down */
+    /* GDN */
+    kern_w attn_qkv, attn_gate, ssm_alpha, ssm_beta, ssm_out;
+    const float *ssm_conv1d, *ssm_dt_bias, *ssm_a, *ssm_norm;
+} q35_layer;
+
+typedef struct q35_data {
+    gdn_dims g;
+    int n_gdn, n_attn;
+    int *rs_layer;             /* (n_gdn) rstate layer -> model layer */
+    q35_layer *L;              /* (n_layer) */
+    had_cfg had;
+    q35_rot rot_embd_inv;      /* inverse rotation of embedding rows */
+    q35_rot rot_logits;        /* forward rotation before the LM head */
+} q35_data;
+
+/* Workspace beyond the generic model_ws (float buffers, each rounded to 64 bytes). */
+typedef struct q35_ws {
+    float *xr;                 /* (nb, n_embd) rotated normed input */
+    float *qg;                 /* (nb, 2 Hq hd) attention q + gate, interleaved per head */
+    float *gate;               /* (nb, Hq hd) attention output gate */
+    float *qkv, *u;            /* (nb, n_ch) GDN raw projection, conv+SiLU output */
+    float *z;                  /* (nb, Hv d) */
+    float *ga, *gb;            /* (nb, Hv) alpha/beta projections, then gam/beta */
+    float *y, *y2;             /* (nb, Hv d) GDN output (tiled), permuted/rotated */
+    float *scratch;            /* (n_threads, gdn_chunk_scratch_floats) */
+    void *aq;                  /* quantised activation, largest K */
+} q35_ws;
+
+typedef struct q35_state {
+    const model_t *m;
+    rstate *rs;
+    float *u;                  /* (Q35_WINDOW, n_ch) replay scratch */
+} q35_state;
+
+/* ---- optional per-op profile (TERN_PROF=1): wall time per category of the forward, summed over
+ * calls and logged when the model is freed. Costs two clock reads per timed section. ---------- */
+enum { PR_MATMUL, PR_ROT, PR_RECUR, PR_ATTN, PR_OTHER, PR_N };
+static const char *const pr_name[PR_N] = {"matmul (quantise + projections)", "norm + rotation",
+                                          "recurrence (conv + delta rule + gated norm)", "attention", "other"};
+static struct { int on; double t[PR_N], per_pool; long n_fwd, n_tok, n_pool; } prof;
+#define PROF_T0() double pr_t0_ = prof.on ? tern_time_s() : 0.0
+#define PROF_ADD(cat) do { if (prof.on) { const double pr_t1_ = tern_time_s(); prof.t[cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
+#define PROF_POOL(k) do { if (prof.on) prof.n_pool += (k); } while (0)
+
+static void empty_job(void *ctx, int64_t i0, int64_t i1, int ith) { (void)ctx; (void)i0; (void)i1; (void)ith; }
+
+/* barrier estimate: the measured cost of an empty pool_for (once, at the first profiled forward) */
+static void prof_calibrate(const model_t *m) {
+    const double t0 = tern_time_s();
+    for (int i = 0; i < 2000; i++) pool_for(m->pool, 2 * pool_n_threads(m->pool), 1, empty_job, NULL);
+    prof.per_pool = (tern_time_s() - t0) / 2000;
+}
+
+static void prof_report(void) {
+    if (!prof.on || prof.n_fwd == 0) return;
+    double tot = 0;
+    for (int i = 0; i < PR_N; i++) tot += prof.t[i];
+    const double per = prof.per_pool;
+    tern_log(TERN_LOG_WARN, "qwen35 profile: %ld forwards, %ld tokens, %.3f ms per forward, %.1f pool jobs per forward",
+             prof.n_fwd, prof.n_tok, 1e3 * tot / (double)prof.n_fwd, (double)prof.n_pool / (double)prof.n_fwd);
+    for (int i = 0; i < PR_N; i++)
+        tern_log(TERN_LOG_WARN, "qwen35 profile:   %-46s %8.3f ms/fwd %5.1f%%", pr_name[i],
+                 1e3 * prof.t[i] / (double)prof.n_fwd, 100.0 * prof.t[i] / tot);
+    tern_log(TERN_LOG_WARN, "qwen35 profile:   (barriers: empty pool_for %.2f us x %.1f jobs = %.3f ms/fwd, inside the above)",
+             1e6 * per, (double)prof.n_pool / (double)prof.n_fwd, 1e3 * per * (double)prof.n_pool / (double)prof.n_fwd);
+}
+
+/* ---- load ------------------------------------------------------------------------------------ */
+
+static int rot_site(const q35_data *q, const char *const *names, int n_names, int64_t K, q35_rot *out,
+                    tern_err *err) {
+    out->n = 0;
+    out->s = NULL;
+    if (!q->had.active) return TERN_OK;
+    int n_folded = 0;
+    for (int i = 0; i < n_names; i++) n_folded += had_is_folded(&q->had, names[i]);
+    if (n_folded == 0) return TERN_OK;
+    if (n_folded != n_names)
+        return tern_err_set(err, TERN_E_UNSUPPORTED,
+                            "prism.hadamard.weight_names lists '%s' but not every weight reading the same input "
+                            "(%d of %d folded)", names[0], n_folded, n_names);
+    out->n = q->had.block;
+    out->s = q->had.identity ? NULL : had_signs(&q->had, K);
+    return TERN_OK;
+}
+
+static int q35_load(model_t *m, tern_err *err) {
+    int rc = model_load_hparams_common(m, err);
+    if (rc) return rc;
+    model_hparams *hp = &m->hp;
+    hp->rope_type = ROPE_NEOX;
+    q35_data *q = calloc(1, sizeof *q);
+    if (!q) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
+    m->arch_data = q;
+    int32_t d_conv, d_state, n_group, dt_rank, d_inner, interval;
+    if ((rc = model_get_i32(m, "ssm.conv_kernel", true, 0, &d_conv, err)) ||
+        (rc = model_get_i32(m, "ssm.state_size", true, 0, &d_state, err)) ||
+        (rc = model_get_i32(m, "ssm.group_count", true, 0, &n_group, err)) ||
+        (rc = model_get_i32(m, "ssm.time_step_rank", true, 0, &dt_rank, err)) ||
+        (rc = model_get_i32(m, "ssm.inner_size", true, 0, &d_inner, err)) ||
+        (rc = model_get_i32(m, "full_attention_interval", false, 4, &interval, err)))
+        return rc;
+    if (d_conv < 2 || d_conv > 16 || d_state < 16 || d_state > 256 || d_state % 16 || n_group < 1 || dt_rank < 1 ||
+        dt_rank % n_group || (int64_t)dt_rank * d_state != d_inner || interval < 1)
+        return tern_err_set(err, TERN_E_FORMAT,
+                            "qwen35 ssm keys: conv_kernel %d (2..16), state_size %d (16..256, multiple of 16), "
+                            "group_count %d, time_step_rank %d (a multiple of group_count), inner_size %d (expected "
+                            "time_step_rank * state_size), full_attention_interval %d",
+                            d_conv, d_state, n_group, dt_rank, d_inner, interval);
+    if (hp->n_embd_head_k != hp->n_embd_head_v)
+        return tern_err_set(err, TERN_E_FORMAT, "qwen35: key_length %d != value_length %d", hp->n_embd_head_k,
+                            hp->n_embd_head_v);
+    q->g = (gdn_dims){.n_k_head = n_group, .n_v_head = dt_rank, .d_head = d_state, .d_conv = d_conv,
+                      .eps = hp->f_norm_rms_eps, .ggml = m->numerics == KQ_GGML && d_state % 64 == 0};
+    if ((rc = had_load(&q->had, m->g, err))) return rc;
+
+    const int NL = hp->n_layer;
+    q->L = calloc((size_t)NL, sizeof *q->L);
+    q->rs_layer = calloc((size_t)NL, sizeof *q->rs_layer);
+    m->layers = calloc((size_t)NL, sizeof *m->layers);
+    if (!q->L || !q->rs_layer || !m->layers) return tern_err_set(err, TERN_E_NOMEM, "out of memory (layers)");
+
+    /* layer schedule: recurrent unless (il + 1) % interval == 0; optional override array */
+    char key[128];
+    const gguf_kv *rkv = gguf_find_kv(m->g, model_key(m, key, sizeof key, "attention.recurrent_layers"));
+    gguf_arr ra = {0};
+    if (rkv) {
+        if ((rc = gguf_get_arr(m->g, key, true, &ra, err))) return rc;
+        if (!gguf_arr_is_int(&ra) || ra.n != (uint64_t)NL)
+            return tern_err_set(err, TERN_E_FORMAT, "key '%s': expected %d bool/int values, got %llu of %s", key, NL,
+                                (unsigned long long)ra.n, gguf_vtype_name(ra.type));
+    }
+    for (int il = 0; il < NL; il++) {
+        q35_layer *QL = &q->L[il];
+        QL->recurrent = rkv ? gguf_arr_int(&ra, (uint64_t)il) != 0 : (il + 1) % interval != 0;
+        QL->il_kv = QL->il_rs = -1;
+        if (QL->recurrent) { QL->il_rs = q->n_gdn; q->rs_layer[q->n_gdn++] = il; }
+        else QL->il_kv = q->n_attn++;
+    }
+    m->n_layer_kv = q->n_attn;
+
+    const int64_t D = hp->n_embd, V = hp->n_vocab, F = hp->n_ff, hd = hp->n_embd_head_k;
+    const int64_t dq = (int64_t)hp->n_head * hd, dkv = (int64_t)hp->n_head_kv * hd;
+    const int64_t nch = gdn_n_ch(&q->g), dz = (int64_t)q->g.n_v_head * q->g.d_head;
+    bool found;
+    if ((rc = model_bind_w(m, "token_embd.weight", D, V, &m->tok_embd, false, NULL, err)) ||
+        (rc = model_bind_f32(m, "output_norm.weight", D, 1, &m->output_norm, err)) ||
+        (rc = model_bind_w(m, "output.weight", D, V, &m->output, true, &found, err)))
+        return rc;
+    m->tied_output = !found;
+    if (m->tied_output) m->output = m->tok_embd;
+    if (q->had.active && had_is_inverse(&q->had, "token_embd.weight")) {
+        q->rot_embd_inv.n = q->had.block;
+        q->rot_embd_inv.s = q->had.identity ? NULL : had_signs(&q->had, D);
+    }
+    if (m->tied_output) {
+        /* the tied head reads the stored (rotated) rows: forward rotation on the hidden state */
+        if (q->had.active && (q->had.tied_output || had_is_inverse(&q->had, "token_embd.weight"))) {
+            q->rot_logits.n = q->had.block;
+            q->rot_logits.s = q->had.identity ? NULL : had_signs(&q->had, D);
+        }
+    } else {
+        const char *on[1] = {"output.weight"};
+        if ((rc = rot_site(q, on, 1, D, &q->rot_logits, err))) return rc;
+    }
+
+    for (int il = 0; il < NL; il++) {
+        model_layer *L = &m->layers[il];
+        q35_layer *QL = &q->L[il];
+        char n1[96], n2[96], n3[96];
+#define NM(buf, s) (snprintf(buf, sizeof buf, "blk.%d." s, il), buf)
+        if ((rc = model_bind_f32(m, NM(n1, "attn_norm.weight"), D, 1, &L->attn_norm, err)) ||
+            (rc = model_bind_f32(m, NM(n1, "post_attention_norm.weight"), D, 1, &L->ffn_norm, err)) ||
+            (rc = model_bind_w(m, NM(n1, "ffn_gate.weight"), D, F, &L->ffn_gate, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM(n1, "ffn_up.weight"), D, F, &L->ffn_up, false, NULL, err)) ||
+            (rc = model_bind_w(m, NM(n1, "ffn_down.weight"), F, D, &L->ffn_down, false, NULL, err)))
+            return rc;
+        {
+            const char *fn[2] = {NM(n1, "ffn_gate.weight"), NM(n2, "ffn_up.weight")};
+            if ((rc = rot_site(q, fn, 2, D, &QL->rot_ffn, err))) return rc;
+            const char *dn[1] = {NM(n3, "ffn_down.weight")};
+            if ((rc = rot_site(q, dn, 1, F, &QL->rot_down, err))) return rc;
+        }
+        if (QL->recurrent) {
+            if ((rc = model_bind_w(m, NM(n1, "attn_qkv.weight"), D, nch, &QL->attn_qkv, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "attn_gate.weight"), D, dz, &QL->attn_gate, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "ssm_alpha.weight"), D, q->g.n_v_head, &QL->ssm_alpha, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "ssm_beta.weight"), D, q->g.n_v_head, &QL->ssm_beta, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "ssm_out.weight"), dz, D, &QL->ssm_out, false, NULL, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_conv1d.weight"), d_conv, nch, &QL->ssm_conv1d, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_dt.bias"), q->g.n_v_head, 1, &QL->ssm_dt_bias, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_a"), q->g.n_v_head, 1, &QL->ssm_a, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_norm.weight"), q->g.d_head, 1, &QL->ssm_norm, err)))
+                return rc;
+            const char *in[2] = {NM(n1, "attn_qkv.weight"), NM(n2, "attn_gate.weight")};
+            if ((rc = rot_site(q, in, 2, D, &QL->rot_in, err))) return rc;
+            const char *on[1] = {NM(n3, "ssm_out.weight")};
+            if ((rc = rot_site(q, on, 1, dz, &QL->rot_out, err))) return rc;
+            const char *ab[2] = {NM(n1, "ssm_alpha.weight"), NM(n2, "ssm_beta.weight")};
+            for (int j = 0; j < 2; j++)
+                if (had_is_folded(&q->had, ab[j]))
+                    return tern_err_set(err, TERN_E_UNSUPPORTED,
+                                        "'%s' is listed in prism.hadamard.weight_names, but it reads the unrotated "
+                                        "input (spec 4.6)", ab[j]);
+        } else {
+            if ((rc = model_bind_w(m, NM(n1, "attn_q.weight"), D, 2 * dq, &L->attn_q, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "attn_k.weight"), D, dkv, &L->attn_k, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "attn_v.weight"), D, dkv, &L->attn_v, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "attn_output.weight"), dq, D, &L->attn_output, false, NULL, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "attn_q_norm.weight"), hd, 1, &L->attn_q_norm, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "attn_k_norm.weight"), hd, 1, &L->attn_k_norm, err)))
+                return rc;
+            const char *in[3] = {NM(n1, "attn_q.weight"), NM(n2, "attn_k.weight"), NM(n3, "attn_v.weight")};
+            if ((rc = rot_site(q, in, 3, D, &QL->rot_in, err))) return rc;
+            const char *on[1] = {NM(n1, "attn_output.weight")};
+            if ((rc = rot_site(q, on, 1, dq, &QL->rot_out, err))) return rc;
+        }
+#undef NM
+    }
+    /* every folded width needs signs (explicit mode): had_load checked each listed weight */
+    /* decode byte budget: the recurrent state is read and written once per token (model.c adds
+     * the weights on top of this) */
+    const char *pe = getenv("TERN_PROF");
+    prof.on = pe && *pe && *pe != '0';
+    m->bytes_per_token = 2 * sizeof(float) * (uint64_t)q->n_gdn *
+                         (uint64_t)(gdn_state_floats(&q->g) + gdn_conv_floats(&q->g));
+    return TERN_OK;
+}
+
+static void q35_free(model_t *m) {
+    q35_data *q = m->arch_data;
+    if (!q) return;
+    prof_report();   /* (the pool is already gone here) */
+    had_free(&q->had);
+    free(q->L);
+    free(q->rs_layer);
+    free(q);
+    m->arch_data = NULL;
+}
+
+/* ---- workspace ------------------------------------------------------------------------------- */
+
+#define R16(x) (((size_t)(x) + 15) & ~(size_t)15)
+
+static int64_t q35_kmax(const model_t *m) {
+    const q35_data *q = m->arch_data;
+    const model_hparams *hp = &m->hp;
+    int64_t k = TERN_MAX((int64_t)hp->n_embd, (int64_t)hp->n_ff);
+    k = TERN_MAX(k, (int64_t)q->g.n_v_head * q->g.d_head);
+    return TERN_MAX(k, (int64_t)hp->n_head * hp->n_embd_head_v);
+}
+
+static size_t q35_aq_floats(const model_t *m, int nb) {
+    size_t aq = 0;
+    for (int mode = 0; mode < 3; mode++) {
+        const size_t b = kern_act_bytes((kern_numerics)mode, q35_kmax(m), nb);
+        if (b > aq) aq = b;
+    }
+    return (aq + 3) / 4;
+}
+
+static void ws_layout(const model_t *m, int nb, float *p, q35_ws *w, size_t *total) {
+    const q35_data *q = m->arch_data;
+    const model_hparams *hp = &m->hp;
+    const size_t D = (size_t)hp->n_embd, dq = (size_t)hp->n_head * (size_t)hp->n_embd_head_k;
+    const size_t nch = (size_t)gdn_n_ch(&q->g), dz = (size_t)q->g.n_v_head * (size_t)q->g.d_head;
+    const size_t hv = (size_t)q->g.n_v_head, nt = m->pool ? (size_t)pool_n_threads(m->pool) : (size_t)m->n_threads;
+    const size_t sizes[] = {R16(nb * D), R16(nb * 2 * dq), R16(nb * dq), R16(nb * nch), R16(nb * nch), R16(nb * dz),
+                            R16(nb * hv), R16(nb * hv), R16(nb * dz), R16(nb * dz),
+                            R16(nt * gdn_chunk_scratch_floats(q->g.d_head)), R16(q35_aq_floats(m, nb))};
+    float **dst[] = {&w->xr, &w->qg, &w->gate, &w->qkv, &w->u, &w->z, &w->ga, &w->gb, &w->y, &w->y2, &w->scratch};
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (p) {
+            if (i < sizeof dst / sizeof dst[0]) *dst[i] = p + off;
+            else w->aq = p + off;
+        }
+        off += sizes[i];
+    }
+    *total = off;
+}
+
+static size_t q35_ws_extra_bytes(const model_t *m, int n_batch, int n_ctx) {
+    (void)n_ctx;
+    size_t total;
+    q35_ws w;
+    ws_layout(m, n_batch, NULL, &w, &total);
+    return total * sizeof(float);
+}
+
+/* ---- jobs ------------------------------------------------------------------------------------ */
+
+typedef struct {
+    const model_t *m;
+    model_ws *ws;
+    q35_ws *w;
+    const model_batch *b;
+    const model_layer *L;
+    const q35_layer *QL;
+    int il;
+    int c0, n;                 /* GDN: the run of columns of one sequence */
+    rstate *rs;
+} q35_job;
+
+/* Attention: per column, split q/gate, q/k RMSNorm, RoPE, store K and V. */
+static void job_attn_prep(void *ctx, int64_t c0, int64_t c1, int ith) {
+    (void)ith;
+    const q35_job *j = ctx;
+    const model_hparams *hp = &j->m->hp;
+    const int hd = hp->n_embd_head_k, Hq = hp->n_head;
+    const int64_t dq = (int64_t)Hq * hd, dkv = (int64_t)hp->n_head_kv * hd;
+    for (int64_t c = c0; c < c1; c++) {
+        const float *qg = j->w->qg + c * 2 * dq;
+        float *q = j->ws->q + c * dq, *g = j->w->gate + c * dq;
+        for (int h = 0; h < Hq; h++) {
+            memcpy(q + (int64_t)h * hd, qg + (int64_t)h * 2 * hd, sizeof(float) * (size_t)hd);
+            memcpy(g + (int64_t)h * hd, qg + (int64_t)h * 2 * hd + hd, sizeof(float) * (size_t)hd);
+        }
+        float *k = j->ws->k + c * dkv, *v = j->ws->v + c * dkv;
+        blk_rmsnorm_heads(q, j->L->attn_q_norm, Hq, hd, hp->f_norm_rms_eps);
+        blk_rmsnorm_heads(k, j->L->attn_k_norm, hp->n_head_kv, hd, hp->f_norm_rms_eps);
+        const float *cs = j->ws->rope_cs + c * hp->n_rot;
+        blk_rope(q, Hq, hd, cs, hp->n_rot, ROPE_NEOX);
+        blk_rope(k, hp->n_head_kv, hd, cs, hp->n_rot, ROPE_NEOX);
+        kv_store(j->b->kv[c], j->QL->il_kv, j->b->pos[c], k, v);
+    }
+}
+
+/* Attention: per (column, head), softmax attention then the sigmoid output gate. */
+static void job_attn(void *ctx, int64_t i0, int64_t i1, int ith) {
+    const q35_job *j = ctx;
+    const model_hparams *hp = &j->m->hp;
+    const model_ws *ws = j->ws;
+    const int hd = hp->n_embd_head_k, gqa = hp->n_head / hp->n_head_kv;
+    float *scores = ws->scores + (size_t)ith * (size_t)ws->n_ctx;
+    uint16_t *qh = ws->qh + (size_t)ith * (size_t)hd;
+    float *acc = ws->vacc + (size_t)ith * 2 * (size_t)hd;
+    const bool flash = j->m->numerics == KQ_GGML;
+    for (int64_t it = i0; it < i1; it++) {
+        const int c = (int)(it / hp->n_head), h = (int)(it % hp->n_head);
+        const size_t off = ((size_t)c * (size_t)hp->n_head + (size_t)h) * (size_t)hd;
+        float *out = ws->att + off;
+        blk_attn_head(out, ws->q + off, j->b->kv[c], j->QL->il_kv, h / gqa, j->b->pos[c] + 1, hd, hd,
+                      hp->f_attn_scale, flash, scores, qh, acc);
+        const float *g = j->w->gate + off;
+        for (int i = 0; i < hd; i++) out[i] = out[i] * (1.0f / (1.0f + expf(-g[i])));
+    }
+}
+
+/* GDN: conv + SiLU over channels [i0, i1) (aligned to d) for the run, then L2 norm of the q/k
+ * heads in the range. */
+static void job_gdn_conv(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)ith;
+    const q35_job *j = ctx;
+    const q35_data *q = j->m->arch_data;
+    const gdn_dims *g = &q->g;
+    const int64_t nch = gdn_n_ch(g);
+    gdn_conv(g, j->n, j->QL->ssm_conv1d, rstate_conv(j->rs, j->QL->il_rs), j->w->qkv + (int64_t)j->c0 * nch,
+             j->w->u + (int64_t)j->c0 * nch, i0, i1);
+    const int64_t qk_end = 2 * (int64_t)g->n_k_head * g->d_head;
+    for (int64_t c = i0; c < TERN_MIN(i1, qk_end); c += g->d_head)
+        for (int i = 0; i < j->n; i++)
+            gdn_l2norm_heads(j->w->u + (int64_t)(j->c0 + i) * nch + c, 1, g->d_head, g->eps);
+}
+
+/* GDN: recurrence + gated norm for v-heads [h0, h1) of the run. */
+static void job_gdn_heads(void *ctx, int64_t h0, int64_t h1, int ith) {
+    const q35_job *j = ctx;
+    const q35_data *q = j->m->arch_data;
+    const gdn_dims *g = &q->g;
+    const int64_t nch = gdn_n_ch(g), dz = (int64_t)g->n_v_head * g->d_head;
+    float *scratch = j->w->scratch + (size_t)ith * R16(gdn_chunk_scratch_floats(g->d_head));
+    gdn_layer_heads(g, j->n, j->w->u + (int64_t)j->c0 * nch, j->w->ga + (int64_t)j->c0 * g->n_v_head,
+                    j->w->gb + (int64_t)j->c0 * g->n_v_head, j->w->z + (int64_t)j->c0 * dz, j->QL->ssm_norm,
+                    rstate_S(j->rs, j->QL->il_rs), j->w->y + (int64_t)j->c0 * dz, (int)h0, (int)h1,
+                    j->m->numerics != KQ_GGML, scratch);
+}
+
+
+/* ---- ggml numerics: the reference runtime's BF16 dot and SwiGLU ------------------------------ */
+
+/* _mm512_reduce_add_ps of 16 lanes (gcc: halves of 8, of 4, then (0 + 2) + (1 + 3)). */
+static float reduce16(const float *a) {
+    float t8[8], t4[4];
+    for (int l = 0; l < 8; l++) t8[l] = a[l + 8] + a[l];
+    for (int l = 0; l < 4; l++) t4[l] = t8[l + 4] + t8[l];
+    return (t4[0] + t4[2]) + (t4[1] + t4[3]);
+}
+
+/* One BF16 row times a bf16-rounded activation xb (K values), as the reference's AVX512-BF16
+ * build: one token: ggml_vec_dot_bf16 (two accumulators over alternating 32-value chunks; each
+ * vdpbf16ps lane adds the odd, then the even product of its pair; the two reductions summed in
+ * double, leftovers in double); a batch: llamafile tinyBLAS (one accumulator over every chunk,
+ * one reduction). Products of two bf16 values are exact in f32. */
+static float dot_bf16_ggml(const uint16_t *w, const uint16_t *xb, int64_t K, bool batch) {
+    float c[2][16] = {{0}};
+    int64_t i = 0;
+    if (batch && K % 32 == 0) {
+        for (; i < K; i += 32)
+            for (int l = 0; l < 16; l++) {
+                c[0][l] += bf16_to_f32(w[i + 2 * l + 1]) * bf16_to_f32(xb[i + 2 * l + 1]);
+                c[0][l] += bf16_to_f32(w[i + 2 * l]) * bf16_to_f32(xb[i + 2 * l]);
+            }
+        return reduce16(c[0]);
+    }
+    for (; i + 64 <= K; i += 64)
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 16; l++) {
+                const int64_t e = i + 32 * h + 2 * l;
+                c[h][l] += bf16_to_f32(w[e + 1]) * bf16_to_f32(xb[e + 1]);
+                c[h][l] += bf16_to_f32(w[e]) * bf16_to_f32(xb[e]);
+            }
+    double sum = 0.0;
+    if (K >= 64) { sum += (double)reduce16(c[0]); sum += (double)reduce16(c[1]); }
+    for (; i < K; i++) sum += (double)(bf16_to_f32(w[i]) * bf16_to_f32(xb[i]));
+    return (float)sum;
+}
+
+/* y[c * n_out + o] for a BF16 weight on n columns of x (K), ggml order. xb: K uint16 scratch. */
+static void project_bf16_ggml(const kern_w *w, const float *x, int n, float *y, uint16_t *xb) {
+    const int64_t K = w->n_in;
+    for (int c = 0; c < n; c++) {
+        for (int64_t k = 0; k < K; k++) xb[k] = f32_to_bf16(x[(int64_t)c * K + k]);
+        for (int64_t o = 0; o < w->n_out; o++)
+            y[(int64_t)c * w->n_out + o] = dot_bf16_ggml((const uint16_t *)(const void *)w->data + o * K, xb, K, n > 1);
+    }
+}
+
+/* ---- forward --------------------------------------------------------------------------------- */
+
+/* dst = RMSNorm(src) * w for n columns; rot: also rotate (fused, the same bits). */
+static void norm_rot(float *dst, const float *src, const float *w, int n, int64_t K, float eps, const q35_rot *rot) {
+    for (int c = 0; c < n; c++)
+        had_rmsnorm_rot(dst + (int64_t)c * K, src + (int64_t)c * K, w, K, eps, rot->n, rot->s);
+}
+
+static void rot_cols(float *x, int n, int64_t K, const q35_rot *rot) {
+    if (!rot->n) return;
+    for (int c = 0; c < n; c++) had_rot(x + (int64_t)c * K, K, rot->n, rot->s);
+}
+
+static void add_into(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
+    const q35_data *q = m->arch_data;
+    const model_hparams *hp = &m->hp;
+    const model_layer *L = &m->layers[il];
+    const q35_layer *QL = &q->L[il];
+    const int n = b->n;
+    const int64_t D = hp->n_embd, dq = (int64_t)hp->n_head * hp->n_embd_head_k;
+    PROF_T0();
+    norm_rot(w->xr, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
+    PROF_ADD(PR_ROT);
+    kern_act a;
+    blk_quantize(m->pool, &a, w->xr, w->aq, D, n, m->numerics);
+    const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
+    float *y3[3] = {w->qg, ws->k, ws->v};
+    blk_project(m->pool, &a, 3, w3, y3);
+    PROF_ADD(PR_MATMUL);
+    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
+    pool_for(m->pool, n, 1, job_attn_prep, &j);
+    pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
+    PROF_ADD(PR_ATTN);
+    rot_cols(ws->att, n, dq, &QL->rot_out);
+    PROF_ADD(PR_ROT);
+    blk_quantize(m->pool, &a, ws->att, w->aq, dq, n, m->numerics);
+    const kern_w *wo[1] = {&L->attn_output};
+    float *yo[1] = {ws->xb};
+    blk_project(m->pool, &a, 1, wo, yo);
+    PROF_ADD(PR_MATMUL);
+    add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
+    PROF_ADD(PR_OTHER);
+    PROF_POOL(4);
+}
+
+static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
+    const q35_data *q = m->arch_data;
+    const model_hparams *hp = &m->hp;
+    const model_layer *L = &m->layers[il];
+    const q35_layer *QL = &q->L[il];
+    const gdn_dims *g = &q->g;
+    const int n = b->n, hv = g->n_v_head;
+    const int64_t D = hp->n_embd, nch = gdn_n_ch(g), dz = (int64_t)hv * g->d_head;
+    /* h = RMSNorm(x) (unrotated: alpha/beta read it); r = rot(h) for qkv and gate */
+    PROF_T0();
+    norm_rot(ws->xb, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &(q35_rot){0, NULL});
+    const float *xr = ws->xb;
+    if (QL->rot_in.n) {
+        memcpy(w->xr, ws->xb, sizeof(float) * (size_t)n * (size_t)D);
+        rot_cols(w->xr, n, D, &QL->rot_in);
+        xr = w->xr;
+    }
+    PROF_ADD(PR_ROT);
+    kern_act a;
+    blk_quantize(m->pool, &a, xr, w->aq, D, n, m->numerics);
+    const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};
+    float *y2[2] = {w->qkv, w->z};
+    blk_project(m->pool, &a, 2, w2, y2);
+    /* alpha/beta: BF16 (or any float) weights on the unrotated h; the float kernel path rounds
+     * the activation to bf16 for BF16 weights (spec 8.4) */
+    if (g->ggml && QL->ssm_alpha.type == QT_BF16 && QL->ssm_beta.type == QT_BF16 && QL->ssm_alpha.layout == KW_FILE &&
+        QL->ssm_beta.layout == KW_FILE) {
+        project_bf16_ggml(&QL->ssm_alpha, ws->xb, n, w->ga, (uint16_t *)(void *)w->xr);   /* xr: consumed above */
+        project_bf16_ggml(&QL->ssm_beta, ws->xb, n, w->gb, (uint16_t *)(void *)w->xr);
+    } else {
+        kern_act af;
+        const bool float_ab = QL->ssm_alpha.type == QT_F32 || QL->ssm_alpha.type == QT_F16 || QL->ssm_alpha.type == QT_BF16;
+        blk_quantize(m->pool, &af, ws->xb, w->aq, D, n, float_ab ? KQ_F32 : m->numerics);
+        const kern_w *wab[2] = {&QL->ssm_alpha, &QL->ssm_beta};
+        float *yab[2] = {w->ga, w->gb};
+        blk_project(m->pool, &af, 2, wab, yab);
+    }
+    PROF_ADD(PR_MATMUL);
+    gdn_gates(g, n, w->ga, w->gb, QL->ssm_dt_bias, QL->ssm_a, w->ga, w->gb);   /* -> gam, beta */
+
+    /* the recurrence, per run of consecutive columns of one sequence */
+    for (int c0 = 0; c0 < n;) {
+        int c1 = c0 + 1;
+        while (c1 < n && b->state[c1] == b->state[c0]) c1++;
+        q35_state *st = b->state[c0];
+        q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il, .c0 = c0, .n = c1 - c0, .rs = st->rs};
+        for (int i = c0; i < c1; i++) {
+            float *slot = rstate_log_slot(st->rs, QL->il_rs, i - c0);
+            if (slot) gdn_log_token(g, slot, w->qkv + (int64_t)i * nch, w->ga + (int64_t)i * hv, w->gb + (int64_t)i * hv);
+        }
+        pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
+        pool_for(m->pool, hv, 1, job_gdn_heads, &j);
+        PROF_POOL(2);
+        c0 = c1;
+    }
+    PROF_ADD(PR_RECUR);
+    const float *yo = w->y;
+    if (q->had.gdn_v_grouped) {
+        for (int c = 0; c < n; c++) had_gdn_v_grouped(w->y2 + (int64_t)c * dz, w->y + (int64_t)c * dz, g->n_k_head, hv, g->d_head);
+        yo = w->y2;
+    }
+    if (QL->rot_out.n) {
+        if (yo != w->y2) memcpy(w->y2, w->y, sizeof(float) * (size_t)n * (size_t)dz);
+        rot_cols(w->y2, n, dz, &QL->rot_out);
+        yo = w->y2;
+    }
+    PROF_ADD(PR_ROT);
+    blk_quantize(m->pool, &a, yo, w->aq, dz, n, m->numerics);
+    const kern_w *wo[1] = {&QL->ssm_out};
+    float *yy[1] = {ws->xb};
+    blk_project(m->pool, &a, 1, wo, yy);
+    PROF_ADD(PR_MATMUL);
+    add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
+    PROF_ADD(PR_OTHER);
+    PROF_POOL(3);
+}
+
+static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
+    const q35_data *q = m->arch_data;
+    const model_hparams *hp = &m->hp;
+    const model_layer *L = &m->layers[il];
+    const q35_layer *QL = &q->L[il];
+    const int64_t D = hp->n_embd, F = hp->n_ff;
+    PROF_T0();
+    norm_rot(w->xr, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_ffn);
+    PROF_ADD(PR_ROT);
+    kern_act a;
+    blk_quantize(m->pool, &a, w->xr, w->aq, D, n, m->numerics);
+    const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
+    float *y2[2] = {ws->hg, ws->hu};
+    blk_project(m->pool, &a, 2, w2, y2);
+    PROF_ADD(PR_MATMUL);
+    if (q->g.ggml)   /* ggml_vec_swiglu_f32 on AVX-512: ggml_v_silu(g) * u */
+        for (int64_t i = 0; i < (int64_t)n * F; i++) ws->hg[i] = gdn_silu_ggml(ws->hg[i]) * ws->hu[i];
+    else
+        blk_swiglu(ws->hg, ws->hg, ws->hu, (int64_t)n * F);
+    PROF_ADD(PR_OTHER);
+    rot_cols(ws->hg, n, F, &QL->rot_down);
+    PROF_ADD(PR_ROT);
+    blk_quantize(m->pool, &a, ws->hg, w->aq, F, n, m->numerics);
+    const kern_w *wd[1] = {&L->ffn_down};
+    float *yd[1] = {ws->xb};
+    blk_project(m->pool, &a, 1, wd, yd);
+    PROF_ADD(PR_MATMUL);
+    add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
+    PROF_ADD(PR_OTHER);
+    PROF_POOL(2);
+}
+
+static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
+    const q35_data *q = m->arch_data;
+    const model_hparams *hp = &m->hp;
+    q35_ws w;
+    size_t total;
+    ws_layout(m, ws->n_batch, ws->arch_ws, &w, &total);
+    const int n = b->n;
+    const int64_t D = hp->n_embd;
+    if (prof.on) {
+        if (prof.per_pool == 0) prof_calibrate(m);
+        prof.n_fwd++;
+        prof.n_tok += n;
+    }
+    PROF_T0();
+    for (int c = 0; c < n; c++) {
+        float *xc = ws->x + (int64_t)c * D;
+        kern_w_row_f32(&m->tok_embd, b->tok[c], xc);
+        if (q->rot_embd_inv.n) had_rot_inv(xc, D, q->rot_embd_inv.n, q->rot_embd_inv.s);
+        blk_rope_cache(ws->rope_cs + (int64_t)c * hp->n_rot, b->pos[c], hp);
+    }
+    /* recurrent state: one batch per sequence run */
+    for (int c0 = 0; c0 < n;) {
+        int c1 = c0 + 1;
+        while (c1 < n && b->state[c1] == b->state[c0]) c1++;
+        q35_state *st = b->state[c0];
+        TERN_ASSERT(st && st->rs->pos == b->pos[c0]);
+        rstate_begin(st->rs, c1 - c0, c1 - c0 < GDN_CHUNK_MIN);   /* chunked batches: not logged */
+        c0 = c1;
+    }
+    PROF_ADD(PR_OTHER);
+    for (int il = 0; il < hp->n_layer; il++) {
+        if (q->L[il].recurrent) gdn_layer(m, ws, &w, b, il);
+        else attn_layer(m, ws, &w, b, il);
+        ffn_layer(m, ws, &w, n, il);
+    }
+    for (int c0 = 0; c0 < n;) {
+        int c1 = c0 + 1;
+        while (c1 < n && b->state[c1] == b->state[c0]) c1++;
+        rstate_end(((q35_state *)b->state[c0])->rs);
+        c0 = c1;
+    }
+    if (prof.on) pr_t0_ = tern_time_s();
+    /* logits of the wanted columns */
+    int nl = 0;
+    for (int c = 0; c < n; c++) {
+        const bool want = b->want_logits ? b->want_logits[c] : c == n - 1;
+        if (!want) continue;
+        had_rmsnorm_rot(ws->lx + (int64_t)nl * D, ws->x + (int64_t)c * D, m->output_norm, D, hp->f_norm_rms_eps,
+                        q->rot_logits.n, q->rot_logits.s);
+        nl++;
+    }
+    PROF_ADD(PR_ROT);
+    if (nl == 0) return TERN_OK;
+    kern_act a;
+    blk_quantize(m->pool, &a, ws->lx, w.aq, D, nl, m->numerics);
+    const kern_w *w1[1] = {&m->output};
+    float *y1[1] = {b->logits};
+    blk_project(m->pool, &a, 1, w1, y1);
+    PROF_ADD(PR_MATMUL);
+    PROF_POOL(1);
+    return TERN_OK;
+}
+
+/* ---- per-sequence state ---------------------------------------------------------------------- */
+
+static void q35_replay(void *ctx, int il_rs, float *S, float *conv, const float *in, int n) {
+    q35_state *st = ctx;
+    const q35_data *q = st->m->arch_data;
+    const q35_layer *QL = &q->L[q->rs_layer[il_rs]];
+    gdn_replay(&q->g, QL->ssm_conv1d, S, conv, in, n, st->u);
+}
+
+static void q35_state_free(void *state) {
+    q35_state *st = state;
+    if (!st) return;
+    rstate_free(st->rs);
+    free(st->u);
+    free(st);
+}
+
+static int q35_state_init(const model_t *m, void **state, int n_ctx, tern_err *err) {
+    (void)n_ctx;
+    const q35_data *q = m->arch_data;
+    *state = NULL;
+    const uint64_t need = rstate_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g),
+                                       Q35_WINDOW);
+    const uint64_t avail = model_mem_available();
+    if (avail && need > avail)
+        return tern_err_set(err, TERN_E_NOMEM, "recurrent state needs %.1f MB, only %.1f MB available",
+                            (double)need / 1e6, (double)avail / 1e6);
+    q35_state *st = calloc(1, sizeof *st);
+    if (!st) return tern_err_set(err, TERN_E_NOMEM, "out of memory (recurrent state)");
+    st->m = m;
+    st->u = malloc(sizeof(float) * (size_t)Q35_WINDOW * (size_t)gdn_n_ch(&q->g));
+    if (!st->u) { free(st); return tern_err_set(err, TERN_E_NOMEM, "out of memory (recurrent state)"); }
+    int rc = rstate_init(&st->rs, q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g),
+                         Q35_WINDOW, q35_replay, st, err);
+    if (rc) { q35_state_free(st); return rc; }
+    *state = st;
+    return TERN_OK;
+}
+
+static void q35_state_reset(void *state) { rstate_reset(((q35_state *)state)->rs); }
+
+static int q35_state_checkpoint(void *state, int pos, tern_err *err) {
+    q35_state *st = state;
+    if (pos != st->rs->pos)
+        return tern_err_set(err, TERN_E_ARG, "checkpoint at %d, but the recurrent state is at %d", pos, st->rs->pos);
+    return TERN_OK;   /* the log keeps every position of the window restorable (rstate.h) */
+}
+
+static int q35_state_truncate(void *state, int pos, tern_err *err) {
+    return rstate_rollback(((q35_state *)state)->rs, pos, err);
+}
+
+const model_arch model_arch_qwen35 = {
+    .name = "qwen35",
+    .load = q35_load,
+    .ws_extra_bytes = q35_ws_extra_bytes,
+    .forward = q35_forward,
+    .free = q35_free,
+    .state_init = q35_state_init,
+    .state_free = q35_state_free,
+    .state_reset = q35_state_reset,
+    .state_checkpoint = q35_state_checkpoint,
+    .state_truncate = q35_state_truncate,
+};
