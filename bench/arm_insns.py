@@ -19,14 +19,14 @@ from collections import Counter
 B = sys.argv[1] if len(sys.argv) > 1 else "build/aarch64"
 OBJDUMP = "aarch64-linux-gnu-objdump"
 DOT = ("sdot", "smmla", "smlal", "smlal2", "smull", "smull2")
-CLASSES = {
+CLASSES = {   # vector instructions by role; loads of any kind; everything else is scalar bookkeeping
     "dot": DOT,
     "mask/shift": ("and", "ushr", "sshr"),
-    "trit decode": ("cmhs", "mul", "sub"),
-    "load": ("ldr", "ldp", "ldur", "ld1", "ld1r", "ld2", "ld4"),
-    "dup/insert": ("dup", "mov", "ins", "zip1", "zip2"),
-    "widen/reduce": ("saddlp", "addp", "sadalp", "ssra", "add", "addv", "uzp1", "uzp2"),
+    "trit decode": ("cmhs", "cmhi", "mul", "sub", "shl", "orr", "mvn", "mvni", "movi", "not"),
+    "dup/insert": ("dup", "mov", "ins", "zip1", "zip2", "uzp1", "uzp2"),
+    "widen/reduce": ("saddlp", "addp", "sadalp", "ssra", "add", "addv", "saddlv"),
     "float": ("fmla", "fmul", "fmadd", "scvtf", "fcvtl", "fcvt", "fadd"),
+    "load": ("ldr", "ldp", "ldur", "ld1", "ld1r", "ld2", "ld4"),
 }
 
 
@@ -58,14 +58,15 @@ def loops(insns):
 
 
 def body(insns, lo, hi):
-    return [(a, o) for a, o, _ in insns if lo <= a <= hi]
+    return [(a, o, g) for a, o, g in insns if lo <= a <= hi]
 
 
 def classify(ops):
     c = Counter()
-    for _, o in ops:
+    for _, o, args in ops:
+        vec = re.search(r"\bv\d+\.", args) is not None or re.match(r"[qd]\d+", args) is not None
         for k, names in CLASSES.items():
-            if o in names or o.split(".")[0] in names:
+            if o in names and (vec or k in ("load", "float")):
                 c[k] += 1
                 break
         else:
@@ -82,7 +83,7 @@ def report(obj, fn, per64, what, need=DOT):
     best = None
     for lo, hi in loops(ins):
         b = body(ins, lo, hi)
-        n_dot = sum(1 for _, o in b if o in need)
+        n_dot = sum(1 for _, o, _ in b if o in need)
         if n_dot == 0:
             continue
         if best is None or (hi - lo) < (best[1] - best[0]):
@@ -93,7 +94,7 @@ def report(obj, fn, per64, what, need=DOT):
     c = classify(best[2])
     total = sum(c.values())
     cells = " | ".join(f"{c.get(k, 0) / per64:.2f}" for k in list(CLASSES) + ["other"])
-    print(f"| {fn} ({what}) | {total / per64:.2f} | {cells} |")
+    print(f"| {fn} ({what}; loop 0x{best[0]:x}-0x{best[1]:x}) | {total / per64:.2f} | {cells} |")
 
 
 print("| kernel (loop counted) | total | " + " | ".join(list(CLASSES) + ["other"]) + " |")
@@ -102,5 +103,9 @@ report(f"{B}/src/kernels/arm/neon.o", "neon_mm_pq2_fast", 8, "PQ2_0 matvec, smla
 report(f"{B}/src/kernels/arm/neon_dot.o", "dotprod_mm_pq2_fast", 8, "PQ2_0 matvec, sdot")
 report(f"{B}/src/kernels/arm/neon_i8mm.o", "i8mm_mm_pq2_fast", 8 * 4, "PQ2_0 4-col tile, smmla; per 64 w x 1 col",
        need=("smmla",))
-report(f"{B}/src/kernels/arm/neon.o", "neon_mm_ptq_fast", 2, "PTQ1_0 direct, smlal")
-report(f"{B}/src/kernels/arm/neon_dot.o", "dotprod_mm_ptq_fast", 2, "PTQ1_0 direct, sdot")
+# PTQ1_0 direct: the block loop (the base-3 decode once per row and block, with the column loop
+# nested in it once: the matvec cost) and the column loop alone (each further column).
+report(f"{B}/src/kernels/arm/neon.o", "neon_mm_ptq_fast", 2, "PTQ1_0 direct matvec: decode + 1 column", need=("cmhs", "cmhi"))
+report(f"{B}/src/kernels/arm/neon.o", "neon_mm_ptq_fast", 2, "PTQ1_0 each further column, smlal")
+report(f"{B}/src/kernels/arm/neon_dot.o", "dotprod_mm_ptq_fast", 2, "PTQ1_0 direct matvec: decode + 1 column", need=("cmhs", "cmhi"))
+report(f"{B}/src/kernels/arm/neon_dot.o", "dotprod_mm_ptq_fast", 2, "PTQ1_0 each further column, sdot")

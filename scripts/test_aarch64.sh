@@ -5,7 +5,8 @@
 # "qemu-aarch64"; see the Makefile on -L), TERN_SHARED (fixtures).
 #
 # Passes (each prints the runner's closing line; the last line here is their sum):
-#   1. -cpu max,        TERN_ISA=i8mm     every suite (or the ones named)
+#   1. -cpu max,        TERN_ISA=i8mm     every suite (or the ones named); tests that run the tern
+#                                         binary get the aarch64 one under qemu through TERN_BIN
 #   2. -cpu max,        TERN_ISA=dotprod  the ISA-sensitive suites (kernel oracle, model-level)
 #   3. -cpu max,        TERN_ISA=neon     the same
 #   4. -cpu cortex-a72  (ARMv8.0: no dotprod, no i8mm) unforced: the dispatcher must pick neon;
@@ -21,11 +22,17 @@ QEMU=${QEMU:-qemu-aarch64}
 export TERN_SHARED="${TERN_SHARED:-../shared}"
 
 avail=$($QEMU -cpu max "$runner" --list) || { echo "test-aarch64: cannot run $runner under qemu"; exit 1; }
-has() { echo "$avail" | grep -qx "$1"; }
-pick() { # pick suite...: the named suites that this runner has, in order
-    out=""
-    for s in "$@"; do has "$s" && out="$out $s"; done
-    echo "$out"
+pick() { # pick ERE: the runner's suites whose whole name matches, in runner order
+    echo "$avail" | grep -xE "$1" | tr '\n' ' '
+}
+# Tests that run the tern binary find it through TERN_BIN: point it at a wrapper that runs the
+# aarch64 binary under the same qemu CPU (one wrapper per CPU, next to the binary).
+bindir=$(cd "$(dirname "$runner")/.." && pwd)
+wrap() { # wrap <cpu>: prints the wrapper path
+    w="$bindir/tern-qemu-$1"
+    printf '#!/bin/sh\nexec %s -cpu %s "%s" "$@"\n' "$QEMU" "$1" "$bindir/tern" >"$w"
+    chmod +x "$w"
+    echo "$w"
 }
 
 if [ $# -gt 0 ]; then
@@ -35,10 +42,10 @@ else
     all_suites=""   # empty = every suite
     # the kernel oracle (kernels, arm) and the model-level suites whose outputs go through
     # kern_matmul, i.e. through the forced table
-    isa_suites=$(pick kernels arm model golden engine qwen35 qwen3 llama stories)
+    isa_suites=$(pick 'kernels|arm|(model|golden|engine|qwen35|qwen3|llama|stories)(_.*)?')
 fi
 disp_suites=$(pick arm)
-a72_suites=$(pick arm kernels)
+if [ $# -gt 0 ]; then a72_suites="$*"; else a72_suites=$(pick 'arm|kernels'); fi
 
 p=0; f=0; k=0; status=0
 log=$(mktemp "${TMPDIR:-/tmp}/tern-aarch64-XXXXXX")
@@ -50,6 +57,8 @@ pass() { # pass <label> <cpu> <isa or -> <expect or -> suites...
         unset TERN_ISA TERN_EXPECT_ISA
         [ "$isa" = - ] || export TERN_ISA="$isa"
         [ "$expect" = - ] || export TERN_EXPECT_ISA="$expect"
+        TERN_BIN=$(wrap "$cpu")
+        export TERN_BIN
         # shellcheck disable=SC2086
         exec $QEMU -cpu "$cpu" "$runner" "$@"
     ) >"$log" 2>&1

@@ -12,6 +12,7 @@ ARM_DEFINE_ENTRIES(dotprod, dot_rp_dot1, NULL, dot_rp_ggml, dot_ptq_dot)
 const kern_table kern_table_dotprod = {
     .name = "dotprod",
     .needs = KCPU_NEON | KCPU_DOTPROD,
+    .fallback = &kern_table_neon,
     .mm = {ARM_TABLE_MM(dotprod)},
 };
 

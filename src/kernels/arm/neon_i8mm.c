@@ -70,6 +70,7 @@ ARM_DEFINE_ENTRIES(i8mm, dot_rp_dot1, mm_rp_dot4, dot_rp_ggml, dot_ptq_dot)
 const kern_table kern_table_i8mm = {
     .name = "i8mm",
     .needs = KCPU_NEON | KCPU_DOTPROD | KCPU_I8MM,
+    .fallback = &kern_table_dotprod,
     .mm = {ARM_TABLE_MM(i8mm)},
 };
 
