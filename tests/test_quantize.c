@@ -184,6 +184,29 @@ static void test_code3_refused(void **state) {
     unlink(out);
 }
 
+
+/* The rule on a real trained model (stories260K, llama, F32, dims 64 and 172): the projections
+ * whose rows fit Q8_0's block of 32 convert, ffn_down (rows of 172) keeps F32 with a note. */
+static void test_rule_stories260k(void **state) {
+    (void)state;
+    char in[512], out[512], msg[2048];
+    fx_require(in, sizeof in, "data/stories260k/stories260K.gguf");
+    fx_tmp_path(out, sizeof out, "q-s260k.gguf");
+    assert_int_equal(st_run(msg, sizeof msg, "quantize '%s' '%s' --type q8_0", in, out), 0);
+    if (!strstr(msg, "32 of 48 tensors converted") || !strstr(msg, "5 weight matrices kept their type"))
+        fail_msg("unexpected report: %s", msg);
+    gguf_ctx *gi = st_open(in), *go = st_open(out);
+    for (uint64_t i = 0; i < gi->n_tensors; i++) {
+        const gguf_tensor *a = &gi->tensors[i], *b = &go->tensors[i];
+        const bool conv = a->n_dims == 2 && a->ne[0] % 32 == 0;
+        assert_int_equal(b->type, conv ? QT_Q8_0 : QT_F32);
+        if (strstr(a->name, "ffn_down")) assert_int_equal(b->type, QT_F32);
+    }
+    gguf_close(gi);
+    gguf_close(go);
+    unlink(out);
+}
+
 static void test_bad_arguments(void **state) {
     (void)state;
     char msg[2048], out[512];
@@ -202,6 +225,7 @@ int suite_quantize(int *n_tests) {
         cmocka_unit_test(test_f32_to_pq2_lossless),
         cmocka_unit_test(test_rule_and_metadata),
         cmocka_unit_test(test_code3_refused),
+        cmocka_unit_test(test_rule_stories260k),
         cmocka_unit_test(test_bad_arguments),
     };
     TEST_RUN_SUITE("quantize", tests);

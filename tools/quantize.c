@@ -32,12 +32,16 @@ static bool ends_with(const char *s, const char *suf) {
     return n >= m && memcmp(s + n - m, suf, m) == 0;
 }
 
+/* A projection's weight matrix: 2-D, "*.weight", not conv taps and not the BF16 alpha/beta. */
+static bool is_projection(const gguf_tensor *t) {
+    if (t->n_dims != 2 || !ends_with(t->name, ".weight")) return false;
+    return !strstr(t->name, "ssm_conv1d") && !strstr(t->name, "ssm_alpha") && !strstr(t->name, "ssm_beta");
+}
+
 /* The conversion rule above: does tensor t take type `type`? */
 static bool quant_converts(const gguf_tensor *t, int type) {
     const qt_traits *q = qt_get(type);
-    if (t->n_dims != 2 || !ends_with(t->name, ".weight")) return false;
-    if (strstr(t->name, "ssm_conv1d") || strstr(t->name, "ssm_alpha") || strstr(t->name, "ssm_beta")) return false;
-    return q && t->ne[0] % q->block == 0;
+    return q && is_projection(t) && t->ne[0] % q->block == 0;
 }
 
 static int file_type_of(int type) {   /* general.file_type for a file of `type` weights; -1 none */
@@ -116,16 +120,17 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
     return TERN_OK;
 }
 
-/* *created is set once OUT may exist (so a failure removes only a file we made). */
-/* Drop the mapped pages of a finished tensor (MAP_PRIVATE and never written, so they are
- * clean copies of the file): keeps the resident set to about one tensor, not the whole input. */
-static void release_pages(const gguf_ctx *g, const gguf_tensor *t) {
-    if (g->mode != GGUF_LOAD_MMAP || t->nbytes == 0) return;
+/* Drop the mapped input pages of bytes [p, p + n) once converted (MAP_PRIVATE and never
+ * written, so they are clean copies of the file): keeps the resident set to about one row chunk
+ * instead of the whole input (7 GB for the 27B). Only whole pages inside the range are dropped. */
+static void release_pages(const gguf_ctx *g, const uint8_t *p, uint64_t n) {
+    if (g->mode != GGUF_LOAD_MMAP || n == 0) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    const uintptr_t a = ((uintptr_t)t->data + page - 1) & ~(page - 1), b = ((uintptr_t)t->data + t->nbytes) & ~(page - 1);
+    const uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
     if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
+/* *created is set once OUT may exist (so a failure removes only a file we made). */
 static int quantize_file(const char *in, const char *out, int type, bool *created, tern_err *err) {
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
@@ -160,10 +165,15 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
         goto done;
     }
     int64_t max_k = 1;
-    int n_conv = 0;
+    int n_conv = 0, n_unfit = 0;
+    const char *unfit = NULL;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         dst[i] = quant_converts(t, type) ? type : t->type;
+        if (is_projection(t) && dst[i] != type) {   /* a projection whose rows do not fit the block */
+            n_unfit++;
+            if (!unfit) unfit = t->name;
+        }
         if (dst[i] != t->type) { n_conv++; max_k = TERN_MAX(max_k, t->ne[0]); }
         const int idx = gguf_w_add_tensor(w, t->name, dst[i], t->n_dims, t->ne, NULL);
         if (idx < 0) { rc = tern_err_set(err, idx, "quantize: adding tensor '%s'", t->name); goto done; }
@@ -177,12 +187,12 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     if ((rc = gguf_w_begin(w, out, err)) != TERN_OK) goto done;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
-        if (dst[i] == t->type) {   /* copied as is, in pieces of at most 64 MB */
-            for (uint64_t o = 0; o < t->nbytes; o += (uint64_t)1 << 26) {
-                const uint64_t n = TERN_MIN((uint64_t)1 << 26, t->nbytes - o);
+        if (dst[i] == t->type) {   /* copied as is, in pieces of at most 4 MB */
+            for (uint64_t o = 0; o < t->nbytes; o += (uint64_t)1 << 22) {
+                const uint64_t n = TERN_MIN((uint64_t)1 << 22, t->nbytes - o);
                 if ((rc = gguf_w_tensor_data(w, (int)i, t->data + o, n, err)) != TERN_OK) goto done;
+                release_pages(g, t->data + o, n);
             }
-            release_pages(g, t);
             continue;
         }
         uint64_t src_row = 0, dst_row = 0;
@@ -195,13 +205,17 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
             const int64_t n = TERN_MIN(chunk, n_rows - r0);
             if ((rc = convert_rows(t, dst[i], t->data + (uint64_t)r0 * src_row, r0, n, buf, f32, err)) != TERN_OK) goto done;
             if ((rc = gguf_w_tensor_data(w, (int)i, buf, dst_row * (uint64_t)n, err)) != TERN_OK) goto done;
+            release_pages(g, t->data + (uint64_t)r0 * src_row, (uint64_t)n * src_row);
         }
-        release_pages(g, t);
     }
     rc = gguf_w_end(w, err);
-    if (rc == TERN_OK)
+    if (rc == TERN_OK) {
         fprintf(stderr, "tern quantize: %s -> %s: %d of %" PRIu64 " tensors converted to %s, the rest copied\n", in, out,
                 n_conv, g->n_tensors, qt_get(type)->name);
+        if (n_unfit)
+            fprintf(stderr, "tern quantize: note: %d weight matrices kept their type because their rows are not a multiple "
+                    "of %s's block of %d (e.g. '%s')\n", n_unfit, qt_get(type)->name, qt_get(type)->block, unfit);
+    }
 done:
     gguf_w_free(w);
     gguf_close(g);
