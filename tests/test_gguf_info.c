@@ -295,7 +295,7 @@ static const char *tern_bin(void) {          /* $TERN_BIN, else the binary of th
 static void test_info_cli(void **state) {
     (void)state;
     const char *bin = tern_bin();
-    char path[512], cmd[1200];
+    char path[512], cmd[4096];
     fx_require(path, sizeof path, "data/stories260k/stories260K.gguf");
     snprintf(cmd, sizeof cmd, "%s info '%s' --pos 99 --bw 20", bin, path);
     char *out = run_capture(cmd);
@@ -319,6 +319,21 @@ static void test_info_cli(void **state) {
                             "block_size" "            " "1024", "weight_names" "          " "401 x string", "example bandwidth"};
     for (size_t i = 0; i < sizeof want27 / sizeof want27[0]; i++)
         if (!strstr(out, want27[i])) fail_msg("tern info (27B) output lacks \"%s\":\n%s", want27[i], out);
+    free(out);
+    /* the file `tern synth --arch bonsai2-27b --no-weights` writes (synth's own header, real
+     * placeholder vocabulary): the same spec figures */
+    fx_tmp_path(path, sizeof path, "27b-synth.gguf");
+    snprintf(cmd, sizeof cmd, "%s synth --arch bonsai2-27b --no-weights -o '%s' >/dev/null 2>&1 && %s info '%s' --no-tensors --bw 30; rm -f '%s'",
+             bin, path, bin, path, path);
+    out = run_capture(cmd);
+    const char *want_s[] = {"851 tensors", "26,895,998,464 params", "7,195,047,936 bytes", "26,869,760,000 params",
+                            "23,592,960 params", "2,645,504 params", "6,857,334,096", "65,536", "301,989,888", "11,796,480",
+                            "26.90 B", "architecture    qwen35"};
+    for (size_t i = 0; i < sizeof want_s / sizeof want_s[0]; i++)
+        if (!strstr(out, want_s[i])) fail_msg("tern info (synth 27B) output lacks \"%s\"", want_s[i]);
+    /* 6,857,334,096 + 65,536 + 301,989,888 + 11,796,480 bytes per token at 30 GB/s */
+    snprintf(ceil, sizeof ceil, "%.2f tokens/s at 30 GB/s", 30e9 / (6857334096.0 + 65536.0 + 301989888.0 + 11796480.0));
+    if (!strstr(out, ceil)) fail_msg("tern info (synth 27B) output lacks \"%s\"", ceil);
     free(out);
     /* errors: a missing file exits 1 with a message */
     snprintf(cmd, sizeof cmd, "%s info /nonexistent.gguf 2>&1; echo rc=$?", bin);

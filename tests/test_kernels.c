@@ -649,10 +649,15 @@ static void mm_broken(const kern_mm_args *m, int64_t r0, int64_t r1) {
     kern_ref_mm_fast(m, r0, r1);
     if (r1 > r0) m->y[r0] = nextafterf(m->y[r0], INFINITY);   /* one ulp off in one output */
 }
+static int g_logged;
+static void quiet_log(int level, const char *msg, void *user) { (void)level; (void)msg; (void)user; g_logged++; }
 static void test_selfcheck(void **state) {
     (void)state;
     const kern_table broken = {.name = "broken", .needs = 0, .mm = {[KT_PQ2_0] = {mm_broken, NULL, NULL}}};
+    tern_log_set(quiet_log, NULL, TERN_LOG_ERROR);          /* the refusal is logged: expected here */
     assert_false(kern_table_selfcheck(&broken));
+    tern_log_set(NULL, NULL, TERN_LOG_WARN);
+    assert_int_equal(g_logged, 1);
     for (int ti = 0; test_table(ti); ti++) {
         const kern_table *t = test_table(ti);
         if ((t->needs & kern_cpu_features()) == t->needs) assert_true(kern_table_selfcheck(t));

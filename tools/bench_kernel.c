@@ -188,10 +188,10 @@ static bool isa_wanted(const bk_opts *o, const char *name) {
 }
 
 /* Time one (weight, activation) on the pool: median/min/max seconds over reps. */
-static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float *y, int64_t rows, int reps) {
+static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float *y, int64_t rows, int reps, bool warm) {
     mm_ctx c = {w, a, y, w->n_out};
     double t[64];
-    pool_for(pool, rows, KERN_ROW_ALIGN, job_mm, &c);   /* warm-up (also faults pages in) */
+    if (warm) pool_for(pool, rows, KERN_ROW_ALIGN, job_mm, &c);   /* warm-up (also faults pages in) */
     for (int i = 0; i < reps; i++) {
         const double t0 = tern_time_s();
         pool_for(pool, rows, KERN_ROW_ALIGN, job_mm, &c);
@@ -336,11 +336,25 @@ int cmd_bench_kernel(int argc, char **argv) {
         size_t bytes;
         uint8_t *data = make_weights(sp->type, sp->K, sp->N, &bytes);
         kern_w w;
+        const double tp0 = tern_time_s();
         if (!data || kern_w_init_ex(&w, sp->label, sp->type, data, sp->K, sp->N, sp->flags, &err) != TERN_OK) {
             fprintf(stderr, "bench-kernel: %s\n", data ? err.msg : "out of memory");
             tern_free_aligned(data);
             rc = 1;
             break;
+        }
+        {   /* load-time preparation (repack / transcode), one thread */
+            const double tp = tern_time_s() - tp0;
+            cJSON *j = cJSON_CreateObject();
+            cJSON_AddStringToObject(j, "op", "prepare");
+            cJSON_AddStringToObject(j, "type", sp->label);
+            cJSON_AddNumberToObject(j, "rows", (double)sp->N);
+            cJSON_AddNumberToObject(j, "cols", (double)sp->K);
+            cJSON_AddNumberToObject(j, "seconds", tp);
+            cJSON_AddNumberToObject(j, "ns_per_weight", tp * 1e9 / ((double)sp->N * (double)sp->K));
+            snprintf(line, sizeof line, "prepare %-16s %5lldx%lld: %.3f s (%.2f ns/weight, kern_w_init, 1 thread)", sp->label,
+                     (long long)sp->N, (long long)sp->K, tp, tp * 1e9 / ((double)sp->N * (double)sp->K));
+            emit(&o, j, line);
         }
         const int max_cols = is_mm ? 64 : 1;
         float *x = tern_alloc_aligned(sizeof(float) * (size_t)(sp->K * max_cols));
@@ -358,8 +372,8 @@ int cmd_bench_kernel(int argc, char **argv) {
                     kern_act a = {.x = x, .q = q, .K = sp->K, .ncols = ncols, .mode = KQ_FAST};
                     kern_quantize(&a);
                     const bool slice = strcmp(isas[ii], "ref") == 0;
-                    const int64_t rows = slice ? sp->N / 16 : sp->N;
-                    const stat3 s = time_mm(pools[ti], &w, &a, y, rows, slice ? (o.quick ? 1 : 3) : reps);
+                    const int64_t rows = slice ? sp->N / (is_mm ? 256 : 16) : sp->N;
+                    const stat3 s = time_mm(pools[ti], &w, &a, y, rows, slice ? (o.quick ? 1 : 3) : reps, !slice);
                     const double wts = (double)rows * (double)sp->K;
                     const double gbytes = (double)kern_w_bytes(&w) * ((double)rows / (double)sp->N);
                     cJSON *j = cJSON_CreateObject();

@@ -256,7 +256,8 @@ int cmd_info(int argc, char **argv) {
                group(b.by_type[k].n_params, n1), group(b.by_type[k].bytes, n2));
     }
     printf("  %-8s %5" PRIu64 " tensors %20s params %20s bytes\n", "all", b.n_tensors, group(b.n_params, n1), group(b.tensor_bytes, n2));
-    printf("\nparameters      %s (%.6g M)\n", group(b.n_params, n1), (double)b.n_params / 1e6);
+    if (b.n_params >= 1000000000ull) printf("\nparameters      %s (%.2f B)\n", group(b.n_params, n1), (double)b.n_params / 1e9);
+    else printf("\nparameters      %s (%.6g M)\n", group(b.n_params, n1), (double)b.n_params / 1e6);
 
     printf("\nper-token bytes (DESIGN.md \"Performance model\": what must cross the memory bus per decoded token)\n");
     if (b.tied_embd)

@@ -31,20 +31,39 @@ int kern_unit(const kern_w *w, kern_numerics m) {
     return bs < KA_FAST_BLOCK ? bs : KA_FAST_BLOCK;
 }
 
-/* Pack 4 rows of 128 codes (u = 0..3) and their fp16 scales into one row-pair block. */
-static void rp_pack(const uint8_t u[4][128], const uint16_t d[4], kern_rp_block *out) {
-    for (int r = 0; r < 4; r++) out->d[r] = d[r];
-    for (int p = 0; p < 2; p++)
-        for (int wd = 0; wd < 4; wd++)
-            for (int j = 0; j < 16; j++) {
-                const int row = 2 * p + (j >= 8);
-                uint8_t byte = 0;
-                for (int s = 0; s < 4; s++) byte |= (uint8_t)(u[row][32 * wd + 8 * s + (j & 7)] << (2 * s));
-                out->qs[p][wd][j] = byte;
-            }
+/* Row-pair packing from 4 blocks in PQ2_0 file layout (fp16 d + 32 code bytes each).
+ * Output byte j of word wd of pair p holds, in slot s, the code of weight 32 wd + 8 s + m
+ * (m = j & 7) of row 2p + (j >= 8). In the file that code is field m & 3 of byte
+ * 8 wd + 2 s + (m >> 2) of the row's block. So for the 8 file bytes X of a word: output bytes
+ * m = 0..3 take field m of bytes 0, 2, 4, 6 and m = 4..7 field m - 4 of bytes 1, 3, 5, 7. With
+ * y = those 4 bytes in a u32 and z = (y >> 2f) & 0x03030303 (code c_s in byte s of z), one
+ * multiply by 2^24 + 2^18 + 2^12 + 2^6 = 0x01041040 moves c_s to bit 24 + 2s: every other
+ * partial product lands either above bit 31 (dropped by the u32 wrap) or below bit 24 with a
+ * total < 3 * (2^22 + 2^20 + 2^18 + 2^14 + 2^12 + 2^6) < 2^24 (no carry), so
+ * (z * 0x01041040) >> 24 is exactly c0 | c1 << 2 | c2 << 4 | c3 << 6. */
+static inline uint32_t bytes_0246(uint64_t x) {
+    x &= 0x00FF00FF00FF00FFull;
+    x = (x | (x >> 8)) & 0x0000FFFF0000FFFFull;
+    return (uint32_t)(x | (x >> 16));
 }
 
-static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint8_t slots_of(uint32_t y, int f) {
+    return (uint8_t)((((y >> (2 * f)) & 0x03030303u) * 0x01041040u) >> 24);
+}
+
+static void rp_pack_file(const uint8_t *const blk[4], kern_rp_block *out) {
+    for (int r = 0; r < 4; r++) out->d[r] = (uint16_t)(blk[r][0] | blk[r][1] << 8);
+    for (int r = 0; r < 4; r++) {
+        const int p = r >> 1, half = (r & 1) * 8;
+        for (int wd = 0; wd < 4; wd++) {
+            uint64_t x;
+            memcpy(&x, blk[r] + 2 + 8 * wd, 8);
+            const uint32_t ye = bytes_0246(x), yo = bytes_0246(x >> 8);
+            uint8_t *o = out->qs[p][wd] + half;
+            for (int f = 0; f < 4; f++) { o[f] = slots_of(ye, f); o[4 + f] = slots_of(yo, f); }
+        }
+    }
+}
 
 /* In place: rows 0 .. N4-1 of a PQ2_0 tensor in file layout -> row-pair blocks. */
 static int repack_pq2_0(kern_w *w, const char *name, tern_err *err) {
@@ -52,18 +71,13 @@ static int repack_pq2_0(kern_w *w, const char *name, tern_err *err) {
     const size_t group_bytes = (size_t)(4 * nb * 34);
     uint8_t *tmp = malloc(group_bytes);
     if (!tmp) return tern_err_set(err, TERN_E_NOMEM, "tensor '%s': no memory for a %zu-byte repack scratch", name, group_bytes);
-    uint8_t u[4][128];
-    uint16_t d[4];
     for (int64_t g = 0; g < n4 / 4; g++) {
         uint8_t *region = w->data + (size_t)g * group_bytes;
         memcpy(tmp, region, group_bytes);
         for (int64_t b = 0; b < nb; b++) {
-            for (int r = 0; r < 4; r++) {
-                const uint8_t *blk = tmp + ((int64_t)r * nb + b) * 34;
-                d[r] = rd16(blk);
-                for (int j = 0; j < 128; j++) u[r][j] = (uint8_t)kern_pq2_code(blk + 2, j);
-            }
-            rp_pack((const uint8_t(*)[128])u, d, (kern_rp_block *)(void *)(region + b * 136));
+            const uint8_t *blk[4];
+            for (int r = 0; r < 4; r++) blk[r] = tmp + ((int64_t)r * nb + b) * 34;
+            rp_pack_file(blk, (kern_rp_block *)(void *)(region + b * 136));
         }
     }
     free(tmp);
@@ -71,39 +85,66 @@ static int repack_pq2_0(kern_w *w, const char *name, tern_err *err) {
     return TERN_OK;
 }
 
-/* PTQ1_0 rows 0 .. N4-1 -> row-pair 2-bit blocks in an owned buffer (w->aux). */
+/* PTQ1_0 rows 0 .. N4-1 -> row-pair 2-bit blocks in an owned buffer (w->aux): each block is
+ * first rewritten as a PQ2_0 file block (codes u = t + 1, the same fp16 d: lossless), then
+ * packed as above. Spec 3.4: qs[m] (m < 16) holds elements 16 n + m (digits n = 0..4), which in
+ * PQ2_0 are field m & 3 of byte 4 n + (m >> 2): so with T[v] = the 5 digits of v in bytes 0..4,
+ * sum_f T[qs[4 i + f]] << 2f has PQ2_0 byte 4 n + i in its byte n. Likewise qs[16 + m] (m < 8),
+ * elements 80 + 8 n + m -> byte 20 + 2 n + (m >> 2); qh[m] (m < 2), elements 120 + 2 n + m. */
 static int transcode_ptq1_0(kern_w *w, const char *name, tern_err *err) {
     const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3;
     if (n4 == 0) return TERN_OK;
     const size_t bytes = (size_t)(n4 / 4) * (size_t)nb * sizeof(kern_rp_block);
     kern_rp_block *out = tern_alloc_aligned(bytes);
     if (!out) return tern_err_set(err, TERN_E_NOMEM, "tensor '%s': no memory for a %zu-byte PTQ1_0 transcode", name, bytes);
-    int8_t t[128];
-    uint8_t u[4][128];
-    uint16_t d[4];
+    uint64_t T[256];
+    for (int v = 0; v < 256; v++) {
+        T[v] = 0;
+        for (int n = 0; n < 5; n++) T[v] |= (uint64_t)kern_b3_digit((uint8_t)v, n) << (8 * n);
+    }
+    uint8_t pq[4][34];
+    const uint8_t *blk[4] = {pq[0], pq[1], pq[2], pq[3]};
     for (int64_t g = 0; g < n4 / 4; g++)
         for (int64_t b = 0; b < nb; b++) {
             for (int r = 0; r < 4; r++) {
-                float df;
-                kern_block_int(w, 4 * g + r, b, t, &df);
-                d[r] = rd16(w->data + ((4 * g + r) * nb + b) * 28 + 26);   /* keep the fp16 bits */
-                for (int j = 0; j < 128; j++) u[r][j] = (uint8_t)(t[j] + 1);
+                const uint8_t *src = w->data + ((4 * g + r) * nb + b) * 28;
+                uint8_t *q = pq[r] + 2;
+                for (int i = 0; i < 4; i++) {            /* elements 0..79 */
+                    const uint64_t a = T[src[4 * i]] | T[src[4 * i + 1]] << 2 | T[src[4 * i + 2]] << 4 | T[src[4 * i + 3]] << 6;
+                    for (int n = 0; n < 5; n++) q[4 * n + i] = (uint8_t)(a >> (8 * n));
+                }
+                for (int i = 0; i < 2; i++) {            /* elements 80..119 */
+                    const uint8_t *s4 = src + 16 + 4 * i;
+                    const uint64_t a = T[s4[0]] | T[s4[1]] << 2 | T[s4[2]] << 4 | T[s4[3]] << 6;
+                    for (int n = 0; n < 5; n++) q[20 + 2 * n + i] = (uint8_t)(a >> (8 * n));
+                }
+                q[30] = q[31] = 0;                       /* elements 120..127 */
+                for (int m = 0; m < 2; m++)
+                    for (int n = 0; n < 4; n++) {
+                        const int e = 2 * n + m;         /* element 120 + e: byte 30 + e / 4, field e % 4 */
+                        q[30 + e / 4] |= (uint8_t)(((T[src[24 + m]] >> (8 * n)) & 3) << (2 * (e % 4)));
+                    }
+                pq[r][0] = src[26];
+                pq[r][1] = src[27];
             }
-            rp_pack((const uint8_t(*)[128])u, d, &out[g * nb + b]);
+            rp_pack_file(blk, &out[g * nb + b]);
         }
     w->aux = out;
     w->layout = KW_PTQ_ROWPAIR;
     return TERN_OK;
 }
 
+/* A 2-bit field is 3 iff both its bits are set: (v & (v >> 1)) & 0x55.. per 8 code bytes. */
 static bool scan_code3(const uint8_t *data, int64_t n_blocks, int bb) {
+    uint64_t any = 0;
     for (int64_t i = 0; i < n_blocks; i++) {
         const uint8_t *q = data + i * bb + 2;
-        for (int j = 0; j < bb - 2; j++) {
-            const uint8_t v = q[j];
-            /* a 2-bit field is 3 iff both its bits are set */
-            if ((v & (v >> 1)) & 0x55) return true;
+        for (int j = 0; j < bb - 2; j += 8) {
+            uint64_t v;
+            memcpy(&v, q + j, 8);
+            any |= v & (v >> 1) & 0x5555555555555555ull;
         }
+        if (any) return true;
     }
     return false;
 }
