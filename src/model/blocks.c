@@ -6,6 +6,7 @@
 #include "core/fp16.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 /* ---- RMSNorm -------------------------------------------------------------------------------- */
@@ -110,14 +111,37 @@ static float dot_f32(const float *a, const float *b, int n) {
     return s;
 }
 
-static float dot_f32_f16(const float *a, const uint16_t *b, int n) {
-    float s = 0.0f;
-    for (int i = 0; i < n; i++) s += a[i] * fp16_to_f32(b[i]);
-    return s;
+/* Dot with 8 interleaved accumulators, summed pairwise ((0+4)+(2+6))+((1+5)+(3+7)). */
+static inline float dot8_f32(const float *a, const float *b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
+    for (int k = 0; k < 4; k++) acc[k] += acc[k + 4];
+    acc[0] += acc[2];
+    acc[1] += acc[3];
+    return acc[0] + acc[1];
 }
 
-void blk_attn_head(float *out, const float *q, const kv_cache *kv, int il, int ikv, int n_kv, int hd_k,
-                   int hd_v, float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc) {
+/* out[i] += p * v[i] (independent lanes: vectorises without reordering anything). */
+static inline void axpy(float *restrict out, const float *restrict v, float p, int n) {
+    for (int i = 0; i < n; i++) out[i] += p * v[i];
+}
+
+/* fp16 -> f32 through a 64K-entry table (exact: filled with fp16_to_f32). */
+static float f16_table[65536];
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+static void f16_table_fill(void) {
+    for (uint32_t h = 0; h < 65536; h++) f16_table[h] = fp16_to_f32((uint16_t)h);
+}
+void blk_init(void) { pthread_once(&f16_once, f16_table_fill); }
+void blk_f16_row(float *dst, const uint16_t *src, int n) {
+    for (int i = 0; i < n; i++) dst[i] = f16_table[src[i]];
+}
+
+void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, int n_kv, int hd_k, int hd_v,
+                   float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc) {
     const size_t koff = (size_t)ikv * (size_t)hd_k, voff = (size_t)ikv * (size_t)hd_v;
     if (flash_ggml) {
         /* ggml_compute_forward_flash_attn_ext_f16, one query row, no mask beyond causality
@@ -129,8 +153,8 @@ void blk_attn_head(float *out, const float *q, const kv_cache *kv, int il, int i
             for (int i = 0; i < hd_v; i++) vkq[i] = 0;
             const bool simd_v = (hd_v & 63) == 0;       /* ggml_vec_mad_f16: FMA lanes vs scalar tail */
             for (int j = 0; j < n_kv; j++) {
-                const uint16_t *kr = (const uint16_t *)kv_k_row(kv, il, j) + koff;
-                const uint16_t *vr = (const uint16_t *)kv_v_row(kv, il, j) + voff;
+                const uint16_t *kr = (const uint16_t *)kv->k + (size_t)j * kv->k_stride + koff;
+                const uint16_t *vr = (const uint16_t *)kv->v + (size_t)j * kv->v_stride + voff;
                 const float s = dot_f16_ggml(kr, qh, hd_k) * scale;
                 float ms = 1.0f, vs = 1.0f;
                 if (s > M) {
@@ -154,8 +178,8 @@ void blk_attn_head(float *out, const float *q, const kv_cache *kv, int il, int i
             float *vkq = acc;
             for (int i = 0; i < hd_v; i++) vkq[i] = 0.0f;
             for (int j = 0; j < n_kv; j++) {
-                const float *kr = (const float *)kv_k_row(kv, il, j) + koff;
-                const float *vr = (const float *)kv_v_row(kv, il, j) + voff;
+                const float *kr = (const float *)kv->k + (size_t)j * kv->k_stride + koff;
+                const float *vr = (const float *)kv->v + (size_t)j * kv->v_stride + voff;
                 const float s = dot_f32(kr, q, hd_k) * scale;
                 float ms = 1.0f, vs = 1.0f;
                 if (s > M) {
@@ -174,13 +198,17 @@ void blk_attn_head(float *out, const float *q, const kv_cache *kv, int il, int i
         }
         return;
     }
-    /* Standard softmax attention (ggml mul_mat + soft_max_ext + mul_mat, f32 accumulation). */
+    /* Standard softmax attention (two passes: scores, then softmax-weighted V), f32 arithmetic
+     * in a fixed order: an fp16 row is widened exactly through a table first, the q.k dot uses 8
+     * interleaved accumulators summed pairwise (breaks the add latency chain; the order is this
+     * source's, identical on every ISA and for batch vs single), the softmax sum is in double. */
+    float *row = acc;                                   /* hd floats: one widened K or V row */
     float mx = -INFINITY;
     for (int j = 0; j < n_kv; j++) {
-        const void *kr = kv_k_row(kv, il, j);
-        const float d = kv->f32 ? dot_f32((const float *)kr + koff, q, hd_k)
-                                : dot_f32_f16(q, (const uint16_t *)kr + koff, hd_k);
-        scores[j] = d * scale;
+        const float *kf;
+        if (kv->f32) kf = (const float *)kv->k + (size_t)j * kv->k_stride + koff;
+        else { blk_f16_row(row, (const uint16_t *)kv->k + (size_t)j * kv->k_stride + koff, hd_k); kf = row; }
+        scores[j] = dot8_f32(q, kf, hd_k) * scale;
         if (scores[j] > mx) mx = scores[j];
     }
     double sum = 0.0;
@@ -189,17 +217,13 @@ void blk_attn_head(float *out, const float *q, const kv_cache *kv, int il, int i
         sum += (double)scores[j];
     }
     const float inv = (float)(1.0 / sum);
-    for (int j = 0; j < n_kv; j++) scores[j] *= inv;
     for (int i = 0; i < hd_v; i++) out[i] = 0.0f;
     for (int j = 0; j < n_kv; j++) {
-        const float p = scores[j];
-        if (kv->f32) {
-            const float *vr = (const float *)kv_v_row(kv, il, j) + voff;
-            for (int i = 0; i < hd_v; i++) out[i] += vr[i] * p;
-        } else {
-            const uint16_t *vr = (const uint16_t *)kv_v_row(kv, il, j) + voff;
-            for (int i = 0; i < hd_v; i++) out[i] += fp16_to_f32(vr[i]) * p;
-        }
+        const float p = scores[j] * inv;
+        const float *vf;
+        if (kv->f32) vf = (const float *)kv->v + (size_t)j * kv->v_stride + voff;
+        else { blk_f16_row(row, (const uint16_t *)kv->v + (size_t)j * kv->v_stride + voff, hd_v); vf = row; }
+        axpy(out, vf, p, hd_v);
     }
 }
 
@@ -262,7 +286,20 @@ typedef struct {
     const model_layer *L;
     int il_kv;
     bool qk_norm;
+    const float *kvf;     /* widened K rows (n_ctx, n_embd_k) then V rows, or NULL */
 } attn_job;
+
+/* Widen rows [r0, r1) of this layer's f16 K and V into ws->kvf. */
+static void job_widen(void *ctx, int64_t r0, int64_t r1, int ith) {
+    (void)ith;
+    const attn_job *j = ctx;
+    const kv_cache *kv = j->b->kv[0];
+    float *kf = j->ws->kvf, *vf = j->ws->kvf + (size_t)j->ws->n_ctx * kv->n_embd_k;
+    for (int64_t r = r0; r < r1; r++) {
+        blk_f16_row(kf + r * kv->n_embd_k, kv_k_row(kv, j->il_kv, (int)r), kv->n_embd_k);
+        blk_f16_row(vf + r * kv->n_embd_v, kv_v_row(kv, j->il_kv, (int)r), kv->n_embd_v);
+    }
+}
 
 /* Per column: QK-norm, RoPE, store K and V at the column's position. */
 static void job_qk_store(void *ctx, int64_t c0, int64_t c1, int ith) {
@@ -299,8 +336,16 @@ static void job_attn(void *ctx, int64_t i0, int64_t i1, int ith) {
         const int c = (int)(it / hp->n_head), h = (int)(it % hp->n_head);
         const float *q = ws->q + ((size_t)c * hp->n_head + h) * hd_k;
         float *out = ws->att + ((size_t)c * hp->n_head + h) * hd_v;
-        blk_attn_head(out, q, j->b->kv[c], j->il_kv, h / gqa, j->b->pos[c] + 1, hd_k, hd_v, hp->f_attn_scale, flash,
-                      scores, qh, acc);
+        const kv_cache *kv = j->b->kv[c];
+        blk_kv_view view;
+        if (j->kvf) {   /* this layer's rows widened to f32 once for the whole batch (same values) */
+            view = (blk_kv_view){j->kvf, j->kvf + (size_t)ws->n_ctx * kv->n_embd_k, (size_t)kv->n_embd_k,
+                                 (size_t)kv->n_embd_v, true};
+        } else {
+            view = (blk_kv_view){kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
+                                 (size_t)kv->n_embd_v, kv->f32};
+        }
+        blk_attn_head(out, q, &view, h / gqa, j->b->pos[c] + 1, hd_k, hd_v, hp->f_attn_scale, flash, scores, qh, acc);
     }
 }
 
@@ -317,6 +362,19 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
     blk_project(m->pool, &a, 3, w3, y3);                                 /* one job for q, k, v */
     attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};
     pool_for(m->pool, n, 1, job_qk_store, &j);
+    /* Prefill of one f16 sequence (standard attention): widen the layer's K/V rows once instead
+     * of once per query head. The values are the same exact f32 numbers, so the bits do not
+     * change (batch vs single identity holds). */
+    bool one_seq = n > 1 && !b->kv[0]->f32 && m->numerics != KQ_GGML && ws->kvf;
+    int max_pos = 0;
+    for (int c = 0; c < n && one_seq; c++) {
+        one_seq = b->kv[c] == b->kv[0];
+        max_pos = TERN_MAX(max_pos, b->pos[c]);
+    }
+    if (one_seq) {
+        pool_for(m->pool, max_pos + 1, 1, job_widen, &j);
+        j.kvf = ws->kvf;
+    }
     pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
     const int da = hp->n_head * hp->n_embd_head_v;
     blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);

@@ -10,6 +10,11 @@
 
 #include <stdint.h>
 
+/* One-time tables (fp16 -> f32); called by model_load. Thread-safe. */
+void blk_init(void);
+/* dst[i] = fp16 src[i] widened to f32 (exact; table lookup after blk_init). */
+void blk_f16_row(float *dst, const uint16_t *src, int n);
+
 /* y = RMSNorm_eps(x) * w over n values (y may alias x). Order as ggml_compute_forward_rms_norm
  * then ggml_mul: sum of float squares in double, mean rounded to float, scale = 1/sqrtf(mean +
  * eps), y = (x * scale) * w (two roundings). w NULL: no weight. */
@@ -28,16 +33,21 @@ void blk_rope(float *x, int n_head, int hd, const float *cs, int n_rot, int rope
 /* out[i] = silu(g[i]) * u[i], silu(x) = x / (1 + expf(-x)) (ggml_vec_swiglu_f32). out may alias g. */
 void blk_swiglu(float *out, const float *g, const float *u, int64_t n);
 
-/* Attention of one query head over positions [0, n_kv) of layer il of kv, kv head ikv.
+/* Attention of one query head over positions [0, n_kv) of a layer's K/V rows, kv head ikv.
  *   q: (hd_k) roped query; out: (hd_v).
  *   flash_ggml: mirror ggml's CPU flash attention (one query row): Q rounded to fp16 for an
  *     fp16 cache, online softmax with expf, V accumulated in the cache type (fp16 rounding per
  *     step), dot order of ggml_vec_dot_f16's 4x16-lane AVX-512 layout; else: scores in float
  *     (sequential dot), softmax with max subtraction and the sum in double (ggml_soft_max_f32),
  *     V accumulated in float.
- *   scratch: n_kv floats (scores); qh: hd_k uint16; acc: 2 * hd_v floats. */
-void blk_attn_head(float *out, const float *q, const kv_cache *kv, int il, int ikv, int n_kv, int hd_k,
-                   int hd_v, float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc);
+ *   scratch: n_kv floats (scores); qh: hd_k uint16; acc: max(hd_k, hd_v) floats at least. */
+typedef struct blk_kv_view {
+    const void *k, *v;           /* row 0 of the layer's keys / values */
+    size_t k_stride, v_stride;   /* elements between consecutive positions */
+    bool f32;                    /* element type f32, else fp16 */
+} blk_kv_view;
+void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, int n_kv, int hd_k, int hd_v,
+                   float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc);
 
 /* Project one activation through up to 4 weights in ONE pool job: y_j[c * n_out_j + r] for all
  * rows of every weight and all a->ncols columns. Row ranges are split over the pool in multiples

@@ -285,6 +285,7 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     if (!path || !o || o->n_threads < 1 || o->n_threads > 1024)
         return tern_err_set(err, TERN_E_ARG, "model_load: need a path and 1..1024 threads");
     const double t0 = tern_time_s();
+    blk_init();
     struct stat st;
     if (stat(path, &st) != 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s'", path);
     const uint64_t avail = mem_available();
@@ -387,7 +388,8 @@ int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_e
 #define R16(x) (((x) + 15) & ~(size_t)15)
     const size_t nf[] = {R16(nb * D), R16(nb * D), R16(nb * dq), R16(nb * dk), R16(nb * dv), R16(nb * da),
                          R16(nb * F), R16(nb * F), R16(nb * (size_t)hp->n_rot), R16(nt * (size_t)n_ctx),
-                         R16(nt * hd / 2 + 1), R16(nt * 2 * hd), R16((aq + 3) / 4), R16(nb * D), R16((extra + 3) / 4)};
+                         R16(nt * hd / 2 + 1), R16(nt * 2 * hd), R16((aq + 3) / 4), R16(nb * D), R16((extra + 3) / 4),
+                         n_batch > 1 ? R16((size_t)n_ctx * (dk + dv)) : 0};
 #undef R16
     size_t total = 0;
     for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++) total += nf[i];
@@ -404,6 +406,8 @@ int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_e
     ws->aq = p; p += nf[i++];
     ws->lx = p; p += nf[i++];
     ws->arch_ws = extra ? (void *)p : NULL;
+    p += nf[i++];
+    ws->kvf = nf[i] ? p : NULL;
     return TERN_OK;
 }
 

@@ -137,6 +137,8 @@ typedef struct model_ws {
     float *vacc;       /* (n_threads, 2 * max head dim) attention accumulators */
     void *aq;          /* quantised activation (largest of n_embd, n_ff, n_head*n_embd_head_v) */
     float *lx;         /* (n_batch, n_embd) columns that want logits, gathered */
+    float *kvf;        /* (n_ctx, n_embd_k) + (n_ctx, n_embd_v): one layer's f16 KV widened to f32
+                          for batched attention (n_batch > 1 only, else NULL) */
     void *arch_ws;     /* arch-private scratch */
     void *mem;         /* one allocation holding all of the above */
 } model_ws;

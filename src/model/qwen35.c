@@ -382,8 +382,11 @@ static void job_attn(void *ctx, int64_t i0, int64_t i1, int ith) {
         const int c = (int)(it / hp->n_head), h = (int)(it % hp->n_head);
         const size_t off = ((size_t)c * (size_t)hp->n_head + (size_t)h) * (size_t)hd;
         float *out = ws->att + off;
-        blk_attn_head(out, ws->q + off, j->b->kv[c], j->QL->il_kv, h / gqa, j->b->pos[c] + 1, hd, hd,
-                      hp->f_attn_scale, flash, scores, qh, acc);
+        const kv_cache *kv = j->b->kv[c];
+        const blk_kv_view view = {kv_k_row(kv, j->QL->il_kv, 0), kv_v_row(kv, j->QL->il_kv, 0), (size_t)kv->n_embd_k,
+                                  (size_t)kv->n_embd_v, kv->f32};
+        blk_attn_head(out, ws->q + off, &view, h / gqa, j->b->pos[c] + 1, hd, hd, hp->f_attn_scale, flash, scores, qh,
+                      acc);
         const float *g = j->w->gate + off;
         for (int i = 0; i < hd; i++) out[i] = out[i] * (1.0f / (1.0f + expf(-g[i])));
     }
