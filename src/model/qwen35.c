@@ -74,15 +74,15 @@ typedef struct q35_state {
     float *u;                  /* (Q35_WINDOW, n_ch) replay scratch */
 } q35_state;
 
-/* ---- optional per-op profile (TERN_PROF=1): wall time per category of the forward, summed over
- * calls and logged when the model is freed. Costs two clock reads per timed section. ---------- */
+/* ---- optional per-op profile (TERN_PROF=1): wall time per category of the single-token (decode)
+ * forwards, summed and logged when the model is freed. Two clock reads per timed section. ------ */
 enum { PR_MATMUL, PR_ROT, PR_RECUR, PR_ATTN, PR_OTHER, PR_N };
 static const char *const pr_name[PR_N] = {"matmul (quantise + projections)", "norm + rotation",
                                           "recurrence (conv + delta rule + gated norm)", "attention", "other"};
-static struct { int on; double t[PR_N], per_pool; long n_fwd, n_tok, n_pool; } prof;
-#define PROF_T0() double pr_t0_ = prof.on ? tern_time_s() : 0.0
-#define PROF_ADD(cat) do { if (prof.on) { const double pr_t1_ = tern_time_s(); prof.t[cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
-#define PROF_POOL(k) do { if (prof.on) prof.n_pool += (k); } while (0)
+static struct { int on, active; double t[PR_N], per_pool; long n_fwd, n_tok, n_pool; } prof;   /* active: this forward is profiled (decode: 1 token) */
+#define PROF_T0() double pr_t0_ = prof.active ? tern_time_s() : 0.0
+#define PROF_ADD(cat) do { if (prof.active) { const double pr_t1_ = tern_time_s(); prof.t[cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
+#define PROF_POOL(k) do { if (prof.active) prof.n_pool += (k); } while (0)
 
 static void empty_job(void *ctx, int64_t i0, int64_t i1, int ith) { (void)ctx; (void)i0; (void)i1; (void)ith; }
 
@@ -98,7 +98,7 @@ static void prof_report(void) {
     double tot = 0;
     for (int i = 0; i < PR_N; i++) tot += prof.t[i];
     const double per = prof.per_pool;
-    tern_log(TERN_LOG_WARN, "qwen35 profile: %ld forwards, %ld tokens, %.3f ms per forward, %.1f pool jobs per forward",
+    tern_log(TERN_LOG_WARN, "qwen35 profile (single-token forwards): %ld forwards, %ld tokens, %.3f ms per forward, %.1f pool jobs per forward",
              prof.n_fwd, prof.n_tok, 1e3 * tot / (double)prof.n_fwd, (double)prof.n_pool / (double)prof.n_fwd);
     for (int i = 0; i < PR_N; i++)
         tern_log(TERN_LOG_WARN, "qwen35 profile:   %-46s %8.3f ms/fwd %5.1f%%", pr_name[i],
@@ -637,7 +637,8 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
     ws_layout(m, ws->n_batch, ws->arch_ws, &w, &total);
     const int n = b->n;
     const int64_t D = hp->n_embd;
-    if (prof.on) {
+    prof.active = prof.on && n == 1;        /* the split of one decode token */
+    if (prof.active) {
         if (prof.per_pool == 0) prof_calibrate(m);
         prof.n_fwd++;
         prof.n_tok += n;
@@ -670,7 +671,7 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         rstate_end(((q35_state *)b->state[c0])->rs);
         c0 = c1;
     }
-    if (prof.on) pr_t0_ = tern_time_s();
+    if (prof.active) pr_t0_ = tern_time_s();
     /* logits of the wanted columns */
     int nl = 0;
     for (int c = 0; c < n; c++) {
