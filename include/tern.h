@@ -84,6 +84,19 @@ void tern_model_get_info(const tern_model *m, tern_model_info *info);
  * ceiling of `tern bench` is bytes_per_token / this. Errors: TERN_E_ARG, TERN_E_NOMEM. */
 int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err);
 
+/* Per-op time profile of forward passes, for benchmarks (process-wide counters; forwards of one
+ * model are serialised). tern_profile_enable(true) resets and starts, (false) stops. Fields are
+ * wall seconds summed over forwards: embed (lookup + RoPE angles), norm (RMSNorms, QK-norm,
+ * RoPE, KV store, residual adds), quant (activation quantisation), matmul (projections incl. the
+ * LM head, wall), attn (attention over the KV cache), swiglu; matmul_busy_s = thread-seconds
+ * inside the kernels (matmul_s * threads - matmul_busy_s = barrier wait + imbalance). */
+typedef struct tern_profile {
+    double total_s, embed_s, norm_s, quant_s, matmul_s, matmul_busy_s, attn_s, swiglu_s;
+    long n_forward;
+} tern_profile;
+void tern_profile_enable(bool on);
+void tern_profile_get(tern_profile *p);
+
 /* ==== Tokens ===================================================================================*/
 /* Encode text (len bytes, any bytes accepted). add_bos: prepend BOS if the vocab has one.
  * parse_special: control-token text becomes control tokens (templates) - off for user text.

@@ -6,6 +6,7 @@
 #include "tern.h"
 
 #include "core/core.h"
+#include "model/blocks.h"
 #include "model/model.h"
 #include "tokenizer/tok.h"
 
@@ -221,7 +222,9 @@ static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_l
             .want_logits = s->bwant,
             .logits = all_logits ? all_logits + (size_t)i0 * (size_t)m->hp.n_vocab : s->logits,
         };
+        const double t0 = g_blk_prof.on ? tern_time_s() : 0;
         rc = m->arch->forward(m, &s->ws, &b);
+        if (g_blk_prof.on) { g_blk_prof.total_s += tern_time_s() - t0; g_blk_prof.n_forward++; }
         if (rc == TERN_OK) s->pos += nb;
     }
     tern_noalloc_leave();
@@ -321,4 +324,24 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
     memcpy(out, text, n + 1);
     free(text);
     return TERN_OK;
+}
+
+/* ==== profiling ============================================================================== */
+
+void tern_profile_enable(bool on) {
+    memset(&g_blk_prof, 0, sizeof g_blk_prof);
+    g_blk_prof.on = on;
+}
+
+void tern_profile_get(tern_profile *p) {
+    memset(p, 0, sizeof *p);
+    p->total_s = g_blk_prof.total_s;
+    p->n_forward = g_blk_prof.n_forward;
+    p->embed_s = g_blk_prof.s[BLK_PROF_EMBED];
+    p->norm_s = g_blk_prof.s[BLK_PROF_NORM];
+    p->quant_s = g_blk_prof.s[BLK_PROF_QUANT];
+    p->matmul_s = g_blk_prof.s[BLK_PROF_MATMUL];
+    p->attn_s = g_blk_prof.s[BLK_PROF_ATTN];
+    p->swiglu_s = g_blk_prof.s[BLK_PROF_SWIGLU];
+    for (int i = 0; i < 64; i++) p->matmul_busy_s += g_blk_prof.busy[i];
 }

@@ -361,6 +361,50 @@ static void test_rotation_equivalence(void **state) {
     unlink(rp); unlink(up);
 }
 
+/* Upstream-style unrotated qwen35 files with F16 or Q8_0 projection weights (`tern quantize` of
+ * the --unrotated-f32 twin) against the F32 file, f32 numerics. F16: the same 16 greedy tokens,
+ * logits within 0.25 (measured 0.09: fp16 rounds each weight by <= 2^-11 relative). Q8_0: the
+ * first position within 4 (measured 1.5: ~30x the F16 error, as 1/127 of the row block maximum
+ * vs 2^-11 predicts for these dense rows). */
+static void test_upstream_f16_q8_0(void **state) {
+    (void)state;
+    char up[512], hp[512], qp[512];
+    fx_tmp_path(up, sizeof up, "q35u-f32.gguf");
+    fx_tmp_path(hp, sizeof hp, "q35u-f16.gguf");
+    fx_tmp_path(qp, sizeof qp, "q35u-q8_0.gguf");
+    ST_RUN_OK("synth --arch qwen35-tiny --seed 9 --unrotated-f32 -o '%s'", up);
+    ST_RUN_OK("quantize '%s' '%s' --type f16", up, hp);
+    ST_RUN_OK("quantize '%s' '%s' --type q8_0", up, qp);
+    tern_model *mu = load_path(up, TERN_NUMERICS_F32), *mh = load_path(hp, TERN_NUMERICS_F32),
+               *mq = load_path(qp, TERN_NUMERICS_F32);
+    tern_model_info info;
+    tern_model_get_info(mu, &info);
+    const int nv = info.n_vocab;
+    tern_session *su = new_session(mu, 512), *sh = new_session(mh, 512), *sq = new_session(mq, 512);
+    int32_t t[12];
+    for (int i = 0; i < 12; i++) t[i] = (i * 53 + 7) % nv;
+    tern_err err = {0};
+    const float *lu = tern_session_eval(su, t, 12, &err), *lh = tern_session_eval(sh, t, 12, &err),
+                *lq = tern_session_eval(sq, t, 12, &err);
+    assert_non_null(lu); assert_non_null(lh); assert_non_null(lq);
+    double eq = 0, eh = 0;
+    for (int i = 0; i < nv; i++) eq = fmax(eq, fabs((double)lq[i] - lu[i]));
+    for (int k = 0; k < 16; k++) {
+        for (int i = 0; i < nv; i++) eh = fmax(eh, fabs((double)lh[i] - lu[i]));
+        const int32_t a = argmax(lu, nv), b = argmax(lh, nv);
+        assert_int_equal(a, b);
+        lu = tern_session_eval(su, &a, 1, &err);
+        lh = tern_session_eval(sh, &b, 1, &err);
+        assert_non_null(lu); assert_non_null(lh);
+    }
+    print_message("upstream-style F16: 16 equal greedy tokens, max |d| %.3g; Q8_0 first position max |d| %.3g\n", eh, eq);
+    assert_true(eh <= 0.25);
+    assert_true(eq <= 4.0);
+    tern_session_free(su); tern_session_free(sh); tern_session_free(sq);
+    tern_model_free(mu); tern_model_free(mh); tern_model_free(mq);
+    unlink(up); unlink(hp); unlink(qp);
+}
+
 static int teardown_models(void **state) {
     (void)state;
     for (int i = 0; i < 3; i++)
@@ -378,6 +422,7 @@ int suite_qwen35(int *n_tests) {
         cmocka_unit_test(test_chunked_prefill_vs_tokens),
         cmocka_unit_test(test_small_batch_bits),
         cmocka_unit_test(test_rotation_equivalence),
+        cmocka_unit_test(test_upstream_f16_q8_0),
         cmocka_unit_test_teardown(test_sequences_do_not_leak, teardown_models),
     };
     TEST_RUN_SUITE("qwen35", tests);

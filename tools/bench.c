@@ -27,6 +27,7 @@ static void bench_usage(FILE *f) {
             "  -t LIST                 thread counts\n"
             "  -r N                    repeats (default 5)\n"
             "  --json                  one JSON object per line instead of the markdown table\n"
+            "  --profile               per-op time profile of each test (kernels, norms, attention, barriers)\n"
             "  -b N, --numerics M, --cache-type T, --mmap   as `tern run`\n");
 }
 
@@ -60,7 +61,7 @@ int cmd_bench(int argc, char **argv) {
     opts_common_default(&oc);
     oc.no_progress = true;
     int pp[16] = {64, 512}, n_pp = 2, tg[16] = {128}, n_tg = 1, th[16] = {1, 2}, n_th = 2, reps = 5;
-    bool json = false;
+    bool json = false, profile = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && i + 1 < argc) {
@@ -77,6 +78,8 @@ int cmd_bench(int argc, char **argv) {
             if (parse_list(a, argv[++i], tg, 16, &n_tg)) return 2;
         } else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && i + 1 < argc) {
             if (opts_int(a, argv[++i], 1, 1000, &reps)) return 2;
+        } else if (!strcmp(a, "--profile")) {
+            profile = true;
         } else if (!strcmp(a, "--json") || !strcmp(a, "-o")) {
             json = true;
             if (!strcmp(a, "-o") && i + 1 < argc) i++;
@@ -131,6 +134,7 @@ int cmd_bench(int argc, char **argv) {
             for (int li = 0; li < nl; li++) {
                 const int len = kind == 0 ? pp[li] : tg[li];
                 for (int r = -1; r < reps; r++) {           /* r = -1: warm-up */
+                    if (r == 0 && profile) tern_profile_enable(true);
                     tern_session_reset(s);
                     const double t0 = now_s();
                     if (kind == 0) {
@@ -144,6 +148,9 @@ int cmd_bench(int argc, char **argv) {
                 }
                 double mean, sd;
                 stats(tv, reps, &mean, &sd);
+                tern_profile prof;
+                tern_profile_get(&prof);
+                tern_profile_enable(false);
                 const double frac = kind == 1 && ceil_tps > 0 ? mean / ceil_tps : NAN;
                 char test[32];
                 snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
@@ -163,6 +170,18 @@ int cmd_bench(int argc, char **argv) {
                     printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f | %s |\n", base,
                            (double)info.weight_bytes / 1e6, info.arch, info.isa, opts_numerics_name(oc.numerics),
                            info.n_threads, test, mean, sd, bw, pct);
+                }
+                if (profile && prof.total_s > 0) {
+                    const double T = prof.total_s, nt = info.n_threads;
+                    const double wait = prof.matmul_s * nt - prof.matmul_busy_s;
+                    const double other = T - prof.embed_s - prof.norm_s - prof.quant_s - prof.matmul_s - prof.attn_s -
+                                         prof.swiglu_s;
+                    printf("%sprofile %s t=%d: %.3f s in %ld forwards: matmul %.1f%% (of which barrier wait + imbalance "
+                           "%.1f%%), attention %.1f%%, norms/rope/kv-store/residual %.1f%%, quantise %.1f%%, "
+                           "swiglu %.1f%%, embed %.1f%%, other %.1f%%\n",
+                           json ? "# " : "", test, info.n_threads, T, prof.n_forward, 100 * prof.matmul_s / T,
+                           100 * wait / nt / T, 100 * prof.attn_s / T, 100 * prof.norm_s / T, 100 * prof.quant_s / T,
+                           100 * prof.swiglu_s / T, 100 * prof.embed_s / T, 100 * other / T);
                 }
                 fflush(stdout);
             }

@@ -9,6 +9,15 @@
 #include <pthread.h>
 #include <string.h>
 
+/* ---- profiling ------------------------------------------------------------------------------ */
+
+blk_prof g_blk_prof;
+
+static inline double prof_t0(void) { return g_blk_prof.on ? tern_time_s() : 0.0; }
+static inline void prof_add(int cat, double t0) {
+    if (g_blk_prof.on) g_blk_prof.s[cat] += tern_time_s() - t0;
+}
+
 /* ---- RMSNorm -------------------------------------------------------------------------------- */
 
 void blk_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
@@ -238,13 +247,14 @@ typedef struct {
 } project_job;
 
 static void job_project(void *ctx, int64_t i0, int64_t i1, int ith) {
-    (void)ith;
     const project_job *j = ctx;
+    const double t0 = prof_t0();
     for (int k = 0; k < j->n_w; k++) {
         const int64_t lo = TERN_MAX(i0, j->off[k]), hi = TERN_MIN(i1, j->off[k] + j->w[k]->n_out);
         if (lo >= hi) continue;
         kern_matmul(j->w[k], j->a, j->y[k], j->w[k]->n_out, lo - j->off[k], hi - j->off[k]);
     }
+    if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;   /* one writer per ith */
 }
 
 void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y) {
@@ -256,7 +266,9 @@ void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *cons
         off += (w[k]->n_out + KERN_ROW_ALIGN - 1) / KERN_ROW_ALIGN * KERN_ROW_ALIGN;
     }
     j.off[n_w] = off;
+    const double t0 = prof_t0();
     pool_for(pool, off, KERN_ROW_ALIGN, job_project, &j);
+    prof_add(BLK_PROF_MATMUL, t0);
 }
 
 void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t K, int ncols, kern_numerics mode) {
@@ -266,17 +278,21 @@ void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t
     a->ncols = ncols;
     a->mode = mode;
     a->q = mode == KQ_F32 ? NULL : q;
+    const double t0 = prof_t0();
     if (a->q) kern_quantize(a);
+    prof_add(BLK_PROF_QUANT, t0);
 }
 
 /* ---- dense transformer layers --------------------------------------------------------------- */
 
 void blk_embed(const model_t *m, model_ws *ws, const model_batch *b) {
     const model_hparams *hp = &m->hp;
+    const double t0 = prof_t0();
     for (int c = 0; c < b->n; c++) {
         kern_w_row_f32(&m->tok_embd, b->tok[c], ws->x + (size_t)c * hp->n_embd);
         blk_rope_cache(ws->rope_cs + (size_t)c * hp->n_rot, b->pos[c], hp);
     }
+    prof_add(BLK_PROF_EMBED, t0);
 }
 
 typedef struct {
@@ -353,15 +369,20 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
                     bool qk_norm) {
     const model_hparams *hp = &m->hp;
     const int n = b->n, D = hp->n_embd;
+    double t0 = prof_t0();
     for (int c = 0; c < n; c++)
         blk_rmsnorm(ws->xb + (size_t)c * D, ws->x + (size_t)c * D, L->attn_norm, D, hp->f_norm_rms_eps);
+    prof_add(BLK_PROF_NORM, t0);
     kern_act a;
     blk_quantize(m->pool, &a, ws->xb, ws->aq, D, n, m->numerics);
     const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
     float *y3[3] = {ws->q, ws->k, ws->v};
     blk_project(m->pool, &a, 3, w3, y3);                                 /* one job for q, k, v */
     attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};
+    t0 = prof_t0();
     pool_for(m->pool, n, 1, job_qk_store, &j);
+    prof_add(BLK_PROF_NORM, t0);
+    t0 = prof_t0();
     /* Prefill of one f16 sequence (standard attention): widen the layer's K/V rows once instead
      * of once per query head. The values are the same exact f32 numbers, so the bits do not
      * change (batch vs single identity holds). */
@@ -376,12 +397,15 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
         j.kvf = ws->kvf;
     }
     pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
+    prof_add(BLK_PROF_ATTN, t0);
     const int da = hp->n_head * hp->n_embd_head_v;
     blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);
     const kern_w *wo[1] = {&L->attn_output};
     float *yo[1] = {ws->xb};
     blk_project(m->pool, &a, 1, wo, yo);
+    t0 = prof_t0();
     for (size_t i = 0; i < (size_t)n * D; i++) ws->x[i] += ws->xb[i];
+    prof_add(BLK_PROF_NORM, t0);
 }
 
 typedef struct {
@@ -399,21 +423,27 @@ static void job_swiglu(void *ctx, int64_t c0, int64_t c1, int ith) {
 void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L) {
     const model_hparams *hp = &m->hp;
     const int D = hp->n_embd;
+    double t0 = prof_t0();
     for (int c = 0; c < n; c++)
         blk_rmsnorm(ws->xb + (size_t)c * D, ws->x + (size_t)c * D, L->ffn_norm, D, hp->f_norm_rms_eps);
+    prof_add(BLK_PROF_NORM, t0);
     kern_act a;
     blk_quantize(m->pool, &a, ws->xb, ws->aq, D, n, m->numerics);
     const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
     float *y2[2] = {ws->hg, ws->hu};
     blk_project(m->pool, &a, 2, w2, y2);                                 /* one job for gate, up */
     swiglu_job sj = {.g = ws->hg, .u = ws->hu, .n_ff = hp->n_ff};
+    t0 = prof_t0();
     if (n > 1) pool_for(m->pool, n, 1, job_swiglu, &sj);
     else job_swiglu(&sj, 0, 1, 0);
+    prof_add(BLK_PROF_SWIGLU, t0);
     blk_quantize(m->pool, &a, ws->hg, ws->aq, hp->n_ff, n, m->numerics);
     const kern_w *wd[1] = {&L->ffn_down};
     float *yd[1] = {ws->xb};
     blk_project(m->pool, &a, 1, wd, yd);
+    t0 = prof_t0();
     for (size_t i = 0; i < (size_t)n * D; i++) ws->x[i] += ws->xb[i];
+    prof_add(BLK_PROF_NORM, t0);
 }
 
 void blk_logits(const model_t *m, model_ws *ws, const model_batch *b) {

@@ -10,6 +10,20 @@
 
 #include <stdint.h>
 
+/* Per-op profile (tern bench --profile): process-wide counters, written only while a forward
+ * runs under the model's eval lock (one forward at a time); `on` is set by tern_profile_enable.
+ * s[]: wall seconds per category; busy[ith]: seconds thread ith spent inside kern_matmul (the
+ * rest of the matmul wall time, times the thread count, is barrier wait and imbalance). */
+enum { BLK_PROF_EMBED, BLK_PROF_NORM, BLK_PROF_QUANT, BLK_PROF_MATMUL, BLK_PROF_ATTN, BLK_PROF_SWIGLU, BLK_PROF_N };
+typedef struct blk_prof {
+    bool on;
+    double s[BLK_PROF_N];
+    double busy[64];
+    double total_s;
+    long n_forward;
+} blk_prof;
+extern blk_prof g_blk_prof;
+
 /* One-time tables (fp16 -> f32); called by model_load. Thread-safe. */
 void blk_init(void);
 /* dst[i] = fp16 src[i] widened to f32 (exact; table lookup after blk_init). */
