@@ -347,6 +347,12 @@ static void test_quantize_rules(void **state) {
     kern_quantize(&az);
     assert_int_equal(gb[0].d, 0);
     for (int i = 0; i < 32; i++) assert_int_equal(gb[0].qs[i], 0);
+    /* non-finite activations quantise to something defined (no UB): inf -> amax inf, id 0 */
+    float nf[32] = {0};
+    nf[1] = INFINITY; nf[2] = -1.0f; nf[3] = NAN;
+    kern_act an = {.x = nf, .q = gb, .K = 32, .ncols = 1, .mode = KQ_GGML};
+    kern_quantize(&an);
+    for (int i = 0; i < 32; i++) assert_int_equal(gb[0].qs[i], 0);
     /* every |x| <= amax quantises within half a step */
     rng_seed(3);
     float r[128];
@@ -389,6 +395,7 @@ static void test_rowpair_layout(void **state) {
         for (int k = 0; k < 256; k++) assert_true((double)wf[k] == w[k]);
     }
     fx_free(&f);
+    assert_int_equal(kern_w_bytes(&f.w), 9 * 2 * 34);
     /* no code 3 -> has_code3 false */
     fx_make(&f, QT_PQ2_0, 128, 4, 1, WP_RANDOM, AP_RANDOM, 0);
     assert_false(f.w.has_code3);
@@ -473,7 +480,20 @@ static void run_shapes(int type, unsigned flags) {
 
 static void test_isa_pq2_0(void **state) { (void)state; rng_seed(21); run_shapes(QT_PQ2_0, 0); }
 static void test_isa_ptq1_0_direct(void **state) { (void)state; rng_seed(22); run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_DIRECT); }
-static void test_isa_ptq1_0_transcode(void **state) { (void)state; rng_seed(23); run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_TRANSCODE); }
+static void test_isa_ptq1_0_transcode(void **state) {
+    (void)state;
+    rng_seed(23);
+    run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_TRANSCODE);
+    fixture f;                      /* bytes streamed: 2 row-pair groups x 2 blocks + 1 tail row */
+    fx_make(&f, QT_PTQ1_0, 256, 9, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_TRANSCODE);
+    assert_int_equal(f.w.layout, KW_PTQ_ROWPAIR);
+    assert_int_equal(kern_w_bytes(&f.w), 2 * 2 * 136 + 2 * 28);
+    fx_free(&f);
+    fx_make(&f, QT_PTQ1_0, 256, 9, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_DIRECT);
+    assert_int_equal(f.w.layout, KW_FILE);
+    assert_int_equal(kern_w_bytes(&f.w), 9 * 2 * 28);
+    fx_free(&f);
+}
 
 static void test_isa_other_types(void **state) {
     (void)state;

@@ -29,6 +29,7 @@ static inline int8_t q8_round(float x, float id) {
     float v = nearbyintf(x * id);
     if (v > 127.0f) v = 127.0f;
     if (v < -127.0f) v = -127.0f;
+    if (v != v) v = 0.0f;   /* NaN (inf * 0 from a non-finite activation): defined, not UB */
     return (int8_t)v;
 }
 
@@ -38,6 +39,7 @@ static inline int8_t q8_round_tiny(float x, float amax) {
     double v = nearbyint((double)x / (double)amax * 127.0);
     if (v > 127.0) v = 127.0;
     if (v < -127.0) v = -127.0;
+    if (v != v) v = 0.0;
     return (int8_t)v;
 }
 

@@ -25,7 +25,7 @@
 #define KERN_ROW_ALIGN 4
 
 typedef enum {
-    KQ_FAST = 0,  /* tern's int8 activation blocks (see kernels/README in act.c) */
+    KQ_FAST = 0,  /* tern's int8 blocks of 128, f32 scale, 16-value sums (layout: kern_impl.h) */
     KQ_GGML = 1,  /* Q8_0 per 32 as the reference x86 build rounds (127/amax, half to even) */
     KQ_F32 = 2,   /* dequantised weights, f32 activations (the mathematical model) */
 } kern_numerics;
@@ -74,7 +74,8 @@ void kern_w_free(kern_w *w);
 /* Bytes a matvec streams from memory for w: the tensor as laid out now; with a PTQ1_0
  * transcode, the side buffer plus the tail rows (the figure for the decode byte budget). */
 size_t kern_w_bytes(const kern_w *w);
-/* Dequantise row r of a prepared weight to f32 (any layout): embedding lookups, f32 mode. */
+/* Dequantise row r (0 <= r < n_out) of a prepared weight to f32 (any layout): dst holds n_in
+ * floats, (code - 1) * d and the like exactly. Embedding lookups, f32 mode. */
 void kern_w_row_f32(const kern_w *w, int64_t r, float *dst);
 
 /* A quantised activation: ncols columns of K values. x stays valid (float paths read it). */
@@ -88,7 +89,9 @@ typedef struct kern_act {
 
 /* Bytes needed for the quantised form of ncols columns of K values in mode m (0 for KQ_F32). */
 size_t kern_act_bytes(kern_numerics m, int64_t K, int ncols);
-/* Quantise a->x into a->q (a->q must hold kern_act_bytes). One pass per column. */
+/* Quantise a->x into a->q (a->q must hold kern_act_bytes; any alignment). One pass per column;
+ * no-op in KQ_F32. Scalar and ISA-independent, so every path reads the same bytes. Any K >= 1
+ * (a partial last block is zero-padded). Trusts a (TERN_ASSERT on ncols < 1, K < 1, q NULL). */
 void kern_quantize(kern_act *a);
 
 /* y[c * ldy + r] = sum_k W[r, k] * x[c, k] for r in [r0, r1), c < a->ncols, with the fixed
@@ -105,7 +108,8 @@ int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r
 /* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); TERN_ISA=name forces
  * a path ("ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
 const char *kern_isa(void);
-/* Force a path by name for tests; TERN_E_UNSUPPORTED if the host cannot run it. */
+/* Force a path by name (tests, benchmarks; process-wide): TERN_E_UNSUPPORTED if it is not
+ * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);
 
 #endif /* TERN_KERNELS_KERNELS_H */

@@ -204,7 +204,8 @@ void kern_w_free(kern_w *w) {
 
 size_t kern_w_bytes(const kern_w *w) {
     const int bs = kern_block_size(w->type), bb = kern_block_bytes(w->type);
-    size_t n = (size_t)(w->n_in / bs) * (size_t)bb * (size_t)w->n_out;
-    if (w->aux) n += (size_t)(w->n_out / 4) * (size_t)(w->n_in / 128) * sizeof(kern_rp_block);
-    return n;
+    const size_t row = (size_t)(w->n_in / bs) * (size_t)bb;
+    if (!w->aux) return row * (size_t)w->n_out;
+    /* PTQ1_0 transcode: the kernels stream the side buffer and the N % 4 file-layout tail rows */
+    return (size_t)(w->n_out / 4) * (size_t)(w->n_in / 128) * sizeof(kern_rp_block) + row * (size_t)(w->n_out % 4);
 }

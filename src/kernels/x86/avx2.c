@@ -8,8 +8,9 @@
  * Slots are extracted to plain codes u = (v >> 2s) & 3 (0..3) rather than masked in place:
  * vpmaddubsw pair sums must stay in int16, and code 3 in slot 3 masked in place would be
  * 192 * 127 * 2 = 48768 > 32767 (DESIGN.md). With u <= 3: a pair sum is <= 2 * 3 * 127 = 762, the
- * four slots' sum <= 3048 (int16), vpmaddwd widens to int32, and a row's block total
- * sum(u * q) <= 128 * 3 * 127 = 48768. Then isum = sum(u * q) - sum(q) (the +1 of u = t + 1 removed
+ * four slots' sum <= 3048 (int16), vpmaddwd widens to int32 per word, and a row's block total
+ * sum(u * q) <= 128 * 3 * 127 = 48768. (Widening once per block instead, 4 x 3048 < 32767,
+ * measured no faster on Zen 3.) Then isum = sum(u * q) - sum(q) (the +1 of u = t + 1 removed
  * once per block with the activation block's sum), exact.
  * Matmul: column tiles of 4 sharing the extracted slots; a batch that does not fill the last
  * tile is padded by repeating its last column (computed, never stored), so the weights are
@@ -42,7 +43,7 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
         const kern_rp_block *blk = B + b;
         __m256i ia[4];
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
+        for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int wd = 0; wd < 4; wd++) {
             const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
@@ -52,7 +53,7 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
             const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
             const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) {
+            for (int c = 0; c < NC; c++) {
                 const int8_t *q = ac[c][b].qs + 32 * wd;
                 const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
                 const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
@@ -61,7 +62,7 @@ static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_r
         }
         const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)blk->d));
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) {
+        for (int c = 0; c < NC; c++) {
             const __m256i h = _mm256_hadd_epi32(ia[c], ia[c]);                     /* [a b a b | c d c d] */
             __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08)); /* [a b c d] */
             r4 = _mm_sub_epi32(r4, _mm_set1_epi32(ac[c][b].sum));
@@ -213,13 +214,13 @@ static inline __attribute__((always_inline)) void ptq_pair(const uint8_t *ra, co
         __m256i vB = _mm256_inserti128_si256(_mm256_castsi128_si256(load_partB(xa)), load_partB(xb), 1);
         __m256i p[4];
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) p[c] = _mm256_setzero_si256();
+        for (int c = 0; c < NC; c++) p[c] = _mm256_setzero_si256();
 #pragma GCC unroll 5
         for (int n = 0; n < 5; n++) {
             if (n) { vA = mul3(vA); vB = mul3(vB); }
             const __m256i uA = ptq_digit(vA), uB = ptq_digit(vB);
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) {
+            for (int c = 0; c < NC; c++) {
                 const __m256i yA = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(ac[c][b].qs + 16 * n)));
                 const __m256i yB = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)actB[c][bi][n]));
                 p[c] = _mm256_add_epi16(p[c], _mm256_add_epi16(_mm256_maddubs_epi16(uA, yA), _mm256_maddubs_epi16(uB, yB)));
@@ -227,7 +228,7 @@ static inline __attribute__((always_inline)) void ptq_pair(const uint8_t *ra, co
         }
         const __m128 dw = _mm_setr_ps(fp16_to_f32((uint16_t)(xa[26] | xa[27] << 8)), fp16_to_f32((uint16_t)(xb[26] | xb[27] << 8)), 0, 0);
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) {
+        for (int c = 0; c < NC; c++) {
             const __m256i s32 = _mm256_madd_epi16(p[c], ones);                      /* [a a a a | b b b b] */
             const __m256i h = _mm256_hadd_epi32(s32, s32);                          /* [a a . . | b b . .] */
             const __m128i lo = _mm256_castsi256_si128(h), hi = _mm256_extracti128_si256(h, 1);

@@ -69,7 +69,7 @@ static inline __attribute__((always_inline)) void rp_fast_group(const kern_rp_bl
         const v512 u12 = v512_and(v512_srli16(v1, 4), m3), u13 = v512_and(v512_srli16(v1, 6), m3);
         const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)blk->d));
 #pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) {
+        for (int c = 0; c < NC; c++) {
             const int8_t *q = ac[c][b].qs;
             const v512 Y0 = v512_loadu(q), Y1 = v512_loadu(q + 64);
             const v512 y0 = v512_perm2_64(Y0, idx0, Y1), y1 = v512_perm2_64(Y0, idx1, Y1);
