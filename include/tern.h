@@ -141,6 +141,15 @@ int tern_session_pos(const tern_session *s);
 const float *tern_session_eval(tern_session *s, const int32_t *tok, int n, tern_err *err);
 /* Same, writing the logits of every position to logits[i * n_vocab] (caller buffer, n * n_vocab). */
 int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *logits, tern_err *err);
+/* Batched serving: append ONE token to each of n distinct sessions of the same model in a single
+ * forward pass (every weight streamed once for all of them) and write the logits of session i to
+ * logits[i * n_vocab] (caller buffer; each session's own last logits are updated too). Column i
+ * is bit-identical to tern_session_eval(sessions[i], &tok[i], 1). Scratch is sessions[0]'s:
+ * n <= its n_batch, and every session's next position < sessions[0]'s n_ctx. Errors:
+ * TERN_E_ARG (n, NULL, different models, a session twice, scratch too small),
+ * TERN_E_RANGE (bad token id, a full context: nothing is appended), TERN_E_UNSUPPORTED
+ * (architectures with recurrent state, for now). */
+int tern_batch_eval(tern_session *const *sessions, const int32_t *tok, int n, float *logits, tern_err *err);
 /* Forget every token from position pos on (pos <= current). Attention KV is truncated; for
  * recurrent layers the state must be restorable at pos (a snapshot or a checkpoint within the
  * rollback window), else TERN_E_RANGE. pos 0 always works (fresh state). */

@@ -245,6 +245,48 @@ int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *log
     return session_eval(s, tok, n, logits, err);
 }
 
+int tern_batch_eval(tern_session *const *ss, const int32_t *tok, int n, float *logits, tern_err *err) {
+    if (!ss || !tok || !logits || n < 1 || !ss[0]) return tern_err_set(err, TERN_E_ARG, "tern_batch_eval: bad arguments");
+    tern_session *s0 = ss[0];
+    const model_t *m = s0->m;
+    if (n > s0->n_batch)
+        return tern_err_set(err, TERN_E_ARG, "batch of %d sessions > n_batch %d of the first session", n, s0->n_batch);
+    if (m->arch->state_init)
+        return tern_err_set(err, TERN_E_UNSUPPORTED, "tern_batch_eval: architecture %s keeps recurrent state",
+                            m->arch->name);
+    for (int i = 0; i < n; i++) {
+        if (!ss[i] || ss[i]->m != m) return tern_err_set(err, TERN_E_ARG, "session %d: NULL or another model", i);
+        for (int k = 0; k < i; k++)
+            if (ss[k] == ss[i]) return tern_err_set(err, TERN_E_ARG, "session %d appears twice (also at %d)", i, k);
+        if (ss[i]->pos >= ss[i]->n_ctx)
+            return tern_err_set(err, TERN_E_RANGE, "session %d: context full (%d tokens)", i, ss[i]->n_ctx);
+        if (ss[i]->pos >= s0->n_ctx)
+            return tern_err_set(err, TERN_E_ARG, "session %d at position %d: beyond the first session's n_ctx %d", i,
+                                ss[i]->pos, s0->n_ctx);
+        if (tok[i] < 0 || tok[i] >= m->hp.n_vocab)
+            return tern_err_set(err, TERN_E_RANGE, "token %d for session %d: expected 0..%d", tok[i], i, m->hp.n_vocab - 1);
+    }
+    pthread_mutex_lock(&s0->m->eval_lock);
+    tern_noalloc_enter();
+    for (int i = 0; i < n; i++) {
+        s0->bpos[i] = ss[i]->pos;
+        s0->bkv[i] = &ss[i]->kv;
+        s0->bwant[i] = true;
+    }
+    model_batch b = {.n = n, .tok = tok, .pos = s0->bpos, .kv = s0->bkv, .state = NULL, .want_logits = s0->bwant,
+                     .logits = logits};
+    const int rc = m->arch->forward(m, &s0->ws, &b);
+    for (int i = 0; i < n; i++) s0->bkv[i] = &s0->kv;   /* back to the session's own */
+    tern_noalloc_leave();
+    pthread_mutex_unlock(&s0->m->eval_lock);
+    if (rc) return tern_err_set(err, rc, "batched forward failed");
+    for (int i = 0; i < n; i++) {
+        ss[i]->pos++;
+        memcpy(ss[i]->logits, logits + (size_t)i * (size_t)m->hp.n_vocab, (size_t)m->hp.n_vocab * sizeof(float));
+    }
+    return TERN_OK;
+}
+
 int tern_session_truncate(tern_session *s, int pos, tern_err *err) {
     if (!s) return tern_err_set(err, TERN_E_ARG, "tern_session_truncate: session is NULL");
     if (pos < 0 || pos > s->pos)

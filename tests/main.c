@@ -3,6 +3,7 @@
  * as its last line and exits non-zero on any failure. */
 #include "test.h"
 
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,21 @@ void test_skip(const char *fmt, ...) {
     print_message("skipped: %s\n", msg);
     g_skipped++;
     skip();
+}
+
+/* TERN_TEST_FILTER: run only the tests whose name matches (cmocka_set_test_filter, set in main);
+ * TERN_TEST_SKIP: leave out those that match (cmocka_set_skip_filter). The same matching here
+ * keeps the closing line's counts honest. */
+int test_n_selected(const struct CMUnitTest *tests, size_t n) {
+    const char *flt = getenv("TERN_TEST_FILTER"), *skp = getenv("TERN_TEST_SKIP");
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = tests[i].name ? tests[i].name : "";
+        if (flt && *flt && fnmatch(flt, name, 0) != 0) continue;
+        if (skp && *skp && fnmatch(skp, name, 0) == 0) continue;
+        k++;
+    }
+    return k;
 }
 
 const char *fx_path(char *buf, size_t n, const char *rel) {
@@ -97,6 +113,10 @@ int main(int argc, char **argv) {
         want[found] = true;
         any = true;
     }
+    const char *flt = getenv("TERN_TEST_FILTER");
+    if (flt && *flt) cmocka_set_test_filter(flt);
+    const char *skp = getenv("TERN_TEST_SKIP");   /* tests left out entirely (not counted) */
+    if (skp && *skp) cmocka_set_skip_filter(skp);
     setvbuf(stdout, NULL, _IOLBF, 0);
     cmocka_set_message_output(CM_OUTPUT_STDOUT);
     int total = 0, failed = 0;

@@ -12,10 +12,15 @@
 #include <stdbool.h>
 #include <cmocka.h>
 
-/* Runs a cmocka group named `name` from the array `tests` and reports its size. */
+/* How many of the n tests run: all, or with TERN_TEST_FILTER=pattern (cmocka's test filter,
+ * `*` and `?` wildcards; set by tests/main.c) those whose name matches, less those matching
+ * TERN_TEST_SKIP=pattern (cmocka's skip filter). */
+int test_n_selected(const struct CMUnitTest *tests, size_t n);
+
+/* Runs a cmocka group named `name` from the array `tests` and reports how many tests it runs. */
 #define TEST_RUN_SUITE(name, tests)                                                          \
     do {                                                                                     \
-        *n_tests = (int)(sizeof(tests) / sizeof((tests)[0]));                                \
+        *n_tests = test_n_selected(tests, sizeof(tests) / sizeof((tests)[0]));               \
         return cmocka_run_group_tests_name(name, tests, NULL, NULL);                         \
     } while (0)
 

@@ -185,6 +185,59 @@ static void test_batch_identity(void **st) {
     batch_identity(STORIES, TERN_NUMERICS_FAST, sids, 12, true);
 }
 
+/* ---- batched serving: several sessions, one token each, one forward ------------------------ */
+
+static void batch_sessions(const char *rel, tern_numerics num) {
+    tern_model *m = load_fx(rel, num, 2);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const size_t V = (size_t)info.n_vocab;
+    enum { NS = 3 };
+    const int32_t *prompts[NS] = {QPROMPT, QPROMPT + 3, QPROMPT + 1};
+    const int plen[NS] = {4, 2, 5};
+    tern_session *a[NS], *b[NS];
+    tern_err err = {0};
+    for (int i = 0; i < NS; i++) {
+        a[i] = mfx_session(m, 32, 8, false);
+        b[i] = mfx_session(m, 32, 8, false);
+        const int32_t *p = prompts[i];
+        int32_t ids[8];
+        for (int k = 0; k < plen[i]; k++) ids[k] = p[k] % info.n_vocab;
+        assert_non_null(tern_session_eval(a[i], ids, plen[i], &err));
+        assert_non_null(tern_session_eval(b[i], ids, plen[i], &err));
+    }
+    float *lb = malloc(NS * V * sizeof(float));
+    int32_t next[NS] = {11 % info.n_vocab, 7, 300 % info.n_vocab};
+    for (int step = 0; step < 3; step++) {
+        assert_int_equal(tern_batch_eval(b, next, NS, lb, &err), TERN_OK);
+        for (int i = 0; i < NS; i++) {
+            const float *la = tern_session_eval(a[i], &next[i], 1, &err);
+            assert_non_null(la);
+            if (memcmp(la, lb + i * V, V * sizeof(float)) != 0)
+                fail_msg("%s numerics %d: batched session %d step %d differs from its own eval", rel, (int)num, i, step);
+            assert_int_equal(tern_session_pos(a[i]), tern_session_pos(b[i]));
+            next[i] = mfx_argmax(la, info.n_vocab);
+        }
+    }
+    /* argument errors */
+    tern_session *dup[2] = {b[0], b[0]};
+    err = (tern_err){0};
+    assert_int_equal(tern_batch_eval(dup, next, 2, lb, &err), TERN_E_ARG);
+    const int32_t badtok[NS] = {0, (int32_t)info.n_vocab, 0};
+    err = (tern_err){0};
+    assert_int_equal(tern_batch_eval(b, badtok, NS, lb, &err), TERN_E_RANGE);
+    for (int i = 0; i < NS; i++) { tern_session_free(a[i]); tern_session_free(b[i]); }
+    free(lb);
+    tern_model_free(m);
+}
+
+static void test_batch_sessions(void **st) {
+    (void)st;
+    batch_sessions(STORIES, TERN_NUMERICS_FAST);
+    batch_sessions(QWEN3_TINY, TERN_NUMERICS_FAST);
+    batch_sessions(QWEN3_TINY, TERN_NUMERICS_GGML);
+}
+
 /* ---- threads x ISA -------------------------------------------------------------------------- */
 
 static void greedy_run(const char *rel, tern_numerics num, int nt, int32_t *out, int n_gen, float *last) {
@@ -376,6 +429,7 @@ int suite_model(int *n_tests) {
         cmocka_unit_test(test_session_errors),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_batch_identity),
+        cmocka_unit_test(test_batch_sessions),
         cmocka_unit_test(test_threads_isa),
     };
     TEST_RUN_SUITE("model", tests);

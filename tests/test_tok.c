@@ -184,6 +184,9 @@ static void run_vocab_vectors(const tok_vocab *v, const char *inp_rel, const cha
     free(out);
 }
 
+static void check_prompts(const tok_vocab *v, const char *rel);
+static void run_jsonl(const tok_vocab *v);
+
 /* ---- HF import == golden GGUF keys ------------------------------------------------------------ */
 static void compare_str_arr(const gguf_ctx *a, const gguf_ctx *b, const char *key) {
     gguf_arr x, y;
@@ -198,13 +201,11 @@ static void compare_str_arr(const gguf_ctx *a, const gguf_ctx *b, const char *ke
             fail_msg("%s[%llu] differs", key, (unsigned long long)i);
 }
 
-static void test_hf_import_matches_golden(void **state) {
-    (void)state;
-    need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+static void keys_match_golden(const char *path) {
     char p[512];
     tern_err e = {0};
     gguf_ctx *mine = NULL, *gold = NULL;
-    assert_int_equal(gguf_open(&mine, g_qwen_gguf, GGUF_LOAD_READ, &e), TERN_OK);
+    assert_int_equal(gguf_open(&mine, path, GGUF_LOAD_READ, &e), TERN_OK);
     assert_int_equal(gguf_open(&gold, fx_require(p, sizeof p, "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"), GGUF_LOAD_MMAP, &e), TERN_OK);
     /* every tokenizer key of the golden file, same type and value, and no extra one */
     int n_tok_keys = 0;
@@ -234,6 +235,48 @@ static void test_hf_import_matches_golden(void **state) {
     gguf_close(gold);
 }
 
+static void test_hf_import_matches_golden(void **state) {
+    (void)state;
+    need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    keys_match_golden(g_qwen_gguf);
+}
+
+/* The acceptance path of issue 5: a GGUF made by `tern synth --tokenizer` (the binary of this
+ * build) has the golden tokenizer keys and passes every Qwen3 vector. */
+static void test_synth_tokenizer_e2e(void **state) {
+    (void)state;
+    char tj[512], out[512], cmd[1600];
+#ifdef TERN_DEBUG
+    const char *bin = "build/debug/tern";
+#else
+    const char *bin = "./tern";
+#endif
+    const char *env = getenv("TERN_BIN");
+    if (env && *env) bin = env;
+    if (access(bin, X_OK) != 0) {
+        const char *ci = getenv("CI");
+        if (ci && strcmp(ci, "true") == 0) fail_msg("%s not built (make builds it before the tests)", bin);
+        test_skip("%s not built", bin);
+    }
+    fx_require(tj, sizeof tj, "data/qwen3-tokenizer/tokenizer.json");
+    fx_tmp_path(out, sizeof out, "tok-synth.gguf");
+    snprintf(cmd, sizeof cmd, "%s synth --arch qwen3-tiny --tokenizer '%s' --n-vocab %d --no-weights -o '%s' 2>&1", bin, tj, QWEN_ROWS, out);
+    FILE *pp = popen(cmd, "r");
+    assert_non_null(pp);
+    char buf[512];
+    while (fgets(buf, sizeof buf, pp)) {}
+    int st = pclose(pp);
+    if (st != 0) { unlink(out); fail_msg("'%s' failed (status %d): %s", cmd, st, buf); }
+    keys_match_golden(out);
+    tok_vocab *v = load_vocab(out);
+    unlink(out);
+    assert_non_null(v);
+    run_vocab_vectors(v, "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.inp", "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.out", false);
+    run_jsonl(v);
+    check_prompts(v, "golden/qwen3-tiny-pq2_0/prompts.json");
+    tok_free(v);
+}
+
 /* ---- Qwen3 vectors ---------------------------------------------------------------------------- */
 static void test_qwen_llama_vectors(void **state) {
     (void)state;
@@ -241,9 +284,7 @@ static void test_qwen_llama_vectors(void **state) {
                       "data/qwen3-tokenizer/ggml-vocab-qwen2.gguf.out", false);
 }
 
-static void test_qwen_encode_vectors(void **state) {
-    (void)state;
-    const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+static void run_jsonl(const tok_vocab *v) {
     char p[512];
     size_t n;
     char *all = fx_read_file(fx_require(p, sizeof p, "data/qwen3-tokenizer/qwen3_encode_vectors.jsonl"), &n);
@@ -275,6 +316,10 @@ static void test_qwen_encode_vectors(void **state) {
     }
     assert_int_equal(n_cases, 54);
     free(all);
+}
+static void test_qwen_encode_vectors(void **state) {
+    (void)state;
+    run_jsonl(need(g_qwen, "data/qwen3-tokenizer/tokenizer.json"));
 }
 
 /* The whole wikitext-2 test file: 298,938 tokens, first and last 64 ids (qwen3_wikitext2_test_tokens.json) */
@@ -312,6 +357,20 @@ static void check_prompts(const tok_vocab *v, const char *rel) {
         char what[128];
         snprintf(what, sizeof what, "%s %s", rel, cJSON_GetObjectItem(pr, "id")->valuestring);
         check_ids(got, n_got, want, n_want, what);
+        /* pieces: llama_token_to_piece(special=true) bytes in hex */
+        const cJSON *hex = cJSON_GetObjectItem(pr, "token_pieces_hex");
+        if (hex) {
+            assert_int_equal(cJSON_GetArraySize(hex), n_got);
+            for (int i = 0; i < n_got; i++) {
+                char piece[256], h[520];
+                int k = tok_piece(v, got[i], true, piece, sizeof piece);
+                assert_true(k >= 0 && k < (int)sizeof piece);
+                for (int b = 0; b < k; b++) snprintf(h + 2 * b, 3, "%02x", (unsigned char)piece[b]);
+                h[2 * k] = 0;
+                if (strcmp(h, cJSON_GetArrayItem(hex, i)->valuestring) != 0)
+                    fail_msg("%s: piece %d of id %d is %s, golden %s", what, i, got[i], h, cJSON_GetArrayItem(hex, i)->valuestring);
+            }
+        }
         free(got); free(want);
         n++;
     }
@@ -606,6 +665,66 @@ static void test_stream_utf8(void **state) {
     assert_memory_equal(out, "{", 1);
 }
 
+/* The golden greedy runs: the generated ids' pieces equal generated_text_hex (llama_detokenize,
+ * SPM leading space removed), and the streaming detokeniser fed one id at a time gives
+ * generated_text (U+FFFD for invalid bytes; random models emit broken UTF-8 sequences). */
+static int check_greedy_text(const tok_vocab *v, const char *rel, bool spm) {
+    cJSON *j = read_json(rel);
+    const cJSON *run;
+    int n_runs = 0, n_fffd = 0;
+    cJSON_ArrayForEach(run, cJSON_GetObjectItem(j, "greedy")) {
+        int n;
+        int32_t *ids = json_ids(cJSON_GetObjectItem(run, "generated_ids"), &n);
+        size_t dl;
+        char *dec = decode(v, ids, n, &dl);
+        const char *d = dec;
+        if (spm && dl && d[0] == ' ') { d++; dl--; }
+        const char *want_hex = cJSON_GetObjectItem(run, "generated_text_hex")->valuestring;
+        assert_int_equal(strlen(want_hex), 2 * dl);
+        for (size_t i = 0; i < dl; i++) {
+            char h[3];
+            snprintf(h, sizeof h, "%02x", (unsigned char)d[i]);
+            if (memcmp(h, want_hex + 2 * i, 2) != 0) fail_msg("%s %s: byte %zu differs", rel, cJSON_GetObjectItem(run, "id")->valuestring, i);
+        }
+        free(dec);
+        /* stream */
+        tok_stream st;
+        tok_stream_init(&st);
+        st.first = spm;
+        size_t cap = 64 * (size_t)n + 64, o = 0;
+        char *out = malloc(cap);
+        bool control = false;
+        for (int i = 0; i < n; i++) {
+            control |= tok_type(v, ids[i]) == TOK_TYPE_CONTROL;
+            int w = tok_stream_put(v, &st, ids[i], out + o, (int)(cap - o));
+            assert_true(w >= 0);
+            o += (size_t)w;
+        }
+        int w = tok_stream_flush(&st, out + o, (int)(cap - o));
+        assert_true(w >= 0);
+        o += (size_t)w;
+        const char *want = cJSON_GetObjectItem(run, "generated_text")->valuestring;
+        if (!control && (o != strlen(want) || memcmp(out, want, o) != 0))
+            fail_msg("%s %s: streamed text differs:\n%.*s\n%s", rel, cJSON_GetObjectItem(run, "id")->valuestring, (int)o, out, want);
+        if (strstr(want, "\xEF\xBF\xBD")) n_fffd++;
+        free(out);
+        free(ids);
+        n_runs++;
+    }
+    assert_true(n_runs >= 4);
+    cJSON_Delete(j);
+    return n_fffd;
+}
+
+static void test_golden_generated_text(void **state) {
+    (void)state;
+    const tok_vocab *q = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");
+    int n_fffd = check_greedy_text(q, "golden/qwen3-tiny-pq2_0/greedy.json", false);
+    n_fffd += check_greedy_text(q, "golden/qwen35-tiny-pq2_0/greedy.json", false);
+    assert_true(n_fffd >= 1);   /* the random models' texts do contain replaced bytes */
+    check_greedy_text(need(g_stories, "data/stories260k/stories260K.gguf"), "golden/stories260k/greedy.json", true);
+}
+
 /* ---- end of generation ------------------------------------------------------------------------ */
 static void test_eog(void **state) {
     (void)state;
@@ -723,6 +842,7 @@ static void test_bad_metadata(void **state) {
 int suite_tok(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hf_import_matches_golden),
+        cmocka_unit_test(test_synth_tokenizer_e2e),
         cmocka_unit_test(test_qwen_llama_vectors),
         cmocka_unit_test(test_qwen_encode_vectors),
         cmocka_unit_test(test_qwen_wikitext),
@@ -734,6 +854,7 @@ int suite_tok(int *n_tests) {
         cmocka_unit_test(test_random_bytes_roundtrip),
         cmocka_unit_test(test_special_tokens),
         cmocka_unit_test(test_stream_utf8),
+        cmocka_unit_test(test_golden_generated_text),
         cmocka_unit_test(test_eog),
         cmocka_unit_test(test_bad_metadata),
     };

@@ -356,8 +356,9 @@ void model_free(model_t *m) {
         pool_free(m->pool);
         pthread_mutex_destroy(&m->eval_lock);
     }
-    if (m->arch && m->arch->free) m->arch->free(m);
+    /* Weights first: all_w points into arch-owned layer structs that arch->free releases. */
     for (int i = 0; i < m->n_all_w; i++) kern_w_free(m->all_w[i]);
+    if (m->arch && m->arch->free) m->arch->free(m);
     free(m->all_w);
     free(m->layers);
     tok_free(m->vocab);
