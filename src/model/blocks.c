@@ -120,12 +120,22 @@ static float dot_f32(const float *a, const float *b, int n) {
     return s;
 }
 
-/* Dot with 8 interleaved accumulators, summed pairwise ((0+4)+(2+6))+((1+5)+(3+7)). */
+/* Dot with 8 interleaved accumulators (lane k sums the products i = k mod 8), summed
+ * ((0+4)+(2+6))+((1+5)+(3+7)). Written with GCC/clang vector extensions: two 4-lane vectors
+ * hold the 8 accumulators, element-wise IEEE arithmetic, so the bits equal the scalar form on
+ * every target (SSE2, NEON or scalar code generation alike). */
+typedef float v4f __attribute__((vector_size(16)));
+static inline v4f ld4(const float *p) { v4f v; memcpy(&v, p, sizeof v); return v; }
 static inline float dot8_f32(const float *a, const float *b, int n) {
-    float acc[8] = {0};
+    v4f lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
     int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    for (; i + 8 <= n; i += 8) {
+        lo += ld4(a + i) * ld4(b + i);
+        hi += ld4(a + i + 4) * ld4(b + i + 4);
+    }
+    float acc[8];
+    memcpy(acc, &lo, sizeof lo);
+    memcpy(acc + 4, &hi, sizeof hi);
     for (; i < n; i++) acc[i & 7] += a[i] * b[i];
     for (int k = 0; k < 4; k++) acc[k] += acc[k + 4];
     acc[0] += acc[2];
@@ -135,7 +145,13 @@ static inline float dot8_f32(const float *a, const float *b, int n) {
 
 /* out[i] += p * v[i] (independent lanes: vectorises without reordering anything). */
 static inline void axpy(float *restrict out, const float *restrict v, float p, int n) {
-    for (int i = 0; i < n; i++) out[i] += p * v[i];
+    int i = 0;
+    const v4f pv = {p, p, p, p};
+    for (; i + 4 <= n; i += 4) {
+        const v4f r = ld4(out + i) + pv * ld4(v + i);
+        memcpy(out + i, &r, sizeof r);
+    }
+    for (; i < n; i++) out[i] += p * v[i];
 }
 
 /* fp16 -> f32 through a 64K-entry table (exact: filled with fp16_to_f32). */

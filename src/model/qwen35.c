@@ -274,6 +274,13 @@ static void q35_free(model_t *m) {
     if (!q) return;
     prof_report();   /* (the pool is already gone here) */
     had_free(&q->had);
+    /* model_free releases every registered kern_w after this hook: release the ones that live in
+     * q->L now and drop them from its list, so nothing reads q->L after it is freed */
+    const uintptr_t lo = (uintptr_t)q->L, hi = lo + sizeof *q->L * (size_t)m->hp.n_layer;
+    for (int i = 0; q->L && i < m->n_all_w; i++) {
+        const uintptr_t p = (uintptr_t)m->all_w[i];
+        if (p >= lo && p < hi) { kern_w_free(m->all_w[i]); m->all_w[i] = NULL; }
+    }
     free(q->L);
     free(q->rs_layer);
     free(q);
