@@ -166,7 +166,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     }
     for (int i = 0; i < j->prompt.n; i++) tern_sampler_accept(sl->smp, j->prompt.ids[i]);
     tern_detok_init(&sl->dt);
-    sl->in_think = ends_in_think(s, &j->prompt);
+    sl->in_think = j->req.kind == SRV_CHAT && ends_in_think(s, &j->prompt);
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
     j->usage.prompt_tokens = j->prompt.n;
@@ -218,7 +218,7 @@ static void slot_step(srv_sched *s, slot *sl) {
     char buf[256];
     int k = 0;
     bool was_think = sl->in_think;
-    if (tok == s->think_open || tok == s->think_close) {
+    if (j->req.kind == SRV_CHAT && (tok == s->think_open || tok == s->think_close)) {   /* completions: raw text */
         k = tern_detok_flush(&sl->dt, buf, sizeof buf);
         sl->in_think = tok == s->think_open;
     } else {

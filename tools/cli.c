@@ -16,6 +16,8 @@ static const cli_cmd cmds[] = {
     {"info", cmd_info, "what a GGUF file holds: metadata, tensors, parameters, per-token bytes and decode ceiling"},
     {"synth", cmd_synth, "write a Bonsai-format model with random ternary weights (tests, benchmarks)"},
     {"quantize", cmd_quantize, "convert the weight matrices of a GGUF to another type"},
+    {"chat", cmd_chat, "interactive multi-turn chat (streaming, thinking, Ctrl-C stops a reply)"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server (chat, completions, streaming, /metrics, chat page)"},
 };
 
 int cmd_version(int argc, char **argv) {

@@ -11,5 +11,7 @@ int cmd_bench_kernel(int argc, char **argv);   /* tools/bench_kernel.c */
 int cmd_info(int argc, char **argv);     /* tools/info.c (owner: gguf) */
 int cmd_synth(int argc, char **argv);      /* tools/synth.c */
 int cmd_quantize(int argc, char **argv);   /* tools/quantize.c */
+int cmd_chat(int argc, char **argv);       /* tools/chat.c (owner: app) */
+int cmd_serve(int argc, char **argv);      /* tools/serve.c (owner: app) */
 
 #endif /* TERN_TOOLS_CLI_H */

@@ -1,10 +1,13 @@
 // load.mjs: bounded load test of `tern serve` on loopback (no dependencies: Node's fetch).
-//   node tests/server/load.mjs --tern ./tern --model M.gguf [--clients 16] [--seconds 60]
-//        [--sweep 1,2,4,8] [--sweep-seconds 20] [--max-tokens 64] [--threads 2]
-// 1. Soak: one server (--parallel 4), `clients` streaming clients for `seconds`; counts errors
-//    (non-200, missing [DONE], bad JSON), and the server's RSS after a warm-up vs at the end.
-// 2. Sweep: for each P, a server with --parallel P and P streaming clients: aggregate generated
-//    tokens/s, TTFT and TPOT percentiles.
+//   node tests/server/load.mjs --tern ./tern --model M.gguf [--soak-model S.gguf] [--clients 16]
+//        [--seconds 60] [--sweep 1,2,4,8] [--sweep-seconds 20] [--max-tokens 64]
+//        [--sweep-max-tokens 16] [--threads 2]
+// 1. Soak (on --soak-model, default --model): one server (--parallel 4), `clients` streaming
+//    clients for `seconds`; counts errors (non-200, missing [DONE], bad JSON), and the server's
+//    RSS after a warm-up vs at the end. Clients stop starting requests at the deadline and wait
+//    for the ones in flight (bounded by max_tokens).
+// 2. Sweep (on --model): for each P, a server with --parallel P and P streaming clients:
+//    aggregate generated tokens/s, TTFT and TPOT percentiles.
 // Prints a markdown report; exits non-zero on any error or if RSS grew by more than 10%.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -14,16 +17,19 @@ const tern = args.tern ?? './tern';
 const model = args.model;
 const clients = +(args.clients ?? 16), seconds = +(args.seconds ?? 60);
 const sweep = (args.sweep ?? '1,2,4,8').split(',').map(Number);
-const sweepSeconds = +(args['sweep-seconds'] ?? 20), maxTokens = +(args['max-tokens'] ?? 64);
+const sweepSeconds = +(args['sweep-seconds'] ?? 20);
+let maxTokens = +(args['max-tokens'] ?? 64);
+const sweepMaxTokens = +(args['sweep-max-tokens'] ?? 16);
+const soakModel = args['soak-model'] ?? args.model;
 const threads = args.threads ?? '2';
 if (!model) { console.error('--model is required'); process.exit(2); }
 
 const prompts = ['Once upon a time', 'The little dog ran', 'Write a poem about the sea', 'Explain how rain forms',
   'List three colours', 'A story about a robot', 'Why is the sky blue?', 'Describe a busy market'];
 
-function startServer(parallel) {
+function startServer(parallel, m = model) {
   return new Promise((resolve, reject) => {
-    const p = spawn(tern, ['serve', '-m', model, '--port', '0', '--parallel', String(parallel), '--ctx', '1024',
+    const p = spawn(tern, ['serve', '-m', m, '--port', '0', '--parallel', String(parallel), '--ctx', '1024',
       '--queue', '64', '-t', threads], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     const timer = setTimeout(() => reject(new Error('server did not start: ' + err)), 120000);
@@ -98,7 +104,7 @@ const ms = (x) => x.toFixed(1);
 let failed = false;
 // ---- soak ----
 {
-  const s = await startServer(4);
+  const s = await startServer(4, soakModel);
   await drive(s.url, 4, 5);                          // warm-up: allocations settle
   const rss0 = rssKiB(s.proc.pid);
   const { res, wall } = await drive(s.url, clients, seconds);
@@ -107,13 +113,14 @@ let failed = false;
   const errors = res.filter((r) => !r.ok);
   const tokens = res.reduce((a, r) => a + (r.tokens || 0), 0);
   const growth = (rss1 - rss0) / rss0;
-  console.log(`## soak: ${clients} streaming clients for ${seconds} s, --parallel 4, max_tokens ${maxTokens}`);
+  console.log(`## soak: ${clients} streaming clients for ${seconds} s, --parallel 4, max_tokens ${maxTokens}, ${soakModel}`);
   console.log(`requests ${res.length}, errors ${errors.length}${errors.length ? ' (' + errors[0].why + ')' : ''}, ` +
     `generated tokens ${tokens} (${(tokens / wall).toFixed(1)} tokens/s), RSS ${(rss0 / 1024).toFixed(1)} -> ${(rss1 / 1024).toFixed(1)} MiB (${(100 * growth).toFixed(1)}%)`);
   if (errors.length || growth > 0.10) failed = true;
 }
 // ---- sweep ----
-console.log(`\n## aggregate throughput (P streaming clients on --parallel P, ${sweepSeconds} s each)\n`);
+maxTokens = sweepMaxTokens;
+console.log(`\n## aggregate throughput (P streaming clients on --parallel P, ${sweepSeconds} s each, max_tokens ${maxTokens}, ${model})\n`);
 console.log('| parallel | requests | tokens/s (aggregate) | x single | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 ms | errors |');
 console.log('|---:|---:|---:|---:|---|---|---:|');
 let single = 0;

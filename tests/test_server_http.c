@@ -1,0 +1,568 @@
+/* test_server_http.c: `tern serve` end to end on loopback with real clients: curl for every
+ * endpoint, limit and error (401, 400 with OpenAI error objects, 404/405, 413, 429, context
+ * overflow), max_tokens 0/1/2, stop strings spanning tokens (streamed and not), the SSE format,
+ * batch equivalence (concurrent greedy == one at a time), prefix reuse, disconnects mid-stream
+ * and mid-prefill (the slot is freed), and the official `openai` npm client and the chat page in
+ * headless Chromium (tests/server/ scripts, dependencies installed by .ci/run into
+ * tests/server/node_modules). Expected texts come from the same server's greedy output without
+ * the feature under test (e.g. the text cut at the first occurrence of the stop string). */
+#include "test.h"
+
+#include "../server/server.h"
+#include "tern.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STORIES "data/stories260k/stories260K.gguf"
+#define QWEN3 "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static tern_model *load(const char *rel) {
+    char path[1024];
+    fx_require(path, sizeof path, rel);
+    tern_model *m = NULL;
+    tern_err err = {0};
+    tern_model_opts mo;
+    tern_model_opts_default(&mo);
+    mo.n_threads = 1;
+    if (tern_model_load(&m, path, &mo, &err) != TERN_OK) fail_msg("load %s: %s", path, err.msg);
+    return m;
+}
+
+static srv *start(tern_model *m, int parallel, int n_ctx, int queue, size_t body_max, const char *key, int n_batch) {
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = parallel;
+    c.n_ctx = n_ctx;
+    c.queue_max = queue;
+    if (body_max) c.body_max = body_max;
+    c.api_key = key;
+    if (n_batch) c.n_batch = n_batch;
+    c.model_name = "test-model";
+    srv *s = NULL;
+    tern_err err = {0};
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    return s;
+}
+
+/* ---- curl ------------------------------------------------------------------------------------ */
+
+static char *run_capture(const char *cmd, int *status) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return NULL;
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    size_t k;
+    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = '\0';
+    int st = pclose(p);
+    if (status) *status = st;
+    return buf;
+}
+
+static atomic_int body_counter;
+
+/* HTTP request with curl; returns the body (caller frees) and the status in *code. */
+static char *http(srv *s, const char *method, const char *path, const char *body, const char *extra, int *code) {
+    char file[512] = "", cmd[2048];
+    if (body) {
+        char stem[64];
+        snprintf(stem, sizeof stem, "body-%d", atomic_fetch_add(&body_counter, 1));
+        fx_tmp_path(file, sizeof file, stem);
+        FILE *f = fopen(file, "wb");
+        fwrite(body, 1, strlen(body), f);
+        fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "curl -s -N -o - -w '\\n%%{http_code}' -X %s %s%s%s %s http://127.0.0.1:%d%s", method,
+             body ? "-H 'Content-Type: application/json' --data-binary @'" : "", body ? file : "", body ? "'" : "",
+             extra ? extra : "", srv_port(s), path);
+    char *out = run_capture(cmd, NULL);
+    if (body) unlink(file);
+    char *nl = strrchr(out, '\n');
+    *code = nl ? atoi(nl + 1) : 0;
+    if (nl) *nl = '\0';
+    return out;
+}
+
+static cJSON *http_json(srv *s, const char *path, const char *body, int want_code) {
+    int code;
+    char *out = http(s, "POST", path, body, NULL, &code);
+    if (code != want_code) fail_msg("POST %s %s: status %d, expected %d: %s", path, body, code, want_code, out);
+    cJSON *j = cJSON_Parse(out);
+    if (!j) fail_msg("not JSON: %s", out);
+    free(out);
+    return j;
+}
+
+static const char *choice_text(cJSON *j) {
+    cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    cJSON *t = cJSON_GetObjectItem(c, "text");
+    if (!t) t = cJSON_GetObjectItem(cJSON_GetObjectItem(c, "message"), "content");
+    return cJSON_IsString(t) ? t->valuestring : "";
+}
+
+static const char *finish_reason(cJSON *j) {
+    return cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "finish_reason")->valuestring;
+}
+
+static int usage(cJSON *j, const char *what) {
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), what)->valueint;
+}
+
+/* Checks an OpenAI error object with the given param (NULL: any). */
+static void expect_error(srv *s, const char *method, const char *path, const char *body, const char *extra, int code,
+                         const char *param) {
+    int got;
+    char *out = http(s, method, path, body, extra, &got);
+    if (got != code) fail_msg("%s %s: status %d, expected %d: %s", method, path, got, code, out);
+    cJSON *j = cJSON_Parse(out);
+    cJSON *e = cJSON_GetObjectItem(j, "error");
+    if (!cJSON_IsObject(e) || !cJSON_IsString(cJSON_GetObjectItem(e, "message")) || !cJSON_IsString(cJSON_GetObjectItem(e, "type")))
+        fail_msg("no OpenAI error object: %s", out);
+    if (param && (!cJSON_IsString(cJSON_GetObjectItem(e, "param")) || strcmp(cJSON_GetObjectItem(e, "param")->valuestring, param)))
+        fail_msg("param is not '%s': %s", param, out);
+    cJSON_Delete(j);
+    free(out);
+}
+
+/* ---- SSE --------------------------------------------------------------------------------- */
+
+typedef struct sse {
+    char *content;          /* concatenated content (chat) or text (completions) */
+    char *finish;
+    int n_events;
+    bool done, role_first;
+    cJSON *usage;
+} sse;
+
+static void sse_parse(const char *raw, sse *o) {
+    memset(o, 0, sizeof *o);
+    size_t cap = strlen(raw) + 1, n = 0;
+    o->content = calloc(cap, 1);
+    const char *p = raw;
+    while ((p = strstr(p, "data: "))) {
+        p += 6;
+        const char *end = strstr(p, "\n\n");
+        if (!end) fail_msg("unterminated SSE event: %s", p);
+        if (o->done) fail_msg("an event after [DONE]");
+        if (!strncmp(p, "[DONE]", 6)) {
+            o->done = true;
+            p = end;
+            continue;
+        }
+        char *ev = strndup(p, (size_t)(end - p));
+        cJSON *j = cJSON_Parse(ev);
+        if (!j) fail_msg("event is not JSON: %s", ev);
+        free(ev);
+        cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+        if (!ch) {
+            o->usage = cJSON_Duplicate(cJSON_GetObjectItem(j, "usage"), 1);
+        } else {
+            cJSON *d = cJSON_GetObjectItem(ch, "delta");
+            cJSON *t = d ? cJSON_GetObjectItem(d, "content") : cJSON_GetObjectItem(ch, "text");
+            if (o->n_events == 0) o->role_first = d && cJSON_IsString(cJSON_GetObjectItem(d, "role"));
+            if (cJSON_IsString(t)) {
+                size_t l = strlen(t->valuestring);
+                memcpy(o->content + n, t->valuestring, l);
+                n += l;
+            }
+            cJSON *f = cJSON_GetObjectItem(ch, "finish_reason");
+            if (cJSON_IsString(f)) o->finish = strdup(f->valuestring);
+        }
+        o->n_events++;
+        cJSON_Delete(j);
+        p = end;
+    }
+}
+
+static void sse_free(sse *o) {
+    free(o->content);
+    free(o->finish);
+    cJSON_Delete(o->usage);
+}
+
+/* ---- tests ----------------------------------------------------------------------------------- */
+
+static void test_endpoints_and_errors(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 2, 256, 4, 4096, NULL, 0);
+    int code;
+    char *out = http(s, "GET", "/health", NULL, NULL, &code);
+    assert_int_equal(code, 200);
+    free(out);
+    out = http(s, "GET", "/v1/models", NULL, NULL, &code);
+    assert_int_equal(code, 200);
+    cJSON *j = cJSON_Parse(out);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "data"), 0), "id")->valuestring, "test-model");
+    cJSON_Delete(j);
+    free(out);
+    out = http(s, "GET", "/", NULL, NULL, &code);
+    assert_int_equal(code, 200);
+    assert_non_null(strstr(out, "<html"));
+    free(out);
+    expect_error(s, "GET", "/v1/nothing", NULL, NULL, 404, NULL);
+    expect_error(s, "GET", "/v1/completions", NULL, NULL, 405, NULL);
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"temperature\": \"hot\"}", NULL, 400, "temperature");
+    expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": []}", NULL, 400, "messages");
+    expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": -3}", NULL, 400, "max_tokens");
+    /* body limit 4096 */
+    char *big = malloc(8192);
+    memset(big, 'a', 8191);
+    big[8191] = '\0';
+    memcpy(big, "{\"prompt\": \"", 12);
+    memcpy(big + 8189, "\"}", 2);
+    expect_error(s, "POST", "/v1/completions", big, NULL, 413, NULL);
+    free(big);
+    /* a prompt longer than the context (256) */
+    char *longp = malloc(16384);
+    strcpy(longp, "{\"prompt\": \"");
+    for (int i = 0; i < 70; i++) strcat(longp, "Once upon a time ");
+    strcat(longp, "\"}");
+    expect_error(s, "POST", "/v1/completions", longp, NULL, 400, "prompt");
+    out = http(s, "POST", "/v1/completions", longp, NULL, &code);
+    assert_non_null(strstr(out, "context"));
+    free(out);
+    free(longp);
+    /* metrics: Prometheus text with the counters and histograms */
+    out = http(s, "GET", "/metrics", NULL, NULL, &code);
+    assert_int_equal(code, 200);
+    const char *names[] = {"tern_requests_total{status=\"400\"}", "tern_requests_total{status=\"413\"}", "tern_queue_depth",
+                           "tern_time_to_first_token_seconds_bucket", "tern_time_per_output_token_seconds_count",
+                           "tern_generated_tokens_total"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strstr(out, names[i])) fail_msg("/metrics lacks %s:\n%s", names[i], out);
+    free(out);
+    srv_stop(s);
+
+    /* API key */
+    s = start(m, 1, 256, 4, 0, "sekret", 0);
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", NULL, 401, NULL);
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "-H 'Authorization: Bearer wrong'", 401, NULL);
+    expect_error(s, "GET", "/v1/models", NULL, NULL, 401, NULL);
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "-H 'Authorization: Bearer sekret'", &code);
+    assert_int_equal(code, 200);
+    free(out);
+    out = http(s, "GET", "/health", NULL, NULL, &code);       /* health needs no key */
+    assert_int_equal(code, 200);
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+static void test_max_tokens_and_length(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 64, 4, 0, NULL, 0);
+    cJSON *ref = http_json(s, "/v1/completions", "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0}", 200);
+    const int n_prompt = usage(ref, "prompt_tokens");
+    for (int n = 0; n <= 2; n++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"prompt\": \"Once upon a time\", \"max_tokens\": %d, \"temperature\": 0}", n);
+        cJSON *j = http_json(s, "/v1/completions", body, 200);
+        assert_int_equal(usage(j, "completion_tokens"), n);
+        assert_string_equal(finish_reason(j), "length");
+        assert_true(strncmp(choice_text(ref), choice_text(j), strlen(choice_text(j))) == 0);   /* a prefix */
+        if (n == 0) assert_string_equal(choice_text(j), "");
+        cJSON_Delete(j);
+        /* streamed: same count */
+        snprintf(body, sizeof body, "{\"prompt\": \"Once upon a time\", \"max_tokens\": %d, \"temperature\": 0, \"stream\": true, \"stream_options\": {\"include_usage\": true}}", n);
+        int code;
+        char *raw = http(s, "POST", "/v1/completions", body, NULL, &code);
+        assert_int_equal(code, 200);
+        sse e;
+        sse_parse(raw, &e);
+        assert_true(e.done);
+        assert_non_null(e.usage);
+        assert_int_equal(cJSON_GetObjectItem(e.usage, "completion_tokens")->valueint, n);
+        assert_string_equal(e.finish, "length");
+        sse_free(&e);
+        free(raw);
+    }
+    /* a large max_tokens ends at the context (64): finish_reason "length" */
+    cJSON *j = http_json(s, "/v1/completions", "{\"prompt\": \"Once upon a time\", \"max_tokens\": 100000, \"temperature\": 0}", 200);
+    assert_string_equal(finish_reason(j), "length");
+    assert_int_equal(usage(j, "completion_tokens"), 64 - n_prompt + 1);   /* the last token needs no KV */
+    cJSON_Delete(j);
+    cJSON_Delete(ref);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+static void test_stop_strings_and_stream(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    cJSON *ref = http_json(s, "/v1/completions", "{\"prompt\": \"Once upon a time\", \"max_tokens\": 60, \"temperature\": 0}", 200);
+    const char *full = choice_text(ref);
+    assert_true(strlen(full) > 60);
+    /* a stop string from the middle of the text: 9 bytes span several tokens of this vocabulary */
+    char stop[16];
+    memcpy(stop, full + 30, 9);
+    stop[9] = '\0';
+    const size_t cut = (size_t)(strstr(full, stop) - full);
+    char *want = strndup(full, cut);
+    cJSON *sj = cJSON_CreateString(stop);
+    char *stop_json = cJSON_PrintUnformatted(sj);
+    cJSON_Delete(sj);
+    char body[1024];
+    snprintf(body, sizeof body, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 60, \"temperature\": 0, \"stop\": [\"zzzz\", %s]}", stop_json);
+    cJSON *j = http_json(s, "/v1/completions", body, 200);
+    assert_string_equal(choice_text(j), want);
+    assert_string_equal(finish_reason(j), "stop");
+    cJSON_Delete(j);
+    /* streamed: the chunks never carry any part of the stop string */
+    snprintf(body, sizeof body, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 60, \"temperature\": 0, \"stream\": true, \"stop\": %s}", stop_json);
+    int code;
+    char *raw = http(s, "POST", "/v1/completions", body, NULL, &code);
+    sse e;
+    sse_parse(raw, &e);
+    assert_true(e.done);
+    assert_string_equal(e.content, want);
+    assert_string_equal(e.finish, "stop");
+    assert_true(e.n_events >= 2);                     /* text, then the finish chunk */
+    sse_free(&e);
+    free(raw);
+    /* chat, streamed vs not: the same text; the first chunk carries the role */
+    const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Tell me a story\"}], \"max_tokens\": 30, \"temperature\": 0%s}";
+    snprintf(body, sizeof body, chat, "");
+    cJSON *cj = http_json(s, "/v1/chat/completions", body, 200);
+    assert_string_equal(cJSON_GetObjectItem(cj, "object")->valuestring, "chat.completion");
+    snprintf(body, sizeof body, chat, ", \"stream\": true");
+    raw = http(s, "POST", "/v1/chat/completions", body, NULL, &code);
+    assert_int_equal(code, 200);
+    sse_parse(raw, &e);
+    assert_true(e.done && e.role_first);
+    assert_string_equal(e.content, choice_text(cj));
+    assert_string_equal(e.finish, finish_reason(cj));
+    sse_free(&e);
+    free(raw);
+    cJSON_Delete(cj);
+    free(stop_json);
+    free(want);
+    cJSON_Delete(ref);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+typedef struct req_arg {
+    srv *s;
+    const char *body;
+    char *text;
+} req_arg;
+
+static void *req_thread(void *p) {
+    req_arg *a = p;
+    int code;
+    char *out = http(a->s, "POST", "/v1/completions", a->body, NULL, &code);
+    cJSON *j = cJSON_Parse(out);
+    a->text = strdup(j && code == 200 ? choice_text(j) : out);
+    cJSON_Delete(j);
+    free(out);
+    return NULL;
+}
+
+static void test_batch_equivalence_and_429(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 4, 512, 8, 0, NULL, 0);
+    const char *bodies[4] = {
+        "{\"prompt\": \"Once upon a time\", \"max_tokens\": 40, \"temperature\": 0}",
+        "{\"prompt\": \"The little dog\", \"max_tokens\": 40, \"temperature\": 0}",
+        "{\"prompt\": \"Lily and Ben went\", \"max_tokens\": 40, \"temperature\": 0}",
+        "{\"prompt\": \"One day, a big bird\", \"max_tokens\": 40, \"temperature\": 0}",
+    };
+    req_arg seq[4], par[4];
+    for (int i = 0; i < 4; i++) {                     /* one at a time */
+        seq[i] = (req_arg){s, bodies[i], NULL};
+        req_thread(&seq[i]);
+    }
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {                     /* all together */
+        par[i] = (req_arg){s, bodies[i], NULL};
+        pthread_create(&th[i], NULL, req_thread, &par[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) {
+        assert_true(strlen(seq[i].text) > 20);
+        assert_string_equal(seq[i].text, par[i].text);
+        free(seq[i].text);
+        free(par[i].text);
+    }
+    srv_stop(s);
+
+    /* one slot, no queue: a second request while the first runs gets 429 */
+    s = start(m, 1, 4096, 0, 0, NULL, 0);
+    req_arg slow = {s, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 3000, \"temperature\": 0}", NULL};
+    pthread_t t1;
+    pthread_create(&t1, NULL, req_thread, &slow);
+    int code = 0;
+    char *out = NULL;
+    for (int tries = 0; tries < 200; tries++) {       /* wait until it is running */
+        out = http(s, "GET", "/metrics", NULL, NULL, &code);
+        bool busy = strstr(out, "tern_slots_active 1") != NULL;
+        free(out);
+        if (busy) break;
+        usleep(10 * 1000);
+    }
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", NULL, 429, NULL);
+    pthread_join(t1, NULL);
+    free(slow.text);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+static uint64_t metric(srv *s, const char *name) {
+    int code;
+    char *out = http(s, "GET", "/metrics", NULL, NULL, &code);
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(out, key);
+    uint64_t v = p ? strtoull(p + strlen(key), NULL, 10) : UINT64_MAX;
+    free(out);
+    return v;
+}
+
+static void test_disconnects_free_the_slot(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 1, 16384, 4, 0, NULL, 4);
+    /* mid-stream: curl gives up after 0.5 s of a 4000-token stream */
+    int code;
+    char *out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 4000, \"temperature\": 0, \"stream\": true}",
+                      "--max-time 0.5", &code);
+    free(out);
+    double t0 = now_s();
+    while (metric(s, "tern_requests_cancelled_total") != 1 && now_s() - t0 < 5) usleep(10 * 1000);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 1);
+    while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(10 * 1000);
+    assert_int_equal(metric(s, "tern_slots_active"), 0);
+    const uint64_t gen = metric(s, "tern_generated_tokens_total");
+    assert_true(gen < 4000);
+    /* mid-prefill: a prompt of about 12000 tokens in 4-token chunks, abandoned after 0.2 s */
+    char *longp = malloc(65536);
+    strcpy(longp, "{\"prompt\": \"");
+    for (int i = 0; i < 2000; i++) strcat(longp, "The quick brown fox jumps. ");
+    strcat(longp, "\", \"max_tokens\": 5}");
+    out = http(s, "POST", "/v1/completions", longp, "--max-time 0.2", &code);
+    free(out);
+    free(longp);
+    t0 = now_s();
+    while (metric(s, "tern_requests_cancelled_total") != 2 && now_s() - t0 < 5) usleep(10 * 1000);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
+    assert_int_equal(metric(s, "tern_generated_tokens_total"), gen);   /* it never got to generate */
+    /* and the server still serves */
+    cJSON *j = http_json(s, "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 3, \"temperature\": 0}", 200);
+    assert_int_equal(usage(j, "completion_tokens"), 3);
+    cJSON_Delete(j);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+static void test_prefix_reuse(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 2, 1024, 4, 0, NULL, 0);
+    cJSON *a = http_json(s, "/v1/chat/completions",
+                         "{\"messages\": [{\"role\": \"system\", \"content\": \"You tell stories.\"}, {\"role\": \"user\", \"content\": \"A story about a cat\"}],"
+                         " \"max_tokens\": 12, \"temperature\": 0}", 200);
+    const int p1 = usage(a, "prompt_tokens");
+    cJSON *sj = cJSON_CreateString(choice_text(a));
+    char *reply = cJSON_PrintUnformatted(sj);
+    cJSON_Delete(sj);
+    char body[4096];
+    snprintf(body, sizeof body,
+             "{\"messages\": [{\"role\": \"system\", \"content\": \"You tell stories.\"}, {\"role\": \"user\", \"content\": \"A story about a cat\"},"
+             " {\"role\": \"assistant\", \"content\": %s}, {\"role\": \"user\", \"content\": \"And then?\"}], \"max_tokens\": 12, \"temperature\": 0}",
+             reply);
+    cJSON *b = http_json(s, "/v1/chat/completions", body, 200);
+    const int cached = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(b, "usage"), "prompt_tokens_details"), "cached_tokens")->valueint;
+    print_message("follow-up: %d of %d prompt tokens reused (first prompt %d)\n", cached, usage(b, "prompt_tokens"), p1);
+    assert_true(cached >= p1);                        /* at least the whole first prompt */
+    /* the reused answer equals a fresh server's answer */
+    srv *s2 = start(m, 1, 1024, 4, 0, NULL, 0);
+    cJSON *c = http_json(s2, "/v1/chat/completions", body, 200);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "usage"), "prompt_tokens_details"), "cached_tokens")->valueint, 0);
+    assert_string_equal(choice_text(b), choice_text(c));
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+    free(reply);
+    srv_stop(s2);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* node scripts: the official openai client, and the page in headless Chromium */
+static void run_node(const char *script, const char *needs, srv *s) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/server/node_modules/%s/package.json", needs);
+    const bool ci = getenv("CI") && !strcmp(getenv("CI"), "true");
+    if (access(path, R_OK) != 0 || system("command -v node >/dev/null 2>&1") != 0) {
+        if (ci) fail_msg("%s is missing: .ci/run installs it (npm ci --prefix tests/server)", path);
+        test_skip("%s not installed (npm ci --prefix tests/server)", needs);
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "node tests/server/%s http://127.0.0.1:%d 2>&1", script, srv_port(s));
+    int st;
+    char *out = run_capture(cmd, &st);
+    print_message("%s", out);
+    if (st != 0) fail_msg("%s failed:\n%s", script, out);
+    free(out);
+}
+
+static void test_openai_client(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 2, 512, 4, 0, NULL, 0);
+    run_node("openai_client.mjs", "openai", s);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+static void test_chat_page_in_chromium(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    const bool ci = getenv("CI") && !strcmp(getenv("CI"), "true");
+    if (system("command -v chromium >/dev/null 2>&1") != 0) {
+        if (ci) fail_msg("chromium is not installed (.ci/run installs it)");
+        srv_stop(s);
+        tern_model_free(m);
+        test_skip("chromium not installed");
+    }
+    run_node("page_chromium.mjs", "playwright-core", s);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+int suite_server_http(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_endpoints_and_errors),
+        cmocka_unit_test(test_max_tokens_and_length),
+        cmocka_unit_test(test_stop_strings_and_stream),
+        cmocka_unit_test(test_batch_equivalence_and_429),
+        cmocka_unit_test(test_disconnects_free_the_slot),
+        cmocka_unit_test(test_prefix_reuse),
+        cmocka_unit_test(test_openai_client),
+        cmocka_unit_test(test_chat_page_in_chromium),
+    };
+    TEST_RUN_SUITE("server_http", tests);
+}

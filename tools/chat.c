@@ -1,0 +1,389 @@
+/* chat.c: `tern chat`: interactive multi-turn chat on a terminal (issue 6).
+ *
+ * The conversation lives in one session: each turn evaluates only its new tokens (the closing of
+ * the previous reply, the user's message in the template's scaffolding, the generation prompt);
+ * the reply is generated in place, so the KV cache holds it exactly as generated. Control tokens
+ * are parsed only in the template's scaffolding (server/prompt.c). Ctrl-C stops the current reply
+ * and keeps the session; /clear starts over; /exit or Ctrl-D quits. When the context is full the
+ * reply stops with a message and the next message asks for /clear instead of crashing.
+ * Thinking (<think>...</think>) is hidden by default and shown dimmed with --show-think. */
+#include "cli.h"
+#include "tern.h"
+#include "../server/prompt.h"
+#include "../server/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t g_interrupt;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    g_interrupt = 1;
+}
+
+typedef struct chat_opts {
+    const char *model, *system, *tmpl;
+    bool think, show_think, mmap, kv_f32;
+    int n_ctx, n_batch, n_threads, n_predict;
+    tern_numerics numerics;
+    tern_sampler_params sp;
+} chat_opts;
+
+typedef struct chat {
+    chat_opts o;
+    tern_model *m;
+    tern_session *s;
+    tern_sampler *smp;
+    int32_t think_open, think_close;
+    bool need_close;        /* the previous reply is not closed yet (its end-of-turn text is due) */
+    bool color;             /* stdout is a terminal: ANSI dim for thinking */
+    int turn;
+} chat;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: tern chat -m MODEL [options]\n"
+            "  -m, --model FILE        GGUF model\n"
+            "  -sys, --system TEXT     system prompt\n"
+            "  --no-think              pre-fill the empty think block (thinking off)\n"
+            "  --show-think            show the thinking text (dimmed); hidden by default\n"
+            "  --chat-template NAME    chatml | qwen3 | qwen35 (default: the model's, else chatml)\n"
+            "  -c, --ctx-size N        context length (default 4096)\n"
+            "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
+            "  -t, --threads N         threads (default: all cores)\n"
+            "  -n, --n-predict N       max tokens per reply (default -1: until the end of turn)\n"
+            "  --cache-type f16|f32    KV cache type (default f16)\n"
+            "  --numerics fast|ggml|f32\n"
+            "  --mmap                  map the model file instead of reading it\n"
+            "  --temp F --top-k N --top-p F --min-p F --repeat-penalty F --repeat-last-n N --seed N\n"
+            "                          sampling (llama.cpp's meaning and defaults)\n"
+            "in the chat: /clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply\n");
+}
+
+/* ---- argument parsing -------------------------------------------------------------------------- */
+
+static bool parse_int(const char *s, int *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L) return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool parse_float(const char *s, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end) return false;
+    *out = v;
+    return true;
+}
+
+static int parse_args(chat_opts *o, int argc, char **argv) {
+    memset(o, 0, sizeof *o);
+    o->think = true;
+    o->n_predict = -1;
+    tern_sampler_params_default(&o->sp);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE() do { if (!v) { fprintf(stderr, "tern chat: %s needs a value\n", a); return 2; } i++; } while (0)
+#define BAD_VALUE() do { fprintf(stderr, "tern chat: bad value '%s' for %s\n", v, a); return 2; } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEED_VALUE(); o->model = v; }
+        else if (!strcmp(a, "-sys") || !strcmp(a, "--system") || !strcmp(a, "--system-prompt")) { NEED_VALUE(); o->system = v; }
+        else if (!strcmp(a, "--chat-template")) { NEED_VALUE(); o->tmpl = v; }
+        else if (!strcmp(a, "--no-think")) o->think = false;
+        else if (!strcmp(a, "--show-think")) o->show_think = true;
+        else if (!strcmp(a, "--mmap")) o->mmap = true;
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED_VALUE(); if (!parse_int(v, &o->n_ctx) || o->n_ctx < 0) BAD_VALUE(); }
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) { NEED_VALUE(); if (!parse_int(v, &o->n_batch) || o->n_batch < 0) BAD_VALUE(); }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED_VALUE(); if (!parse_int(v, &o->n_threads) || o->n_threads < 0) BAD_VALUE(); }
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { NEED_VALUE(); if (!parse_int(v, &o->n_predict)) BAD_VALUE(); }
+        else if (!strcmp(a, "--cache-type")) {
+            NEED_VALUE();
+            if (!strcmp(v, "f32")) o->kv_f32 = true;
+            else if (!strcmp(v, "f16")) o->kv_f32 = false;
+            else BAD_VALUE();
+        } else if (!strcmp(a, "--numerics")) {
+            NEED_VALUE();
+            if (!strcmp(v, "fast")) o->numerics = TERN_NUMERICS_FAST;
+            else if (!strcmp(v, "ggml")) o->numerics = TERN_NUMERICS_GGML;
+            else if (!strcmp(v, "f32")) o->numerics = TERN_NUMERICS_F32;
+            else BAD_VALUE();
+        }
+        else if (!strcmp(a, "--temp")) { NEED_VALUE(); if (!parse_float(v, &o->sp.temp)) BAD_VALUE(); }
+        else if (!strcmp(a, "--top-k")) { NEED_VALUE(); if (!parse_int(v, &o->sp.top_k)) BAD_VALUE(); }
+        else if (!strcmp(a, "--top-p")) { NEED_VALUE(); if (!parse_float(v, &o->sp.top_p)) BAD_VALUE(); }
+        else if (!strcmp(a, "--min-p")) { NEED_VALUE(); if (!parse_float(v, &o->sp.min_p)) BAD_VALUE(); }
+        else if (!strcmp(a, "--repeat-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->sp.repeat_penalty)) BAD_VALUE(); }
+        else if (!strcmp(a, "--repeat-last-n")) { NEED_VALUE(); if (!parse_int(v, &o->sp.repeat_last_n) || o->sp.repeat_last_n < -1) BAD_VALUE(); }
+        else if (!strcmp(a, "--seed")) {
+            NEED_VALUE();
+            char *end;
+            errno = 0;
+            long long sv = strtoll(v, &end, 10);
+            if (errno || end == v || *end) BAD_VALUE();
+            o->sp.seed = sv < 0 ? TERN_SEED_RANDOM : (uint64_t)sv;          /* -1: random, as llama.cpp */
+        } else {
+            fprintf(stderr, "tern chat: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+#undef NEED_VALUE
+#undef BAD_VALUE
+    }
+    if (!o->model) {
+        fprintf(stderr, "tern chat: -m MODEL is required\n");
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- one turn ---------------------------------------------------------------------------------- */
+
+static void dim(const chat *c, bool on) {
+    if (c->color) fputs(on ? "\x1b[2m" : "\x1b[0m", stdout);
+}
+
+/* Token ids of the user's message for this turn, appended to ids: on an empty session the whole
+ * prompt (system, user, generation prompt); later the closing of the previous reply and the new
+ * user turn only. */
+static int build_turn(chat *c, const char *user, prompt_ids *ids, tern_err *err) {
+    const bool fresh = tern_session_pos(c->s) == 0;
+    tern_chat_msg msgs[2];
+    int n = 0;
+    if (c->o.system) msgs[n++] = (tern_chat_msg){"system", c->o.system};
+    msgs[n++] = (tern_chat_msg){"user", user};
+    if (fresh) return prompt_chat_append(c->m, c->o.tmpl, msgs, n, true, c->o.think, true, ids, NULL, err);
+
+    int rc = TERN_OK;
+    if (c->need_close && (rc = prompt_chat_close_assistant(c->m, c->o.tmpl, ids, err)) != TERN_OK) return rc;
+    if (!c->o.system) return prompt_chat_append(c->m, c->o.tmpl, msgs, n, true, c->o.think, false, ids, NULL, err);
+    /* with a system prompt: the user turn is what [system, user] adds to [system] */
+    prompt_ids base = {0}, both = {0};
+    rc = prompt_chat_append(c->m, c->o.tmpl, msgs, 1, false, c->o.think, false, &base, NULL, err);
+    if (rc == TERN_OK) rc = prompt_chat_append(c->m, c->o.tmpl, msgs, 2, true, c->o.think, false, &both, NULL, err);
+    if (rc == TERN_OK) {
+        bool prefix = base.n <= both.n && memcmp(base.ids, both.ids, (size_t)base.n * sizeof *base.ids) == 0;
+        if (!prefix) rc = srv_err_set(err, TERN_E_UNSUPPORTED, "chat: this template renders the system turn differently when a user turn follows");
+        else rc = prompt_ids_push(ids, both.ids + base.n, both.n - base.n);
+    }
+    prompt_ids_free(&base);
+    prompt_ids_free(&both);
+    return rc;
+}
+
+/* Whether the text generated next is inside a think block: the last think tag among ids. */
+static bool ends_in_think(const chat *c, const prompt_ids *ids) {
+    for (int i = ids->n - 1; i >= 0; i--) {
+        if (ids->ids[i] == c->think_close) return false;
+        if (ids->ids[i] == c->think_open) return true;
+    }
+    return false;
+}
+
+static void put_text(chat *c, bool in_think, const char *buf, int n, bool *shown_marker) {
+    if (n <= 0) return;
+    if (!in_think) { fwrite(buf, 1, (size_t)n, stdout); return; }
+    if (c->o.show_think) {
+        dim(c, true);
+        fwrite(buf, 1, (size_t)n, stdout);
+        dim(c, false);
+    } else if (!*shown_marker) {
+        dim(c, true);
+        fputs("[thinking...]", stdout);
+        dim(c, false);
+        *shown_marker = true;
+    }
+}
+
+static void run_turn(chat *c, const char *user) {
+    tern_err err = {0};
+    prompt_ids ids = {0};
+    c->turn++;
+    if (build_turn(c, user, &ids, &err) != TERN_OK) {
+        fprintf(stderr, "tern chat: %s\n", err.msg);
+        prompt_ids_free(&ids);
+        return;
+    }
+    const int n_ctx = tern_session_n_ctx(c->s), pos0 = tern_session_pos(c->s);
+    if (pos0 + ids.n + 1 > n_ctx) {
+        fprintf(stderr, "\n[context full: %d of %d tokens used and this message needs %d more. "
+                        "Type /clear to start a new conversation.]\n", pos0, n_ctx, ids.n + 1);
+        prompt_ids_free(&ids);
+        return;
+    }
+    g_interrupt = 0;
+    const double t0 = srv_now();
+    const float *logits = tern_session_eval(c->s, ids.ids, ids.n, &err);
+    if (!logits) {
+        fprintf(stderr, "tern chat: %s\n", err.msg);
+        /* nothing was appended on a range error; anything else leaves an unknown state */
+        if (err.code != TERN_E_RANGE) { tern_session_reset(c->s); c->need_close = false; }
+        prompt_ids_free(&ids);
+        return;
+    }
+    const double t_prompt = srv_now() - t0;
+    for (int i = 0; i < ids.n; i++) tern_sampler_accept(c->smp, ids.ids[i]);
+    c->need_close = true;
+    bool in_think = ends_in_think(c, &ids), shown_marker = false;
+    const int n_prompt = ids.n;
+    prompt_ids_free(&ids);
+
+    tern_detok dt;
+    tern_detok_init(&dt);
+    char buf[256];
+    double t_first = 0;
+    int n_gen = 0;
+    const char *why = NULL;
+    for (;;) {
+        if (g_interrupt) { why = "stopped"; break; }
+        if (c->o.n_predict >= 0 && n_gen >= c->o.n_predict) break;
+        const int32_t tok = tern_sampler_sample(c->smp, logits);
+        if (n_gen == 0) t_first = srv_now() - t0;
+        n_gen++;
+        if (tern_token_is_eog(c->m, tok)) break;
+        if (tok == c->think_open || tok == c->think_close) {
+            int k = tern_detok_flush(&dt, buf, sizeof buf);
+            put_text(c, in_think, buf, k, &shown_marker);
+            if (tok == c->think_close && in_think && !c->o.show_think && shown_marker && c->color)
+                fputs("\r\x1b[K", stdout);                /* erase the [thinking...] marker */
+            else if (tok == c->think_close && in_think && c->o.show_think)
+                fputs("\n", stdout);
+            in_think = tok == c->think_open;
+        } else {
+            int k = tern_detok_put(c->m, &dt, tok, buf, sizeof buf);
+            put_text(c, in_think, buf, k, &shown_marker);
+        }
+        fflush(stdout);
+        if (tern_session_pos(c->s) + 1 > n_ctx) { why = "context full: type /clear to start a new conversation"; break; }
+        logits = tern_session_eval(c->s, &tok, 1, &err);
+        if (!logits) {
+            fprintf(stderr, "\ntern chat: %s\n", err.msg);
+            tern_session_reset(c->s);
+            c->need_close = false;
+            break;
+        }
+        tern_sampler_accept(c->smp, tok);
+    }
+    int k = tern_detok_flush(&dt, buf, sizeof buf);
+    put_text(c, in_think, buf, k, &shown_marker);
+    if (why) printf("%s[%s]%s", c->color ? "\x1b[2m" : "", why, c->color ? "\x1b[0m" : "");
+    printf("\n");
+    fflush(stdout);
+    const double t_all = srv_now() - t0;
+    const double t_gen = t_all - t_first;
+    fprintf(stderr, "%s[turn %d: %d new prompt tokens in %.3f s (%.1f t/s), time to first token %.3f s, "
+                    "%d tokens at %.1f t/s, context %d/%d]%s\n",
+            c->color ? "\x1b[2m" : "", c->turn, n_prompt, t_prompt, t_prompt > 0 ? n_prompt / t_prompt : 0.0,
+            t_first, n_gen, n_gen > 1 && t_gen > 0 ? (n_gen - 1) / t_gen : 0.0,
+            tern_session_pos(c->s), n_ctx, c->color ? "\x1b[0m" : "");
+}
+
+int cmd_chat(int argc, char **argv) {
+    chat c;
+    memset(&c, 0, sizeof c);
+    int rc = parse_args(&c.o, argc, argv);
+    if (rc) return rc == 1 ? 0 : rc;
+
+    tern_err err = {0};
+    tern_model_opts mo;
+    tern_model_opts_default(&mo);
+    mo.n_threads = c.o.n_threads;
+    mo.use_mmap = c.o.mmap;
+    mo.numerics = c.o.numerics;
+    mo.progress = isatty(STDERR_FILENO);
+    if (tern_model_load(&c.m, c.o.model, &mo, &err) != TERN_OK) {
+        fprintf(stderr, "tern chat: %s\n", err.msg);
+        return 1;
+    }
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = c.o.n_ctx;
+    so.n_batch = c.o.n_batch;
+    so.kv_f32 = c.o.kv_f32;
+    if (tern_session_init(&c.s, c.m, &so, &err) != TERN_OK) goto fail;
+    if (c.o.sp.repeat_last_n < 0) c.o.sp.repeat_last_n = tern_session_n_ctx(c.s);
+    if (tern_sampler_init(&c.smp, c.m, &c.o.sp, &err) != TERN_OK) goto fail;
+    {   /* fail early on an unknown template name, before the user types anything */
+        tern_chat_msg probe = {"user", "hi"};
+        prompt_ids p = {0};
+        rc = prompt_chat_append(c.m, c.o.tmpl, &probe, 1, true, c.o.think, true, &p, NULL, &err);
+        prompt_ids_free(&p);
+        if (rc != TERN_OK) goto fail;
+    }
+    c.think_open = prompt_special_id(c.m, "<think>");
+    c.think_close = prompt_special_id(c.m, "</think>");
+    c.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
+    const bool interactive = isatty(STDIN_FILENO);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;                                      /* no SA_RESTART: interrupt getline */
+    sigaction(SIGINT, &sa, NULL);
+
+    tern_model_info info;
+    tern_model_get_info(c.m, &info);
+    fprintf(stderr, "tern chat: %s (%s), context %d, seed %llu. /clear new conversation, /exit quits, "
+                    "Ctrl-C stops a reply.\n",
+            info.name && *info.name ? info.name : c.o.model, info.arch, tern_session_n_ctx(c.s),
+            (unsigned long long)tern_sampler_seed(c.smp));
+
+    char *line = NULL;
+    size_t line_cap = 0;
+    for (;;) {
+        if (interactive) {
+            fputs(c.color ? "\x1b[1m> \x1b[0m" : "> ", stdout);
+            fflush(stdout);
+        }
+        g_interrupt = 0;
+        errno = 0;
+        ssize_t n = getline(&line, &line_cap, stdin);
+        if (n < 0) {
+            if (errno == EINTR || g_interrupt) {          /* Ctrl-C at the prompt */
+                clearerr(stdin);
+                fputs("\n(/exit or Ctrl-D to quit)\n", stdout);
+                continue;
+            }
+            if (interactive) fputs("\n", stdout);
+            break;                                         /* EOF */
+        }
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+        if (n == 0) continue;
+        if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
+        if (!strcmp(line, "/clear")) {
+            tern_session_reset(c.s);
+            tern_sampler_reset(c.smp);
+            c.need_close = false;
+            c.turn = 0;
+            printf("[new conversation]\n");
+            continue;
+        }
+        if (!strcmp(line, "/help")) {
+            printf("/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply\n");
+            continue;
+        }
+        run_turn(&c, line);
+    }
+    free(line);
+    tern_sampler_free(c.smp);
+    tern_session_free(c.s);
+    tern_model_free(c.m);
+    return 0;
+fail:
+    fprintf(stderr, "tern chat: %s\n", err.msg);
+    tern_sampler_free(c.smp);
+    tern_session_free(c.s);
+    tern_model_free(c.m);
+    return 1;
+}
