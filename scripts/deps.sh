@@ -53,9 +53,20 @@ if [ "$cross" = 1 ]; then
             fi ;;
     esac
 fi
+# The server's client tests: Node.js + npm (the official openai client, playwright-core) and
+# Debian's Chromium (the chat page test).
+need node nodejs
+need npm npm
+need chromium chromium
 if [ -z "$pkgs" ]; then
-    echo "deps: all present"
-    exit 0
+    echo "deps: all packages present"
+else
+    echo "deps: installing:$pkgs"
+    $SUDO apt-get install -y -q $pkgs || { $SUDO apt-get update -q && $SUDO apt-get install -y -q $pkgs; }
 fi
-echo "deps: installing:$pkgs"
-$SUDO apt-get install -y -q $pkgs || { $SUDO apt-get update -q && $SUDO apt-get install -y -q $pkgs; }
+# npm packages of tests/server, from its lock file, into tests/server/node_modules (gitignored).
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [ -f "$here/tests/server/package-lock.json" ] && [ ! -d "$here/tests/server/node_modules/openai" ]; then
+    echo "deps: npm ci in tests/server"
+    (cd "$here/tests/server" && npm ci --no-audit --no-fund)
+fi
