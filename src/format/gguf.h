@@ -77,7 +77,7 @@ int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err);
 int gguf_open_mem(gguf_ctx **out, uint8_t *buf, uint64_t len, tern_err *err);
 void gguf_close(gguf_ctx *g);
 
-/* Lookups (linear or hashed; NULL when absent). */
+/* Lookups (hashed, O(1); NULL when absent or g is NULL). Pointers stay valid until gguf_close. */
 const gguf_kv *gguf_find_kv(const gguf_ctx *g, const char *key);
 const gguf_tensor *gguf_find_tensor(const gguf_ctx *g, const char *name);
 
