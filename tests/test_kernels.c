@@ -525,6 +525,13 @@ static void test_isa_special(void **state) {
                 compare_tables(&f, "special");
                 fx_free(&f);
             }
+    /* several matmul row chunks (8 groups each) with a padded column tile and a tail row */
+    for (int m3 = 0; m3 < 2; m3++) {
+        fixture fc;
+        fx_make(&fc, QT_PQ2_0, 256, 4 * 8 * 2 + 5, 7, m3 ? WP_CODE3 : WP_RANDOM, AP_RANDOM, 0);
+        compare_tables(&fc, "row chunks");
+        fx_free(&fc);
+    }
     /* the worst case for int16 pair sums: every code 3 against q = +127 */
     fixture f;
     fx_make(&f, QT_PQ2_0, 1024, 8, 3, WP_ALL3, AP_CONST, 0);

@@ -301,6 +301,7 @@ static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
 
 /* Rows [r0, r1) of a row-pair tensor whose groups start at rp (PQ2_0 data, or the PTQ1_0
  * transcode in aux); rows from N & ~3 on are file-layout tail rows: the reference does them. */
+#define RP_CHUNK 8   /* row groups per matmul chunk: 8 x 4 rows x K/128 x 136 bytes (43 KB at K = 5120) */
 static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
@@ -319,16 +320,22 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
             pq2_rp_fast_group(B, nb, ac, 1, 1, out, m->isum ? is : NULL, nb);
             continue;
         }
+        /* matmul: a chunk of up to RP_CHUNK groups (their weights stay in L2) against one
+         * 4-column tile at a time (its activations stay in L1 across the chunk) */
+        const int64_t rc1 = TERN_MIN(g1, r + 4 * RP_CHUNK);
         for (int c0 = 0; c0 < a->ncols; c0 += 4) {
             const int nst = TERN_MIN(4, a->ncols - c0);
-            for (int c = 0; c < 4; c++) {
-                const int cc = c0 + TERN_MIN(c, nst - 1);        /* pad: repeat the last column */
-                ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                out[c] = m->y + cc * m->ldy + r;
-                is[c] = m->isum ? m->isum + ((int64_t)cc * N + r) * nb : NULL;
+            for (int64_t rr = r; rr < rc1; rr += 4) {
+                for (int c = 0; c < 4; c++) {
+                    const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
+                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                    out[c] = m->y + cc * m->ldy + rr;
+                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
+                }
+                pq2_rp_fast_group(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
             }
-            pq2_rp_fast_group(B, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
         }
+        r = rc1 - 4;                                             /* the loop adds 4 */
     }
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
