@@ -206,9 +206,11 @@ static void test_install_and_examples(void **state) {
     char prefix[512], cmd[8192];
     fx_tmp_path(prefix, sizeof prefix, "prefix");
     int st;
-    /* the parent make's jobserver is not ours: clear MAKEFLAGS for the child */
+    /* the parent make's jobserver is not ours: clear MAKEFLAGS for the child. MODE=rel: a user
+     * installs the release library; under `make test-debug` the environment says MODE=debug,
+     * and an ASan-instrumented libtern.a cannot link into a plain program. */
     snprintf(cmd, sizeof cmd,
-             "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory install PREFIX=%s 2>&1 && "
+             "env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MODE make -s --no-print-directory MODE=rel install PREFIX=%s 2>&1 && "
              "export PKG_CONFIG_PATH=%s/lib/pkgconfig && "
              "cc -std=c11 -Wall -Werror examples/simple.c $(pkg-config --cflags --libs tern) -o %s/simple 2>&1 && "
              "cc -std=c11 -Wall -Werror examples/sessions.c $(pkg-config --cflags --libs tern) -o %s/sessions 2>&1 && "
