@@ -120,6 +120,13 @@ int cmd_perplexity(int argc, char **argv) {
     if (tok_path) {
         if (n_ids < 2) { fprintf(stderr, "tern perplexity: %s: need at least 2 ids\n", tok_path); goto done; }
         if (n_ids > c) { fprintf(stderr, "tern perplexity: %d ids > context %d (-c)\n", n_ids, c); goto done; }
+        /* every id, including the last (only ever a prediction target, never evaluated), must
+         * index the logits: check them all here */
+        for (int i = 0; i < n_ids; i++)
+            if (ids[i] < 0 || ids[i] >= V) {
+                fprintf(stderr, "tern perplexity: %s: token %d at index %d: expected 0..%d\n", tok_path, (int)ids[i], i, V - 1);
+                goto done;
+            }
         const int nb = oc.n_batch;
         logits = malloc((size_t)nb * (size_t)V * sizeof(float));
         if (!logits) { fprintf(stderr, "tern perplexity: out of memory\n"); goto done; }
