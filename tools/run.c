@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
+#include "spec_opts.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,14 @@ static void run_usage(FILE *f) {
             "  --ignore-eos            keep generating past end-of-generation tokens\n");
     opts_usage_common(f);
     opts_usage_sampling(f);
+    spec_opts_usage(f);
+}
+
+/* Print a generated token (streaming detokeniser). */
+static void run_put(const tern_model *m, tern_detok *dt, int32_t id) {
+    char out[256];
+    const int nb = tern_detok_put(m, dt, id, out, sizeof out);
+    if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); fflush(stdout); }
 }
 
 int cmd_run(int argc, char **argv) {
@@ -46,10 +55,13 @@ int cmd_run(int argc, char **argv) {
     const char *prompt = NULL, *prompt_file = NULL;
     int n_predict = 256;
     bool echo = false, parse_special = false, ignore_eos = false;
+    spec_opts so;
+    spec_opts_default(&so);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int r = opts_parse_common(&oc, argc, argv, &i);
         if (r == 0) r = opts_parse_sampling(&sp, argc, argv, &i);
+        if (r == 0) r = spec_opts_parse(&so, argc, argv, &i);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); return 0; }
@@ -84,6 +96,7 @@ int cmd_run(int argc, char **argv) {
     tern_model *m = NULL;
     tern_session *s = NULL;
     tern_sampler *smp = NULL;
+    tern_spec *spec = NULL;
     int32_t *toks = NULL;
     const double t_load0 = now_s();
     if (opts_load(&oc, &m, &s, &err)) goto done;
@@ -91,6 +104,8 @@ int cmd_run(int argc, char **argv) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     if (tern_sampler_init(&smp, m, &sp, &err)) goto done;
+    so.p.ignore_eos = ignore_eos;
+    if (so.on && tern_spec_init(&spec, m, &so.p, &err)) goto done;
 
     int n_tok = 0;
     const bool add_bos = info.add_bos || plen == 0;
@@ -119,7 +134,33 @@ int cmd_run(int argc, char **argv) {
     tern_detok dt;
     tern_detok_init(&dt);
     char out[256];
-    for (int i = 0; i < n_predict || n_predict < 0; i++) {
+    if (spec) {   /* speculative: same tokens and stops as the plain loop below */
+        if (tern_spec_add(spec, toks, n_tok, &err)) goto done;
+        int32_t last = tern_sampler_sample(smp, logits);
+        t_first = now_s() - t0;
+        t_gen0 = now_s();
+        tern_sampler_accept(smp, last);
+        n_gen = 1;
+        for (;;) {
+            if (!ignore_eos && tern_token_is_eog(m, last)) break;
+            run_put(m, &dt, last);
+            if (n_gen == n_predict) break;
+            if (tern_session_pos(s) >= tern_session_n_ctx(s)) {
+                fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
+                break;
+            }
+            int32_t buf[TERN_SPEC_DRAFT_LIMIT + 1];
+            int k = 0;
+            const int n_max = n_predict < 0 ? TERN_SPEC_DRAFT_LIMIT + 1
+                                            : (n_predict - n_gen < TERN_SPEC_DRAFT_LIMIT + 1 ? n_predict - n_gen
+                                                                                             : TERN_SPEC_DRAFT_LIMIT + 1);
+            if (tern_spec_step(spec, s, smp, last, n_max, buf, &k, &err)) goto done;
+            for (int j = 0; j + 1 < k; j++) run_put(m, &dt, buf[j]);   /* an EOG can only be the last */
+            n_gen += k;
+            last = buf[k - 1];
+        }
+    }
+    for (int i = 0; !spec && (i < n_predict || n_predict < 0); i++) {
         const int32_t id = tern_sampler_sample(smp, logits);
         if (i == 0) { t_first = now_s() - t0; t_gen0 = now_s(); }
         tern_sampler_accept(smp, id);
@@ -147,12 +188,18 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tokens/s\n", n_gen > 0 ? n_gen - 1 : 0, t_gen * 1e3,
             t_gen > 0 ? (n_gen - 1) / t_gen : 0.0);
     fprintf(stderr, "time to first token: %.1f ms\n", t_first * 1e3);
+    if (spec) {
+        tern_spec_stats st;
+        tern_spec_get_stats(spec, &st);
+        spec_opts_print_stats(stderr, &st, 0);
+    }
     status = 0;
 done:
     if (status) fprintf(stderr, "tern run: %s: %s\n", tern_strerror(err.code), err.msg);
     free(toks);
     free(file_text);
     tern_sampler_free(smp);
+    tern_spec_free(spec);
     tern_session_free(s);
     tern_model_free(m);
     return status;
