@@ -486,10 +486,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     *out = NULL;
-    if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "serve: --parallel %d, expected 1..64", cfg->parallel);
-    if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "serve: --queue %d, expected >= 0", cfg->queue_max);
+    if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
+    if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
     srv *s = calloc(1, sizeof *s);
-    if (!s) return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+    if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     s->cfg = *cfg;
     s->m = m;
     pthread_mutex_init(&s->mx.mu, NULL);
@@ -514,7 +514,7 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     snprintf(port, sizeof port, "%d", cfg->port);
     if (getaddrinfo(cfg->host, port, &hints, &ai) != 0 || !ai) {
         srv_stop(s);
-        return srv_err_set(err, TERN_E_ARG, "serve: --host '%s' is not a numeric IPv4/IPv6 address", cfg->host);
+        return srv_err_set(err, TERN_E_ARG, "--host '%s' is not a numeric IPv4/IPv6 address", cfg->host);
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
@@ -526,7 +526,7 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     if (!s->d) {
         int e = errno;
         srv_stop(s);
-        return srv_err_set(err, TERN_E_IO, "serve: cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(e));
+        return srv_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(e));
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : cfg->port;

@@ -457,7 +457,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
                    bool kv_f32, tern_err *err) {
     *out = NULL;
     srv_sched *s = calloc(1, sizeof *s);
-    if (!s) return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+    if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     s->m = m;
     s->mx = mx;
     s->n_batch = n_batch;
@@ -471,7 +471,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     if (!s->q || !s->slots) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+        return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     }
     s->n_slots = n_slots;
     tern_model_info info;
@@ -484,7 +484,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->bslot = calloc((size_t)n_slots, sizeof *s->bslot);
     if (!s->blogits || !s->bsess || !s->btok || !s->bslot) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory for %d slots' logits", n_slots);
+        return srv_err_set(err, TERN_E_NOMEM, "out of memory for %d slots' logits", n_slots);
     }
     for (int i = 0; i < n_slots; i++) {
         tern_session_opts so;
@@ -501,7 +501,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->n_ctx = tern_session_n_ctx(s->slots[0].s);
     if (pthread_create(&s->th, NULL, sched_main, s) != 0) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "serve: cannot start the scheduler thread");
+        return srv_err_set(err, TERN_E_NOMEM, "cannot start the scheduler thread");
     }
     s->th_started = true;
     *out = s;

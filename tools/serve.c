@@ -58,31 +58,32 @@ int cmd_serve(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int iv = 0;
 #define VAL() do { if (!v) { fprintf(stderr, "tern serve: %s needs a value\n", a); return 2; } i++; } while (0)
-#define BAD() do { fprintf(stderr, "tern serve: bad value '%s' for %s\n", v, a); return 2; } while (0)
+#define BAD(want) do { fprintf(stderr, "tern serve: %s '%s': expected %s\n", a, v, want); return 2; } while (0)
+#define INT(lo, hi, dst) do { VAL(); if (!to_int(v, lo, hi, dst)) BAD("an integer in " #lo ".." #hi); } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
         else if (!strcmp(a, "--host")) { VAL(); cfg.host = v; }
-        else if (!strcmp(a, "--port")) { VAL(); if (!to_int(v, 0, 65535, &cfg.port)) BAD(); }
-        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) { VAL(); if (!to_int(v, 1, 64, &cfg.parallel)) BAD(); }
-        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!to_int(v, 0, 1 << 24, &cfg.n_ctx)) BAD(); }
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) { VAL(); if (!to_int(v, 1, 1 << 16, &cfg.n_batch)) BAD(); }
-        else if (!strcmp(a, "--queue")) { VAL(); if (!to_int(v, 0, 100000, &cfg.queue_max)) BAD(); }
-        else if (!strcmp(a, "--body-limit")) { VAL(); if (!to_int(v, 1024, 1 << 30, &iv)) BAD(); cfg.body_max = (size_t)iv; }
+        else if (!strcmp(a, "--port")) INT(0, 65535, &cfg.port);
+        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) INT(1, 64, &cfg.parallel);
+        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size")) INT(0, 16777216, &cfg.n_ctx);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) INT(1, 65536, &cfg.n_batch);
+        else if (!strcmp(a, "--queue")) INT(0, 100000, &cfg.queue_max);
+        else if (!strcmp(a, "--body-limit")) { INT(1024, 1073741824, &iv); cfg.body_max = (size_t)iv; }
         else if (!strcmp(a, "--api-key")) { VAL(); cfg.api_key = v; }
         else if (!strcmp(a, "--alias")) { VAL(); cfg.model_name = v; }
         else if (!strcmp(a, "--chat-template")) { VAL(); cfg.chat_template = v; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!to_int(v, 0, 1024, &mo.n_threads)) BAD(); }
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) INT(0, 1024, &mo.n_threads);
         else if (!strcmp(a, "--mmap")) mo.use_mmap = true;
         else if (!strcmp(a, "--cache-type")) {
             VAL();
             if (!strcmp(v, "f32")) cfg.kv_f32 = true;
-            else if (strcmp(v, "f16")) BAD();
+            else if (strcmp(v, "f16")) BAD("f16 or f32");
         } else if (!strcmp(a, "--numerics")) {
             VAL();
             if (!strcmp(v, "fast")) mo.numerics = TERN_NUMERICS_FAST;
             else if (!strcmp(v, "ggml")) mo.numerics = TERN_NUMERICS_GGML;
             else if (!strcmp(v, "f32")) mo.numerics = TERN_NUMERICS_F32;
-            else BAD();
+            else BAD("fast, ggml or f32");
         } else {
             fprintf(stderr, "tern serve: unknown option '%s'\n", a);
             usage(stderr);
@@ -90,6 +91,7 @@ int cmd_serve(int argc, char **argv) {
         }
 #undef VAL
 #undef BAD
+#undef INT
     }
     if (!model) {
         fprintf(stderr, "tern serve: -m MODEL is required\n");
