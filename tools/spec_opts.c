@@ -1,47 +1,33 @@
 /* spec_opts.c: speculative-decoding command-line flags (see spec_opts.h). */
 #include "spec_opts.h"
 
-#include "model_opts.h"
-
 #include <string.h>
+
+static const opt_def d_spec[] = {
+    {SPEC_OPT_SPEC, "--spec", OPT_CHOICE, "KIND", 0, 0, "lookup|none",
+     "speculative decoding: lookup = n-gram prompt-lookup drafts\n"
+     "                          (greedy output identical to plain decoding)"},
+    {SPEC_OPT_DRAFT_MAX, "--draft-max, --draft", OPT_INT, "N", 1, TERN_SPEC_DRAFT_LIMIT, NULL,
+     "most tokens drafted per verification (default 8)"},
+    {SPEC_OPT_NGRAM_MIN, "--spec-ngram-min", OPT_INT, "N", 1, 16, NULL, "shortest n-gram matched (default 2)"},
+    {SPEC_OPT_NGRAM_MAX, "--spec-ngram-max", OPT_INT, "N", 1, 16, NULL, "longest n-gram matched (default 4)"},
+};
+const opt_table spec_opts_tab = {d_spec, (int)(sizeof d_spec / sizeof d_spec[0])};
 
 void spec_opts_default(spec_opts *o) {
     memset(o, 0, sizeof *o);
     tern_spec_params_default(&o->p);
 }
 
-int spec_opts_parse(spec_opts *o, int argc, char **argv, int *i) {
-    const char *a = argv[*i];
-    const bool is_spec = !strcmp(a, "--spec"), is_dmax = !strcmp(a, "--draft-max") || !strcmp(a, "--draft");
-    const bool is_nmin = !strcmp(a, "--spec-ngram-min"), is_nmax = !strcmp(a, "--spec-ngram-max");
-    if (!is_spec && !is_dmax && !is_nmin && !is_nmax) return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "tern: %s needs a value\n", a);
-        return -1;
+bool spec_opts_apply(spec_opts *o, int id, const opt_val *v) {
+    switch (id) {
+    case SPEC_OPT_SPEC: o->on = v->choice == 0; break;
+    case SPEC_OPT_DRAFT_MAX: o->p.draft_max = (int)v->i; break;
+    case SPEC_OPT_NGRAM_MIN: o->p.ngram_min = (int)v->i; break;
+    case SPEC_OPT_NGRAM_MAX: o->p.ngram_max = (int)v->i; break;
+    default: return false;
     }
-    const char *v = argv[++*i];
-    if (is_spec) {
-        if (!strcmp(v, "lookup")) o->on = true;
-        else if (!strcmp(v, "none")) o->on = false;
-        else {
-            fprintf(stderr, "tern: --spec '%s': expected lookup or none\n", v);
-            return -1;
-        }
-        return 1;
-    }
-    if (is_dmax) return opts_int(a, v, 1, TERN_SPEC_DRAFT_LIMIT, &o->p.draft_max) ? -1 : 1;
-    if (is_nmin) return opts_int(a, v, 1, 16, &o->p.ngram_min) ? -1 : 1;
-    return opts_int(a, v, 1, 16, &o->p.ngram_max) ? -1 : 1;
-}
-
-void spec_opts_usage(FILE *f) {
-    fprintf(f,
-            "  --spec lookup           speculative decoding with prompt lookup (n-gram drafts from the\n"
-            "                          context; greedy output identical to plain decoding)\n"
-            "  --draft-max N           most tokens drafted per verification, 1..%d (default 8)\n"
-            "  --spec-ngram-min N      shortest n-gram matched (default 2)\n"
-            "  --spec-ngram-max N      longest n-gram matched (default 4)\n",
-            TERN_SPEC_DRAFT_LIMIT);
+    return true;
 }
 
 void spec_opts_print_stats(FILE *f, const tern_spec_stats *st, double t_gen) {
