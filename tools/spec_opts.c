@@ -5,8 +5,8 @@
 
 static const opt_def d_spec[] = {
     {SPEC_OPT_SPEC, "--spec", OPT_CHOICE, "KIND", 0, 0, "lookup|none",
-     "speculative decoding: lookup = n-gram prompt-lookup drafts\n"
-     "                          (greedy output identical to plain decoding)"},
+     "lookup: speculative decoding with n-gram prompt-lookup drafts\n"
+     "                          (greedy output identical to plain decoding) | none (default)"},
     {SPEC_OPT_DRAFT_MAX, "--draft-max, --draft", OPT_INT, "N", 1, TERN_SPEC_DRAFT_LIMIT, NULL,
      "most tokens drafted per verification (default 8)"},
     {SPEC_OPT_NGRAM_MIN, "--spec-ngram-min", OPT_INT, "N", 1, 16, NULL, "shortest n-gram matched (default 2)"},
