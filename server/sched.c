@@ -117,6 +117,7 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     int k = tern_detok_flush(&sl->dt, buf, sizeof buf);
     const double now = srv_now();
     j->tm.predicted_n = j->n_gen;
+    j->tm.ttft_ms = j->n_gen > 0 ? 1e3 * (j->t_first - j->t_submit) : 0;
     j->tm.predicted_ms = j->n_gen > 0 ? 1e3 * (j->t_last - j->t_first) : 0;
     if (j->t_prefilled == 0 && j->t_admit > 0) j->tm.prompt_ms = 1e3 * (now - j->t_admit);
     pthread_mutex_lock(&j->mu);

@@ -608,7 +608,7 @@ static void test_stream_per_token(void **state) {
                      "{\"prompt\": \"Once upon a time\", \"max_tokens\": 20, \"temperature\": 0, \"stream\": true, \"logprobs\": 0}",
                      NULL, &code);
     assert_int_equal(code, 200);
-    int n_text = 0;
+    int n_text = 0, n_finish = 0;
     sbuf all = {0};
     sbuf_add(&all, "", 0);
     for (const char *p = raw; (p = strstr(p, "data: ")); p += 6) {
@@ -619,6 +619,12 @@ static void test_stream_per_token(void **state) {
         free(ev);
         cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
         const char *text = cJSON_GetObjectItem(ch, "text")->valuestring;
+        if (cJSON_IsString(cJSON_GetObjectItem(ch, "finish_reason"))) {   /* the last chunk: llama-server's timings */
+            cJSON *t = cJSON_GetObjectItem(j, "timings");
+            assert_int_equal(cJSON_GetObjectItem(t, "predicted_n")->valueint, 20);
+            assert_true(cJSON_GetObjectItem(t, "ttft_ms")->valuedouble > 0);
+            n_finish++;
+        }
         if (*text) {
             n_text++;
             sbuf_add(&all, text, strlen(text));
@@ -628,6 +634,7 @@ static void test_stream_per_token(void **state) {
         cJSON_Delete(j);
     }
     assert_int_equal(n_text, 20);
+    assert_int_equal(n_finish, 1);
     assert_string_equal(all.p, choice_text(ref));
     sbuf_free(&all);
     free(raw);
