@@ -372,11 +372,12 @@ static void sched_step(srv_sched *s) {
         }
     pthread_mutex_lock(&s->mx->mu);
     s->mx->prefill_chunks += (uint64_t)chunks;
-    if (n > 0) {
-        s->mx->decode_steps++;
+    if (n > 0) {                                      /* slot by slot: n passes of one */
+        s->mx->decode_steps += batched ? 1 : (uint64_t)n;
         s->mx->decode_seqs += (uint64_t)n;
         if (batched) s->mx->decode_batched++;
-        if ((uint64_t)n > s->mx->decode_batch_max) s->mx->decode_batch_max = (uint64_t)n;
+        const uint64_t w = batched ? (uint64_t)n : 1;
+        if (w > s->mx->decode_batch_max) s->mx->decode_batch_max = w;
     }
     pthread_mutex_unlock(&s->mx->mu);
 }

@@ -25,6 +25,7 @@
 
 #define STORIES "data/stories260k/stories260K.gguf"
 #define QWEN3 "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"
+#define QWEN35 "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf"
 
 static double now_s(void) {
     struct timespec ts;
@@ -433,6 +434,15 @@ static void test_batch_equivalence_and_429(void **state) {
         "{\"prompt\": \"One two three\", \"max_tokens\": 40, \"temperature\": 0, \"top_k\": 1}",
     };
     batch_equivalence(q, qb, 4, 20, true);
+    tern_model_free(q);
+    /* qwen35 (recurrent state): batched where the engine accepts it, else slot by slot; same texts */
+    q = load(QWEN35);
+    const char *q35[3] = {
+        "{\"prompt\": \"Hello\", \"max_tokens\": 16, \"temperature\": 0}",
+        "{\"prompt\": \"The capital of France\", \"max_tokens\": 16, \"temperature\": 0}",
+        "{\"prompt\": \"def main():\", \"max_tokens\": 12, \"temperature\": 0}",
+    };
+    batch_equivalence(q, q35, 3, 8, false);
     tern_model_free(q);
     tern_model *m = load(STORIES);
     const char *bodies[4] = {
