@@ -19,33 +19,27 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void bench_usage(FILE *f) {
-    fprintf(f,
-            "usage: tern bench -m MODEL [-p 64,512] [-n 128] [-t 1,2] [-r 5] [--json] [options]\n"
-            "  -p LIST                 prompt lengths (pp tests; 0 or empty = none)\n"
-            "  -n LIST                 generation lengths (tg tests; 0 = none)\n"
-            "  -t LIST                 thread counts\n"
-            "  -r N                    repeats (default 5)\n"
-            "  --json                  one JSON object per line instead of the markdown table\n"
-            "  --profile               per-op time profile of each test (kernels, norms, attention, barriers)\n"
-            "  -b N, --numerics M, --cache-type T, --mmap   as `tern run`\n");
+enum { BENCH_PP = 1, BENCH_TG, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE };
+static const opt_def bench_defs[] = {
+    {BENCH_PP, "-p, --n-prompt", OPT_LIST, "LIST", 0, 1 << 20, NULL, "prompt lengths (pp tests; default 64,512; 0 = none)"},
+    {BENCH_TG, "-n, --n-gen", OPT_LIST, "LIST", 0, 1 << 20, NULL, "generation lengths (tg tests; default 128; 0 = none)"},
+    {BENCH_THREADS, "-t, --threads", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts (default 1,2)"},
+    {BENCH_REPS, "-r, --repetitions", OPT_INT, "N", 1, 1000, NULL, "repeats after one warm-up (default 5)"},
+    {BENCH_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line instead of the markdown table"},
+    {BENCH_OUTPUT, "-o, --output", OPT_CHOICE, "F", 0, 0, "md|json|jsonl", "md (default) | json | jsonl (json and jsonl: as --json)"},
+    {BENCH_PROFILE, "--profile", OPT_FLAG, NULL, 0, 0, NULL, "per-op time profile of each test (kernels, norms, attention, barriers)"},
+};
+
+static void bench_usage(FILE *f, const opt_table *t, int n_t) {
+    fprintf(f, "usage: tern bench -m MODEL [-p 64,512] [-n 128] [-t 1,2] [-r 5] [--json] [options]\n");
+    opts_help(f, t, n_t);
 }
 
-static int parse_list(const char *opt, const char *s, int *out, int max, int *n) {
+/* The positive entries of a parsed list (0 = none). */
+static void take_list(const opt_val *v, int *out, int *n) {
     *n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        const long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 1 << 20 || *n == max) {
-            fprintf(stderr, "tern bench: %s '%s': expected a comma-separated list of integers\n", opt, s);
-            return -1;
-        }
-        if (v > 0) out[(*n)++] = (int)v;
-        p = *end == ',' ? end + 1 : end;
-        if (*end && *end != ',') { fprintf(stderr, "tern bench: %s '%s': bad list\n", opt, s); return -1; }
-    }
-    return 0;
+    for (int k = 0; k < v->n_list; k++)
+        if (v->list[k] > 0) out[(*n)++] = v->list[k];
 }
 
 static void stats(const double *v, int n, double *mean, double *sd) {
@@ -62,34 +56,30 @@ int cmd_bench(int argc, char **argv) {
     oc.no_progress = true;
     int pp[16] = {64, 512}, n_pp = 2, tg[16] = {128}, n_tg = 1, th[16] = {1, 2}, n_th = 2, reps = 5;
     bool json = false, profile = false;
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bench_defs), opts_tab_load};
+    const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && i + 1 < argc) {
-            if (parse_list(a, argv[++i], th, 16, &n_th)) return 2;
-            continue;
-        }
-        const int r = opts_parse_common(&oc, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_usage(stdout); return 0; }
-        else if ((!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) && i + 1 < argc) {
-            if (parse_list(a, argv[++i], pp, 16, &n_pp)) return 2;
-        } else if ((!strcmp(a, "-n") || !strcmp(a, "--n-gen")) && i + 1 < argc) {
-            if (parse_list(a, argv[++i], tg, 16, &n_tg)) return 2;
-        } else if ((!strcmp(a, "-r") || !strcmp(a, "--repetitions")) && i + 1 < argc) {
-            if (opts_int(a, argv[++i], 1, 1000, &reps)) return 2;
-        } else if (!strcmp(a, "--profile")) {
-            profile = true;
-        } else if (!strcmp(a, "--json") || !strcmp(a, "-o")) {
-            json = true;
-            if (!strcmp(a, "-o") && i + 1 < argc) i++;
-        } else {
-            fprintf(stderr, "tern bench: unknown or incomplete option '%s'\n", a);
-            bench_usage(stderr);
+        opt_val v;
+        const int id = opts_next("bench", tabs, n_tabs, argc, argv, &i, &v);
+        if (id == OPT_HELP) { bench_usage(stdout, tabs, n_tabs); return 0; }
+        if (id == OPT_ERR) return 2;
+        if (id == OPT_POSITIONAL) {
+            fprintf(stderr, "tern bench: unexpected argument '%s'; see tern bench --help\n", v.str);
             return 2;
         }
+        if (opts_apply_common(&oc, id, &v)) continue;
+        switch (id) {
+        case BENCH_PP: take_list(&v, pp, &n_pp); break;
+        case BENCH_TG: take_list(&v, tg, &n_tg); break;
+        case BENCH_THREADS: take_list(&v, th, &n_th); break;
+        case BENCH_REPS: reps = (int)v.i; break;
+        case BENCH_JSON: json = true; break;
+        case BENCH_OUTPUT: json = v.choice != 0; break;
+        case BENCH_PROFILE: profile = true; break;
+        default: break;
+        }
     }
-    if (!oc.model) { fprintf(stderr, "tern bench: -m MODEL is required\n"); bench_usage(stderr); return 2; }
+    if (!oc.model) { fprintf(stderr, "tern bench: -m MODEL is required; see tern bench --help\n"); return 2; }
     if (n_th == 0) { th[0] = 0; n_th = 1; }
     int max_len = 1;
     for (int i = 0; i < n_pp; i++) max_len = pp[i] > max_len ? pp[i] : max_len;

@@ -11,6 +11,7 @@
  *     weight is what matters) and says so in `rows`.
  * Threads are never created inside a timed loop. */
 #include "cli.h"
+#include "opts.h"
 
 #include "core/core.h"
 #include "kernels/kernels.h"
@@ -223,35 +224,47 @@ static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float 
     return stats(tb, reps);
 }
 
-static int parse_threads(bk_opts *o, const char *s) {
-    o->n_threads = 0;
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
-    for (char *t = strtok(buf, ","); t && o->n_threads < 8; t = strtok(NULL, ",")) {
-        const int v = atoi(t);
-        if (v < 1 || v > 256) return -1;
-        o->threads[o->n_threads++] = v;
-    }
-    return o->n_threads ? 0 : -1;
-}
+enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS };
+static const opt_def bk_defs[] = {
+    {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
+    {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
+    {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure, of ref,avx2,avx512vnni (default: all this CPU runs)"},
+    {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts, at most 8 (default 1,2)"},
+};
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avx512vnni] [--threads 1,2]\n"
                "  measures read bandwidth, int8 peak, empty pool job, PQ2_0/PTQ1_0 matvec 32768x8192 and\n"
                "  matmul 17408x5120 at 4/16/64 columns per ISA path and thread count (median of repeats)\n");
+    opts_help(f, &OPT_TABLE(bk_defs), 1);
 }
 
 int cmd_bench_kernel(int argc, char **argv) {
     bk_opts o = {0};
     o.threads[0] = 1; o.threads[1] = 2; o.n_threads = 2;
+    const opt_table tab = OPT_TABLE(bk_defs);
+    const int max_threads = (int)(sizeof o.threads / sizeof o.threads[0]);
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) o.json = true;
-        else if (strcmp(argv[i], "--quick") == 0) o.quick = true;
-        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) snprintf(o.isa, sizeof o.isa, "%s", argv[++i]);
-        else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            if (parse_threads(&o, argv[++i]) != 0) { fprintf(stderr, "bench-kernel: bad --threads '%s'\n", argv[i]); return 2; }
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { usage(stdout); return 0; }
-        else { usage(stderr); return 2; }
+        opt_val v;
+        switch (opts_next("bench-kernel", &tab, 1, argc, argv, &i, &v)) {
+        case OPT_HELP: usage(stdout); return 0;
+        case OPT_ERR: return 2;
+        case OPT_POSITIONAL:
+            fprintf(stderr, "tern bench-kernel: unexpected argument '%s'; see tern bench-kernel --help\n", v.str);
+            return 2;
+        case BK_JSON: o.json = true; break;
+        case BK_QUICK: o.quick = true; break;
+        case BK_ISA: snprintf(o.isa, sizeof o.isa, "%s", v.str); break;
+        case BK_THREADS:
+            if (v.n_list < 1 || v.n_list > max_threads) {
+                opts_bad_value("bench-kernel", "--threads", "1 to 8 thread counts", v.str);
+                return 2;
+            }
+            o.n_threads = v.n_list;
+            for (int k = 0; k < v.n_list; k++) o.threads[k] = v.list[k];
+            break;
+        default: break;
+        }
     }
 #if defined(__x86_64__)
     __builtin_cpu_init();

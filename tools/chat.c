@@ -9,6 +9,7 @@
  * Thinking (<think>...</think>) is hidden by default and shown dimmed with --show-think. */
 #include "cli.h"
 #include "tern.h"
+#include "model_opts.h"
 #include "../server/prompt.h"
 #include "../server/util.h"
 
@@ -28,7 +29,7 @@ static void on_sigint(int sig) {
 
 typedef struct chat_opts {
     const char *model, *system, *tmpl;
-    bool think, show_think, mmap, kv_f32;
+    bool think, show_think, mmap, kv_f32, no_progress;
     int n_ctx, n_batch, n_threads, n_predict;
     tern_numerics numerics;
     tern_sampler_params sp;
@@ -45,103 +46,62 @@ typedef struct chat {
     int turn;
 } chat;
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: tern chat -m MODEL [options]\n"
-            "  -m, --model FILE        GGUF model\n"
-            "  -sys, --system TEXT     system prompt\n"
-            "  --no-think              pre-fill the empty think block (thinking off)\n"
-            "  --show-think            show the thinking text (dimmed); hidden by default\n"
-            "  --chat-template NAME    chatml | qwen3 | qwen35 (default: the model's, else chatml)\n"
-            "  -c, --ctx-size N        context length (default 4096)\n"
-            "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
-            "  -t, --threads N         threads (default: all cores)\n"
-            "  -n, --n-predict N       max tokens per reply (default -1: until the end of turn)\n"
-            "  --cache-type f16|f32    KV cache type (default f16)\n"
-            "  --numerics fast|ggml|f32\n"
-            "  --mmap                  map the model file instead of reading it\n"
-            "  --temp F --top-k N --top-p F --min-p F --repeat-penalty F --repeat-last-n N --seed N\n"
-            "                          sampling (llama.cpp's meaning and defaults)\n"
-            "in the chat: /clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply\n");
+enum { CHAT_SYSTEM = 1, CHAT_NO_THINK, CHAT_SHOW_THINK, CHAT_TEMPLATE, CHAT_N_PREDICT };
+static const opt_def chat_defs[] = {
+    {CHAT_SYSTEM, "-sys, --system, --system-prompt", OPT_TEXT, "TEXT", 0, 0, NULL, "system prompt"},
+    {CHAT_NO_THINK, "--no-think", OPT_FLAG, NULL, 0, 0, NULL, "pre-fill the empty think block (thinking off)"},
+    {CHAT_SHOW_THINK, "--show-think", OPT_FLAG, NULL, 0, 0, NULL, "show the thinking text (dimmed); hidden by default"},
+    {CHAT_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's, else chatml)"},
+    {CHAT_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "max tokens per reply (default -1: until the end of turn)"},
+};
+
+static void usage(FILE *f, const opt_table *t, int n_t) {
+    fprintf(f, "usage: tern chat -m MODEL [options]\n");
+    opts_help(f, t, n_t);
+    fprintf(f, "in the chat: /clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply\n");
 }
 
 /* ---- argument parsing -------------------------------------------------------------------------- */
-
-static bool parse_int(const char *s, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L) return false;
-    *out = (int)v;
-    return true;
-}
-
-static bool parse_float(const char *s, float *out) {
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (errno || end == s || *end) return false;
-    *out = v;
-    return true;
-}
 
 static int parse_args(chat_opts *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->think = true;
     o->n_predict = -1;
     tern_sampler_params_default(&o->sp);
+    opts_common oc;
+    opts_common_default(&oc);
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(chat_defs), opts_tab_ctx, opts_tab_threads, opts_tab_load,
+                              opts_tab_sampling};
+    const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VALUE() do { if (!v) { fprintf(stderr, "tern chat: %s needs a value\n", a); return 2; } i++; } while (0)
-#define BAD_VALUE() do { fprintf(stderr, "tern chat: bad value '%s' for %s\n", v, a); return 2; } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 1; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { NEED_VALUE(); o->model = v; }
-        else if (!strcmp(a, "-sys") || !strcmp(a, "--system") || !strcmp(a, "--system-prompt")) { NEED_VALUE(); o->system = v; }
-        else if (!strcmp(a, "--chat-template")) { NEED_VALUE(); o->tmpl = v; }
-        else if (!strcmp(a, "--no-think")) o->think = false;
-        else if (!strcmp(a, "--show-think")) o->show_think = true;
-        else if (!strcmp(a, "--mmap")) o->mmap = true;
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { NEED_VALUE(); if (!parse_int(v, &o->n_ctx) || o->n_ctx < 0) BAD_VALUE(); }
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) { NEED_VALUE(); if (!parse_int(v, &o->n_batch) || o->n_batch < 0) BAD_VALUE(); }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { NEED_VALUE(); if (!parse_int(v, &o->n_threads) || o->n_threads < 0) BAD_VALUE(); }
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) { NEED_VALUE(); if (!parse_int(v, &o->n_predict)) BAD_VALUE(); }
-        else if (!strcmp(a, "--cache-type")) {
-            NEED_VALUE();
-            if (!strcmp(v, "f32")) o->kv_f32 = true;
-            else if (!strcmp(v, "f16")) o->kv_f32 = false;
-            else BAD_VALUE();
-        } else if (!strcmp(a, "--numerics")) {
-            NEED_VALUE();
-            if (!strcmp(v, "fast")) o->numerics = TERN_NUMERICS_FAST;
-            else if (!strcmp(v, "ggml")) o->numerics = TERN_NUMERICS_GGML;
-            else if (!strcmp(v, "f32")) o->numerics = TERN_NUMERICS_F32;
-            else BAD_VALUE();
-        }
-        else if (!strcmp(a, "--temp")) { NEED_VALUE(); if (!parse_float(v, &o->sp.temp)) BAD_VALUE(); }
-        else if (!strcmp(a, "--top-k")) { NEED_VALUE(); if (!parse_int(v, &o->sp.top_k)) BAD_VALUE(); }
-        else if (!strcmp(a, "--top-p")) { NEED_VALUE(); if (!parse_float(v, &o->sp.top_p)) BAD_VALUE(); }
-        else if (!strcmp(a, "--min-p")) { NEED_VALUE(); if (!parse_float(v, &o->sp.min_p)) BAD_VALUE(); }
-        else if (!strcmp(a, "--repeat-penalty")) { NEED_VALUE(); if (!parse_float(v, &o->sp.repeat_penalty)) BAD_VALUE(); }
-        else if (!strcmp(a, "--repeat-last-n")) { NEED_VALUE(); if (!parse_int(v, &o->sp.repeat_last_n) || o->sp.repeat_last_n < -1) BAD_VALUE(); }
-        else if (!strcmp(a, "--seed")) {
-            NEED_VALUE();
-            char *end;
-            errno = 0;
-            long long sv = strtoll(v, &end, 10);
-            if (errno || end == v || *end) BAD_VALUE();
-            o->sp.seed = sv < 0 ? TERN_SEED_RANDOM : (uint64_t)sv;          /* -1: random, as llama.cpp */
-        } else {
-            fprintf(stderr, "tern chat: unknown option '%s'\n", a);
-            usage(stderr);
+        opt_val v;
+        const int id = opts_next("chat", tabs, n_tabs, argc, argv, &i, &v);
+        if (id == OPT_HELP) { usage(stdout, tabs, n_tabs); return 1; }
+        if (id == OPT_ERR) return 2;
+        if (id == OPT_POSITIONAL) {
+            fprintf(stderr, "tern chat: unexpected argument '%s'; see tern chat --help\n", v.str);
             return 2;
         }
-#undef NEED_VALUE
-#undef BAD_VALUE
+        if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&o->sp, id, &v)) continue;
+        switch (id) {
+        case CHAT_SYSTEM: o->system = v.str; break;
+        case CHAT_NO_THINK: o->think = false; break;
+        case CHAT_SHOW_THINK: o->show_think = true; break;
+        case CHAT_TEMPLATE: o->tmpl = v.str; break;
+        case CHAT_N_PREDICT: o->n_predict = (int)v.i; break;
+        default: break;
+        }
     }
+    o->model = oc.model;
+    o->n_ctx = oc.n_ctx;
+    o->n_batch = oc.n_batch;
+    o->n_threads = oc.n_threads;
+    o->mmap = oc.use_mmap;
+    o->kv_f32 = oc.kv_f32;
+    o->numerics = oc.numerics;
+    o->no_progress = oc.no_progress;
     if (!o->model) {
-        fprintf(stderr, "tern chat: -m MODEL is required\n");
-        usage(stderr);
+        fprintf(stderr, "tern chat: -m MODEL is required; see tern chat --help\n");
         return 2;
     }
     return 0;
@@ -300,7 +260,7 @@ int cmd_chat(int argc, char **argv) {
     mo.n_threads = c.o.n_threads;
     mo.use_mmap = c.o.mmap;
     mo.numerics = c.o.numerics;
-    mo.progress = isatty(STDERR_FILENO);
+    mo.progress = isatty(STDERR_FILENO) && !c.o.no_progress;
     if (tern_model_load(&c.m, c.o.model, &mo, &err) != TERN_OK) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
         return 1;

@@ -5,6 +5,7 @@
  * memory bandwidth. Opens the file with a private mapping (header pages only are touched, so a
  * 7 GB file is instant). Figures: src/format/budget.c. */
 #include "cli.h"
+#include "opts.h"
 
 #include "format/budget.h"
 #include "format/gguf.h"
@@ -161,13 +162,18 @@ static const char *type_label(const gguf_tensor *t) {
     return tr ? tr->name : "?";
 }
 
-static int usage(void) {
-    fprintf(stderr, "usage: tern info FILE [--bw GB/s] [--pos N] [--no-tensors]\n"
-                    "  --bw GB/s      memory bandwidth for the decode ceiling (default 30: an example,\n"
-                    "                 not a measurement; measure yours with `tern bench-kernel`)\n"
-                    "  --pos N        position of the decoded token for the KV cache read (default 0)\n"
-                    "  --no-tensors   omit the tensor table\n");
-    return 2;
+enum { INFO_BW = 1, INFO_POS, INFO_NO_TENSORS };
+static const opt_def info_defs[] = {
+    {INFO_BW, "--bw", OPT_FLOAT, "GB/s", 0.001, 1e6, NULL,
+     "memory bandwidth for the decode ceiling (default 30: an example, not a\n"
+     "                          measurement; measure yours with `tern bench-kernel`)"},
+    {INFO_POS, "--pos", OPT_INT, "N", 0, 2147483648.0, NULL, "position of the decoded token for the KV cache read (default 0)"},
+    {INFO_NO_TENSORS, "--no-tensors", OPT_FLAG, NULL, 0, 0, NULL, "omit the tensor table"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tern info FILE [--bw GB/s] [--pos N] [--no-tensors]\n");
+    opts_help(f, &OPT_TABLE(info_defs), 1);
 }
 
 int cmd_info(int argc, char **argv) {
@@ -175,28 +181,24 @@ int cmd_info(int argc, char **argv) {
     double bw = 30.0;
     bool bw_given = false, tensors = true;
     long long pos = 0;
+    const opt_table tab = OPT_TABLE(info_defs);
     for (int i = 1; i < argc; i++) {
-        char *end;
-        if (strcmp(argv[i], "--bw") == 0 && i + 1 < argc) {
-            bw = strtod(argv[++i], &end);
-            if (*end || !(bw > 0 && bw < 1e6)) { fprintf(stderr, "tern info: --bw '%s': expected a bandwidth in GB/s > 0\n", argv[i]); return 2; }
-            bw_given = true;
-        } else if (strcmp(argv[i], "--pos") == 0 && i + 1 < argc) {
-            pos = strtoll(argv[++i], &end, 10);
-            if (*end || pos < 0 || pos > (1ll << 31)) { fprintf(stderr, "tern info: --pos '%s': expected 0..2^31\n", argv[i]); return 2; }
-        } else if (strcmp(argv[i], "--no-tensors") == 0) {
-            tensors = false;
-        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage();
-            return 0;
-        } else if (argv[i][0] == '-' || path) {
-            fprintf(stderr, "tern info: unexpected argument '%s'\n", argv[i]);
-            return usage();
-        } else {
-            path = argv[i];
-        }
+        opt_val v;
+        const int id = opts_next("info", &tab, 1, argc, argv, &i, &v);
+        if (id == OPT_HELP) { usage(stdout); return 0; }
+        if (id == OPT_ERR) return 2;
+        if (id == INFO_BW) { bw = v.f; bw_given = true; }
+        else if (id == INFO_POS) pos = v.i;
+        else if (id == INFO_NO_TENSORS) tensors = false;
+        else if (path) {
+            fprintf(stderr, "tern info: unexpected argument '%s' (one FILE only); see tern info --help\n", v.str);
+            return 2;
+        } else path = v.str;
     }
-    if (!path) return usage();
+    if (!path) {
+        fprintf(stderr, "tern info: a GGUF FILE is required; see tern info --help\n");
+        return 2;
+    }
 
     gguf_ctx *g;
     tern_err err = {0};

@@ -1,7 +1,6 @@
 /* model_opts.c: shared option parsing for the model programs (see model_opts.h). */
 #include "model_opts.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,101 +11,74 @@ void opts_common_default(opts_common *o) {
     o->numerics = TERN_NUMERICS_FAST;
 }
 
-int opts_int(const char *opt, const char *s, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    const long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "tern: %s '%s': expected an integer in %ld..%ld\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-static int opts_float(const char *opt, const char *s, double lo, double hi, float *out) {
-    char *end;
-    errno = 0;
-    const double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "tern: %s '%s': expected a number in %g..%g\n", opt, s, lo, hi);
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
-}
+static const opt_def d_model[] = {
+    {OPTS_MODEL, "-m, --model", OPT_PATH, "PATH", 0, 0, NULL, "GGUF model"},
+};
+static const opt_def d_threads[] = {
+    {OPTS_THREADS, "-t, --threads", OPT_INT, "N", 1, OPT_HI_THREADS, NULL, "threads (default: all cores)"},
+};
+static const opt_def d_ctx[] = {
+    {OPTS_CTX, "-c, --ctx-size", OPT_INT, "N", 1, 1 << 24, NULL, "context length (default 4096)"},
+};
+static const opt_def d_load[] = {
+    {OPTS_BATCH, "-b, --batch-size", OPT_INT, "N", 1, 1 << 16, NULL, "prompt tokens per forward pass (default 512)"},
+    {OPTS_NUMERICS, "--numerics", OPT_CHOICE, "M", 0, 0, "fast|ggml|f32",
+     "fast (default) | ggml (reference Q8_0 rounding) | f32 (dequantised)"},
+    {OPTS_CACHE_TYPE, "--cache-type, -ctk", OPT_CHOICE, "T", 0, 0, "f16|f32", "KV cache f16 (default) | f32"},
+    {OPTS_MMAP, "--mmap", OPT_FLAG, NULL, 0, 0, NULL, "map the file instead of reading it into memory"},
+    {OPTS_NO_MMAP, "--no-mmap", OPT_FLAG, NULL, 0, 0, NULL, "read the file into memory (the default)"},
+    {OPTS_NO_PROGRESS, "--no-progress", OPT_FLAG, NULL, 0, 0, NULL, "no load progress bar"},
+};
+static const opt_def d_sampling[] = {
+    {OPTS_TEMP, "--temp", OPT_FLOAT, "T", 0, 100, NULL, "temperature (default 0.8; 0 = greedy)"},
+    {OPTS_TOP_K, "--top-k", OPT_INT, "N", -1, 1 << 30, NULL, "keep the N most likely tokens (default 40; <= 0 = off)"},
+    {OPTS_TOP_P, "--top-p", OPT_FLOAT, "P", 0, 1, NULL, "nucleus: smallest set with mass >= P (default 0.95; 1 = off)"},
+    {OPTS_MIN_P, "--min-p", OPT_FLOAT, "P", 0, 1, NULL, "drop tokens below P x the top probability (default 0.05; 0 = off)"},
+    {OPTS_REPEAT_PENALTY, "--repeat-penalty", OPT_FLOAT, "F", 0.01, 100, NULL, "repetition penalty (default 1.0 = off)"},
+    {OPTS_REPEAT_LAST_N, "--repeat-last-n", OPT_INT, "N", -1, 1 << 24, NULL,
+     "tokens the penalty looks back (default 64; 0 = off, -1 = context)"},
+    {OPTS_SEED, "-s, --seed", OPT_SEED, "N", 0, 0, NULL, "random seed (default -1: drawn from the OS)"},
+};
+const opt_table opts_tab_model = {d_model, (int)(sizeof d_model / sizeof d_model[0])};
+const opt_table opts_tab_threads = {d_threads, (int)(sizeof d_threads / sizeof d_threads[0])};
+const opt_table opts_tab_ctx = {d_ctx, (int)(sizeof d_ctx / sizeof d_ctx[0])};
+const opt_table opts_tab_load = {d_load, (int)(sizeof d_load / sizeof d_load[0])};
+const opt_table opts_tab_sampling = {d_sampling, (int)(sizeof d_sampling / sizeof d_sampling[0])};
 
 const char *opts_numerics_name(tern_numerics n) {
     return n == TERN_NUMERICS_GGML ? "ggml" : n == TERN_NUMERICS_F32 ? "f32" : "fast";
 }
 
-int opts_parse_common(opts_common *o, int argc, char **argv, int *i) {
-    const char *a = argv[*i];
-    const bool has = *i + 1 < argc;
-    const char *v = has ? argv[*i + 1] : NULL;
-    if (!strcmp(a, "--mmap")) { o->use_mmap = true; return 1; }
-    if (!strcmp(a, "--no-mmap")) { o->use_mmap = false; return 1; }
-    if (!strcmp(a, "--no-progress")) { o->no_progress = true; return 1; }
-    if (!has) return 0;
-    int r = 0;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
-    else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) r = opts_int(a, v, 0, 1024, &o->n_threads);
-    else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) r = opts_int(a, v, 1, 1 << 24, &o->n_ctx);
-    else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) r = opts_int(a, v, 1, 1 << 16, &o->n_batch);
-    else if (!strcmp(a, "--numerics")) {
-        if (!strcmp(v, "fast")) o->numerics = TERN_NUMERICS_FAST;
-        else if (!strcmp(v, "ggml")) o->numerics = TERN_NUMERICS_GGML;
-        else if (!strcmp(v, "f32")) o->numerics = TERN_NUMERICS_F32;
-        else { fprintf(stderr, "tern: --numerics '%s': expected fast, ggml or f32\n", v); return -1; }
-    } else if (!strcmp(a, "--cache-type") || !strcmp(a, "-ctk")) {
-        if (!strcmp(v, "f16")) o->kv_f32 = false;
-        else if (!strcmp(v, "f32")) o->kv_f32 = true;
-        else { fprintf(stderr, "tern: --cache-type '%s': expected f16 or f32\n", v); return -1; }
-    } else return 0;
-    if (r) return -1;
-    (*i)++;
-    return 1;
+bool opts_apply_common(opts_common *o, int id, const opt_val *v) {
+    switch (id) {
+    case OPTS_MODEL: o->model = v->str; break;
+    case OPTS_THREADS: o->n_threads = (int)v->i; break;
+    case OPTS_CTX: o->n_ctx = (int)v->i; break;
+    case OPTS_BATCH: o->n_batch = (int)v->i; break;
+    case OPTS_NUMERICS:
+        o->numerics = v->choice == 1 ? TERN_NUMERICS_GGML : v->choice == 2 ? TERN_NUMERICS_F32 : TERN_NUMERICS_FAST;
+        break;
+    case OPTS_CACHE_TYPE: o->kv_f32 = v->choice == 1; break;
+    case OPTS_MMAP: o->use_mmap = true; break;
+    case OPTS_NO_MMAP: o->use_mmap = false; break;
+    case OPTS_NO_PROGRESS: o->no_progress = true; break;
+    default: return false;
+    }
+    return true;
 }
 
-int opts_parse_sampling(tern_sampler_params *p, int argc, char **argv, int *i) {
-    const char *a = argv[*i];
-    if (*i + 1 >= argc) return 0;
-    const char *v = argv[*i + 1];
-    int r = 0;
-    if (!strcmp(a, "--temp")) r = opts_float(a, v, 0, 1e6, &p->temp);
-    else if (!strcmp(a, "--top-k")) r = opts_int(a, v, -1, 1 << 30, &p->top_k);
-    else if (!strcmp(a, "--top-p")) r = opts_float(a, v, 0, 1, &p->top_p);
-    else if (!strcmp(a, "--min-p")) r = opts_float(a, v, 0, 1, &p->min_p);
-    else if (!strcmp(a, "--repeat-penalty")) r = opts_float(a, v, 0, 1e6, &p->repeat_penalty);
-    else if (!strcmp(a, "--repeat-last-n")) r = opts_int(a, v, -1, 1 << 24, &p->repeat_last_n);
-    else if (!strcmp(a, "--seed") || !strcmp(a, "-s")) {
-        char *end;
-        errno = 0;
-        const unsigned long long s = strtoull(v, &end, 10);
-        if (errno || end == v || *end) { fprintf(stderr, "tern: --seed '%s': expected an unsigned integer\n", v); return -1; }
-        p->seed = (uint64_t)s;
-    } else return 0;
-    if (r) return -1;
-    (*i)++;
-    return 1;
-}
-
-void opts_usage_common(FILE *f) {
-    fprintf(f,
-            "  -t, --threads N         threads (default: all cores)\n"
-            "  -c, --ctx-size N        context length (default 4096)\n"
-            "  -b, --batch-size N      prompt tokens per forward pass (default 512)\n"
-            "  --numerics M            fast (default) | ggml (reference Q8_0 rounding) | f32 (dequantised)\n"
-            "  --cache-type T          KV cache f16 (default) | f32\n"
-            "  --mmap                  map the file instead of reading it into memory\n"
-            "  --no-progress           no load progress bar\n");
-}
-
-void opts_usage_sampling(FILE *f) {
-    fprintf(f,
-            "sampling (llama.cpp order: repeat penalty -> top-k -> top-p -> min-p -> temperature):\n"
-            "  --temp T (0.8; 0 = greedy)  --top-k N (40)  --top-p P (0.95)  --min-p P (0.05)\n"
-            "  --repeat-penalty F (1.0 = off)  --repeat-last-n N (64)  --seed N (random)\n");
+bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v) {
+    switch (id) {
+    case OPTS_TEMP: p->temp = (float)v->f; break;
+    case OPTS_TOP_K: p->top_k = (int32_t)v->i; break;
+    case OPTS_TOP_P: p->top_p = (float)v->f; break;
+    case OPTS_MIN_P: p->min_p = (float)v->f; break;
+    case OPTS_REPEAT_PENALTY: p->repeat_penalty = (float)v->f; break;
+    case OPTS_REPEAT_LAST_N: p->repeat_last_n = (int32_t)v->i; break;
+    case OPTS_SEED: p->seed = (uint64_t)v->u; break;
+    default: return false;
+    }
+    return true;
 }
 
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err) {

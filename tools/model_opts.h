@@ -1,10 +1,11 @@
 /* model_opts.h: command-line options shared by `tern run`, `tern bench` and `tern perplexity`
  * (model, threads, context, batch, numerics, mmap, KV cache type, sampling flags with
- * llama.cpp's names). */
+ * llama.cpp's names), as opts.h tables. */
 #ifndef TERN_TOOLS_MODEL_OPTS_H
 #define TERN_TOOLS_MODEL_OPTS_H
 
 #include "tern.h"
+#include "opts.h"
 
 #include <stdio.h>
 
@@ -20,15 +21,22 @@ typedef struct opts_common {
 } opts_common;
 
 void opts_common_default(opts_common *o);
-/* Try to parse argv[*i] (and its value) as a common option. Returns 1 if consumed (advancing *i
- * past the value), 0 if not a common option, -1 on a bad value (message printed). */
-int opts_parse_common(opts_common *o, int argc, char **argv, int *i);
-/* Same for --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed. */
-int opts_parse_sampling(tern_sampler_params *p, int argc, char **argv, int *i);
-void opts_usage_common(FILE *f);
-void opts_usage_sampling(FILE *f);
-/* Parse an int in [lo, hi]; prints a message naming opt and returns -1 when invalid. */
-int opts_int(const char *opt, const char *s, long lo, long hi, int *out);
+
+/* Option tables (opts.h) shared by the model programs; a command lists the ones it takes, in the
+ * order its help shows them. Ids 1000..1199 are theirs. */
+enum {
+    OPTS_MODEL = 1000, OPTS_THREADS, OPTS_CTX, OPTS_BATCH, OPTS_NUMERICS, OPTS_CACHE_TYPE, OPTS_MMAP, OPTS_NO_MMAP,
+    OPTS_NO_PROGRESS,
+    OPTS_TEMP = 1100, OPTS_TOP_K, OPTS_TOP_P, OPTS_MIN_P, OPTS_REPEAT_PENALTY, OPTS_REPEAT_LAST_N, OPTS_SEED,
+};
+extern const opt_table opts_tab_model;     /* -m, --model PATH */
+extern const opt_table opts_tab_threads;   /* -t, --threads N (1..opts_max_threads()) */
+extern const opt_table opts_tab_ctx;       /* -c, --ctx-size N (1..2^24) */
+extern const opt_table opts_tab_load;      /* -b, --numerics, --cache-type, --mmap, --no-mmap, --no-progress */
+extern const opt_table opts_tab_sampling;  /* --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed */
+/* Store a parsed value of one of the tables above; returns false if id is none of theirs. */
+bool opts_apply_common(opts_common *o, int id, const opt_val *v);
+bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v);
 const char *opts_numerics_name(tern_numerics n);
 /* Load the model and (when s != NULL) a session from the options. */
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err);

@@ -16,15 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void ppl_usage(FILE *f) {
-    fprintf(f,
-            "usage: tern perplexity -m MODEL (-f TEXT | --tokens FILE) [options]\n"
-            "  -f, --file PATH         text; scored in non-overlapping chunks of -c tokens, second half of each\n"
-            "                          chunk scored (llama-perplexity's convention)\n"
-            "  --tokens PATH           whitespace-separated token ids: one sequence, every prediction scored\n"
-            "  -c, --ctx-size N        chunk length (default 512)\n"
-            "  --chunks N              at most N chunks (default all)\n");
-    opts_usage_common(f);
+enum { PPL_FILE = 1, PPL_TOKENS, PPL_CHUNK, PPL_CHUNKS };
+static const opt_def ppl_defs[] = {
+    {PPL_FILE, "-f, --file", OPT_PATH, "PATH", 0, 0, NULL,
+     "text; scored in non-overlapping chunks of -c tokens, the second half of\n"
+     "                          each chunk scored (llama-perplexity's convention)"},
+    {PPL_TOKENS, "--tokens", OPT_PATH, "PATH", 0, 0, NULL, "whitespace-separated token ids: one sequence, every prediction scored"},
+    {PPL_CHUNK, "-c, --ctx-size", OPT_INT, "N", 2, 1 << 24, NULL, "chunk length (default 512, at least 4 for -f; --tokens: the number of ids)"},
+    {PPL_CHUNKS, "--chunks", OPT_INT, "N", 1, 1 << 30, NULL, "at most N chunks (default all)"},
+};
+
+static void ppl_usage(FILE *f, const opt_table *t, int n_t) {
+    fprintf(f, "usage: tern perplexity -m MODEL (-f TEXT | --tokens FILE) [options]\n");
+    opts_help(f, t, n_t);
 }
 
 /* -log p(tok) from float logits as llama-perplexity's log_softmax. */
@@ -76,25 +80,28 @@ int cmd_perplexity(int argc, char **argv) {
     oc.n_ctx = 0;
     const char *text_path = NULL, *tok_path = NULL;
     int max_chunks = -1;
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(ppl_defs), opts_tab_threads, opts_tab_load};
+    const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const int r = opts_parse_common(&oc, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { ppl_usage(stdout); return 0; }
-        else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && i + 1 < argc) text_path = argv[++i];
-        else if (!strcmp(a, "--tokens") && i + 1 < argc) tok_path = argv[++i];
-        else if (!strcmp(a, "--chunks") && i + 1 < argc) {
-            if (opts_int(a, argv[++i], 1, 1 << 30, &max_chunks)) return 2;
-        } else {
-            fprintf(stderr, "tern perplexity: unknown or incomplete option '%s'\n", a);
-            ppl_usage(stderr);
+        opt_val v;
+        const int id = opts_next("perplexity", tabs, n_tabs, argc, argv, &i, &v);
+        if (id == OPT_HELP) { ppl_usage(stdout, tabs, n_tabs); return 0; }
+        if (id == OPT_ERR) return 2;
+        if (id == OPT_POSITIONAL) {
+            fprintf(stderr, "tern perplexity: unexpected argument '%s' (the text goes after -f); see tern perplexity --help\n", v.str);
             return 2;
+        }
+        if (opts_apply_common(&oc, id, &v)) continue;
+        switch (id) {
+        case PPL_FILE: text_path = v.str; break;
+        case PPL_TOKENS: tok_path = v.str; break;
+        case PPL_CHUNK: oc.n_ctx = (int)v.i; break;
+        case PPL_CHUNKS: max_chunks = (int)v.i; break;
+        default: break;
         }
     }
     if (!oc.model || (!text_path) == (!tok_path)) {
-        fprintf(stderr, "tern perplexity: need -m MODEL and exactly one of -f TEXT or --tokens FILE\n");
-        ppl_usage(stderr);
+        fprintf(stderr, "tern perplexity: need -m MODEL and exactly one of -f TEXT or --tokens FILE; see tern perplexity --help\n");
         return 2;
     }
     int32_t *ids = NULL;

@@ -15,6 +15,7 @@
  * known value). Tensor order and alignment are kept. The input is mapped (MAP_PRIVATE) and the
  * output streamed in row chunks, so memory stays bounded for the 27B. */
 #include "cli.h"
+#include "opts.h"
 
 #include "core/core.h"
 #include "format/gguf.h"
@@ -237,6 +238,11 @@ done:
     return rc;
 }
 
+enum { QZ_TYPE = 1 };
+static const opt_def quantize_defs[] = {
+    {QZ_TYPE, "--type", OPT_TEXT, "TYPE", 0, 0, NULL, "pq2_0 | ptq1_0 | q2_0 | q8_0 | f16 | f32 (required)"},
+};
+
 static void quantize_usage(FILE *f) {
     fprintf(f,
             "usage: tern quantize IN.gguf OUT.gguf --type pq2_0|ptq1_0|q2_0|q8_0|f16|f32\n"
@@ -244,24 +250,31 @@ static void quantize_usage(FILE *f) {
             "except ssm_conv1d, ssm_alpha, ssm_beta); norms, 1-D tensors, conv taps, ssm_a, ssm_dt.bias\n"
             "and BF16 alpha/beta keep their type. PQ2_0 <-> PTQ1_0 is lossless and refuses a block with\n"
             "code 3. Metadata is copied (general.file_type updated).\n");
+    opts_help(f, &OPT_TABLE(quantize_defs), 1);
 }
 
 int cmd_quantize(int argc, char **argv) {
     const char *paths[2] = {NULL, NULL}, *type_name = NULL;
     int n_paths = 0;
+    const opt_table tab = OPT_TABLE(quantize_defs);
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) { quantize_usage(stdout); return 0; }
-        if (strcmp(argv[i], "--type") == 0 && i + 1 < argc) { type_name = argv[++i]; continue; }
-        if (argv[i][0] == '-' || n_paths == 2) {
-            fprintf(stderr, "tern quantize: unexpected argument '%s'\n", argv[i]);
-            quantize_usage(stderr);
-            return 2;
+        opt_val v;
+        switch (opts_next("quantize", &tab, 1, argc, argv, &i, &v)) {
+        case OPT_HELP: quantize_usage(stdout); return 0;
+        case OPT_ERR: return 2;
+        case QZ_TYPE: type_name = v.str; break;
+        case OPT_POSITIONAL:
+            if (n_paths == 2) {
+                fprintf(stderr, "tern quantize: unexpected argument '%s' (IN and OUT already given); see tern quantize --help\n", v.str);
+                return 2;
+            }
+            paths[n_paths++] = v.str;
+            break;
+        default: break;
         }
-        paths[n_paths++] = argv[i];
     }
     if (n_paths != 2 || !type_name) {
-        fprintf(stderr, "tern quantize: %s\n", n_paths != 2 ? "expected IN and OUT paths" : "--type is required");
-        quantize_usage(stderr);
+        fprintf(stderr, "tern quantize: %s; see tern quantize --help\n", n_paths != 2 ? "expected IN and OUT paths" : "--type is required");
         return 2;
     }
     const int type = qt_from_name(type_name);

@@ -24,18 +24,20 @@ static void fail_msg(tern_err *e, int code, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void run_usage(FILE *f) {
-    fprintf(f,
-            "usage: tern run -m MODEL [-p PROMPT | -f FILE] [options]\n"
-            "  -m, --model PATH        GGUF model\n"
-            "  -p, --prompt TEXT       prompt, used raw (no chat template); empty: start from BOS\n"
-            "  -f, --file PATH         read the prompt from a file\n"
-            "  -n, --n-predict N       tokens to generate (default 256)\n"
-            "  --echo                  print the prompt before the generated text\n"
-            "  --parse-special         parse control-token text in the prompt as control tokens\n"
-            "  --ignore-eos            keep generating past end-of-generation tokens\n");
-    opts_usage_common(f);
-    opts_usage_sampling(f);
+enum { RUN_PROMPT = 1, RUN_FILE, RUN_N_PREDICT, RUN_ECHO, RUN_PARSE_SPECIAL, RUN_IGNORE_EOS };
+static const opt_def run_defs[] = {
+    {RUN_PROMPT, "-p, --prompt", OPT_TEXT, "TEXT", 0, 0, NULL, "prompt, used raw (no chat template); empty: start from BOS"},
+    {RUN_FILE, "-f, --file", OPT_PATH, "PATH", 0, 0, NULL, "read the prompt from a file"},
+    {RUN_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "tokens to generate (default 256; -1 = until the end)"},
+    {RUN_ECHO, "--echo", OPT_FLAG, NULL, 0, 0, NULL, "print the prompt before the generated text"},
+    {RUN_PARSE_SPECIAL, "--parse-special", OPT_FLAG, NULL, 0, 0, NULL, "parse control-token text in the prompt as control tokens"},
+    {RUN_IGNORE_EOS, "--ignore-eos", OPT_FLAG, NULL, 0, 0, NULL, "keep generating past end-of-generation tokens"},
+};
+
+static void run_usage(FILE *f, const opt_table *t, int n_t) {
+    fprintf(f, "usage: tern run -m MODEL [-p PROMPT | -f FILE] [options]\n");
+    opts_help(f, t, n_t);
+    fprintf(f, "sampling follows llama.cpp's order: repeat penalty -> top-k -> top-p -> min-p -> temperature\n");
 }
 
 int cmd_run(int argc, char **argv) {
@@ -46,31 +48,34 @@ int cmd_run(int argc, char **argv) {
     const char *prompt = NULL, *prompt_file = NULL;
     int n_predict = 256;
     bool echo = false, parse_special = false, ignore_eos = false;
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(run_defs), opts_tab_threads, opts_tab_ctx, opts_tab_load,
+                              opts_tab_sampling};
+    const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = opts_parse_common(&oc, argc, argv, &i);
-        if (r == 0) r = opts_parse_sampling(&sp, argc, argv, &i);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { run_usage(stdout); return 0; }
-        else if ((!strcmp(a, "-p") || !strcmp(a, "--prompt")) && i + 1 < argc) prompt = argv[++i];
-        else if ((!strcmp(a, "-f") || !strcmp(a, "--file")) && i + 1 < argc) prompt_file = argv[++i];
-        else if ((!strcmp(a, "-n") || !strcmp(a, "--n-predict")) && i + 1 < argc) {
-            if (opts_int(a, argv[++i], -1, 1 << 24, &n_predict)) return 2;
-        } else if (!strcmp(a, "--echo")) echo = true;
-        else if (!strcmp(a, "--parse-special")) parse_special = true;
-        else if (!strcmp(a, "--ignore-eos")) ignore_eos = true;
-        else {
-            fprintf(stderr, "tern run: unknown or incomplete option '%s'\n", a);
-            run_usage(stderr);
+        opt_val v;
+        const int id = opts_next("run", tabs, n_tabs, argc, argv, &i, &v);
+        if (id == OPT_HELP) { run_usage(stdout, tabs, n_tabs); return 0; }
+        if (id == OPT_ERR) return 2;
+        if (id == OPT_POSITIONAL) {
+            fprintf(stderr, "tern run: unexpected argument '%s' (the prompt goes after -p); see tern run --help\n", v.str);
             return 2;
+        }
+        if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&sp, id, &v)) continue;
+        switch (id) {
+        case RUN_PROMPT: prompt = v.str; break;
+        case RUN_FILE: prompt_file = v.str; break;
+        case RUN_N_PREDICT: n_predict = (int)v.i; break;
+        case RUN_ECHO: echo = true; break;
+        case RUN_PARSE_SPECIAL: parse_special = true; break;
+        case RUN_IGNORE_EOS: ignore_eos = true; break;
+        default: break;
         }
     }
     if (!oc.model) {
-        fprintf(stderr, "tern run: -m MODEL is required\n");
-        run_usage(stderr);
+        fprintf(stderr, "tern run: -m MODEL is required; see tern run --help\n");
         return 2;
     }
+    if (sp.repeat_last_n < 0) sp.repeat_last_n = oc.n_ctx;     /* llama.cpp's -1: the whole context */
     char *file_text = NULL;
     size_t plen = prompt ? strlen(prompt) : 0;
     if (prompt_file) {

@@ -2,9 +2,9 @@
  * Loopback by default; the server runs until SIGINT or SIGTERM. */
 #include "cli.h"
 #include "tern.h"
+#include "model_opts.h"
 #include "../server/server.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,85 +17,70 @@ static void on_signal(int sig) {
     g_stop = 1;
 }
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: tern serve -m MODEL [options]\n"
-            "  -m, --model FILE        GGUF model\n"
-            "  --host ADDR             bind address (default 127.0.0.1; numeric IPv4/IPv6)\n"
-            "  --port N                port (default 8080; 0 = any free port, printed)\n"
-            "  --parallel N, -np N     sequences generated at once (default 4)\n"
-            "  --ctx N, -c N           context per sequence (default 4096)\n"
-            "  -b, --batch-size N      prefill chunk (default 512)\n"
-            "  --queue N               requests waiting for a slot before 429 (default 32)\n"
-            "  --body-limit BYTES      request body limit (default 1048576)\n"
-            "  --api-key KEY           require Authorization: Bearer KEY (also $TERN_API_KEY)\n"
-            "  --alias NAME            model id reported to clients\n"
-            "  --chat-template NAME    chatml | qwen3 | qwen35 (default: the model's)\n"
-            "  -t, --threads N         threads (default: all cores)\n"
-            "  --cache-type f16|f32    KV cache type\n"
-            "  --numerics fast|ggml|f32\n"
-            "  --mmap                  map the model file instead of reading it\n");
-}
+enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
+       SERVE_TEMPLATE };
+static const opt_def serve_defs[] = {
+    {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address (default 127.0.0.1; numeric IPv4/IPv6)"},
+    {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
+    {SERVE_PARALLEL, "-np, --parallel", OPT_INT, "N", 1, 64, NULL, "sequences generated at once (default 4)"},
+    {SERVE_CTX, "-c, --ctx-size, --ctx", OPT_INT, "N", 1, 1 << 24, NULL, "context per sequence (default 4096)"},
+    {SERVE_QUEUE, "--queue", OPT_INT, "N", 0, 100000, NULL, "requests waiting for a slot before 429 (default 32)"},
+    {SERVE_BODY_LIMIT, "--body-limit", OPT_INT, "BYTES", 1024, 1 << 30, NULL, "request body limit (default 1048576)"},
+    {SERVE_API_KEY, "--api-key", OPT_TEXT, "KEY", 0, 0, NULL, "require Authorization: Bearer KEY (also $TERN_API_KEY)"},
+    {SERVE_ALIAS, "--alias", OPT_TEXT, "NAME", 0, 0, NULL, "model id reported to clients"},
+    {SERVE_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's)"},
+};
 
-static bool to_int(const char *s, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = (int)v;
-    return true;
+static void usage(FILE *f, const opt_table *t, int n_t) {
+    fprintf(f, "usage: tern serve -m MODEL [options]\n");
+    opts_help(f, t, n_t);
 }
 
 int cmd_serve(int argc, char **argv) {
     srv_config cfg;
     srv_config_default(&cfg);
     cfg.api_key = getenv("TERN_API_KEY");
-    const char *model = NULL;
-    tern_model_opts mo;
-    tern_model_opts_default(&mo);
-    mo.progress = isatty(STDERR_FILENO);
+    opts_common oc;
+    opts_common_default(&oc);
+    oc.n_batch = cfg.n_batch;
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(serve_defs), opts_tab_threads, opts_tab_load};
+    const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int iv = 0;
-#define VAL() do { if (!v) { fprintf(stderr, "tern serve: %s needs a value\n", a); return 2; } i++; } while (0)
-#define BAD() do { fprintf(stderr, "tern serve: bad value '%s' for %s\n", v, a); return 2; } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) { VAL(); model = v; }
-        else if (!strcmp(a, "--host")) { VAL(); cfg.host = v; }
-        else if (!strcmp(a, "--port")) { VAL(); if (!to_int(v, 0, 65535, &cfg.port)) BAD(); }
-        else if (!strcmp(a, "--parallel") || !strcmp(a, "-np")) { VAL(); if (!to_int(v, 1, 64, &cfg.parallel)) BAD(); }
-        else if (!strcmp(a, "--ctx") || !strcmp(a, "-c") || !strcmp(a, "--ctx-size")) { VAL(); if (!to_int(v, 0, 1 << 24, &cfg.n_ctx)) BAD(); }
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) { VAL(); if (!to_int(v, 1, 1 << 16, &cfg.n_batch)) BAD(); }
-        else if (!strcmp(a, "--queue")) { VAL(); if (!to_int(v, 0, 100000, &cfg.queue_max)) BAD(); }
-        else if (!strcmp(a, "--body-limit")) { VAL(); if (!to_int(v, 1024, 1 << 30, &iv)) BAD(); cfg.body_max = (size_t)iv; }
-        else if (!strcmp(a, "--api-key")) { VAL(); cfg.api_key = v; }
-        else if (!strcmp(a, "--alias")) { VAL(); cfg.model_name = v; }
-        else if (!strcmp(a, "--chat-template")) { VAL(); cfg.chat_template = v; }
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) { VAL(); if (!to_int(v, 0, 1024, &mo.n_threads)) BAD(); }
-        else if (!strcmp(a, "--mmap")) mo.use_mmap = true;
-        else if (!strcmp(a, "--cache-type")) {
-            VAL();
-            if (!strcmp(v, "f32")) cfg.kv_f32 = true;
-            else if (strcmp(v, "f16")) BAD();
-        } else if (!strcmp(a, "--numerics")) {
-            VAL();
-            if (!strcmp(v, "fast")) mo.numerics = TERN_NUMERICS_FAST;
-            else if (!strcmp(v, "ggml")) mo.numerics = TERN_NUMERICS_GGML;
-            else if (!strcmp(v, "f32")) mo.numerics = TERN_NUMERICS_F32;
-            else BAD();
-        } else {
-            fprintf(stderr, "tern serve: unknown option '%s'\n", a);
-            usage(stderr);
+        opt_val v;
+        const int id = opts_next("serve", tabs, n_tabs, argc, argv, &i, &v);
+        if (id == OPT_HELP) { usage(stdout, tabs, n_tabs); return 0; }
+        if (id == OPT_ERR) return 2;
+        if (id == OPT_POSITIONAL) {
+            fprintf(stderr, "tern serve: unexpected argument '%s'; see tern serve --help\n", v.str);
             return 2;
         }
-#undef VAL
-#undef BAD
+        if (opts_apply_common(&oc, id, &v)) continue;
+        switch (id) {
+        case SERVE_HOST: cfg.host = v.str; break;
+        case SERVE_PORT: cfg.port = (int)v.i; break;
+        case SERVE_PARALLEL: cfg.parallel = (int)v.i; break;
+        case SERVE_CTX: cfg.n_ctx = (int)v.i; break;
+        case SERVE_QUEUE: cfg.queue_max = (int)v.i; break;
+        case SERVE_BODY_LIMIT: cfg.body_max = (size_t)v.i; break;
+        case SERVE_API_KEY: cfg.api_key = v.str; break;
+        case SERVE_ALIAS: cfg.model_name = v.str; break;
+        case SERVE_TEMPLATE: cfg.chat_template = v.str; break;
+        default: break;
+        }
     }
+    const char *model = oc.model;
     if (!model) {
-        fprintf(stderr, "tern serve: -m MODEL is required\n");
-        usage(stderr);
+        fprintf(stderr, "tern serve: -m MODEL is required; see tern serve --help\n");
         return 2;
     }
+    cfg.n_batch = oc.n_batch;
+    cfg.kv_f32 = oc.kv_f32;
+    tern_model_opts mo;
+    tern_model_opts_default(&mo);
+    mo.progress = isatty(STDERR_FILENO) && !oc.no_progress;
+    mo.n_threads = oc.n_threads;
+    mo.use_mmap = oc.use_mmap;
+    mo.numerics = oc.numerics;
     tern_err err = {0};
     tern_model *m = NULL;
     if (tern_model_load(&m, model, &mo, &err) != TERN_OK) {

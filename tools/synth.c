@@ -23,6 +23,7 @@
  * likewise, ssm_out columns moved from grouped back to tiled V-head order (spec 5.5), and no
  * prism.hadamard.* keys: both files compute the same function up to float rounding. */
 #include "cli.h"
+#include "opts.h"
 
 #include "core/core.h"
 #include "core/fp16.h"
@@ -630,21 +631,28 @@ done:
 
 /* ==== command ================================================================================== */
 
+enum { SY_ARCH = 1, SY_TYPE, SY_SEED, SY_TOKENIZER, SY_TEMPLATE, SY_N_VOCAB, SY_UNROT, SY_NO_WEIGHTS, SY_OUT };
+static const opt_def synth_defs[] = {
+    {SY_ARCH, "--arch", OPT_TEXT, "ARCH", 0, 0, NULL, "qwen3-tiny | bonsai-1.7b | qwen35-tiny | bonsai2-27b"},
+    {SY_TYPE, "--type", OPT_TEXT, "TYPE", 0, 0, NULL, "ternary encoding pq2_0 (default) | ptq1_0 | q2_0 (group 64, id 42)"},
+    {SY_SEED, "--seed", OPT_SEED, "N", 0, 0, NULL, "PRNG seed (default 1); the same seed gives the same bytes"},
+    {SY_TOKENIZER, "--tokenizer", OPT_PATH, "PATH", 0, 0, NULL,
+     "embed a HF tokenizer.json and the tokenizer_config.json beside it (default:\n"
+     "                          a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)"},
+    {SY_TEMPLATE, "--chat-template", OPT_PATH, "PATH", 0, 0, NULL, "store this template file's text as tokenizer.chat_template"},
+    {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", 1, INT32_MAX, NULL, "tiny archs: embedding rows (default 512, or the tokenizer's ids)"},
+    {SY_UNROT, "--unrotated-f32", OPT_FLAG, NULL, 0, 0, NULL, "tiny archs: the equivalent model with dense F32 weights, no rotation"},
+    {SY_NO_WEIGHTS, "--no-weights", OPT_FLAG, NULL, 0, 0, NULL, "header only; the data region is left as a sparse hole (zeros)"},
+    {SY_OUT, "-o, --output", OPT_PATH, "PATH", 0, 0, NULL, "the GGUF file to write (required)"},
+};
+
 static void synth_usage(FILE *f) {
     fprintf(f,
             "usage: tern synth --arch ARCH [--type pq2_0|ptq1_0|q2_0] [--seed N] [--tokenizer tokenizer.json]\n"
             "                  [--chat-template FILE] [--n-vocab N] [--unrotated-f32] [--no-weights] -o OUT.gguf\n"
             "Writes a Bonsai-format GGUF with random ternary weights (lossless for every --type) and\n"
-            "exactly the spec's tensor names, shapes, types and metadata.\n"
-            "  --arch            qwen3-tiny | bonsai-1.7b | qwen35-tiny | bonsai2-27b\n"
-            "  --type            ternary encoding (default pq2_0); q2_0 is group 64 (id 42)\n"
-            "  --seed            PRNG seed (default 1); the same seed gives the same bytes\n"
-            "  --tokenizer       embed a HF tokenizer.json and the tokenizer_config.json beside it (default:\n"
-            "                    a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)\n"
-            "  --chat-template   store this template file's text as tokenizer.chat_template\n"
-            "  --n-vocab         tiny archs: embedding rows (default 512, or the tokenizer's ids)\n"
-            "  --unrotated-f32   tiny archs: the equivalent model with dense F32 weights, no rotation\n"
-            "  --no-weights      header only; the data region is left as a sparse hole (zeros)\n");
+            "exactly the spec's tensor names, shapes, types and metadata.\n");
+    opts_help(f, &OPT_TABLE(synth_defs), 1);
 }
 
 int cmd_synth(int argc, char **argv) {
@@ -652,43 +660,29 @@ int cmd_synth(int argc, char **argv) {
     uint64_t seed = 1;
     int64_t n_vocab_opt = 0;
     bool unrot = false, no_weights = false;
+    const opt_table tab = OPT_TABLE(synth_defs);
     for (int i = 1; i < argc; i++) {
-        const char *o = argv[i];
-        const bool has_val = i + 1 < argc;
-        if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) { synth_usage(stdout); return 0; }
-        else if (strcmp(o, "--unrotated-f32") == 0) unrot = true;
-        else if (strcmp(o, "--no-weights") == 0) no_weights = true;
-        else if (has_val && strcmp(o, "--arch") == 0) arch_name = argv[++i];
-        else if (has_val && (strcmp(o, "-o") == 0 || strcmp(o, "--output") == 0)) out_path = argv[++i];
-        else if (has_val && strcmp(o, "--tokenizer") == 0) tok_path = argv[++i];
-        else if (has_val && strcmp(o, "--type") == 0) type_name = argv[++i];
-        else if (has_val && strcmp(o, "--chat-template") == 0) tmpl_path = argv[++i];
-        else if (has_val && strcmp(o, "--n-vocab") == 0) {
-            char *end;
-            errno = 0;
-            n_vocab_opt = strtoll(argv[++i], &end, 10);
-            if (errno || *end || n_vocab_opt <= 0 || n_vocab_opt > INT32_MAX) {
-                fprintf(stderr, "tern synth: --n-vocab '%s': expected a positive integer\n", argv[i]);
-                return 2;
-            }
-        }
-        else if (has_val && strcmp(o, "--seed") == 0) {
-            char *end;
-            errno = 0;
-            seed = strtoull(argv[++i], &end, 0);
-            if (errno || *end || !*argv[i] || argv[i][0] == '-') {
-                fprintf(stderr, "tern synth: --seed '%s': expected a non-negative integer\n", argv[i]);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "tern synth: unknown or incomplete option '%s'\n", o);
-            synth_usage(stderr);
+        opt_val v;
+        switch (opts_next("synth", &tab, 1, argc, argv, &i, &v)) {
+        case OPT_HELP: synth_usage(stdout); return 0;
+        case OPT_ERR: return 2;
+        case OPT_POSITIONAL:
+            fprintf(stderr, "tern synth: unexpected argument '%s' (the output goes after -o); see tern synth --help\n", v.str);
             return 2;
+        case SY_ARCH: arch_name = v.str; break;
+        case SY_TYPE: type_name = v.str; break;
+        case SY_SEED: seed = v.u; break;
+        case SY_TOKENIZER: tok_path = v.str; break;
+        case SY_TEMPLATE: tmpl_path = v.str; break;
+        case SY_N_VOCAB: n_vocab_opt = v.i; break;
+        case SY_UNROT: unrot = true; break;
+        case SY_NO_WEIGHTS: no_weights = true; break;
+        case SY_OUT: out_path = v.str; break;
+        default: break;
         }
     }
     if (!arch_name || !out_path) {
-        fprintf(stderr, "tern synth: %s is required\n", !arch_name ? "--arch" : "-o OUT.gguf");
-        synth_usage(stderr);
+        fprintf(stderr, "tern synth: %s is required; see tern synth --help\n", !arch_name ? "--arch" : "-o OUT.gguf");
         return 2;
     }
     const synth_arch *a = NULL;

@@ -1,0 +1,85 @@
+/* run_util.h: helpers for suites that run programs: the tern binary of this build, a command's
+ * output captured, and `tern ARGS` with stdout and stderr captured apart. Static inline, so each
+ * suite that includes it gets its own copy and no other file changes. */
+#ifndef TERN_TESTS_RUN_UTIL_H
+#define TERN_TESTS_RUN_UTIL_H
+
+#include "test.h"
+
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The tern binary: $TERN_BIN, else <dir of the runner>/../tern (tests/run -> ./tern,
+ * build/debug/tests/run -> build/debug/tern). */
+static inline const char *ru_tern_bin(char *buf, size_t n) {
+    const char *env = getenv("TERN_BIN");
+    if (env && *env) {   /* a bare name means the file in the current directory, not $PATH */
+        snprintf(buf, n, "%s%s", strchr(env, '/') ? "" : "./", env);
+        return buf;
+    }
+    char exe[4096];
+    const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k <= 0) { snprintf(buf, n, "./tern"); return buf; }
+    exe[k] = '\0';
+    char *dir = dirname(exe);          /* .../tests */
+    char *root = dirname(dir);         /* ... */
+    snprintf(buf, n, "%s/tern", root);
+    return buf;
+}
+
+/* The exit status of a system()/pclose() result, or -1 if the command did not exit normally. */
+static inline int ru_exit_status(int st) { return st == -1 || !WIFEXITED(st) ? -1 : WEXITSTATUS(st); }
+
+/* Run a shell command and return its stdout (malloc'd, NUL-terminated, caller frees; NULL if it
+ * could not be started or memory ran out). *status (may be NULL): ru_exit_status of the command. */
+static inline char *ru_capture(const char *cmd, int *status) {
+    if (status) *status = -1;
+    FILE *p = popen(cmd, "r");
+    if (!p) return NULL;
+    size_t n = 0, cap = 1 << 16;
+    char *buf = malloc(cap);
+    size_t k;
+    while (buf && (k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) { free(buf); buf = NULL; }
+            buf = nb;
+        }
+    }
+    const int st = pclose(p);
+    if (status) *status = ru_exit_status(st);
+    if (buf) buf[n] = '\0';
+    return buf;
+}
+
+/* Run `tern ARGS` (ARGS: a shell-quoted string built by the caller, may hold redirections of
+ * stdin). *out / *err (either may be NULL: discarded) receive its stdout / stderr, malloc'd and
+ * NUL-terminated (the caller frees). Returns the exit status, or -1 if it did not exit normally. */
+static inline int ru_tern(char **out, char **err, const char *fmt, ...) {
+    char bin[4096], args[8192], cmd[16384], errp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    fx_tmp_path(errp, sizeof errp, "ru-stderr.txt");
+    snprintf(cmd, sizeof cmd, "'%s' %s %s 2>'%s'", ru_tern_bin(bin, sizeof bin), args, out ? "" : ">/dev/null", errp);
+    int st = -1;
+    char *o = ru_capture(cmd, &st);
+    if (out) *out = o ? o : calloc(1, 1);
+    else free(o);
+    if (err) {
+        size_t len = 0;
+        char *e = fx_read_file(errp, &len);
+        *err = e ? e : calloc(1, 1);
+    }
+    unlink(errp);
+    return st;
+}
+
+#endif /* TERN_TESTS_RUN_UTIL_H */

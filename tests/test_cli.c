@@ -1,0 +1,244 @@
+/* test_cli.c: the tern command line: every command's --help lists each option once and every
+ * listed option is parsed; numeric values outside their documented range, missing values and
+ * unknown options are refused with a message naming the flag, the range and the value given
+ * (tools/opts.h), exit status 2. Runs the tern binary built beside the test runner. */
+#include "test.h"
+#include "run_util.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const k_cmds[] = {"run", "bench", "perplexity", "bench-kernel", "info",
+                                     "synth", "quantize", "chat", "serve"};
+#define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
+
+/* opts_max_threads() computed again from its documented rule: 4 x online CPUs in 4..1024. */
+static long max_threads(void) {
+    long m = 4 * sysconf(_SC_NPROCESSORS_ONLN);
+    return m < 4 ? 4 : m > 1024 ? 1024 : m;
+}
+
+/* A flag token: -x or --xy-z (letters first), maybe ending in ','. Copies it without the comma. */
+static bool flag_token(const char *t, size_t n, char *out, size_t cap) {
+    if (n && t[n - 1] == ',') n--;
+    if (n < 2 || n >= cap || t[0] != '-') return false;
+    size_t k = t[1] == '-' ? 2 : 1;
+    if (k >= n || !isalpha((unsigned char)t[k])) return false;
+    for (size_t j = k; j < n; j++)
+        if (!isalnum((unsigned char)t[j]) && t[j] != '-') return false;
+    memcpy(out, t, n);
+    out[n] = '\0';
+    return true;
+}
+
+typedef struct { char name[64]; bool value; } flag_t;
+
+/* The flags of the option lines of a help text ("  -t, --threads N   help"): flag [, flag]...
+ * [META] [, flag ... [META]]..., stopping at the first other word (the help). A META (a word
+ * one space after a flag, not starting with '-') marks every flag before it as taking a value.
+ * Returns the count. */
+static int help_flags(const char *help, flag_t *out, int cap) {
+    int n = 0;
+    for (const char *line = help; *line;) {
+        const char *eol = strchr(line, '\n');
+        if (!eol) eol = line + strlen(line);
+        if (line[0] == ' ' && line[1] == ' ' && line[2] == '-') {
+            const char *p = line + 2;
+            int group = n;                       /* first flag sharing the next META */
+            bool after_flag = false;             /* the previous word was a flag without a comma */
+            while (p < eol) {
+                const char *e = p;
+                while (e < eol && *e != ' ') e++;
+                char tok[64];
+                const bool comma = e[-1] == ',';
+                if (flag_token(p, (size_t)(e - p), tok, sizeof tok)) {
+                    assert_true(n < cap);
+                    snprintf(out[n].name, sizeof out[n].name, "%s", tok);
+                    out[n++].value = false;
+                    after_flag = !comma;
+                } else if (after_flag && p[-2] != ' ') {   /* one space after a flag: its META */
+                    for (int k = group; k < n; k++) out[k].value = true;
+                    group = n;
+                    after_flag = false;
+                    if (!comma) break;
+                } else break;
+                if (after_flag && e + 1 < eol && e[0] == ' ' && e[1] == ' ') break;   /* the help follows */
+                p = e;
+                while (p < eol && *p == ' ') p++;
+            }
+        }
+        line = *eol ? eol + 1 : eol;
+    }
+    return n;
+}
+
+/* --help of every command: exit 0 on stdout; no option listed twice; a listed option that takes
+ * a value, given without one, says "FLAG needs a value (...)"; a listed flag is accepted (the
+ * unknown option after it is the one refused). */
+static void test_help_lists_each_option_once(void **state) {
+    (void)state;
+    for (size_t c = 0; c < N_CMDS; c++) {
+        char *out = NULL, *err = NULL;
+        int rc = ru_tern(&out, &err, "%s --help", k_cmds[c]);
+        if (rc != 0 || !strstr(out, "usage: tern")) fail_msg("tern %s --help: exit %d, stdout: %s", k_cmds[c], rc, out);
+        flag_t f[128];
+        const int n = help_flags(out, f, 128);
+        if (n < 2) fail_msg("tern %s --help: only %d options found in:\n%s", k_cmds[c], n, out);
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++)
+                if (!strcmp(f[i].name, f[j].name)) fail_msg("tern %s --help lists %s twice:\n%s", k_cmds[c], f[i].name, out);
+        free(out);
+        free(err);
+        for (int i = 0; i < n; i++) {
+            if (!strcmp(f[i].name, "-h") || !strcmp(f[i].name, "--help")) continue;
+            char want[256];
+            if (f[i].value) {
+                rc = ru_tern(NULL, &err, "%s %s", k_cmds[c], f[i].name);
+                snprintf(want, sizeof want, "tern %s: %.64s needs a value (", k_cmds[c], f[i].name);
+            } else {
+                rc = ru_tern(NULL, &err, "%s %s --zz-unknown", k_cmds[c], f[i].name);
+                snprintf(want, sizeof want, "tern: unknown option --zz-unknown for `tern %.20s`; see tern %.20s --help", k_cmds[c], k_cmds[c]);
+            }
+            if (rc != 2 || !strstr(err, want))
+                fail_msg("tern %s %s (listed in --help): exit %d, stderr: %s (expected \"%s\")", k_cmds[c], f[i].name, rc, err, want);
+            free(err);
+        }
+    }
+}
+
+/* The help parser itself on a made-up help with a duplicate, placeholders and prose. */
+static void test_help_parser(void **state) {
+    (void)state;
+    const char *h = "usage: tern x [-a]\n"
+                    "  -m, --model PATH        GGUF model (default -1: none, see --json)\n"
+                    "  --json                  one object\n"
+                    "  -np, --parallel N       slots\n"
+                    "  -c, --ctx-size, --ctx N context\n"
+                    "  -c N                    again\n";
+    flag_t f[16];
+    const int n = help_flags(h, f, 16);
+    const char *want[] = {"-m", "--model", "--json", "-np", "--parallel", "-c", "--ctx-size", "--ctx", "-c"};
+    const bool val[] = {true, true, false, true, true, true, true, true, true};
+    assert_int_equal(n, 9);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(f[i].name, want[i]);
+        if (f[i].value != val[i]) fail_msg("%s: value %d", want[i], f[i].value);
+    }
+}
+
+typedef struct { const char *cmd, *args, *want; } bad_case;
+
+/* Out-of-range and malformed values: exit 2, message "tern CMD: FLAG: expected RANGE, got 'V'". */
+static void test_values_out_of_range(void **state) {
+    (void)state;
+    char thr[160], thr_list[200], thr_chat[160];
+    const long mt = max_threads();
+    snprintf(thr, sizeof thr, "tern run: -t: expected an integer in 1..%ld, got '1000'", mt);
+    snprintf(thr_chat, sizeof thr_chat, "tern chat: --threads: expected an integer in 1..%ld, got '0'", mt);
+    snprintf(thr_list, sizeof thr_list, "tern bench: -t: expected a comma-separated list of at most 16 integers in 1..%ld, got '1,2000'", mt);
+    const bad_case cases[] = {
+        {"run", "-t 1000", thr},
+        {"run", "-c 0", "tern run: -c: expected an integer in 1..16777216, got '0'"},
+        {"run", "--ctx-size=99999999", "tern run: --ctx-size: expected an integer in 1..16777216, got '99999999'"},
+        {"run", "-n -2", "tern run: -n: expected an integer in -1..16777216, got '-2'"},
+        {"run", "-b 70000", "tern run: -b: expected an integer in 1..65536, got '70000'"},
+        {"run", "--temp -0.5", "tern run: --temp: expected a number in 0..100, got '-0.5'"},
+        {"run", "--top-p 1.5", "tern run: --top-p: expected a number in 0..1, got '1.5'"},
+        {"run", "--min-p nan", "tern run: --min-p: expected a number in 0..1, got 'nan'"},
+        {"run", "--repeat-penalty 0", "tern run: --repeat-penalty: expected a number in 0.01..100, got '0'"},
+        {"run", "--top-k 4x", "tern run: --top-k: expected an integer in -1..1073741824, got '4x'"},
+        {"run", "--repeat-last-n -2", "tern run: --repeat-last-n: expected an integer in -1..16777216, got '-2'"},
+        {"run", "--seed -5", "tern run: --seed: expected an integer in 0..18446744073709551615 or -1 (random), got '-5'"},
+        {"run", "--numerics fast2", "tern run: --numerics: expected one of fast, ggml, f32, got 'fast2'"},
+        {"run", "--cache-type q8", "tern run: --cache-type: expected one of f16, f32, got 'q8'"},
+        {"perplexity", "--chunks 0", "tern perplexity: --chunks: expected an integer in 1..1073741824, got '0'"},
+        {"perplexity", "-c 1", "tern perplexity: -c: expected an integer in 2..16777216, got '1'"},
+        {"bench", "-r 0", "tern bench: -r: expected an integer in 1..1000, got '0'"},
+        {"bench", "-t 1,2000", thr_list},
+        {"bench", "-p 512,", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '512,'"},
+        {"bench", "-o csv", "tern bench: -o: expected one of md, json, jsonl, got 'csv'"},
+        {"chat", "--threads 0", thr_chat},
+        {"chat", "-n -5", "tern chat: -n: expected an integer in -1..16777216, got '-5'"},
+        {"serve", "--port 70000", "tern serve: --port: expected an integer in 0..65535, got '70000'"},
+        {"serve", "-np 0", "tern serve: -np: expected an integer in 1..64, got '0'"},
+        {"serve", "--body-limit 10", "tern serve: --body-limit: expected an integer in 1024..1073741824, got '10'"},
+        {"synth", "--n-vocab 0", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '0'"},
+        {"synth", "--seed x", "tern synth: --seed: expected an integer in 0..18446744073709551615 or -1 (random), got 'x'"},
+        {"bench-kernel", "--threads 0", "tern bench-kernel: --threads: expected a comma-separated list of at most 16 integers in 1.."},
+        {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
+        {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
+        {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err = NULL;
+        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
+        if (rc != 2 || !strstr(err, cases[i].want))
+            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
+        free(err);
+    }
+}
+
+/* The ends of each range are accepted: the run gets past the options to the model file. */
+static void test_values_at_range_ends(void **state) {
+    (void)state;
+    const long mt = max_threads();
+    const char *missing = "/nonexistent/tern-test.gguf";
+    const char *ok[] = {
+        "run -t 1 -c 16777216 -n -1 -b 65536 --temp 0 --top-p 1 --min-p 0 --top-k -1 --repeat-last-n -1 --seed -1",
+        "run -t %ld -c 1 -n 16777216 -b 1 --temp 100 --top-p 0 --min-p 1 --repeat-penalty 0.01 --seed 18446744073709551615",
+        "perplexity -f x --chunks 1 -c 2 -t %ld",
+        "chat -t %ld -n -1 --no-think",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        char args[512], *err = NULL;
+        snprintf(args, sizeof args, ok[i], mt);
+        const int rc = ru_tern(NULL, &err, "%s -m %s </dev/null", args, missing);
+        if (rc != 1 || !strstr(err, missing)) fail_msg("tern %s -m %s: exit %d, stderr: %s", args, missing, rc, err);
+        free(err);
+    }
+}
+
+/* A missing value names the flag and the kind of value; an unknown option names the command. */
+static void test_missing_value_and_unknown_option(void **state) {
+    (void)state;
+    const bad_case cases[] = {
+        {"run", "-m", "tern run: -m needs a value (a path)"},
+        {"run", "-m -p hello", "tern run: -m needs a value (a path)"},
+        {"run", "-p", "tern run: -p needs a value (text)"},
+        {"run", "-t", "tern run: -t needs a value (an integer in 1.."},
+        {"perplexity", "--tokens", "tern perplexity: --tokens needs a value (a path)"},
+        {"serve", "--port", "tern serve: --port needs a value (an integer in 0..65535)"},
+        {"run", "--x", "tern: unknown option --x for `tern run`; see tern run --help"},
+        {"bench", "--ctx-size 5", "tern: unknown option --ctx-size for `tern bench`; see tern bench --help"},
+        {"perplexity", "--temp 1", "tern: unknown option --temp for `tern perplexity`; see tern perplexity --help"},
+        {"chat", "-x", "tern: unknown option -x for `tern chat`; see tern chat --help"},
+        {"serve", "--nope", "tern: unknown option --nope for `tern serve`; see tern serve --help"},
+        {"synth", "--arch", "tern synth: --arch needs a value (text)"},
+        {"quantize", "--bad", "tern: unknown option --bad for `tern quantize`; see tern quantize --help"},
+        {"info", "--x", "tern: unknown option --x for `tern info`; see tern info --help"},
+        {"bench-kernel", "--x", "tern: unknown option --x for `tern bench-kernel`; see tern bench-kernel --help"},
+        {"run", "hello", "tern run: unexpected argument 'hello'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err = NULL;
+        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
+        if (rc != 2 || !strstr(err, cases[i].want))
+            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
+        free(err);
+    }
+}
+
+int suite_cli(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_parser),
+        cmocka_unit_test(test_help_lists_each_option_once),
+        cmocka_unit_test(test_values_out_of_range),
+        cmocka_unit_test(test_values_at_range_ends),
+        cmocka_unit_test(test_missing_value_and_unknown_option),
+    };
+    TEST_RUN_SUITE("cli", tests);
+}

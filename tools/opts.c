@@ -1,0 +1,188 @@
+/* opts.c: table-driven option parsing and help for the tern programs (see opts.h). */
+#include "opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int opts_max_threads(void) {
+    const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    long m = nc > 0 ? 4 * nc : 4;
+    if (m < 4) m = 4;
+    if (m > 1024) m = 1024;
+    return (int)m;
+}
+
+static double def_hi(const opt_def *d) { return d->hi == OPT_HI_THREADS ? (double)opts_max_threads() : d->hi; }
+
+/* Does `arg` (n bytes) equal one of the ", "-separated spellings of d? */
+static bool name_is(const opt_def *d, const char *arg, size_t n) {
+    const char *p = d->names;
+    while (*p) {
+        const char *e = strstr(p, ", ");
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !memcmp(p, arg, n)) return true;
+        if (!e) break;
+        p = e + 2;
+    }
+    return false;
+}
+
+static const opt_def *find(const opt_table *t, int n_t, const char *arg, size_t n) {
+    for (int k = 0; k < n_t; k++)
+        for (int j = 0; j < t[k].n; j++)
+            if (name_is(&t[k].defs[j], arg, n)) return &t[k].defs[j];
+    return NULL;
+}
+
+/* What a value of d must be, e.g. "an integer in 1..8", into buf. */
+static const char *expected(const opt_def *d, char *buf, size_t n) {
+    switch (d->kind) {
+    case OPT_INT: snprintf(buf, n, "an integer in %.15g..%.15g", d->lo, def_hi(d)); break;
+    case OPT_FLOAT: snprintf(buf, n, "a number in %.15g..%.15g", d->lo, def_hi(d)); break;
+    case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551615 or -1 (random)"); break;
+    case OPT_TEXT: snprintf(buf, n, "text"); break;
+    case OPT_PATH: snprintf(buf, n, "a path"); break;
+    case OPT_LIST:
+        snprintf(buf, n, "a comma-separated list of at most %d integers in %.15g..%.15g", OPT_LIST_MAX, d->lo, def_hi(d));
+        break;
+    case OPT_CHOICE: {
+        size_t o = (size_t)snprintf(buf, n, "one of ");
+        for (const char *p = d->choices; *p && o + 3 < n; p++) {
+            if (*p == '|') { buf[o++] = ','; buf[o++] = ' '; }
+            else buf[o++] = *p;
+        }
+        buf[o < n ? o : n - 1] = '\0';
+        break;
+    }
+    default: snprintf(buf, n, "no value"); break;
+    }
+    return buf;
+}
+
+void opts_bad_value(const char *cmd, const char *flag, const char *exp, const char *got) {
+    fprintf(stderr, "tern %s: %s: expected %s, got '%s'\n", cmd, flag, exp, got);
+}
+
+static bool parse_ll(const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    const long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end) return false;
+    *out = v;
+    return true;
+}
+
+/* Parse s as a value of d into v; false if it is not one. */
+static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
+    const double hi = def_hi(d);
+    switch (d->kind) {
+    case OPT_INT: {
+        long long x;
+        if (!parse_ll(s, &x) || (double)x < d->lo || (double)x > hi) return false;
+        v->i = x;
+        return true;
+    }
+    case OPT_FLOAT: {
+        char *end;
+        errno = 0;
+        const double x = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(x) || x < d->lo || x > hi) return false;
+        v->f = x;
+        return true;
+    }
+    case OPT_SEED: {
+        char *end;
+        errno = 0;
+        if (!strcmp(s, "-1")) { v->u = UINT64_MAX; return true; }   /* llama.cpp's "random" */
+        if (!(*s >= '0' && *s <= '9')) return false;         /* strtoull would take "-2" */
+        const unsigned long long x = strtoull(s, &end, 10);
+        if (errno || *end) return false;
+        v->u = x;
+        return true;
+    }
+    case OPT_CHOICE: {
+        int k = 0;
+        const size_t n = strlen(s);
+        for (const char *p = d->choices;; k++) {
+            const char *e = strchr(p, '|');
+            const size_t len = e ? (size_t)(e - p) : strlen(p);
+            if (len == n && !memcmp(p, s, n)) { v->choice = k; return true; }
+            if (!e) return false;
+            p = e + 1;
+        }
+    }
+    case OPT_LIST: {
+        v->n_list = 0;
+        const char *p = s;
+        while (*p) {
+            char *end;
+            errno = 0;
+            const long long x = strtoll(p, &end, 10);
+            if (errno || end == p || (*end && *end != ',') || (double)x < d->lo || (double)x > hi ||
+                v->n_list == OPT_LIST_MAX)
+                return false;
+            v->list[v->n_list++] = (int)x;
+            p = *end ? end + 1 : end;
+            if (*end && !*p) return false;                    /* a trailing comma */
+        }
+        return true;
+    }
+    default: return true;                                     /* TEXT, PATH */
+    }
+}
+
+int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **argv, int *i, opt_val *v) {
+    memset(v, 0, sizeof *v);
+    const char *a = argv[*i];
+    if (a[0] != '-' || a[1] == '\0') { v->str = a; return OPT_POSITIONAL; }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return OPT_HELP;
+    size_t n = strlen(a);
+    const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;     /* --name=value */
+    if (eq) n = (size_t)(eq - a);
+    const opt_def *d = find(t, n_t, a, n);
+    if (!d) {
+        fprintf(stderr, "tern: unknown option %.*s for `tern %s`; see tern %s --help\n", (int)n, a, cmd, cmd);
+        return OPT_ERR;
+    }
+    char what[160];
+    if (d->kind == OPT_FLAG) {
+        if (eq) {
+            fprintf(stderr, "tern %s: %.*s takes no value, got '%s'\n", cmd, (int)n, a, eq + 1);
+            return OPT_ERR;
+        }
+        return d->id;
+    }
+    const char *s = eq ? eq + 1 : *i + 1 < argc ? argv[*i + 1] : NULL;
+    /* `-m -p x`: a path that is an option name is a missing path */
+    if (!s || (d->kind == OPT_PATH && s[0] == '-' && s[1] && find(t, n_t, s, strlen(s)))) {
+        fprintf(stderr, "tern %s: %.*s needs a value (%s)\n", cmd, (int)n, a, expected(d, what, sizeof what));
+        return OPT_ERR;
+    }
+    if (!parse_value(d, s, v)) {
+        fprintf(stderr, "tern %s: %.*s: expected %s, got '%s'\n", cmd, (int)n, a, expected(d, what, sizeof what), s);
+        return OPT_ERR;
+    }
+    v->str = s;
+    if (!eq) (*i)++;
+    return d->id;
+}
+
+void opts_help(FILE *f, const opt_table *t, int n_t) {
+    for (int k = 0; k < n_t; k++)
+        for (int j = 0; j < t[k].n; j++) {
+            const opt_def *d = &t[k].defs[j];
+            char left[96];
+            const char *meta = d->meta ? d->meta : d->kind == OPT_CHOICE ? d->choices : NULL;
+            snprintf(left, sizeof left, "%s%s%s", d->names, meta ? " " : "", meta ? meta : "");
+            fprintf(f, "  %-24s%s%s", left, strlen(left) >= 24 ? " " : "", d->help);
+            if (d->kind == OPT_INT || d->kind == OPT_FLOAT || d->kind == OPT_LIST)
+                fprintf(f, " [%.15g..%.15g]", d->lo, def_hi(d));
+            fputc('\n', f);
+        }
+    fprintf(f, "  %-24s%s\n", "-h, --help", "this help");
+}
