@@ -425,9 +425,21 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
     if (d != 0) { srv_fail(e, 400, "invalid_request_error", "frequency_penalty", "'frequency_penalty' is not supported (use repeat_penalty)"); goto done; }
     d = 1;
     if (!get_int(root, "n", 1, 1, &d, e)) goto done;
-    bool lp = false;
-    if (!cJSON_IsNumber(field(root, "logprobs")) && !get_bool(root, "logprobs", &lp, e)) goto done;
-    if (lp || cJSON_IsNumber(field(root, "logprobs"))) { srv_fail(e, 400, "invalid_request_error", "logprobs", "'logprobs' is not supported"); goto done; }
+    if (kind == SRV_CHAT) {                           /* logprobs: bool, top_logprobs: 0..20 */
+        if (!get_bool(root, "logprobs", &r->logprobs, e)) goto done;
+        d = 0;
+        if (!get_int(root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &d, e)) goto done;
+        if (field(root, "top_logprobs") && !r->logprobs) {
+            srv_fail(e, 400, "invalid_request_error", "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+            goto done;
+        }
+        r->top_logprobs = (int)d;
+    } else {                                          /* legacy completions: logprobs N, 0..20 */
+        d = -1;
+        if (!get_int(root, "logprobs", 0, SRV_MAX_TOP_LOGPROBS, &d, e)) goto done;
+        r->logprobs = d >= 0;
+        r->top_logprobs = d >= 0 ? (int)d : 0;
+    }
     if (!get_bool(root, "stream", &r->stream, e)) goto done;
     const cJSON *so = field(root, "stream_options");
     if (so && !cJSON_IsObject(so)) { srv_fail(e, 400, "invalid_request_error", "stream_options", "'stream_options' must be an object"); goto done; }
@@ -513,9 +525,26 @@ static void add_usage(cJSON *root, const srv_usage *u) {
     cJSON_AddNumberToObject(det, "cached_tokens", u->cached_tokens);
 }
 
+static void add_logprobs(cJSON *choice, const char *logprobs_json) {
+    cJSON *lp = logprobs_json ? cJSON_Parse(logprobs_json) : NULL;
+    if (lp) cJSON_AddItemToObject(choice, "logprobs", lp);
+    else cJSON_AddNullToObject(choice, "logprobs");
+}
+
+static void add_timings(cJSON *root, const srv_timings *t) {
+    if (!t) return;
+    cJSON *o = cJSON_AddObjectToObject(root, "timings");
+    cJSON_AddNumberToObject(o, "prompt_n", t->prompt_n);
+    cJSON_AddNumberToObject(o, "prompt_ms", t->prompt_ms);
+    cJSON_AddNumberToObject(o, "predicted_n", t->predicted_n);
+    cJSON_AddNumberToObject(o, "predicted_ms", t->predicted_ms);
+    cJSON_AddNumberToObject(o, "prefill_chunks", t->prefill_chunks);
+    cJSON_AddNumberToObject(o, "decode_steps_in_prefill", t->decode_steps_in_prefill);
+}
+
 char *api_chat_response(const char *id, long created, const char *model, const char *content, size_t n_content,
                         const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
-                        const srv_usage *u) {
+                        const char *logprobs_json, const srv_usage *u, const srv_timings *t) {
     cJSON *root = head(id, created, model, "chat.completion");
     cJSON *choices = cJSON_AddArrayToObject(root, "choices"), *c = cJSON_CreateObject();
     cJSON_AddItemToArray(choices, c);
@@ -527,28 +556,30 @@ char *api_chat_response(const char *id, long created, const char *model, const c
     else add_text(msg, "content", content, n_content);
     if (reasoning && n_reasoning) add_text(msg, "reasoning_content", reasoning, n_reasoning);
     if (calls) cJSON_AddItemToObject(msg, "tool_calls", calls);
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(c, logprobs_json);
     cJSON_AddStringToObject(c, "finish_reason", finish);
     add_usage(root, u);
+    add_timings(root, t);
     return print_free(root);
 }
 
 char *api_completion_response(const char *id, long created, const char *model, const char *text, size_t n_text,
-                              const char *finish, const srv_usage *u) {
+                              const char *finish, const char *logprobs_json, const srv_usage *u, const srv_timings *t) {
     cJSON *root = head(id, created, model, "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(root, "choices"), *c = cJSON_CreateObject();
     cJSON_AddItemToArray(choices, c);
     add_text(c, "text", text, n_text);
     cJSON_AddNumberToObject(c, "index", 0);
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(c, logprobs_json);
     cJSON_AddStringToObject(c, "finish_reason", finish);
     add_usage(root, u);
+    add_timings(root, t);
     return print_free(root);
 }
 
 char *api_chat_chunk(const char *id, long created, const char *model, bool role, const char *content, size_t n_content,
                      const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
-                     const srv_usage *usage) {
+                     const char *logprobs_json, const srv_usage *usage) {
     cJSON *root = head(id, created, model, "chat.completion.chunk");
     cJSON *choices = cJSON_AddArrayToObject(root, "choices");
     if (usage) {
@@ -568,14 +599,14 @@ char *api_chat_chunk(const char *id, long created, const char *model, bool role,
         for (cJSON *t = calls ? calls->child : NULL; t; t = t->next) cJSON_AddNumberToObject(t, "index", i++);
         if (calls) cJSON_AddItemToObject(delta, "tool_calls", calls);
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(c, logprobs_json);
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     return print_free(root);
 }
 
 char *api_completion_chunk(const char *id, long created, const char *model, const char *text, size_t n_text,
-                           const char *finish, const srv_usage *usage) {
+                           const char *finish, const char *logprobs_json, const srv_usage *usage) {
     cJSON *root = head(id, created, model, "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(root, "choices");
     if (usage) {
@@ -586,7 +617,7 @@ char *api_completion_chunk(const char *id, long created, const char *model, cons
     cJSON_AddItemToArray(choices, c);
     add_text(c, "text", text, n_text);
     cJSON_AddNumberToObject(c, "index", 0);
-    cJSON_AddNullToObject(c, "logprobs");
+    add_logprobs(c, logprobs_json);
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     return print_free(root);
@@ -601,5 +632,98 @@ char *api_models_json(const char *model_id, long created) {
     cJSON_AddStringToObject(m, "object", "model");
     cJSON_AddNumberToObject(m, "created", (double)created);
     cJSON_AddStringToObject(m, "owned_by", "tern");
+    return print_free(root);
+}
+
+/* ---- logprobs ------------------------------------------------------------------------------ */
+
+void api_logprob_compute(const float *logits, int32_t n_vocab, int32_t tok, int n_top, srv_logprob *e) {
+    if (n_top < 0) n_top = 0;
+    if (n_top > SRV_MAX_TOP_LOGPROBS) n_top = SRV_MAX_TOP_LOGPROBS;
+    double mx = -INFINITY;
+    for (int32_t i = 0; i < n_vocab; i++)
+        if (logits[i] > mx) mx = logits[i];           /* NaN compares false: skipped */
+    double sum = 0;
+    if (isfinite(mx))
+        for (int32_t i = 0; i < n_vocab; i++)
+            if (logits[i] > -INFINITY) sum += exp((double)logits[i] - mx);   /* NaN: false, skipped */
+    const double lse = isfinite(mx) ? mx + log(sum) : 0;
+#define LP(i) (logits[i] > -INFINITY && isfinite(mx) ? (float)((double)logits[i] - lse) : -INFINITY)
+    e->tok = tok;
+    e->lp = tok >= 0 && tok < n_vocab ? LP(tok) : -INFINITY;
+    /* the n_top largest, kept sorted (descending; on ties the lower id stays first): insertion */
+    float topv[SRV_MAX_TOP_LOGPROBS];
+    int k = 0;
+    for (int32_t i = 0; i < n_vocab && n_top > 0; i++) {
+        const float v = logits[i] == logits[i] ? logits[i] : -INFINITY;
+        if (k == n_top && !(v > topv[k - 1])) continue;
+        int at = k < n_top ? k++ : n_top - 1;
+        while (at > 0 && topv[at - 1] < v) {
+            topv[at] = topv[at - 1];
+            e->top_tok[at] = e->top_tok[at - 1];
+            at--;
+        }
+        topv[at] = v;
+        e->top_tok[at] = i;
+    }
+    e->n_top = k;
+    for (int i = 0; i < k; i++) e->top_lp[i] = LP(e->top_tok[i]);
+#undef LP
+}
+
+/* The piece of a token (control tokens as their text), raw bytes in buf (cap 256); returns length. */
+static int token_bytes(const tern_model *m, int32_t id, char *buf, int cap) {
+    int n = tern_token_piece(m, id, true, buf, cap);
+    return n < 0 || n > cap ? 0 : n;                  /* a piece over 256 bytes: shown empty */
+}
+
+static cJSON *lp_number(float v) {
+    return cJSON_CreateNumber(isfinite(v) ? (double)v : -9999.0);   /* JSON has no -inf: OpenAI's floor */
+}
+
+static cJSON *chat_lp_entry(const tern_model *m, int32_t tok, float lp) {
+    char buf[256];
+    const int n = token_bytes(m, tok, buf, sizeof buf);
+    cJSON *o = cJSON_CreateObject();
+    add_text(o, "token", buf, (size_t)n);
+    cJSON_AddItemToObject(o, "logprob", lp_number(lp));
+    cJSON *bytes = cJSON_AddArrayToObject(o, "bytes");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[i]));
+    return o;
+}
+
+char *api_logprobs_json(const tern_model *m, srv_kind kind, const srv_logprob *e, int n, size_t *text_offset) {
+    cJSON *root = cJSON_CreateObject();
+    if (kind == SRV_CHAT) {
+        cJSON *content = cJSON_AddArrayToObject(root, "content");
+        for (int i = 0; i < n; i++) {
+            cJSON *o = chat_lp_entry(m, e[i].tok, e[i].lp);
+            cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs");
+            for (int k = 0; k < e[i].n_top; k++) cJSON_AddItemToArray(top, chat_lp_entry(m, e[i].top_tok[k], e[i].top_lp[k]));
+            cJSON_AddItemToArray(content, o);
+        }
+        cJSON_AddNullToObject(root, "refusal");
+    } else {
+        cJSON *tokens = cJSON_AddArrayToObject(root, "tokens"), *lps = cJSON_AddArrayToObject(root, "token_logprobs");
+        cJSON *tops = cJSON_AddArrayToObject(root, "top_logprobs"), *offs = cJSON_AddArrayToObject(root, "text_offset");
+        for (int i = 0; i < n; i++) {
+            char buf[256];
+            const int nb = token_bytes(m, e[i].tok, buf, sizeof buf);
+            char *t = api_utf8_dup(buf, (size_t)nb);
+            cJSON_AddItemToArray(tokens, cJSON_CreateString(t ? t : ""));
+            free(t);
+            cJSON_AddItemToArray(lps, lp_number(e[i].lp));
+            cJSON *top = cJSON_CreateObject();
+            for (int k = 0; k < e[i].n_top; k++) {   /* keyed by text: the first of equal texts wins */
+                const int nk = token_bytes(m, e[i].top_tok[k], buf, sizeof buf);
+                char *tk = api_utf8_dup(buf, (size_t)nk);
+                if (tk && !cJSON_GetObjectItemCaseSensitive(top, tk)) cJSON_AddItemToObject(top, tk, lp_number(e[i].top_lp[k]));
+                free(tk);
+            }
+            cJSON_AddItemToArray(tops, top);
+            cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*text_offset));
+            *text_offset += (size_t)nb;
+        }
+    }
     return print_free(root);
 }

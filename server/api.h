@@ -28,7 +28,7 @@ bool srv_fail(srv_error *e, int status, const char *type, const char *param, con
 #endif
     ;
 
-enum { SRV_MAX_STOP = 16, SRV_MAX_STOP_LEN = 256, SRV_MAX_MESSAGES = 4096 };
+enum { SRV_MAX_STOP = 16, SRV_MAX_STOP_LEN = 256, SRV_MAX_MESSAGES = 4096, SRV_MAX_TOP_LOGPROBS = 20 };
 
 typedef struct srv_request {
     srv_kind kind;
@@ -43,6 +43,8 @@ typedef struct srv_request {
     bool stream, include_usage;
     bool enable_thinking;   /* chat_template_kwargs.enable_thinking (default true) */
     bool has_tools;
+    bool logprobs;          /* chat: logprobs true; completions: logprobs N given (N >= 0) */
+    int top_logprobs;       /* alternatives per token, 0..SRV_MAX_TOP_LOGPROBS */
     char *model;            /* as sent, or NULL */
 } srv_request;
 
@@ -58,20 +60,53 @@ typedef struct srv_usage {
     int cached_tokens;      /* prompt tokens reused from the slot's cache */
 } srv_usage;
 
+/* Log-probabilities of one generated token: lp = log-softmax of the model's raw logits at that
+ * position (before repetition penalty and temperature: what vLLM returns by default) for the
+ * chosen token, and the n_top most likely tokens (descending, ties to the lower id). */
+typedef struct srv_logprob {
+    int32_t tok;
+    float lp;
+    int n_top;
+    int32_t top_tok[SRV_MAX_TOP_LOGPROBS];
+    float top_lp[SRV_MAX_TOP_LOGPROBS];
+} srv_logprob;
+
+/* Fill e from n_vocab logits (NaN counts as -inf): log-softmax in double, the token's value and
+ * the n_top largest. */
+void api_logprob_compute(const float *logits, int32_t n_vocab, int32_t tok, int n_top, srv_logprob *e);
+
+/* The "logprobs" object of a choice for entries e[0..n), as JSON text (malloc'd): chat
+ * {"content": [{"token","logprob","bytes","top_logprobs": [...]}]}; completions (legacy)
+ * {"tokens","token_logprobs","top_logprobs": [{text: lp}],"text_offset"}, where *text_offset is
+ * the byte offset of the first token in the completion text (advanced past the entries). Token
+ * texts are m's pieces (control tokens as their text), UTF-8 repaired; "bytes" are the raw bytes. */
+char *api_logprobs_json(const tern_model *m, srv_kind kind, const srv_logprob *e, int n, size_t *text_offset);
+
+/* llama-server's "timings" object, with the scheduler's chunking counts. */
+typedef struct srv_timings {
+    int prompt_n;           /* prompt tokens evaluated (not reused from the cache) */
+    double prompt_ms;       /* from admission to the end of prefill */
+    int predicted_n;
+    double predicted_ms;    /* from the first to the last generated token */
+    int prefill_chunks;     /* forward passes the prefill took */
+    int decode_steps_in_prefill; /* batched decode steps of other streams between its first and last chunk */
+} srv_timings;
+
 char *api_error_json(const srv_error *e);
-/* Whole responses. reasoning/tool_calls_json may be NULL; finish: "stop", "length", "tool_calls". */
+/* Whole responses. reasoning/tool_calls_json/logprobs_json/t may be NULL; finish: "stop",
+ * "length", "tool_calls". logprobs_json: the choice's "logprobs" object (null if NULL). */
 char *api_chat_response(const char *id, long created, const char *model, const char *content, size_t n_content,
                         const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
-                        const srv_usage *u);
+                        const char *logprobs_json, const srv_usage *u, const srv_timings *t);
 char *api_completion_response(const char *id, long created, const char *model, const char *text, size_t n_text,
-                              const char *finish, const srv_usage *u);
+                              const char *finish, const char *logprobs_json, const srv_usage *u, const srv_timings *t);
 /* Stream chunks: a delta with role (first chunk), content and/or reasoning, tool calls, or a
  * finish reason (finish != NULL). usage != NULL: the usage-only chunk (empty choices). */
 char *api_chat_chunk(const char *id, long created, const char *model, bool role, const char *content, size_t n_content,
                      const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
-                     const srv_usage *usage);
+                     const char *logprobs_json, const srv_usage *usage);
 char *api_completion_chunk(const char *id, long created, const char *model, const char *text, size_t n_text,
-                           const char *finish, const srv_usage *usage);
+                           const char *finish, const char *logprobs_json, const srv_usage *usage);
 char *api_models_json(const char *model_id, long created);
 
 /* Copy at most n bytes of s into a fresh string, replacing invalid UTF-8 with U+FFFD. */

@@ -58,6 +58,8 @@ typedef struct stream {
     int fd;
     sbuf out;               /* SSE bytes not yet handed to MHD */
     size_t out_off;
+    int lp_sent;            /* logprob entries already sent */
+    size_t text_off;        /* completions: bytes of text sent (logprobs text_offset) */
     bool sent_role, finished, failed;
 } stream;
 
@@ -178,6 +180,21 @@ static char *metrics_text(srv *s) {
     sbuf_add(&b, line, strlen(line));
     hist_text(&b, "tern_time_to_first_token_seconds", "time from submission to the first generated token", &s->mx.ttft, srv_ttft_bounds);
     hist_text(&b, "tern_time_per_output_token_seconds", "mean time between generated tokens of a request", &s->mx.tpot, srv_tpot_bounds);
+    snprintf(line, sizeof line,
+             "# HELP tern_decode_steps_total decode forward passes (all decoding sequences of a scheduler step in one)\n"
+             "# TYPE tern_decode_steps_total counter\ntern_decode_steps_total %llu\n"
+             "# HELP tern_decode_batched_steps_total decode passes over 2 or more sequences at once\n"
+             "# TYPE tern_decode_batched_steps_total counter\ntern_decode_batched_steps_total %llu\n"
+             "# HELP tern_decode_sequences_total sequences summed over decode passes (mean batch = this / steps)\n"
+             "# TYPE tern_decode_sequences_total counter\ntern_decode_sequences_total %llu\n"
+             "# HELP tern_decode_batch_max widest decode pass so far\n# TYPE tern_decode_batch_max gauge\n"
+             "tern_decode_batch_max %llu\n"
+             "# HELP tern_prefill_chunks_total prompt forward passes (chunks of at most n_batch tokens)\n"
+             "# TYPE tern_prefill_chunks_total counter\ntern_prefill_chunks_total %llu\n",
+             (unsigned long long)s->mx.decode_steps, (unsigned long long)s->mx.decode_batched,
+             (unsigned long long)s->mx.decode_seqs, (unsigned long long)s->mx.decode_batch_max,
+             (unsigned long long)s->mx.prefill_chunks);
+    sbuf_add(&b, line, strlen(line));
     pthread_mutex_unlock(&s->mx.mu);
     snprintf(line, sizeof line,
              "# HELP tern_queue_depth requests waiting for a slot\n# TYPE tern_queue_depth gauge\ntern_queue_depth %d\n"
@@ -198,21 +215,45 @@ static void sse_add(stream *st, char *json) {
     free(json);
 }
 
-/* Appends the events for whatever the job has produced since the last call. */
+/* The logprobs JSON of the job's entries [st->lp_sent, upto) (NULL when not asked for). Under j->mu. */
+static char *stream_logprobs(stream *st, int upto) {
+    srv_job *j = st->job;
+    if (!j->req.logprobs) return NULL;
+    if (upto > j->n_lp) upto = j->n_lp;
+    if (upto < st->lp_sent) upto = st->lp_sent;
+    size_t off = st->text_off;
+    char *js = api_logprobs_json(st->s->m, j->req.kind, j->lp + st->lp_sent, upto - st->lp_sent, &off);
+    st->lp_sent = upto;
+    return js;
+}
+
+/* Appends the events for whatever the job has produced since the last call: one chunk per
+ * generated token's text (llama-server's granularity), text that could begin a stop string or a
+ * partial UTF-8 character held back until it is decided. */
 static void stream_collect(stream *st) {
     srv_job *j = st->job;
     srv *s = st->s;
     const bool chat = j->req.kind == SRV_CHAT;
     pthread_mutex_lock(&j->mu);
     const bool done = j->state == JOB_DONE;
-    const char *c, *r;
-    size_t nc, nr;
-    reply_take(&j->reply, done, &c, &nc, &r, &nr);
-    if (chat && (!st->sent_role || nc || nr)) {
-        sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, !st->sent_role, c, nc, r, nr, NULL, NULL, NULL));
+    bool think;
+    const char *t;
+    size_t n;
+    int tok_end;
+    while (reply_next(&j->reply, done, &think, &t, &n, &tok_end)) {
+        char *lp = stream_logprobs(st, tok_end);
+        if (chat)
+            sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, !st->sent_role, think ? NULL : t, think ? 0 : n,
+                                       think ? t : NULL, think ? n : 0, NULL, NULL, lp, NULL));
+        else
+            sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, t, n, NULL, lp, NULL));
+        free(lp);
         st->sent_role = true;
-    } else if (!chat && nc) {
-        sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, c, nc, NULL, NULL));
+        if (!think) st->text_off += n;
+    }
+    if (chat && !st->sent_role) {                     /* the role comes first, before any text */
+        sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, true, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL));
+        st->sent_role = true;
     }
     if (done) {
         if (j->failed) {
@@ -220,12 +261,14 @@ static void stream_collect(stream *st) {
         } else {
             char *calls = chat ? reply_tool_calls_json(&j->reply, j->id) : NULL;
             const char *finish = calls ? "tool_calls" : j->finish;
-            if (calls) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, calls, NULL, NULL));
-            if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, finish, NULL));
-            else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, "", 0, finish, NULL));
+            char *lp = j->req.logprobs && st->lp_sent < j->n_lp ? stream_logprobs(st, j->n_lp) : NULL;
+            if (calls) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, calls, NULL, NULL, NULL));
+            if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, finish, lp, NULL));
+            else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, "", 0, finish, lp, NULL));
+            free(lp);
             if (j->req.include_usage) {
-                if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, NULL, &j->usage));
-                else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, NULL, 0, NULL, &j->usage));
+                if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, NULL, NULL, &j->usage));
+                else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, NULL, 0, NULL, NULL, &j->usage));
             }
             free(calls);
         }
@@ -351,14 +394,18 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
         reply_take(&j->reply, true, &cc, &nc, &rr, &nr);
         (void)cc, (void)rr, (void)nc, (void)nr;       /* the whole texts are used below */
         const size_t n_content = j->reply.tool_started ? j->reply.tool_pos : j->reply.content.n;
+        size_t off = 0;
+        char *lp = j->req.logprobs ? api_logprobs_json(s->m, kind, j->lp, j->n_lp, &off) : NULL;
         if (kind == SRV_CHAT) {
             char *calls = reply_tool_calls_json(&j->reply, j->id);
             out = api_chat_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->reply.reasoning.p,
-                                    j->reply.reasoning.n, calls, calls ? "tool_calls" : j->finish, &j->usage);
+                                    j->reply.reasoning.n, calls, calls ? "tool_calls" : j->finish, lp, &j->usage, &j->tm);
             free(calls);
         } else {
-            out = api_completion_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->finish, &j->usage);
+            out = api_completion_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->finish, lp,
+                                          &j->usage, &j->tm);
         }
+        free(lp);
     }
     pthread_mutex_unlock(&j->mu);
     srv_job_unref(j);
@@ -439,10 +486,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     *out = NULL;
-    if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "serve: --parallel %d, expected 1..64", cfg->parallel);
-    if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "serve: --queue %d, expected >= 0", cfg->queue_max);
+    if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
+    if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
     srv *s = calloc(1, sizeof *s);
-    if (!s) return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+    if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     s->cfg = *cfg;
     s->m = m;
     pthread_mutex_init(&s->mx.mu, NULL);
@@ -467,7 +514,7 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     snprintf(port, sizeof port, "%d", cfg->port);
     if (getaddrinfo(cfg->host, port, &hints, &ai) != 0 || !ai) {
         srv_stop(s);
-        return srv_err_set(err, TERN_E_ARG, "serve: --host '%s' is not a numeric IPv4/IPv6 address", cfg->host);
+        return srv_err_set(err, TERN_E_ARG, "--host '%s' is not a numeric IPv4/IPv6 address", cfg->host);
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
@@ -479,7 +526,7 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     if (!s->d) {
         int e = errno;
         srv_stop(s);
-        return srv_err_set(err, TERN_E_IO, "serve: cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(e));
+        return srv_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(e));
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : cfg->port;

@@ -46,6 +46,21 @@ void reply_init(srv_reply *r, char *const *stop, int n_stop, bool tools) {
 void reply_free(srv_reply *r) {
     sbuf_free(&r->content);
     sbuf_free(&r->reasoning);
+    free(r->pieces);
+    r->pieces = NULL;
+    r->n_pieces = r->cap_pieces = r->piece_next = 0;
+}
+
+static bool piece_push(srv_reply *r, bool think, size_t end, int tok_end) {
+    if (r->n_pieces == r->cap_pieces) {
+        int cap = r->cap_pieces ? 2 * r->cap_pieces : 64;
+        reply_piece *p = realloc(r->pieces, (size_t)cap * sizeof *p);
+        if (!p) return false;
+        r->pieces = p;
+        r->cap_pieces = cap;
+    }
+    r->pieces[r->n_pieces++] = (reply_piece){.end = end, .tok_end = tok_end, .think = think};
+    return true;
 }
 
 static size_t max_pattern_len(const srv_reply *r) {
@@ -58,10 +73,15 @@ static size_t max_pattern_len(const srv_reply *r) {
 }
 
 bool reply_add(srv_reply *r, bool think, const char *text, size_t n) {
-    if (think) return sbuf_add(&r->reasoning, text, n);
+    return reply_add_tok(r, think, text, n, r->n_pieces + 1);
+}
+
+bool reply_add_tok(srv_reply *r, bool think, const char *text, size_t n, int tok_end) {
+    if (n == 0) return true;
+    if (think) return sbuf_add(&r->reasoning, text, n) && piece_push(r, true, r->reasoning.n, tok_end);
     if (r->stopped) return true;                      /* nothing after a stop string counts */
     const size_t old = r->content.n;
-    if (!sbuf_add(&r->content, text, n)) return false;
+    if (!sbuf_add(&r->content, text, n) || !piece_push(r, false, r->content.n, tok_end)) return false;
     if (r->tool_started) return true;                 /* tool markup: collected, not matched */
     const size_t mx = max_pattern_len(r);
     const size_t from = old > mx ? old - mx + 1 : 0;  /* a match must end in the new text */
@@ -97,8 +117,8 @@ static size_t partial_suffix(const char *s, size_t n, const char *pat) {
     return 0;
 }
 
-void reply_take(srv_reply *r, bool final, const char **content, size_t *n_content, const char **reasoning,
-                size_t *n_reasoning) {
+/* Where the content that may be sent now ends (see reply_take). */
+static size_t content_limit(const srv_reply *r, bool final) {
     size_t safe = r->content.n;
     if (r->tool_started) safe = r->tool_pos;
     else if (!final && !r->stopped) {
@@ -113,6 +133,12 @@ void reply_take(srv_reply *r, bool final, const char **content, size_t *n_conten
         }
         safe = r->content.n - hold;
     }
+    return safe;
+}
+
+void reply_take(srv_reply *r, bool final, const char **content, size_t *n_content, const char **reasoning,
+                size_t *n_reasoning) {
+    size_t safe = content_limit(r, final);
     if (safe < r->content_sent) safe = r->content_sent;
     *content = r->content.p + r->content_sent;
     *n_content = safe - r->content_sent;
@@ -120,6 +146,40 @@ void reply_take(srv_reply *r, bool final, const char **content, size_t *n_conten
     *reasoning = r->reasoning.p + r->reasoning_sent;
     *n_reasoning = r->reasoning.n - r->reasoning_sent;
     r->reasoning_sent = r->reasoning.n;
+}
+
+bool reply_next(srv_reply *r, bool final, bool *think, const char **text, size_t *n, int *tok_end) {
+    while (r->piece_next < r->n_pieces) {
+        const reply_piece pc = r->pieces[r->piece_next];
+        if (pc.think) {
+            r->piece_next++;
+            if (pc.end <= r->reasoning_sent) continue;
+            *think = true;
+            *text = r->reasoning.p + r->reasoning_sent;
+            *n = pc.end - r->reasoning_sent;
+            *tok_end = pc.tok_end;
+            r->reasoning_sent = pc.end;
+            return true;
+        }
+        /* hard: the content's end is final (a stop string, tool markup, or generation over) */
+        const bool hard = final || r->stopped || r->tool_started;
+        const size_t limit = content_limit(r, final);
+        size_t end = pc.end < limit ? pc.end : limit;
+        const size_t start = r->content_sent;
+        if (end < start) end = start;
+        const bool whole = end >= pc.end || hard;
+        if (whole) r->piece_next++;
+        if (end > start) {
+            *think = false;
+            *text = r->content.p + start;
+            *n = end - start;
+            *tok_end = pc.tok_end;
+            r->content_sent = end;
+            return true;
+        }
+        if (!whole) return false;                     /* held back: it may still begin a stop string */
+    }
+    return false;
 }
 
 /* ---- tool calls ------------------------------------------------------------------------------ */

@@ -1,8 +1,13 @@
-/* sched.c: the scheduler of `tern serve` (server.h): one thread owns every session.
+/* sched.c: the scheduler of `tern serve` (server.h, sched.h): one thread owns every session.
  * Jobs come from the HTTP threads through a bounded FIFO (srv_sched_submit); the scheduler
- * admits them into free slots (longest cached prefix first), prefills in n_batch chunks and
- * decodes one token per active slot per step. Output goes into the job's srv_reply under the
- * job's mutex; the HTTP thread waits on the job's condition variable and takes what may be sent.
+ * admits them into free slots (longest cached prefix first) between steps (continuous batching).
+ * A step: drop cancelled jobs; prefill at most n_batch prompt tokens (oldest first: a long prompt
+ * goes one chunk per step, interleaved with the decode steps of running streams); sample one
+ * token for every slot with fresh logits, each with its own sampler and settings; then ONE
+ * batched forward over all continuing slots (tern_batch_eval: every weight streamed once per
+ * step for all of them; column i is bit-identical to slot i's own eval, so results equal running
+ * each request alone). Output goes into the job's srv_reply under the job's mutex; the HTTP
+ * thread waits on the job's condition variable and takes what may be sent.
  * Lifetime: a job has two references (HTTP thread, scheduler); the last unref frees it. */
 #include "sched.h"
 
@@ -17,11 +22,13 @@ typedef struct slot {
     tern_session *s;
     prompt_ids cache;       /* the tokens whose KV is in s, in order */
     srv_job *job;           /* NULL: free */
+    uint64_t admitted;      /* admission order (prefill goes oldest first) */
     bool fresh;             /* assigned, not set up yet */
     tern_sampler *smp;
     tern_detok dt;
     int n_prefilled;        /* prompt tokens evaluated (incl. reused) */
-    const float *logits;
+    const float *logits;    /* logits of the last evaluated token: ready to sample when not NULL */
+    int32_t next;           /* the token sampled this step, to evaluate */
     bool in_think;
 } slot;
 
@@ -29,9 +36,16 @@ struct srv_sched {
     tern_model *m;
     srv_metrics *mx;
     int n_ctx, n_batch, queue_max;
+    int32_t n_vocab;
     int32_t think_open, think_close;
     slot *slots;
     int n_slots;
+    bool batch_ok;          /* tern_batch_eval accepts this model (false after TERN_E_UNSUPPORTED) */
+    float *blogits;         /* n_slots * n_vocab: logits of the batched pass */
+    tern_session **bsess;   /* n_slots */
+    int32_t *btok;
+    slot **bslot;
+    uint64_t n_admitted;
     pthread_t th;
     bool th_started;
     pthread_mutex_t mu;     /* guards the queue, stopping, n_active */
@@ -60,6 +74,7 @@ void srv_job_unref(srv_job *j) {
     pthread_mutex_unlock(&j->mu);
     if (left > 0) return;
     api_request_free(&j->req);
+    free(j->lp);
     prompt_ids_free(&j->prompt);
     reply_free(&j->reply);
     pthread_mutex_destroy(&j->mu);
@@ -101,8 +116,11 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     char buf[16];
     int k = tern_detok_flush(&sl->dt, buf, sizeof buf);
     const double now = srv_now();
+    j->tm.predicted_n = j->n_gen;
+    j->tm.predicted_ms = j->n_gen > 0 ? 1e3 * (j->t_last - j->t_first) : 0;
+    if (j->t_prefilled == 0 && j->t_admit > 0) j->tm.prompt_ms = 1e3 * (now - j->t_admit);
     pthread_mutex_lock(&j->mu);
-    if (k > 0) reply_add(&j->reply, sl->in_think, buf, (size_t)k);
+    if (k > 0) reply_add_tok(&j->reply, sl->in_think, buf, (size_t)k, j->n_gen);
     j->finish = finish;
     if (fail) {
         j->failed = true;
@@ -128,6 +146,7 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     tern_sampler_free(sl->smp);
     sl->smp = NULL;
     sl->job = NULL;
+    sl->logits = NULL;
     srv_job_unref(j);
     pthread_mutex_lock(&s->mu);
     s->n_active--;
@@ -157,6 +176,8 @@ static bool slot_setup(srv_sched *s, slot *sl) {
         sl->cache.n = common;
     }
     sl->n_prefilled = common;
+    sl->logits = NULL;
+    j->t_admit = srv_now();
     tern_err err = {0};
     if (tern_sampler_init(&sl->smp, s->m, &j->req.sp, &err) != TERN_OK) {
         srv_error e;
@@ -167,6 +188,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     for (int i = 0; i < j->prompt.n; i++) tern_sampler_accept(sl->smp, j->prompt.ids[i]);
     tern_detok_init(&sl->dt);
     sl->in_think = j->req.kind == SRV_CHAT && ends_in_think(s, &j->prompt);
+    j->tm.prompt_n = j->prompt.n - common;
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
     j->usage.prompt_tokens = j->prompt.n;
@@ -182,39 +204,45 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     return true;
 }
 
-/* One step of one slot: a prefill chunk, or one generated token. */
-static void slot_step(srv_sched *s, slot *sl) {
+/* One prefill chunk of at most budget tokens; returns the tokens evaluated (0 if it failed). */
+static int slot_prefill(srv_sched *s, slot *sl, int budget) {
     srv_job *j = sl->job;
-    pthread_mutex_lock(&j->mu);
-    const bool cancelled = j->cancelled;
-    pthread_mutex_unlock(&j->mu);
-    if (cancelled) {
-        slot_finish(s, sl, "cancelled", NULL);
-        return;
-    }
-    if (sl->fresh && !slot_setup(s, sl)) return;
+    int n = j->prompt.n - sl->n_prefilled;
+    if (n > budget) n = budget;
     tern_err err = {0};
-    if (sl->n_prefilled < j->prompt.n) {              /* chunked prefill */
-        int n = j->prompt.n - sl->n_prefilled;
-        if (n > s->n_batch) n = s->n_batch;
-        sl->logits = tern_session_eval(sl->s, j->prompt.ids + sl->n_prefilled, n, &err);
-        if (!sl->logits) {
-            slot_fail(s, sl, &err);
-            return;
-        }
-        prompt_ids_push(&sl->cache, j->prompt.ids + sl->n_prefilled, n);
-        sl->n_prefilled += n;
-        if (sl->n_prefilled < j->prompt.n) return;
+    const float *lg = tern_session_eval(sl->s, j->prompt.ids + sl->n_prefilled, n, &err);
+    if (!lg) {
+        slot_fail(s, sl, &err);
+        return 0;
     }
-    const int32_t tok = tern_sampler_sample(sl->smp, sl->logits);
+    prompt_ids_push(&sl->cache, j->prompt.ids + sl->n_prefilled, n);
+    sl->n_prefilled += n;
+    j->tm.prefill_chunks++;
+    if (sl->n_prefilled == j->prompt.n) {
+        sl->logits = lg;
+        j->t_prefilled = srv_now();
+        j->tm.prompt_ms = 1e3 * (j->t_prefilled - j->t_admit);
+    }
+    return n;
+}
+
+/* Samples the next token from the slot's logits and hands its text to the reply. Returns true
+ * if the slot continues (sl->next is to be evaluated), false if its job ended. */
+static bool slot_sample(srv_sched *s, slot *sl) {
+    srv_job *j = sl->job;
+    const float *logits = sl->logits;
+    sl->logits = NULL;
+    const int32_t tok = tern_sampler_sample(sl->smp, logits);
     const double now = srv_now();
     j->n_gen++;                                       /* written by this thread only */
     if (j->n_gen == 1) j->t_first = now;
     j->t_last = now;
     if (tern_token_is_eog(s->m, tok)) {
         slot_finish(s, sl, "stop", NULL);
-        return;
+        return false;
     }
+    srv_logprob lpe;
+    if (j->req.logprobs) api_logprob_compute(logits, s->n_vocab, tok, j->req.top_logprobs, &lpe);
     char buf[256];
     int k = 0;
     bool was_think = sl->in_think;
@@ -225,30 +253,131 @@ static void slot_step(srv_sched *s, slot *sl) {
         k = tern_detok_put(s->m, &sl->dt, tok, buf, sizeof buf);
     }
     pthread_mutex_lock(&j->mu);
-    if (k > 0) reply_add(&j->reply, was_think, buf, (size_t)k);
+    if (k > 0) reply_add_tok(&j->reply, was_think, buf, (size_t)k, j->n_gen);
+    if (j->req.logprobs) {
+        if (j->n_lp == j->cap_lp) {
+            const int cap = j->cap_lp ? 2 * j->cap_lp : 32;
+            srv_logprob *p = realloc(j->lp, (size_t)cap * sizeof *p);
+            if (p) j->lp = p, j->cap_lp = cap;
+        }
+        if (j->n_lp < j->cap_lp) j->lp[j->n_lp++] = lpe;
+    }
     const bool stopped = j->reply.stopped;
     j->seq++;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
     if (stopped) {
         slot_finish(s, sl, "stop", NULL);
-        return;
+        return false;
     }
     if (j->req.max_tokens > 0 && j->n_gen >= j->req.max_tokens) {
         slot_finish(s, sl, "length", NULL);
-        return;
+        return false;
     }
     if (tern_session_pos(sl->s) + 1 > s->n_ctx) {     /* the context is full */
         slot_finish(s, sl, "length", NULL);
-        return;
+        return false;
     }
     tern_sampler_accept(sl->smp, tok);
-    sl->logits = tern_session_eval(sl->s, &tok, 1, &err);
-    if (!sl->logits) {
-        slot_fail(s, sl, &err);
-        return;
+    sl->next = tok;
+    return true;
+}
+
+/* Appends each slot's sampled token (returns true if it went through the batched call): one batched forward over all of them (in groups of at most
+ * n_batch, the scratch of the first session), or slot by slot where the batched call refuses
+ * the model (recurrent state) or fails (then each slot's own error is reported). */
+static bool decode(srv_sched *s, slot **sl, int n) {
+    if (n == 0) return false;
+    bool batched = false;
+    if (n >= 2 && s->batch_ok) {
+        batched = true;
+        for (int g = 0; g < n && batched; g += s->n_batch) {
+            const int ng = n - g < s->n_batch ? n - g : s->n_batch;
+            for (int i = 0; i < ng; i++) {
+                s->bsess[i] = sl[g + i]->s;
+                s->btok[i] = sl[g + i]->next;
+            }
+            tern_err err = {0};
+            const int rc = tern_batch_eval(s->bsess, s->btok, ng, s->blogits + (size_t)g * (size_t)s->n_vocab, &err);
+            if (rc == TERN_E_UNSUPPORTED) s->batch_ok = false;
+            if (rc != TERN_OK) {                      /* nothing of this group was appended */
+                batched = false;
+                for (int i = 0; i < g; i++) {         /* earlier groups went through */
+                    prompt_ids_push(&sl[i]->cache, &sl[i]->next, 1);
+                    sl[i]->logits = s->blogits + (size_t)i * (size_t)s->n_vocab;
+                }
+                sl += g;
+                n -= g;
+                break;
+            }
+        }
+        if (batched)
+            for (int i = 0; i < n; i++) {
+                prompt_ids_push(&sl[i]->cache, &sl[i]->next, 1);
+                sl[i]->logits = s->blogits + (size_t)i * (size_t)s->n_vocab;
+            }
     }
-    prompt_ids_push(&sl->cache, &tok, 1);
+    if (!batched)
+        for (int i = 0; i < n; i++) {
+            tern_err err = {0};
+            const float *lg = tern_session_eval(sl[i]->s, &sl[i]->next, 1, &err);
+            if (!lg) {
+                slot_fail(s, sl[i], &err);
+                continue;
+            }
+            prompt_ids_push(&sl[i]->cache, &sl[i]->next, 1);
+            sl[i]->logits = lg;
+        }
+    return batched;
+}
+
+/* One scheduler step over the admitted slots. */
+static void sched_step(srv_sched *s) {
+    for (int i = 0; i < s->n_slots; i++) {            /* cancelled jobs leave; new ones are set up */
+        slot *sl = &s->slots[i];
+        if (!sl->job) continue;
+        pthread_mutex_lock(&sl->job->mu);
+        const bool cancelled = sl->job->cancelled;
+        pthread_mutex_unlock(&sl->job->mu);
+        if (cancelled) slot_finish(s, sl, "cancelled", NULL);
+        else if (sl->fresh) slot_setup(s, sl);
+    }
+    /* prefill: n_batch prompt tokens at most per step, oldest admission first */
+    int budget = s->n_batch, chunks = 0;
+    while (budget > 0) {
+        slot *old = NULL;
+        for (int i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->job && sl->n_prefilled < sl->job->prompt.n && (!old || sl->admitted < old->admitted)) old = sl;
+        }
+        if (!old) break;
+        const int n = slot_prefill(s, old, budget);
+        if (n == 0) continue;                         /* it failed and left */
+        budget -= n;
+        chunks++;
+    }
+    /* sample every slot with logits; those that continue are evaluated together */
+    int n = 0;
+    for (int i = 0; i < s->n_slots; i++) {
+        slot *sl = &s->slots[i];
+        if (sl->job && sl->logits && slot_sample(s, sl)) s->bslot[n++] = sl;
+    }
+    const bool batched = decode(s, s->bslot, n);
+    if (n > 0)                                        /* prompts still in prefill saw a decode step */
+        for (int i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->job && sl->n_prefilled > sl->job->usage.cached_tokens && sl->n_prefilled < sl->job->prompt.n)
+                sl->job->tm.decode_steps_in_prefill++;
+        }
+    pthread_mutex_lock(&s->mx->mu);
+    s->mx->prefill_chunks += (uint64_t)chunks;
+    if (n > 0) {
+        s->mx->decode_steps++;
+        s->mx->decode_seqs += (uint64_t)n;
+        if (batched) s->mx->decode_batched++;
+        if ((uint64_t)n > s->mx->decode_batch_max) s->mx->decode_batch_max = (uint64_t)n;
+    }
+    pthread_mutex_unlock(&s->mx->mu);
 }
 
 /* The free slot whose cache shares the longest prefix with the job's prompt. */
@@ -294,11 +423,12 @@ static void *sched_main(void *arg) {
             }
             sl->job = j;
             sl->fresh = true;
+            sl->logits = NULL;
+            sl->admitted = ++s->n_admitted;
             s->n_active++;
         }
         pthread_mutex_unlock(&s->mu);
-        for (int i = 0; i < s->n_slots; i++)
-            if (s->slots[i].job) slot_step(s, &s->slots[i]);
+        sched_step(s);
     }
     /* shutting down: end every job */
     srv_error e;
@@ -327,7 +457,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
                    bool kv_f32, tern_err *err) {
     *out = NULL;
     srv_sched *s = calloc(1, sizeof *s);
-    if (!s) return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+    if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     s->m = m;
     s->mx = mx;
     s->n_batch = n_batch;
@@ -341,9 +471,21 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
     if (!s->q || !s->slots) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "serve: out of memory");
+        return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     }
     s->n_slots = n_slots;
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    s->n_vocab = info.n_vocab;
+    s->batch_ok = true;
+    s->blogits = malloc((size_t)n_slots * (size_t)info.n_vocab * sizeof *s->blogits);
+    s->bsess = calloc((size_t)n_slots, sizeof *s->bsess);
+    s->btok = calloc((size_t)n_slots, sizeof *s->btok);
+    s->bslot = calloc((size_t)n_slots, sizeof *s->bslot);
+    if (!s->blogits || !s->bsess || !s->btok || !s->bslot) {
+        srv_sched_free(s);
+        return srv_err_set(err, TERN_E_NOMEM, "out of memory for %d slots' logits", n_slots);
+    }
     for (int i = 0; i < n_slots; i++) {
         tern_session_opts so;
         tern_session_opts_default(&so);
@@ -359,7 +501,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->n_ctx = tern_session_n_ctx(s->slots[0].s);
     if (pthread_create(&s->th, NULL, sched_main, s) != 0) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "serve: cannot start the scheduler thread");
+        return srv_err_set(err, TERN_E_NOMEM, "cannot start the scheduler thread");
     }
     s->th_started = true;
     *out = s;
@@ -411,6 +553,10 @@ void srv_sched_free(srv_sched *s) {
     }
     free(s->slots);
     free(s->q);
+    free(s->blogits);
+    free(s->bsess);
+    free(s->btok);
+    free(s->bslot);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);

@@ -31,9 +31,12 @@ struct srv_job {
     bool cancelled;         /* the client went away */
     bool failed;
     srv_error error;
-    /* scheduler-thread only until JOB_DONE */
+    srv_logprob *lp;        /* one per generated token (EOG excluded) when req.logprobs */
+    int n_lp, cap_lp;
+    /* scheduler-thread only until JOB_DONE (then read-only) */
     int n_gen;
-    double t_first, t_last, t_done;
+    double t_first, t_last, t_done, t_admit, t_prefilled;
+    srv_timings tm;
 };
 
 srv_job *srv_job_new(void);  /* one reference (the caller's) */
@@ -53,10 +56,20 @@ typedef struct srv_metrics {
     uint64_t requests[6];       /* by class: 2xx ok, 400, 401, 404/405, 413, 429/503 */
     uint64_t requests_cancelled;
     uint64_t tokens_prompt, tokens_cached, tokens_generated;
-    srv_hist ttft, tpot;
+    srv_hist ttft, tpot;        /* per request: submission -> first token; mean gap between tokens */
+    uint64_t decode_steps;      /* decode forward passes (one per scheduler step with a decoding slot) */
+    uint64_t decode_batched;    /* of those, passes over 2 or more sequences (tern_batch_eval) */
+    uint64_t decode_seqs;       /* sequences summed over decode passes (mean batch = seqs / steps) */
+    uint64_t decode_batch_max;  /* widest decode pass */
+    uint64_t prefill_chunks;    /* prompt forward passes (chunks of at most n_batch tokens) */
 } srv_metrics;
 
-/* Create n_slots sessions (n_ctx, n_batch each) and start the scheduler thread. */
+/* Create n_slots sessions (n_ctx, n_batch each) and start the scheduler thread. Each step:
+ * admit queued jobs into free slots; drop cancelled jobs; prefill up to n_batch prompt tokens
+ * (the oldest prefilling slots first, so a long prompt takes one chunk per step and running
+ * streams keep decoding between its chunks); sample one token for every slot that has logits
+ * (each with its own sampler); then one batched forward (tern_batch_eval) appends those tokens to
+ * all their sessions at once. Architectures the batched call refuses are evaluated slot by slot. */
 int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int queue_max,
                    bool kv_f32, tern_err *err);
 /* Enqueue (takes its own reference): 0, -1 queue full (429), -2 shutting down (503). */

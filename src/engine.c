@@ -80,28 +80,30 @@ bool tern_token_is_eog(const tern_model *m, int32_t id) { return tok_is_eog(m->v
 
 void tern_detok_init(tern_detok *d) { memset(d, 0, sizeof *d); }
 
-/* tern_detok mirrors tok_stream: pend/n_pend, and n_out counts the pieces put so far (the SPM
- * first-piece rule needs to know whether this is the first). */
+/* tern_detok mirrors tok_stream: pend/n_pend, and n_out holds its two flags (0: nothing put yet;
+ * 1: started; 2: started at BOS, the next SPM piece drops its space prefix). */
+static void detok_to_stream(const tern_detok *d, tok_stream *s) {
+    tok_stream_init(s);
+    memcpy(s->pend, d->pend, sizeof s->pend);
+    s->n_pend = d->n_pend;
+    s->started = d->n_out != 0;
+    s->first = d->n_out == 2;
+}
+
 int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap) {
     tok_stream s;
-    tok_stream_init(&s);
-    memcpy(s.pend, d->pend, sizeof s.pend);
-    s.n_pend = d->n_pend;
-    s.first = d->n_out == 0;
+    detok_to_stream(d, &s);
     const int r = tok_stream_put(m->vocab, &s, id, out, cap);
     if (r < 0) return r;
     memcpy(d->pend, s.pend, sizeof d->pend);
     d->n_pend = s.n_pend;
-    if (!s.first) d->n_out = 1;
+    d->n_out = s.first ? 2 : 1;
     return r;
 }
 
 int tern_detok_flush(tern_detok *d, char *out, int cap) {
     tok_stream s;
-    tok_stream_init(&s);
-    memcpy(s.pend, d->pend, sizeof s.pend);
-    s.n_pend = d->n_pend;
-    s.first = d->n_out == 0;
+    detok_to_stream(d, &s);
     const int r = tok_stream_flush(&s, out, cap);
     if (r < 0) return r;
     d->n_pend = 0;
@@ -367,6 +369,35 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
     memcpy(out, text, n + 1);
     free(text);
     return TERN_OK;
+}
+
+int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
+                       bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
+                       int *n_out, tern_err *err) {
+    if (!m || (!msgs && n_msgs) || n_msgs < 0 || !n_out || n_max < 0 || (!out && n_max))
+        return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: bad arguments (model %p, msgs %p, n_msgs %d, out %p, "
+                            "n_max %d, n_out %p)", (const void *)m, (const void *)msgs, n_msgs, (void *)out, n_max,
+                            (void *)n_out);
+    chat_tmpl t;
+    int rc = chat_tmpl_resolve(m->vocab, tmpl, &t, err);
+    if (rc) return rc;
+    chat_msg *cm = calloc((size_t)(n_msgs > 0 ? n_msgs : 1), sizeof *cm);
+    if (!cm) return tern_err_set(err, TERN_E_NOMEM, "tern_chat_tokenize: out of memory for %d messages", n_msgs);
+    for (int i = 0; i < n_msgs; i++) {
+        cm[i].role = msgs[i].role;
+        cm[i].content = msgs[i].content;
+    }
+    const chat_opts co = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
+    int32_t *ids = NULL;
+    int n = 0;
+    rc = chat_tokenize(m->vocab, t, cm, n_msgs, &co, add_bos, &ids, &n, err);
+    free(cm);
+    if (rc) return rc;
+    *n_out = n;
+    if (n > n_max) rc = tern_err_set(err, TERN_E_RANGE, "tern_chat_tokenize: the prompt has %d tokens, the buffer %d", n, n_max);
+    else if (n) memcpy(out, ids, (size_t)n * sizeof *ids);
+    free(ids);
+    return rc;
 }
 
 /* ==== profiling ============================================================================== */

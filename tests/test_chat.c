@@ -331,6 +331,9 @@ static void test_chat_in_terminal(void **state) {
     keys(&t, "/clear Enter");
     s = wait_for(&t, "[new conversation]", 1, 10);
     free(s);
+    keys(&t, "'/bogus x' Enter");                     /* an unknown command is not sent to the model */
+    s = wait_for(&t, "unknown command /bogus; try /help", 1, 10);
+    free(s);
     keys(&t, "'Hi' Enter");
     s = wait_for(&t, "[turn 1:", 2, 30);              /* a fresh conversation works */
     free(s);

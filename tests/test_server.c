@@ -8,6 +8,7 @@
 #include "../server/reply.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,96 @@ static void test_stop_across_tokens(void **state) {
     free(o);
 }
 
+/* Per-token pieces (the stream's granularity): each add comes out as its own piece, in order,
+ * reasoning and content, with its token count; a possible stop prefix is held (the piece is cut
+ * there and its rest comes later); a matched stop string is never emitted. */
+static void test_reply_pieces(void **state) {
+    (void)state;
+    char *stop[] = {"lo w"};
+    srv_reply r;
+    reply_init(&r, stop, 1, false);
+    char got[16][32];
+    int tok[16], n = 0;
+    bool think[16];
+    const char *t;
+    size_t len;
+    int te;
+    bool th;
+#define DRAIN(final) \
+    while (reply_next(&r, final, &th, &t, &len, &te)) { \
+        assert_true(n < 16 && len < 32); \
+        memcpy(got[n], t, len); \
+        got[n][len] = '\0'; \
+        tok[n] = te; \
+        think[n++] = th; \
+    }
+    assert_true(reply_add_tok(&r, true, "hmm", 3, 1));
+    assert_true(reply_add_tok(&r, false, "He", 2, 3));     /* token 2 had no text (a partial character) */
+    DRAIN(false);
+    assert_true(reply_add_tok(&r, false, "l", 1, 4));      /* "l" could begin "lo w": held */
+    DRAIN(false);
+    assert_int_equal(n, 2);
+    assert_true(reply_add_tok(&r, false, "lo", 2, 5));     /* "llo": the first "l" is released alone */
+    DRAIN(false);
+    assert_int_equal(n, 3);
+    assert_true(reply_add_tok(&r, false, "!", 1, 6));      /* "lo!": not a stop, released */
+    DRAIN(false);
+    assert_true(reply_add_tok(&r, false, " lo", 3, 7));
+    assert_true(reply_add_tok(&r, false, " wide", 5, 8));  /* " lo wide": stop at "lo w" */
+    assert_true(r.stopped);
+    DRAIN(true);
+    /* "l" held then released alone; "lo" and "!" one piece each; " lo" cut before the stop */
+    const char *want[] = {"hmm", "He", "l", "lo", "!", " "};
+    const int want_tok[] = {1, 3, 4, 5, 6, 7};
+    assert_int_equal(n, 6);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(got[i], want[i]);
+        assert_int_equal(tok[i], want_tok[i]);
+        assert_true(think[i] == (i == 0));
+    }
+    reply_free(&r);
+#undef DRAIN
+}
+
+/* api_logprob_compute against a direct log-softmax in long double, with ties and NaN. */
+static void test_logprob_compute(void **state) {
+    (void)state;
+    enum { V = 1000 };
+    static float lg[V];
+    for (int i = 0; i < V; i++) lg[i] = (float)((i * 7919) % 1009) / 50.0f - 10.0f;
+    lg[17] = NAN;
+    lg[400] = lg[401] = 25.0f;                        /* a tie at the top: the lower id first */
+    lg[3] = -INFINITY;
+    long double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++) if (lg[i] == lg[i] && lg[i] > mx) mx = lg[i];
+    for (int i = 0; i < V; i++) if (lg[i] == lg[i]) sum += expl((long double)lg[i] - mx);
+    const long double lse = mx + logl(sum);
+    srv_logprob e;
+    api_logprob_compute(lg, V, 123, 5, &e);
+    assert_int_equal(e.tok, 123);
+    assert_true(fabsl((long double)e.lp - ((long double)lg[123] - lse)) < 1e-5L);
+    assert_int_equal(e.n_top, 5);
+    assert_int_equal(e.top_tok[0], 400);
+    assert_int_equal(e.top_tok[1], 401);
+    for (int k = 0; k < 5; k++) {
+        assert_true(fabsl((long double)e.top_lp[k] - ((long double)lg[e.top_tok[k]] - lse)) < 1e-5L);
+        if (k > 0) assert_true(lg[e.top_tok[k]] <= lg[e.top_tok[k - 1]]);
+        for (int i = 0; i < V; i++)                   /* nothing outside the top is larger */
+            if (lg[i] == lg[i] && lg[i] > lg[e.top_tok[4]]) {
+                bool in = false;
+                for (int q = 0; q < 5; q++) in |= e.top_tok[q] == i;
+                assert_true(in);
+            }
+    }
+    double total = 0;                                 /* probabilities sum to 1 */
+    for (int i = 0; i < V; i++) {
+        api_logprob_compute(lg, V, i, 0, &e);
+        if (i == 17 || i == 3) assert_true(isinf(e.lp) && e.lp < 0);
+        else total += exp((double)e.lp);
+    }
+    assert_true(fabs(total - 1.0) < 1e-4);
+}
+
 static void test_reasoning_split(void **state) {
     (void)state;
     srv_reply r;
@@ -146,7 +237,7 @@ static void test_utf8_repair(void **state) {
     free(o);
     /* JSON output of invalid text is valid UTF-8 and parses */
     srv_usage u = {1, 2, 0};
-    char *js = api_completion_response("cmpl-1", 5, "m", "\xff\xfe", 2, "stop", &u);
+    char *js = api_completion_response("cmpl-1", 5, "m", "\xff\xfe", 2, "stop", NULL, &u, NULL);
     cJSON *j = cJSON_Parse(js);
     assert_non_null(j);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "text")->valuestring,
@@ -204,7 +295,12 @@ static void test_request_errors(void **state) {
         {"\"stop\": [\"a\", 5]", "stop"},
         {"\"stop\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]", "stop"},
         {"\"n\": 2", "n"},
-        {"\"logprobs\": true", "logprobs"},
+        {"\"logprobs\": \"yes\"", "logprobs"},
+        {"\"logprobs\": 3", "logprobs"},
+        {"\"logprobs\": true, \"top_logprobs\": 21", "top_logprobs"},
+        {"\"logprobs\": true, \"top_logprobs\": -1", "top_logprobs"},
+        {"\"logprobs\": true, \"top_logprobs\": 1.5", "top_logprobs"},
+        {"\"top_logprobs\": 3", "top_logprobs"},
         {"\"presence_penalty\": 0.5", "presence_penalty"},
         {"\"model\": 7", "model"},
         {"\"chat_template_kwargs\": {\"enable_thinking\": \"no\"}", "enable_thinking"},
@@ -219,6 +315,9 @@ static void test_request_errors(void **state) {
     expect_400(SRV_COMPLETION, "{}", "prompt");
     expect_400(SRV_COMPLETION, "{\"prompt\": [1, 2, 3]}", "prompt");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"max_tokens\": 1e300}", "max_tokens");
+    expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": true}", "logprobs");
+    expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": 21}", "logprobs");
+    expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": -1}", "logprobs");
     /* an invalid UTF-8 role is reported in valid UTF-8 */
     srv_request r;
     srv_error e;
@@ -295,7 +394,7 @@ static void test_tools_block_and_history(void **state) {
 static void test_response_shapes(void **state) {
     (void)state;
     srv_usage u = {10, 3, 4};
-    char *s = api_chat_response("chatcmpl-1", 1700000000, "tern", "Hi", 2, "hmm", 3, NULL, "stop", &u);
+    char *s = api_chat_response("chatcmpl-1", 1700000000, "tern", "Hi", 2, "hmm", 3, NULL, "stop", NULL, &u, NULL);
     cJSON *j = cJSON_Parse(s);
     assert_string_equal(cJSON_GetObjectItem(j, "object")->valuestring, "chat.completion");
     cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
@@ -308,14 +407,14 @@ static void test_response_shapes(void **state) {
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(us, "prompt_tokens_details"), "cached_tokens")->valueint, 4);
     cJSON_Delete(j);
     free(s);
-    s = api_chat_chunk("chatcmpl-1", 1, "tern", true, "x", 1, NULL, 0, NULL, NULL, NULL);
+    s = api_chat_chunk("chatcmpl-1", 1, "tern", true, "x", 1, NULL, 0, NULL, NULL, NULL, NULL);
     j = cJSON_Parse(s);
     c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "role")->valuestring, "assistant");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "finish_reason")));
     cJSON_Delete(j);
     free(s);
-    s = api_chat_chunk("chatcmpl-1", 1, "tern", false, NULL, 0, NULL, 0, NULL, NULL, &u);
+    s = api_chat_chunk("chatcmpl-1", 1, "tern", false, NULL, 0, NULL, 0, NULL, NULL, NULL, &u);
     j = cJSON_Parse(s);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "choices")), 0);
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "completion_tokens")->valueint, 3);
@@ -326,6 +425,8 @@ static void test_response_shapes(void **state) {
 int suite_server(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stop_across_tokens),
+        cmocka_unit_test(test_reply_pieces),
+        cmocka_unit_test(test_logprob_compute),
         cmocka_unit_test(test_reasoning_split),
         cmocka_unit_test(test_tool_calls),
         cmocka_unit_test(test_utf8_repair),

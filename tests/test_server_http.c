@@ -8,15 +8,18 @@
  * the feature under test (e.g. the text cut at the first occurrence of the stop string). */
 #include "test.h"
 
+#include "../server/reply.h"
 #include "../server/server.h"
 #include "tern.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -108,6 +111,17 @@ static cJSON *http_json(srv *s, const char *path, const char *body, int want_cod
     if (!j) fail_msg("not JSON: %s", out);
     free(out);
     return j;
+}
+
+static uint64_t metric(srv *s, const char *name) {
+    int code;
+    char *out = http(s, "GET", "/metrics", NULL, NULL, &code);
+    char key[128];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(out, key);
+    uint64_t v = p ? strtoull(p + strlen(key), NULL, 10) : UINT64_MAX;
+    free(out);
+    return v;
 }
 
 static const char *choice_text(cJSON *j) {
@@ -379,35 +393,56 @@ static void *req_thread(void *p) {
     return NULL;
 }
 
+/* N concurrent greedy requests give the same texts as the same requests one at a time, and (where
+ * need_batch) the concurrent ones really went through the batched forward (tern_batch_eval:
+ * /metrics counts decode passes over 2 or more sequences). On qwen3-tiny (qwen3), whose ~5 ms
+ * tokens make 40-token requests overlap, and stories260K (llama). */
+static void batch_equivalence(tern_model *m, const char *const *bodies, int n, int min_len, bool need_batch) {
+    srv *s = start(m, n, 512, 8, 0, NULL, 0);
+    req_arg seq[8], par[8];
+    pthread_t th[8];
+    for (int i = 0; i < n; i++) {                     /* one at a time */
+        seq[i] = (req_arg){s, bodies[i], NULL};
+        req_thread(&seq[i]);
+    }
+    assert_int_equal(metric(s, "tern_decode_batched_steps_total"), 0);
+    for (int i = 0; i < n; i++) {                     /* all together */
+        par[i] = (req_arg){s, bodies[i], NULL};
+        pthread_create(&th[i], NULL, req_thread, &par[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) {
+        if ((int)strlen(seq[i].text) < min_len) fail_msg("request %d: short text '%s'", i, seq[i].text);
+        assert_string_equal(seq[i].text, par[i].text);
+        free(seq[i].text);
+        free(par[i].text);
+    }
+    const uint64_t batched = metric(s, "tern_decode_batched_steps_total"), widest = metric(s, "tern_decode_batch_max");
+    print_message("batched decode passes %llu, widest %llu of %d\n", (unsigned long long)batched, (unsigned long long)widest, n);
+    if (need_batch) assert_true(batched > 0 && widest >= 2 && widest != UINT64_MAX);
+    srv_stop(s);
+}
+
 static void test_batch_equivalence_and_429(void **state) {
     (void)state;
+    tern_model *q = load(QWEN3);
+    const char *qb[4] = {
+        "{\"prompt\": \"Hello\", \"max_tokens\": 40, \"temperature\": 0}",
+        "{\"prompt\": \"The capital of France\", \"max_tokens\": 40, \"temperature\": 0}",
+        "{\"prompt\": \"def main():\", \"max_tokens\": 33, \"temperature\": 0}",
+        "{\"prompt\": \"One two three\", \"max_tokens\": 40, \"temperature\": 0, \"top_k\": 1}",
+    };
+    batch_equivalence(q, qb, 4, 20, true);
+    tern_model_free(q);
     tern_model *m = load(STORIES);
-    srv *s = start(m, 4, 512, 8, 0, NULL, 0);
     const char *bodies[4] = {
         "{\"prompt\": \"Once upon a time\", \"max_tokens\": 40, \"temperature\": 0}",
         "{\"prompt\": \"The little dog\", \"max_tokens\": 40, \"temperature\": 0}",
         "{\"prompt\": \"Lily and Ben went\", \"max_tokens\": 40, \"temperature\": 0}",
         "{\"prompt\": \"One day, a big bird\", \"max_tokens\": 40, \"temperature\": 0}",
     };
-    req_arg seq[4], par[4];
-    for (int i = 0; i < 4; i++) {                     /* one at a time */
-        seq[i] = (req_arg){s, bodies[i], NULL};
-        req_thread(&seq[i]);
-    }
-    pthread_t th[4];
-    for (int i = 0; i < 4; i++) {                     /* all together */
-        par[i] = (req_arg){s, bodies[i], NULL};
-        pthread_create(&th[i], NULL, req_thread, &par[i]);
-    }
-    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-    for (int i = 0; i < 4; i++) {
-        assert_true(strlen(seq[i].text) > 20);
-        assert_string_equal(seq[i].text, par[i].text);
-        free(seq[i].text);
-        free(par[i].text);
-    }
-    srv_stop(s);
-
+    batch_equivalence(m, bodies, 4, 20, false);       /* stories is too fast to be sure they overlap */
+    srv *s;
     /* one slot, no queue: a second request while the first runs gets 429 */
     s = start(m, 1, 4096, 0, 0, NULL, 0);
     req_arg slow = {s, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 3000, \"temperature\": 0}", NULL};
@@ -427,17 +462,6 @@ static void test_batch_equivalence_and_429(void **state) {
     free(slow.text);
     srv_stop(s);
     tern_model_free(m);
-}
-
-static uint64_t metric(srv *s, const char *name) {
-    int code;
-    char *out = http(s, "GET", "/metrics", NULL, NULL, &code);
-    char key[128];
-    snprintf(key, sizeof key, "\n%s ", name);
-    const char *p = strstr(out, key);
-    uint64_t v = p ? strtoull(p + strlen(key), NULL, 10) : UINT64_MAX;
-    free(out);
-    return v;
 }
 
 static void test_disconnects_free_the_slot(void **state) {
@@ -468,6 +492,12 @@ static void test_disconnects_free_the_slot(void **state) {
     while (metric(s, "tern_requests_cancelled_total") != 2 && now_s() - t0 < 5) usleep(10 * 1000);
     assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
     assert_int_equal(metric(s, "tern_generated_tokens_total"), gen);   /* it never got to generate */
+    /* the slot was freed: no prefill chunk after the cancellation was counted (3000 were left) */
+    const uint64_t chunks = metric(s, "tern_prefill_chunks_total");
+    usleep(100 * 1000);
+    assert_int_equal(metric(s, "tern_prefill_chunks_total"), chunks);
+    assert_int_equal(metric(s, "tern_slots_active"), 0);
+    assert_true(chunks < 2000);
     /* and the server still serves */
     cJSON *j = http_json(s, "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 3, \"temperature\": 0}", 200);
     assert_int_equal(usage(j, "completion_tokens"), 3);
@@ -508,6 +538,290 @@ static void test_prefix_reuse(void **state) {
     srv_stop(s2);
     srv_stop(s);
     tern_model_free(m);
+}
+
+
+/* Chunked prefill interleaved with decoding: while stream A decodes, request B's long prompt is
+ * prefilled in chunks of n_batch = 4 tokens, and A gets a decode step between B's chunks
+ * (counted by the scheduler, not timed: B's timings say how many decode steps of other streams
+ * ran between its first and last chunk). A then continues to its full length. */
+typedef struct stream_arg {
+    srv *s;
+    const char *body;
+    char *raw;
+} stream_arg;
+
+static void *stream_thread(void *p) {
+    stream_arg *a = p;
+    int code;
+    a->raw = http(a->s, "POST", "/v1/completions", a->body, NULL, &code);
+    return NULL;
+}
+
+static void test_chunked_prefill(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 2, 2048, 4, 0, NULL, 4);
+    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 160, \"temperature\": 0, \"stream\": true,"
+                       " \"stream_options\": {\"include_usage\": true}}", NULL};
+    pthread_t th;
+    pthread_create(&th, NULL, stream_thread, &a);
+    const double t0 = now_s();
+    while (metric(s, "tern_decode_steps_total") < 3 && now_s() - t0 < 10) usleep(2000);   /* A is decoding */
+    char *longp = malloc(8192);
+    strcpy(longp, "{\"prompt\": \"");
+    for (int i = 0; i < 16; i++) strcat(longp, "The quick brown fox jumps over the lazy dog. ");
+    strcat(longp, "\", \"max_tokens\": 2, \"temperature\": 0}");
+    cJSON *b = http_json(s, "/v1/completions", longp, 200);
+    free(longp);
+    cJSON *t = cJSON_GetObjectItem(b, "timings");
+    const int prompt_n = cJSON_GetObjectItem(t, "prompt_n")->valueint;
+    const int chunks = cJSON_GetObjectItem(t, "prefill_chunks")->valueint;
+    const int between = cJSON_GetObjectItem(t, "decode_steps_in_prefill")->valueint;
+    print_message("B: %d prompt tokens in %d chunks, %d decode steps of A between them\n", prompt_n, chunks, between);
+    assert_true(prompt_n > 100);
+    assert_int_equal(chunks, (prompt_n + 3) / 4);
+    assert_true(between >= chunks - 1);               /* A was never stalled for two chunks in a row */
+    cJSON_Delete(b);
+    pthread_join(th, NULL);
+    sse e;
+    sse_parse(a.raw, &e);
+    assert_true(e.done && e.usage);
+    assert_int_equal(cJSON_GetObjectItem(e.usage, "completion_tokens")->valueint, 160);
+    assert_string_equal(e.finish, "length");
+    sse_free(&e);
+    free(a.raw);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* Streaming granularity: one SSE chunk per generated token's text (stories260K's greedy text is
+ * plain ASCII, so every token has text), each carrying that token's logprobs; the concatenation
+ * equals the non-streamed text. */
+static void test_stream_per_token(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    cJSON *ref = http_json(s, "/v1/completions", "{\"prompt\": \"Once upon a time\", \"max_tokens\": 20, \"temperature\": 0}", 200);
+    int code;
+    char *raw = http(s, "POST", "/v1/completions",
+                     "{\"prompt\": \"Once upon a time\", \"max_tokens\": 20, \"temperature\": 0, \"stream\": true, \"logprobs\": 0}",
+                     NULL, &code);
+    assert_int_equal(code, 200);
+    int n_text = 0;
+    sbuf all = {0};
+    sbuf_add(&all, "", 0);
+    for (const char *p = raw; (p = strstr(p, "data: ")); p += 6) {
+        if (!strncmp(p + 6, "[DONE]", 6)) break;
+        const char *end = strstr(p, "\n\n");
+        char *ev = strndup(p + 6, (size_t)(end - p - 6));
+        cJSON *j = cJSON_Parse(ev);
+        free(ev);
+        cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+        const char *text = cJSON_GetObjectItem(ch, "text")->valuestring;
+        if (*text) {
+            n_text++;
+            sbuf_add(&all, text, strlen(text));
+            cJSON *toks = cJSON_GetObjectItem(cJSON_GetObjectItem(ch, "logprobs"), "tokens");
+            assert_int_equal(cJSON_GetArraySize(toks), 1);   /* this chunk's one token */
+        }
+        cJSON_Delete(j);
+    }
+    assert_int_equal(n_text, 20);
+    assert_string_equal(all.p, choice_text(ref));
+    sbuf_free(&all);
+    free(raw);
+    cJSON_Delete(ref);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* logprobs against an independent log-softmax (long double) of the model's logits, computed
+ * here through a session of our own on the same model: completions (legacy format, top 5) and
+ * chat (content entries, top 3, streamed and not). */
+static const float *g_sort_logits;
+static int by_logit_desc(const void *a, const void *b) {
+    const int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (g_sort_logits[x] != g_sort_logits[y]) return g_sort_logits[x] > g_sort_logits[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+static void test_logprobs(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    enum { NTOK = 8, NTOP = 5 };
+    cJSON *j = http_json(s, "/v1/completions",
+                         "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0, \"logprobs\": 5}", 200);
+    cJSON *lp = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "logprobs");
+    cJSON *toks = cJSON_GetObjectItem(lp, "tokens"), *vals = cJSON_GetObjectItem(lp, "token_logprobs");
+    cJSON *tops = cJSON_GetObjectItem(lp, "top_logprobs"), *offs = cJSON_GetObjectItem(lp, "text_offset");
+    assert_int_equal(cJSON_GetArraySize(toks), NTOK);
+    assert_int_equal(cJSON_GetArraySize(vals), NTOK);
+    assert_int_equal(cJSON_GetArraySize(offs), NTOK);
+    /* the reference */
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    tern_session *ss = NULL;
+    tern_err err = {0};
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = 512;
+    assert_int_equal(tern_session_init(&ss, m, &so, &err), TERN_OK);
+    int32_t ids[64];
+    int n_ids = 0;
+    assert_int_equal(tern_tokenize(m, "Once upon a time", 16, info.add_bos, false, ids, 64, &n_ids, &err), TERN_OK);
+    assert_int_equal(n_ids, usage(j, "prompt_tokens"));
+    const float *lg = tern_session_eval(ss, ids, n_ids, &err);
+    int off = 0;
+    for (int i = 0; i < NTOK; i++) {
+        assert_non_null(lg);
+        long double mx = -INFINITY, sum = 0;
+        int32_t best = 0;
+        for (int32_t v = 0; v < info.n_vocab; v++) {
+            if (lg[v] > mx) mx = lg[v];
+            if (lg[v] > lg[best]) best = v;
+        }
+        for (int32_t v = 0; v < info.n_vocab; v++) sum += expl((long double)lg[v] - mx);
+        const long double lse = mx + logl(sum);
+        char piece[256];
+        int np = tern_token_piece(m, best, true, piece, sizeof piece);
+        piece[np] = '\0';
+        assert_string_equal(cJSON_GetArrayItem(toks, i)->valuestring, piece);
+        const double got = cJSON_GetArrayItem(vals, i)->valuedouble;
+        if (fabsl((long double)got - ((long double)lg[best] - lse)) > 1e-4L)
+            fail_msg("token %d: logprob %.6f, expected %.6Lf", i, got, (long double)lg[best] - lse);
+        assert_int_equal(cJSON_GetArrayItem(offs, i)->valueint, off);
+        off += np;
+        /* the top 5: the 5 largest logits, by value */
+        cJSON *top = cJSON_GetArrayItem(tops, i);
+        assert_true(cJSON_GetArraySize(top) >= 1 && cJSON_GetArraySize(top) <= NTOP);
+        int32_t *order = malloc((size_t)info.n_vocab * sizeof *order);
+        for (int32_t v = 0; v < info.n_vocab; v++) order[v] = v;
+        g_sort_logits = lg;
+        qsort(order, (size_t)info.n_vocab, sizeof *order, by_logit_desc);
+        for (int k = 0; k < NTOP; k++) {              /* k-th largest (ties: lower id) */
+            const int32_t arg = order[k];
+            np = tern_token_piece(m, arg, true, piece, sizeof piece);
+            piece[np] = '\0';
+            cJSON *v = cJSON_GetObjectItem(top, piece);
+            if (!cJSON_IsNumber(v)) fail_msg("token %d: top %d '%s' missing", i, k, piece);
+            assert_true(fabsl((long double)v->valuedouble - ((long double)lg[arg] - lse)) < 1e-4L);
+        }
+        free(order);
+        lg = tern_session_eval(ss, &best, 1, &err);
+    }
+    tern_session_free(ss);
+    cJSON_Delete(j);
+    /* chat: entries with bytes and top 3, greedy = the first alternative; streamed: same entries */
+    const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Tell me a story\"}], \"max_tokens\": 6, \"temperature\": 0,"
+                       " \"logprobs\": true, \"top_logprobs\": 3%s}";
+    char body[512];
+    snprintf(body, sizeof body, chat, "");
+    j = http_json(s, "/v1/chat/completions", body, 200);
+    cJSON *content = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "logprobs"), "content");
+    const int n = cJSON_GetArraySize(content);
+    assert_true(n >= 1 && n <= 6);
+    for (int i = 0; i < n; i++) {
+        cJSON *e = cJSON_GetArrayItem(content, i), *top = cJSON_GetObjectItem(e, "top_logprobs");
+        assert_int_equal(cJSON_GetArraySize(top), 3);
+        assert_true(cJSON_GetObjectItem(e, "logprob")->valuedouble == cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "logprob")->valuedouble);
+        assert_string_equal(cJSON_GetObjectItem(e, "token")->valuestring, cJSON_GetObjectItem(cJSON_GetArrayItem(top, 0), "token")->valuestring);
+        for (int k = 1; k < 3; k++)
+            assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(top, k), "logprob")->valuedouble <=
+                        cJSON_GetObjectItem(cJSON_GetArrayItem(top, k - 1), "logprob")->valuedouble);
+        const char *tk = cJSON_GetObjectItem(e, "token")->valuestring;
+        cJSON *bytes = cJSON_GetObjectItem(e, "bytes");
+        assert_int_equal(cJSON_GetArraySize(bytes), (int)strlen(tk));
+        for (int b = 0; b < (int)strlen(tk); b++) assert_int_equal(cJSON_GetArrayItem(bytes, b)->valueint, (unsigned char)tk[b]);
+    }
+    snprintf(body, sizeof body, chat, ", \"stream\": true");
+    int code;
+    char *raw = http(s, "POST", "/v1/chat/completions", body, NULL, &code);
+    int n_stream = 0;
+    for (const char *p = raw; (p = strstr(p, "data: ")); p += 6) {
+        if (!strncmp(p + 6, "[DONE]", 6)) break;
+        const char *end = strstr(p, "\n\n");
+        char *ev = strndup(p + 6, (size_t)(end - p - 6));
+        cJSON *ej = cJSON_Parse(ev);
+        free(ev);
+        cJSON *c = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ej, "choices"), 0), "logprobs"), "content");
+        for (int i = 0; c && i < cJSON_GetArraySize(c); i++, n_stream++) {
+            assert_true(n_stream < n);
+            assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(c, i), "logprob")->valuedouble ==
+                        cJSON_GetObjectItem(cJSON_GetArrayItem(content, n_stream), "logprob")->valuedouble);
+        }
+        cJSON_Delete(ej);
+    }
+    assert_int_equal(n_stream, n);
+    free(raw);
+    cJSON_Delete(j);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* /metrics histograms: one TTFT observation per request that generated a token, one TPOT
+ * observation per request with 2 or more, whose value is (last - first token time) / (n - 1):
+ * recomputed here from each response's timings (predicted_ms, predicted_n), bucket by bucket. */
+static void test_metrics_histograms(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    const int max_tokens[] = {6, 12, 3, 1, 0};
+    double tpot[8];
+    int n_tpot = 0, n_ttft = 0;
+    for (int i = 0; i < 5; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"prompt\": \"Once upon a time\", \"max_tokens\": %d, \"temperature\": 0}", max_tokens[i]);
+        cJSON *j = http_json(s, "/v1/completions", body, 200);
+        cJSON *t = cJSON_GetObjectItem(j, "timings");
+        const int pn = cJSON_GetObjectItem(t, "predicted_n")->valueint;
+        assert_int_equal(pn, max_tokens[i]);
+        if (pn >= 1) n_ttft++;
+        if (pn >= 2) tpot[n_tpot++] = cJSON_GetObjectItem(t, "predicted_ms")->valuedouble / 1e3 / (pn - 1);
+        cJSON_Delete(j);
+    }
+    int code;
+    char *out = http(s, "GET", "/metrics", NULL, NULL, &code);
+    char key[128];
+    snprintf(key, sizeof key, "\ntern_time_to_first_token_seconds_count ");
+    assert_non_null(strstr(out, key));
+    assert_int_equal(atoi(strstr(out, key) + strlen(key)), n_ttft);
+    snprintf(key, sizeof key, "\ntern_time_per_output_token_seconds_count ");
+    assert_int_equal(atoi(strstr(out, key) + strlen(key)), n_tpot);
+    snprintf(key, sizeof key, "\ntern_time_per_output_token_seconds_sum ");
+    double sum = 0;
+    for (int i = 0; i < n_tpot; i++) sum += tpot[i];
+    assert_true(sum > 0);
+    assert_true(fabs(strtod(strstr(out, key) + strlen(key), NULL) - sum) < 1e-5);
+    const double bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+        int want = 0;
+        for (int i = 0; i < n_tpot; i++) want += tpot[i] <= bounds[b];
+        snprintf(key, sizeof key, "\ntern_time_per_output_token_seconds_bucket{le=\"%g\"} ", bounds[b]);
+        const char *p = strstr(out, key);
+        if (!p) fail_msg("no bucket %s in\n%s", key, out);
+        assert_int_equal(atoi(p + strlen(key)), want);
+    }
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* Errors from starting the server carry one "tern serve:" prefix (flag ranges: test_cli.c). */
+static void test_start_errors(void **state) {
+    (void)state;
+    const char *bin = getenv("TERN_BIN");
+    if (!bin) bin = "./tern";
+    if (access(bin, X_OK) != 0) fail_msg("no tern binary at %s (set TERN_BIN)", bin);
+    char model[1024], cmd[2048];
+    fx_require(model, sizeof model, STORIES);
+    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 --host my-laptop --port 0 2>&1", bin, model);
+    int st;
+    char *out = run_capture(cmd, &st);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    assert_string_equal(out, "tern serve: --host 'my-laptop' is not a numeric IPv4/IPv6 address\n");
+    free(out);
 }
 
 /* node scripts: the official openai client, and the page in headless Chromium */
@@ -561,6 +875,11 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_batch_equivalence_and_429),
         cmocka_unit_test(test_disconnects_free_the_slot),
         cmocka_unit_test(test_prefix_reuse),
+        cmocka_unit_test(test_chunked_prefill),
+        cmocka_unit_test(test_stream_per_token),
+        cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_metrics_histograms),
+        cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_chat_page_in_chromium),
     };

@@ -13,6 +13,7 @@
 #include "../server/prompt.h"
 #include "../server/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -330,7 +331,17 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         if (!strcmp(line, "/help")) {
-            printf("/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply\n");
+            printf("/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; "
+                   "start a message with // to send a text that begins with /\n");
+            continue;
+        }
+        if (line[0] == '/' && line[1] == '/') {           /* escaped: the text "/..." */
+            run_turn(&c, line + 1);
+            continue;
+        }
+        if (line[0] == '/' && isalpha((unsigned char)line[1])) {   /* a command we do not know: never sent */
+            const size_t w = strcspn(line, " \t");
+            printf("unknown command %.*s; try /help\n", (int)(w > 64 ? 64 : w), line);
             continue;
         }
         run_turn(&c, line);

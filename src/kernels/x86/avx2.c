@@ -30,55 +30,6 @@ static inline __m256i bcast8(const int8_t *p) {
     return _mm256_set1_epi64x(v);
 }
 
-/* One row group (4 rows) x NC columns over all nb blocks. ac[c] = column c's activation blocks. */
-static inline __attribute__((always_inline)) void pq2_rp_fast_group(const kern_rp_block *B, int64_t nb,
-                                                                    const kact_fast *const *ac, int NC, int nstore,
-                                                                    float *const *out, int32_t *const *isum,
-                                                                    int64_t isum_stride) {
-    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    __m128 acc[4];
-#pragma GCC unroll 4
-    for (int c = 0; c < NC; c++) acc[c] = _mm_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const kern_rp_block *blk = B + b;
-        __m256i ia[4];
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-        for (int wd = 0; wd < 4; wd++) {
-            const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
-                                                      _mm_loadu_si128((const __m128i *)(const void *)blk->qs[1][wd]), 1);
-            const __m256i s0 = _mm256_and_si256(v, m3);
-            const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
-            const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
-            const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
-#pragma GCC unroll 4
-            for (int c = 0; c < NC; c++) {
-                const int8_t *q = ac[c][b].qs + 32 * wd;
-                const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
-                const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
-                ia[c] = _mm256_add_epi32(ia[c], _mm256_madd_epi16(_mm256_add_epi16(p01, p23), ones));
-            }
-        }
-        const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)blk->d));
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; c++) {
-            const __m256i h = _mm256_hadd_epi32(ia[c], ia[c]);                     /* [a b a b | c d c d] */
-            __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08)); /* [a b c d] */
-            r4 = _mm_sub_epi32(r4, _mm_set1_epi32(ac[c][b].sum));
-            if (isum && c < nstore) {
-                int32_t t[4];
-                _mm_storeu_si128((__m128i *)(void *)t, r4);
-                for (int i = 0; i < 4; i++) isum[c][i * isum_stride + b] = t[i];
-            }
-            const __m128 s = _mm_mul_ps(dw, _mm_set1_ps(ac[c][b].d));
-            acc[c] = _mm_fmadd_ps(s, _mm_cvtepi32_ps(r4), acc[c]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int c = 0; c < nstore; c++) _mm_storeu_ps(out[c], acc[c]);
-}
-
 /* PQ2_0 row-pair, ggml mode: the same slot extraction; a word (32 weights of 4 rows) is exactly
  * one Q8_0 activation block, so each word's int32 per row is reduced at once and folded in the
  * spec 8.2 order: blk = fmaf(d_y, isum, blk) per word, then sum = fmaf(d_w, blk, sum). */
@@ -299,6 +250,180 @@ static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (rp1 < r1) kern_ref_mm_fast(m, rp1, r1);
 }
 
+/* ---- PQ2_0 row-pair, fast mode: matvec (one column) ---------------------------------------
+ * One ymm = word wd of pair 0 (lane 0) and of pair 1 (lane 1): 4 rows x 32 weights; slot s's
+ * activation is one vpbroadcastq of q[32 wd + 8 s .. +8] (both lanes read the same bytes).
+ * Nibble extraction (1 shift + 4 ands per ymm): lo = v, hi = v >> 4 (16-bit shift; the masks keep
+ * bits 0-3 of each byte, which come from the same byte):
+ *   lo & 0x03 = u0, lo & 0x0C = 4 u1, hi & 0x03 = u2, hi & 0x0C = 4 u3 (u = code 0..3).
+ * vpmaddubsw pair sums: slots 0, 2 <= 2 * 3 * 127 = 762; slots 1, 3 <= 2 * 12 * 127 = 3048 (code 3
+ * included). Per block (4 words) in int16: a1 = sum of the slot 0 + slot 2 products <= 4 * 2 *
+ * 762 = 6096; a4 = slots 1 + 3 <= 4 * 2 * 3048 = 24384 < 32767; a4 is exactly 4x an integer, so
+ * a1 + (a4 >> 2) <= 12192 is the exact sum(u * q) per 16-bit lane, and one vpmaddwd widens it.
+ * isum = sum(u * q) - sum(q) (the +1 of u = t + 1 removed once per block), exact.
+ * Two row groups (8 rows) per pass share every activation broadcast; their int32 are reduced by
+ * one vphaddd into [A0 A1 B0 B1 | A2 A3 B2 B3] and the fp16 weight scales are converted in the
+ * same order, so one 8-lane fma per block does the float order of kern_impl.h for 8 rows.
+ * Software prefetch RP_PF blocks ahead in each of the two streams (the hardware prefetcher alone
+ * left the 2-thread matvec at ~55% of the read bandwidth; bench/RESULTS.md "kern"). */
+#define RP_PF 16   /* blocks ahead (2176 bytes) */
+
+static inline __attribute__((always_inline)) __m256i rp_load_word(const kern_rp_block *blk, int wd) {
+    return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
+                                   _mm_loadu_si128((const __m128i *)(const void *)blk->qs[1][wd]), 1);
+}
+
+/* a1 += slot0 + slot2 products, a4 += slot1 + slot3 products of word v against q0..q3. */
+static inline __attribute__((always_inline)) void rp_nibble_acc(__m256i v, __m256i q0, __m256i q1, __m256i q2, __m256i q3,
+                                                                __m256i *a1, __m256i *a4) {
+    const __m256i m3 = _mm256_set1_epi8(3), mC = _mm256_set1_epi8(12);
+    const __m256i h = _mm256_srli_epi16(v, 4);
+    *a1 = _mm256_add_epi16(*a1, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, m3), q0),
+                                                 _mm256_maddubs_epi16(_mm256_and_si256(h, m3), q2)));
+    *a4 = _mm256_add_epi16(*a4, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, mC), q1),
+                                                 _mm256_maddubs_epi16(_mm256_and_si256(h, mC), q3)));
+}
+
+/* int32 [r0 r0 r1 r1 | r2 r2 r3 r3] (pairs of partial sums per row) of one group's block. */
+static inline __attribute__((always_inline)) __m256i rp_nibble_fold(__m256i a1, __m256i a4) {
+    return _mm256_madd_epi16(_mm256_add_epi16(a1, _mm256_srai_epi16(a4, 2)), _mm256_set1_epi16(1));
+}
+
+/* Prefetch block i of the blocks at `base` (3 lines cover any 136-byte block). The address may
+ * lie past the tensor (a prefetch never faults), so it is formed as an integer, not by pointer
+ * arithmetic outside the object. */
+static inline void rp_prefetch(const kern_rp_block *base, int64_t i) {
+    const uintptr_t p = (uintptr_t)base + (uintptr_t)i * sizeof(kern_rp_block);
+    _mm_prefetch((const char *)p, _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + 64), _MM_HINT_T0);
+    _mm_prefetch((const char *)(p + 128), _MM_HINT_T0);
+}
+
+/* Rows 4g .. 4g + 7 (groups A = g at A, B = g + 1 right after it), all nb blocks. */
+static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, const kact_fast *ac, float *y, int32_t *isum) {
+    const kern_rp_block *B = A + nb;
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        /* prefetch: RP_PF blocks ahead in each stream; past the end of A's row the next bytes
+         * are B's (already streaming), so jump by nb to the next pass's groups */
+        const int64_t pf = b + RP_PF < nb ? b + RP_PF : b + RP_PF + nb;
+        rp_prefetch(A, pf);
+        rp_prefetch(B, pf);
+        const kern_rp_block *ba = A + b, *bb = B + b;
+        const int8_t *q = ac[b].qs;
+        __m256i a1 = _mm256_setzero_si256(), a4 = a1, b1 = a1, b4 = a1;
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++) {
+            const __m256i q0 = bcast8(q + 32 * wd), q1 = bcast8(q + 32 * wd + 8);
+            const __m256i q2 = bcast8(q + 32 * wd + 16), q3 = bcast8(q + 32 * wd + 24);
+            rp_nibble_acc(rp_load_word(ba, wd), q0, q1, q2, q3, &a1, &a4);
+            rp_nibble_acc(rp_load_word(bb, wd), q0, q1, q2, q3, &b1, &b4);
+        }
+        __m256i h = _mm256_hadd_epi32(rp_nibble_fold(a1, a4), rp_nibble_fold(b1, b4));   /* [A0 A1 B0 B1 | A2 A3 B2 B3] */
+        h = _mm256_sub_epi32(h, _mm256_set1_epi32(ac[b].sum));
+        if (isum) {
+            int32_t t[8];
+            static const int row[8] = {0, 1, 4, 5, 2, 3, 6, 7};
+            _mm256_storeu_si256((__m256i *)(void *)t, h);
+            for (int i = 0; i < 8; i++) isum[row[i] * nb + b] = t[i];
+        }
+        const __m128i da = _mm_loadl_epi64((const __m128i *)(const void *)ba->d), db = _mm_loadl_epi64((const __m128i *)(const void *)bb->d);
+        const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(da, db));                   /* same order */
+        acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ac[b].d)), _mm256_cvtepi32_ps(h), acc);
+    }
+    _mm256_storeu_ps(y, _mm256_permutevar8x32_ps(acc, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7)));
+}
+
+/* Rows 4g .. 4g + 3 (one group: the odd last group of a range). */
+static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac, float *y, int32_t *isum) {
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        rp_prefetch(A, b + RP_PF);
+        const kern_rp_block *ba = A + b;
+        const int8_t *q = ac[b].qs;
+        __m256i a1 = _mm256_setzero_si256(), a4 = a1;
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++)
+            rp_nibble_acc(rp_load_word(ba, wd), bcast8(q + 32 * wd), bcast8(q + 32 * wd + 8), bcast8(q + 32 * wd + 16),
+                          bcast8(q + 32 * wd + 24), &a1, &a4);
+        const __m256i t = rp_nibble_fold(a1, a4);
+        const __m256i h = _mm256_hadd_epi32(t, t);                                   /* [a b a b | c d c d] */
+        __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08));     /* [a b c d] */
+        r4 = _mm_sub_epi32(r4, _mm_set1_epi32(ac[b].sum));
+        if (isum) {
+            int32_t t4[4];
+            _mm_storeu_si128((__m128i *)(void *)t4, r4);
+            for (int i = 0; i < 4; i++) isum[i * nb + b] = t4[i];
+        }
+        const __m128 dw = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)ba->d));
+        acc = _mm_fmadd_ps(_mm_mul_ps(dw, _mm_set1_ps(ac[b].d)), _mm_cvtepi32_ps(r4), acc);
+    }
+    _mm_storeu_ps(y, acc);
+}
+
+/* ---- PQ2_0 row-pair, fast mode: matmul (column tiles) -------------------------------------
+ * One row group x a tile of NC = 2 or 4 columns. The four slots of a word are extracted once to
+ * plain codes (u = (v >> 2s) & 3) and reused by every column: per column and word 4 vpmaddubsw +
+ * 4 vpaddw into one int16 accumulator per column (pair sums <= 2 * 3 * 127 = 762; a word's four
+ * slots <= 3048; a block's four words <= 12192 < 32767, code 3 included), widened once per block.
+ * Columns are reduced in pairs: vphaddd(t[c], t[c + 1]) = [c r0, c r1, c+1 r0, c+1 r1 | c r2, c r3,
+ * c+1 r2, c+1 r3]; the scales and activation sums are arranged in that order, so one 8-lane fma
+ * per block and column pair does the float order; the lanes are put back in row order at the end.
+ * A tile that the batch does not fill repeats its last column (computed, never stored). */
+static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block *B, int64_t nb, const kact_fast *const *ac,
+                                                             int NC, int nstore, float *const *out, int32_t *const *isum,
+                                                             int64_t isum_stride) {
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    __m256 acc[2];
+#pragma GCC unroll 2
+    for (int cp = 0; cp < NC / 2; cp++) acc[cp] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_rp_block *blk = B + b;
+        __m256i ia[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++) {
+            const __m256i v = rp_load_word(blk, wd);
+            const __m256i s0 = _mm256_and_si256(v, m3);
+            const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+            const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+            const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; c++) {
+                const int8_t *q = ac[c][b].qs + 32 * wd;
+                const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
+                const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
+                ia[c] = _mm256_add_epi16(ia[c], _mm256_add_epi16(p01, p23));
+            }
+        }
+        const __m128i d4 = _mm_loadl_epi64((const __m128i *)(const void *)blk->d);
+        const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(d4, d4));        /* [d0 d1 d0 d1 d2 d3 d2 d3] */
+#pragma GCC unroll 2
+        for (int cp = 0; cp < NC / 2; cp++) {
+            const kact_fast *x0 = &ac[2 * cp][b], *x1 = &ac[2 * cp + 1][b];
+            __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(ia[2 * cp], ones), _mm256_madd_epi16(ia[2 * cp + 1], ones));
+            h = _mm256_sub_epi32(h, _mm256_setr_epi32(x0->sum, x0->sum, x1->sum, x1->sum, x0->sum, x0->sum, x1->sum, x1->sum));
+            if (isum) {
+                int32_t t[8];
+                static const int col[8] = {0, 0, 1, 1, 0, 0, 1, 1}, row[8] = {0, 1, 0, 1, 2, 3, 2, 3};
+                _mm256_storeu_si256((__m256i *)(void *)t, h);
+                for (int i = 0; i < 8; i++)
+                    if (2 * cp + col[i] < nstore) isum[2 * cp + col[i]][row[i] * isum_stride + b] = t[i];
+            }
+            const __m256 da = _mm256_setr_ps(x0->d, x0->d, x1->d, x1->d, x0->d, x0->d, x1->d, x1->d);
+            acc[cp] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(h), acc[cp]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int cp = 0; cp < NC / 2; cp++) {
+        /* [c r0 r1, c+1 r0 r1 | c r2 r3, c+1 r2 r3] -> [c r0..r3 | c+1 r0..r3] */
+        const __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc[cp]), 0xD8));
+        if (2 * cp < nstore) _mm_storeu_ps(out[2 * cp], _mm256_castps256_ps128(o));
+        if (2 * cp + 1 < nstore) _mm_storeu_ps(out[2 * cp + 1], _mm256_extractf128_ps(o, 1));
+    }
+}
+
 /* Rows [r0, r1) of a row-pair tensor whose groups start at rp (PQ2_0 data, or the PTQ1_0
  * transcode in aux); rows from N & ~3 on are file-layout tail rows: the reference does them. */
 #define RP_CHUNK 8   /* row groups per matmul chunk: 8 x 4 rows x K/128 x 136 bytes (43 KB at K = 5120) */
@@ -308,34 +433,34 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
     const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3, N = w->n_out;
     const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
     const int64_t g1 = TERN_MIN(r1, n4);
-    const kact_fast *ac[4];
-    float *out[4];
-    int32_t *is[4];
-    for (int64_t r = r0; r < g1; r += 4) {
-        const kern_rp_block *B = rp + (r / 4) * nb;
-        if (a->ncols == 1) {
-            ac[0] = (const kact_fast *)a->q;
-            out[0] = m->y + r;
-            is[0] = m->isum ? m->isum + r * nb : NULL;
-            pq2_rp_fast_group(B, nb, ac, 1, 1, out, m->isum ? is : NULL, nb);
-            continue;
-        }
-        /* matmul: a chunk of up to RP_CHUNK groups (their weights stay in L2) against one
-         * 4-column tile at a time (its activations stay in L1 across the chunk) */
-        const int64_t rc1 = TERN_MIN(g1, r + 4 * RP_CHUNK);
-        for (int c0 = 0; c0 < a->ncols; c0 += 4) {
-            const int nst = TERN_MIN(4, a->ncols - c0);
-            for (int64_t rr = r; rr < rc1; rr += 4) {
-                for (int c = 0; c < 4; c++) {
-                    const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
-                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                    out[c] = m->y + cc * m->ldy + rr;
-                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
+    if (a->ncols == 1) {
+        const kact_fast *ac = (const kact_fast *)a->q;
+        int64_t r = r0;
+        for (; r + 8 <= g1; r += 8)
+            rp_mv_pass8(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
+        if (r < g1) rp_mv_pass4(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
+    } else {
+        const kact_fast *ac[4];
+        float *out[4];
+        int32_t *is[4];
+        /* a chunk of up to RP_CHUNK groups (their weights stay in L2) against one column tile at
+         * a time (its activations stay in L1 across the chunk) */
+        for (int64_t r = r0; r < g1; r += 4 * RP_CHUNK) {
+            const int64_t rc1 = TERN_MIN(g1, r + 4 * RP_CHUNK);
+            for (int c0 = 0; c0 < a->ncols; c0 += 4) {
+                const int left = a->ncols - c0, nst = TERN_MIN(4, left), NC = left <= 2 ? 2 : 4;
+                for (int64_t rr = r; rr < rc1; rr += 4) {
+                    for (int c = 0; c < NC; c++) {
+                        const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
+                        ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                        out[c] = m->y + cc * m->ldy + rr;
+                        is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
+                    }
+                    if (NC == 2) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 2, nst, out, m->isum ? is : NULL, nb);
+                    else rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
                 }
-                pq2_rp_fast_group(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
             }
         }
-        r = rc1 - 4;                                             /* the loop adds 4 */
     }
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
