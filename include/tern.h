@@ -109,7 +109,11 @@ int tern_token_piece(const tern_model *m, int32_t id, bool special, char *buf, i
 bool tern_token_is_eog(const tern_model *m, int32_t id);
 
 /* Streaming detokeniser: never emits an incomplete or invalid UTF-8 sequence (held back until
- * complete; invalid bytes become U+FFFD). Owned by the caller; no allocation. */
+ * complete; invalid bytes become U+FFFD). Owned by the caller; no allocation. SentencePiece
+ * vocabularies with a space prefix: a stream whose first id is BOS drops the leading space of
+ * the first piece after it (the text of a whole sequence, as llama.cpp's detokenize); a stream
+ * that starts with any other id - generation after a prompt - keeps every space, so
+ * prompt text + streamed text = the detokenised whole sequence. Fields are private. */
 typedef struct tern_detok { char pend[8]; int n_pend; int n_out; } tern_detok;
 void tern_detok_init(tern_detok *d);
 /* Append the text of id to out (cap bytes); returns bytes written or a TERN_E_*. */

@@ -80,28 +80,30 @@ bool tern_token_is_eog(const tern_model *m, int32_t id) { return tok_is_eog(m->v
 
 void tern_detok_init(tern_detok *d) { memset(d, 0, sizeof *d); }
 
-/* tern_detok mirrors tok_stream: pend/n_pend, and n_out counts the pieces put so far (the SPM
- * first-piece rule needs to know whether this is the first). */
+/* tern_detok mirrors tok_stream: pend/n_pend, and n_out holds its two flags (0: nothing put yet;
+ * 1: started; 2: started at BOS, the next SPM piece drops its space prefix). */
+static void detok_to_stream(const tern_detok *d, tok_stream *s) {
+    tok_stream_init(s);
+    memcpy(s->pend, d->pend, sizeof s->pend);
+    s->n_pend = d->n_pend;
+    s->started = d->n_out != 0;
+    s->first = d->n_out == 2;
+}
+
 int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap) {
     tok_stream s;
-    tok_stream_init(&s);
-    memcpy(s.pend, d->pend, sizeof s.pend);
-    s.n_pend = d->n_pend;
-    s.first = d->n_out == 0;
+    detok_to_stream(d, &s);
     const int r = tok_stream_put(m->vocab, &s, id, out, cap);
     if (r < 0) return r;
     memcpy(d->pend, s.pend, sizeof d->pend);
     d->n_pend = s.n_pend;
-    if (!s.first) d->n_out = 1;
+    d->n_out = s.first ? 2 : 1;
     return r;
 }
 
 int tern_detok_flush(tern_detok *d, char *out, int cap) {
     tok_stream s;
-    tok_stream_init(&s);
-    memcpy(s.pend, d->pend, sizeof s.pend);
-    s.n_pend = d->n_pend;
-    s.first = d->n_out == 0;
+    detok_to_stream(d, &s);
     const int r = tok_stream_flush(&s, out, cap);
     if (r < 0) return r;
     d->n_pend = 0;

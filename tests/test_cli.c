@@ -1,9 +1,13 @@
 /* test_cli.c: the tern command line: every command's --help lists each option once and every
  * listed option is parsed; numeric values outside their documented range, missing values and
  * unknown options are refused with a message naming the flag, the range and the value given
- * (tools/opts.h), exit status 2. Runs the tern binary built beside the test runner. */
+ * (tools/opts.h), exit status 2. `tern run` output after a prompt keeps the SentencePiece space
+ * of its first piece. Runs the tern binary built beside the test runner. */
 #include "test.h"
+#include "model_fx.h"
 #include "run_util.h"
+
+#include "tern.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -232,6 +236,81 @@ static void test_missing_value_and_unknown_option(void **state) {
     }
 }
 
+/* ---- tern run: the streamed continuation appends to the prompt ------------------------------------ */
+
+#define STORIES "data/stories260k/stories260K.gguf"
+
+/* Greedy continuation of prompt on stories260K computed here through the API (argmax, no
+ * sampler), and the whole sequence's text from the pieces (tern_token_piece), with the SPM rule
+ * for a whole sequence: the first piece after BOS loses its leading space. Returns the
+ * continuation text = whole text minus the prompt (malloc'd). */
+static char *stories_continuation(const char *model_path, const char *prompt, int n_gen) {
+    tern_model *m = mfx_load(model_path, TERN_NUMERICS_FAST, 1);
+    tern_session *s = mfx_session(m, 256, 256, false);
+    tern_err err = {0};
+    int32_t ids[256];
+    int n = 0;
+    assert_int_equal(tern_tokenize(m, prompt, strlen(prompt), true, false, ids, 128, &n, &err), TERN_OK);
+    assert_int_equal(ids[0], 1);                                 /* BOS */
+    const float *l = tern_session_eval(s, ids, n, &err);
+    assert_non_null(l);
+    for (int i = 0; i < n_gen; i++) {
+        const int32_t id = mfx_argmax(l, 512);
+        assert_false(tern_token_is_eog(m, id));
+        ids[n++] = id;
+        if (i + 1 < n_gen) assert_non_null(l = tern_session_eval(s, &id, 1, &err));
+    }
+    char whole[4096];
+    size_t k = 0;
+    bool first = true;
+    for (int i = 0; i < n; i++) {
+        char piece[64];
+        const int np = tern_token_piece(m, ids[i], false, piece, sizeof piece);
+        assert_true(np >= 0 && np < (int)sizeof piece);
+        const char *p = piece;
+        int len = np;
+        if (first && len > 0) {
+            if (p[0] == ' ') { p++; len--; }
+            first = false;
+        }
+        memcpy(whole + k, p, (size_t)len);
+        k += (size_t)len;
+    }
+    whole[k] = '\0';
+    const size_t pl = strlen(prompt);
+    if (k < pl || memcmp(whole, prompt, pl) != 0) fail_msg("the whole text does not start with the prompt: %s", whole);
+    tern_session_free(s);
+    tern_model_free(m);
+    return strdup(whole + pl);
+}
+
+/* The continuation of "Once upon a time, there was a little" starts with the piece " girl": the
+ * stream after a prompt keeps its space (it used to print "girl named", glued to the prompt). */
+static void test_run_continuation_keeps_space(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    const char *prompt = "Once upon a time, there was a little";
+    char *want = stories_continuation(model, prompt, 12);
+    if (want[0] != ' ') fail_msg("the fixture's continuation should start with a space: '%s'", want);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "run -m '%s' -p '%s' --temp 0 -n 12 -t 1", model, prompt);
+    if (rc != 0) fail_msg("tern run: exit %d: %s", rc, err);
+    const size_t wl = strlen(want);
+    if (strlen(out) != wl + 1 || memcmp(out, want, wl) != 0 || out[wl] != '\n')
+        fail_msg("tern run printed '%s', expected '%s' + newline", out, want);
+    free(out);
+    free(err);
+    /* --echo: prompt + continuation = the whole text */
+    rc = ru_tern(&out, &err, "run -m '%s' -p '%s' --temp 0 -n 12 -t 1 --echo", model, prompt);
+    if (rc != 0) fail_msg("tern run --echo: exit %d: %s", rc, err);
+    if (strncmp(out, prompt, strlen(prompt)) != 0 || strncmp(out + strlen(prompt), want, wl) != 0)
+        fail_msg("tern run --echo printed '%s'", out);
+    free(out);
+    free(err);
+    free(want);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -239,6 +318,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_values_out_of_range),
         cmocka_unit_test(test_values_at_range_ends),
         cmocka_unit_test(test_missing_value_and_unknown_option),
+        cmocka_unit_test(test_run_continuation_keeps_space),
     };
     TEST_RUN_SUITE("cli", tests);
 }

@@ -663,6 +663,29 @@ static void test_stream_utf8(void **state) {
     assert_memory_equal(out, " upon", 5);
     assert_int_equal(tok_stream_put(s, &st, 126, out, sizeof out), 1);  /* <0x7B> byte token */
     assert_memory_equal(out, "{", 1);
+    /* a stream that starts at BOS drops the space of the piece right after it, once */
+    tok_stream_init(&st);
+    assert_int_equal(tok_stream_put(s, &st, 1, out, sizeof out), 0);    /* <s> */
+    assert_int_equal(tok_stream_put(s, &st, 403, out, sizeof out), 4);
+    assert_memory_equal(out, "Once", 4);
+    assert_int_equal(tok_stream_put(s, &st, 407, out, sizeof out), 5);
+    assert_memory_equal(out, " upon", 5);
+    /* a stream that starts mid-sequence (generation after a prompt) keeps the space */
+    tok_stream_init(&st);
+    assert_int_equal(tok_stream_put(s, &st, 403, out, sizeof out), 5);
+    assert_memory_equal(out, " Once", 5);
+    /* BOS later in a stream is no sequence start */
+    assert_int_equal(tok_stream_put(s, &st, 1, out, sizeof out), 0);
+    assert_int_equal(tok_stream_put(s, &st, 407, out, sizeof out), 5);
+    assert_memory_equal(out, " upon", 5);
+    /* byte-level BPE (Qwen) has no space rule: its BOS-less pieces are kept as they are */
+    tok_stream_init(&st);
+    int nq;
+    int32_t *q = encode(v, " hello", 6, false, false, &nq);
+    assert_int_equal(nq, 1);
+    assert_int_equal(tok_stream_put(v, &st, q[0], out, sizeof out), 6);
+    assert_memory_equal(out, " hello", 6);
+    free(q);
 }
 
 /* The golden greedy runs: the generated ids' pieces equal generated_text_hex (llama_detokenize,

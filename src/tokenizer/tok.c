@@ -648,6 +648,10 @@ int tok_stream_put(const tok_vocab *v, tok_stream *s, int32_t id, char *out, int
     char small[256];
     int n = tok_piece(v, id, false, small, (int)sizeof small);
     if (n < 0) return n;
+    if (!s->started) {                  /* SPM rule: only the piece right after a leading BOS */
+        s->started = true;
+        if (id == v->bos && v->bos >= 0) s->first = true;
+    }
     char *piece = small;
     if (n > (int)sizeof small) {
         piece = malloc((size_t)n);

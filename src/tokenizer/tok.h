@@ -109,9 +109,14 @@ int tok_piece(const tok_vocab *v, int32_t id, bool special, char *buf, int n);
 typedef struct {
     char pend[8];
     int n_pend;
-    bool first;            /* SPM with a space prefix: drop the leading space of the next piece.
-                              tok_stream_init sets it false; set it true when the stream starts at
-                              the beginning of a sequence (after BOS), as llama.cpp's detokenize does */
+    bool first;            /* SPM with a space prefix: drop the leading space of the next piece
+                              with text. tok_stream_init sets it false; tok_stream_put sets it when
+                              the stream's first id is BOS (the text of a whole sequence, as
+                              llama.cpp's detokenize); a caller may set it by hand for a stream
+                              that stands for a sequence start without its BOS. A stream that
+                              starts with any other id (generation after a prompt) keeps every
+                              space, so its text appends to the prompt's exactly. */
+    bool started;          /* an id has been put (tok_stream_init: false) */
 } tok_stream;
 void tok_stream_init(tok_stream *s);
 /* Appends the text for id to out (capacity cap). Returns bytes written (>= 0), TERN_E_RANGE for
