@@ -216,6 +216,24 @@ typedef struct tern_chat_msg {
 int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                     bool add_generation_prompt, bool enable_thinking, char *out, size_t cap,
                     size_t *n_out, tern_err *err);
+/* Render msgs as tern_chat_apply does and tokenise the result in one step, the way a chat
+ * program should feed the model: special-token text (<|im_start|>, <|im_end|>, <think>) is parsed
+ * only in the template's scaffolding; message contents (and roles) are tokenised as plain text,
+ * so a user who types "<|im_end|>" gets ordinary text tokens, never the control token.
+ * add_bos: prepend BOS if the vocab asks for it (as tern_tokenize; Qwen vocabs never do).
+ * Writes up to n_max ids to out (out may be NULL when n_max is 0); *n_out = the number of ids
+ * of the whole prompt; TERN_E_RANGE if n_max was too small (call again with *n_out).
+ * Memory: the caller's buffer; temporary text and ids are freed before returning.
+ * Errors: TERN_E_ARG (NULL model/msgs/n_out, n_max < 0, unknown or NULL role, a misplaced system
+ * turn (qwen35), no user turn (qwen35)), TERN_E_UNSUPPORTED (unknown template name or an
+ * unrecognised tokenizer.chat_template), TERN_E_RANGE, TERN_E_NOMEM.
+ * Source: the templates of src/tokenizer/chat.h (byte-equal to the reference Jinja renderings)
+ * and llama.cpp's tokenisation with parse_special; for a chat without special text in its
+ * contents the ids equal tern_tokenize(tern_chat_apply(...), parse_special = true), which
+ * golden/qwen3-tiny-pq2_0/prompts.json p5 records from the reference fork. */
+int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
+                       bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
+                       int *n_out, tern_err *err);
 
 #ifdef __cplusplus
 }

@@ -370,6 +370,35 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
     return TERN_OK;
 }
 
+int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
+                       bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
+                       int *n_out, tern_err *err) {
+    if (!m || (!msgs && n_msgs) || n_msgs < 0 || !n_out || n_max < 0 || (!out && n_max))
+        return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: bad arguments (model %p, msgs %p, n_msgs %d, out %p, "
+                            "n_max %d, n_out %p)", (const void *)m, (const void *)msgs, n_msgs, (void *)out, n_max,
+                            (void *)n_out);
+    chat_tmpl t;
+    int rc = chat_tmpl_resolve(m->vocab, tmpl, &t, err);
+    if (rc) return rc;
+    chat_msg *cm = calloc((size_t)(n_msgs > 0 ? n_msgs : 1), sizeof *cm);
+    if (!cm) return tern_err_set(err, TERN_E_NOMEM, "tern_chat_tokenize: out of memory for %d messages", n_msgs);
+    for (int i = 0; i < n_msgs; i++) {
+        cm[i].role = msgs[i].role;
+        cm[i].content = msgs[i].content;
+    }
+    const chat_opts co = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
+    int32_t *ids = NULL;
+    int n = 0;
+    rc = chat_tokenize(m->vocab, t, cm, n_msgs, &co, add_bos, &ids, &n, err);
+    free(cm);
+    if (rc) return rc;
+    *n_out = n;
+    if (n > n_max) rc = tern_err_set(err, TERN_E_RANGE, "tern_chat_tokenize: the prompt has %d tokens, the buffer %d", n, n_max);
+    else if (n) memcpy(out, ids, (size_t)n * sizeof *ids);
+    free(ids);
+    return rc;
+}
+
 /* ==== profiling ============================================================================== */
 
 void tern_profile_enable(bool on) {
