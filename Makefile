@@ -34,9 +34,9 @@ TEST_BIN := $(B)/tests/run
 endif
 
 # ---- sources ----------------------------------------------------------------------------------
-LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' | sort)
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' -not -path 'src/model/x86/*' | sort)
 ifeq ($(ARCH),x86_64)
-LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c))
+LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c)) $(sort $(wildcard src/model/x86/*.c))
 endif
 ifeq ($(ARCH),aarch64)
 LIB_SRC += $(sort $(wildcard src/kernels/arm/*.c))
@@ -63,6 +63,7 @@ LIBDIR  ?= $(PREFIX)/lib
 # Per-file ISA flags: each ISA file is compiled with only its own -m flags.
 $(B)/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+$(B)/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
 $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
@@ -178,6 +179,7 @@ test-aarch64: cross-aarch64
 
 $(B)/pic/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/pic/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+$(B)/pic/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
 $(B)/pic/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/pic/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/pic/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm

@@ -120,51 +120,6 @@ static float dot_f32(const float *a, const float *b, int n) {
     return s;
 }
 
-/* Dot with 8 interleaved accumulators (lane k sums the products i = k mod 8), summed
- * ((0+4)+(2+6))+((1+5)+(3+7)). Written with GCC/clang vector extensions: two 4-lane vectors
- * hold the 8 accumulators, element-wise IEEE arithmetic, so the bits equal the scalar form on
- * every target (SSE2, NEON or scalar code generation alike). */
-typedef float v4f __attribute__((vector_size(16)));
-static inline v4f ld4(const float *p) { v4f v; memcpy(&v, p, sizeof v); return v; }
-static inline float dot8_f32(const float *a, const float *b, int n) {
-    v4f lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        lo += ld4(a + i) * ld4(b + i);
-        hi += ld4(a + i + 4) * ld4(b + i + 4);
-    }
-    float acc[8];
-    memcpy(acc, &lo, sizeof lo);
-    memcpy(acc + 4, &hi, sizeof hi);
-    for (; i < n; i++) acc[i & 7] += a[i] * b[i];
-    for (int k = 0; k < 4; k++) acc[k] += acc[k + 4];
-    acc[0] += acc[2];
-    acc[1] += acc[3];
-    return acc[0] + acc[1];
-}
-
-/* out[i] += p * v[i] (independent lanes: vectorises without reordering anything). */
-static inline void axpy(float *restrict out, const float *restrict v, float p, int n) {
-    int i = 0;
-    const v4f pv = {p, p, p, p};
-    for (; i + 4 <= n; i += 4) {
-        const v4f r = ld4(out + i) + pv * ld4(v + i);
-        memcpy(out + i, &r, sizeof r);
-    }
-    for (; i < n; i++) out[i] += p * v[i];
-}
-
-/* fp16 -> f32 through a 64K-entry table (exact: filled with fp16_to_f32). */
-static float f16_table[65536];
-static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
-static void f16_table_fill(void) {
-    for (uint32_t h = 0; h < 65536; h++) f16_table[h] = fp16_to_f32((uint16_t)h);
-}
-void blk_init(void) { pthread_once(&f16_once, f16_table_fill); }
-void blk_f16_row(float *dst, const uint16_t *src, int n) {
-    for (int i = 0; i < n; i++) dst[i] = f16_table[src[i]];
-}
-
 void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, int n_kv, int hd_k, int hd_v,
                    float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc) {
     const size_t koff = (size_t)ikv * (size_t)hd_k, voff = (size_t)ikv * (size_t)hd_v;
@@ -223,33 +178,10 @@ void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, i
         }
         return;
     }
-    /* Standard softmax attention (two passes: scores, then softmax-weighted V), f32 arithmetic
-     * in a fixed order: an fp16 row is widened exactly through a table first, the q.k dot uses 8
-     * interleaved accumulators summed pairwise (breaks the add latency chain; the order is this
-     * source's, identical on every ISA and for batch vs single), the softmax sum is in double. */
-    float *row = acc;                                   /* hd floats: one widened K or V row */
-    float mx = -INFINITY;
-    for (int j = 0; j < n_kv; j++) {
-        const float *kf;
-        if (kv->f32) kf = (const float *)kv->k + (size_t)j * kv->k_stride + koff;
-        else { blk_f16_row(row, (const uint16_t *)kv->k + (size_t)j * kv->k_stride + koff, hd_k); kf = row; }
-        scores[j] = dot8_f32(q, kf, hd_k) * scale;
-        if (scores[j] > mx) mx = scores[j];
-    }
-    double sum = 0.0;
-    for (int j = 0; j < n_kv; j++) {
-        scores[j] = expf(scores[j] - mx);
-        sum += (double)scores[j];
-    }
-    const float inv = (float)(1.0 / sum);
-    for (int i = 0; i < hd_v; i++) out[i] = 0.0f;
-    for (int j = 0; j < n_kv; j++) {
-        const float p = scores[j] * inv;
-        const float *vf;
-        if (kv->f32) vf = (const float *)kv->v + (size_t)j * kv->v_stride + voff;
-        else { blk_f16_row(row, (const uint16_t *)kv->v + (size_t)j * kv->v_stride + voff, hd_v); vf = row; }
-        axpy(out, vf, p, hd_v);
-    }
+    /* standard softmax attention: a tile of one query (attn_impl.h) */
+    (void)qh;
+    (void)acc;
+    blk_attn_tile(1, &q, &out, &n_kv, kv, ikv, hd_k, hd_v, scale, scores);
 }
 
 /* ---- pooled projections and quantisation ---------------------------------------------------- */
@@ -318,20 +250,7 @@ typedef struct {
     const model_layer *L;
     int il_kv;
     bool qk_norm;
-    const float *kvf;     /* widened K rows (n_ctx, n_embd_k) then V rows, or NULL */
 } attn_job;
-
-/* Widen rows [r0, r1) of this layer's f16 K and V into ws->kvf. */
-static void job_widen(void *ctx, int64_t r0, int64_t r1, int ith) {
-    (void)ith;
-    const attn_job *j = ctx;
-    const kv_cache *kv = j->b->kv[0];
-    float *kf = j->ws->kvf, *vf = j->ws->kvf + (size_t)j->ws->n_ctx * kv->n_embd_k;
-    for (int64_t r = r0; r < r1; r++) {
-        blk_f16_row(kf + r * kv->n_embd_k, kv_k_row(kv, j->il_kv, (int)r), kv->n_embd_k);
-        blk_f16_row(vf + r * kv->n_embd_v, kv_v_row(kv, j->il_kv, (int)r), kv->n_embd_v);
-    }
-}
 
 /* Per column: QK-norm, RoPE, store K and V at the column's position. */
 static void job_qk_store(void *ctx, int64_t c0, int64_t c1, int ith) {
@@ -353,32 +272,93 @@ static void job_qk_store(void *ctx, int64_t c0, int64_t c1, int ith) {
     }
 }
 
-/* Per (column, head): attention over the column's KV cache up to its own position. */
-static void job_attn(void *ctx, int64_t i0, int64_t i1, int ith) {
+/* ggml numerics: per (column, head), ggml's flash attention over the column's KV cache up to its
+ * own position. */
+static void job_attn_flash(void *ctx, int64_t i0, int64_t i1, int ith) {
     const attn_job *j = ctx;
     const model_hparams *hp = &j->m->hp;
     const model_ws *ws = j->ws;
     const int hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v, gqa = hp->n_head / hp->n_head_kv;
     const int hd_max = TERN_MAX(hd_k, hd_v);
-    float *scores = ws->scores + (size_t)ith * ws->n_ctx;
+    float *scores = ws->scores + (size_t)ith * BLK_ATTN_NQ * ws->n_ctx;
     uint16_t *qh = ws->qh + (size_t)ith * hd_max;
     float *acc = ws->vacc + (size_t)ith * 2 * hd_max;
-    const bool flash = j->m->numerics == KQ_GGML;
     for (int64_t it = i0; it < i1; it++) {
         const int c = (int)(it / hp->n_head), h = (int)(it % hp->n_head);
         const float *q = ws->q + ((size_t)c * hp->n_head + h) * hd_k;
         float *out = ws->att + ((size_t)c * hp->n_head + h) * hd_v;
         const kv_cache *kv = j->b->kv[c];
-        blk_kv_view view;
-        if (j->kvf) {   /* this layer's rows widened to f32 once for the whole batch (same values) */
-            view = (blk_kv_view){j->kvf, j->kvf + (size_t)ws->n_ctx * kv->n_embd_k, (size_t)kv->n_embd_k,
-                                 (size_t)kv->n_embd_v, true};
-        } else {
-            view = (blk_kv_view){kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
-                                 (size_t)kv->n_embd_v, kv->f32};
-        }
-        blk_attn_head(out, q, &view, h / gqa, j->b->pos[c] + 1, hd_k, hd_v, hp->f_attn_scale, flash, scores, qh, acc);
+        const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
+                                  (size_t)kv->n_embd_v, kv->f32};
+        blk_attn_head(out, q, &view, h / gqa, j->b->pos[c] + 1, hd_k, hd_v, hp->f_attn_scale, true, scores, qh, acc);
     }
+}
+
+/* Standard attention over query tiles: thread r runs tiles [attn_bounds[r], attn_bounds[r + 1]). */
+static void job_attn_tiles(void *ctx, int64_t r0, int64_t r1, int ith) {
+    const attn_job *j = ctx;
+    const model_hparams *hp = &j->m->hp;
+    const model_ws *ws = j->ws;
+    const int hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v, gqa = hp->n_head / hp->n_head_kv;
+    float *scores = ws->scores + (size_t)ith * BLK_ATTN_NQ * ws->n_ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        for (int t = ws->attn_bounds[r]; t < ws->attn_bounds[r + 1]; t++) {
+            const int32_t *T = ws->attn_tiles + 4 * (size_t)t;   /* c0, nc, h0, nh */
+            const float *q[BLK_ATTN_NQ];
+            float *out[BLK_ATTN_NQ];
+            int n_kv[BLK_ATTN_NQ], nq = 0;
+            for (int c = T[0]; c < T[0] + T[1]; c++) {
+                for (int h = T[2]; h < T[2] + T[3]; h++) {
+                    q[nq] = ws->q + ((size_t)c * hp->n_head + h) * hd_k;
+                    out[nq] = ws->att + ((size_t)c * hp->n_head + h) * hd_v;
+                    n_kv[nq++] = j->b->pos[c] + 1;
+                }
+            }
+            const kv_cache *kv = j->b->kv[T[0]];
+            const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
+                                      (size_t)kv->n_embd_v, kv->f32};
+            blk_attn_tile(nq, q, out, n_kv, &view, T[2] / gqa, hd_k, hd_v, hp->f_attn_scale, scores);
+        }
+    }
+}
+
+/* Split the batch's queries into tiles (columns of one sequence x heads of one kv group, at most
+ * BLK_ATTN_NQ queries) in kv-head-major order (a kv head's rows stay in cache across its tiles),
+ * and the tiles into one contiguous range per thread of about equal work (rows x queries). The
+ * split only decides who computes a query, never its bits. */
+static void attn_plan(const model_t *m, model_ws *ws, const model_batch *b) {
+    const model_hparams *hp = &m->hp;
+    const int gqa = hp->n_head / hp->n_head_kv, nh = TERN_MIN(gqa, BLK_ATTN_NQ), C = TERN_MAX(1, BLK_ATTN_NQ / nh);
+    const int nt = pool_n_threads(m->pool);
+    int n_tiles = 0;
+    double total = 0;
+    for (int c0 = 0; c0 < b->n;) {
+        int c1 = c0 + 1;
+        while (c1 < b->n && b->kv[c1] == b->kv[c0]) c1++;
+        for (int g = 0; g < hp->n_head_kv; g++) {
+            for (int h0 = g * gqa; h0 < (g + 1) * gqa; h0 += nh) {
+                for (int cc = c0; cc < c1; cc += C) {
+                    int32_t *T = ws->attn_tiles + 4 * (size_t)n_tiles++;
+                    T[0] = cc;
+                    T[1] = TERN_MIN(C, c1 - cc);
+                    T[2] = h0;
+                    T[3] = TERN_MIN(nh, (g + 1) * gqa - h0);
+                    total += (double)T[1] * T[3] * (b->pos[cc + T[1] - 1] + 1 + 16);
+                }
+            }
+        }
+        c0 = c1;
+    }
+    TERN_ASSERT(n_tiles <= ws->n_batch * hp->n_head);
+    ws->attn_bounds[0] = 0;
+    double acc = 0;
+    int r = 1;
+    for (int t = 0; t < n_tiles && r < nt; t++) {
+        const int32_t *T = ws->attn_tiles + 4 * (size_t)t;
+        acc += (double)T[1] * T[3] * (b->pos[T[0] + T[1] - 1] + 1 + 16);
+        while (r < nt && acc >= total * r / nt) ws->attn_bounds[r++] = t + 1;
+    }
+    while (r <= nt) ws->attn_bounds[r++] = n_tiles;
 }
 
 void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const model_layer *L, int il_kv,
@@ -396,23 +376,16 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
     blk_project(m->pool, &a, 3, w3, y3);                                 /* one job for q, k, v */
     attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};
     t0 = prof_t0();
-    pool_for(m->pool, n, 1, job_qk_store, &j);
+    if (n > 1) pool_for(m->pool, n, 1, job_qk_store, &j);
+    else job_qk_store(&j, 0, 1, 0);                                      /* decode: no barrier */
     prof_add(BLK_PROF_NORM, t0);
     t0 = prof_t0();
-    /* Prefill of one f16 sequence (standard attention): widen the layer's K/V rows once instead
-     * of once per query head. The values are the same exact f32 numbers, so the bits do not
-     * change (batch vs single identity holds). */
-    bool one_seq = n > 1 && !b->kv[0]->f32 && m->numerics != KQ_GGML && ws->kvf;
-    int max_pos = 0;
-    for (int c = 0; c < n && one_seq; c++) {
-        one_seq = b->kv[c] == b->kv[0];
-        max_pos = TERN_MAX(max_pos, b->pos[c]);
+    if (m->numerics == KQ_GGML) {
+        pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn_flash, &j);
+    } else {
+        attn_plan(m, ws, b);
+        pool_for(m->pool, pool_n_threads(m->pool), 1, job_attn_tiles, &j);
     }
-    if (one_seq) {
-        pool_for(m->pool, max_pos + 1, 1, job_widen, &j);
-        j.kvf = ws->kvf;
-    }
-    pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
     prof_add(BLK_PROF_ATTN, t0);
     const int da = hp->n_head * hp->n_embd_head_v;
     blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);

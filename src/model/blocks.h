@@ -63,6 +63,28 @@ typedef struct blk_kv_view {
 void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, int n_kv, int hd_k, int hd_v,
                    float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc);
 
+/* Standard-softmax attention of a tile of nq (1..BLK_ATTN_NQ) queries that read the same kv head
+ * ikv of the same K/V rows: query s (q[s]: hd_k roped floats) attends to positions [0, n_kv[s])
+ * and writes out[s] (hd_v floats). The K/V rows (and their fp16 widening) are loaded once per
+ * tile. Each query's output bits depend only on (q[s], n_kv[s], the rows, scale): not on the tile,
+ * its other queries, the thread or the ISA (the order of operations is in attn_impl.h: 8-lane
+ * dot, softmax with the sum in double, V accumulated in increasing row order). This is the
+ * non-ggml path of blk_attn_head (nq = 1).
+ *   scores: nq * max(n_kv) floats of scratch. hd_k, hd_v >= 1 (any; multiples of 8 are fastest). */
+#define BLK_ATTN_NQ 8
+void blk_attn_tile(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv, int ikv,
+                   int hd_k, int hd_v, float scale, float *scores);
+/* Which copy of the tile runs: "avx2" (x86 with the kernels on avx2/avx512vnni) or "generic". */
+const char *blk_attn_isa(void);
+/* The copies (attn.c, x86/attn_avx2.c): same contract and bits as blk_attn_tile. */
+typedef float attn_v8f __attribute__((vector_size(32)));
+typedef int32_t attn_v8i __attribute__((vector_size(32)));
+typedef double attn_v4d __attribute__((vector_size(32)));
+void blk_attn_tile_generic(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
+                           int ikv, int hd_k, int hd_v, float scale, float *scores);
+void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
+                        int ikv, int hd_k, int hd_v, float scale, float *scores);
+
 /* Project one activation through up to 4 weights in ONE pool job: y_j[c * n_out_j + r] for all
  * rows of every weight and all a->ncols columns. Row ranges are split over the pool in multiples
  * of KERN_ROW_ALIGN on a virtual concatenation of the weights (each padded to the alignment). */

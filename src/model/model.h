@@ -132,13 +132,13 @@ typedef struct model_ws {
     float *hg;         /* (n_batch, n_ff) ffn_gate output, then silu(gate) * up */
     float *hu;         /* (n_batch, n_ff) ffn_up output */
     float *rope_cs;    /* (n_batch, n_rot) cos/sin pairs per column */
-    float *scores;     /* (n_threads, n_ctx) attention scratch per thread */
+    float *scores;     /* (n_threads, BLK_ATTN_NQ * n_ctx) attention scratch per thread */
     uint16_t *qh;      /* (n_threads, max head dim) f16 query (ggml flash attention) */
     float *vacc;       /* (n_threads, 2 * max head dim) attention accumulators */
     void *aq;          /* quantised activation (largest of n_embd, n_ff, n_head*n_embd_head_v) */
     float *lx;         /* (n_batch, n_embd) columns that want logits, gathered */
-    float *kvf;        /* (n_ctx, n_embd_k) + (n_ctx, n_embd_v): one layer's f16 KV widened to f32
-                          for batched attention (n_batch > 1 only, else NULL) */
+    int32_t *attn_tiles;   /* (n_batch * n_head, 4) query tiles of one layer's attention (blocks.c) */
+    int32_t *attn_bounds;  /* (n_threads + 1) first tile of each thread */
     void *arch_ws;     /* arch-private scratch */
     void *mem;         /* one allocation holding all of the above */
 } model_ws;

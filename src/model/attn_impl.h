@@ -1,0 +1,234 @@
+/* attn_impl.h: the body of the standard-softmax attention tile (blk_attn_tile, blocks.h),
+ * included once per instruction set: by attn.c (portable; fp16 widened through a table) and by
+ * x86/attn_avx2.c (compiled with -mavx2 -mf16c; fp16 widened by vcvtph2ps). Both widenings are
+ * exact and every float operation below is an element-wise IEEE multiply or add on 8-lane GCC/clang
+ * vectors (no contraction: -ffp-contract=off), so both copies give the same bits.
+ *
+ * The includer defines:
+ *   ATTN_SUFFIX            name suffix of the exported function (blk_attn_tile_<suffix>)
+ *   ATTN_LD_F16(p)         an expression: the 8 fp16 values at p widened to an attn_v8f
+ *
+ * Per query (slot s of a tile), the order of operations is fixed and does not depend on the tile:
+ *   score_j = dot8(q, k_j) * scale, dot8 = 8 lane accumulators (lane l sums dims i = l mod 8 in
+ *             increasing i, products rounded), then ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7));
+ *   e_j     = attn_exp(score_j - max) (below: Cody-Waite reduction + degree-7 Taylor polynomial,
+ *             IEEE multiplies and adds only, within ~2 ulp of exp; 0 below -87);
+ *   p_j     = e_j * (float)(1 / sum), sum in double: 8 lane sums (lane l: j = l mod 8, in
+ *             increasing j), combined ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7));
+ *   out[i]  = (((0 + p_0 v_0[i]) + p_1 v_1[i]) + ...) over j < n_kv in increasing order.
+ * A tile shares the K/V row loads (and their fp16 widening) among its queries; a query's result is
+ * bit-identical whether it is computed alone (decode) or in a tile (prefill). */
+#ifndef ATTN_SUFFIX
+#error "define ATTN_SUFFIX and ATTN_LD_F16 before including attn_impl.h"
+#endif
+
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ATTN_CAT2(a, b) a##_##b
+#define ATTN_CAT(a, b) ATTN_CAT2(a, b)
+#define ATTN_FN(name) ATTN_CAT(name, ATTN_SUFFIX)
+#define ATTN_INLINE static inline __attribute__((always_inline))
+
+ATTN_INLINE attn_v8f ATTN_FN(attn_ld)(const float *p) {
+    attn_v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* 8 values at p, or the first n (< 8) followed by zeros (a zero lane adds +0 or -0 to an
+ * accumulator that is never -0, so padding is exact). */
+ATTN_INLINE attn_v8f ATTN_FN(attn_ld_part)(const float *p, int n) {
+    float t[8] = {0};
+    memcpy(t, p, (size_t)n * sizeof(float));
+    return ATTN_FN(attn_ld)(t);
+}
+
+ATTN_INLINE attn_v8f ATTN_FN(attn_ld_row)(const void *row, int i, int n, bool f32) {
+    if (f32) return n == 8 ? ATTN_FN(attn_ld)((const float *)row + i) : ATTN_FN(attn_ld_part)((const float *)row + i, n);
+    if (n == 8) return ATTN_LD_F16((const uint16_t *)row + i);
+    uint16_t t[8] = {0};
+    memcpy(t, (const uint16_t *)row + i, (size_t)n * sizeof(uint16_t));
+    return ATTN_LD_F16(t);
+}
+
+/* The 8 dot8 reductions of a[0..7] at once: lane s of the result is
+ * ((a[s]0 + a[s]4) + (a[s]2 + a[s]6)) + ((a[s]1 + a[s]5) + (a[s]3 + a[s]7)). */
+ATTN_INLINE attn_v8f ATTN_FN(attn_reduce8)(const attn_v8f *a) {
+#define SH(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+    const attn_v8f u01 = SH(a[0], a[1], 0, 1, 2, 3, 8, 9, 10, 11) + SH(a[0], a[1], 4, 5, 6, 7, 12, 13, 14, 15);
+    const attn_v8f u23 = SH(a[2], a[3], 0, 1, 2, 3, 8, 9, 10, 11) + SH(a[2], a[3], 4, 5, 6, 7, 12, 13, 14, 15);
+    const attn_v8f u45 = SH(a[4], a[5], 0, 1, 2, 3, 8, 9, 10, 11) + SH(a[4], a[5], 4, 5, 6, 7, 12, 13, 14, 15);
+    const attn_v8f u67 = SH(a[6], a[7], 0, 1, 2, 3, 8, 9, 10, 11) + SH(a[6], a[7], 4, 5, 6, 7, 12, 13, 14, 15);
+    const attn_v8f v03 = SH(u01, u23, 0, 1, 4, 5, 8, 9, 12, 13) + SH(u01, u23, 2, 3, 6, 7, 10, 11, 14, 15);
+    const attn_v8f v47 = SH(u45, u67, 0, 1, 4, 5, 8, 9, 12, 13) + SH(u45, u67, 2, 3, 6, 7, 10, 11, 14, 15);
+    return SH(v03, v47, 0, 2, 4, 6, 8, 10, 12, 14) + SH(v03, v47, 1, 3, 5, 7, 9, 11, 13, 15);
+#undef SH
+}
+
+/* e^x for x <= 0 (scores minus their max), lane-wise; 0 for x < -87 (where e^x < 2^-125) and for
+ * NaN. n = round(x log2 e) by the 1.5 * 2^23 trick (round half to even), r = x - n ln2 in two parts
+ * (ln2_hi has 9 significant bits: n * ln2_hi is exact), e^r by a degree-7 Taylor polynomial in
+ * Horner form (|r| <= 0.347: truncation < 6e-9 relative), times 2^n built in the exponent bits.
+ * Only IEEE multiplies, adds, compares and integer ops: the same bits on every ISA. */
+ATTN_INLINE attn_v8f ATTN_FN(attn_exp)(const attn_v8f *xp) {   /* by pointer: no vector argument ABI */
+#define B8(c) ((attn_v8f){c, c, c, c, c, c, c, c})
+    attn_v8f x = *xp;
+    const attn_v8i ok = x >= B8(-87.0f);                               /* false for NaN */
+    x = (attn_v8f)(((attn_v8i)x & ok) | ((attn_v8i)B8(-87.0f) & ~ok));
+    const attn_v8f t = x * B8(1.44269504088896341f) + B8(12582912.0f);
+    const attn_v8f n = t - B8(12582912.0f);                            /* integer in [-126, 0] */
+    const attn_v8f r = (x - n * B8(0.693359375f)) - n * B8(-2.12194440e-4f);
+    attn_v8f p = B8(1.0f / 5040.0f);
+    p = p * r + B8(1.0f / 720.0f);
+    p = p * r + B8(1.0f / 120.0f);
+    p = p * r + B8(1.0f / 24.0f);
+    p = p * r + B8(1.0f / 6.0f);
+    p = p * r + B8(0.5f);
+    p = p * r + B8(1.0f);
+    p = p * r + B8(1.0f);
+    const attn_v8i e = (__builtin_convertvector(n, attn_v8i) + 127) << 23;
+    return (attn_v8f)((attn_v8i)(p * (attn_v8f)e) & ok);
+#undef B8
+}
+
+/* In place over S[0, n): scores -> softmax probabilities (order in the file comment). */
+ATTN_INLINE void ATTN_FN(attn_softmax)(float *S, int n) {
+    const attn_v8f ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    attn_v8f m = ninf;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const attn_v8f v = ATTN_FN(attn_ld)(S + j);
+        const attn_v8i gt = v > m;
+        m = (attn_v8f)(((attn_v8i)v & gt) | ((attn_v8i)m & ~gt));
+    }
+    float mx = -INFINITY;
+    for (int l = 0; l < 8; l++) mx = m[l] > mx ? m[l] : mx;
+    for (int k = j; k < n; k++) mx = S[k] > mx ? S[k] : mx;
+    const attn_v8f vmx = {mx, mx, mx, mx, mx, mx, mx, mx};
+    attn_v4d lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
+    for (j = 0; j < n; j += 8) {
+        attn_v8f v;
+        if (j + 8 <= n) v = ATTN_FN(attn_ld)(S + j);
+        else {   /* tail: padding lanes are -inf, e = 0, and add +0 to their lane sums (exact) */
+            v = ninf;
+            for (int l = 0; l < n - j; l++) v[l] = S[j + l];
+        }
+        const attn_v8f d = v - vmx;
+        const attn_v8f e = ATTN_FN(attn_exp)(&d);
+        if (j + 8 <= n) memcpy(S + j, &e, sizeof e);
+        else for (int l = 0; l < n - j; l++) S[j + l] = e[l];
+        lo += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3), attn_v4d);
+        hi += __builtin_convertvector(__builtin_shufflevector(e, e, 4, 5, 6, 7), attn_v4d);
+    }
+    const double sum = ((lo[0] + hi[0]) + (lo[2] + hi[2])) + ((lo[1] + hi[1]) + (lo[3] + hi[3]));
+    const float inv = (float)(1.0 / sum);
+    const attn_v8f vinv = {inv, inv, inv, inv, inv, inv, inv, inv};
+    for (j = 0; j + 8 <= n; j += 8) {
+        const attn_v8f v = ATTN_FN(attn_ld)(S + j) * vinv;
+        memcpy(S + j, &v, sizeof v);
+    }
+    for (; j < n; j++) S[j] *= inv;
+}
+
+/* Output dims [i, i + n) (n <= 8) of every query of a tile: 8 accumulators per query in registers
+ * over all rows. */
+ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *out, const int *n_kv, int n_min, int n_max,
+                                  const uint8_t *v0, size_t vs, const float *S, size_t ss, int i, const int n) {
+    attn_v8f o[8];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++) o[s] = (attn_v8f){0};
+    for (int j = 0; j < n_min; j++) {
+        const attn_v8f vv = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i, n, f32);
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++) {
+            const float p = S[(size_t)s * ss + j];
+            const attn_v8f pv = {p, p, p, p, p, p, p, p};
+            o[s] += pv * vv;
+        }
+    }
+    for (int j = n_min; j < n_max; j++) {
+        const attn_v8f vv = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i, n, f32);
+        for (int s = 0; s < NQ; s++) {
+            if (j >= n_kv[s]) continue;
+            const float p = S[(size_t)s * ss + j];
+            const attn_v8f pv = {p, p, p, p, p, p, p, p};
+            o[s] += pv * vv;
+        }
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < NQ; s++) memcpy(out[s] + i, &o[s], (size_t)n * sizeof(float));
+}
+
+/* One tile of NQ (1..8, a compile-time constant after inlining) queries; f32: the K/V element
+ * type. S: NQ * max(n_kv) floats, query s's scores then probabilities at S[s * max(n_kv) + j]. */
+ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const float *const *q, float *const *out,
+                                          const int *n_kv, const blk_kv_view *kv, int ikv, int hd_k, int hd_v,
+                                          float scale, float *S) {
+    const size_t elt = f32 ? 4 : 2;
+    const uint8_t *k0 = (const uint8_t *)kv->k + (size_t)ikv * (size_t)hd_k * elt;
+    const uint8_t *v0 = (const uint8_t *)kv->v + (size_t)ikv * (size_t)hd_v * elt;
+    const size_t ks = kv->k_stride * elt, vs = kv->v_stride * elt;
+    int n_max = 0, n_min = INT_MAX;
+    for (int s = 0; s < NQ; s++) {
+        n_max = n_kv[s] > n_max ? n_kv[s] : n_max;
+        n_min = n_kv[s] < n_min ? n_kv[s] : n_min;
+    }
+    const size_t ss = (size_t)n_max;   /* row stride of S */
+    /* scores */
+    const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
+    for (int j = 0; j < n_max; j++) {
+        const void *kr = k0 + (size_t)j * ks;
+        attn_v8f acc[8];
+#pragma GCC unroll 8
+        for (int s = 0; s < 8; s++) acc[s] = (attn_v8f){0};
+        int i = 0;
+        for (; i + 8 <= hd_k; i += 8) {
+            const attn_v8f kk = ATTN_FN(attn_ld_row)(kr, i, 8, f32);
+#pragma GCC unroll 8
+            for (int s = 0; s < NQ; s++) acc[s] += ATTN_FN(attn_ld)(q[s] + i) * kk;
+        }
+        if (i < hd_k) {
+            const attn_v8f kk = ATTN_FN(attn_ld_row)(kr, i, hd_k - i, f32);
+            for (int s = 0; s < NQ; s++) acc[s] += ATTN_FN(attn_ld_part)(q[s] + i, hd_k - i) * kk;
+        }
+        const attn_v8f sc = ATTN_FN(attn_reduce8)(acc) * vscale;
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++) S[(size_t)s * ss + j] = sc[s];
+    }
+    for (int s = 0; s < NQ; s++) ATTN_FN(attn_softmax)(S + (size_t)s * ss, n_kv[s]);
+    /* softmax-weighted V: 8 output dims of every query in registers, over all rows */
+    for (int i = 0; i < hd_v; i += 8) {
+        if (i + 8 <= hd_v) ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i, 8);
+        else ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i, hd_v - i);
+    }
+}
+
+#define ATTN_CASE(N)                                                                                     \
+    case N:                                                                                              \
+        if (kv->f32) ATTN_FN(attn_tile_body)(N, true, q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores); \
+        else ATTN_FN(attn_tile_body)(N, false, q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);        \
+        break;
+
+void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
+                            int ikv, int hd_k, int hd_v, float scale, float *scores) {
+    switch (nq) {
+        ATTN_CASE(1)
+        ATTN_CASE(2)
+        ATTN_CASE(3)
+        ATTN_CASE(4)
+        ATTN_CASE(5)
+        ATTN_CASE(6)
+        ATTN_CASE(7)
+        ATTN_CASE(8)
+    default: TERN_ASSERT(nq >= 1 && nq <= BLK_ATTN_NQ);
+    }
+}
+
+#undef ATTN_CASE
+#undef ATTN_INLINE
+#undef ATTN_FN
+#undef ATTN_CAT
+#undef ATTN_CAT2
