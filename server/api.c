@@ -534,6 +534,7 @@ static void add_logprobs(cJSON *choice, const char *logprobs_json) {
 static void add_timings(cJSON *root, const srv_timings *t) {
     if (!t) return;
     cJSON *o = cJSON_AddObjectToObject(root, "timings");
+    cJSON_AddNumberToObject(o, "ttft_ms", t->ttft_ms);
     cJSON_AddNumberToObject(o, "prompt_n", t->prompt_n);
     cJSON_AddNumberToObject(o, "prompt_ms", t->prompt_ms);
     cJSON_AddNumberToObject(o, "predicted_n", t->predicted_n);
@@ -579,7 +580,7 @@ char *api_completion_response(const char *id, long created, const char *model, c
 
 char *api_chat_chunk(const char *id, long created, const char *model, bool role, const char *content, size_t n_content,
                      const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
-                     const char *logprobs_json, const srv_usage *usage) {
+                     const char *logprobs_json, const srv_usage *usage, const srv_timings *t) {
     cJSON *root = head(id, created, model, "chat.completion.chunk");
     cJSON *choices = cJSON_AddArrayToObject(root, "choices");
     if (usage) {
@@ -596,17 +597,18 @@ char *api_chat_chunk(const char *id, long created, const char *model, bool role,
     if (tool_calls_json) {
         cJSON *calls = cJSON_Parse(tool_calls_json);
         int i = 0;
-        for (cJSON *t = calls ? calls->child : NULL; t; t = t->next) cJSON_AddNumberToObject(t, "index", i++);
+        for (cJSON *tc = calls ? calls->child : NULL; tc; tc = tc->next) cJSON_AddNumberToObject(tc, "index", i++);
         if (calls) cJSON_AddItemToObject(delta, "tool_calls", calls);
     }
     add_logprobs(c, logprobs_json);
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
+    if (finish) add_timings(root, t);
     return print_free(root);
 }
 
 char *api_completion_chunk(const char *id, long created, const char *model, const char *text, size_t n_text,
-                           const char *finish, const char *logprobs_json, const srv_usage *usage) {
+                           const char *finish, const char *logprobs_json, const srv_usage *usage, const srv_timings *t) {
     cJSON *root = head(id, created, model, "text_completion");
     cJSON *choices = cJSON_AddArrayToObject(root, "choices");
     if (usage) {
@@ -620,6 +622,7 @@ char *api_completion_chunk(const char *id, long created, const char *model, cons
     add_logprobs(c, logprobs_json);
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
+    if (finish) add_timings(root, t);
     return print_free(root);
 }
 

@@ -84,6 +84,7 @@ char *api_logprobs_json(const tern_model *m, srv_kind kind, const srv_logprob *e
 
 /* llama-server's "timings" object, with the scheduler's chunking counts. */
 typedef struct srv_timings {
+    double ttft_ms;         /* from submission (queue wait included) to the first generated token */
     int prompt_n;           /* prompt tokens evaluated (not reused from the cache) */
     double prompt_ms;       /* from admission to the end of prefill */
     int predicted_n;
@@ -101,12 +102,13 @@ char *api_chat_response(const char *id, long created, const char *model, const c
 char *api_completion_response(const char *id, long created, const char *model, const char *text, size_t n_text,
                               const char *finish, const char *logprobs_json, const srv_usage *u, const srv_timings *t);
 /* Stream chunks: a delta with role (first chunk), content and/or reasoning, tool calls, or a
- * finish reason (finish != NULL). usage != NULL: the usage-only chunk (empty choices). */
+ * finish reason (finish != NULL; t != NULL adds "timings" to it, as llama-server's last chunk).
+ * usage != NULL: the usage-only chunk (empty choices). */
 char *api_chat_chunk(const char *id, long created, const char *model, bool role, const char *content, size_t n_content,
                      const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
-                     const char *logprobs_json, const srv_usage *usage);
+                     const char *logprobs_json, const srv_usage *usage, const srv_timings *t);
 char *api_completion_chunk(const char *id, long created, const char *model, const char *text, size_t n_text,
-                           const char *finish, const char *logprobs_json, const srv_usage *usage);
+                           const char *finish, const char *logprobs_json, const srv_usage *usage, const srv_timings *t);
 char *api_models_json(const char *model_id, long created);
 
 /* Copy at most n bytes of s into a fresh string, replacing invalid UTF-8 with U+FFFD. */

@@ -244,15 +244,15 @@ static void stream_collect(stream *st) {
         char *lp = stream_logprobs(st, tok_end);
         if (chat)
             sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, !st->sent_role, think ? NULL : t, think ? 0 : n,
-                                       think ? t : NULL, think ? n : 0, NULL, NULL, lp, NULL));
+                                       think ? t : NULL, think ? n : 0, NULL, NULL, lp, NULL, NULL));
         else
-            sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, t, n, NULL, lp, NULL));
+            sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, t, n, NULL, lp, NULL, NULL));
         free(lp);
         st->sent_role = true;
         if (!think) st->text_off += n;
     }
     if (chat && !st->sent_role) {                     /* the role comes first, before any text */
-        sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, true, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL));
+        sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, true, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL));
         st->sent_role = true;
     }
     if (done) {
@@ -262,13 +262,13 @@ static void stream_collect(stream *st) {
             char *calls = chat ? reply_tool_calls_json(&j->reply, j->id) : NULL;
             const char *finish = calls ? "tool_calls" : j->finish;
             char *lp = j->req.logprobs && st->lp_sent < j->n_lp ? stream_logprobs(st, j->n_lp) : NULL;
-            if (calls) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, calls, NULL, NULL, NULL));
-            if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, finish, lp, NULL));
-            else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, "", 0, finish, lp, NULL));
+            if (calls) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, calls, NULL, NULL, NULL, NULL));
+            if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, finish, lp, NULL, &j->tm));
+            else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, "", 0, finish, lp, NULL, &j->tm));
             free(lp);
             if (j->req.include_usage) {
-                if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, NULL, NULL, &j->usage));
-                else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, NULL, 0, NULL, NULL, &j->usage));
+                if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, NULL, NULL, &j->usage, NULL));
+                else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, NULL, 0, NULL, NULL, &j->usage, NULL));
             }
             free(calls);
         }

@@ -117,6 +117,7 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     int k = tern_detok_flush(&sl->dt, buf, sizeof buf);
     const double now = srv_now();
     j->tm.predicted_n = j->n_gen;
+    j->tm.ttft_ms = j->n_gen > 0 ? 1e3 * (j->t_first - j->t_submit) : 0;
     j->tm.predicted_ms = j->n_gen > 0 ? 1e3 * (j->t_last - j->t_first) : 0;
     if (j->t_prefilled == 0 && j->t_admit > 0) j->tm.prompt_ms = 1e3 * (now - j->t_admit);
     pthread_mutex_lock(&j->mu);
@@ -371,11 +372,12 @@ static void sched_step(srv_sched *s) {
         }
     pthread_mutex_lock(&s->mx->mu);
     s->mx->prefill_chunks += (uint64_t)chunks;
-    if (n > 0) {
-        s->mx->decode_steps++;
+    if (n > 0) {                                      /* slot by slot: n passes of one */
+        s->mx->decode_steps += batched ? 1 : (uint64_t)n;
         s->mx->decode_seqs += (uint64_t)n;
         if (batched) s->mx->decode_batched++;
-        if ((uint64_t)n > s->mx->decode_batch_max) s->mx->decode_batch_max = (uint64_t)n;
+        const uint64_t w = batched ? (uint64_t)n : 1;
+        if (w > s->mx->decode_batch_max) s->mx->decode_batch_max = w;
     }
     pthread_mutex_unlock(&s->mx->mu);
 }

@@ -1,10 +1,11 @@
 /* server.h: `tern serve`, an OpenAI-compatible HTTP server (issue 9).
  * Threads: libmicrohttpd runs one thread per connection; those threads parse and validate
  * requests, tokenise prompts and enqueue jobs, then wait for output. One scheduler thread owns
- * every session (a fixed set of slots): it admits queued jobs into free slots (the slot whose
- * cached tokens share the longest prefix with the prompt, so a follow-up request reuses that
- * KV), prefills in chunks of n_batch tokens and decodes one token per active slot per step, so a
- * long prompt does not stall running streams. A cancelled job (client gone) frees its slot at
+ * every session (a fixed set of slots): between steps it admits queued jobs into free slots (the
+ * slot whose cached tokens share the longest prefix with the prompt, so a follow-up request reuses
+ * that KV); each step prefills at most n_batch prompt tokens (so a long prompt does not stall
+ * running streams), samples one token per decoding slot and appends them all in one batched
+ * forward (tern_batch_eval). A cancelled job (client gone) frees its slot at
  * the scheduler's next step. Only tern.h is used. */
 #ifndef TERN_SERVER_SERVER_H
 #define TERN_SERVER_SERVER_H

@@ -407,14 +407,14 @@ static void test_response_shapes(void **state) {
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(us, "prompt_tokens_details"), "cached_tokens")->valueint, 4);
     cJSON_Delete(j);
     free(s);
-    s = api_chat_chunk("chatcmpl-1", 1, "tern", true, "x", 1, NULL, 0, NULL, NULL, NULL, NULL);
+    s = api_chat_chunk("chatcmpl-1", 1, "tern", true, "x", 1, NULL, 0, NULL, NULL, NULL, NULL, NULL);
     j = cJSON_Parse(s);
     c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
     assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "role")->valuestring, "assistant");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "finish_reason")));
     cJSON_Delete(j);
     free(s);
-    s = api_chat_chunk("chatcmpl-1", 1, "tern", false, NULL, 0, NULL, 0, NULL, NULL, NULL, &u);
+    s = api_chat_chunk("chatcmpl-1", 1, "tern", false, NULL, 0, NULL, 0, NULL, NULL, NULL, &u, NULL);
     j = cJSON_Parse(s);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "choices")), 0);
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "completion_tokens")->valueint, 3);

@@ -25,6 +25,7 @@
 
 #define STORIES "data/stories260k/stories260K.gguf"
 #define QWEN3 "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"
+#define QWEN35 "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf"
 
 static double now_s(void) {
     struct timespec ts;
@@ -434,6 +435,15 @@ static void test_batch_equivalence_and_429(void **state) {
     };
     batch_equivalence(q, qb, 4, 20, true);
     tern_model_free(q);
+    /* qwen35 (recurrent state): batched where the engine accepts it, else slot by slot; same texts */
+    q = load(QWEN35);
+    const char *q35[3] = {
+        "{\"prompt\": \"Hello\", \"max_tokens\": 16, \"temperature\": 0}",
+        "{\"prompt\": \"The capital of France\", \"max_tokens\": 16, \"temperature\": 0}",
+        "{\"prompt\": \"def main():\", \"max_tokens\": 12, \"temperature\": 0}",
+    };
+    batch_equivalence(q, q35, 3, 8, false);
+    tern_model_free(q);
     tern_model *m = load(STORIES);
     const char *bodies[4] = {
         "{\"prompt\": \"Once upon a time\", \"max_tokens\": 40, \"temperature\": 0}",
@@ -608,7 +618,7 @@ static void test_stream_per_token(void **state) {
                      "{\"prompt\": \"Once upon a time\", \"max_tokens\": 20, \"temperature\": 0, \"stream\": true, \"logprobs\": 0}",
                      NULL, &code);
     assert_int_equal(code, 200);
-    int n_text = 0;
+    int n_text = 0, n_finish = 0;
     sbuf all = {0};
     sbuf_add(&all, "", 0);
     for (const char *p = raw; (p = strstr(p, "data: ")); p += 6) {
@@ -619,6 +629,12 @@ static void test_stream_per_token(void **state) {
         free(ev);
         cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
         const char *text = cJSON_GetObjectItem(ch, "text")->valuestring;
+        if (cJSON_IsString(cJSON_GetObjectItem(ch, "finish_reason"))) {   /* the last chunk: llama-server's timings */
+            cJSON *t = cJSON_GetObjectItem(j, "timings");
+            assert_int_equal(cJSON_GetObjectItem(t, "predicted_n")->valueint, 20);
+            assert_true(cJSON_GetObjectItem(t, "ttft_ms")->valuedouble > 0);
+            n_finish++;
+        }
         if (*text) {
             n_text++;
             sbuf_add(&all, text, strlen(text));
@@ -628,6 +644,7 @@ static void test_stream_per_token(void **state) {
         cJSON_Delete(j);
     }
     assert_int_equal(n_text, 20);
+    assert_int_equal(n_finish, 1);
     assert_string_equal(all.p, choice_text(ref));
     sbuf_free(&all);
     free(raw);

@@ -7,7 +7,12 @@
 //    RSS after a warm-up vs at the end. Clients stop starting requests at the deadline and wait
 //    for the ones in flight (bounded by max_tokens).
 // 2. Sweep (on --model): for each P, a server with --parallel P and P streaming clients:
-//    aggregate generated tokens/s, TTFT and TPOT percentiles.
+//    aggregate generated tokens/s, TTFT and TPOT percentiles, and the server's mean decode batch
+//    (/metrics: sequences per decode pass).
+// TTFT and TPOT are the server's per-request figures from the "timings" of the last stream chunk
+// (ttft_ms: submission -> first generated token; TPOT: predicted_ms / (predicted_n - 1)), not the
+// arrival times of text chunks: the synthetic models' random tokens mostly have no text (a
+// synthetic vocabulary), so a client clock on text chunks saw one chunk per request (TPOT 0).
 // Prints a markdown report; exits non-zero on any error or if RSS grew by more than 10%.
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -17,9 +22,9 @@ const tern = args.tern ?? './tern';
 const model = args.model;
 const clients = +(args.clients ?? 16), seconds = +(args.seconds ?? 60);
 const sweep = (args.sweep ?? '1,2,4,8').split(',').map(Number);
-const sweepSeconds = +(args['sweep-seconds'] ?? 20);
+const sweepSeconds = +(args['sweep-seconds'] ?? 15);
 let maxTokens = +(args['max-tokens'] ?? 64);
-const sweepMaxTokens = +(args['sweep-max-tokens'] ?? 16);
+const sweepMaxTokens = +(args['sweep-max-tokens'] ?? 32);
 const soakModel = args['soak-model'] ?? args.model;
 const threads = args.threads ?? '2';
 if (!model) { console.error('--model is required'); process.exit(2); }
@@ -62,7 +67,7 @@ async function request(url, i) {
     });
     if (r.status !== 200) return { ok: false, why: `status ${r.status}` };
     const dec = new TextDecoder();
-    let buf = '', first = 0, last = 0, tokens = 0, done = false;
+    let buf = '', tokens = 0, done = false, timings = null;
     for await (const chunk of r.body) {
       buf += dec.decode(chunk, { stream: true });
       let k;
@@ -74,14 +79,14 @@ async function request(url, i) {
         const j = JSON.parse(data);
         if (j.error) return { ok: false, why: j.error.message };
         if (j.usage) tokens = j.usage.completion_tokens;
-        const d = j.choices?.[0]?.delta;
-        if (d && (d.content || d.reasoning_content)) { const now = performance.now(); if (!first) first = now; last = now; }
+        if (j.timings) timings = j.timings;
       }
     }
     if (!done) return { ok: false, why: 'no [DONE]' };
-    const ttft = (first || performance.now()) - t0;
-    const tpot = tokens > 1 && last > first ? (last - first) / (tokens - 1) : 0;
-    return { ok: true, ttft, tpot, tokens };
+    if (!timings) return { ok: false, why: 'no timings in the last chunk' };
+    const ttft = timings.ttft_ms;
+    const tpot = timings.predicted_n > 1 ? timings.predicted_ms / (timings.predicted_n - 1) : 0;
+    return { ok: true, ttft, tpot, tokens, wall: performance.now() - t0 };
   } catch (e) {
     return { ok: false, why: String(e) };
   }
@@ -96,6 +101,16 @@ async function drive(url, n, secs) {
     while (performance.now() < end) res.push(await request(url, id++));
   }));
   return { res, wall: (performance.now() - t0) / 1000 };
+}
+
+async function metrics(url) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const out = {};
+  for (const line of text.split('\n')) {
+    const m = /^([a-z_]+) ([0-9.e+-]+)$/.exec(line);
+    if (m) out[m[1]] = +m[2];
+  }
+  return out;
 }
 
 const pct = (xs, p) => { if (!xs.length) return 0; const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor(p / 100 * s.length))]; };
@@ -121,19 +136,23 @@ let failed = false;
 // ---- sweep ----
 maxTokens = sweepMaxTokens;
 console.log(`\n## aggregate throughput (P streaming clients on --parallel P, ${sweepSeconds} s each, max_tokens ${maxTokens}, ${model})\n`);
-console.log('| parallel | requests | tokens/s (aggregate) | x single | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 ms | errors |');
-console.log('|---:|---:|---:|---:|---|---|---:|');
+console.log('| parallel | requests | tokens/s (aggregate) | x single | mean decode batch | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 ms | errors |');
+console.log('|---:|---:|---:|---:|---:|---|---|---:|');
 let single = 0;
 for (const p of sweep) {
   const s = await startServer(p);
   await drive(s.url, p, 2);
+  const m0 = await metrics(s.url);
   const { res, wall } = await drive(s.url, p, sweepSeconds);
+  const m1 = await metrics(s.url);
   await stopServer(s);
+  const steps = m1.tern_decode_steps_total - m0.tern_decode_steps_total;
+  const batch = steps > 0 ? (m1.tern_decode_sequences_total - m0.tern_decode_sequences_total) / steps : 0;
   const ok = res.filter((r) => r.ok);
   const tps = ok.reduce((a, r) => a + r.tokens, 0) / wall;
   if (p === 1) single = tps;
   const tt = ok.map((r) => r.ttft), tp = ok.map((r) => r.tpot).filter((x) => x > 0);
-  console.log(`| ${p} | ${res.length} | ${tps.toFixed(1)} | ${single ? (tps / single).toFixed(2) : '-'} | ` +
+  console.log(`| ${p} | ${res.length} | ${tps.toFixed(1)} | ${single ? (tps / single).toFixed(2) : '-'} | ${batch.toFixed(2)} | ` +
     `${ms(pct(tt, 50))} / ${ms(pct(tt, 90))} / ${ms(pct(tt, 99))} | ${ms(pct(tp, 50))} / ${ms(pct(tp, 90))} / ${ms(pct(tp, 99))} | ${res.length - ok.length} |`);
   if (res.length !== ok.length) failed = true;
 }
