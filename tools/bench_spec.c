@@ -353,10 +353,7 @@ int cmd_bench_spec(int argc, char **argv) {
         const int id = opts_next("bench-spec", tabs, n_tabs, argc, argv, &i, &v);
         if (id == OPT_HELP) { bs_usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
-        if (id == OPT_POSITIONAL) {
-            fprintf(stderr, "tern bench-spec: unexpected argument '%s'; see tern bench-spec --help\n", v.str);
-            return 2;
-        }
+        if (id == OPT_POSITIONAL) return opts_unexpected("bench-spec", v.str);
         if (opts_apply_common(&a.oc, id, &v) || spec_opts_apply(&a.so, id, &v)) continue;
         switch (id) {
         case BS_PROMPTS: a.prompts = v.str; break;
