@@ -468,9 +468,9 @@ static void test_batch_equivalence_and_429(void **state) {
         usleep(10 * 1000);
     }
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", NULL, 429, NULL);
+    srv_stop(s);                                      /* ends the slow request (503) */
     pthread_join(t1, NULL);
     free(slow.text);
-    srv_stop(s);
     tern_model_free(m);
 }
 
