@@ -329,6 +329,8 @@ static void test_quantize_rules(void **state) {
             tot += s;
         }
         assert_int_equal(fb[b].sum, tot);
+        assert_int_equal(fb[b].nsum[0], -tot);
+        assert_int_equal(fb[b].nsum[1], 0); assert_int_equal(fb[b].nsum[2], 0); assert_int_equal(fb[b].nsum[3], 0);
     }
     /* ggml: d = amax / 127 as fp16, id = 127 / amax, half to even; partial last block zero-padded */
     float g[40];

@@ -72,7 +72,8 @@ static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk) {
             total += s;
         }
         o->sum = total;
-        memset(o->pad, 0, sizeof o->pad);
+        o->nsum[0] = (int16_t)-total;
+        o->nsum[1] = o->nsum[2] = o->nsum[3] = 0;
     }
 }
 

@@ -11,7 +11,7 @@
  *   (K % 128 != 0, only Q8_0/Q2_0/float weights) is zero-padded. Per block:
  *     amax = max |x|; d = amax / 127 (f32); id = 127 / amax (0 if amax == 0);
  *     q = round-half-even(x * id) clamped to [-127, 127]; bsums[g] = sum of q[16g .. 16g+15]
- *     (|bsums| <= 16 * 127 = 2032, int16); sum = sum of all 128 q (int32).
+ *     (|bsums| <= 16 * 127 = 2032, int16); sum = sum of all 128 q (int32); nsum = {-sum, 0, 0, 0}.
  * KQ_GGML: Q8_0 blocks of 32 as the reference x86 build rounds (spec 8.1, AVX2 variant):
  *   d = amax / 127 stored as fp16 (RNE); id = 127 / amax (0 if amax == 0); q = round-half-even
  *   (x * id); sum = sum of the 32 q (int16, |sum| <= 4064). ceil(K / 32) blocks, last zero-padded.
@@ -58,6 +58,7 @@
 #include "format/qtypes.h"
 #include "kernels/kernels.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define KA_FAST_BLOCK 128
@@ -68,7 +69,8 @@ typedef struct {
     float d;           /* amax / 127 */
     int32_t sum;       /* sum of qs[0..127] */
     int16_t bsums[8];  /* sums of qs[16 g .. 16 g + 15] */
-    uint8_t pad[8];
+    int16_t nsum[4];   /* {-sum, 0, 0, 0} (|sum| <= 128 * 127 = 16256 fits int16): one vpbroadcastq of
+                        * it starts an AVX2 int16 accumulator with -sum once per row (x86/avx2.c) */
 } kact_fast;           /* 160 bytes */
 
 typedef struct {
@@ -78,6 +80,7 @@ typedef struct {
 } kact_ggml;           /* 36 bytes */
 
 _Static_assert(sizeof(kact_fast) == 160, "kact_fast layout");
+_Static_assert(offsetof(kact_fast, sum) == offsetof(kact_fast, d) + 4, "d, sum adjacent (avx2.c loads them as one 64-bit word)");
 _Static_assert(sizeof(kact_ggml) == 36, "kact_ggml layout");
 
 /* PQ2_0 row-pair block: 4 rows x 128 weights. */

@@ -2,20 +2,18 @@
  * kern_table_avx2; every helper is static. Entries left NULL use the reference (ref.c).
  * Integer and float order: kern_impl.h; every entry here reproduces it exactly (tested ==).
  *
- * PQ2_0 row-pair, fast mode. One ymm = word wd of pair 0 (lane 0) and of pair 1 (lane 1), i.e.
- * 4 rows x 32 weights; both lanes need the same activation bytes, so slot s's activation is one
- * vpbroadcastq of q[32 wd + 8 s .. +8] from memory (no shuffles, no scratch).
- * Slots are extracted to plain codes u = (v >> 2s) & 3 (0..3) rather than masked in place:
- * vpmaddubsw pair sums must stay in int16, and code 3 in slot 3 masked in place would be
- * 192 * 127 * 2 = 48768 > 32767 (DESIGN.md). With u <= 3: a pair sum is <= 2 * 3 * 127 = 762, the
- * four slots' sum <= 3048 (int16), vpmaddwd widens to int32 per word, and a row's block total
- * sum(u * q) <= 128 * 3 * 127 = 48768. (Widening once per block instead, 4 x 3048 < 32767,
- * measured no faster on Zen 3.) Then isum = sum(u * q) - sum(q) (the +1 of u = t + 1 removed
- * once per block with the activation block's sum), exact.
- * Matmul: column tiles of 4 sharing the extracted slots; a batch that does not fill the last
+ * PQ2_0 row-pair layout (fast numerics: matvec and matmul; ggml numerics). One ymm = word wd of
+ * pair 0 (lane 0) and of pair 1 (lane 1), i.e. 4 rows x 32 weights; both lanes need the same
+ * activation bytes, so slot s's activation is one vpbroadcastq of q[32 wd + 8 s .. +8] from
+ * memory (no shuffles, no scratch). vpmaddubsw pair sums must stay in int16: code 3 in slot 3
+ * masked in place would be 192 * 127 * 2 = 48768 > 32767 (DESIGN.md), so slots are brought down
+ * to u or 4u (u <= 3) and every int16 bound is written next to the code that relies on it.
+ * Fast matvec: 8 rows per pass, nibble extraction, prefetch (rp_mv_pass8). Fast matmul: column
+ * tiles of 8/4/2 sharing the extracted slots (rp_mm_tile); a batch that does not fill its last
  * tile is padded by repeating its last column (computed, never stored), so the weights are
- * streamed once per tile, never once per leftover column. Rows outer, column tiles inner: a
- * row group's weights (nb * 136 bytes) stay in L1 while every tile reads them. */
+ * streamed once per tile, never once per leftover column. Row chunks outer, column tiles
+ * inner: a chunk's weights stay in L2 while every tile reads them. ggml matvec/matmul: the
+ * original 4-row kernel (pq2_rp_ggml_group), a word's int32 per Q8_0 block. */
 #include "kernels/kern_impl.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -257,10 +255,11 @@ static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
  * bits 0-3 of each byte, which come from the same byte):
  *   lo & 0x03 = u0, lo & 0x0C = 4 u1, hi & 0x03 = u2, hi & 0x0C = 4 u3 (u = code 0..3).
  * vpmaddubsw pair sums: slots 0, 2 <= 2 * 3 * 127 = 762; slots 1, 3 <= 2 * 12 * 127 = 3048 (code 3
- * included). Per block (4 words) in int16: a1 = sum of the slot 0 + slot 2 products <= 4 * 2 *
- * 762 = 6096; a4 = slots 1 + 3 <= 4 * 2 * 3048 = 24384 < 32767; a4 is exactly 4x an integer, so
- * a1 + (a4 >> 2) <= 12192 is the exact sum(u * q) per 16-bit lane, and one vpmaddwd widens it.
- * isum = sum(u * q) - sum(q) (the +1 of u = t + 1 removed once per block), exact.
+ * included). Per block (4 words) in int16: a1 = the slot 0 + slot 2 products (<= 4 * 2 * 762 =
+ * 6096 in magnitude) started at nsum_init, i.e. -sum(q) once per row (|sum| <= 16256): |a1| <=
+ * 22352; a4 = slots 1 + 3, |a4| <= 4 * 2 * 3048 = 24384 < 32767 and exactly 4x an integer, so
+ * a1 + (a4 >> 2) (|.| <= 28448) summed over a row's 4 lanes is exactly isum = sum(u * q) - sum(q)
+ * (the +1 of u = t + 1 removed by the start value), widened once per block by one vpmaddwd.
  * Two row groups (8 rows) per pass share every activation broadcast; their int32 are reduced by
  * one vphaddd into [A0 A1 B0 B1 | A2 A3 B2 B3] and the fp16 weight scales are converted in the
  * same order, so one 8-lane fma per block does the float order of kern_impl.h for 8 rows.
@@ -282,6 +281,15 @@ static inline __attribute__((always_inline)) void rp_nibble_acc(__m256i v, __m25
                                                  _mm256_maddubs_epi16(_mm256_and_si256(h, m3), q2)));
     *a4 = _mm256_add_epi16(*a4, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, mC), q1),
                                                  _mm256_maddubs_epi16(_mm256_and_si256(h, mC), q3)));
+}
+
+/* An int16 accumulator holding -sum(q) once per row (lanes 0, 4, 8, 12: each row owns 4 lanes)
+ * and 0 elsewhere: the "- sum(q)" of isum done by the accumulator's start value, exact in int16
+ * (bounds at each use). */
+static inline __m256i nsum_init(const kact_fast *x) {
+    int64_t v;
+    memcpy(&v, x->nsum, 8);
+    return _mm256_set1_epi64x(v);
 }
 
 /* int32 [r0 r0 r1 r1 | r2 r2 r3 r3] (pairs of partial sums per row) of one group's block. */
@@ -311,7 +319,7 @@ static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
         rp_prefetch(B, pf);
         const kern_rp_block *ba = A + b, *bb = B + b;
         const int8_t *q = ac[b].qs;
-        __m256i a1 = _mm256_setzero_si256(), a4 = a1, b1 = a1, b4 = a1;
+        __m256i a1 = nsum_init(&ac[b]), b1 = a1, a4 = _mm256_setzero_si256(), b4 = a4;
 #pragma GCC unroll 4
         for (int wd = 0; wd < 4; wd++) {
             const __m256i q0 = bcast8(q + 32 * wd), q1 = bcast8(q + 32 * wd + 8);
@@ -319,8 +327,7 @@ static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
             rp_nibble_acc(rp_load_word(ba, wd), q0, q1, q2, q3, &a1, &a4);
             rp_nibble_acc(rp_load_word(bb, wd), q0, q1, q2, q3, &b1, &b4);
         }
-        __m256i h = _mm256_hadd_epi32(rp_nibble_fold(a1, a4), rp_nibble_fold(b1, b4));   /* [A0 A1 B0 B1 | A2 A3 B2 B3] */
-        h = _mm256_sub_epi32(h, _mm256_set1_epi32(ac[b].sum));
+        const __m256i h = _mm256_hadd_epi32(rp_nibble_fold(a1, a4), rp_nibble_fold(b1, b4));   /* [A0 A1 B0 B1 | A2 A3 B2 B3] */
         if (isum) {
             int32_t t[8];
             static const int row[8] = {0, 1, 4, 5, 2, 3, 6, 7};
@@ -341,15 +348,14 @@ static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
         rp_prefetch(A, b + RP_PF);
         const kern_rp_block *ba = A + b;
         const int8_t *q = ac[b].qs;
-        __m256i a1 = _mm256_setzero_si256(), a4 = a1;
+        __m256i a1 = nsum_init(&ac[b]), a4 = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int wd = 0; wd < 4; wd++)
             rp_nibble_acc(rp_load_word(ba, wd), bcast8(q + 32 * wd), bcast8(q + 32 * wd + 8), bcast8(q + 32 * wd + 16),
                           bcast8(q + 32 * wd + 24), &a1, &a4);
         const __m256i t = rp_nibble_fold(a1, a4);
         const __m256i h = _mm256_hadd_epi32(t, t);                                   /* [a b a b | c d c d] */
-        __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08));     /* [a b c d] */
-        r4 = _mm_sub_epi32(r4, _mm_set1_epi32(ac[b].sum));
+        const __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08));     /* [a b c d] */
         if (isum) {
             int32_t t4[4];
             _mm_storeu_si128((__m128i *)(void *)t4, r4);
@@ -364,32 +370,35 @@ static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
 /* ---- PQ2_0 row-pair, fast mode: matmul (column tiles) -------------------------------------
  * One row group x a tile of NC = 2 or 4 columns. The four slots of a word are extracted once to
  * plain codes (u = (v >> 2s) & 3) and reused by every column: per column and word 4 vpmaddubsw +
- * 4 vpaddw into one int16 accumulator per column (pair sums <= 2 * 3 * 127 = 762; a word's four
- * slots <= 3048; a block's four words <= 12192 < 32767, code 3 included), widened once per block.
+ * 4 vpaddw into one int16 accumulator per column, started at nsum_init (-sum(q) once per row,
+ * |sum| <= 16256): pair sums <= 2 * 3 * 127 = 762, a word's four slots <= 3048, a block's four
+ * words <= 12192, so |lane| <= 28448 < 32767 (code 3 included); widened once per block.
+ * Tiles of 8 columns (8 int16 accumulators + 4 slots + mask in the 16 ymm registers); 2 and 4
+ * for the narrow batches (speculative verification, serving).
  * Columns are reduced in pairs: vphaddd(t[c], t[c + 1]) = [c r0, c r1, c+1 r0, c+1 r1 | c r2, c r3,
- * c+1 r2, c+1 r3]; the scales and activation sums are arranged in that order, so one 8-lane fma
+ * c+1 r2, c+1 r3]; the weight and activation scales are arranged in that order, so one 8-lane fma
  * per block and column pair does the float order; the lanes are put back in row order at the end.
  * A tile that the batch does not fill repeats its last column (computed, never stored). */
 static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block *B, int64_t nb, const kact_fast *const *ac,
                                                              int NC, int nstore, float *const *out, int32_t *const *isum,
                                                              int64_t isum_stride) {
     const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    __m256 acc[2];
-#pragma GCC unroll 2
+    __m256 acc[4];
+#pragma GCC unroll 4
     for (int cp = 0; cp < NC / 2; cp++) acc[cp] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
         const kern_rp_block *blk = B + b;
-        __m256i ia[4];
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; c++) ia[c] = _mm256_setzero_si256();
-#pragma GCC unroll 4
+        __m256i ia[8];
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; c++) ia[c] = nsum_init(&ac[c][b]);   /* -sum once per row: the +1 of u */
+#pragma GCC unroll 1   /* unrolled, GCC hoists the four words' extractions and spills (measured) */
         for (int wd = 0; wd < 4; wd++) {
             const __m256i v = rp_load_word(blk, wd);
             const __m256i s0 = _mm256_and_si256(v, m3);
             const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
             const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
             const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int c = 0; c < NC; c++) {
                 const int8_t *q = ac[c][b].qs + 32 * wd;
                 const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
@@ -399,11 +408,13 @@ static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block
         }
         const __m128i d4 = _mm_loadl_epi64((const __m128i *)(const void *)blk->d);
         const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(d4, d4));        /* [d0 d1 d0 d1 d2 d3 d2 d3] */
-#pragma GCC unroll 2
+#pragma GCC unroll 4
         for (int cp = 0; cp < NC / 2; cp++) {
             const kact_fast *x0 = &ac[2 * cp][b], *x1 = &ac[2 * cp + 1][b];
-            __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(ia[2 * cp], ones), _mm256_madd_epi16(ia[2 * cp + 1], ones));
-            h = _mm256_sub_epi32(h, _mm256_setr_epi32(x0->sum, x0->sum, x1->sum, x1->sum, x0->sum, x0->sum, x1->sum, x1->sum));
+            const __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(ia[2 * cp], ones), _mm256_madd_epi16(ia[2 * cp + 1], ones));
+            /* [d0 d1 ...] -> [d0 d0 d1 d1 d0 d0 d1 d1] */
+            const __m256i dd = _mm256_castsi128_si256(_mm_unpacklo_epi32(_mm_loadl_epi64((const __m128i *)(const void *)&x0->d),
+                                                                          _mm_loadl_epi64((const __m128i *)(const void *)&x1->d)));
             if (isum) {
                 int32_t t[8];
                 static const int col[8] = {0, 0, 1, 1, 0, 0, 1, 1}, row[8] = {0, 1, 0, 1, 2, 3, 2, 3};
@@ -411,11 +422,11 @@ static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block
                 for (int i = 0; i < 8; i++)
                     if (2 * cp + col[i] < nstore) isum[2 * cp + col[i]][row[i] * isum_stride + b] = t[i];
             }
-            const __m256 da = _mm256_setr_ps(x0->d, x0->d, x1->d, x1->d, x0->d, x0->d, x1->d, x1->d);
+            const __m256 da = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(dd, _mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1)));
             acc[cp] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(h), acc[cp]);
         }
     }
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int cp = 0; cp < NC / 2; cp++) {
         /* [c r0 r1, c+1 r0 r1 | c r2 r3, c+1 r2 r3] -> [c r0..r3 | c+1 r0..r3] */
         const __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc[cp]), 0xD8));
@@ -440,15 +451,15 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
             rp_mv_pass8(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
         if (r < g1) rp_mv_pass4(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
     } else {
-        const kact_fast *ac[4];
-        float *out[4];
-        int32_t *is[4];
+        const kact_fast *ac[8];
+        float *out[8];
+        int32_t *is[8];
         /* a chunk of up to RP_CHUNK groups (their weights stay in L2) against one column tile at
          * a time (its activations stay in L1 across the chunk) */
         for (int64_t r = r0; r < g1; r += 4 * RP_CHUNK) {
             const int64_t rc1 = TERN_MIN(g1, r + 4 * RP_CHUNK);
-            for (int c0 = 0; c0 < a->ncols; c0 += 4) {
-                const int left = a->ncols - c0, nst = TERN_MIN(4, left), NC = left <= 2 ? 2 : 4;
+            for (int c0 = 0; c0 < a->ncols; c0 += 8) {
+                const int left = a->ncols - c0, nst = TERN_MIN(8, left), NC = left <= 2 ? 2 : left <= 4 ? 4 : 8;
                 for (int64_t rr = r; rr < rc1; rr += 4) {
                     for (int c = 0; c < NC; c++) {
                         const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
@@ -457,7 +468,8 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
                         is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
                     }
                     if (NC == 2) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 2, nst, out, m->isum ? is : NULL, nb);
-                    else rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
+                    else if (NC == 4) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
+                    else rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 8, nst, out, m->isum ? is : NULL, nb);
                 }
             }
         }
