@@ -151,12 +151,18 @@ int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *log
  * is bit-identical to tern_session_eval(sessions[i], &tok[i], 1). Scratch is sessions[0]'s:
  * n <= its n_batch, and every session's next position < sessions[0]'s n_ctx. Errors:
  * TERN_E_ARG (n, NULL, different models, a session twice, scratch too small),
- * TERN_E_RANGE (bad token id, a full context: nothing is appended), TERN_E_UNSUPPORTED
- * (architectures with recurrent state, for now). */
+ * TERN_E_RANGE (bad token id, a full context: nothing is appended). Recurrent architectures
+ * (qwen35): each column updates its own session's conv and recurrent state, and the token stays
+ * inside that session's rollback window like a single-token eval. */
 int tern_batch_eval(tern_session *const *sessions, const int32_t *tok, int n, float *logits, tern_err *err);
 /* Forget every token from position pos on (pos <= current). Attention KV is truncated; for
  * recurrent layers the state must be restorable at pos (a snapshot or a checkpoint within the
- * rollback window), else TERN_E_RANGE. pos 0 always works (fresh state). */
+ * rollback window), else TERN_E_RANGE. pos 0 always works (fresh state).
+ * Speculative verification on qwen35: evaluate up to 16 tokens with tern_session_eval_all (one
+ * call, or several consecutive ones; each position's logits are bit-identical to single-token
+ * decode), then truncate to any position inside them: the conv and recurrent state are exactly
+ * those after the last kept token. Batches of 17+ tokens (prefill) are computed with the chunked
+ * delta rule and cannot be truncated into. */
 int tern_session_truncate(tern_session *s, int pos, tern_err *err);
 /* Mark the current position as a rollback point for recurrent state (cheap; keeps a window). */
 int tern_session_checkpoint(tern_session *s, tern_err *err);

@@ -253,9 +253,6 @@ int tern_batch_eval(tern_session *const *ss, const int32_t *tok, int n, float *l
     const model_t *m = s0->m;
     if (n > s0->n_batch)
         return tern_err_set(err, TERN_E_ARG, "batch of %d sessions > n_batch %d of the first session", n, s0->n_batch);
-    if (m->arch->state_init)
-        return tern_err_set(err, TERN_E_UNSUPPORTED, "tern_batch_eval: architecture %s keeps recurrent state",
-                            m->arch->name);
     for (int i = 0; i < n; i++) {
         if (!ss[i] || ss[i]->m != m) return tern_err_set(err, TERN_E_ARG, "session %d: NULL or another model", i);
         for (int k = 0; k < i; k++)
@@ -273,12 +270,16 @@ int tern_batch_eval(tern_session *const *ss, const int32_t *tok, int n, float *l
     for (int i = 0; i < n; i++) {
         s0->bpos[i] = ss[i]->pos;
         s0->bkv[i] = &ss[i]->kv;
+        s0->bstate[i] = ss[i]->state;   /* recurrent archs: each column its own sequence state */
         s0->bwant[i] = true;
     }
-    model_batch b = {.n = n, .tok = tok, .pos = s0->bpos, .kv = s0->bkv, .state = NULL, .want_logits = s0->bwant,
-                     .logits = logits};
+    model_batch b = {.n = n, .tok = tok, .pos = s0->bpos, .kv = s0->bkv, .state = s0->bstate,
+                     .want_logits = s0->bwant, .logits = logits};
     const int rc = m->arch->forward(m, &s0->ws, &b);
-    for (int i = 0; i < n; i++) s0->bkv[i] = &s0->kv;   /* back to the session's own */
+    for (int i = 0; i < n; i++) {       /* back to the session's own */
+        s0->bkv[i] = &s0->kv;
+        s0->bstate[i] = s0->state;
+    }
     tern_noalloc_leave();
     pthread_mutex_unlock(&s0->m->eval_lock);
     if (rc) return tern_err_set(err, rc, "batched forward failed");

@@ -221,7 +221,7 @@ static void test_chunked_prefill_vs_tokens(void **state) {
     (void)state;
     int32_t ids[256];
     const int n = prompt_ids("p2", ids, 256);
-    assert_true(n >= 16);                   /* a chunked batch */
+    assert_true(n >= 17);                   /* a chunked batch (GDN_CHUNK_MIN) */
     tern_model *m = get_model(TERN_NUMERICS_F32, 2);
     tern_model_info info;
     tern_model_get_info(m, &info);
@@ -306,12 +306,163 @@ static void test_sequences_do_not_leak(void **state) {
     assert_non_null(l);
     assert_memory_equal(l, ref, sizeof(float) * nv);
     /* and a rollback past the window is refused, not silently wrong */
-    for (int i = 0; i < 18; i++) assert_non_null(tern_session_eval(s, &a[i], 1, &err));   /* > window 16 */
+    for (int i = 0; i < 34; i++) assert_non_null(tern_session_eval(s, &a[i % na], 1, &err));   /* > window 32 */
     assert_int_equal(tern_session_truncate(s, nb, &err), TERN_E_RANGE);
     free(ref);
     tern_session_free(s);
 }
 
+
+/* ---- batched serving and speculative verification (issue 7, point 1) ------------------------ */
+
+/* tern_batch_eval over sessions of different sequences: 4 sessions with prompts of 26, 5, 12 and
+ * 20 tokens (chunked and logged prefills), `steps` steps of one token each, in rotating order
+ * and with one session left out (fed alone) on odd steps; every column is bit-identical to the
+ * session's twin evaluated with tern_session_eval one token at a time, and the positions agree.
+ * Then one session is truncated back 3 tokens (recurrent-state rollback after batched steps) and
+ * one more batch runs, still bit-identical. (f32 and ggml numerics: short prompts and fewer steps,
+ * to keep the suite fast: f32's LM head reads 155 MB of f32 weights per column.) */
+static void check_batch_sessions(tern_numerics nm, int steps) {
+    enum { NS = 4 };
+    tern_model *m = get_model(nm, 2);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const size_t nv = (size_t)info.n_vocab;
+    int32_t pr[NS][256];
+    const bool full = steps > 2;   /* long prompts: chunked and logged prefills */
+    const int np[NS] = {full ? prompt_ids("p1", pr[0], 256) : 3, full ? 5 : 2, full ? 12 : 4, full ? 20 : 1};
+    if (!full) prompt_ids("p1", pr[0], 256);
+    prompt_ids("p2", pr[1], 256);
+    prompt_ids("p4", pr[2], 256);
+    prompt_ids("p5", pr[3], 256);
+    tern_session *sb[NS], *st[NS];
+    int32_t next[NS];
+    tern_err err = {0};
+    for (int i = 0; i < NS; i++) {
+        sb[i] = new_session(m, 512);
+        st[i] = new_session(m, 512);
+        const float *lb = tern_session_eval(sb[i], pr[i], np[i], &err), *lt = tern_session_eval(st[i], pr[i], np[i], &err);
+        assert_non_null(lb); assert_non_null(lt);
+        assert_memory_equal(lb, lt, sizeof(float) * nv);
+        next[i] = argmax(lt, (int)nv);
+    }
+    float *lg = malloc(sizeof(float) * NS * nv);
+    for (int k = 0; k <= steps; k++) {
+        if (k == steps) {                   /* rollback of session 2, then one more batch */
+            const int p = tern_session_pos(sb[2]) - 3;
+            assert_int_equal(tern_session_truncate(sb[2], p, &err), TERN_OK);
+            assert_int_equal(tern_session_truncate(st[2], p, &err), TERN_OK);
+        }
+        const int nb = (k % 2 && k < steps) ? NS - 1 : NS;
+        tern_session *bs[NS];
+        int32_t bt[NS];
+        int who[NS];
+        for (int c = 0; c < NS; c++) { who[c] = (c + k) % NS; bs[c] = sb[who[c]]; bt[c] = next[who[c]]; }
+        assert_int_equal(tern_batch_eval(bs, bt, nb, lg, &err), TERN_OK);
+        if (nb < NS) assert_non_null(tern_session_eval(sb[who[NS - 1]], &bt[NS - 1], 1, &err));
+        for (int c = 0; c < NS; c++) {
+            const int i = who[c];
+            const float *lt = tern_session_eval(st[i], &next[i], 1, &err);
+            assert_non_null(lt);
+            if (c < nb) assert_memory_equal(lg + (size_t)c * nv, lt, sizeof(float) * nv);
+            assert_int_equal(tern_session_pos(sb[i]), tern_session_pos(st[i]));
+            next[i] = argmax(lt, (int)nv);
+        }
+    }
+    free(lg);
+    for (int i = 0; i < NS; i++) { tern_session_free(sb[i]); tern_session_free(st[i]); }
+}
+
+static void test_batch_eval_sessions_fast(void **state) { (void)state; check_batch_sessions(TERN_NUMERICS_FAST, 8); }
+static void test_batch_eval_sessions_f32(void **state) { (void)state; check_batch_sessions(TERN_NUMERICS_F32, 1); }
+static void test_batch_eval_sessions_ggml(void **state) { (void)state; check_batch_sessions(TERN_NUMERICS_GGML, 2); }
+
+/* Speculative verification on one session: after the same 5-token prompt (logged, so the same
+ * bits for any n_batch), a reference decodes VN greedy tokens one at a time; the speculative session evaluates batches of nv tokens (tern_session_eval_all
+ * in one call, or split by its n_batch) whose first a tokens are the reference's and the rest wrong
+ * drafts, with a cycling through 0..nv; positions < a must equal the reference's single-token
+ * logits bit for bit, and tern_session_truncate to the last accepted position must leave the state
+ * exactly as the reference's there (checked by the next batch's first position, and at the end).
+ * 5 + VN > 32 tokens: the rollback log wraps during the verification. */
+enum { VN = 36 };
+static void check_verify(tern_model *m, int n_batch, int nv, const int32_t *prompt, int np, const int32_t *t,
+                         const float *ref) {
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const size_t nvocab = (size_t)info.n_vocab;
+    tern_session *s = new_session(m, n_batch);
+    tern_err err = {0};
+    assert_non_null(tern_session_eval(s, prompt, np, &err));
+    float *lg = malloc(sizeof(float) * (size_t)nv * nvocab);
+    int32_t batch[16];
+    int p = 0, step = 0, compared = 0;
+    while (p + nv <= VN) {
+        const int a = (step * 7 + 1) % (nv + 1);
+        for (int i = 0; i < nv; i++) batch[i] = i < a ? t[p + i] : (t[p + i] + 1 + i) % (int32_t)nvocab;
+        assert_int_equal(tern_session_eval_all(s, batch, nv, lg, &err), TERN_OK);
+        for (int i = 0; i < a; i++, compared++)
+            assert_memory_equal(lg + (size_t)i * nvocab, ref + (size_t)(p + i) * nvocab, sizeof(float) * nvocab);
+        assert_int_equal(tern_session_truncate(s, np + p + a, &err), TERN_OK);
+        p += a;
+        step++;
+    }
+    if (p < VN) {
+        const float *l = tern_session_eval(s, &t[p], 1, &err);
+        assert_non_null(l);
+        assert_memory_equal(l, ref + (size_t)p * nvocab, sizeof(float) * nvocab);
+    }
+    assert_true(compared >= VN / 2);
+    free(lg);
+    tern_session_free(s);
+}
+
+static void verify_all(tern_numerics nm) {
+    int32_t prompt[256], t[VN];
+    prompt_ids("p2", prompt, 256);
+    const int np = 5;
+    tern_model *m = get_model(nm, 2);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const size_t nvocab = (size_t)info.n_vocab;
+    float *ref = malloc(sizeof(float) * VN * nvocab);
+    tern_session *r = new_session(m, 512);
+    tern_err err = {0};
+    const float *l = tern_session_eval(r, prompt, np, &err);
+    assert_non_null(l);
+    t[0] = argmax(l, (int)nvocab);
+    for (int j = 0; j < VN; j++) {
+        l = tern_session_eval(r, &t[j], 1, &err);
+        assert_non_null(l);
+        memcpy(ref + (size_t)j * nvocab, l, sizeof(float) * nvocab);
+        if (j + 1 < VN) t[j + 1] = argmax(l, (int)nvocab);
+    }
+    tern_session_free(r);
+    check_verify(m, 512, 2, prompt, np, t, ref);
+    check_verify(m, 512, 16, prompt, np, t, ref);    /* the largest verify batch: never chunked */
+    check_verify(m, 5, 16, prompt, np, t, ref);      /* the same split into 5 + 5 + 5 + 1 */
+    free(ref);
+}
+
+static void test_verify_truncate(void **state) { (void)state; verify_all(TERN_NUMERICS_FAST); }
+
+/* From 17 tokens a batch is a prefill (chunked delta rule, not logged): truncating into it is
+ * refused with TERN_E_RANGE (never a silently different state), truncating to its end works. */
+static void test_verify_limit(void **state) {
+    (void)state;
+    int32_t prompt[256];
+    const int np = prompt_ids("p2", prompt, 256);
+    tern_model *m = get_model(TERN_NUMERICS_FAST, 2);
+    tern_session *s = new_session(m, 512);
+    tern_err err = {0};
+    assert_non_null(tern_session_eval(s, prompt, 5, &err));
+    assert_non_null(tern_session_eval(s, prompt + 5, 17, &err));
+    assert_int_equal(tern_session_truncate(s, 21, &err), TERN_E_RANGE);
+    assert_non_null(strstr(err.msg, "cannot restore position 21"));
+    assert_int_equal(tern_session_truncate(s, 22, &err), TERN_OK);
+    assert_int_equal(tern_session_truncate(s, 0, &err), TERN_OK);   /* always */
+    assert_true(np >= 22);
+    tern_session_free(s);
+}
 
 static tern_model *load_path(const char *path, tern_numerics nm) {
     tern_model_opts o;
@@ -421,6 +572,11 @@ int suite_qwen35(int *n_tests) {
         cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_chunked_prefill_vs_tokens),
         cmocka_unit_test(test_small_batch_bits),
+        cmocka_unit_test(test_batch_eval_sessions_fast),
+        cmocka_unit_test(test_batch_eval_sessions_f32),
+        cmocka_unit_test(test_batch_eval_sessions_ggml),
+        cmocka_unit_test(test_verify_truncate),
+        cmocka_unit_test(test_verify_limit),
         cmocka_unit_test(test_rotation_equivalence),
         cmocka_unit_test(test_upstream_f16_q8_0),
         cmocka_unit_test_teardown(test_sequences_do_not_leak, teardown_models),

@@ -42,12 +42,13 @@ int64_t gdn_state_floats(const gdn_dims *g);
 int64_t gdn_conv_floats(const gdn_dims *g);
 
 /* Largest chunk of the chunked delta rule, and the batch size from which gdn_layer_heads uses
- * it. Batches smaller than GDN_CHUNK_MIN run token by token, so each position is bit-identical
- * to single-token decode (speculative verification, small batches). */
-/* 16: measured fastest of 16/32/64 on Zen 4 (the C^2 d work grows with C, the C d^2 work does not
- * shrink) */
+ * it. Batches smaller than GDN_CHUNK_MIN (so every batch of 1..16 tokens: speculative
+ * verification of up to 16 drafts, small batches) run token by token, so each position is
+ * bit-identical to single-token decode. */
+/* GDN_CHUNK 16: measured fastest of 16/32/64 on Zen 4 (the C^2 d work grows with C, the C d^2 work
+ * does not shrink) */
 #define GDN_CHUNK 16
-#define GDN_CHUNK_MIN 16
+#define GDN_CHUNK_MIN 17
 
 /* softplus(x) = x for x > 20, else ln(1 + e^x) (spec 5.3). */
 float gdn_softplus(float x);

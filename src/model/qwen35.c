@@ -13,9 +13,16 @@
  * (prism.hadamard.weight_names); unrotated upstream files run the same code with no rotation.
  * Projections that share an input run in one pool job (qkv + gate; q + k + v; ffn gate + up).
  *
- * Recurrent state: one rstate per sequence (runtime/rstate.h): batches below GDN_CHUNK_MIN are
- * computed token by token and logged (rollback inside the window, bit-identical to a sequence
- * that never went further); larger batches use the chunked delta rule and are not logged. */
+ * Batches: the columns of one forward may belong to different sequences (tern_batch_eval: one
+ * column per session) or to one (prefill, speculative verification); a "run" is a maximal range
+ * of consecutive columns of one sequence. Projections and attention are per column; the conv and
+ * the delta rule run per run, all runs in one pool job each (threads split (run, head) pairs).
+ *
+ * Recurrent state: one rstate per sequence (runtime/rstate.h): runs of up to Q35_VERIFY_MAX (16)
+ * tokens are computed token by token and logged, so each position has the bits of single-token
+ * decode and the sequence can be truncated to any position inside the run (speculative
+ * verification); runs of GDN_CHUNK_MIN (17) or more use the chunked delta rule and are not
+ * logged (prefill). */
 #include "core/fp16.h"
 #include "format/qtypes.h"
 #include "model/blocks.h"
@@ -28,7 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define Q35_WINDOW 16          /* rollback window (tokens); batches < GDN_CHUNK_MIN are logged */
+/* Rollback: a logged run keeps the Q35_WINDOW / 2 positions before it restorable (rstate.h), so a
+ * verify batch of up to Q35_VERIFY_MAX tokens, even when the engine splits it into n_batch chunks,
+ * can be truncated to any position inside it; such batches are never chunked. */
+#define Q35_WINDOW 32
+#define Q35_VERIFY_MAX (Q35_WINDOW / 2)
+_Static_assert(GDN_CHUNK_MIN > Q35_VERIFY_MAX, "verify batches must run token by token (bit-identical)");
 
 /* Rotation of one activation site: n = block size (0: none), s = signs (NULL: identity). */
 typedef struct { int64_t n; const int8_t *s; } q35_rot;
@@ -65,6 +77,8 @@ typedef struct q35_ws {
     float *ga, *gb;            /* (nb, Hv) alpha/beta projections, then gam/beta */
     float *y, *y2;             /* (nb, Hv d) GDN output (tiled), permuted/rotated */
     float *scratch;            /* (n_threads, gdn_chunk_scratch_floats) */
+    int *run;                  /* (nb + 1) run r = columns [run[r], run[r + 1]) of one sequence */
+    int n_run;
     void *aq;                  /* quantised activation, largest K */
 } q35_ws;
 
@@ -316,16 +330,19 @@ static void ws_layout(const model_t *m, int nb, float *p, q35_ws *w, size_t *tot
     const size_t hv = (size_t)q->g.n_v_head, nt = m->pool ? (size_t)pool_n_threads(m->pool) : (size_t)m->n_threads;
     const size_t sizes[] = {R16(nb * D), R16(nb * 2 * dq), R16(nb * dq), R16(nb * nch), R16(nb * nch), R16(nb * dz),
                             R16(nb * hv), R16(nb * hv), R16(nb * dz), R16(nb * dz),
-                            R16(nt * gdn_chunk_scratch_floats(q->g.d_head)), R16(q35_aq_floats(m, nb))};
+                            R16(nt * gdn_chunk_scratch_floats(q->g.d_head)), R16(nb + 1), R16(q35_aq_floats(m, nb))};
     float **dst[] = {&w->xr, &w->qg, &w->gate, &w->qkv, &w->u, &w->z, &w->ga, &w->gb, &w->y, &w->y2, &w->scratch};
+    const size_t n_dst = sizeof dst / sizeof dst[0];
     size_t off = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         if (p) {
-            if (i < sizeof dst / sizeof dst[0]) *dst[i] = p + off;
+            if (i < n_dst) *dst[i] = p + off;
+            else if (i == n_dst) w->run = (int *)(void *)(p + off);   /* int and float are both 4 bytes */
             else w->aq = p + off;
         }
         off += sizes[i];
     }
+    w->n_run = 0;
     *total = off;
 }
 
@@ -347,9 +364,11 @@ typedef struct {
     const model_layer *L;
     const q35_layer *QL;
     int il;
-    int c0, n;                 /* GDN: the run of columns of one sequence */
-    rstate *rs;
 } q35_job;
+
+static rstate *run_rs(const model_batch *b, const q35_ws *w, int r) {
+    return ((q35_state *)b->state[w->run[r]])->rs;
+}
 
 /* Attention: per column, split q/gate, q/k RMSNorm, RoPE, store K and V. */
 static void job_attn_prep(void *ctx, int64_t c0, int64_t c1, int ith) {
@@ -399,33 +418,44 @@ static void job_attn(void *ctx, int64_t i0, int64_t i1, int ith) {
     }
 }
 
-/* GDN: conv + SiLU over channels [i0, i1) (aligned to d) for the run, then L2 norm of the q/k
- * heads in the range. */
+/* GDN: conv + SiLU over channels [i0, i1) (aligned to d) for every run (each with its own conv
+ * state), then L2 norm of the q/k heads in the range for every column. */
 static void job_gdn_conv(void *ctx, int64_t i0, int64_t i1, int ith) {
     (void)ith;
     const q35_job *j = ctx;
     const q35_data *q = j->m->arch_data;
     const gdn_dims *g = &q->g;
+    const q35_ws *w = j->w;
     const int64_t nch = gdn_n_ch(g);
-    gdn_conv(g, j->n, j->QL->ssm_conv1d, rstate_conv(j->rs, j->QL->il_rs), j->w->qkv + (int64_t)j->c0 * nch,
-             j->w->u + (int64_t)j->c0 * nch, i0, i1);
+    for (int r = 0; r < w->n_run; r++) {
+        const int c0 = w->run[r], nr = w->run[r + 1] - c0;
+        gdn_conv(g, nr, j->QL->ssm_conv1d, rstate_conv(run_rs(j->b, w, r), j->QL->il_rs), w->qkv + (int64_t)c0 * nch,
+                 w->u + (int64_t)c0 * nch, i0, i1);
+    }
     const int64_t qk_end = 2 * (int64_t)g->n_k_head * g->d_head;
     for (int64_t c = i0; c < TERN_MIN(i1, qk_end); c += g->d_head)
-        for (int i = 0; i < j->n; i++)
-            gdn_l2norm_heads(j->w->u + (int64_t)(j->c0 + i) * nch + c, 1, g->d_head, g->eps);
+        for (int i = 0; i < j->b->n; i++)
+            gdn_l2norm_heads(w->u + (int64_t)i * nch + c, 1, g->d_head, g->eps);
 }
 
-/* GDN: recurrence + gated norm for v-heads [h0, h1) of the run. */
-static void job_gdn_heads(void *ctx, int64_t h0, int64_t h1, int ith) {
+/* GDN: recurrence + gated norm for the (run, v-head) pairs [i0, i1) (item = run * Hv + head). */
+static void job_gdn_heads(void *ctx, int64_t i0, int64_t i1, int ith) {
     const q35_job *j = ctx;
     const q35_data *q = j->m->arch_data;
     const gdn_dims *g = &q->g;
-    const int64_t nch = gdn_n_ch(g), dz = (int64_t)g->n_v_head * g->d_head;
-    float *scratch = j->w->scratch + (size_t)ith * R16(gdn_chunk_scratch_floats(g->d_head));
-    gdn_layer_heads(g, j->n, j->w->u + (int64_t)j->c0 * nch, j->w->ga + (int64_t)j->c0 * g->n_v_head,
-                    j->w->gb + (int64_t)j->c0 * g->n_v_head, j->w->z + (int64_t)j->c0 * dz, j->QL->ssm_norm,
-                    rstate_S(j->rs, j->QL->il_rs), j->w->y + (int64_t)j->c0 * dz, (int)h0, (int)h1,
-                    j->m->numerics != KQ_GGML, scratch);
+    const q35_ws *w = j->w;
+    const int hv = g->n_v_head;
+    const int64_t nch = gdn_n_ch(g), dz = (int64_t)hv * g->d_head;
+    float *scratch = w->scratch + (size_t)ith * R16(gdn_chunk_scratch_floats(g->d_head));
+    for (int64_t it = i0; it < i1;) {
+        const int r = (int)(it / hv), h0 = (int)(it % hv);
+        const int h1 = (int)TERN_MIN((int64_t)hv, h0 + (i1 - it));
+        const int c0 = w->run[r], nr = w->run[r + 1] - c0;
+        gdn_layer_heads(g, nr, w->u + (int64_t)c0 * nch, w->ga + (int64_t)c0 * hv, w->gb + (int64_t)c0 * hv,
+                        w->z + (int64_t)c0 * dz, j->QL->ssm_norm, rstate_S(run_rs(j->b, w, r), j->QL->il_rs),
+                        w->y + (int64_t)c0 * dz, h0, h1, j->m->numerics != KQ_GGML, scratch);
+        it += h1 - h0;
+    }
 }
 
 
@@ -554,8 +584,14 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
      * the activation to bf16 for BF16 weights (spec 8.4) */
     if (g->ggml && QL->ssm_alpha.type == QT_BF16 && QL->ssm_beta.type == QT_BF16 && QL->ssm_alpha.layout == KW_FILE &&
         QL->ssm_beta.layout == KW_FILE) {
-        project_bf16_ggml(&QL->ssm_alpha, ws->xb, n, w->ga, (uint16_t *)(void *)w->xr);   /* xr: consumed above */
-        project_bf16_ggml(&QL->ssm_beta, ws->xb, n, w->gb, (uint16_t *)(void *)w->xr);
+        /* per run: a multi-token run of one sequence takes the reference's batch order, a single
+         * token (decode, or one column of a multi-session batch) its one-token order */
+        for (int r = 0; r < w->n_run; r++) {
+            const int c0 = w->run[r], nr = w->run[r + 1] - c0;
+            uint16_t *xbf = (uint16_t *)(void *)w->xr;   /* xr: consumed above */
+            project_bf16_ggml(&QL->ssm_alpha, ws->xb + (int64_t)c0 * D, nr, w->ga + (int64_t)c0 * hv, xbf);
+            project_bf16_ggml(&QL->ssm_beta, ws->xb + (int64_t)c0 * D, nr, w->gb + (int64_t)c0 * hv, xbf);
+        }
     } else {
         kern_act af;
         const bool float_ab = QL->ssm_alpha.type == QT_F32 || QL->ssm_alpha.type == QT_F16 || QL->ssm_alpha.type == QT_BF16;
@@ -567,21 +603,18 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     PROF_ADD(PR_MATMUL);
     gdn_gates(g, n, w->ga, w->gb, QL->ssm_dt_bias, QL->ssm_a, w->ga, w->gb);   /* -> gam, beta */
 
-    /* the recurrence, per run of consecutive columns of one sequence */
-    for (int c0 = 0; c0 < n;) {
-        int c1 = c0 + 1;
-        while (c1 < n && b->state[c1] == b->state[c0]) c1++;
-        q35_state *st = b->state[c0];
-        q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il, .c0 = c0, .n = c1 - c0, .rs = st->rs};
-        for (int i = c0; i < c1; i++) {
-            float *slot = rstate_log_slot(st->rs, QL->il_rs, i - c0);
+    /* the recurrence: log the inputs of logged runs, then conv and delta rule of every run */
+    for (int r = 0; r < w->n_run; r++) {
+        rstate *rs = run_rs(b, w, r);
+        for (int i = w->run[r]; i < w->run[r + 1]; i++) {
+            float *slot = rstate_log_slot(rs, QL->il_rs, i - w->run[r]);
             if (slot) gdn_log_token(g, slot, w->qkv + (int64_t)i * nch, w->ga + (int64_t)i * hv, w->gb + (int64_t)i * hv);
         }
-        pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
-        pool_for(m->pool, hv, 1, job_gdn_heads, &j);
-        PROF_POOL(2);
-        c0 = c1;
     }
+    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
+    pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
+    pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
+    PROF_POOL(2);
     PROF_ADD(PR_RECUR);
     const float *yo = w->y;
     if (q->had.gdn_v_grouped) {
@@ -657,27 +690,25 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         if (q->rot_embd_inv.n) had_rot_inv(xc, D, q->rot_embd_inv.n, q->rot_embd_inv.s);
         blk_rope_cache(ws->rope_cs + (int64_t)c * hp->n_rot, b->pos[c], hp);
     }
-    /* recurrent state: one batch per sequence run */
+    /* runs of consecutive columns of one sequence; each begins a batch of its recurrent state */
+    w.n_run = 0;
     for (int c0 = 0; c0 < n;) {
         int c1 = c0 + 1;
         while (c1 < n && b->state[c1] == b->state[c0]) c1++;
         q35_state *st = b->state[c0];
-        TERN_ASSERT(st && st->rs->pos == b->pos[c0]);
-        rstate_begin(st->rs, c1 - c0, c1 - c0 < GDN_CHUNK_MIN);   /* chunked batches: not logged */
+        TERN_ASSERT(st && st->rs->pos == b->pos[c0] && st->rs->batch_n == 0);   /* a sequence is one run */
+        rstate_begin(st->rs, c1 - c0, c1 - c0 < GDN_CHUNK_MIN);   /* chunked runs: not logged */
+        w.run[w.n_run++] = c0;
         c0 = c1;
     }
+    w.run[w.n_run] = n;
     PROF_ADD(PR_OTHER);
     for (int il = 0; il < hp->n_layer; il++) {
         if (q->L[il].recurrent) gdn_layer(m, ws, &w, b, il);
         else attn_layer(m, ws, &w, b, il);
         ffn_layer(m, ws, &w, n, il);
     }
-    for (int c0 = 0; c0 < n;) {
-        int c1 = c0 + 1;
-        while (c1 < n && b->state[c1] == b->state[c0]) c1++;
-        rstate_end(((q35_state *)b->state[c0])->rs);
-        c0 = c1;
-    }
+    for (int r = 0; r < w.n_run; r++) rstate_end(run_rs(b, &w, r));
     if (prof.active) pr_t0_ = tern_time_s();
     /* logits of the wanted columns */
     int nl = 0;

@@ -85,8 +85,11 @@ void rstate_begin(rstate *rs, int n, bool log) {
     if (!rs->logging) return;
     const int used = rs->pos - rs->base_pos;
     if (used + n <= rs->window) return;
-    /* advance the base by at least half the window so the re-application is amortised */
-    int k = TERN_MAX(used + n - rs->window, used / 2);
+    /* advance the base to keep the last window/2 tokens before this batch (when the batch leaves
+     * room for them): a verify batch of <= window/2 tokens split into several calls keeps its
+     * start restorable, and each re-application covers >= window/2 tokens (amortised) */
+    const int keep = rs->window / 2;
+    int k = TERN_MAX(used + n - rs->window, used - keep);
     if (k > used) k = used;
     replay_log(rs, rs->S_base, rs->conv_base, k);
     rs->base_pos += k;

@@ -9,8 +9,9 @@
  * qkv row before the conv, and the two gates: n_ch + 2 Hv floats per layer per token, 41 KB per
  * layer for the 27B, about 2 MB per token for its 48 layers, against 151 MB of state).
  *   - decode/verify: a small batch appends its inputs to the log (no state copy);
- *   - when the log is full, the oldest half is re-applied to the base in one pass (amortised:
- *     one read+write of the base per window/2 tokens);
+ *   - when a batch does not fit in the log, the oldest tokens are re-applied to the base in one
+ *     pass, keeping the last window/2 tokens before the batch (amortised: one read+write of the
+ *     base per >= window/2 tokens);
  *   - rollback to p (base_pos <= p <= pos): base -> current (one copy), then re-apply the logged
  *     tokens base_pos .. p-1 (the token-by-token math, so the result has the bits a sequence that
  *     never went past p has);
@@ -62,6 +63,10 @@ void rstate_reset(rstate *rs);
 static inline float *rstate_S(rstate *rs, int il) { return rs->S + (int64_t)il * rs->n_state; }
 static inline float *rstate_conv(rstate *rs, int il) { return rs->conv + (int64_t)il * rs->n_conv; }
 
+/* Guarantee (speculative verification): after a logged batch of n <= window/2 tokens that began
+ * at position p, every position from p - min(window/2, p - base_pos) to p + n is restorable; so
+ * a verify of up to window/2 tokens fed in several consecutive batches stays restorable from
+ * its start on. */
 /* Start a batch of n tokens. log: whether it may be logged (the caller passes false for batches
  * its forward computes with a different rounding than the token path, e.g. chunked). Batches
  * larger than the window are never logged. Makes room in the log (re-applying old entries to
