@@ -435,14 +435,14 @@ static void test_batch_equivalence_and_429(void **state) {
     };
     batch_equivalence(q, qb, 4, 20, true);
     tern_model_free(q);
-    /* qwen35 (recurrent state): batched where the engine accepts it, else slot by slot; same texts */
+    /* qwen35 (recurrent state): batched too (each column updates its own session's state) */
     q = load(QWEN35);
     const char *q35[3] = {
         "{\"prompt\": \"Hello\", \"max_tokens\": 16, \"temperature\": 0}",
         "{\"prompt\": \"The capital of France\", \"max_tokens\": 16, \"temperature\": 0}",
         "{\"prompt\": \"def main():\", \"max_tokens\": 12, \"temperature\": 0}",
     };
-    batch_equivalence(q, q35, 3, 8, false);
+    batch_equivalence(q, q35, 3, 8, true);
     tern_model_free(q);
     tern_model *m = load(STORIES);
     const char *bodies[4] = {
