@@ -10,6 +10,7 @@
 #include "tern.h"
 
 #include <ctype.h>
+#include <utf8proc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,6 +312,77 @@ static void test_run_continuation_keeps_space(void **state) {
     free(want);
 }
 
+/* ---- invalid UTF-8 in prompts and chat input ------------------------------------------------------ */
+
+/* Valid UTF-8 by utf8proc (independent of the tokenizer's checker). */
+static bool utf8_ok(const char *s) {
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+    utf8proc_ssize_t n = (utf8proc_ssize_t)strlen(s);
+    while (n > 0) {
+        utf8proc_int32_t cp;
+        const utf8proc_ssize_t k = utf8proc_iterate(p, n, &cp);
+        if (k <= 0) return false;
+        p += k;
+        n -= k;
+    }
+    return true;
+}
+
+/* The documented behaviour (tern run --help): a prompt that is not UTF-8 is tokenised byte by byte
+ * with a warning naming the first bad byte; stdout (--echo and the generation) stays valid UTF-8,
+ * each maximal invalid subpart shown as one U+FFFD. Chat input: replaced by U+FFFD, with a notice.
+ * Both tokenizer kinds (SentencePiece stories260K, byte-level BPE qwen3-tiny); never a crash. */
+static void test_invalid_utf8_input(void **state) {
+    (void)state;
+    char spm[1024], bpe[1024], file[512], input[512];
+    fx_require(spm, sizeof spm, STORIES);
+    fx_require(bpe, sizeof bpe, "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    /* "caf" C3 (truncated), FF, FE, " ok ", ED A0 80 (a surrogate), F0 9F (truncated at the end) */
+    const char *bad = "caf\xC3 \xFF\xFE ok \xED\xA0\x80 \xF0\x9F";
+    const char *shown = "caf\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD ok \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD";
+    fx_tmp_path(file, sizeof file, "bad-utf8.txt");
+    fx_tmp_path(input, sizeof input, "bad-utf8-chat.txt");
+    FILE *f = fopen(file, "wb");
+    assert_non_null(f);
+    fputs(bad, f);
+    fclose(f);
+    const char *models[2] = {spm, bpe};
+    for (int k = 0; k < 2; k++) {
+        for (int from_file = 0; from_file < 2; from_file++) {
+            char *out = NULL, *err = NULL, want[1200];
+            int rc;
+            if (from_file) rc = ru_tern(&out, &err, "run -m '%s' -f '%s' -n 4 --temp 0 -t 1 --echo", models[k], file);
+            else rc = ru_tern(&out, &err, "run -m '%s' -p '%s' -n 4 --temp 0 -t 1 --echo", models[k], bad);
+            snprintf(want, sizeof want, "tern run: warning: %s is not valid UTF-8 (first bad byte 0xc3 at offset 3 of 17)",
+                     from_file ? file : "the prompt (-p)");
+            if (rc != 0 || !strstr(err, want)) fail_msg("%s %s: exit %d, stderr: %s", models[k], from_file ? "-f" : "-p", rc, err);
+            if (strncmp(out, shown, strlen(shown)) != 0 || !utf8_ok(out))
+                fail_msg("%s: stdout is not the repaired prompt + valid UTF-8: '%s'", models[k], out);
+            free(out);
+            free(err);
+        }
+        /* chat: a message with invalid bytes and one with a NUL byte */
+        const char lines[2][16] = {"hi \xFF\xC3 there\n", "hi \0 there\n"};
+        const size_t line_len[2] = {12, 11};
+        const char *notes[2] = {"tern chat: your message is not valid UTF-8 (first bad byte 0xff at offset 3); invalid bytes were replaced by U+FFFD",
+                                "tern chat: your message is not valid UTF-8 (first bad byte 0x00 at offset 3); invalid bytes were replaced by U+FFFD"};
+        for (int l = 0; l < 2; l++) {
+            char *out = NULL, *err = NULL;
+            f = fopen(input, "wb");
+            assert_non_null(f);
+            assert_int_equal(fwrite(lines[l], 1, line_len[l], f), line_len[l]);
+            fclose(f);
+            const int rc = ru_tern(&out, &err, "chat -m '%s' -n 4 --temp 0 -t 1 < '%s'", models[k], input);
+            if (rc != 0 || !strstr(err, notes[l]) || !utf8_ok(out))
+                fail_msg("chat %s line %d: exit %d, stderr: %s, stdout: %s", models[k], l, rc, err, out);
+            free(out);
+            free(err);
+        }
+    }
+    remove(file);
+    remove(input);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -319,6 +391,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_values_at_range_ends),
         cmocka_unit_test(test_missing_value_and_unknown_option),
         cmocka_unit_test(test_run_continuation_keeps_space),
+        cmocka_unit_test(test_invalid_utf8_input),
     };
     TEST_RUN_SUITE("cli", tests);
 }

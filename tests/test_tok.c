@@ -863,6 +863,31 @@ static void test_bad_metadata(void **state) {
     assert_non_null(strstr(e.msg, "byte"));
 }
 
+/* tok_utf8_valid_len / tok_utf8_repair: Unicode 3.9 D92 cases, and the repair equals the
+ * stream's U+FFFD rule on the same bytes. */
+static void test_utf8_check_repair(void **state) {
+    (void)state;
+    const struct { const char *s; size_t n, ok; } c[] = {
+        {"plain", 5, 5}, {"caf\xC3\xA9", 5, 5}, {"\xF0\x9F\x98\x80!", 5, 5},
+        {"ab\xC3", 3, 2},            /* truncated at the end */
+        {"a\x80", 2, 1},             /* lone continuation */
+        {"\xC0\xAF", 2, 0},          /* overlong */
+        {"x\xED\xA0\x80", 4, 1},     /* surrogate */
+        {"\xF4\x90\x80\x80", 4, 0},  /* above U+10FFFF */
+        {"a\0b", 3, 3},              /* NUL is valid UTF-8 */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (tok_utf8_valid_len(c[i].s, c[i].n) != c[i].ok)
+            fail_msg("case %zu: valid prefix %zu, expected %zu", i, tok_utf8_valid_len(c[i].s, c[i].n), c[i].ok);
+    char out[64];
+    const char *bad = "caf\xC3 \xFF\xFE ok \xED\xA0\x80 \xF0\x9F";
+    const char *want = "caf\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD ok \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD";
+    assert_int_equal(tok_utf8_repair(bad, 17, out), strlen(want));
+    assert_string_equal(out, want);
+    assert_int_equal(tok_utf8_repair("ok", 2, out), 2);
+    assert_string_equal(out, "ok");
+}
+
 /* ---- public API: tern_chat_tokenize ------------------------------------------------------------ */
 
 /* golden qwen3-tiny p5: the reference fork's ids of its Jinja-rendered chat (one user turn,
@@ -938,6 +963,7 @@ int suite_tok(int *n_tests) {
         cmocka_unit_test(test_eog),
         cmocka_unit_test(test_bad_metadata),
         cmocka_unit_test(test_chat_tokenize_api),
+        cmocka_unit_test(test_utf8_check_repair),
     };
     *n_tests = (int)(sizeof tests / sizeof tests[0]);
     return cmocka_run_group_tests_name("tok", tests, grp_setup, grp_teardown);

@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
+#include "tokenizer/tok.h"
 #include "../server/prompt.h"
 #include "../server/util.h"
 
@@ -321,6 +322,21 @@ int cmd_chat(int argc, char **argv) {
         }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (n == 0) continue;
+        const size_t nul = strlen(line), ok = tok_utf8_valid_len(line, (size_t)n);
+        if (nul != (size_t)n || ok != (size_t)n) {
+            /* not UTF-8 text (or a NUL byte): sent with U+FFFD for each invalid sequence */
+            const size_t bad = nul < ok ? nul : ok;
+            fprintf(stderr, "tern chat: your message is not valid UTF-8 (first bad byte 0x%02x at offset %zu); "
+                    "invalid bytes were replaced by U+FFFD\n", (unsigned)(unsigned char)line[bad], bad);
+            for (ssize_t k = 0; k < n; k++)
+                if (!line[k]) line[k] = (char)0xFF;               /* a NUL byte is no text either */
+            char *fixed = malloc(3 * (size_t)n + 1);
+            if (!fixed) { fprintf(stderr, "tern chat: out of memory\n"); continue; }
+            tok_utf8_repair(line, (size_t)n, fixed);
+            free(line);
+            line = fixed;
+            line_cap = 3 * (size_t)n + 1;
+        }
         if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
         if (!strcmp(line, "/clear")) {
             tern_session_reset(c.s);

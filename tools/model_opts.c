@@ -1,5 +1,6 @@
 /* model_opts.c: shared option parsing for the model programs (see model_opts.h). */
 #include "model_opts.h"
+#include "tokenizer/tok.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,24 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
     rc = tern_session_init(s, *m, &so, err);
     if (rc) { tern_model_free(*m); *m = NULL; }
     return rc;
+}
+
+bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n) {
+    const size_t ok = tok_utf8_valid_len(s, n);
+    if (ok == n) return false;
+    fprintf(stderr,
+            "tern %s: warning: %s is not valid UTF-8 (first bad byte 0x%02x at offset %zu of %zu); it is tokenised "
+            "byte by byte and printed with U+FFFD\n",
+            cmd, what, (unsigned)(unsigned char)s[ok], ok, n);
+    return true;
+}
+
+void opts_write_utf8(FILE *f, const char *s, size_t n) {
+    if (tok_utf8_valid_len(s, n) == n) { fwrite(s, 1, n, f); return; }
+    char *buf = malloc(3 * n + 1);
+    if (!buf) { fwrite(s, 1, n, f); return; }
+    fwrite(buf, 1, tok_utf8_repair(s, n, buf), f);
+    free(buf);
 }
 
 int opts_read_file(const char *path, char **out, size_t *len) {

@@ -150,6 +150,7 @@ int cmd_perplexity(int argc, char **argv) {
         size_t len;
         if (opts_read_file(text_path, &txt, &len)) goto done;
         if (len > 0 && txt[len - 1] == '\n') len--;
+        opts_warn_utf8("perplexity", text_path, txt, len);
         if (len > (size_t)INT32_MAX) { fprintf(stderr, "tern perplexity: text too large\n"); goto done; }
         int n_tok = 0;
         tern_tokenize(m, txt, len, info.add_bos, false, NULL, 0, &n_tok, &err);

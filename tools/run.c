@@ -35,7 +35,9 @@ static const opt_def run_defs[] = {
 };
 
 static void run_usage(FILE *f, const opt_table *t, int n_t) {
-    fprintf(f, "usage: tern run -m MODEL [-p PROMPT | -f FILE] [options]\n");
+    fprintf(f, "usage: tern run -m MODEL [-p PROMPT | -f FILE] [options]\n"
+               "A prompt that is not valid UTF-8 is tokenised byte by byte (with a warning naming the first\n"
+               "bad byte); printed text (--echo, the generation) has U+FFFD for invalid sequences.\n");
     opts_help(f, t, n_t);
     fprintf(f, "sampling follows llama.cpp's order: repeat penalty -> top-k -> top-p -> min-p -> temperature\n");
 }
@@ -83,6 +85,7 @@ int cmd_run(int argc, char **argv) {
         prompt = file_text;
     }
     if (!prompt) prompt = "";
+    opts_warn_utf8("run", prompt_file ? prompt_file : "the prompt (-p)", prompt, plen);
 
     int status = 1;
     tern_err err = {0};
@@ -113,7 +116,7 @@ int cmd_run(int argc, char **argv) {
         fail_msg(&err, TERN_E_RANGE, "prompt has %d tokens, context is %d (-c)", n_tok, tern_session_n_ctx(s));
         goto done;
     }
-    if (echo) { fwrite(prompt, 1, plen, stdout); fflush(stdout); }
+    if (echo) { opts_write_utf8(stdout, prompt, plen); fflush(stdout); }
 
     const double t0 = now_s();
     const float *logits = tern_session_eval(s, toks, n_tok, &err);

@@ -644,6 +644,35 @@ int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap) {
     return o;
 }
 
+size_t tok_utf8_valid_len(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] < 0x80) { i++; continue; }
+        const size_t avail = n - i;
+        const int l = utf8_seq(p + i, avail > 4 ? 4 : (int)avail);
+        if (l <= 0) return i;                                   /* invalid, or truncated at the end */
+        i += (size_t)l;
+    }
+    return n;
+}
+
+size_t tok_utf8_repair(const char *s, size_t n, char *out) {
+    tok_stream st;
+    tok_stream_init(&st);
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {                                /* chunks keep the int sizes small */
+        const int k = n - i > (1u << 20) ? 1 << 20 : (int)(n - i);
+        const int w = tok_stream_bytes(&st, s + i, k, out + o, 3 * (k + st.n_pend) + 9);
+        TERN_ASSERT(w >= 0);
+        o += (size_t)w;
+        i += (size_t)k;
+    }
+    o += (size_t)tok_stream_flush(&st, out + o, 3);
+    out[o] = '\0';
+    return o;
+}
+
 int tok_stream_put(const tok_vocab *v, tok_stream *s, int32_t id, char *out, int cap) {
     char small[256];
     int n = tok_piece(v, id, false, small, (int)sizeof small);
