@@ -52,17 +52,56 @@ static float amax_of(const float *x, int n) {
     return amax;
 }
 
+/* A full 128-value fast block, 4 lanes at a time (GCC/clang vector extensions: element-wise IEEE
+ * operations, so the same bytes as q8_round on every target). amax: the lane maxima of |x| (a
+ * maximum does not depend on the order; NaN never wins, as in amax_of). Rounding: for |v| < 2^22,
+ * (v + 1.5 * 2^23) - 1.5 * 2^23 is v rounded half to even, as nearbyintf in the default mode; here
+ * |v| <= 127 (1 + 2^-22) since |x| <= amax and id = 127 / amax. Clamp and NaN -> 0 as q8_round. */
+typedef float act_v4f __attribute__((vector_size(16)));
+typedef int32_t act_v4i __attribute__((vector_size(16)));
+typedef int8_t act_v4c __attribute__((vector_size(4)));
+static float amax_of_128(const float *x) {
+    act_v4f m = {0, 0, 0, 0};
+    for (int i = 0; i < KA_FAST_BLOCK; i += 4) {
+        act_v4f v;
+        memcpy(&v, x + i, sizeof v);
+        v = (act_v4f)((act_v4i)v & 0x7fffffff);
+        const act_v4i gt = v > m;
+        m = (act_v4f)(((act_v4i)v & gt) | ((act_v4i)m & ~gt));
+    }
+    float amax = 0.0f;
+    for (int l = 0; l < 4; l++) amax = m[l] > amax ? m[l] : amax;
+    return amax;
+}
+static void q8_round_128(const float *x, float id, int8_t *qs) {
+    const act_v4f vid = {id, id, id, id}, magic = {12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f};
+    const act_v4f hi = {127.0f, 127.0f, 127.0f, 127.0f}, lo = -hi;
+    for (int i = 0; i < KA_FAST_BLOCK; i += 4) {
+        act_v4f v;
+        memcpy(&v, x + i, sizeof v);
+        v = ((v * vid) + magic) - magic;
+        act_v4i c = v > hi;
+        v = (act_v4f)(((act_v4i)hi & c) | ((act_v4i)v & ~c));
+        c = v < lo;
+        v = (act_v4f)(((act_v4i)lo & c) | ((act_v4i)v & ~c));
+        v = (act_v4f)((act_v4i)v & (v == v));                    /* NaN -> +0 */
+        const act_v4c q = __builtin_convertvector(__builtin_convertvector(v, act_v4i), act_v4c);
+        memcpy(qs + i, &q, sizeof q);
+    }
+}
+
 static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk) {
     const int64_t nb = (K + KA_FAST_BLOCK - 1) / KA_FAST_BLOCK;
     for (int64_t b = 0; b < nb; b++) {
         const int64_t k0 = b * KA_FAST_BLOCK;
         const int n = (int)TERN_MIN((int64_t)KA_FAST_BLOCK, K - k0);
         kact_fast *o = &blk[b];
-        const float amax = amax_of(x + k0, n);
+        const float amax = n == KA_FAST_BLOCK ? amax_of_128(x + k0) : amax_of(x + k0, n);
         const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         o->d = amax / 127.0f;
         memset(o->qs, 0, sizeof o->qs);
-        if (isfinite(id)) for (int i = 0; i < n; i++) o->qs[i] = q8_round(x[k0 + i], id);
+        if (isfinite(id) && n == KA_FAST_BLOCK) q8_round_128(x + k0, id, o->qs);
+        else if (isfinite(id)) for (int i = 0; i < n; i++) o->qs[i] = q8_round(x[k0 + i], id);
         else for (int i = 0; i < n; i++) o->qs[i] = q8_round_tiny(x[k0 + i], amax);
         int32_t total = 0;
         for (int g = 0; g < 8; g++) {

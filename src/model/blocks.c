@@ -219,16 +219,50 @@ void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *cons
     prof_add(BLK_PROF_MATMUL, t0);
 }
 
-void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t K, int ncols, kern_numerics mode) {
-    (void)pool;
-    a->x = x;
+typedef struct {
+    int op;              /* BLK_PREP_* */
+    const float *src;    /* (n, K) */
+    const float *aux;    /* RMSNorm weight (K) or SwiGLU up (n, K) */
+    float *dst;          /* (n, K) */
+    float eps;
+    int64_t K;
+    void *q;             /* quantised columns, or NULL */
+    kern_numerics mode;
+} prep_job;
+
+/* Columns [c0, c1): the pre-step into dst, then the quantisation of those columns of dst (the
+ * activation layout is per column: column c at c * kern_act_bytes(mode, K, 1)). */
+static void job_prep(void *ctx, int64_t c0, int64_t c1, int ith) {
+    (void)ith;
+    const prep_job *j = ctx;
+    const int64_t K = j->K;
+    for (int64_t c = c0; c < c1; c++) {
+        if (j->op == BLK_PREP_NORM) blk_rmsnorm(j->dst + c * K, j->src + c * K, j->aux, (int)K, j->eps);
+        else if (j->op == BLK_PREP_SWIGLU) blk_swiglu(j->dst + c * K, j->src + c * K, j->aux + c * K, K);
+    }
+    if (!j->q) return;
+    kern_act a = {.x = j->dst + c0 * K, .K = K, .ncols = (int)(c1 - c0), .mode = j->mode,
+                  .q = (uint8_t *)j->q + (size_t)c0 * kern_act_bytes(j->mode, K, 1)};
+    kern_quantize(&a);
+}
+
+void blk_prep_act(tern_pool *pool, kern_act *a, int op, const float *src, const float *aux, float *dst, float eps,
+                  int64_t K, int ncols, void *q, kern_numerics mode) {
+    a->x = dst;
     a->K = K;
     a->ncols = ncols;
     a->mode = mode;
     a->q = mode == KQ_F32 ? NULL : q;
+    prep_job j = {.op = op, .src = src, .aux = aux, .dst = dst, .eps = eps, .K = K, .q = a->q, .mode = mode};
     const double t0 = prof_t0();
-    if (a->q) kern_quantize(a);
+    if (op == BLK_PREP_NONE && !a->q) return;
+    if (ncols > 1) pool_for(pool, ncols, 1, job_prep, &j);
+    else job_prep(&j, 0, ncols, 0);
     prof_add(BLK_PROF_QUANT, t0);
+}
+
+void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t K, int ncols, kern_numerics mode) {
+    blk_prep_act(pool, a, BLK_PREP_NONE, x, NULL, (float *)x, 0.0f, K, ncols, q, mode);
 }
 
 /* ---- dense transformer layers --------------------------------------------------------------- */
@@ -365,17 +399,13 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
                     bool qk_norm) {
     const model_hparams *hp = &m->hp;
     const int n = b->n, D = hp->n_embd;
-    double t0 = prof_t0();
-    for (int c = 0; c < n; c++)
-        blk_rmsnorm(ws->xb + (size_t)c * D, ws->x + (size_t)c * D, L->attn_norm, D, hp->f_norm_rms_eps);
-    prof_add(BLK_PROF_NORM, t0);
     kern_act a;
-    blk_quantize(m->pool, &a, ws->xb, ws->aq, D, n, m->numerics);
+    blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->x, L->attn_norm, ws->xb, hp->f_norm_rms_eps, D, n, ws->aq, m->numerics);
     const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
     float *y3[3] = {ws->q, ws->k, ws->v};
     blk_project(m->pool, &a, 3, w3, y3);                                 /* one job for q, k, v */
     attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};
-    t0 = prof_t0();
+    double t0 = prof_t0();
     if (n > 1) pool_for(m->pool, n, 1, job_qk_store, &j);
     else job_qk_store(&j, 0, 1, 0);                                      /* decode: no barrier */
     prof_add(BLK_PROF_NORM, t0);
@@ -397,40 +427,19 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
     prof_add(BLK_PROF_NORM, t0);
 }
 
-typedef struct {
-    float *g;
-    const float *u;
-    int64_t n_ff;
-} swiglu_job;
-
-static void job_swiglu(void *ctx, int64_t c0, int64_t c1, int ith) {
-    (void)ith;
-    const swiglu_job *j = ctx;
-    blk_swiglu(j->g + c0 * j->n_ff, j->g + c0 * j->n_ff, j->u + c0 * j->n_ff, (c1 - c0) * j->n_ff);
-}
-
 void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L) {
     const model_hparams *hp = &m->hp;
     const int D = hp->n_embd;
-    double t0 = prof_t0();
-    for (int c = 0; c < n; c++)
-        blk_rmsnorm(ws->xb + (size_t)c * D, ws->x + (size_t)c * D, L->ffn_norm, D, hp->f_norm_rms_eps);
-    prof_add(BLK_PROF_NORM, t0);
     kern_act a;
-    blk_quantize(m->pool, &a, ws->xb, ws->aq, D, n, m->numerics);
+    blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->x, L->ffn_norm, ws->xb, hp->f_norm_rms_eps, D, n, ws->aq, m->numerics);
     const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
     float *y2[2] = {ws->hg, ws->hu};
     blk_project(m->pool, &a, 2, w2, y2);                                 /* one job for gate, up */
-    swiglu_job sj = {.g = ws->hg, .u = ws->hu, .n_ff = hp->n_ff};
-    t0 = prof_t0();
-    if (n > 1) pool_for(m->pool, n, 1, job_swiglu, &sj);
-    else job_swiglu(&sj, 0, 1, 0);
-    prof_add(BLK_PROF_SWIGLU, t0);
-    blk_quantize(m->pool, &a, ws->hg, ws->aq, hp->n_ff, n, m->numerics);
+    blk_prep_act(m->pool, &a, BLK_PREP_SWIGLU, ws->hg, ws->hu, ws->hg, 0.0f, hp->n_ff, n, ws->aq, m->numerics);
     const kern_w *wd[1] = {&L->ffn_down};
     float *yd[1] = {ws->xb};
     blk_project(m->pool, &a, 1, wd, yd);
-    t0 = prof_t0();
+    const double t0 = prof_t0();
     for (size_t i = 0; i < (size_t)n * D; i++) ws->x[i] += ws->xb[i];
     prof_add(BLK_PROF_NORM, t0);
 }
@@ -439,15 +448,15 @@ void blk_logits(const model_t *m, model_ws *ws, const model_batch *b) {
     const model_hparams *hp = &m->hp;
     const int D = hp->n_embd;
     int nl = 0;
-    for (int c = 0; c < b->n; c++) {
+    for (int c = 0; c < b->n; c++) {   /* gather the wanted columns (the norm writes lx in place) */
         const bool want = b->want_logits ? b->want_logits[c] : c == b->n - 1;
         if (!want) continue;
-        blk_rmsnorm(ws->lx + (size_t)nl * D, ws->x + (size_t)c * D, m->output_norm, D, hp->f_norm_rms_eps);
+        memcpy(ws->lx + (size_t)nl * D, ws->x + (size_t)c * D, (size_t)D * sizeof(float));
         nl++;
     }
     if (nl == 0) return;
     kern_act a;
-    blk_quantize(m->pool, &a, ws->lx, ws->aq, D, nl, m->numerics);
+    blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->lx, m->output_norm, ws->lx, hp->f_norm_rms_eps, D, nl, ws->aq, m->numerics);
     const kern_w *w1[1] = {&m->output};
     float *y1[1] = {b->logits};
     blk_project(m->pool, &a, 1, w1, y1);

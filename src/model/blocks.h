@@ -89,7 +89,18 @@ void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const 
  * rows of every weight and all a->ncols columns. Row ranges are split over the pool in multiples
  * of KERN_ROW_ALIGN on a virtual concatenation of the weights (each padded to the alignment). */
 void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y);
-/* Quantise an activation (x: ncols columns of K floats) into q (kern_act_bytes) and fill *a. */
+/* Prepare the activation of a projection, column-parallel over the pool (ncols > 1; one column
+ * runs on the caller): per column, the pre-step op writes dst from src
+ *   BLK_PREP_NONE: nothing (dst == src);
+ *   BLK_PREP_NORM: dst = RMSNorm_eps(src) * aux (aux: weight, K floats; dst may alias src);
+ *   BLK_PREP_SWIGLU: dst = silu(src) * aux (aux: up, ncols x K; dst may alias src);
+ * then quantises dst into q (kern_act_bytes; nothing in KQ_F32) and fills *a (a->x = dst). Each
+ * column's bits are those of the scalar steps, whatever the split. Profiled as quantise. */
+enum { BLK_PREP_NONE, BLK_PREP_NORM, BLK_PREP_SWIGLU };
+void blk_prep_act(tern_pool *pool, kern_act *a, int op, const float *src, const float *aux, float *dst, float eps,
+                  int64_t K, int ncols, void *q, kern_numerics mode);
+/* Quantise an activation (x: ncols columns of K floats) into q (kern_act_bytes) and fill *a:
+ * blk_prep_act with BLK_PREP_NONE. */
 void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t K, int ncols, kern_numerics mode);
 
 #endif /* TERN_MODEL_BLOCKS_H */
