@@ -8,6 +8,7 @@
 #include "test.h"
 
 #include "tern.h"
+#include "model/model.h"
 #include "test_synth_util.h"
 
 #include <cjson/cJSON.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #define GOLD "golden/qwen35-tiny-pq2_0/"
 
@@ -512,6 +514,58 @@ static void test_rotation_equivalence(void **state) {
     unlink(rp); unlink(up);
 }
 
+/* PTQ1_0 (issue 7 point 2): a transcoded weight's file bytes of rows 0..N4-1 are released at load
+ * (not resident: mincore), and every path reads the transcode instead: logits bit-identical to
+ * the direct base-3 kernels (which read the file bytes) in fast, ggml and f32 numerics, with a
+ * vocabulary of 1022 rows (N % 4 = 2 tail rows in the tied embedding/head: the lookup reads
+ * rows of both kinds). */
+static tern_model *load_ptq(const char *path, tern_numerics nm, const char *mode) {
+    setenv("TERN_PTQ1_0", mode, 1);
+    tern_model *m = load_path(path, nm);
+    unsetenv("TERN_PTQ1_0");
+    return m;
+}
+
+static void test_ptq1_0_release(void **state) {
+    (void)state;
+    char pp[512];
+    fx_tmp_path(pp, sizeof pp, "q35-ptq.gguf");
+    ST_RUN_OK("synth --arch qwen35-tiny --type ptq1_0 --n-vocab 1022 --seed 3 -o '%s'", pp);
+    const long pg = sysconf(_SC_PAGESIZE);
+    for (int nm = TERN_NUMERICS_FAST; nm <= TERN_NUMERICS_F32; nm++) {
+        tern_model *md = load_ptq(pp, (tern_numerics)nm, "direct"), *mt = load_ptq(pp, (tern_numerics)nm, "transcode");
+        /* the released pages: the ffn_up file bytes of layer 0 (768 rows of 2 blocks of 28 bytes) */
+        const kern_w *w = &mt->layers[0].ffn_up;
+        assert_int_equal(w->layout, KW_PTQ_ROWPAIR);
+        const uintptr_t a = ((uintptr_t)w->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+        const uintptr_t e = ((uintptr_t)w->data + (uintptr_t)(w->n_out * (w->n_in / 128) * 28)) & ~((uintptr_t)pg - 1);
+        assert_true(e > a);
+        unsigned char vec[64];
+        assert_true((e - a) / (uintptr_t)pg <= sizeof vec);
+        assert_int_equal(mincore((void *)a, e - a, vec), 0);
+        for (uintptr_t i = 0; i < (e - a) / (uintptr_t)pg; i++) assert_int_equal(vec[i] & 1, 0);
+        tern_model_info id, it;
+        tern_model_get_info(md, &id);
+        tern_model_get_info(mt, &it);
+        assert_true(it.weight_bytes > id.weight_bytes);   /* the side buffers are 34/28 of the rows */
+        tern_session *sd = new_session(md, 512), *st = new_session(mt, 512);
+        int32_t t[8];
+        for (int i = 0; i < 8; i++) t[i] = (int32_t)((i * 131 + 1019) % 1022);   /* rows 1018..1021 are tails */
+        tern_err err = {0};
+        const float *ld = tern_session_eval(sd, t, 8, &err), *lt = tern_session_eval(st, t, 8, &err);
+        for (int k = 0; k < 3; k++) {
+            assert_non_null(ld); assert_non_null(lt);
+            assert_memory_equal(ld, lt, sizeof(float) * (size_t)id.n_vocab);
+            const int32_t nx = argmax(ld, id.n_vocab);
+            ld = tern_session_eval(sd, &nx, 1, &err);
+            lt = tern_session_eval(st, &nx, 1, &err);
+        }
+        tern_session_free(sd); tern_session_free(st);
+        tern_model_free(md); tern_model_free(mt);
+    }
+    unlink(pp);
+}
+
 /* Upstream-style unrotated qwen35 files with F16 or Q8_0 projection weights (`tern quantize` of
  * the --unrotated-f32 twin) against the F32 file, f32 numerics. F16: the same 16 greedy tokens,
  * logits within 0.25 (measured 0.09: fp16 rounds each weight by <= 2^-11 relative). Q8_0: the
@@ -579,6 +633,7 @@ int suite_qwen35(int *n_tests) {
         cmocka_unit_test(test_verify_limit),
         cmocka_unit_test(test_rotation_equivalence),
         cmocka_unit_test(test_upstream_f16_q8_0),
+        cmocka_unit_test(test_ptq1_0_release),
         cmocka_unit_test_teardown(test_sequences_do_not_leak, teardown_models),
     };
     TEST_RUN_SUITE("qwen35", tests);

@@ -54,9 +54,11 @@ enum {
     KW_F_PTQ1_0_TRANSCODE = 1u << 2,  /* PTQ1_0: transcode to the 2-bit row-pair layout (aux) */
 };
 /* PTQ1_0 default when no flag and no TERN_PTQ1_0=direct|transcode env: chosen by measurement
- * (bench/RESULTS.md, "kern"): the transcode. Memory: the side buffer adds 34/28 of the tensor's
- * file bytes, which stay resident (tail rows, kern_w_row_f32 and ref read them); a matvec
- * streams only the side buffer (kern_w_bytes). */
+ * (bench/RESULTS.md, "kern"): the transcode. Memory: the side buffer holds 34/28 of the file
+ * bytes of rows 0..N4-1; every path (kernels, kern_block_int: ref, f32 mode, kern_w_row_f32)
+ * reads those rows from it and only the N % 4 tail rows from data, so the owner of data may
+ * release the file bytes of rows 0..N4-1 (the model loader does); a matvec streams only the
+ * side buffer and the tail rows (kern_w_bytes). */
 #define KERN_PTQ1_0_TRANSCODE_DEFAULT true   /* AVX2: 3-4x faster than direct (bench/RESULTS.md) */
 
 /* Prepare a weight at load. Validates (errors name `name`): type has a kernel (else

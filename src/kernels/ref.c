@@ -57,8 +57,11 @@ void kern_block_int(const kern_w *w, int64_t r, int64_t b, int8_t *t, float *d) 
     const int bs = kern_block_size(w->type), bb = kern_block_bytes(w->type);
     const int64_t nb = w->n_in / bs;
     const int64_t n4 = w->n_out & ~(int64_t)3;
-    if (w->type == QT_PQ2_0 && w->layout == KW_ROWPAIR && r < n4) {
-        const kern_rp_block *rp = (const kern_rp_block *)(const void *)(w->data) + (r / 4) * nb + b;
+    /* rows 0 .. N4-1 in row-pair layout: PQ2_0 repacked in place, or a PTQ1_0 transcode (aux, the
+     * same trits and d losslessly; the loader may release those rows' file bytes) */
+    if (r < n4 && ((w->type == QT_PQ2_0 && w->layout == KW_ROWPAIR) || w->layout == KW_PTQ_ROWPAIR)) {
+        const uint8_t *base = w->layout == KW_PTQ_ROWPAIR ? (const uint8_t *)w->aux : w->data;
+        const kern_rp_block *rp = (const kern_rp_block *)(const void *)base + (r / 4) * nb + b;
         const int rr = (int)(r & 3), p = rr >> 1, half = (rr & 1) * 8;
         *d = fp16_to_f32(rp->d[rr]);
         for (int wd = 0; wd < 4; wd++)

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -111,6 +112,23 @@ static void prog_draw(uint64_t add) {
     prog.drawn = true;
 }
 
+/* A PTQ1_0 weight transcoded to the row-pair side buffer (KW_PTQ_ROWPAIR) is read from aux for
+ * rows 0 .. N4-1 by every path (kernels, kern_block_int: ref, f32 mode, embedding rows); only
+ * the N % 4 tail rows are read from the file bytes. The whole pages inside rows 0 .. N4-1 of
+ * the file buffer (private: read() into anonymous memory, or a private mapping) are released
+ * after the transcode, so the file copy and the transcode are not both resident (issue 7: the
+ * 27B PTQ1_0 peak RSS). Returns the bytes released ([*lo, *hi) when lo is given). */
+static uint64_t ptq_release_range(const kern_w *w, uint8_t **lo, uint8_t **hi) {
+    if (w->layout != KW_PTQ_ROWPAIR || !w->aux) return 0;
+    const long pg = sysconf(_SC_PAGESIZE);
+    const uintptr_t ps = pg > 0 ? (uintptr_t)pg : 4096;
+    const uintptr_t a = (uintptr_t)w->data, e = a + (uintptr_t)((w->n_out & ~(int64_t)3) * (w->n_in / 128) * 28);
+    const uintptr_t a1 = (a + ps - 1) & ~(ps - 1), e1 = e & ~(ps - 1);
+    if (e1 <= a1) return 0;
+    if (lo) { *lo = (uint8_t *)a1; *hi = (uint8_t *)e1; }
+    return (uint64_t)(e1 - a1);
+}
+
 int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w *w, bool optional, bool *found,
                  tern_err *err) {
     memset(w, 0, sizeof *w);
@@ -136,6 +154,8 @@ int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w 
     if (rc) return rc;
     rc = register_w(m, w, err);
     if (rc) { kern_w_free(w); return rc; }
+    uint8_t *lo, *hi;
+    if (ptq_release_range(w, &lo, &hi)) (void)madvise(lo, (size_t)(hi - lo), MADV_DONTNEED);   /* advisory */
     if (found) *found = true;
     prog_draw(t->nbytes);
     return TERN_OK;
@@ -358,7 +378,13 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
         goto fail;
     }
     /* Weight bytes and the decode byte budget (DESIGN.md "Performance model"): every tensor as
-     * stored; a lookup-only (untied) embedding counts one row. */
+     * stored; a lookup-only (untied) embedding counts one row. In memory, a transcoded PTQ1_0
+     * weight holds its side buffer instead of the released file pages. */
+    for (int i = 0; i < m->n_all_w; i++) {
+        const kern_w *w = m->all_w[i];
+        const uint64_t rel = w ? ptq_release_range(w, NULL, NULL) : 0;
+        if (rel) m->weight_bytes += (uint64_t)((w->n_out & ~(int64_t)3) * (w->n_in / 128) * 34) - rel;
+    }
     for (uint64_t i = 0; i < m->g->n_tensors; i++) {
         const gguf_tensor *t = &m->g->tensors[i];
         m->weight_bytes += t->nbytes;
