@@ -341,20 +341,30 @@ int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err
 
 #include "tokenizer/chat.h"
 
+/* The template family for tmpl (NULL: the model's) and msgs as the tokenizer's chat_msg array
+ * (*cm: malloc'd, caller frees). */
+static int chat_prepare(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs, chat_tmpl *t,
+                        chat_msg **cm, tern_err *err) {
+    int rc = chat_tmpl_resolve(m->vocab, tmpl, t, err);
+    if (rc) return rc;
+    *cm = calloc((size_t)(n_msgs > 0 ? n_msgs : 1), sizeof **cm);
+    if (!*cm) return tern_err_set(err, TERN_E_NOMEM, "out of memory for %d chat messages", n_msgs);
+    for (int i = 0; i < n_msgs; i++) {
+        (*cm)[i].role = msgs[i].role;
+        (*cm)[i].content = msgs[i].content;
+    }
+    return TERN_OK;
+}
+
 int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                     bool add_generation_prompt, bool enable_thinking, char *out, size_t cap, size_t *n_out,
                     tern_err *err) {
     if (!m || (!msgs && n_msgs) || n_msgs < 0 || !n_out || (!out && cap))
         return tern_err_set(err, TERN_E_ARG, "tern_chat_apply: bad arguments");
     chat_tmpl t;
-    int rc = chat_tmpl_resolve(m->vocab, tmpl, &t, err);
+    chat_msg *cm = NULL;
+    int rc = chat_prepare(m, tmpl, msgs, n_msgs, &t, &cm, err);
     if (rc) return rc;
-    chat_msg *cm = calloc((size_t)(n_msgs > 0 ? n_msgs : 1), sizeof *cm);
-    if (!cm) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
-    for (int i = 0; i < n_msgs; i++) {
-        cm[i].role = msgs[i].role;
-        cm[i].content = msgs[i].content;
-    }
     const chat_opts co = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
     char *text = NULL;
     size_t n = 0;
@@ -379,14 +389,9 @@ int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_ms
                             "n_max %d, n_out %p)", (const void *)m, (const void *)msgs, n_msgs, (void *)out, n_max,
                             (void *)n_out);
     chat_tmpl t;
-    int rc = chat_tmpl_resolve(m->vocab, tmpl, &t, err);
+    chat_msg *cm = NULL;
+    int rc = chat_prepare(m, tmpl, msgs, n_msgs, &t, &cm, err);
     if (rc) return rc;
-    chat_msg *cm = calloc((size_t)(n_msgs > 0 ? n_msgs : 1), sizeof *cm);
-    if (!cm) return tern_err_set(err, TERN_E_NOMEM, "tern_chat_tokenize: out of memory for %d messages", n_msgs);
-    for (int i = 0; i < n_msgs; i++) {
-        cm[i].role = msgs[i].role;
-        cm[i].content = msgs[i].content;
-    }
     const chat_opts co = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
     int32_t *ids = NULL;
     int n = 0;

@@ -8,6 +8,7 @@
  *    published stories260K greedy text; two sessions in one process == two processes;
  *  - `tern chat` in a real terminal (tmux): type, read the screen, Ctrl-C, /clear, context full. */
 #include "test.h"
+#include "run_util.h"
 
 #include "../server/prompt.h"
 #include "tern.h"
@@ -182,21 +183,6 @@ static void test_multi_turn_incremental_equals_scratch(void **state) {
 
 /* ---- install + examples -------------------------------------------------------------------------- */
 
-static char *run_capture(const char *cmd, int *status) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    *status = pclose(p);
-    return buf;
-}
-
 static void test_install_and_examples(void **state) {
     (void)state;
     char model[1024], ref_path[1024];
@@ -217,7 +203,7 @@ static void test_install_and_examples(void **state) {
              "cc -std=c11 examples/simple.c $(pkg-config --cflags tern) -o %s/simple_static %s/lib/libtern.a "
              "$(pkg-config --static --libs-only-l tern | sed 's/-ltern//') 2>&1",
              prefix, prefix, prefix, prefix, prefix, prefix);
-    char *out = run_capture(cmd, &st);
+    char *out = ru_capture(cmd, &st);
     if (st != 0) fail_msg("install/build failed:\n%s", out);
     free(out);
     for (const char *f = "include/tern.h"; f; f = NULL) {
@@ -235,7 +221,7 @@ static void test_install_and_examples(void **state) {
     const char *variants[2] = {"simple", "simple_static"};
     for (int v = 0; v < 2; v++) {
         snprintf(cmd, sizeof cmd, "LD_LIBRARY_PATH=%s/lib %s/%s -m %s -p '' -n 100", prefix, prefix, variants[v], model);
-        out = run_capture(cmd, &st);
+        out = ru_capture(cmd, &st);
         assert_int_equal(st, 0);
         const char *o = out;
         while (*o == ' ') o++;                        /* the first piece's leading space */
@@ -250,11 +236,11 @@ static void test_install_and_examples(void **state) {
     /* two sessions in one process == one process each */
     const char *p1 = "Once upon a time", *p2 = "The little dog";
     snprintf(cmd, sizeof cmd, "LD_LIBRARY_PATH=%s/lib %s/sessions -m %s -n 60 -p '%s' -p '%s'", prefix, prefix, model, p1, p2);
-    char *both = run_capture(cmd, &st);
+    char *both = ru_capture(cmd, &st);
     assert_int_equal(st, 0);
     snprintf(cmd, sizeof cmd, "LD_LIBRARY_PATH=%s/lib %s/simple -m %s -n 60 -p '%s'; LD_LIBRARY_PATH=%s/lib %s/simple -m %s -n 60 -p '%s'",
              prefix, prefix, model, p1, prefix, prefix, model, p2);
-    char *sep = run_capture(cmd, &st);
+    char *sep = ru_capture(cmd, &st);
     assert_int_equal(st, 0);
     assert_string_equal(both, sep);
     assert_true(strlen(both) > 100);
@@ -274,7 +260,7 @@ static char *screen(const tmux *t) {
     char cmd[256];
     int st;
     snprintf(cmd, sizeof cmd, "tmux capture-pane -p -J -S -200 -t %s 2>/dev/null", t->name);
-    return run_capture(cmd, &st);
+    return ru_capture(cmd, &st);
 }
 
 /* Waits (up to secs) until the screen shows `what` at least `times` times; returns the screen. */

@@ -137,6 +137,24 @@ static void test_help_parser(void **state) {
 
 typedef struct { const char *cmd, *args, *want; } bad_case;
 
+static void write_file(const char *path, const char *bytes, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Each `tern CMD ARGS` exits 2 with `want` in its stderr. */
+static void expect_usage_errors(const bad_case *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char *err = NULL;
+        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
+        if (rc != 2 || !strstr(err, cases[i].want))
+            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
+        free(err);
+    }
+}
+
 /* Out-of-range and malformed values: exit 2, message "tern CMD: FLAG: expected RANGE, got 'V'". */
 static void test_values_out_of_range(void **state) {
     (void)state;
@@ -178,13 +196,7 @@ static void test_values_out_of_range(void **state) {
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
-        if (rc != 2 || !strstr(err, cases[i].want))
-            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
-        free(err);
-    }
+    expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* The ends of each range are accepted: the run gets past the options to the model file. */
@@ -228,13 +240,7 @@ static void test_missing_value_and_unknown_option(void **state) {
         {"bench-kernel", "--x", "tern: unknown option --x for `tern bench-kernel`; see tern bench-kernel --help"},
         {"run", "hello", "tern run: unexpected argument 'hello'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
-        if (rc != 2 || !strstr(err, cases[i].want))
-            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
-        free(err);
-    }
+    expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
 }
 
 /* ---- tern run: the streamed continuation appends to the prompt ------------------------------------ */
@@ -342,10 +348,7 @@ static void test_invalid_utf8_input(void **state) {
     const char *shown = "caf\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD ok \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD";
     fx_tmp_path(file, sizeof file, "bad-utf8.txt");
     fx_tmp_path(input, sizeof input, "bad-utf8-chat.txt");
-    FILE *f = fopen(file, "wb");
-    assert_non_null(f);
-    fputs(bad, f);
-    fclose(f);
+    write_file(file, bad, strlen(bad));
     const char *models[2] = {spm, bpe};
     for (int k = 0; k < 2; k++) {
         for (int from_file = 0; from_file < 2; from_file++) {
@@ -368,10 +371,7 @@ static void test_invalid_utf8_input(void **state) {
                                 "tern chat: your message is not valid UTF-8 (first bad byte 0x00 at offset 3); invalid bytes were replaced by U+FFFD"};
         for (int l = 0; l < 2; l++) {
             char *out = NULL, *err = NULL;
-            f = fopen(input, "wb");
-            assert_non_null(f);
-            assert_int_equal(fwrite(lines[l], 1, line_len[l], f), line_len[l]);
-            fclose(f);
+            write_file(input, lines[l], line_len[l]);
             const int rc = ru_tern(&out, &err, "chat -m '%s' -n 4 --temp 0 -t 1 < '%s'", models[k], input);
             if (rc != 0 || !strstr(err, notes[l]) || !utf8_ok(out))
                 fail_msg("chat %s line %d: exit %d, stderr: %s, stdout: %s", models[k], l, rc, err, out);
@@ -383,6 +383,30 @@ static void test_invalid_utf8_input(void **state) {
     remove(input);
 }
 
+/* perplexity --tokens: the last id is only a prediction target; an out-of-range last id used to
+ * index past the logits (segfault for 99999, a silently wrong PPL for n_vocab). */
+static void test_perplexity_tokens_range(void **state) {
+    (void)state;
+    char model[1024], ids[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(ids, sizeof ids, "ppl-ids.txt");
+    const char *bad[] = {"1 2 99999\n", "1 2 512\n", "1 -3 2\n"};
+    const char *want[] = {"token 99999 at index 2: expected 0..511", "token 512 at index 2: expected 0..511", "bad token id near byte 2"};
+    for (int i = 0; i < 3; i++) {
+        write_file(ids, bad[i], strlen(bad[i]));
+        char *err = NULL;
+        const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
+        if (rc != 1 || !strstr(err, want[i])) fail_msg("ids '%s': exit %d, stderr: %s", bad[i], rc, err);
+        free(err);
+    }
+    write_file(ids, "1 2 511\n", 8);                   /* in range: runs */
+    char *err = NULL;
+    const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
+    if (rc != 0) fail_msg("in-range ids: exit %d, stderr: %s", rc, err);
+    free(err);
+    remove(ids);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -392,6 +416,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_missing_value_and_unknown_option),
         cmocka_unit_test(test_run_continuation_keeps_space),
         cmocka_unit_test(test_invalid_utf8_input),
+        cmocka_unit_test(test_perplexity_tokens_range),
     };
     TEST_RUN_SUITE("cli", tests);
 }

@@ -6,6 +6,7 @@
  * parameters, 851 tensors, 7,195,047,936 / 5,935,527,936 tensor data bytes; 5.6: 65,536 KV
  * bytes per position; DESIGN.md: ~2 x 151 MB recurrent state). Also runs `tern info` itself. */
 #include "test.h"
+#include "run_util.h"
 
 #include "format/budget.h"
 #include "format/gguf.h"
@@ -256,49 +257,22 @@ static void test_budget_27b_pq2_0(void **state) { (void)state; check_27b(QT_PQ2_
 static void test_budget_27b_ptq1_0(void **state) { (void)state; check_27b(QT_PTQ1_0, 5935527936ull); }
 
 /* `tern info` itself: the figures appear in its output. */
-static char *run_capture(const char *cmd) {
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (cap - n < 4096) { cap *= 2; buf = realloc(buf, cap); assert_non_null(buf); }
-    }
-    buf[n] = '\0';
-    assert_int_equal(pclose(p), 0);
-    return buf;
-}
-
-static const char *tern_bin(void) {          /* $TERN_BIN, else the binary of this build mode */
-#ifdef TERN_DEBUG
-    const char *bin = "build/debug/tern";
-#else
-    const char *bin = "./tern";
-#endif
-    static char envbin[512];
-    const char *env = getenv("TERN_BIN");           /* the Makefile passes it, maybe without a '/' */
-    if (env && *env) {
-        snprintf(envbin, sizeof envbin, "%s%s", strchr(env, '/') ? "" : "./", env);
-        bin = envbin;
-    }
-    if (access(bin, X_OK) != 0) {
-        const char *ci = getenv("CI");
-        if (ci && strcmp(ci, "true") == 0) fail_msg("%s not built (make builds it before the tests)", bin);
-        test_skip("%s not built", bin);
-    }
-    return bin;
+/* Run cmd: its stdout (caller frees); the command must succeed. */
+static char *run_ok(const char *cmd) {
+    int st;
+    char *out = ru_capture(cmd, &st);
+    assert_non_null(out);
+    if (st != 0) fail_msg("'%s' exited %d:\n%s", cmd, st, out);
+    return out;
 }
 
 static void test_info_cli(void **state) {
     (void)state;
-    const char *bin = tern_bin();
-    char path[512], cmd[4096];
+    char bin[4096], path[512], cmd[16384];
+    ru_need_tern(bin, sizeof bin);
     fx_require(path, sizeof path, "data/stories260k/stories260K.gguf");
     snprintf(cmd, sizeof cmd, "%s info '%s' --pos 99 --bw 20", bin, path);
-    char *out = run_capture(cmd);
+    char *out = run_ok(cmd);
     const char *want[] = {"architecture    llama", "48 tensors", "292,800", "1,171,200", "token_embd.weight", "[64, 512]",
                           "blk.4.ffn_down.weight", "[172, 64]", "tokens          512", "bos             1 \"<s>\"",
                           "64,000", "lookup-only", "at 20 GB/s"};
@@ -313,7 +287,7 @@ static void test_info_cli(void **state) {
     fx_tmp_path(path, sizeof path, "27b-cli.gguf");
     write_27b(path, QT_PQ2_0);
     snprintf(cmd, sizeof cmd, "%s info '%s' --no-tensors", bin, path);
-    out = run_capture(cmd);
+    out = run_ok(cmd);
     unlink(path);
     const char *want27[] = {"851 tensors", "26,895,998,464", "7,195,047,936", "26,869,760,000", "301,989,888",
                             "block_size" "            " "1024", "weight_names" "          " "401 x string", "example bandwidth"};
@@ -325,7 +299,7 @@ static void test_info_cli(void **state) {
     fx_tmp_path(path, sizeof path, "27b-synth.gguf");
     snprintf(cmd, sizeof cmd, "%s synth --arch bonsai2-27b --no-weights -o '%s' >/dev/null 2>&1 && %s info '%s' --no-tensors --bw 30; rm -f '%s'",
              bin, path, bin, path, path);
-    out = run_capture(cmd);
+    out = run_ok(cmd);
     const char *want_s[] = {"851 tensors", "26,895,998,464 params", "7,195,047,936 bytes", "26,869,760,000 params",
                             "23,592,960 params", "2,645,504 params", "6,857,334,096", "65,536", "301,989,888", "11,796,480",
                             "26.90 B", "architecture    qwen35"};
@@ -337,7 +311,7 @@ static void test_info_cli(void **state) {
     free(out);
     /* errors: a missing file exits 1 with a message */
     snprintf(cmd, sizeof cmd, "%s info /nonexistent.gguf 2>&1; echo rc=$?", bin);
-    out = run_capture(cmd);
+    out = run_ok(cmd);
     assert_non_null(strstr(out, "rc=1"));
     assert_non_null(strstr(out, "/nonexistent.gguf"));
     free(out);

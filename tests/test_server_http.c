@@ -7,6 +7,7 @@
  * tests/server/node_modules). Expected texts come from the same server's greedy output without
  * the feature under test (e.g. the text cut at the first occurrence of the stop string). */
 #include "test.h"
+#include "run_util.h"
 
 #include "../server/reply.h"
 #include "../server/server.h"
@@ -64,22 +65,6 @@ static srv *start(tern_model *m, int parallel, int n_ctx, int queue, size_t body
 
 /* ---- curl ------------------------------------------------------------------------------------ */
 
-static char *run_capture(const char *cmd, int *status) {
-    FILE *p = popen(cmd, "r");
-    if (!p) return NULL;
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    if (status) *status = st;
-    return buf;
-}
-
 static atomic_int body_counter;
 
 /* HTTP request with curl; returns the body (caller frees) and the status in *code. */
@@ -96,7 +81,7 @@ static char *http(srv *s, const char *method, const char *path, const char *body
     snprintf(cmd, sizeof cmd, "curl -s -N -o - -w '\\n%%{http_code}' -X %s %s%s%s %s http://127.0.0.1:%d%s", method,
              body ? "-H 'Content-Type: application/json' --data-binary @'" : "", body ? file : "", body ? "'" : "",
              extra ? extra : "", srv_port(s), path);
-    char *out = run_capture(cmd, NULL);
+    char *out = ru_capture(cmd, NULL);
     if (body) unlink(file);
     char *nl = strrchr(out, '\n');
     *code = nl ? atoi(nl + 1) : 0;
@@ -828,15 +813,13 @@ static void test_metrics_histograms(void **state) {
 /* Errors from starting the server carry one "tern serve:" prefix (flag ranges: test_cli.c). */
 static void test_start_errors(void **state) {
     (void)state;
-    const char *bin = getenv("TERN_BIN");
-    if (!bin) bin = "./tern";
-    if (access(bin, X_OK) != 0) fail_msg("no tern binary at %s (set TERN_BIN)", bin);
-    char model[1024], cmd[2048];
+    char bin[4096], model[1024], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
     fx_require(model, sizeof model, STORIES);
     snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 --host my-laptop --port 0 2>&1", bin, model);
     int st;
-    char *out = run_capture(cmd, &st);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 1);
+    char *out = ru_capture(cmd, &st);
+    assert_int_equal(st, 1);
     assert_string_equal(out, "tern serve: --host 'my-laptop' is not a numeric IPv4/IPv6 address\n");
     free(out);
 }
@@ -853,7 +836,7 @@ static void run_node(const char *script, const char *needs, srv *s) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "node tests/server/%s http://127.0.0.1:%d 2>&1", script, srv_port(s));
     int st;
-    char *out = run_capture(cmd, &st);
+    char *out = ru_capture(cmd, &st);
     print_message("%s", out);
     if (st != 0) fail_msg("%s failed:\n%s", script, out);
     free(out);

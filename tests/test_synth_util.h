@@ -5,56 +5,29 @@
 #define TERN_TESTS_TEST_SYNTH_UTIL_H
 
 #include "test.h"
+#include "run_util.h"
 
 #include "format/gguf.h"
 #include "format/qtypes.h"
 
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-/* The tern binary: $TERN_BIN, else <dir of the runner>/../tern (tests/run -> ./tern,
- * build/debug/tests/run -> build/debug/tern). */
-static inline const char *st_tern_bin(char *buf, size_t n) {
-    const char *env = getenv("TERN_BIN");
-    if (env && *env) {   /* a bare name means the file in the current directory, not $PATH */
-        snprintf(buf, n, "%s%s", strchr(env, '/') ? "" : "./", env);
-        return buf;
-    }
-    char exe[4096];
-    const ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k <= 0) { snprintf(buf, n, "./tern"); return buf; }
-    exe[k] = '\0';
-    char *dir = dirname(exe);          /* .../tests */
-    char *root = dirname(dir);         /* ... */
-    snprintf(buf, n, "%s/tern", root);
-    return buf;
-}
 
 /* Run `tern ARGS` (ARGS: a shell-quoted string built by the caller); stderr goes into msg (may be
  * NULL). Returns the exit status, or -1 if it did not exit normally. */
 static inline int st_run(char *msg, size_t msg_n, const char *fmt, ...) {
-    char bin[4096], args[4096], cmd[9000], errp[512];
+    char args[4096];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    fx_tmp_path(errp, sizeof errp, "stderr.txt");
-    snprintf(cmd, sizeof cmd, "'%s' %s >/dev/null 2>'%s'", st_tern_bin(bin, sizeof bin), args, errp);
-    const int st = system(cmd);
-    if (msg && msg_n) {
-        size_t len = 0;
-        char *s = fx_read_file(errp, &len);
-        snprintf(msg, msg_n, "%s", s ? s : "");
-        free(s);
-    }
-    unlink(errp);
-    if (st == -1 || !WIFEXITED(st)) return -1;
-    return WEXITSTATUS(st);
+    char *err = NULL;
+    const int st = ru_tern(NULL, msg && msg_n ? &err : NULL, "%s", args);
+    if (msg && msg_n) snprintf(msg, msg_n, "%s", err ? err : "");
+    free(err);
+    return st;
 }
 
 /* Run and require exit status 0 (prints the command's stderr on failure). */

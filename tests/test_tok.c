@@ -14,6 +14,8 @@
  * - Special tokens both ways, streaming detokenisation over split and invalid UTF-8, the
  *   end-of-generation set (the fork's set from the qwen3-tiny PROVENANCE), bad metadata. */
 #include "test.h"
+#include "model_fx.h"
+#include "run_util.h"
 
 #include "format/gguf.h"
 #include "tokenizer/hf_import.h"
@@ -118,24 +120,6 @@ static void check_ids(const int32_t *got, int n_got, const int32_t *want, int n_
         fail_msg("%s", msg);
     }
 }
-static int32_t *json_ids(const cJSON *a, int *n) {
-    *n = cJSON_GetArraySize(a);
-    int32_t *ids = malloc(((size_t)*n + 1) * sizeof *ids);
-    for (int i = 0; i < *n; i++) ids[i] = (int32_t)cJSON_GetArrayItem(a, i)->valuedouble;
-    return ids;
-}
-static cJSON *read_json(const char *rel) {
-    char p[512];
-    fx_require(p, sizeof p, rel);
-    size_t n;
-    char *s = fx_read_file(p, &n);
-    assert_non_null(s);
-    cJSON *j = cJSON_ParseWithLength(s, n);
-    free(s);
-    assert_non_null(j);
-    return j;
-}
-
 /* llama.cpp vocab test files: .inp strings separated by "\n__ggml_vocab_test__\n", .out one line
  * of ids per string. Checks encode (no BOS, parse_special on, as test-tokenizer-0) and decode. */
 static void run_vocab_vectors(const tok_vocab *v, const char *inp_rel, const char *out_rel, bool spm) {
@@ -246,28 +230,16 @@ static void test_hf_import_matches_golden(void **state) {
  * build) has the golden tokenizer keys and passes every Qwen3 vector. */
 static void test_synth_tokenizer_e2e(void **state) {
     (void)state;
-    char tj[512], out[512], cmd[1600];
-#ifdef TERN_DEBUG
-    const char *bin = "build/debug/tern";
-#else
-    const char *bin = "./tern";
-#endif
-    const char *env = getenv("TERN_BIN");
-    if (env && *env) bin = env;
-    if (access(bin, X_OK) != 0) {
-        const char *ci = getenv("CI");
-        if (ci && strcmp(ci, "true") == 0) fail_msg("%s not built (make builds it before the tests)", bin);
-        test_skip("%s not built", bin);
-    }
+    char tj[512], out[512], cmd[6000];
+    char bin[4096];
+    ru_need_tern(bin, sizeof bin);
     fx_require(tj, sizeof tj, "data/qwen3-tokenizer/tokenizer.json");
     fx_tmp_path(out, sizeof out, "tok-synth.gguf");
     snprintf(cmd, sizeof cmd, "%s synth --arch qwen3-tiny --tokenizer '%s' --n-vocab %d --no-weights -o '%s' 2>&1", bin, tj, QWEN_ROWS, out);
-    FILE *pp = popen(cmd, "r");
-    assert_non_null(pp);
-    char buf[512];
-    while (fgets(buf, sizeof buf, pp)) {}
-    int st = pclose(pp);
-    if (st != 0) { unlink(out); fail_msg("'%s' failed (status %d): %s", cmd, st, buf); }
+    int st;
+    char *msg = ru_capture(cmd, &st);
+    if (st != 0) { unlink(out); fail_msg("'%s' failed (status %d): %s", cmd, st, msg ? msg : ""); }
+    free(msg);
     keys_match_golden(out);
     tok_vocab *v = load_vocab(out);
     unlink(out);
@@ -299,7 +271,7 @@ static void run_jsonl(const tok_vocab *v) {
             assert_non_null(j);
             const cJSON *text = cJSON_GetObjectItem(j, "text");
             int n_want, n_got;
-            int32_t *want = json_ids(cJSON_GetObjectItem(j, "ids"), &n_want);
+            int32_t *want = mfx_ids(cJSON_GetObjectItem(j, "ids"), &n_want);
             size_t len = strlen(text->valuestring);
             int32_t *got = encode(v, text->valuestring, len, true, false, &n_got);
             char what[128];
@@ -331,12 +303,12 @@ static void test_qwen_wikitext(void **state) {
     size_t n;
     char *txt = fx_read_file(fx_require(p, sizeof p, "data/wikitext2-test/wiki.test.raw"), &n);
     assert_non_null(txt);
-    cJSON *j = read_json("data/qwen3-tokenizer/qwen3_wikitext2_test_tokens.json");
+    cJSON *j = mfx_json("data/qwen3-tokenizer/qwen3_wikitext2_test_tokens.json");
     int n_got, n_first, n_last;
     int32_t *got = encode(v, txt, n, false, true, &n_got);
     assert_int_equal(n_got, (int)cJSON_GetObjectItem(j, "n_tokens")->valuedouble);
-    int32_t *first = json_ids(cJSON_GetObjectItem(j, "first_64"), &n_first);
-    int32_t *last = json_ids(cJSON_GetObjectItem(j, "last_64"), &n_last);
+    int32_t *first = mfx_ids(cJSON_GetObjectItem(j, "first_64"), &n_first);
+    int32_t *last = mfx_ids(cJSON_GetObjectItem(j, "last_64"), &n_last);
     assert_int_equal(n_first, 64);
     assert_int_equal(n_last, 64);
     check_ids(got, 64, first, 64, "wikitext first 64");
@@ -347,13 +319,13 @@ static void test_qwen_wikitext(void **state) {
 
 /* prompts.json of a golden folder, tokenised with add_special and parse_special */
 static void check_prompts(const tok_vocab *v, const char *rel) {
-    cJSON *j = read_json(rel);
+    cJSON *j = mfx_json(rel);
     const cJSON *pr;
     int n = 0;
     cJSON_ArrayForEach(pr, cJSON_GetObjectItem(j, "prompts")) {
         const char *text = cJSON_GetObjectItem(pr, "text")->valuestring;
         int n_want, n_got;
-        int32_t *want = json_ids(cJSON_GetObjectItem(pr, "token_ids"), &n_want);
+        int32_t *want = mfx_ids(cJSON_GetObjectItem(pr, "token_ids"), &n_want);
         int32_t *got = encode(v, text, strlen(text), true, true, &n_got);
         char what[128];
         snprintf(what, sizeof what, "%s %s", rel, cJSON_GetObjectItem(pr, "id")->valuestring);
@@ -411,7 +383,7 @@ static void test_stories_reference_ids(void **state) {
     size_t n;
     char *txt = fx_read_file(fx_require(p, sizeof p, "data/tinystories-sample/tinystories_sample.txt"), &n);
     assert_non_null(txt);
-    cJSON *j = read_json("data/stories260k/reference_ppl_tinystories_sample.json");
+    cJSON *j = mfx_json("data/stories260k/reference_ppl_tinystories_sample.json");
     const cJSON *stories = cJSON_GetObjectItem(j, "stories");
     /* split on <|endoftext|>, strip whitespace (Python str.strip), BOS + ids, first 512 */
     int k = 0;
@@ -423,7 +395,7 @@ static void test_stories_reference_ids(void **state) {
         while (b > a && strchr(" \t\n\r\v\f", b[-1])) b--;
         if (b > a) {
             int n_want, n_got;
-            int32_t *want = json_ids(cJSON_GetObjectItem(cJSON_GetArrayItem(stories, k), "token_ids"), &n_want);
+            int32_t *want = mfx_ids(cJSON_GetObjectItem(cJSON_GetArrayItem(stories, k), "token_ids"), &n_want);
             int32_t *got = encode(v, a, (size_t)(b - a), false, true, &n_got);
             if (n_got > 512) n_got = 512;
             char what[64];
@@ -693,12 +665,12 @@ static void test_stream_utf8(void **state) {
  * SPM leading space removed), and the streaming detokeniser fed one id at a time gives
  * generated_text (U+FFFD for invalid bytes; random models emit broken UTF-8 sequences). */
 static int check_greedy_text(const tok_vocab *v, const char *rel, bool spm) {
-    cJSON *j = read_json(rel);
+    cJSON *j = mfx_json(rel);
     const cJSON *run;
     int n_runs = 0, n_fffd = 0;
     cJSON_ArrayForEach(run, cJSON_GetObjectItem(j, "greedy")) {
         int n;
-        int32_t *ids = json_ids(cJSON_GetObjectItem(run, "generated_ids"), &n);
+        int32_t *ids = mfx_ids(cJSON_GetObjectItem(run, "generated_ids"), &n);
         size_t dl;
         char *dec = decode(v, ids, n, &dl);
         const char *d = dec;
@@ -903,7 +875,7 @@ static void test_chat_tokenize_api(void **state) {
     tern_model *m = NULL;
     tern_err err = {0};
     if (tern_model_load(&m, path, &mo, &err) != TERN_OK) fail_msg("load: %s", err.msg);
-    cJSON *j = read_json("golden/qwen3-tiny-pq2_0/prompts.json");
+    cJSON *j = mfx_json("golden/qwen3-tiny-pq2_0/prompts.json");
     const cJSON *p, *p5 = NULL;
     cJSON_ArrayForEach(p, cJSON_GetObjectItem(j, "prompts"))
         if (!strcmp(cJSON_GetObjectItem(p, "id")->valuestring, "p5")) p5 = p;
@@ -912,7 +884,7 @@ static void test_chat_tokenize_api(void **state) {
     const tern_chat_msg msgs[1] = {{cJSON_GetObjectItem(msg0, "role")->valuestring,
                                     cJSON_GetObjectItem(msg0, "content")->valuestring}};
     int n_want;
-    int32_t *want = json_ids(cJSON_GetObjectItem(p5, "token_ids"), &n_want);
+    int32_t *want = mfx_ids(cJSON_GetObjectItem(p5, "token_ids"), &n_want);
     /* sizing: no buffer -> TERN_E_RANGE and the count */
     int n = -1;
     assert_int_equal(tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, NULL, 0, &n, &err), TERN_E_RANGE);

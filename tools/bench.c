@@ -63,10 +63,7 @@ int cmd_bench(int argc, char **argv) {
         const int id = opts_next("bench", tabs, n_tabs, argc, argv, &i, &v);
         if (id == OPT_HELP) { bench_usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
-        if (id == OPT_POSITIONAL) {
-            fprintf(stderr, "tern bench: unexpected argument '%s'; see tern bench --help\n", v.str);
-            return 2;
-        }
+        if (id == OPT_POSITIONAL) return opts_unexpected("bench", v.str);
         if (opts_apply_common(&oc, id, &v)) continue;
         switch (id) {
         case BENCH_PP: take_list(&v, pp, &n_pp); break;

@@ -249,9 +249,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         switch (opts_next("bench-kernel", &tab, 1, argc, argv, &i, &v)) {
         case OPT_HELP: usage(stdout); return 0;
         case OPT_ERR: return 2;
-        case OPT_POSITIONAL:
-            fprintf(stderr, "tern bench-kernel: unexpected argument '%s'; see tern bench-kernel --help\n", v.str);
-            return 2;
+        case OPT_POSITIONAL: return opts_unexpected("bench-kernel", v.str);
         case BK_JSON: o.json = true; break;
         case BK_QUICK: o.quick = true; break;
         case BK_ISA: snprintf(o.isa, sizeof o.isa, "%s", v.str); break;

@@ -80,10 +80,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         const int id = opts_next("chat", tabs, n_tabs, argc, argv, &i, &v);
         if (id == OPT_HELP) { usage(stdout, tabs, n_tabs); return 1; }
         if (id == OPT_ERR) return 2;
-        if (id == OPT_POSITIONAL) {
-            fprintf(stderr, "tern chat: unexpected argument '%s'; see tern chat --help\n", v.str);
-            return 2;
-        }
+        if (id == OPT_POSITIONAL) return opts_unexpected("chat", v.str);
         if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&o->sp, id, &v)) continue;
         switch (id) {
         case CHAT_SYSTEM: o->system = v.str; break;

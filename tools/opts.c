@@ -68,6 +68,11 @@ void opts_bad_value(const char *cmd, const char *flag, const char *exp, const ch
     fprintf(stderr, "tern %s: %s: expected %s, got '%s'\n", cmd, flag, exp, got);
 }
 
+int opts_unexpected(const char *cmd, const char *arg) {
+    fprintf(stderr, "tern %s: unexpected argument '%s'; see tern %s --help\n", cmd, arg, cmd);
+    return 2;
+}
+
 static bool parse_ll(const char *s, long long *out) {
     char *end;
     errno = 0;

@@ -65,6 +65,9 @@ void opts_help(FILE *f, const opt_table *t, int n_t);
 /* Print the error for a value the caller checks itself (cross-option rules), in the parser's
  * form: "tern CMD: FLAG: expected WHAT, got 'VALUE'". */
 void opts_bad_value(const char *cmd, const char *flag, const char *expected, const char *got);
+/* Print "tern CMD: unexpected argument 'ARG'; see tern CMD --help" (for an OPT_POSITIONAL a command
+ * does not take) and return 2, the usage-error exit status. */
+int opts_unexpected(const char *cmd, const char *arg);
 /* The largest thread count any -t accepts: 4 x online CPUs, at least 4, at most 1024 (the model
  * loader's limit). */
 int opts_max_threads(void);

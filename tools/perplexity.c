@@ -87,10 +87,7 @@ int cmd_perplexity(int argc, char **argv) {
         const int id = opts_next("perplexity", tabs, n_tabs, argc, argv, &i, &v);
         if (id == OPT_HELP) { ppl_usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
-        if (id == OPT_POSITIONAL) {
-            fprintf(stderr, "tern perplexity: unexpected argument '%s' (the text goes after -f); see tern perplexity --help\n", v.str);
-            return 2;
-        }
+        if (id == OPT_POSITIONAL) return opts_unexpected("perplexity", v.str);
         if (opts_apply_common(&oc, id, &v)) continue;
         switch (id) {
         case PPL_FILE: text_path = v.str; break;

@@ -58,10 +58,7 @@ int cmd_run(int argc, char **argv) {
         const int id = opts_next("run", tabs, n_tabs, argc, argv, &i, &v);
         if (id == OPT_HELP) { run_usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
-        if (id == OPT_POSITIONAL) {
-            fprintf(stderr, "tern run: unexpected argument '%s' (the prompt goes after -p); see tern run --help\n", v.str);
-            return 2;
-        }
+        if (id == OPT_POSITIONAL) return opts_unexpected("run", v.str);
         if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&sp, id, &v)) continue;
         switch (id) {
         case RUN_PROMPT: prompt = v.str; break;

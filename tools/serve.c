@@ -50,10 +50,7 @@ int cmd_serve(int argc, char **argv) {
         const int id = opts_next("serve", tabs, n_tabs, argc, argv, &i, &v);
         if (id == OPT_HELP) { usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
-        if (id == OPT_POSITIONAL) {
-            fprintf(stderr, "tern serve: unexpected argument '%s'; see tern serve --help\n", v.str);
-            return 2;
-        }
+        if (id == OPT_POSITIONAL) return opts_unexpected("serve", v.str);
         if (opts_apply_common(&oc, id, &v)) continue;
         switch (id) {
         case SERVE_HOST: cfg.host = v.str; break;

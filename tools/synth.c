@@ -666,9 +666,7 @@ int cmd_synth(int argc, char **argv) {
         switch (opts_next("synth", &tab, 1, argc, argv, &i, &v)) {
         case OPT_HELP: synth_usage(stdout); return 0;
         case OPT_ERR: return 2;
-        case OPT_POSITIONAL:
-            fprintf(stderr, "tern synth: unexpected argument '%s' (the output goes after -o); see tern synth --help\n", v.str);
-            return 2;
+        case OPT_POSITIONAL: return opts_unexpected("synth", v.str);
         case SY_ARCH: arch_name = v.str; break;
         case SY_TYPE: type_name = v.str; break;
         case SY_SEED: seed = v.u; break;
