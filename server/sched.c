@@ -28,7 +28,8 @@ typedef struct slot {
     tern_detok dt;
     int n_prefilled;        /* prompt tokens evaluated (incl. reused) */
     const float *logits;    /* logits of the last evaluated token: ready to sample when not NULL */
-    int32_t next;           /* the token sampled this step, to evaluate */
+    int32_t next;           /* the last sampled token, to evaluate (when pending) */
+    bool pending;
     bool in_think;
 } slot;
 
@@ -148,6 +149,7 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     sl->smp = NULL;
     sl->job = NULL;
     sl->logits = NULL;
+    sl->pending = false;
     srv_job_unref(j);
     pthread_mutex_lock(&s->mu);
     s->n_active--;
@@ -227,13 +229,12 @@ static int slot_prefill(srv_sched *s, slot *sl, int budget) {
     return n;
 }
 
-/* Samples the next token from the slot's logits and hands its text to the reply. Returns true
- * if the slot continues (sl->next is to be evaluated), false if its job ended. */
-static bool slot_sample(srv_sched *s, slot *sl) {
+/* Hands a generated token to the job: counts it, its text to the reply (logprobs from logits
+ * when asked and given), and ends the job at EOG, a stop string, max_tokens or a full context.
+ * Returns true if the slot continues with tok pending (sampled, not yet evaluated: sl->next).
+ * accept: record tok in the sampler's history (false when the caller already did). */
+static bool slot_emit(srv_sched *s, slot *sl, int32_t tok, const float *logits, bool accept) {
     srv_job *j = sl->job;
-    const float *logits = sl->logits;
-    sl->logits = NULL;
-    const int32_t tok = tern_sampler_sample(sl->smp, logits);
     const double now = srv_now();
     j->n_gen++;                                       /* written by this thread only */
     if (j->n_gen == 1) j->t_first = now;
@@ -243,7 +244,8 @@ static bool slot_sample(srv_sched *s, slot *sl) {
         return false;
     }
     srv_logprob lpe;
-    if (j->req.logprobs) api_logprob_compute(logits, s->n_vocab, tok, j->req.top_logprobs, &lpe);
+    const bool lp = j->req.logprobs && logits;
+    if (lp) api_logprob_compute(logits, s->n_vocab, tok, j->req.top_logprobs, &lpe);
     char buf[256];
     int k = 0;
     bool was_think = sl->in_think;
@@ -255,7 +257,7 @@ static bool slot_sample(srv_sched *s, slot *sl) {
     }
     pthread_mutex_lock(&j->mu);
     if (k > 0) reply_add_tok(&j->reply, was_think, buf, (size_t)k, j->n_gen);
-    if (j->req.logprobs) {
+    if (lp) {
         if (j->n_lp == j->cap_lp) {
             const int cap = j->cap_lp ? 2 * j->cap_lp : 32;
             srv_logprob *p = realloc(j->lp, (size_t)cap * sizeof *p);
@@ -275,13 +277,22 @@ static bool slot_sample(srv_sched *s, slot *sl) {
         slot_finish(s, sl, "length", NULL);
         return false;
     }
-    if (tern_session_pos(sl->s) + 1 > s->n_ctx) {     /* the context is full */
+    if (tern_session_pos(sl->s) + 1 > s->n_ctx) {     /* the context is full: tok cannot be evaluated */
         slot_finish(s, sl, "length", NULL);
         return false;
     }
-    tern_sampler_accept(sl->smp, tok);
+    if (accept) tern_sampler_accept(sl->smp, tok);
     sl->next = tok;
+    sl->pending = true;
     return true;
+}
+
+/* Samples the next token from the slot's logits (its own sampler and settings) and emits it. */
+static bool slot_sample(srv_sched *s, slot *sl) {
+    const float *logits = sl->logits;
+    sl->logits = NULL;
+    const int32_t tok = tern_sampler_sample(sl->smp, logits);
+    return slot_emit(s, sl, tok, logits, true);
 }
 
 /* Appends each slot's sampled token (returns true if it went through the batched call): one batched forward over all of them (in groups of at most
@@ -304,6 +315,7 @@ static bool decode(srv_sched *s, slot **sl, int n) {
             if (rc != TERN_OK) {                      /* nothing of this group was appended */
                 batched = false;
                 for (int i = 0; i < g; i++) {         /* earlier groups went through */
+                    sl[i]->pending = false;
                     prompt_ids_push(&sl[i]->cache, &sl[i]->next, 1);
                     sl[i]->logits = s->blogits + (size_t)i * (size_t)s->n_vocab;
                 }
@@ -314,6 +326,7 @@ static bool decode(srv_sched *s, slot **sl, int n) {
         }
         if (batched)
             for (int i = 0; i < n; i++) {
+                sl[i]->pending = false;
                 prompt_ids_push(&sl[i]->cache, &sl[i]->next, 1);
                 sl[i]->logits = s->blogits + (size_t)i * (size_t)s->n_vocab;
             }
@@ -321,6 +334,7 @@ static bool decode(srv_sched *s, slot **sl, int n) {
     if (!batched)
         for (int i = 0; i < n; i++) {
             tern_err err = {0};
+            sl[i]->pending = false;
             const float *lg = tern_session_eval(sl[i]->s, &sl[i]->next, 1, &err);
             if (!lg) {
                 slot_fail(s, sl[i], &err);
@@ -358,11 +372,13 @@ static void sched_step(srv_sched *s) {
         chunks++;
     }
     /* sample every slot with logits; those that continue are evaluated together */
-    int n = 0;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
-        if (sl->job && sl->logits && slot_sample(s, sl)) s->bslot[n++] = sl;
+        if (sl->job && sl->logits) slot_sample(s, sl);
     }
+    int n = 0;
+    for (int i = 0; i < s->n_slots; i++)
+        if (s->slots[i].job && s->slots[i].pending) s->bslot[n++] = &s->slots[i];
     const bool batched = decode(s, s->bslot, n);
     if (n > 0)                                        /* prompts still in prefill saw a decode step */
         for (int i = 0; i < s->n_slots; i++) {

@@ -39,6 +39,8 @@ int tern_model_load(tern_model **out, const char *path, const tern_model_opts *o
         .numerics = opts->numerics == TERN_NUMERICS_GGML ? KQ_GGML : opts->numerics == TERN_NUMERICS_F32 ? KQ_F32 : KQ_FAST,
         .progress = opts->progress,
     };
+    (void)kern_isa();   /* choose the kernel table now: its start-up self-check allocates, and the first
+                           kern_matmul would otherwise run it inside a token loop (debug no-alloc guard) */
     return model_load(out, path, &lo, err);
 }
 

@@ -63,6 +63,42 @@ static void test_rmsnorm_rot_fused_bits(void **state) {
     }
 }
 
+/* RMSNorm + rotation + int8 quantisation in one pass (had_rmsnorm_rot_quant) against the unfused
+ * steps (rmsnorm_ref, had_rot, kern_quantize of the whole column) in each numerics mode: the
+ * same float column, the same quantised bytes, and the unrotated normed copy; block sizes below,
+ * at and above the 128-value chunk, a partial last quantisation block (K = 96, 200), no weight,
+ * identity signs, no rotation. */
+static void test_rmsnorm_rot_quant_fused_bits(void **state) {
+    (void)state;
+    const int64_t cases[][2] = {{5120, 128}, {17408, 512}, {6 * 1024, 1024}, {256, 64}, {96, 32}, {136, 4},
+                                {200, 0}, {5120, 0}};
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++)
+        for (int mode = KQ_FAST; mode <= KQ_F32; mode++)
+            for (int variant = 0; variant < 2; variant++) {   /* 1: no weight, identity signs */
+                const int64_t K = cases[t][0], n = cases[t][1];
+                float *x = malloc(sizeof(float) * K), *w = malloc(sizeof(float) * K);
+                float *ref = malloc(sizeof(float) * K), *refn = malloc(sizeof(float) * K);
+                float *got = malloc(sizeof(float) * K), *gotn = malloc(sizeof(float) * K);
+                int8_t *s = malloc((size_t)K);
+                for (int64_t i = 0; i < K; i++) {
+                    x[i] = hrand(); w[i] = variant ? 1.0f : 1.0f + 0.1f * hrand(); s[i] = (hrng >> 3) & 1 ? 1 : -1;
+                }
+                const int8_t *sg = variant ? NULL : s;
+                const size_t qb = kern_act_bytes((kern_numerics)mode, K, 1) + 1;
+                uint8_t *qr = calloc(1, qb), *qg = calloc(1, qb);
+                rmsnorm_ref(refn, x, w, K, 1e-6f);
+                memcpy(ref, refn, sizeof(float) * K);
+                if (n) had_rot(ref, K, n, sg);
+                kern_act a = {.x = ref, .q = qr, .K = K, .ncols = 1, .mode = (kern_numerics)mode};
+                kern_quantize(&a);
+                had_rmsnorm_rot_quant(got, qg, (kern_numerics)mode, gotn, x, variant ? NULL : w, K, 1e-6f, n, sg);
+                assert_memory_equal(ref, got, sizeof(float) * K);
+                assert_memory_equal(refn, gotn, sizeof(float) * K);
+                assert_memory_equal(qr, qg, qb);
+                free(x); free(w); free(ref); free(refn); free(got); free(gotn); free(s); free(qr); free(qg);
+            }
+}
+
 static void test_gdn_v_grouped_permutation(void **state) {
     (void)state;
     enum { HK = 16, HV = 48, D = 4 };
@@ -232,6 +268,7 @@ int suite_hadamard(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fwht_blocks_bits),
         cmocka_unit_test(test_rmsnorm_rot_fused_bits),
+        cmocka_unit_test(test_rmsnorm_rot_quant_fused_bits),
         cmocka_unit_test(test_gdn_v_grouped_permutation),
         cmocka_unit_test(test_had_meta_valid),
         cmocka_unit_test(test_had_meta_refusals),

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define STORIES "data/stories260k/stories260K.gguf"
@@ -419,6 +420,49 @@ static void test_session_errors(void **st) {
     tern_model_free(m);
 }
 
+/* ---- memory check ---------------------------------------------------------------------------- */
+
+/* The check before the weights (file size vs available memory) and before the KV cache (its
+ * bytes vs what is left), with the available amount forced through TERN_MEM_AVAILABLE. */
+static void test_memory_check(void **st) {
+    (void)st;
+    char path[1024];
+    fx_require(path, sizeof path, STORIES);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    char v[32];
+    snprintf(v, sizeof v, "%lld", (long long)sb.st_size - 1);
+    setenv("TERN_MEM_AVAILABLE", v, 1);
+    tern_model_opts o;
+    tern_model_opts_default(&o);
+    o.n_threads = 1;
+    tern_model *m = NULL;
+    tern_err err = {0};
+    assert_int_equal(tern_model_load(&m, path, &o, &err), TERN_E_NOMEM);
+    assert_null(m);
+    print_message("weights: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "needs"));
+    assert_non_null(strstr(err.msg, "available"));
+    /* 100 MB: the weights fit; a KV cache for 2^24 positions (5 layers x 2 x 32 fp16 = 640 bytes
+     * a position: 10.7 GB) does not */
+    setenv("TERN_MEM_AVAILABLE", "100000000", 1);
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, path, &o, &err), TERN_OK);
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = 1 << 24;
+    tern_session *s = NULL;
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_NOMEM);
+    assert_null(s);
+    print_message("kv: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "KV cache for n_ctx 16777216 needs 10737.4 MB"));
+    so.n_ctx = 4096;                                        /* 2.6 MB: fits */
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_OK);
+    tern_session_free(s);
+    tern_model_free(m);
+    unsetenv("TERN_MEM_AVAILABLE");
+}
+
 int suite_model(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stories_greedy_f16),
@@ -427,6 +471,7 @@ int suite_model(int *n_tests) {
         cmocka_unit_test(test_stories_logits_f16),
         cmocka_unit_test(test_stories_ppl),
         cmocka_unit_test(test_session_errors),
+        cmocka_unit_test(test_memory_check),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_batch_identity),
         cmocka_unit_test(test_batch_sessions),

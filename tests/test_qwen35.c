@@ -466,6 +466,41 @@ static void test_verify_limit(void **state) {
     tern_session_free(s);
 }
 
+/* The memory check (issue 7 point 4): a context whose KV cache cannot fit (n_ctx 2^24 with f32
+ * KV on the tiny model: 2 attention layers x 2^24 x (128 + 128) x 4 B = 34.4 GB, more than this
+ * machine's MemTotal, checked) is refused at session creation with TERN_E_NOMEM and a message
+ * that gives the bytes needed and available; nothing is allocated. The default context works. */
+static void test_context_memory_check(void **state) {
+    (void)state;
+    tern_model *m = get_model(TERN_NUMERICS_FAST, 2);
+    const uint64_t need = 2ull * (1ull << 24) * (128 + 128) * 4;
+    FILE *f = fopen("/proc/meminfo", "r");
+    assert_non_null(f);
+    unsigned long long total_kb = 0;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemTotal: %llu kB", &total_kb) == 1) break;
+    fclose(f);
+    assert_true(total_kb > 0 && need > total_kb * 1024ull);
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = 1 << 24;
+    so.kv_f32 = true;
+    tern_session *s = NULL;
+    tern_err err = {0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_NOMEM);
+    assert_null(s);
+    char want[64];
+    snprintf(want, sizeof want, "needs %.1f MB", (double)need / 1e6);
+    print_message("refused: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, want));
+    assert_non_null(strstr(err.msg, "MB available"));
+    tern_session_opts_default(&so);
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_OK);
+    assert_int_equal(tern_session_n_ctx(s), 4096);
+    tern_session_free(s);
+}
+
 static tern_model *load_path(const char *path, tern_numerics nm) {
     tern_model_opts o;
     tern_model_opts_default(&o);
@@ -631,6 +666,7 @@ int suite_qwen35(int *n_tests) {
         cmocka_unit_test(test_batch_eval_sessions_ggml),
         cmocka_unit_test(test_verify_truncate),
         cmocka_unit_test(test_verify_limit),
+        cmocka_unit_test(test_context_memory_check),
         cmocka_unit_test(test_rotation_equivalence),
         cmocka_unit_test(test_upstream_f16_q8_0),
         cmocka_unit_test(test_ptq1_0_release),

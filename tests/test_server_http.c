@@ -420,14 +420,14 @@ static void test_batch_equivalence_and_429(void **state) {
     };
     batch_equivalence(q, qb, 4, 20, true);
     tern_model_free(q);
-    /* qwen35 (recurrent state): batched where the engine accepts it, else slot by slot; same texts */
+    /* qwen35 (recurrent state): batched too (each column updates its own session's state) */
     q = load(QWEN35);
     const char *q35[3] = {
         "{\"prompt\": \"Hello\", \"max_tokens\": 16, \"temperature\": 0}",
         "{\"prompt\": \"The capital of France\", \"max_tokens\": 16, \"temperature\": 0}",
         "{\"prompt\": \"def main():\", \"max_tokens\": 12, \"temperature\": 0}",
     };
-    batch_equivalence(q, q35, 3, 8, false);
+    batch_equivalence(q, q35, 3, 8, true);
     tern_model_free(q);
     tern_model *m = load(STORIES);
     const char *bodies[4] = {
@@ -453,9 +453,9 @@ static void test_batch_equivalence_and_429(void **state) {
         usleep(10 * 1000);
     }
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", NULL, 429, NULL);
+    srv_stop(s);                                      /* ends the slow request (503) */
     pthread_join(t1, NULL);
     free(slow.text);
-    srv_stop(s);
     tern_model_free(m);
 }
 

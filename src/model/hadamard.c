@@ -92,6 +92,32 @@ void had_rmsnorm_rot(float *y, const float *x, const float *w, int64_t K, float 
         for (int64_t b = 0; b < K; b += n) had_fwht(y + b, n);
 }
 
+void had_rmsnorm_rot_quant(float *y, void *q, kern_numerics mode, float *yn, const float *x, const float *w, int64_t K,
+                           float eps, int64_t n, const int8_t *s) {
+    double sum = 0.0;
+    for (int64_t i = 0; i < K; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)K);
+    const float r = 1.0f / sqrtf(mean + eps);
+    const float scale = n ? (float)(1.0 / sqrt((double)n)) : 1.0f;
+    const int64_t chunk = n > 128 ? n : 128;          /* powers of two: a multiple of n, 128 and 32 */
+    for (int64_t k0 = 0; k0 < K; k0 += chunk) {
+        const int64_t len = TERN_MIN(chunk, K - k0);  /* a multiple of n (K is) */
+        float *yc = y + k0;
+        for (int64_t i = k0; i < k0 + len; i++) {
+            const float v = w ? (x[i] * r) * w[i] : x[i] * r;
+            if (yn) yn[i] = v;
+            yc[i - k0] = n ? (s ? (float)s[i] * v : v) * scale : v;
+        }
+        if (n >= 8) had_fwht_blocks(yc, len, n);
+        else if (n > 0)
+            for (int64_t b = 0; b < len; b += n) had_fwht(yc + b, n);
+        if (mode != KQ_F32) {   /* quantisation blocks are independent: this chunk's blocks */
+            kern_act a = {.x = yc, .q = (uint8_t *)q + kern_act_bytes(mode, k0, 1), .K = len, .ncols = 1, .mode = mode};
+            kern_quantize(&a);
+        }
+    }
+}
+
 void had_gdn_v_grouped(float *dst, const float *src, int n_k_head, int n_v_head, int d) {
     const int r_per = n_v_head / n_k_head;
     for (int k = 0; k < n_k_head; k++)

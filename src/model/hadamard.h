@@ -9,6 +9,7 @@
 #define TERN_MODEL_HADAMARD_H
 
 #include "format/gguf.h"
+#include "kernels/kernels.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,8 +30,19 @@ void had_fwht_blocks(float *x, int64_t K, int64_t n);
  *         reference runtime's rms_norm; then the weight multiply, a separate rounding)
  *   y   = rot(y) (signs, scale 1/sqrt(n) first, blockwise FWHT)   [skipped when n == 0]
  * Bit-identical to rmsnorm followed by had_rot. w may be NULL (no weight). y must not alias x
- * unless n == 0. The int8 quantisation that follows is kern_quantize on y (L1/L2-resident). */
+ * unless n == 0. */
 void had_rmsnorm_rot(float *y, const float *x, const float *w, int64_t K, float eps, int64_t n, const int8_t *s);
+
+/* The same for one column, fused with the int8 quantisation of the result: after the sum of
+ * squares, x is read once more, block by block (max(n, 128) values: whole rotation blocks and
+ * whole quantisation blocks of both modes), and each block is normed, rotated and quantised
+ * while it is in L1. Writes y (the rotated column, K floats: float kernels read it), q (the
+ * column's kern_quantize output for mode, kern_act_bytes(mode, K, 1) bytes; unused for KQ_F32)
+ * and, when yn is not NULL, yn = the normed column before the rotation. Bit-identical to
+ * had_rmsnorm_rot (and yn to it with n = 0) followed by kern_quantize of y (tested). No alias
+ * between y, yn and x. */
+void had_rmsnorm_rot_quant(float *y, void *q, kern_numerics mode, float *yn, const float *x, const float *w, int64_t K,
+                           float eps, int64_t n, const int8_t *s);
 
 /* Grouped V-head permutation before ssm_out (spec 5.5), n_tok tokens of Hv = Hk * r_per heads of d:
  *   dst[128 (r_per k + r) + e] = src[128 (k + Hk r) + e]   (here with d for 128)

@@ -284,16 +284,41 @@ int model_bind_dense(model_t *m, bool qk_norm, tern_err *err) {
 
 /* ---- memory check --------------------------------------------------------------------------- */
 
-/* MemAvailable in bytes from /proc/meminfo; 0 if unknown (then no check). */
-static uint64_t mem_available(void) {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (!f) return 0;
-    char line[256];
-    uint64_t kb = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&kb) == 1) break;
+/* One unsigned integer from a file (e.g. a cgroup limit); false if absent or not a number ("max"). */
+static bool read_u64_file(const char *path, uint64_t *v) {
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    unsigned long long x;
+    const bool ok = fscanf(f, "%llu", &x) == 1;
     fclose(f);
-    return kb * 1024;
+    if (ok) *v = x;
+    return ok;
+}
+
+/* Memory this process may still allocate, in bytes; 0 if unknown (then no check):
+ * TERN_MEM_AVAILABLE (bytes) when set, else MemAvailable of /proc/meminfo, lowered to the room
+ * left under a cgroup v2 limit (memory.max - memory.current) when there is one (containers). */
+static uint64_t mem_available(void) {
+    const char *env = getenv("TERN_MEM_AVAILABLE");
+    if (env && *env) {
+        char *end;
+        const unsigned long long v = strtoull(env, &end, 10);
+        if (*end == 0) return v;
+    }
+    FILE *f = fopen("/proc/meminfo", "r");
+    uint64_t kb = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&kb) == 1) break;
+        fclose(f);
+    }
+    uint64_t avail = kb * 1024, lim, cur;
+    if (read_u64_file("/sys/fs/cgroup/memory.max", &lim) && read_u64_file("/sys/fs/cgroup/memory.current", &cur)) {
+        const uint64_t room = lim > cur ? lim - cur : 1;
+        if (!avail || room < avail) avail = room;
+    }
+    return avail;
 }
 
 uint64_t model_mem_available(void) { return mem_available(); }

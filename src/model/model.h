@@ -179,7 +179,9 @@ typedef struct model_load_opts {
  * vocab, start the pool. Refuses when the file does not fit in MemAvailable (TERN_E_NOMEM). */
 int model_load(model_t **out, const char *path, const model_load_opts *o, tern_err *err);
 void model_free(model_t *m);
-/* MemAvailable of /proc/meminfo in bytes (0 when unknown: no check). */
+/* Memory still available to this process in bytes (0 when unknown: no check): TERN_MEM_AVAILABLE
+ * (bytes) if set, else MemAvailable of /proc/meminfo lowered to the room under a cgroup v2
+ * memory.max. Checked before the weights (model_load) and before the KV cache (session init). */
 uint64_t model_mem_available(void);
 
 /* Helpers for the arch load hooks. Key names are formatted with the arch prefix:

@@ -91,7 +91,7 @@ typedef struct q35_state {
 /* ---- optional per-op profile (TERN_PROF=1): wall time per category of the single-token (decode)
  * forwards, summed and logged when the model is freed. Two clock reads per timed section. ------ */
 enum { PR_MATMUL, PR_ROT, PR_RECUR, PR_ATTN, PR_OTHER, PR_N };
-static const char *const pr_name[PR_N] = {"matmul (quantise + projections)", "norm + rotation",
+static const char *const pr_name[PR_N] = {"matmul (projections, quantise of non-norm inputs)", "norm + rotation + quantise (fused)",
                                           "recurrence (conv + delta rule + gated norm)", "attention", "other"};
 static struct { int on, active; double t[PR_N], per_pool; long n_fwd, n_tok, n_pool; } prof;   /* active: this forward is profiled (decode: 1 token) */
 #define PROF_T0() double pr_t0_ = prof.active ? tern_time_s() : 0.0
@@ -510,10 +510,40 @@ static void project_bf16_ggml(const kern_w *w, const float *x, int n, float *y, 
 
 /* ---- forward --------------------------------------------------------------------------------- */
 
-/* dst = RMSNorm(src) * w for n columns; rot: also rotate (fused, the same bits). */
-static void norm_rot(float *dst, const float *src, const float *w, int n, int64_t K, float eps, const q35_rot *rot) {
-    for (int c = 0; c < n; c++)
-        had_rmsnorm_rot(dst + (int64_t)c * K, src + (int64_t)c * K, w, K, eps, rot->n, rot->s);
+typedef struct {
+    float *y, *yn;
+    void *q;
+    const float *x, *w;
+    int64_t K;
+    float eps;
+    const q35_rot *rot;
+    kern_numerics mode;
+} nrq_job;
+
+static void job_norm_rot_quant(void *ctx, int64_t c0, int64_t c1, int ith) {
+    (void)ith;
+    const nrq_job *j = ctx;
+    const size_t qcol = kern_act_bytes(j->mode, j->K, 1);
+    for (int64_t c = c0; c < c1; c++)
+        had_rmsnorm_rot_quant(j->y + c * j->K, j->q ? (uint8_t *)j->q + (size_t)c * qcol : NULL, j->mode,
+                              j->yn ? j->yn + c * j->K : NULL, j->x + c * j->K, j->w, j->K, j->eps, j->rot->n,
+                              j->rot->s);
+}
+
+/* The input of a projection, in one pass per column (hadamard.h had_rmsnorm_rot_quant):
+ * dst = rot(RMSNorm(src) * w) for n columns and its quantisation into aq; yn (optional) gets
+ * the normed columns before the rotation. Fills a (x = dst) for blk_project. Columns split
+ * across the pool when n > 1 (each column's bits do not depend on the split). */
+static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, float *yn, const float *src,
+                           const float *w, int n, int64_t K, float eps, const q35_rot *rot) {
+    a->x = dst;
+    a->K = K;
+    a->ncols = n;
+    a->mode = m->numerics;
+    a->q = m->numerics == KQ_F32 ? NULL : aq;
+    nrq_job j = {.y = dst, .yn = yn, .q = a->q, .x = src, .w = w, .K = K, .eps = eps, .rot = rot, .mode = m->numerics};
+    if (n > 1) { pool_for(m->pool, n, 1, job_norm_rot_quant, &j); PROF_POOL(1); }
+    else job_norm_rot_quant(&j, 0, n, 0);
 }
 
 static void rot_cols(float *x, int n, int64_t K, const q35_rot *rot) {
@@ -533,10 +563,9 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     const int n = b->n;
     const int64_t D = hp->n_embd, dq = (int64_t)hp->n_head * hp->n_embd_head_k;
     PROF_T0();
-    norm_rot(w->xr, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
-    PROF_ADD(PR_ROT);
     kern_act a;
-    blk_quantize(m->pool, &a, w->xr, w->aq, D, n, m->numerics);
+    norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
+    PROF_ADD(PR_ROT);
     const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
     float *y3[3] = {w->qg, ws->k, ws->v};
     blk_project(m->pool, &a, 3, w3, y3);
@@ -567,16 +596,12 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     const int64_t D = hp->n_embd, nch = gdn_n_ch(g), dz = (int64_t)hv * g->d_head;
     /* h = RMSNorm(x) (unrotated: alpha/beta read it); r = rot(h) for qkv and gate */
     PROF_T0();
-    norm_rot(ws->xb, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &(q35_rot){0, NULL});
-    const float *xr = ws->xb;
-    if (QL->rot_in.n) {
-        memcpy(w->xr, ws->xb, sizeof(float) * (size_t)n * (size_t)D);
-        rot_cols(w->xr, n, D, &QL->rot_in);
-        xr = w->xr;
-    }
-    PROF_ADD(PR_ROT);
     kern_act a;
-    blk_quantize(m->pool, &a, xr, w->aq, D, n, m->numerics);
+    if (QL->rot_in.n)
+        norm_rot_quant(m, &a, w->xr, w->aq, ws->xb, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
+    else
+        norm_rot_quant(m, &a, ws->xb, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
+    PROF_ADD(PR_ROT);
     const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};
     float *y2[2] = {w->qkv, w->z};
     blk_project(m->pool, &a, 2, w2, y2);
@@ -644,10 +669,9 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     const q35_layer *QL = &q->L[il];
     const int64_t D = hp->n_embd, F = hp->n_ff;
     PROF_T0();
-    norm_rot(w->xr, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_ffn);
-    PROF_ADD(PR_ROT);
     kern_act a;
-    blk_quantize(m->pool, &a, w->xr, w->aq, D, n, m->numerics);
+    norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_ffn);
+    PROF_ADD(PR_ROT);
     const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
     float *y2[2] = {ws->hg, ws->hu};
     blk_project(m->pool, &a, 2, w2, y2);
@@ -710,19 +734,20 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
     }
     for (int r = 0; r < w.n_run; r++) rstate_end(run_rs(b, &w, r));
     if (prof.active) pr_t0_ = tern_time_s();
-    /* logits of the wanted columns */
+    /* logits of the wanted columns (gathered into lx) */
     int nl = 0;
+    const size_t qcol = kern_act_bytes(m->numerics, D, 1);
     for (int c = 0; c < n; c++) {
         const bool want = b->want_logits ? b->want_logits[c] : c == n - 1;
         if (!want) continue;
-        had_rmsnorm_rot(ws->lx + (int64_t)nl * D, ws->x + (int64_t)c * D, m->output_norm, D, hp->f_norm_rms_eps,
-                        q->rot_logits.n, q->rot_logits.s);
+        had_rmsnorm_rot_quant(ws->lx + (int64_t)nl * D, (uint8_t *)w.aq + (size_t)nl * qcol, m->numerics, NULL,
+                              ws->x + (int64_t)c * D, m->output_norm, D, hp->f_norm_rms_eps, q->rot_logits.n,
+                              q->rot_logits.s);
         nl++;
     }
     PROF_ADD(PR_ROT);
     if (nl == 0) return TERN_OK;
-    kern_act a;
-    blk_quantize(m->pool, &a, ws->lx, w.aq, D, nl, m->numerics);
+    const kern_act a = {.x = ws->lx, .q = m->numerics == KQ_F32 ? NULL : w.aq, .K = D, .ncols = nl, .mode = m->numerics};
     const kern_w *w1[1] = {&m->output};
     float *y1[1] = {b->logits};
     blk_project(m->pool, &a, 1, w1, y1);
