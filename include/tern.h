@@ -137,6 +137,8 @@ void tern_session_opts_default(tern_session_opts *o);
 int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts *o, tern_err *err);
 void tern_session_free(tern_session *s);
 int tern_session_n_ctx(const tern_session *s);
+/* Most tokens per forward pass (n_batch after clamping to n_ctx). */
+int tern_session_n_batch(const tern_session *s);
 /* Number of tokens in the sequence so far (the position of the next token). */
 int tern_session_pos(const tern_session *s);
 
@@ -241,6 +243,104 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
 int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                        bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
                        int *n_out, tern_err *err);
+
+
+/* ==== Speculative decoding (prompt lookup) =====================================================
+ * Draft-and-verify decoding with an n-gram prompt-lookup drafter, for generation whose answer
+ * repeats its context (code edits, summaries, RAG). Each step evaluates [last, d1..dk] - the last
+ * sampled token and k drafted ones - in ONE tern_session_eval_all call (every weight streamed once
+ * for the k+1 columns; each column is bit-identical to a single-token decode step), accepts the
+ * longest prefix of the draft that the target agrees with, appends the target's own token, and
+ * truncates the session to the accepted position (KV cache and recurrent state exact: the state
+ * after a step equals the state of a sequence that never saw the rejected drafts).
+ *
+ * Acceptance rule (Leviathan, Kalman, Matias 2023, "Fast Inference from Transformers via
+ * Speculative Decoding", Algorithm 1; Chen et al. 2023, "Accelerating Large Language Model
+ * Decoding with Speculative Sampling", Theorem 1), specialised to a deterministic draft
+ * (q = point mass on the drafted token x): with p the sampler's final distribution at that
+ * position (repetition penalty, top-k, top-p, min-p and temperature applied, given the tokens
+ * accepted before it), x is accepted with probability p(x); on rejection the step's token is drawn
+ * from p with x removed and renormalised (= norm(max(0, p - q))). After k acceptances one more
+ * token is drawn from p at the last position. The output distribution is exactly the sampler's,
+ * token by token. Greedy (temp <= 0): p is a point mass on the argmax, so the tokens are identical
+ * to plain greedy decoding (tern_sampler_sample + tern_session_eval one token at a time), by
+ * construction. With temp > 0 the tokens differ from a plain run with the same seed (the random
+ * stream is consumed differently) but follow the same distribution.
+ *
+ * Protocol (what plain decoding does, in steps): evaluate the prompt, tell the drafter its tokens
+ * (tern_spec_add), sample the first token `last` as usual (tern_sampler_sample +
+ * tern_sampler_accept), then while generating: tern_spec_step(sp, s, smp, last, ...) returns
+ * n >= 1 new tokens out[0..n); out[n-1] is the new `last` (sampled, NOT yet in the session, like
+ * the token plain decoding holds between sample and eval). The step calls tern_sampler_accept for
+ * each token it returns (the caller must not). Stop conditions match plain decoding exactly: the
+ * step ends at an end-of-generation token (unless ignore_eos), never returns more than n_max
+ * tokens, never writes past n_ctx; before each step the caller stops if the last token is EOG,
+ * if it has enough tokens, or if tern_session_pos(s) == n_ctx (context full: `last` cannot be
+ * evaluated).
+ *
+ * Drafter: the longest n-gram (ngram_max down to ngram_min) ending at `last` that occurred
+ * earlier in the history (prompt + generated), most recent occurrence; the draft is the tokens
+ * that followed it (continuing through the draft itself when the match is periodic). Lookup is a
+ * hash of every n-gram of the history, updated incrementally (O(ngram_max^2) per token, not
+ * O(context)). Adaptive length: after a step that accepts all k drafted tokens the next draft may
+ * be twice as long (up to draft_max); after a rejection at draft position a+1 it is at most a+1.
+ * No match: k = 0, a plain one-token decode step (no extra forward work).
+ * Recurrent models (qwen35): each verification is one small batch (k + 1 <= TERN_SPEC_DRAFT_LIMIT
+ * + 1 < 16 tokens) that the recurrent state logs, so the rollback is exact. A draft is also cut
+ * to the session's n_batch - 1 (one forward per verification). */
+#define TERN_SPEC_DRAFT_LIMIT 14
+
+typedef struct tern_spec_params {
+    int draft_max;          /* most tokens drafted per step, 1..TERN_SPEC_DRAFT_LIMIT (default 8) */
+    int ngram_min;          /* shortest n-gram matched, >= 1 (default 2) */
+    int ngram_max;          /* longest n-gram matched, ngram_min..16 (default 4) */
+    bool adaptive;          /* adapt the draft length to acceptance (default true) */
+    bool ignore_eos;        /* do not stop at end-of-generation tokens (default false) */
+} tern_spec_params;
+void tern_spec_params_default(tern_spec_params *p);
+
+/* Counters since init or tern_spec_reset_stats. acceptance = n_accepted / n_drafted. */
+typedef struct tern_spec_stats {
+    int64_t n_steps;        /* verification forwards (tern_spec_step / tern_spec_verify calls that ran) */
+    int64_t n_drafted;      /* drafted tokens verified */
+    int64_t n_accepted;     /* of them, accepted */
+    int64_t n_tokens;       /* tokens returned (accepted + the target's own) */
+} tern_spec_stats;
+
+typedef struct tern_spec tern_spec;
+/* Create a drafter for m (used for n_vocab and end-of-generation ids; not owned, must outlive
+ * it). Allocates the verification logits ((draft_max + 1) x n_vocab floats) and the sampler's
+ * candidate buffers once; the history index grows with the history (amortised doubling).
+ * Errors: TERN_E_ARG (NULL, bad parameter: the message names it), TERN_E_NOMEM. */
+int tern_spec_init(tern_spec **out, const tern_model *m, const tern_spec_params *p, tern_err *err);
+void tern_spec_free(tern_spec *sp);
+/* Forget the history (a new sequence: call with tern_session_reset / truncate to 0); keeps the
+ * stats and the adaptive length. */
+void tern_spec_reset(tern_spec *sp);
+void tern_spec_get_stats(const tern_spec *sp, tern_spec_stats *st);
+void tern_spec_reset_stats(tern_spec *sp);
+/* Append n tokens that were evaluated into the session outside tern_spec_step (the prompt, a
+ * new chat turn). The history must always equal the session's tokens when a step starts.
+ * Errors: TERN_E_ARG, TERN_E_NOMEM. */
+int tern_spec_add(tern_spec *sp, const int32_t *tok, int n, tern_err *err);
+/* History length (== tern_session_pos of the session in use between steps). */
+int tern_spec_n_history(const tern_spec *sp);
+
+/* One speculative step (see above). last: the sampled token not yet evaluated; n_max >= 1: most
+ * tokens to return (out has room for n_max). Writes out[0..*n_out), 1 <= *n_out <= n_max, each
+ * already passed to tern_sampler_accept. On return the session holds the history plus `last`
+ * and out[0..*n_out - 1) (the new last is out[*n_out - 1]).
+ * Errors (the session, sampler and history are unchanged): TERN_E_ARG (NULL, n_max < 1, the
+ * history is not the session's tokens), TERN_E_RANGE (bad token id, the
+ * session is full: pos == n_ctx); a forward or truncation failure returns its code (the session
+ * must then be reset). */
+int tern_spec_step(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, int n_max, int32_t *out,
+                   int *n_out, tern_err *err);
+/* Same with a caller-given draft (n_draft >= 0 tokens, at most draft_max; cut to n_max - 1 and to
+ * the context) instead of the lookup: for other drafters, tests and benchmarks. Does not change
+ * the adaptive length. */
+int tern_spec_verify(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, const int32_t *draft,
+                     int n_draft, int n_max, int32_t *out, int *n_out, tern_err *err);
 
 #ifdef __cplusplus
 }

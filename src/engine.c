@@ -196,6 +196,7 @@ void tern_session_free(tern_session *s) {
 }
 
 int tern_session_n_ctx(const tern_session *s) { return s->n_ctx; }
+int tern_session_n_batch(const tern_session *s) { return s->n_batch; }
 int tern_session_pos(const tern_session *s) { return s->pos; }
 
 /* Evaluate tok[0..n) in chunks; logits of every position to all_logits (n * n_vocab) when given,

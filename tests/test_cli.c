@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *const k_cmds[] = {"run", "bench", "perplexity", "bench-kernel", "info",
+static const char *const k_cmds[] = {"run", "bench", "perplexity", "bench-kernel", "bench-spec", "info",
                                      "synth", "quantize", "chat", "serve"};
 #define N_CMDS (sizeof k_cmds / sizeof k_cmds[0])
 

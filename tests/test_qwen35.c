@@ -136,7 +136,7 @@ static void test_golden_first8_ggml(void **state) {
 
 /* Teacher-forced along the golden greedy path: top-5 within tol at every step; greedy ids equal
  * while the golden margin exceeds twice the largest error seen so far (golden/README.md). */
-static void check_greedy(tern_numerics nm, const char *file, const char *pid, int steps, double tol) {
+static void check_greedy(tern_numerics nm, const char *file, const char *pid, int steps, double tol, int min_ids) {
     cJSON *g = json_load(file);
     const cJSON *e = find_id(cJSON_GetObjectItem(g, "greedy"), pid);
     assert_non_null(e);
@@ -171,20 +171,31 @@ static void check_greedy(tern_numerics nm, const char *file, const char *pid, in
     }
     print_message("greedy %s (%s): %d steps, top-5 max |d| %.3g, ids equal on the first %d steps (margin rule)\n", pid,
                   nm == TERN_NUMERICS_F32 ? "f32" : "ggml", steps, emax, compared);
-    assert_true(compared >= 1);
+    assert_true(compared >= min_ids);
     tern_session_free(s);
     cJSON_Delete(g);
 }
 
 static void test_golden_greedy_f32(void **state) {
     (void)state;
-    check_greedy(TERN_NUMERICS_F32, GOLD "f32ref.json", "p1", 10, 2e-2);
+    check_greedy(TERN_NUMERICS_F32, GOLD "f32ref.json", "p1", 10, 2e-2, 1);
 }
 
 static void test_golden_greedy_ggml(void **state) {
     (void)state;
     /* our ggml numerics mirror the fork bit for bit on this model: every step's ids compare */
-    check_greedy(TERN_NUMERICS_GGML, GOLD "greedy.json", "p1", 24, 1.0);
+    check_greedy(TERN_NUMERICS_GGML, GOLD "greedy.json", "p1", 24, 1.0, 24);
+}
+
+/* p4 (the code prompt) in ggml numerics: unlike p1, p2 and p5 (bit-exact for all 48 steps), one
+ * activation rounds to a different Q8_0 step than the fork's somewhere in the prompt, which the
+ * random-weight model amplifies to 0.12 at step 0 (0.29 at most over 24 steps) - the case
+ * golden/README.md describes. Its rule: top-5 within 1.0 at every step, ids compared while the
+ * golden margin exceeds twice the error seen; p4's first margin (0.0098) is below that, so no
+ * id is required to compare. */
+static void test_golden_greedy_ggml_p4(void **state) {
+    (void)state;
+    check_greedy(TERN_NUMERICS_GGML, GOLD "greedy.json", "p4", 24, 1.0, 0);
 }
 
 static int prompt_ids(const char *pid, int32_t *ids, int cap) {
@@ -658,6 +669,7 @@ int suite_qwen35(int *n_tests) {
         cmocka_unit_test(test_golden_first8_ggml),
         cmocka_unit_test(test_golden_greedy_f32),
         cmocka_unit_test(test_golden_greedy_ggml),
+        cmocka_unit_test(test_golden_greedy_ggml_p4),
         cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_chunked_prefill_vs_tokens),
         cmocka_unit_test(test_small_batch_bits),

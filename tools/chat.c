@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
+#include "spec_opts.h"
 #include "tokenizer/tok.h"
 #include "../server/prompt.h"
 #include "../server/util.h"
@@ -35,6 +36,7 @@ typedef struct chat_opts {
     int n_ctx, n_batch, n_threads, n_predict;
     tern_numerics numerics;
     tern_sampler_params sp;
+    spec_opts spec;         /* --spec lookup --draft-max N */
 } chat_opts;
 
 typedef struct chat {
@@ -42,6 +44,7 @@ typedef struct chat {
     tern_model *m;
     tern_session *s;
     tern_sampler *smp;
+    tern_spec *spec;        /* speculative decoding (--spec lookup) or NULL; its history = the session's tokens */
     int32_t think_open, think_close;
     bool need_close;        /* the previous reply is not closed yet (its end-of-turn text is due) */
     bool color;             /* stdout is a terminal: ANSI dim for thinking */
@@ -70,10 +73,11 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
     o->think = true;
     o->n_predict = -1;
     tern_sampler_params_default(&o->sp);
+    spec_opts_default(&o->spec);
     opts_common oc;
     opts_common_default(&oc);
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(chat_defs), opts_tab_ctx, opts_tab_threads, opts_tab_load,
-                              opts_tab_sampling};
+                              opts_tab_sampling, spec_opts_tab};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
         opt_val v;
@@ -81,7 +85,8 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         if (id == OPT_HELP) { usage(stdout, tabs, n_tabs); return 1; }
         if (id == OPT_ERR) return 2;
         if (id == OPT_POSITIONAL) return opts_unexpected("chat", v.str);
-        if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&o->sp, id, &v)) continue;
+        if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&o->sp, id, &v) || spec_opts_apply(&o->spec, id, &v))
+            continue;
         switch (id) {
         case CHAT_SYSTEM: o->system = v.str; break;
         case CHAT_NO_THINK: o->think = false; break;
@@ -164,6 +169,65 @@ static void put_text(chat *c, bool in_think, const char *buf, int n, bool *shown
     }
 }
 
+/* Show one generated token (not an end-of-generation one): think tags switch the display mode. */
+static void show_token(chat *c, int32_t tok, tern_detok *dt, bool *in_think, bool *shown_marker) {
+    char buf[256];
+    if (tok == c->think_open || tok == c->think_close) {
+        int k = tern_detok_flush(dt, buf, sizeof buf);
+        put_text(c, *in_think, buf, k, shown_marker);
+        if (tok == c->think_close && *in_think && !c->o.show_think && *shown_marker && c->color)
+            fputs("\r\x1b[K", stdout);                /* erase the [thinking...] marker */
+        else if (tok == c->think_close && *in_think && c->o.show_think)
+            fputs("\n", stdout);
+        *in_think = tok == c->think_open;
+    } else {
+        int k = tern_detok_put(c->m, dt, tok, buf, sizeof buf);
+        put_text(c, *in_think, buf, k, shown_marker);
+    }
+    fflush(stdout);
+}
+
+/* The reply with speculative decoding (--spec): the same stops as the plain loop in run_turn -
+ * end of generation (not evaluated), -n (the last token evaluated), Ctrl-C (evaluated), full
+ * context (not evaluated) - with tokens coming from tern_spec_step. Returns the reason shown, or
+ * NULL. */
+static const char *spec_reply(chat *c, const float *logits, tern_detok *dt, bool *in_think, bool *shown_marker,
+                              double t0, double *t_first, int *n_gen) {
+    tern_err err = {0};
+    const int n_ctx = tern_session_n_ctx(c->s);
+    if (c->o.n_predict == 0) return NULL;
+    int32_t last = tern_sampler_sample(c->smp, logits);
+    tern_sampler_accept(c->smp, last);
+    *t_first = srv_now() - t0;
+    *n_gen = 1;
+    const char *why = NULL;
+    bool eval_last = false;
+    for (;;) {
+        if (tern_token_is_eog(c->m, last)) break;
+        show_token(c, last, dt, in_think, shown_marker);
+        if (g_interrupt) { why = "stopped"; eval_last = true; break; }
+        if (c->o.n_predict >= 0 && *n_gen >= c->o.n_predict) { eval_last = true; break; }
+        if (tern_session_pos(c->s) + 1 > n_ctx) { why = "context full: type /clear to start a new conversation"; break; }
+        int32_t out[TERN_SPEC_DRAFT_LIMIT + 1];
+        int n_max = TERN_SPEC_DRAFT_LIMIT + 1, k = 0;
+        if (c->o.n_predict >= 0 && c->o.n_predict - *n_gen < n_max) n_max = c->o.n_predict - *n_gen;
+        if (tern_spec_step(c->spec, c->s, c->smp, last, n_max, out, &k, &err) != TERN_OK) break;
+        for (int i = 0; i + 1 < k; i++) show_token(c, out[i], dt, in_think, shown_marker);   /* EOG only last */
+        *n_gen += k;
+        last = out[k - 1];
+    }
+    if (eval_last && !err.code) {
+        if (tern_session_eval(c->s, &last, 1, &err)) tern_spec_add(c->spec, &last, 1, &err);
+    }
+    if (err.code) {
+        fprintf(stderr, "\ntern chat: %s\n", err.msg);
+        tern_session_reset(c->s);
+        tern_spec_reset(c->spec);
+        c->need_close = false;
+    }
+    return why;
+}
+
 static void run_turn(chat *c, const char *user) {
     tern_err err = {0};
     prompt_ids ids = {0};
@@ -186,12 +250,25 @@ static void run_turn(chat *c, const char *user) {
     if (!logits) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
         /* nothing was appended on a range error; anything else leaves an unknown state */
-        if (err.code != TERN_E_RANGE) { tern_session_reset(c->s); c->need_close = false; }
+        if (err.code != TERN_E_RANGE) {
+            tern_session_reset(c->s);
+            tern_spec_reset(c->spec);
+            c->need_close = false;
+        }
         prompt_ids_free(&ids);
         return;
     }
     const double t_prompt = srv_now() - t0;
     for (int i = 0; i < ids.n; i++) tern_sampler_accept(c->smp, ids.ids[i]);
+    if (c->spec && tern_spec_add(c->spec, ids.ids, ids.n, &err) != TERN_OK) {
+        fprintf(stderr, "tern chat: %s\n", err.msg);
+        tern_session_reset(c->s);
+        tern_spec_reset(c->spec);
+        c->need_close = false;
+        prompt_ids_free(&ids);
+        return;
+    }
+    tern_spec_reset_stats(c->spec);
     c->need_close = true;
     bool in_think = ends_in_think(c, &ids), shown_marker = false;
     const int n_prompt = ids.n;
@@ -203,26 +280,15 @@ static void run_turn(chat *c, const char *user) {
     double t_first = 0;
     int n_gen = 0;
     const char *why = NULL;
-    for (;;) {
+    if (c->spec) why = spec_reply(c, logits, &dt, &in_think, &shown_marker, t0, &t_first, &n_gen);
+    for (; !c->spec;) {
         if (g_interrupt) { why = "stopped"; break; }
         if (c->o.n_predict >= 0 && n_gen >= c->o.n_predict) break;
         const int32_t tok = tern_sampler_sample(c->smp, logits);
         if (n_gen == 0) t_first = srv_now() - t0;
         n_gen++;
         if (tern_token_is_eog(c->m, tok)) break;
-        if (tok == c->think_open || tok == c->think_close) {
-            int k = tern_detok_flush(&dt, buf, sizeof buf);
-            put_text(c, in_think, buf, k, &shown_marker);
-            if (tok == c->think_close && in_think && !c->o.show_think && shown_marker && c->color)
-                fputs("\r\x1b[K", stdout);                /* erase the [thinking...] marker */
-            else if (tok == c->think_close && in_think && c->o.show_think)
-                fputs("\n", stdout);
-            in_think = tok == c->think_open;
-        } else {
-            int k = tern_detok_put(c->m, &dt, tok, buf, sizeof buf);
-            put_text(c, in_think, buf, k, &shown_marker);
-        }
-        fflush(stdout);
+        show_token(c, tok, &dt, &in_think, &shown_marker);
         if (tern_session_pos(c->s) + 1 > n_ctx) { why = "context full: type /clear to start a new conversation"; break; }
         logits = tern_session_eval(c->s, &tok, 1, &err);
         if (!logits) {
@@ -245,6 +311,13 @@ static void run_turn(chat *c, const char *user) {
             c->color ? "\x1b[2m" : "", c->turn, n_prompt, t_prompt, t_prompt > 0 ? n_prompt / t_prompt : 0.0,
             t_first, n_gen, n_gen > 1 && t_gen > 0 ? (n_gen - 1) / t_gen : 0.0,
             tern_session_pos(c->s), n_ctx, c->color ? "\x1b[0m" : "");
+    if (c->spec) {
+        tern_spec_stats st;
+        tern_spec_get_stats(c->spec, &st);
+        if (c->color) fputs("\x1b[2m", stderr);
+        spec_opts_print_stats(stderr, &st, 0);
+        if (c->color) fputs("\x1b[0m", stderr);
+    }
 }
 
 int cmd_chat(int argc, char **argv) {
@@ -272,6 +345,7 @@ int cmd_chat(int argc, char **argv) {
     if (tern_session_init(&c.s, c.m, &so, &err) != TERN_OK) goto fail;
     if (c.o.sp.repeat_last_n < 0) c.o.sp.repeat_last_n = tern_session_n_ctx(c.s);
     if (tern_sampler_init(&c.smp, c.m, &c.o.sp, &err) != TERN_OK) goto fail;
+    if (c.o.spec.on && tern_spec_init(&c.spec, c.m, &c.o.spec.p, &err) != TERN_OK) goto fail;
     {   /* fail early on an unknown template name, before the user types anything */
         tern_chat_msg probe = {"user", "hi"};
         prompt_ids p = {0};
@@ -337,6 +411,7 @@ int cmd_chat(int argc, char **argv) {
         if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
         if (!strcmp(line, "/clear")) {
             tern_session_reset(c.s);
+            tern_spec_reset(c.spec);
             tern_sampler_reset(c.smp);
             c.need_close = false;
             c.turn = 0;
@@ -361,12 +436,14 @@ int cmd_chat(int argc, char **argv) {
     }
     free(line);
     tern_sampler_free(c.smp);
+    tern_spec_free(c.spec);
     tern_session_free(c.s);
     tern_model_free(c.m);
     return 0;
 fail:
     fprintf(stderr, "tern chat: %s\n", err.msg);
     tern_sampler_free(c.smp);
+    tern_spec_free(c.spec);
     tern_session_free(c.s);
     tern_model_free(c.m);
     return 1;

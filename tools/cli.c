@@ -12,6 +12,7 @@ static const cli_cmd cmds[] = {
     {"run", cmd_run, "generate text from a raw prompt (streamed), with speeds"},
     {"bench", cmd_bench, "pp/tg tokens/s (llama-bench style) against the decode ceiling"},
     {"perplexity", cmd_perplexity, "perplexity of a text (llama-perplexity conventions) or of token ids"},
+    {"bench-spec", cmd_bench_spec, "speculative decoding (prompt lookup) vs plain greedy; verification cost"},
     {"bench-kernel", cmd_bench_kernel, "kernel speed vs memory bandwidth and int8 peak (per ISA, threads)"},
     {"info", cmd_info, "what a GGUF file holds: metadata, tensors, parameters, per-token bytes and decode ceiling"},
     {"synth", cmd_synth, "write a Bonsai-format model with random ternary weights (tests, benchmarks)"},

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
+#include "spec_opts.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +35,13 @@ static const opt_def run_defs[] = {
     {RUN_IGNORE_EOS, "--ignore-eos", OPT_FLAG, NULL, 0, 0, NULL, "keep generating past end-of-generation tokens"},
 };
 
+/* Print a generated token (streaming detokeniser). */
+static void run_put(const tern_model *m, tern_detok *dt, int32_t id) {
+    char out[256];
+    const int nb = tern_detok_put(m, dt, id, out, sizeof out);
+    if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); fflush(stdout); }
+}
+
 static void run_usage(FILE *f, const opt_table *t, int n_t) {
     fprintf(f, "usage: tern run -m MODEL [-p PROMPT | -f FILE] [options]\n"
                "A prompt that is not valid UTF-8 is tokenised byte by byte (with a warning naming the first\n"
@@ -50,8 +58,10 @@ int cmd_run(int argc, char **argv) {
     const char *prompt = NULL, *prompt_file = NULL;
     int n_predict = 256;
     bool echo = false, parse_special = false, ignore_eos = false;
+    spec_opts so;
+    spec_opts_default(&so);
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(run_defs), opts_tab_threads, opts_tab_ctx, opts_tab_load,
-                              opts_tab_sampling};
+                              opts_tab_sampling, spec_opts_tab};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
         opt_val v;
@@ -59,7 +69,7 @@ int cmd_run(int argc, char **argv) {
         if (id == OPT_HELP) { run_usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
         if (id == OPT_POSITIONAL) return opts_unexpected("run", v.str);
-        if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&sp, id, &v)) continue;
+        if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&sp, id, &v) || spec_opts_apply(&so, id, &v)) continue;
         switch (id) {
         case RUN_PROMPT: prompt = v.str; break;
         case RUN_FILE: prompt_file = v.str; break;
@@ -89,6 +99,7 @@ int cmd_run(int argc, char **argv) {
     tern_model *m = NULL;
     tern_session *s = NULL;
     tern_sampler *smp = NULL;
+    tern_spec *spec = NULL;
     int32_t *toks = NULL;
     const double t_load0 = now_s();
     if (opts_load(&oc, &m, &s, &err)) goto done;
@@ -96,6 +107,8 @@ int cmd_run(int argc, char **argv) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     if (tern_sampler_init(&smp, m, &sp, &err)) goto done;
+    so.p.ignore_eos = ignore_eos;
+    if (so.on && tern_spec_init(&spec, m, &so.p, &err)) goto done;
 
     int n_tok = 0;
     const bool add_bos = info.add_bos || plen == 0;
@@ -124,7 +137,32 @@ int cmd_run(int argc, char **argv) {
     tern_detok dt;
     tern_detok_init(&dt);
     char out[256];
-    for (int i = 0; i < n_predict || n_predict < 0; i++) {
+    if (spec) {   /* speculative: same tokens and stops as the plain loop below */
+        if (tern_spec_add(spec, toks, n_tok, &err)) goto done;
+        int32_t last = tern_sampler_sample(smp, logits);
+        t_first = now_s() - t0;
+        t_gen0 = now_s();
+        tern_sampler_accept(smp, last);
+        n_gen = 1;
+        for (;;) {
+            if (!ignore_eos && tern_token_is_eog(m, last)) break;
+            run_put(m, &dt, last);
+            if (n_gen == n_predict) break;
+            if (tern_session_pos(s) >= tern_session_n_ctx(s)) {
+                fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
+                break;
+            }
+            int32_t buf[TERN_SPEC_DRAFT_LIMIT + 1];
+            int k = 0;
+            int n_max = TERN_SPEC_DRAFT_LIMIT + 1;
+            if (n_predict >= 0 && n_predict - n_gen < n_max) n_max = n_predict - n_gen;
+            if (tern_spec_step(spec, s, smp, last, n_max, buf, &k, &err)) goto done;
+            for (int j = 0; j + 1 < k; j++) run_put(m, &dt, buf[j]);   /* an EOG can only be the last */
+            n_gen += k;
+            last = buf[k - 1];
+        }
+    }
+    for (int i = 0; !spec && (i < n_predict || n_predict < 0); i++) {
         const int32_t id = tern_sampler_sample(smp, logits);
         if (i == 0) { t_first = now_s() - t0; t_gen0 = now_s(); }
         tern_sampler_accept(smp, id);
@@ -152,12 +190,18 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tokens/s\n", n_gen > 0 ? n_gen - 1 : 0, t_gen * 1e3,
             t_gen > 0 ? (n_gen - 1) / t_gen : 0.0);
     fprintf(stderr, "time to first token: %.1f ms\n", t_first * 1e3);
+    if (spec) {
+        tern_spec_stats st;
+        tern_spec_get_stats(spec, &st);
+        spec_opts_print_stats(stderr, &st, 0);
+    }
     status = 0;
 done:
     if (status) fprintf(stderr, "tern run: %s: %s\n", tern_strerror(err.code), err.msg);
     free(toks);
     free(file_text);
     tern_sampler_free(smp);
+    tern_spec_free(spec);
     tern_session_free(s);
     tern_model_free(m);
     return status;

@@ -631,7 +631,7 @@ done:
 
 /* ==== command ================================================================================== */
 
-enum { SY_ARCH = 1, SY_TYPE, SY_SEED, SY_TOKENIZER, SY_TEMPLATE, SY_N_VOCAB, SY_UNROT, SY_NO_WEIGHTS, SY_OUT };
+enum { SY_ARCH = 1, SY_TYPE, SY_SEED, SY_TOKENIZER, SY_TEMPLATE, SY_N_VOCAB, SY_UNROT, SY_NO_WEIGHTS, SY_OUT, SY_N_LAYER };
 static const opt_def synth_defs[] = {
     {SY_ARCH, "--arch", OPT_TEXT, "ARCH", 0, 0, NULL, "qwen3-tiny | bonsai-1.7b | qwen35-tiny | bonsai2-27b"},
     {SY_TYPE, "--type", OPT_TEXT, "TYPE", 0, 0, NULL, "ternary encoding pq2_0 (default) | ptq1_0 | q2_0 (group 64, id 42)"},
@@ -641,6 +641,9 @@ static const opt_def synth_defs[] = {
      "                          a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)"},
     {SY_TEMPLATE, "--chat-template", OPT_PATH, "PATH", 0, 0, NULL, "store this template file's text as tokenizer.chat_template"},
     {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", 1, INT32_MAX, NULL, "tiny archs: embedding rows (default 512, or the tokenizer's ids)"},
+    {SY_N_LAYER, "--n-layer", OPT_INT, "N", 1, 4096, NULL,
+     "fewer (or more) blocks than the arch has, same per-layer shapes (benchmarks);\n"
+     "                          qwen35: a multiple of its full-attention interval (4)"},
     {SY_UNROT, "--unrotated-f32", OPT_FLAG, NULL, 0, 0, NULL, "tiny archs: the equivalent model with dense F32 weights, no rotation"},
     {SY_NO_WEIGHTS, "--no-weights", OPT_FLAG, NULL, 0, 0, NULL, "header only; the data region is left as a sparse hole (zeros)"},
     {SY_OUT, "-o, --output", OPT_PATH, "PATH", 0, 0, NULL, "the GGUF file to write (required)"},
@@ -649,7 +652,7 @@ static const opt_def synth_defs[] = {
 static void synth_usage(FILE *f) {
     fprintf(f,
             "usage: tern synth --arch ARCH [--type pq2_0|ptq1_0|q2_0] [--seed N] [--tokenizer tokenizer.json]\n"
-            "                  [--chat-template FILE] [--n-vocab N] [--unrotated-f32] [--no-weights] -o OUT.gguf\n"
+            "                  [--chat-template FILE] [--n-vocab N] [--n-layer N] [--unrotated-f32] [--no-weights] -o OUT.gguf\n"
             "Writes a Bonsai-format GGUF with random ternary weights (lossless for every --type) and\n"
             "exactly the spec's tensor names, shapes, types and metadata.\n");
     opts_help(f, &OPT_TABLE(synth_defs), 1);
@@ -658,7 +661,7 @@ static void synth_usage(FILE *f) {
 int cmd_synth(int argc, char **argv) {
     const char *arch_name = NULL, *out_path = NULL, *tok_path = NULL, *type_name = "pq2_0", *tmpl_path = NULL;
     uint64_t seed = 1;
-    int64_t n_vocab_opt = 0;
+    int64_t n_vocab_opt = 0, n_layer_opt = 0;
     bool unrot = false, no_weights = false;
     const opt_table tab = OPT_TABLE(synth_defs);
     for (int i = 1; i < argc; i++) {
@@ -673,6 +676,7 @@ int cmd_synth(int argc, char **argv) {
         case SY_TOKENIZER: tok_path = v.str; break;
         case SY_TEMPLATE: tmpl_path = v.str; break;
         case SY_N_VOCAB: n_vocab_opt = v.i; break;
+        case SY_N_LAYER: n_layer_opt = v.i; break;
         case SY_UNROT: unrot = true; break;
         case SY_NO_WEIGHTS: no_weights = true; break;
         case SY_OUT: out_path = v.str; break;
@@ -689,6 +693,17 @@ int cmd_synth(int argc, char **argv) {
     if (!a) {
         fprintf(stderr, "tern synth: unknown --arch '%s' (expected qwen3-tiny, bonsai-1.7b, qwen35-tiny or bonsai2-27b)\n", arch_name);
         return 2;
+    }
+    synth_arch a_layers;                               /* --n-layer: the arch with another depth */
+    if (n_layer_opt) {
+        if (strcmp(a->arch, "qwen35") == 0 && n_layer_opt % a->full_attn_interval != 0) {
+            fprintf(stderr, "tern synth: --n-layer: expected a multiple of %" PRId64 " for %s, got '%" PRId64 "'\n",
+                    a->full_attn_interval, a->name, n_layer_opt);
+            return 2;
+        }
+        a_layers = *a;
+        a_layers.n_layer = n_layer_opt;
+        a = &a_layers;
     }
     const int type = qt_from_name(type_name);
     if (type != QT_PQ2_0 && type != QT_PTQ1_0 && type != QT_Q2_0) {

@@ -348,6 +348,11 @@ int samp_dist(tern_sampler *s, const float *logits, int32_t *ids, float *probs, 
     return s->n_cand;
 }
 
+double samp_uniform(tern_sampler *s) {
+    TERN_ASSERT(s);
+    return samp_rng_uniform(&s->rng);
+}
+
 void tern_sampler_accept(tern_sampler *s, int32_t tok) {
     if (!s || s->p.repeat_last_n <= 0 || tok < 0 || tok >= s->n_vocab) return;
     s->hist[s->hist_next] = tok;

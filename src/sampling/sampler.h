@@ -27,4 +27,9 @@ uint64_t samp_rng_os_seed(void);
  * (nothing written then). Does not consume random numbers. */
 int samp_dist(tern_sampler *s, const float *logits, int32_t *ids, float *probs, int cap);
 
+/* A uniform double in [0, 1) from the sampler's own random stream (the one tern_sampler_sample
+ * draws from): for the speculative accept/reject rule (src/spec/spec.c), so that one seed fixes
+ * the whole generation. */
+double samp_uniform(tern_sampler *s);
+
 #endif /* TERN_SAMPLING_SAMPLER_H */

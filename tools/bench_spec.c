@@ -1,0 +1,392 @@
+/* bench_spec.c: `tern bench-spec`: speculative decoding (prompt lookup) against plain greedy
+ * decoding on a set of prompts, and the cost of a verification batch against one decode step.
+ *
+ * Generation mode (default): for each prompt, plain greedy decoding (tern_sampler_sample +
+ * tern_session_eval of one token) and speculative decoding (tern_spec_step) of -n tokens each,
+ * run back to back per prompt (A/B interleaved, --reps times, best time of each kept) in one
+ * process. Both must give the same tokens (checked; exit 1 otherwise). Reports per prompt and in
+ * total: acceptance (accepted / drafted), tokens per forward, plain and speculative tokens/s,
+ * their ratio, and both as a ratio to the decode ceiling measured in the same run (model
+ * bytes per token / read bandwidth, tern bench's ceiling).
+ *
+ * Cost mode (--cost): after a prefix of --cost-pos tokens, times tern_session_eval_all of n
+ * tokens (n = 1 is a decode step; n = 1 + k verifies k drafted tokens) followed by the truncation
+ * back (the rollback a fully rejected draft costs), interleaved over n and repeated --reps times;
+ * reports the median time of each n and its ratio to n = 1. The drafts are forced (fixed token
+ * ids), so the figure does not depend on the text. */
+#include "cli.h"
+#include "tern.h"
+#include "model_opts.h"
+#include "spec_opts.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+enum { BS_PROMPTS = 1, BS_CATEGORY, BS_N_PROMPTS, BS_N_PREDICT, BS_REPS, BS_RAW, BS_COST, BS_COST_POS, BS_MAX_PROMPT };
+static const opt_def bs_defs[] = {
+    {BS_PROMPTS, "--prompts", OPT_PATH, "PATH", 0, 0, NULL,
+     "prompts: a .jsonl file (field \"prompt\", else \"turns\"[0]: quixbugs, spec-bench)\n"
+     "                          or any other file as one prompt"},
+    {BS_CATEGORY, "--category", OPT_TEXT, "NAME", 0, 0, NULL, "only .jsonl lines with this \"category\" (spec-bench: summarization, rag, ...)"},
+    {BS_N_PROMPTS, "--n-prompts", OPT_INT, "N", 1, 100000, NULL, "first N prompts (default 4)"},
+    {BS_N_PREDICT, "-n, --n-predict", OPT_INT, "N", 1, 1 << 20, NULL, "tokens generated per prompt (default 128)"},
+    {BS_REPS, "--reps", OPT_INT, "N", 1, 1000, NULL, "repetitions (default 1 for generation, 7 for --cost)"},
+    {BS_RAW, "--raw", OPT_FLAG, NULL, 0, 0, NULL, "use the prompt text raw (default: raw for llama, the chat template otherwise)"},
+    {BS_MAX_PROMPT, "--max-prompt-tokens", OPT_INT, "N", 1, 1 << 24, NULL, "cut longer prompts to their first N tokens (default: none)"},
+    {BS_COST, "--cost", OPT_FLAG, NULL, 0, 0, NULL, "verification cost mode: eval of 1..draft-max+1 tokens vs one decode step"},
+    {BS_COST_POS, "--cost-pos", OPT_INT, "N", 1, 1 << 20, NULL, "--cost: context position of the measurement (default 64)"},
+};
+
+typedef struct bs_args {
+    opts_common oc;
+    spec_opts so;
+    const char *prompts, *category;
+    int n_prompts, n_predict, reps, cost_pos, max_prompt;
+    bool raw, raw_set, cost;
+} bs_args;
+
+/* ---- prompts ---------------------------------------------------------------------------------- */
+
+static char *read_all(const char *path, size_t *len) {
+    char *s = NULL;
+    if (opts_read_file(path, &s, len)) return NULL;
+    return s;
+}
+
+/* Prompt texts (malloc'd strings) from a .jsonl (prompt / turns[0], optional category filter) or a
+ * whole file. Returns the count, -1 on error (message printed). */
+static int load_prompts(const bs_args *a, char ***out) {
+    size_t len = 0;
+    char *txt = read_all(a->prompts, &len);
+    if (!txt) return -1;
+    char **v = calloc((size_t)a->n_prompts, sizeof *v);
+    int n = 0;
+    const size_t pl = strlen(a->prompts);
+    if (pl < 6 || strcmp(a->prompts + pl - 6, ".jsonl") != 0) {
+        v[n++] = txt;
+        *out = v;
+        return n;
+    }
+    for (char *line = txt, *next; line && *line && n < a->n_prompts; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        if (!*line) continue;
+        cJSON *j = cJSON_Parse(line);
+        if (!j) {
+            fprintf(stderr, "tern bench-spec: %s: a line is not JSON\n", a->prompts);
+            continue;
+        }
+        const cJSON *cat = cJSON_GetObjectItem(j, "category");
+        if (a->category && !(cJSON_IsString(cat) && strcmp(cat->valuestring, a->category) == 0)) {
+            cJSON_Delete(j);
+            continue;
+        }
+        const cJSON *p = cJSON_GetObjectItem(j, "prompt");
+        if (!cJSON_IsString(p)) p = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "turns"), 0);
+        if (cJSON_IsString(p)) v[n++] = strdup(p->valuestring);
+        cJSON_Delete(j);
+    }
+    free(txt);
+    *out = v;
+    if (n == 0) fprintf(stderr, "tern bench-spec: no prompt in %s%s%s\n", a->prompts, a->category ? " of category " : "",
+                        a->category ? a->category : "");
+    return n ? n : -1;
+}
+
+/* Tokens of a prompt (raw text, or a user turn in the model's chat template, thinking off). */
+static int prompt_tokens(tern_model *m, const char *text, bool raw, int max_tok, int32_t **ids, int *n, tern_err *err) {
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    char *rendered = NULL;
+    const char *t = text;
+    if (!raw) {
+        tern_chat_msg msg = {"user", text};
+        size_t need = 0;
+        tern_chat_apply(m, NULL, &msg, 1, true, false, NULL, 0, &need, err);
+        *err = (tern_err){0};
+        rendered = malloc(need + 1);
+        if (!rendered) return TERN_E_NOMEM;
+        int rc = tern_chat_apply(m, NULL, &msg, 1, true, false, rendered, need + 1, &need, err);
+        if (rc) { free(rendered); return rc; }
+        t = rendered;
+    }
+    const size_t len = strlen(t);
+    int cnt = 0;
+    tern_tokenize(m, t, len, info.add_bos, !raw, NULL, 0, &cnt, err);
+    *err = (tern_err){0};
+    *ids = malloc(((size_t)cnt + 1) * sizeof **ids);
+    int rc = *ids ? tern_tokenize(m, t, len, info.add_bos, !raw, *ids, cnt, &cnt, err) : TERN_E_NOMEM;
+    free(rendered);
+    if (rc) return rc;
+    *n = max_tok > 0 && cnt > max_tok ? max_tok : cnt;
+    return TERN_OK;
+}
+
+/* ---- generation ------------------------------------------------------------------------------- */
+
+/* Greedy generation of up to n tokens after the prompt (stops at EOG and the context like tern
+ * run). Speculative when sp != NULL. Returns the token count (< 0: error), *t_gen the seconds
+ * from the first token to the last. */
+static int generate(tern_model *m, tern_session *s, tern_sampler *smp, tern_spec *sp, const int32_t *prompt, int np,
+                    int n, int32_t *out, double *t_gen, tern_err *err) {
+    tern_session_reset(s);
+    tern_sampler_reset(smp);
+    const float *l = tern_session_eval(s, prompt, np, err);
+    if (!l) return err->code;
+    const double t0 = now_s();
+    int32_t last = tern_sampler_sample(smp, l);
+    tern_sampler_accept(smp, last);
+    int k = 0;
+    out[k++] = last;
+    if (sp) {
+        tern_spec_reset(sp);
+        int rc = tern_spec_add(sp, prompt, np, err);
+        if (rc) return rc;
+    }
+    while (!tern_token_is_eog(m, last) && k < n && tern_session_pos(s) < tern_session_n_ctx(s)) {
+        if (sp) {
+            int32_t buf[TERN_SPEC_DRAFT_LIMIT + 1];
+            int got = 0;
+            const int n_max = n - k < TERN_SPEC_DRAFT_LIMIT + 1 ? n - k : TERN_SPEC_DRAFT_LIMIT + 1;
+            int rc = tern_spec_step(sp, s, smp, last, n_max, buf, &got, err);
+            if (rc) return rc;
+            memcpy(out + k, buf, (size_t)got * sizeof *buf);
+            k += got;
+            last = buf[got - 1];
+        } else {
+            l = tern_session_eval(s, &last, 1, err);
+            if (!l) return err->code;
+            last = tern_sampler_sample(smp, l);
+            tern_sampler_accept(smp, last);
+            out[k++] = last;
+        }
+    }
+    *t_gen = now_s() - t0;
+    return k;
+}
+
+static int run_generation(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps) {
+    char **texts = NULL;
+    const int n_p = load_prompts(a, &texts);
+    if (n_p < 0) return 1;
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const bool raw = a->raw_set ? a->raw : strcmp(info.arch, "llama") == 0;
+    tern_err err = {0};
+    tern_sampler_params spp;
+    tern_sampler_params_default(&spp);
+    spp.temp = 0;
+    tern_sampler *smp = NULL;
+    tern_spec *sp = NULL;
+    int32_t *ga = malloc((size_t)a->n_predict * sizeof *ga), *gb = malloc((size_t)a->n_predict * sizeof *gb);
+    int status = 1;
+    if (!ga || !gb || tern_sampler_init(&smp, m, &spp, &err) || tern_spec_init(&sp, m, &a->so.p, &err)) goto done;
+    printf("bench-spec: %s (%s), %d threads, prompts %s%s%s (%d), -n %d, %s, draft-max %d, n-gram %d..%d\n",
+           a->oc.model, info.arch, info.n_threads, a->prompts, a->category ? " category " : "",
+           a->category ? a->category : "", n_p, a->n_predict, raw ? "raw text" : "chat template", a->so.p.draft_max,
+           a->so.p.ngram_min, a->so.p.ngram_max);
+    printf("%-4s %7s %6s %9s %9s %7s %10s %10s %7s\n", "#", "prompt", "gen", "drafted", "accepted", "tok/fwd",
+           "plain t/s", "spec t/s", "speedup");
+    double sum_plain = 0, sum_spec = 0;
+    long tot_gen = 0;
+    tern_spec_stats tot = {0};
+    for (int i = 0; i < n_p; i++) {
+        int32_t *ids = NULL;
+        int np = 0;
+        if (prompt_tokens(m, texts[i], raw, a->max_prompt, &ids, &np, &err)) goto done;
+        if (np + 1 >= tern_session_n_ctx(s)) {
+            fprintf(stderr, "tern bench-spec: prompt %d has %d tokens, context is %d (-c, --max-prompt-tokens)\n", i, np,
+                    tern_session_n_ctx(s));
+            free(ids);
+            goto done;
+        }
+        double best_a = 1e30, best_b = 1e30;
+        int na = 0, nb = 0;
+        tern_spec_stats st = {0};
+        for (int r = 0; r < a->reps; r++) {
+            double ta = 0, tb = 0;
+            na = generate(m, s, smp, NULL, ids, np, a->n_predict, ga, &ta, &err);
+            if (na < 0) { free(ids); goto done; }
+            tern_spec_reset_stats(sp);
+            nb = generate(m, s, smp, sp, ids, np, a->n_predict, gb, &tb, &err);
+            if (nb < 0) { free(ids); goto done; }
+            tern_spec_get_stats(sp, &st);
+            if (ta < best_a) best_a = ta;
+            if (tb < best_b) best_b = tb;
+        }
+        free(ids);
+        if (na != nb || memcmp(ga, gb, (size_t)na * sizeof *ga) != 0) {
+            int d = 0;
+            while (d < na && d < nb && ga[d] == gb[d]) d++;
+            fprintf(stderr, "tern bench-spec: prompt %d: speculative tokens differ from plain greedy at %d (%d vs %d tokens)\n",
+                    i, d, na, nb);
+            goto done;
+        }
+        const double tpa = (na - 1) / best_a, tpb = (nb - 1) / best_b;   /* tokens after the first */
+        printf("%-4d %7d %6d %9lld %9lld %7.2f %10.2f %10.2f %7.2f\n", i, np, na, (long long)st.n_drafted,
+               (long long)st.n_accepted, st.n_steps ? (double)st.n_tokens / (double)st.n_steps : 0.0, tpa, tpb, tpb / tpa);
+        fflush(stdout);
+        sum_plain += best_a;
+        sum_spec += best_b;
+        tot_gen += na - 1;
+        tot.n_steps += st.n_steps;
+        tot.n_drafted += st.n_drafted;
+        tot.n_accepted += st.n_accepted;
+        tot.n_tokens += st.n_tokens;
+    }
+    const double tpa = tot_gen / sum_plain, tpb = tot_gen / sum_spec;
+    printf("total: %ld tokens, acceptance %.1f%% (%lld of %lld drafted), %.2f tokens per forward\n", tot_gen,
+           tot.n_drafted ? 100.0 * (double)tot.n_accepted / (double)tot.n_drafted : 0.0, (long long)tot.n_accepted,
+           (long long)tot.n_drafted, tot.n_steps ? (double)tot.n_tokens / (double)tot.n_steps : 0.0);
+    printf("plain %.2f tokens/s (%.2f of the decode ceiling %.1f), speculative %.2f tokens/s (%.2f of it), "
+           "speedup %.2fx; tokens identical\n",
+           tpa, tpa / ceil_tps, ceil_tps, tpb, tpb / ceil_tps, tpb / tpa);
+    status = 0;
+done:
+    if (status && err.code) fprintf(stderr, "tern bench-spec: %s: %s\n", tern_strerror(err.code), err.msg);
+    for (int i = 0; i < n_p; i++) free(texts[i]);
+    free(texts);
+    free(ga);
+    free(gb);
+    tern_spec_free(sp);
+    tern_sampler_free(smp);
+    return status;
+}
+
+/* ---- verification cost ------------------------------------------------------------------------ */
+
+static int cmp_dbl(const void *x, const void *y) {
+    const double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps) {
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const int P = a->cost_pos, nmax = a->so.p.draft_max + 1;
+    if (P + nmax > tern_session_n_ctx(s)) {
+        fprintf(stderr, "tern bench-spec: --cost-pos %d + %d tokens > context %d (-c)\n", P, nmax, tern_session_n_ctx(s));
+        return 1;
+    }
+    if (nmax > tern_session_n_batch(s)) {
+        fprintf(stderr, "tern bench-spec: draft-max + 1 = %d > n_batch %d (-b)\n", nmax, tern_session_n_batch(s));
+        return 1;
+    }
+    tern_err err = {0};
+    int32_t *pre = malloc((size_t)P * sizeof *pre);
+    float *logits = malloc((size_t)nmax * (size_t)info.n_vocab * sizeof(float));
+    double *t = calloc((size_t)(nmax + 1) * (size_t)a->reps, sizeof *t), *tr = calloc((size_t)(nmax + 1) * (size_t)a->reps, sizeof *tr);
+    int status = 1;
+    if (!pre || !logits || !t || !tr) goto done;
+    for (int i = 0; i < P; i++) pre[i] = (int32_t)((7u * (unsigned)i + 3u) % (unsigned)info.n_vocab);
+    int32_t toks[TERN_SPEC_DRAFT_LIMIT + 1];
+    for (int i = 0; i < nmax; i++) toks[i] = (int32_t)((11u * (unsigned)i + 5u) % (unsigned)info.n_vocab);
+    tern_session_reset(s);
+    if (!tern_session_eval(s, pre, P, &err)) goto done;
+    /* warm-up: one of each */
+    for (int n = 1; n <= nmax; n++) {
+        if (tern_session_eval_all(s, toks, n, logits, &err) || tern_session_truncate(s, P, &err)) goto done;
+    }
+    for (int r = 0; r < a->reps; r++)
+        for (int n = 1; n <= nmax; n++) {
+            const double t0 = now_s();
+            if (tern_session_eval_all(s, toks, n, logits, &err)) goto done;
+            const double t1 = now_s();
+            if (tern_session_truncate(s, P, &err)) goto done;
+            t[n * a->reps + r] = t1 - t0;
+            tr[n * a->reps + r] = now_s() - t1;
+        }
+    for (int n = 1; n <= nmax; n++) {
+        qsort(t + n * a->reps, (size_t)a->reps, sizeof *t, cmp_dbl);
+        qsort(tr + n * a->reps, (size_t)a->reps, sizeof *tr, cmp_dbl);
+    }
+    const double t1 = t[1 * a->reps + a->reps / 2];
+    printf("bench-spec --cost: %s (%s, %d layers, n_embd %d), %d threads, %s, position %d, median of %d\n", a->oc.model,
+           info.arch, info.n_layer, info.n_embd, info.n_threads, info.isa, P, a->reps);
+    printf("decode ceiling %.2f tokens/s (%.1f MB per token / read bandwidth); one decode step %.2f ms = %.2f of it\n",
+           ceil_tps, (double)info.bytes_per_token / 1e6, t1 * 1e3, (1.0 / t1) / ceil_tps);
+    printf("%8s %8s %12s %12s %14s\n", "columns", "drafted", "eval ms", "vs 1 step", "rollback ms");
+    for (int n = 1; n <= nmax; n++) {
+        const double tn = t[n * a->reps + a->reps / 2];
+        printf("%8d %8d %12.3f %12.3f %14.3f\n", n, n - 1, tn * 1e3, tn / t1, tr[n * a->reps + a->reps / 2] * 1e3);
+    }
+    status = 0;
+done:
+    if (status && err.code) fprintf(stderr, "tern bench-spec: %s: %s\n", tern_strerror(err.code), err.msg);
+    free(pre);
+    free(logits);
+    free(t);
+    free(tr);
+    return status;
+}
+
+/* ---- command ---------------------------------------------------------------------------------- */
+
+static void bs_usage(FILE *f, const opt_table *t, int n_t) {
+    fprintf(f, "usage: tern bench-spec -m MODEL --prompts FILE [options]   (speculative vs plain greedy)\n"
+               "       tern bench-spec -m MODEL --cost [options]            (verification cost vs a decode step)\n");
+    opts_help(f, t, n_t);
+}
+
+int cmd_bench_spec(int argc, char **argv) {
+    bs_args a;
+    memset(&a, 0, sizeof a);
+    opts_common_default(&a.oc);
+    spec_opts_default(&a.so);
+    a.n_prompts = 4;
+    a.n_predict = 128;
+    a.cost_pos = 64;
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bs_defs), spec_opts_tab, opts_tab_threads, opts_tab_ctx,
+                              opts_tab_load};
+    const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
+    for (int i = 1; i < argc; i++) {
+        opt_val v;
+        const int id = opts_next("bench-spec", tabs, n_tabs, argc, argv, &i, &v);
+        if (id == OPT_HELP) { bs_usage(stdout, tabs, n_tabs); return 0; }
+        if (id == OPT_ERR) return 2;
+        if (id == OPT_POSITIONAL) return opts_unexpected("bench-spec", v.str);
+        if (opts_apply_common(&a.oc, id, &v) || spec_opts_apply(&a.so, id, &v)) continue;
+        switch (id) {
+        case BS_PROMPTS: a.prompts = v.str; break;
+        case BS_CATEGORY: a.category = v.str; break;
+        case BS_N_PROMPTS: a.n_prompts = (int)v.i; break;
+        case BS_N_PREDICT: a.n_predict = (int)v.i; break;
+        case BS_REPS: a.reps = (int)v.i; break;
+        case BS_RAW: a.raw = a.raw_set = true; break;
+        case BS_COST: a.cost = true; break;
+        case BS_COST_POS: a.cost_pos = (int)v.i; break;
+        case BS_MAX_PROMPT: a.max_prompt = (int)v.i; break;
+        default: break;
+        }
+    }
+    if (!a.oc.model || (!a.cost && !a.prompts)) {
+        fprintf(stderr, "tern bench-spec: %s is required; see tern bench-spec --help\n", !a.oc.model ? "-m MODEL" : "--prompts FILE (or --cost)");
+        return 2;
+    }
+    if (!a.reps) a.reps = a.cost ? 7 : 1;
+    tern_err err = {0};
+    tern_model *m = NULL;
+    tern_session *s = NULL;
+    int status = 1;
+    if (opts_load(&a.oc, &m, &s, &err)) goto done;
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    double gbs = 0;
+    if (tern_membw(info.n_threads, (size_t)256 << 20, 3, &gbs, &err)) goto done;
+    const double ceil_tps = gbs * 1e9 / (double)info.bytes_per_token;
+    status = a.cost ? run_cost(&a, m, s, ceil_tps) : run_generation(&a, m, s, ceil_tps);
+done:
+    if (err.code && status) fprintf(stderr, "tern bench-spec: %s: %s\n", tern_strerror(err.code), err.msg);
+    tern_session_free(s);
+    tern_model_free(m);
+    return status;
+}

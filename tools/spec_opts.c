@@ -1,0 +1,41 @@
+/* spec_opts.c: speculative-decoding command-line flags (see spec_opts.h). */
+#include "spec_opts.h"
+
+#include <string.h>
+
+static const opt_def d_spec[] = {
+    {SPEC_OPT_SPEC, "--spec", OPT_CHOICE, "KIND", 0, 0, "lookup|none",
+     "lookup: speculative decoding with n-gram prompt-lookup drafts\n"
+     "                          (greedy output identical to plain decoding) | none (default)"},
+    {SPEC_OPT_DRAFT_MAX, "--draft-max, --draft", OPT_INT, "N", 1, TERN_SPEC_DRAFT_LIMIT, NULL,
+     "most tokens drafted per verification (default 8)"},
+    {SPEC_OPT_NGRAM_MIN, "--spec-ngram-min", OPT_INT, "N", 1, 16, NULL, "shortest n-gram matched (default 2)"},
+    {SPEC_OPT_NGRAM_MAX, "--spec-ngram-max", OPT_INT, "N", 1, 16, NULL, "longest n-gram matched (default 4)"},
+};
+const opt_table spec_opts_tab = {d_spec, (int)(sizeof d_spec / sizeof d_spec[0])};
+
+void spec_opts_default(spec_opts *o) {
+    memset(o, 0, sizeof *o);
+    tern_spec_params_default(&o->p);
+}
+
+bool spec_opts_apply(spec_opts *o, int id, const opt_val *v) {
+    switch (id) {
+    case SPEC_OPT_SPEC: o->on = v->choice == 0; break;
+    case SPEC_OPT_DRAFT_MAX: o->p.draft_max = (int)v->i; break;
+    case SPEC_OPT_NGRAM_MIN: o->p.ngram_min = (int)v->i; break;
+    case SPEC_OPT_NGRAM_MAX: o->p.ngram_max = (int)v->i; break;
+    default: return false;
+    }
+    return true;
+}
+
+void spec_opts_print_stats(FILE *f, const tern_spec_stats *st, double t_gen) {
+    fprintf(f, "speculative: %lld drafted, %lld accepted (acceptance %.1f%%), %lld verifications, %lld tokens "
+               "(%.2f per forward)",
+            (long long)st->n_drafted, (long long)st->n_accepted,
+            st->n_drafted ? 100.0 * (double)st->n_accepted / (double)st->n_drafted : 0.0, (long long)st->n_steps,
+            (long long)st->n_tokens, st->n_steps ? (double)st->n_tokens / (double)st->n_steps : 0.0);
+    if (t_gen > 0) fprintf(f, ", %.2f tokens/s", (double)st->n_tokens / t_gen);
+    fputc('\n', f);
+}
