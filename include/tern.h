@@ -163,7 +163,9 @@ int tern_batch_eval(tern_session *const *sessions, const int32_t *tok, int n, fl
  * rollback window), else TERN_E_RANGE. pos 0 always works (fresh state).
  * Speculative verification on qwen35: evaluate up to 16 tokens with tern_session_eval_all (one
  * call, or several consecutive ones; each position's logits are bit-identical to single-token
- * decode), then truncate to any position inside them: the conv and recurrent state are exactly
+ * decode in fast and f32 numerics; ggml numerics mirrors the reference runtime, whose BF16
+ * gate projections take another order for multi-token batches), then truncate to any position
+ * inside them: the conv and recurrent state are exactly
  * those after the last kept token. Batches of 17+ tokens (prefill) are computed with the chunked
  * delta rule and cannot be truncated into. */
 int tern_session_truncate(tern_session *s, int pos, tern_err *err);

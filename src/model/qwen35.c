@@ -459,6 +459,44 @@ static void job_gdn_heads(void *ctx, int64_t i0, int64_t i1, int ith) {
 }
 
 
+/* ---- projections with several activations in one pool job -------------------------------- */
+
+static bool is_float_w(const kern_w *w) { return w->type == QT_F32 || w->type == QT_F16 || w->type == QT_BF16; }
+
+typedef struct {
+    int n_w;
+    const kern_act *const *a;
+    const kern_w *const *w;
+    float *const *y;
+    int64_t off[5];            /* virtual row offset of each weight (padded to KERN_ROW_ALIGN) */
+} q35_proj_job;
+
+static void job_proj_multi(void *ctx, int64_t i0, int64_t i1, int ith) {
+    const q35_proj_job *j = ctx;
+    const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
+    for (int k = 0; k < j->n_w; k++) {
+        const int64_t lo = TERN_MAX(i0, j->off[k]), hi = TERN_MIN(i1, j->off[k] + j->w[k]->n_out);
+        if (lo < hi) kern_matmul(j->w[k], j->a[k], j->y[k], j->w[k]->n_out, lo - j->off[k], hi - j->off[k]);
+    }
+    if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;
+}
+
+/* blk_project with one activation per weight (n_w <= 4): y[k] = w[k] a[k], rows of all weights
+ * split across the pool in one job (each row the same kern_matmul call as blk_project makes). */
+static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
+    TERN_ASSERT(n_w >= 1 && n_w <= 4);
+    q35_proj_job j = {.n_w = n_w, .a = a, .w = w, .y = y};
+    int64_t off = 0;
+    for (int k = 0; k < n_w; k++) {
+        j.off[k] = off;
+        off += (w[k]->n_out + KERN_ROW_ALIGN - 1) / KERN_ROW_ALIGN * KERN_ROW_ALIGN;
+    }
+    j.off[n_w] = off;
+    const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
+    pool_for(pool, off, KERN_ROW_ALIGN, job_proj_multi, &j);
+    if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0;
+}
+
 /* ---- ggml numerics: the reference runtime's BF16 dot and SwiGLU ------------------------------ */
 
 /* _mm512_reduce_add_ps of 16 lanes (gcc: halves of 8, of 4, then (0 + 2) + (1 + 3)). */
@@ -602,12 +640,26 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     else
         norm_rot_quant(m, &a, ws->xb, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
     PROF_ADD(PR_ROT);
-    const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};
-    float *y2[2] = {w->qkv, w->z};
-    blk_project(m->pool, &a, 2, w2, y2);
     /* alpha/beta: BF16 (or any float) weights on the unrotated h; the float kernel path rounds
      * the activation to bf16 for BF16 weights (spec 8.4) */
-    if (g->ggml && QL->ssm_alpha.type == QT_BF16 && QL->ssm_beta.type == QT_BF16 && QL->ssm_alpha.layout == KW_FILE &&
+    const bool float_ab = is_float_w(&QL->ssm_alpha) && is_float_w(&QL->ssm_beta);
+    const bool merged = float_ab && !g->ggml;
+    if (merged) {
+        /* one pool job for qkv + gate (quantised rotated h) and alpha + beta (f32 h): one barrier
+         * less per GDN layer; every row is the same kern_matmul call as in separate jobs */
+        const kern_act af = {.x = ws->xb, .q = NULL, .K = D, .ncols = n, .mode = KQ_F32};
+        const kern_act *acts[4] = {&a, &a, &af, &af};
+        const kern_w *w4[4] = {&QL->attn_qkv, &QL->attn_gate, &QL->ssm_alpha, &QL->ssm_beta};
+        float *y4[4] = {w->qkv, w->z, w->ga, w->gb};
+        project_multi(m->pool, 4, acts, w4, y4);
+    } else {
+        const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};
+        float *y2[2] = {w->qkv, w->z};
+        blk_project(m->pool, &a, 2, w2, y2);
+    }
+    if (merged) {
+        /* alpha and beta were projected with qkv and gate */
+    } else if (g->ggml && QL->ssm_alpha.type == QT_BF16 && QL->ssm_beta.type == QT_BF16 && QL->ssm_alpha.layout == KW_FILE &&
         QL->ssm_beta.layout == KW_FILE) {
         /* per run: a multi-token run of one sequence takes the reference's batch order, a single
          * token (decode, or one column of a multi-session batch) its one-token order */
@@ -619,7 +671,6 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         }
     } else {
         kern_act af;
-        const bool float_ab = QL->ssm_alpha.type == QT_F32 || QL->ssm_alpha.type == QT_F16 || QL->ssm_alpha.type == QT_BF16;
         blk_quantize(m->pool, &af, ws->xb, w->aq, D, n, float_ab ? KQ_F32 : m->numerics);
         const kern_w *wab[2] = {&QL->ssm_alpha, &QL->ssm_beta};
         float *yab[2] = {w->ga, w->gb};
@@ -659,7 +710,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
-    PROF_POOL(3);
+    PROF_POOL(merged ? 2 : 3);   /* projections: qkv+gate(+alpha+beta), (alpha+beta), ssm_out */
 }
 
 static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
