@@ -41,6 +41,7 @@ void srv_config_default(srv_config *c) {
     c->n_batch = 512;
     c->queue_max = 32;
     c->body_max = 1 << 20;
+    tern_spec_params_default(&c->spec_p);
 }
 
 /* ---- per-connection state ------------------------------------------------------------------- */
@@ -156,7 +157,7 @@ static char *metrics_text(srv *s) {
     int active, queued;
     srv_sched_load(s->sched, &active, &queued);
     sbuf b = {0};
-    char line[1024];
+    char line[2048];
     static const char *cls[6] = {"2xx", "400", "401", "404", "413", "429"};
     pthread_mutex_lock(&s->mx.mu);
     static const char req_head[] = "# HELP tern_requests_total HTTP requests answered, by status class\n"
@@ -190,10 +191,17 @@ static char *metrics_text(srv *s) {
              "# HELP tern_decode_batch_max widest decode pass so far\n# TYPE tern_decode_batch_max gauge\n"
              "tern_decode_batch_max %llu\n"
              "# HELP tern_prefill_chunks_total prompt forward passes (chunks of at most n_batch tokens)\n"
-             "# TYPE tern_prefill_chunks_total counter\ntern_prefill_chunks_total %llu\n",
+             "# TYPE tern_prefill_chunks_total counter\ntern_prefill_chunks_total %llu\n"
+             "# HELP tern_spec_steps_total speculative verification passes (a slot decoding alone, --spec)\n"
+             "# TYPE tern_spec_steps_total counter\ntern_spec_steps_total %llu\n"
+             "# HELP tern_spec_drafted_total drafted tokens verified\n# TYPE tern_spec_drafted_total counter\n"
+             "tern_spec_drafted_total %llu\n"
+             "# HELP tern_spec_accepted_total drafted tokens accepted\n# TYPE tern_spec_accepted_total counter\n"
+             "tern_spec_accepted_total %llu\n",
              (unsigned long long)s->mx.decode_steps, (unsigned long long)s->mx.decode_batched,
              (unsigned long long)s->mx.decode_seqs, (unsigned long long)s->mx.decode_batch_max,
-             (unsigned long long)s->mx.prefill_chunks);
+             (unsigned long long)s->mx.prefill_chunks, (unsigned long long)s->mx.spec_steps,
+             (unsigned long long)s->mx.spec_drafted, (unsigned long long)s->mx.spec_accepted);
     sbuf_add(&b, line, strlen(line));
     pthread_mutex_unlock(&s->mx.mu);
     snprintf(line, sizeof line,
@@ -500,7 +508,8 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
     if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
     free(fixed);
-    int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch, cfg->queue_max, cfg->kv_f32, err);
+    int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch, cfg->queue_max, cfg->kv_f32,
+                            cfg->spec ? &cfg->spec_p : NULL, err);
     if (rc != TERN_OK) {
         free(s);
         return rc;

@@ -30,6 +30,8 @@ typedef struct slot {
     const float *logits;    /* logits of the last evaluated token: ready to sample when not NULL */
     int32_t next;           /* the last sampled token, to evaluate (when pending) */
     bool pending;
+    tern_spec *sp;          /* speculative decoding (NULL: off) */
+    int sp_n;               /* cache tokens the drafter's history holds (a prefix of cache) */
     bool in_think;
 } slot;
 
@@ -47,6 +49,7 @@ struct srv_sched {
     int32_t *btok;
     slot **bslot;
     uint64_t n_admitted;
+    bool spec;
     pthread_t th;
     bool th_started;
     pthread_mutex_t mu;     /* guards the queue, stopping, n_active */
@@ -161,6 +164,8 @@ static void slot_fail(srv_sched *s, slot *sl, const tern_err *err) {
     srv_fail(&e, 500, "server_error", NULL, "generation failed: %s", err->msg);
     tern_session_reset(sl->s);                        /* unknown state: drop the cache */
     sl->cache.n = 0;
+    sl->sp_n = 0;
+    if (sl->sp) tern_spec_reset(sl->sp);
     slot_finish(s, sl, "error", &e);
 }
 
@@ -177,6 +182,10 @@ static bool slot_setup(srv_sched *s, slot *sl) {
             common = 0;
         }
         sl->cache.n = common;
+        if (sl->sp_n > common) {                      /* the drafter's history went past it: rebuild */
+            tern_spec_reset(sl->sp);
+            sl->sp_n = 0;
+        }
     }
     sl->n_prefilled = common;
     sl->logits = NULL;
@@ -295,6 +304,50 @@ static bool slot_sample(srv_sched *s, slot *sl) {
     return slot_emit(s, sl, tok, logits, true);
 }
 
+/* A speculative step for a slot decoding alone: tern_spec_step evaluates its pending token and a
+ * prompt-lookup draft in one forward and returns the accepted tokens plus the target's own (each
+ * already recorded by the sampler), which are emitted in order; the last one is pending. */
+static void slot_spec(srv_sched *s, slot *sl) {
+    srv_job *j = sl->job;
+    tern_err err = {0};
+    if (sl->sp_n < sl->cache.n &&                     /* the drafter's history = the session's tokens */
+        tern_spec_add(sl->sp, sl->cache.ids + sl->sp_n, sl->cache.n - sl->sp_n, &err) != TERN_OK) {
+        slot_fail(s, sl, &err);
+        return;
+    }
+    sl->sp_n = sl->cache.n;
+    int n_max = TERN_SPEC_DRAFT_LIMIT + 1;
+    if (j->req.max_tokens > 0 && j->req.max_tokens - j->n_gen < n_max) n_max = j->req.max_tokens - j->n_gen;
+    if (n_max < 1) n_max = 1;
+    int32_t out[TERN_SPEC_DRAFT_LIMIT + 1];
+    int k = 0;
+    tern_spec_stats st0, st1;
+    tern_spec_get_stats(sl->sp, &st0);
+    const int32_t last = sl->next;
+    sl->pending = false;
+    if (tern_spec_step(sl->sp, sl->s, sl->smp, last, n_max, out, &k, &err) != TERN_OK) {
+        slot_fail(s, sl, &err);
+        return;
+    }
+    tern_spec_get_stats(sl->sp, &st1);
+    prompt_ids_push(&sl->cache, &last, 1);           /* the session: history + last + out[0..k-1) */
+    if (k > 1) prompt_ids_push(&sl->cache, out, k - 1);
+    sl->sp_n = sl->cache.n;
+    if (tern_spec_n_history(sl->sp) != sl->cache.n || tern_session_pos(sl->s) != sl->cache.n) {
+        tern_spec_reset(sl->sp);                      /* never expected: rebuild the history next time */
+        sl->sp_n = 0;
+    }
+    pthread_mutex_lock(&s->mx->mu);
+    s->mx->decode_steps++;
+    s->mx->decode_seqs++;
+    s->mx->spec_steps += (uint64_t)(st1.n_steps - st0.n_steps);
+    s->mx->spec_drafted += (uint64_t)(st1.n_drafted - st0.n_drafted);
+    s->mx->spec_accepted += (uint64_t)(st1.n_accepted - st0.n_accepted);
+    pthread_mutex_unlock(&s->mx->mu);
+    for (int i = 0; i < k; i++)
+        if (!slot_emit(s, sl, out[i], NULL, false)) return;   /* the job ended (stop, EOG, length) */
+}
+
 /* Appends each slot's sampled token (returns true if it went through the batched call): one batched forward over all of them (in groups of at most
  * n_batch, the scratch of the first session), or slot by slot where the batched call refuses
  * the model (recurrent state) or fails (then each slot's own error is reported). */
@@ -379,8 +432,15 @@ static void sched_step(srv_sched *s) {
     int n = 0;
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].job && s->slots[i].pending) s->bslot[n++] = &s->slots[i];
-    const bool batched = decode(s, s->bslot, n);
-    if (n > 0)                                        /* prompts still in prefill saw a decode step */
+    bool batched = false;
+    const bool decoded = n > 0;
+    if (n == 1 && s->bslot[0]->sp && !s->bslot[0]->job->req.logprobs) {
+        slot_spec(s, s->bslot[0]);                    /* decoding alone: several tokens per forward */
+        n = 0;                                        /* counted by slot_spec */
+    } else {
+        batched = decode(s, s->bslot, n);
+    }
+    if (decoded)                                      /* prompts still in prefill saw a decode step */
         for (int i = 0; i < s->n_slots; i++) {
             slot *sl = &s->slots[i];
             if (sl->job && sl->n_prefilled > sl->job->usage.cached_tokens && sl->n_prefilled < sl->job->prompt.n)
@@ -472,7 +532,7 @@ static void *sched_main(void *arg) {
 }
 
 int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int queue_max,
-                   bool kv_f32, tern_err *err) {
+                   bool kv_f32, const tern_spec_params *spec, tern_err *err) {
     *out = NULL;
     srv_sched *s = calloc(1, sizeof *s);
     if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
@@ -511,6 +571,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
         so.n_batch = n_batch;
         so.kv_f32 = kv_f32;
         int rc = tern_session_init(&s->slots[i].s, m, &so, err);
+        if (rc == TERN_OK && spec) rc = tern_spec_init(&s->slots[i].sp, m, spec, err);
         if (rc != TERN_OK) {
             srv_sched_free(s);
             return rc;
@@ -566,6 +627,7 @@ void srv_sched_free(srv_sched *s) {
     srv_sched_shutdown(s);
     for (int i = 0; i < s->n_slots; i++) {
         tern_session_free(s->slots[i].s);
+        tern_spec_free(s->slots[i].sp);
         tern_sampler_free(s->slots[i].smp);
         prompt_ids_free(&s->slots[i].cache);
     }

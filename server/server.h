@@ -28,6 +28,8 @@ typedef struct srv_config {
     const char *model_name; /* the id in /v1/models and responses */
     const char *chat_template; /* NULL: the model's */
     bool kv_f32;
+    bool spec;              /* speculative decoding (prompt lookup) for a slot decoding alone */
+    tern_spec_params spec_p;
 } srv_config;
 void srv_config_default(srv_config *c);
 

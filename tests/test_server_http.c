@@ -810,6 +810,65 @@ static void test_metrics_histograms(void **state) {
     tern_model_free(m);
 }
 
+
+/* Speculative decoding (--spec lookup) for a slot decoding alone: greedy texts, finish reasons and
+ * token counts equal a server without it (max_tokens, stop strings, the context limit), drafts
+ * were verified and some accepted (/metrics), and concurrent requests (batched, no speculation
+ * while not alone) still equal the plain server's. */
+static void test_speculative(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 2;
+    c.n_ctx = 256;
+    c.model_name = "test-model";
+    srv *plain = NULL, *spec = NULL;
+    tern_err err = {0};
+    if (srv_start(&plain, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    c.spec = true;
+    c.spec_p.draft_max = 8;
+    if (srv_start(&spec, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    const char *bodies[] = {
+        "{\"prompt\": \"Once upon a time, there was a little girl named Lily. She liked to play outside. Once upon a time,"
+        " there was a little girl named\", \"max_tokens\": 60, \"temperature\": 0}",
+        "{\"prompt\": \"Once upon a time\", \"max_tokens\": 300, \"temperature\": 0}",            /* to the context (256) */
+        "{\"prompt\": \"Once upon a time\", \"max_tokens\": 80, \"temperature\": 0, \"stop\": [\"park\"]}",
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"Tell me a story about a cat and a dog.\"}], \"max_tokens\": 50,"
+        " \"temperature\": 0}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        const char *path = strstr(bodies[i], "messages") ? "/v1/chat/completions" : "/v1/completions";
+        cJSON *a = http_json(plain, path, bodies[i], 200), *b = http_json(spec, path, bodies[i], 200);
+        assert_string_equal(choice_text(a), choice_text(b));
+        assert_string_equal(finish_reason(a), finish_reason(b));
+        assert_int_equal(usage(a, "completion_tokens"), usage(b, "completion_tokens"));
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    const uint64_t steps = metric(spec, "tern_spec_steps_total"), drafted = metric(spec, "tern_spec_drafted_total"),
+                   accepted = metric(spec, "tern_spec_accepted_total");
+    print_message("speculative: %llu verifications, %llu drafted, %llu accepted\n", (unsigned long long)steps,
+                  (unsigned long long)drafted, (unsigned long long)accepted);
+    assert_true(steps > 0 && drafted > 0 && accepted > 0 && accepted <= drafted);
+    assert_int_equal(metric(plain, "tern_spec_steps_total"), 0);
+    /* two at once: batched (no speculation while another slot decodes), same texts */
+    req_arg par[2] = {{spec, bodies[0], NULL}, {spec, bodies[2], NULL}}, seq[2] = {{plain, bodies[0], NULL}, {plain, bodies[2], NULL}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, req_thread, &par[i]);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        req_thread(&seq[i]);
+        assert_string_equal(par[i].text, seq[i].text);
+        free(par[i].text);
+        free(seq[i].text);
+    }
+    srv_stop(spec);
+    srv_stop(plain);
+    tern_model_free(m);
+}
+
 /* Errors from starting the server carry one "tern serve:" prefix (flag ranges: test_cli.c). */
 static void test_start_errors(void **state) {
     (void)state;
@@ -879,6 +938,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_stream_per_token),
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_metrics_histograms),
+        cmocka_unit_test(test_speculative),
         cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_chat_page_in_chromium),

@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
+#include "spec_opts.h"
 #include "../server/server.h"
 
 #include <signal.h>
@@ -43,7 +44,9 @@ int cmd_serve(int argc, char **argv) {
     opts_common oc;
     opts_common_default(&oc);
     oc.n_batch = cfg.n_batch;
-    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(serve_defs), opts_tab_threads, opts_tab_load};
+    spec_opts so;
+    spec_opts_default(&so);
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(serve_defs), opts_tab_threads, opts_tab_load, spec_opts_tab};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
         opt_val v;
@@ -51,7 +54,7 @@ int cmd_serve(int argc, char **argv) {
         if (id == OPT_HELP) { usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
         if (id == OPT_POSITIONAL) return opts_unexpected("serve", v.str);
-        if (opts_apply_common(&oc, id, &v)) continue;
+        if (opts_apply_common(&oc, id, &v) || spec_opts_apply(&so, id, &v)) continue;
         switch (id) {
         case SERVE_HOST: cfg.host = v.str; break;
         case SERVE_PORT: cfg.port = (int)v.i; break;
@@ -71,6 +74,8 @@ int cmd_serve(int argc, char **argv) {
         return 2;
     }
     cfg.n_batch = oc.n_batch;
+    cfg.spec = so.on;
+    cfg.spec_p = so.p;
     cfg.kv_f32 = oc.kv_f32;
     tern_model_opts mo;
     tern_model_opts_default(&mo);
