@@ -86,9 +86,10 @@ int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err
 
 /* Per-op time profile of forward passes, for benchmarks (process-wide counters; forwards of one
  * model are serialised). tern_profile_enable(true) resets and starts, (false) stops. Fields are
- * wall seconds summed over forwards: embed (lookup + RoPE angles), norm (RMSNorms, QK-norm,
- * RoPE, KV store, residual adds), quant (activation quantisation), matmul (projections incl. the
- * LM head, wall), attn (attention over the KV cache), swiglu; matmul_busy_s = thread-seconds
+ * wall seconds summed over forwards: embed (lookup + RoPE angles), norm (QK-norm, RoPE, KV
+ * store, residual adds; RMSNorms not fused below), quant (activation quantisation, fused with the
+ * RMSNorm or SwiGLU that feeds it in the dense archs), matmul (projections incl. the LM head,
+ * wall), attn (attention over the KV cache), swiglu (unfused SwiGLU); matmul_busy_s = thread-seconds
  * inside the kernels (matmul_s * threads - matmul_busy_s = barrier wait + imbalance). */
 typedef struct tern_profile {
     double total_s, embed_s, norm_s, quant_s, matmul_s, matmul_busy_s, attn_s, swiglu_s;
@@ -292,7 +293,9 @@ int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_ms
 #define TERN_SPEC_DRAFT_LIMIT 14
 
 typedef struct tern_spec_params {
-    int draft_max;          /* most tokens drafted per step, 1..TERN_SPEC_DRAFT_LIMIT (default 8) */
+    int draft_max;          /* most tokens drafted per step, 1..TERN_SPEC_DRAFT_LIMIT (default 3: a
+                               verification of 4 columns is one column tile of the matmul kernels,
+                               5 columns cost a second tile; raise it for text that repeats much) */
     int ngram_min;          /* shortest n-gram matched, >= 1 (default 2) */
     int ngram_max;          /* longest n-gram matched, ngram_min..16 (default 4) */
     bool adaptive;          /* adapt the draft length to acceptance (default true) */

@@ -594,6 +594,7 @@ static void test_ptq1_0_release(void **state) {
         tern_model_get_info(md, &id);
         tern_model_get_info(mt, &it);
         assert_true(it.weight_bytes > id.weight_bytes);   /* the side buffers are 34/28 of the rows */
+        assert_true(it.bytes_per_token > id.bytes_per_token);   /* and a decode streams them */
         tern_session *sd = new_session(md, 512), *st = new_session(mt, 512);
         int32_t t[8];
         for (int i = 0; i < 8; i++) t[i] = (int32_t)((i * 131 + 1019) % 1022);   /* rows 1018..1021 are tails */

@@ -384,6 +384,10 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
         const kern_w *w = m->all_w[i];
         const uint64_t rel = w ? ptq_release_range(w, NULL, NULL) : 0;
         if (rel) m->weight_bytes += (uint64_t)((w->n_out & ~(int64_t)3) * (w->n_in / 128) * 34) - rel;
+        /* a decode streams the side buffer (kern_w_bytes), not the file bytes (the untied
+         * embedding is a lookup: one row, counted below) */
+        if (w && w->aux && w->type == QT_PTQ1_0 && !(w == &m->tok_embd && !m->tied_output))
+            m->bytes_per_token += kern_w_bytes(w) - (uint64_t)(w->n_in / 128) * 28 * (uint64_t)w->n_out;
     }
     for (uint64_t i = 0; i < m->g->n_tensors; i++) {
         const gguf_tensor *t = &m->g->tensors[i];
