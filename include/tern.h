@@ -293,7 +293,9 @@ int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_ms
 #define TERN_SPEC_DRAFT_LIMIT 14
 
 typedef struct tern_spec_params {
-    int draft_max;          /* most tokens drafted per step, 1..TERN_SPEC_DRAFT_LIMIT (default 8) */
+    int draft_max;          /* most tokens drafted per step, 1..TERN_SPEC_DRAFT_LIMIT (default 3: a
+                               verification of 4 columns is one column tile of the matmul kernels,
+                               5 columns cost a second tile; raise it for text that repeats much) */
     int ngram_min;          /* shortest n-gram matched, >= 1 (default 2) */
     int ngram_max;          /* longest n-gram matched, ngram_min..16 (default 4) */
     bool adaptive;          /* adapt the draft length to acceptance (default true) */

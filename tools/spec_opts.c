@@ -8,7 +8,7 @@ static const opt_def d_spec[] = {
      "lookup: speculative decoding with n-gram prompt-lookup drafts\n"
      "                          (greedy output identical to plain decoding) | none (default)"},
     {SPEC_OPT_DRAFT_MAX, "--draft-max, --draft", OPT_INT, "N", 1, TERN_SPEC_DRAFT_LIMIT, NULL,
-     "most tokens drafted per verification (default 8)"},
+     "most tokens drafted per verification (default 3)"},
     {SPEC_OPT_NGRAM_MIN, "--spec-ngram-min", OPT_INT, "N", 1, 16, NULL, "shortest n-gram matched (default 2)"},
     {SPEC_OPT_NGRAM_MAX, "--spec-ngram-max", OPT_INT, "N", 1, 16, NULL, "longest n-gram matched (default 4)"},
 };

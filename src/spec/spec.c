@@ -47,7 +47,7 @@ struct tern_spec {
 
 void tern_spec_params_default(tern_spec_params *p) {
     memset(p, 0, sizeof *p);
-    p->draft_max = 8;
+    p->draft_max = 3;
     p->ngram_min = 2;
     p->ngram_max = 4;
     p->adaptive = true;
@@ -286,8 +286,18 @@ static int spec_run(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t l
     const int P = tern_session_pos(s);
     const size_t V = (size_t)sp->n_vocab;
     sp->toks[0] = last;
-    int rc = tern_session_eval_all(s, sp->toks, k + 1, sp->logits, err);
-    if (rc) return rc;
+    const float *bonus = NULL;                        /* logits after the last drafted token */
+    int rc = TERN_OK;
+    if (k == 0) {                                     /* no draft: exactly a plain decode step */
+        tern_err e_local = {0};
+        tern_err *e = err ? err : &e_local;
+        bonus = tern_session_eval(s, &last, 1, e);
+        if (!bonus) return e->code;
+    } else {
+        rc = tern_session_eval_all(s, sp->toks, k + 1, sp->logits, err);
+        if (rc) return rc;
+        bonus = sp->logits + (size_t)k * V;
+    }
     int n = 0, a = 0;
     bool done = false;                                /* a rejection or an accepted EOG ended the walk */
     for (int i = 1; i <= k && !done; i++) {
@@ -313,7 +323,7 @@ static int spec_run(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t l
         out[n++] = t;
     }
     if (!done) {                                      /* all k accepted: the target's next token */
-        const int32_t t = tern_sampler_sample(smp, sp->logits + (size_t)k * V);
+        const int32_t t = tern_sampler_sample(smp, bonus);
         tern_sampler_accept(smp, t);
         out[n++] = t;
     }
