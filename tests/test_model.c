@@ -460,7 +460,39 @@ static void test_memory_check(void **st) {
     assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_OK);
     tern_session_free(s);
     tern_model_free(m);
+    /* a PTQ1_0 matrix also needs its row-pair transcode (34 bytes per 128 weights: 64 rows x 8
+     * blocks = 17408 bytes) unless TERN_PTQ1_0=direct; the check runs before anything else is
+     * read from the file (the header below has no hyperparameters at all) */
+    char ppath[128];
+    snprintf(ppath, sizeof ppath, "/tmp/tern-test-memptq-%ld.gguf", (long)getpid());
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_w_init(&w, &err), TERN_OK);
+    gguf_w_set_str(w, "general.architecture", "qwen3");
+    static uint8_t ptq[64 * 8 * 28];
+    const int64_t ne[2] = {1024, 64};
+    assert_true(gguf_w_add_tensor(w, "blk.0.ffn_up.weight", QT_PTQ1_0, 2, ne, ptq) >= 0);
+    assert_int_equal(gguf_w_write_file(w, ppath, &err), TERN_OK);
+    gguf_w_free(w);
+    assert_int_equal(stat(ppath, &sb), 0);
+    snprintf(v, sizeof v, "%lld", (long long)sb.st_size + 17407);
+    setenv("TERN_MEM_AVAILABLE", v, 1);
+    setenv("TERN_PTQ1_0", "transcode", 1);
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_NOMEM);
+    print_message("ptq1_0: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "PTQ1_0 row-pair transcode 17408 bytes"));
+    snprintf(v, sizeof v, "%lld", (long long)sb.st_size + 17408);   /* exactly enough: next error */
+    setenv("TERN_MEM_AVAILABLE", v, 1);
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_FORMAT);
+    setenv("TERN_PTQ1_0", "direct", 1);                              /* no side buffer */
+    snprintf(v, sizeof v, "%lld", (long long)sb.st_size);
+    setenv("TERN_MEM_AVAILABLE", v, 1);
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_FORMAT);
+    unsetenv("TERN_PTQ1_0");
     unsetenv("TERN_MEM_AVAILABLE");
+    unlink(ppath);
 }
 
 int suite_model(int *n_tests) {

@@ -12,8 +12,11 @@
  * - the sampling rule: the distribution of the first returned token after a drafted x must be
  *   the sampler's distribution p (softmax of the logits at temperature T, top-k applied),
  *   computed here from the logits; chi-square over 6000 draws, plus the acceptance frequency of
- *   x against p(x). */
+ *   x against p(x);
+ * - the programs: `tern run` and `tern chat` print the same text with and without --spec lookup
+ *   (greedy; run to -n and to the context limit; chat over two turns), and print the stats. */
 #include "model_fx.h"
+#include "run_util.h"
 #include "test.h"
 
 #include "core/core.h"
@@ -455,6 +458,54 @@ static void test_sampling_rule(void **st) {
     sampling_rule(2.5f, 8, 20);    /* x outside the top-k: p(x) = 0, always rejected */
 }
 
+/* ---- the programs ----------------------------------------------------------------------------- */
+
+static void cli_same(const char *what, const char *plain_args, const char *spec_args) {
+    char *a = NULL, *b = NULL, *eb = NULL;
+    assert_int_equal(ru_tern(&a, NULL, "%s", plain_args), 0);
+    assert_int_equal(ru_tern(&b, &eb, "%s %s", plain_args, spec_args), 0);
+    if (strcmp(a, b) != 0) fail_msg("%s: output differs with %s", what, spec_args);
+    if (!strstr(eb, "speculative: ") || !strstr(eb, "accepted (acceptance "))
+        fail_msg("%s: no speculative stats on stderr: %s", what, eb);
+    free(a);
+    free(b);
+    free(eb);
+}
+
+static void test_programs(void **st) {
+    (void)st;
+    char bin[1024], m[1024], q[1024];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(m, sizeof m, STORIES);
+    fx_require(q, sizeof q, QWEN35);
+    char args[3000];
+    snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 150 --temp 0 -t 1", m);
+    cli_same("tern run", args, "--spec lookup");
+    cli_same("tern run", args, "--spec lookup --draft-max 14 --spec-ngram-min 1 --spec-ngram-max 3");
+    snprintf(args, sizeof args, "run -m '%s' -p 'Lily and Ben' -n 300 -c 90 --temp 0 -t 1", m);   /* to the context */
+    cli_same("tern run (context limit)", args, "--spec lookup --draft-max 6");
+    snprintf(args, sizeof args, "run -m '%s' -p 'The history of' -n 40 --temp 0 -t 1", q);
+    cli_same("tern run (qwen35)", args, "--spec lookup --spec-ngram-min 1");
+    char in[512];
+    fx_tmp_path(in, sizeof in, "spec-chat-in.txt");
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fputs("Once upon a time\nThe cat sat\n", f);
+    fclose(f);
+    snprintf(args, sizeof args, "chat -m '%s' --temp 0 -n 60 -t 1 < '%s'", m, in);
+    char *a = NULL, *b = NULL, *eb = NULL;
+    assert_int_equal(ru_tern(&a, NULL, "%s", args), 0);
+    snprintf(args, sizeof args, "chat -m '%s' --temp 0 -n 60 -t 1 --spec lookup --draft-max 4 < '%s'", m, in);
+    assert_int_equal(ru_tern(&b, &eb, "%s", args), 0);
+    unlink(in);
+    if (strcmp(a, b) != 0) fail_msg("tern chat: the replies differ with --spec lookup");
+    assert_non_null(strstr(eb, "[turn 2:"));
+    assert_non_null(strstr(eb, "speculative: "));
+    free(a);
+    free(b);
+    free(eb);
+}
+
 int suite_spec(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup),
@@ -464,6 +515,7 @@ int suite_spec(int *n_tests) {
         cmocka_unit_test(test_greedy_qwen35),
         cmocka_unit_test(test_forced_partial),
         cmocka_unit_test(test_sampling_rule),
+        cmocka_unit_test(test_programs),
     };
     TEST_RUN_SUITE("spec", tests);
 }

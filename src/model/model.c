@@ -341,6 +341,27 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     if (!m) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     int rc = gguf_open(&m->g, path, o->use_mmap ? GGUF_LOAD_MMAP : GGUF_LOAD_READ, err);
     if (rc) goto fail;
+    /* The kernels' side buffers, allocated at bind time: each PTQ1_0 matrix is transcoded into
+     * the 2-bit row-pair layout (34 bytes per 128 weights of rows 0 .. (N & ~3) - 1) unless
+     * TERN_PTQ1_0=direct (kernels.h). File + side buffers must fit in what was available. */
+    const char *pe = getenv("TERN_PTQ1_0");
+    const bool transcode = pe && !strcmp(pe, "direct") ? false
+                           : pe && !strcmp(pe, "transcode") ? true
+                                                            : KERN_PTQ1_0_TRANSCODE_DEFAULT;
+    uint64_t side = 0;
+    for (uint64_t i = 0; transcode && i < m->g->n_tensors; i++) {
+        const gguf_tensor *t = &m->g->tensors[i];
+        if (t->type == QT_PTQ1_0 && t->ne[0] % 128 == 0)
+            side += (uint64_t)(t->ne[1] & ~(int64_t)3) * (uint64_t)(t->ne[0] / 128) * 34u;
+    }
+    if (avail && side && (uint64_t)st.st_size + side > avail) {
+        rc = tern_err_set(err, TERN_E_NOMEM,
+                          "model '%s' needs %.1f MB of memory (file %llu bytes + PTQ1_0 row-pair transcode %llu "
+                          "bytes; TERN_PTQ1_0=direct avoids the transcode), only %.1f MB available",
+                          path, (double)(st.st_size + side) / 1e6, (unsigned long long)st.st_size,
+                          (unsigned long long)side, (double)avail / 1e6);
+        goto fail;
+    }
     gguf_str as;
     if ((rc = gguf_get_str(m->g, "general.architecture", true, &as, err))) goto fail;
     char an[64];
