@@ -39,6 +39,7 @@ void srv_config_default(srv_config *c) {
     c->parallel = 4;
     c->n_ctx = 4096;
     c->n_batch = 512;
+    c->prefill_chunk = 64;
     c->queue_max = 32;
     c->body_max = 1 << 20;
     tern_spec_params_default(&c->spec_p);
@@ -508,7 +509,9 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
     if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
     free(fixed);
-    int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch, cfg->queue_max, cfg->kv_f32,
+    int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch,
+                            cfg->prefill_chunk > 0 && cfg->prefill_chunk < cfg->n_batch ? cfg->prefill_chunk : cfg->n_batch,
+                            cfg->queue_max, cfg->kv_f32,
                             cfg->spec ? &cfg->spec_p : NULL, err);
     if (rc != TERN_OK) {
         free(s);

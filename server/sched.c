@@ -38,7 +38,7 @@ typedef struct slot {
 struct srv_sched {
     tern_model *m;
     srv_metrics *mx;
-    int n_ctx, n_batch, queue_max;
+    int n_ctx, n_batch, prefill_chunk, queue_max;
     int32_t n_vocab;
     int32_t think_open, think_close;
     slot *slots;
@@ -410,8 +410,12 @@ static void sched_step(srv_sched *s) {
         if (cancelled) slot_finish(s, sl, "cancelled", NULL);
         else if (sl->fresh) slot_setup(s, sl);
     }
-    /* prefill: n_batch prompt tokens at most per step, oldest admission first */
-    int budget = s->n_batch, chunks = 0;
+    /* prefill: n_batch prompt tokens at most per step (prefill_chunk while a stream is decoding,
+     * so it waits for at most one small chunk), oldest admission first */
+    bool decoding = false;
+    for (int i = 0; i < s->n_slots; i++)
+        decoding |= s->slots[i].job && (s->slots[i].logits || s->slots[i].pending);
+    int budget = decoding ? s->prefill_chunk : s->n_batch, chunks = 0;
     while (budget > 0) {
         slot *old = NULL;
         for (int i = 0; i < s->n_slots; i++) {
@@ -531,7 +535,8 @@ static void *sched_main(void *arg) {
     return NULL;
 }
 
-int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int queue_max,
+int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int prefill_chunk,
+                   int queue_max,
                    bool kv_f32, const tern_spec_params *spec, tern_err *err) {
     *out = NULL;
     srv_sched *s = calloc(1, sizeof *s);
@@ -539,6 +544,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->m = m;
     s->mx = mx;
     s->n_batch = n_batch;
+    s->prefill_chunk = prefill_chunk;
     s->queue_max = queue_max;
     s->think_open = prompt_special_id(m, "<think>");
     s->think_close = prompt_special_id(m, "</think>");

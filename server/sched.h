@@ -66,15 +66,17 @@ typedef struct srv_metrics {
 } srv_metrics;
 
 /* Create n_slots sessions (n_ctx, n_batch each) and start the scheduler thread. Each step:
- * admit queued jobs into free slots; drop cancelled jobs; prefill up to n_batch prompt tokens
- * (the oldest prefilling slots first, so a long prompt takes one chunk per step and running
- * streams keep decoding between its chunks); sample one token for every slot that has logits
+ * admit queued jobs into free slots; drop cancelled jobs; prefill up to n_batch prompt tokens,
+ * or prefill_chunk (<= n_batch) while another slot is decoding (the oldest prefilling slots
+ * first, so a long prompt takes one chunk per step and running streams keep decoding between
+ * its chunks, each stalled for at most one chunk's forward); sample one token for every slot that has logits
  * (each with its own sampler); then one batched forward (tern_batch_eval) appends those tokens to
  * all their sessions at once. Architectures the batched call refuses are evaluated slot by slot.
  * spec (NULL: off): a slot that decodes alone (no other slot has a token to evaluate) and did not
  * ask for logprobs takes speculative steps instead (tern_spec_step, prompt-lookup drafts: several
  * tokens per forward; greedy output identical to plain decoding). */
-int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int queue_max,
+int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int prefill_chunk,
+                   int queue_max,
                    bool kv_f32, const tern_spec_params *spec, tern_err *err);
 /* Enqueue (takes its own reference): 0, -1 queue full (429), -2 shutting down (503). */
 int srv_sched_submit(srv_sched *s, srv_job *j);

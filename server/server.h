@@ -3,8 +3,8 @@
  * requests, tokenise prompts and enqueue jobs, then wait for output. One scheduler thread owns
  * every session (a fixed set of slots): between steps it admits queued jobs into free slots (the
  * slot whose cached tokens share the longest prefix with the prompt, so a follow-up request reuses
- * that KV); each step prefills at most n_batch prompt tokens (so a long prompt does not stall
- * running streams), samples one token per decoding slot and appends them all in one batched
+ * that KV); each step prefills at most n_batch prompt tokens, or prefill_chunk while other
+ * streams decode (so a long prompt does not stall them), samples one token per decoding slot and appends them all in one batched
  * forward (tern_batch_eval). A cancelled job (client gone) frees its slot at
  * the scheduler's next step. Only tern.h is used. */
 #ifndef TERN_SERVER_SERVER_H
@@ -22,6 +22,7 @@ typedef struct srv_config {
     int parallel;           /* slots: sequences in flight (default 4) */
     int n_ctx;              /* context per slot (default 4096) */
     int n_batch;            /* prefill chunk (default 512) */
+    int prefill_chunk;      /* prompt tokens per step while other streams decode (default 64; <= n_batch) */
     int queue_max;          /* requests waiting for a slot before 429 (default 32) */
     size_t body_max;        /* request body limit in bytes (default 1 MiB) */
     const char *api_key;    /* NULL: no authentication */

@@ -537,9 +537,10 @@ static void test_prefix_reuse(void **state) {
 
 
 /* Chunked prefill interleaved with decoding: while stream A decodes, request B's long prompt is
- * prefilled in chunks of n_batch = 4 tokens, and A gets a decode step between B's chunks
+ * prefilled in chunks of prefill_chunk = 8 tokens, and A gets a decode step between B's chunks
  * (counted by the scheduler, not timed: B's timings say how many decode steps of other streams
- * ran between its first and last chunk). A then continues to its full length. */
+ * ran between its first and last chunk). A then continues to its full length. With nothing
+ * decoding, a prompt goes in chunks of n_batch (64). */
 typedef struct stream_arg {
     srv *s;
     const char *body;
@@ -556,7 +557,16 @@ static void *stream_thread(void *p) {
 static void test_chunked_prefill(void **state) {
     (void)state;
     tern_model *m = load(QWEN3);
-    srv *s = start(m, 2, 2048, 4, 0, NULL, 4);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 2;
+    c.n_ctx = 2048;
+    c.n_batch = 64;
+    c.prefill_chunk = 8;                              /* while another stream decodes */
+    srv *s = NULL;
+    tern_err err = {0};
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
     stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 160, \"temperature\": 0, \"stream\": true,"
                        " \"stream_options\": {\"include_usage\": true}}", NULL};
     pthread_t th;
@@ -575,10 +585,23 @@ static void test_chunked_prefill(void **state) {
     const int between = cJSON_GetObjectItem(t, "decode_steps_in_prefill")->valueint;
     print_message("B: %d prompt tokens in %d chunks, %d decode steps of A between them\n", prompt_n, chunks, between);
     assert_true(prompt_n > 100);
-    assert_int_equal(chunks, (prompt_n + 3) / 4);
+    assert_int_equal(chunks, (prompt_n + 7) / 8);    /* prefill_chunk-sized while A decodes */
     assert_true(between >= chunks - 1);               /* A was never stalled for two chunks in a row */
     cJSON_Delete(b);
     pthread_join(th, NULL);
+    /* nobody decoding: chunks of n_batch (64) */
+    longp = malloc(8192);
+    strcpy(longp, "{\"prompt\": \"");
+    for (int i = 0; i < 20; i++) strcat(longp, "Lorem ipsum dolor sit amet, consectetur. ");
+    strcat(longp, "\", \"max_tokens\": 1, \"temperature\": 0}");
+    b = http_json(s, "/v1/completions", longp, 200);
+    free(longp);
+    t = cJSON_GetObjectItem(b, "timings");
+    const int n2 = cJSON_GetObjectItem(t, "prompt_n")->valueint;
+    assert_true(n2 > 64);
+    assert_int_equal(cJSON_GetObjectItem(t, "prefill_chunks")->valueint, (n2 + 63) / 64);
+    assert_int_equal(cJSON_GetObjectItem(t, "decode_steps_in_prefill")->valueint, 0);
+    cJSON_Delete(b);
     sse e;
     sse_parse(a.raw, &e);
     assert_true(e.done && e.usage);

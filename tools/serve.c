@@ -18,13 +18,15 @@ static void on_signal(int sig) {
     g_stop = 1;
 }
 
-enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
+enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_PREFILL_CHUNK, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
        SERVE_TEMPLATE };
 static const opt_def serve_defs[] = {
     {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address (default 127.0.0.1; numeric IPv4/IPv6)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
     {SERVE_PARALLEL, "-np, --parallel", OPT_INT, "N", 1, 64, NULL, "sequences generated at once (default 4)"},
     {SERVE_CTX, "-c, --ctx-size, --ctx", OPT_INT, "N", 1, 1 << 24, NULL, "context per sequence (default 4096)"},
+    {SERVE_PREFILL_CHUNK, "--prefill-chunk", OPT_INT, "N", 1, 65536, NULL,
+     "prompt tokens per step while other streams decode (default 64, at most -b)"},
     {SERVE_QUEUE, "--queue", OPT_INT, "N", 0, 100000, NULL, "requests waiting for a slot before 429 (default 32)"},
     {SERVE_BODY_LIMIT, "--body-limit", OPT_INT, "BYTES", 1024, 1 << 30, NULL, "request body limit (default 1048576)"},
     {SERVE_API_KEY, "--api-key", OPT_TEXT, "KEY", 0, 0, NULL, "require Authorization: Bearer KEY (also $TERN_API_KEY)"},
@@ -60,6 +62,7 @@ int cmd_serve(int argc, char **argv) {
         case SERVE_PORT: cfg.port = (int)v.i; break;
         case SERVE_PARALLEL: cfg.parallel = (int)v.i; break;
         case SERVE_CTX: cfg.n_ctx = (int)v.i; break;
+        case SERVE_PREFILL_CHUNK: cfg.prefill_chunk = (int)v.i; break;
         case SERVE_QUEUE: cfg.queue_max = (int)v.i; break;
         case SERVE_BODY_LIMIT: cfg.body_max = (size_t)v.i; break;
         case SERVE_API_KEY: cfg.api_key = v.str; break;
