@@ -484,6 +484,10 @@ static void test_programs(void **st) {
     cli_same("tern run", args, "--spec lookup --draft-max 14 --spec-ngram-min 1 --spec-ngram-max 3");
     snprintf(args, sizeof args, "run -m '%s' -p 'Lily and Ben' -n 300 -c 90 --temp 0 -t 1", m);   /* to the context */
     cli_same("tern run (context limit)", args, "--spec lookup --draft-max 6");
+    for (int n = 0; n <= 2; n++) {                                                  /* -n 0, 1, 2 */
+        snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n %d --temp 0 -t 1", m, n);
+        cli_same("tern run (short -n)", args, "--spec lookup");
+    }
     snprintf(args, sizeof args, "run -m '%s' -p 'The history of' -n 40 --temp 0 -t 1", q);
     cli_same("tern run (qwen35)", args, "--spec lookup --spec-ngram-min 1");
     char in[512];

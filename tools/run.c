@@ -137,7 +137,7 @@ int cmd_run(int argc, char **argv) {
     tern_detok dt;
     tern_detok_init(&dt);
     char out[256];
-    if (spec) {   /* speculative: same tokens and stops as the plain loop below */
+    if (spec && n_predict != 0) {   /* speculative: same tokens and stops as the plain loop below */
         if (tern_spec_add(spec, toks, n_tok, &err)) goto done;
         int32_t last = tern_sampler_sample(smp, logits);
         t_first = now_s() - t0;
