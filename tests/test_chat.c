@@ -252,6 +252,9 @@ static void test_install_and_examples(void **state) {
 
 /* ---- tern chat in tmux ----------------------------------------------------------------------------- */
 
+/* Each session gets its own tmux server (-L, socket named after the session): killing the last
+ * session of a shared server makes it exit, and a new-session racing with that exit failed with
+ * "server exited unexpectedly". */
 typedef struct tmux {
     char name[64];
 } tmux;
@@ -259,7 +262,7 @@ typedef struct tmux {
 static char *screen(const tmux *t) {
     char cmd[256];
     int st;
-    snprintf(cmd, sizeof cmd, "tmux capture-pane -p -J -S -200 -t %s 2>/dev/null", t->name);
+    snprintf(cmd, sizeof cmd, "tmux -L %s capture-pane -p -J -S -200 -t %s 2>/dev/null", t->name, t->name);
     return ru_capture(cmd, &st);
 }
 
@@ -279,7 +282,7 @@ static char *wait_for(const tmux *t, const char *what, int times, double secs) {
 
 static void keys(const tmux *t, const char *k) {
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "tmux send-keys -t %s %s", t->name, k);
+    snprintf(cmd, sizeof cmd, "tmux -L %s send-keys -t %s %s", t->name, t->name, k);
     if (system(cmd) != 0) fail_msg("tmux send-keys failed");
 }
 
@@ -300,8 +303,8 @@ static void test_chat_in_terminal(void **state) {
     /* stories260K with a 64-token context: turn 1 (about 45 prompt tokens as ChatML text) fills
      * it, turn 2 does not fit: clear messages, never a crash */
     snprintf(cmd, sizeof cmd,
-             "tmux new-session -d -s %s -x 160 -y 50 \"%s chat -m %s --temp 0 -c 64 -t 1; echo CHAT-EXITED; sleep 30\"",
-             t.name, bin, small);
+             "tmux -L %s new-session -d -s %s -x 160 -y 50 \"%s chat -m %s --temp 0 -c 64 -t 1; echo CHAT-EXITED; sleep 30\"",
+             t.name, t.name, bin, small);
     assert_int_equal(system(cmd), 0);
     char *s = wait_for(&t, "> ", 1, 20);
     free(s);
@@ -326,15 +329,15 @@ static void test_chat_in_terminal(void **state) {
     keys(&t, "/exit Enter");
     s = wait_for(&t, "CHAT-EXITED", 1, 10);
     free(s);
-    snprintf(cmd, sizeof cmd, "tmux kill-session -t %s", t.name);
+    snprintf(cmd, sizeof cmd, "tmux -L %s kill-session -t %s", t.name, t.name);
     if (system(cmd) != 0) print_message("tmux kill-session failed\n");
 
     /* a long reply interrupted with Ctrl-C: the session goes on; /clear; thinking hidden */
     snprintf(t.name, sizeof t.name, "tern-test-%ld-b", (long)getpid());
     snprintf(cmd, sizeof cmd,
-             "tmux new-session -d -s %s -x 160 -y 50 \"%s chat -m %s --chat-template chatml --temp 0 -c 4096 -t 1; "
+             "tmux -L %s new-session -d -s %s -x 160 -y 50 \"%s chat -m %s --chat-template chatml --temp 0 -c 4096 -t 1; "
              "echo CHAT-EXITED; sleep 30\"",
-             t.name, bin, model);
+             t.name, t.name, bin, model);
     assert_int_equal(system(cmd), 0);
     s = wait_for(&t, "> ", 1, 20);
     free(s);
@@ -362,7 +365,7 @@ static void test_chat_in_terminal(void **state) {
     keys(&t, "/exit Enter");
     s = wait_for(&t, "CHAT-EXITED", 1, 10);
     free(s);
-    snprintf(cmd, sizeof cmd, "tmux kill-session -t %s", t.name);
+    snprintf(cmd, sizeof cmd, "tmux -L %s kill-session -t %s", t.name, t.name);
     if (system(cmd) != 0) print_message("tmux kill-session failed\n");
 }
 
