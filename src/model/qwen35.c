@@ -648,9 +648,12 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         /* one pool job for qkv + gate (quantised rotated h) and alpha + beta (f32 h): one barrier
          * less per GDN layer; every row is the same kern_matmul call as in separate jobs */
         const kern_act af = {.x = ws->xb, .q = NULL, .K = D, .ncols = n, .mode = KQ_F32};
-        const kern_act *acts[4] = {&a, &a, &af, &af};
-        const kern_w *w4[4] = {&QL->attn_qkv, &QL->attn_gate, &QL->ssm_alpha, &QL->ssm_beta};
-        float *y4[4] = {w->qkv, w->z, w->ga, w->gb};
+        /* order alpha, qkv, beta, gate: the rows split evenly, so with 2 threads each thread
+         * gets one of the two BF16 weights (10 KB a row, 7.5 PQ2_0 rows' bytes) instead of the
+         * second thread both */
+        const kern_act *acts[4] = {&af, &a, &af, &a};
+        const kern_w *w4[4] = {&QL->ssm_alpha, &QL->attn_qkv, &QL->ssm_beta, &QL->attn_gate};
+        float *y4[4] = {w->ga, w->qkv, w->gb, w->z};
         project_multi(m->pool, 4, acts, w4, y4);
     } else {
         const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};

@@ -521,6 +521,80 @@ static void mm_f32_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
     }
 }
 
+/* F16 and BF16 weights (every mode: the float path), the reference's math (ref.c ref_row_float):
+ * acc[k % 16] = fmaf(w_k, x_k, acc[k % 16]) with x_k rounded to bf16 first for BF16 weights
+ * (f32_to_bf16: nearest-even, NaN quieted), then kern_lane_reduce. Lanes 0-7 and 8-15 of each
+ * 16-chunk are the two ymm accumulators (vfmadd is the fused fmaf); a K % 16 tail is done lane by
+ * lane with fmaf (-mfma: one vfmadd), so the result is bit-identical to ref. Before this path the
+ * Qwen3.5 GDN alpha/beta projections (2 x 48 x 5120 BF16 per layer) ran ref's scalar loop, one
+ * libm fmaf call per weight: ~2 ms of each decode layer on one thread (bench/RESULTS.md "q35"). */
+static inline __m256 bf16_round8(__m256 x) {
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i mag = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+    const __m256i nan = _mm256_cmpgt_epi32(mag, _mm256_set1_epi32(0x7f800000));
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+    const __m256i rn = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd), hi);
+    const __m256i qn = _mm256_or_si256(_mm256_and_si256(u, hi), _mm256_set1_epi32(0x400000));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(rn, qn, nan));
+}
+
+static inline __m256 half8_load(const uint16_t *p, bool bf16) {
+    const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
+    if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return _mm256_cvtph_ps(h);
+}
+
+static void mm_half_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const bool bf16 = w->type == QT_BF16;
+    const int64_t K = w->n_in, K16 = K & ~(int64_t)15;
+    for (int c = 0; c < a->ncols; c++) {
+        const float *x = a->x + (int64_t)c * K;
+        int64_t r = r0;
+        for (; r + 2 <= r1; r += 2) {   /* two rows share each activation load and rounding */
+            const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K, *w1 = w0 + K;
+            __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+            for (int64_t k = 0; k < K16; k += 16) {
+                __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
+                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
+                lo0 = _mm256_fmadd_ps(half8_load(w0 + k, bf16), xl, lo0);
+                hi0 = _mm256_fmadd_ps(half8_load(w0 + k + 8, bf16), xh, hi0);
+                lo1 = _mm256_fmadd_ps(half8_load(w1 + k, bf16), xl, lo1);
+                hi1 = _mm256_fmadd_ps(half8_load(w1 + k + 8, bf16), xh, hi1);
+            }
+            float acc0[16], acc1[16];
+            _mm256_storeu_ps(acc0, lo0); _mm256_storeu_ps(acc0 + 8, hi0);
+            _mm256_storeu_ps(acc1, lo1); _mm256_storeu_ps(acc1 + 8, hi1);
+            for (int64_t k = K16; k < K; k++) {
+                const float xv = bf16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
+                acc0[k & 15] = fmaf(bf16 ? bf16_to_f32(w0[k]) : fp16_to_f32(w0[k]), xv, acc0[k & 15]);
+                acc1[k & 15] = fmaf(bf16 ? bf16_to_f32(w1[k]) : fp16_to_f32(w1[k]), xv, acc1[k & 15]);
+            }
+            m->y[c * m->ldy + r] = kern_lane_reduce(acc0);
+            m->y[c * m->ldy + r + 1] = kern_lane_reduce(acc1);
+        }
+        for (; r < r1; r++) {
+            const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K;
+            __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0;
+            for (int64_t k = 0; k < K16; k += 16) {
+                __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
+                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
+                lo0 = _mm256_fmadd_ps(half8_load(w0 + k, bf16), xl, lo0);
+                hi0 = _mm256_fmadd_ps(half8_load(w0 + k + 8, bf16), xh, hi0);
+            }
+            float acc0[16];
+            _mm256_storeu_ps(acc0, lo0); _mm256_storeu_ps(acc0 + 8, hi0);
+            for (int64_t k = K16; k < K; k++) {
+                const float xv = bf16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
+                acc0[k & 15] = fmaf(bf16 ? bf16_to_f32(w0[k]) : fp16_to_f32(w0[k]), xv, acc0[k & 15]);
+            }
+            m->y[c * m->ldy + r] = kern_lane_reduce(acc0);
+        }
+    }
+}
+
 /* Block types in f32 mode (the reference math): each block is decoded once per (row, column
  * tile) by the shared scalar decoder (kern_block_int, any layout), w_k = (float)t_k * d exactly as
  * ref, then the 16-lane fmaf order with two ymm accumulators per column (lanes 0-7 and 8-15:
@@ -568,6 +642,8 @@ const kern_table kern_table_avx2 = {
         [KT_Q1_0] = {NULL, NULL, mm_block_f32mode},
         [KT_Q8_0] = {NULL, NULL, mm_block_f32mode},
         [KT_F32] = {mm_f32_float, mm_f32_float, mm_f32_float},
+        [KT_F16] = {mm_half_float, mm_half_float, mm_half_float},
+        [KT_BF16] = {mm_half_float, mm_half_float, mm_half_float},
     },
 };
 
