@@ -41,8 +41,12 @@ wrap() { # wrap <cpu>: prints the wrapper path
 # (TERN_TEST_FILTER) instead - stories260K greedy (F32, once), the tiny PQ2_0 qwen3 greedy in
 # ggml numerics (once: 80 s emulated), the tiny qwen35 PQ2_0 first-8 logits in ggml numerics
 # (per forced path): all compared with the official runtime's golden outputs.
-# tok (no ISA-specific code, 90 s emulated) stays out to keep the CI step bounded.
-heavy='golden|model|qwen35|tok'
+# tok (no ISA-specific code, 90 s emulated) stays out to keep the CI step bounded, and so do the
+# suites that drive whole programs or many model runs without ISA-specific code of their own:
+# spec (greedy equality over three models and many prompts), cli (one emulated tern process per
+# option case), chat and server_http (emulated model servers): together they took the first
+# pass past the CI step's 900 s. They run natively and under ASan in the other CI steps.
+heavy='golden|model|qwen35|tok|spec|cli|chat|server_http'
 if [ $# -gt 0 ]; then
     all_suites="$*"
     isa_suites="$*"
