@@ -15,6 +15,7 @@
 
 #include "core/core.h"
 #include "kernels/kernels.h"
+#include "runtime/membw.h"
 #include "runtime/pool.h"
 
 #include <cjson/cJSON.h>
@@ -60,28 +61,6 @@ static void emit(const bk_opts *o, cJSON *j, const char *text) {
 /* ---- bandwidth ------------------------------------------------------------------------------ */
 typedef struct { const uint64_t *buf; uint64_t sink[64 * 8]; } bw_ctx;
 
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) static uint64_t sum_avx2(const uint64_t *p, int64_t n) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i + 16 <= n; i += 16) {
-        a0 = _mm256_add_epi64(a0, _mm256_load_si256((const __m256i *)(const void *)(p + i)));
-        a1 = _mm256_add_epi64(a1, _mm256_load_si256((const __m256i *)(const void *)(p + i + 4)));
-        a2 = _mm256_add_epi64(a2, _mm256_load_si256((const __m256i *)(const void *)(p + i + 8)));
-        a3 = _mm256_add_epi64(a3, _mm256_load_si256((const __m256i *)(const void *)(p + i + 12)));
-    }
-    a0 = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
-    uint64_t t[4];
-    _mm256_storeu_si256((__m256i *)(void *)t, a0);
-    return t[0] + t[1] + t[2] + t[3];
-}
-#endif
-
-static uint64_t sum_plain(const uint64_t *p, int64_t n) {
-    uint64_t a = 0, b = 0, c = 0, d = 0;
-    for (int64_t i = 0; i + 4 <= n; i += 4) { a += p[i]; b += p[i + 1]; c += p[i + 2]; d += p[i + 3]; }
-    return a + b + c + d;
-}
-
 /* Busy time: each job records its own thread's CPU time (CLOCK_THREAD_CPUTIME_ID); a job's busy
  * time is the slowest thread's. On a shared, oversubscribed machine this removes the time a
  * thread sat preempted (it keeps the slowdown from other programs' memory traffic). */
@@ -101,11 +80,7 @@ static bool g_avx2;
 static void job_bw(void *ctx, int64_t i0, int64_t i1, int ith) {
     const double c0 = thread_cpu_s();
     bw_ctx *c = ctx;
-#if defined(__x86_64__)
-    c->sink[ith * 8] += g_avx2 ? sum_avx2(c->buf + i0, i1 - i0) : sum_plain(c->buf + i0, i1 - i0);
-#else
-    c->sink[ith * 8] += sum_plain(c->buf + i0, i1 - i0);
-#endif
+    c->sink[ith * 8] += membw_sum(c->buf + i0, i1 - i0, g_avx2);
     g_busy[ith] = thread_cpu_s() - c0;
 }
 

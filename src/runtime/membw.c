@@ -34,6 +34,14 @@ static uint64_t sum_plain(const uint64_t *p, int64_t n) {
     return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
 }
 
+uint64_t membw_sum(const uint64_t *p, int64_t n, bool avx2) {
+#if defined(__x86_64__)
+    if (avx2) return sum_avx2(p, n);
+#endif
+    (void)avx2;
+    return sum_plain(p, n);
+}
+
 typedef struct {
     const uint64_t *buf;
     bool avx2;
@@ -43,13 +51,7 @@ typedef struct {
 /* Items are 64-byte lines. */
 static void job_read(void *ctx, int64_t i0, int64_t i1, int ith) {
     membw_job *j = ctx;
-    uint64_t s;
-#if defined(__x86_64__)
-    if (j->avx2) s = sum_avx2(j->buf + i0 * 8, (i1 - i0) * 8);
-    else
-#endif
-        s = sum_plain(j->buf + i0 * 8, (i1 - i0) * 8);
-    j->sums[(ith & 63) * 8] += s;
+    j->sums[(ith & 63) * 8] += membw_sum(j->buf + i0 * 8, (i1 - i0) * 8, j->avx2);
 }
 
 int membw_read_gbs(tern_pool *pool, size_t bytes, int reps, double *gbs, tern_err *err) {
