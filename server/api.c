@@ -160,29 +160,58 @@ char *api_tools_block(const char *tools_json) {
 
 /* ---- request parsing --------------------------------------------------------------------------- */
 
+/* What a JSON value is, for "got ..." in messages: "null", "a string", "an array", ... */
+static const char *json_kind(const cJSON *v) {
+    if (!v) return "nothing";
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsBool(v)) return cJSON_IsTrue(v) ? "true" : "false";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsArray(v)) return "an array";
+    return "an object";
+}
+
 static const cJSON *field(const cJSON *root, const char *name) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
     return cJSON_IsNull(f) ? NULL : f;                /* null means "not given" */
 }
 
-static bool get_number(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
+/* v as a JSON reader would write it back: an integer as all its digits (never 1e+11), anything
+ * else in the fewest digits that read back to the same double. Into buf (32 bytes). */
+static const char *num_text(double v, char buf[32]) {
+    if (v == floor(v) && fabs(v) < 1e18) snprintf(buf, 32, "%.0f", v);
+    else {
+        snprintf(buf, 32, "%.15g", v);
+        if (strtod(buf, NULL) != v) snprintf(buf, 32, "%.17g", v);
+    }
+    return buf;
+}
+
+/* A number field in [lo, hi] (an integer when integer): the message says what, expected and got. */
+static bool get_num(const cJSON *root, const char *name, bool integer, double lo, double hi, double *out, srv_error *e) {
     const cJSON *f = field(root, name);
     if (!f) return true;
-    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
-        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be a number", name);
+    const char *what = integer ? "an integer" : "a number";
+    char a[32], b[32], g[32];
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || (integer && f->valuedouble != floor(f->valuedouble))) {
+        const bool num = cJSON_IsNumber(f);
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be %s in [%s, %s], got %s%s", name, what,
+                        num_text(lo, a), num_text(hi, b), num ? "" : json_kind(f),
+                        num ? num_text(f->valuedouble, g) : "");
+    }
     if (f->valuedouble < lo || f->valuedouble > hi)
-        return srv_fail(e, 400, "invalid_request_error", name, "'%s' is %g, expected a value in [%g, %g]", name,
-                        f->valuedouble, lo, hi);
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be %s in [%s, %s], got %s", name, what,
+                        num_text(lo, a), num_text(hi, b), num_text(f->valuedouble, g));
     *out = f->valuedouble;
     return true;
 }
 
+static bool get_number(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
+    return get_num(root, name, false, lo, hi, out, e);
+}
+
 static bool get_int(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
-    const cJSON *f = field(root, name);
-    if (!f) return true;
-    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || f->valuedouble != floor(f->valuedouble))
-        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be an integer", name);
-    return get_number(root, name, lo, hi, out, e);
+    return get_num(root, name, true, lo, hi, out, e);
 }
 
 static bool get_bool(const cJSON *root, const char *name, bool *out, srv_error *e) {

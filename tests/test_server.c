@@ -264,6 +264,44 @@ static void expect_400(srv_kind kind, const char *body, const char *param) {
     free(js);
 }
 
+/* As expect_400, and the message is exactly `message`. */
+static void expect_400_msg(srv_kind kind, const char *body, const char *param, const char *message) {
+    expect_400(kind, body, param);
+    srv_request r;
+    srv_error e;
+    assert_false(api_parse_request(kind, body, strlen(body), &r, &e));
+    if (strcmp(e.message, message) != 0) fail_msg("body %s:\n  message '%s'\n expected '%s'", body, e.message, message);
+}
+
+/* Numbers in messages are written as the client would write them: integers with all their
+ * digits (99999999999, not 1e+11; the limit 2147483647, not 2.14748e+09), fractions in the
+ * fewest digits that read back (0.1, 2.5). */
+static void test_request_number_messages(void **state) {
+    (void)state;
+    const char *m = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
+    struct { const char *extra, *param, *message; } cases[] = {
+        {"\"max_tokens\": 99999999999", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got 99999999999"},
+        {"\"max_completion_tokens\": -2", "max_completion_tokens",
+         "'max_completion_tokens' must be an integer in [-1, 2147483647], got -2"},
+        {"\"top_k\": 10000000000", "top_k", "'top_k' must be an integer in [0, 1000000000], got 10000000000"},
+        {"\"top_k\": 2.5", "top_k", "'top_k' must be an integer in [0, 1000000000], got 2.5"},
+        {"\"repeat_last_n\": 1000001", "repeat_last_n", "'repeat_last_n' must be an integer in [0, 1000000], got 1000001"},
+        {"\"seed\": 100000000000000000", "seed",
+         "'seed' must be an integer in [-9007199254740992, 9007199254740992], got 100000000000000000"},
+        {"\"temperature\": 2.5", "temperature", "'temperature' must be a number in [0, 2], got 2.5"},
+        {"\"top_p\": 1.1", "top_p", "'top_p' must be a number in [0, 1], got 1.1"},
+        {"\"repeat_penalty\": 0.0001", "repeat_penalty", "'repeat_penalty' must be a number in [0.001, 100], got 0.0001"},
+        {"\"temperature\": \"hot\"", "temperature", "'temperature' must be a number in [0, 2], got a string"},
+        {"\"max_tokens\": null, \"n\": 2", "n", "'n' must be an integer in [1, 1], got 2"},
+        {"\"max_tokens\": [5]", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got an array"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{%s, %s}", m, cases[i].extra);
+        expect_400_msg(SRV_CHAT, body, cases[i].param, cases[i].message);
+    }
+}
+
 static void test_request_errors(void **state) {
     (void)state;
     expect_400(SRV_CHAT, "{\"messages\": [", "");
@@ -431,6 +469,7 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_tool_calls),
         cmocka_unit_test(test_utf8_repair),
         cmocka_unit_test(test_request_errors),
+        cmocka_unit_test(test_request_number_messages),
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_tools_block_and_history),
         cmocka_unit_test(test_response_shapes),
