@@ -214,17 +214,23 @@ static bool get_int(const cJSON *root, const char *name, double lo, double hi, d
     return get_num(root, name, true, lo, hi, out, e);
 }
 
-static bool get_bool(const cJSON *root, const char *name, bool *out, srv_error *e) {
+/* "'PARAM' must be EXPECTED, got KIND" (400, the field in e->param); returns false. */
+static bool bad_type(srv_error *e, const char *param, const char *expected, const cJSON *got) {
+    return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be %s, got %s", param, expected, json_kind(got));
+}
+
+/* A boolean field of root; path names it in errors ("stream", "stream_options.include_usage"). */
+static bool get_bool(const cJSON *root, const char *name, const char *path, bool *out, srv_error *e) {
     const cJSON *f = field(root, name);
     if (!f) return true;
-    if (!cJSON_IsBool(f)) return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be true or false", name);
+    if (!cJSON_IsBool(f)) return bad_type(e, path, "true or false", f);
     *out = cJSON_IsTrue(f);
     return true;
 }
 
 /* Message content: a string, null, or an array of {"type":"text","text":...} parts. */
 static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
-    char param[48];
+    char param[64];
     snprintf(param, sizeof param, "messages[%d].content", i);
     const cJSON *c = field(msg, "content");
     if (!c) {
@@ -235,13 +241,24 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
         *out = strdup(c->valuestring);
         return *out ? true : srv_fail(e, 500, "server_error", NULL, "out of memory");
     }
-    if (!cJSON_IsArray(c)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a string or an array of text parts", param);
+    if (!cJSON_IsArray(c)) return bad_type(e, param, "a string, null or an array of text parts", c);
     size_t n = 0;
-    for (const cJSON *p = c->child; p; p = p->next) {
+    int k = 0;
+    for (const cJSON *p = c->child; p; p = p->next, k++) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(p, "text");
-        if (!cJSON_IsObject(p) || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !cJSON_IsString(text))
-            return srv_fail(e, 400, "invalid_request_error", param, "'%s': only parts {\"type\": \"text\", \"text\": string} are supported", param);
+        char pk[64];
+        snprintf(pk, sizeof pk, "messages[%d].content[%d]", i, k);
+        if (!cJSON_IsObject(p)) return bad_type(e, pk, "a text part {\"type\": \"text\", \"text\": string}", p);
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+            return srv_fail(e, 400, "invalid_request_error", pk,
+                            "'%s' must be a text part {\"type\": \"text\", \"text\": string}, got type %s%.40s%s", pk,
+                            cJSON_IsString(type) ? "'" : "", cJSON_IsString(type) ? type->valuestring : json_kind(type),
+                            cJSON_IsString(type) ? "'" : "");
+        if (!cJSON_IsString(text)) {
+            snprintf(pk, sizeof pk, "messages[%d].content[%d].text", i, k);
+            return bad_type(e, pk, "a string", text);
+        }
         n += strlen(text->valuestring);
     }
     char *s = malloc(n + 1);
@@ -261,20 +278,22 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
 static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error *e) {
     const cJSON *calls = field(msg, "tool_calls");
     if (!calls) return true;
-    char param[48];
+    char param[64];
     snprintf(param, sizeof param, "messages[%d].tool_calls", i);
-    if (!cJSON_IsArray(calls)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be an array", param);
+    if (!cJSON_IsArray(calls)) return bad_type(e, param, "an array of tool calls", calls);
     char *buf = NULL;
     size_t n = 0, cap = 0;
     bool ok = pj_add(&buf, &n, &cap, *content, strlen(*content));
     bool first = true;
-    for (const cJSON *c = calls->child; ok && c; c = c->next) {
+    int k = 0;
+    for (const cJSON *c = calls->child; ok && c; c = c->next, k++) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
         if (!cJSON_IsString(name)) {
             free(buf);
-            return srv_fail(e, 400, "invalid_request_error", param, "'%s': each call needs function.name", param);
+            snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.name", i, k);
+            return bad_type(e, param, "a string", name);
         }
         const char *sep = first ? (strlen(*content) ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=")
                                 : "\n<tool_call>\n<function=";
@@ -303,8 +322,8 @@ static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error
 
 static bool parse_messages(const cJSON *root, srv_request *r, srv_error *e) {
     const cJSON *msgs = field(root, "messages");
-    if (!msgs) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' is required");
-    if (!cJSON_IsArray(msgs)) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must be an array");
+    if (!msgs) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' is required: an array of {\"role\", \"content\"} objects");
+    if (!cJSON_IsArray(msgs)) return bad_type(e, "messages", "an array of {\"role\", \"content\"} objects", msgs);
     const int n = cJSON_GetArraySize(msgs);
     if (n == 0) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must not be empty");
     if (n > SRV_MAX_MESSAGES) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' has %d entries, at most %d", n, SRV_MAX_MESSAGES);
@@ -313,16 +332,19 @@ static bool parse_messages(const cJSON *root, srv_request *r, srv_error *e) {
     if (!r->msgs || !r->trusted) return srv_fail(e, 500, "server_error", NULL, "out of memory");
     int i = 0;
     for (const cJSON *m = msgs->child; m; m = m->next, i++) {
-        char param[48];
+        char param[64];
+        snprintf(param, sizeof param, "messages[%d]", i);
+        if (!cJSON_IsObject(m)) return bad_type(e, param, "an object with 'role' and 'content'", m);
         snprintf(param, sizeof param, "messages[%d].role", i);
-        if (!cJSON_IsObject(m)) return srv_fail(e, 400, "invalid_request_error", param, "'messages[%d]' must be an object", i);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        if (!cJSON_IsString(role)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a string", param);
+        if (!cJSON_IsString(role))
+            return bad_type(e, param, "one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\"", role);
         const char *rs = role->valuestring;
         if (!strcmp(rs, "developer")) rs = "system";      /* OpenAI's newer name for system */
         if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool"))
             return srv_fail(e, 400, "invalid_request_error", param,
-                            "'%s' is '%.40s', expected system, developer, user, assistant or tool", param, role->valuestring);
+                            "'%s' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got '%.40s'",
+                            param, role->valuestring);
         char *content = NULL;
         if (!get_content(m, i, &content, e)) return false;
         r->msgs[r->n_msgs].role = strdup(rs);
@@ -338,15 +360,28 @@ static bool parse_tools(const cJSON *root, srv_request *r, srv_error *e) {
     const cJSON *tools = field(root, "tools");
     const cJSON *choice = field(root, "tool_choice");
     if (!tools) return true;
-    if (!cJSON_IsArray(tools)) return srv_fail(e, 400, "invalid_request_error", "tools", "'tools' must be an array");
+    if (!cJSON_IsArray(tools)) return bad_type(e, "tools", "an array of {\"type\": \"function\", \"function\": {...}}", tools);
     int i = 0;
     for (const cJSON *t = tools->child; t; t = t->next, i++) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsObject(fn) || !cJSON_IsString(name))
-            return srv_fail(e, 400, "invalid_request_error", "tools",
-                            "'tools[%d]' must be {\"type\": \"function\", \"function\": {\"name\": string, ...}}", i);
+        char pt[64];
+        snprintf(pt, sizeof pt, "tools[%d]", i);
+        if (!cJSON_IsObject(t)) return bad_type(e, pt, "an object {\"type\": \"function\", \"function\": {...}}", t);
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function")) {
+            snprintf(pt, sizeof pt, "tools[%d].type", i);
+            return cJSON_IsString(type) ? srv_fail(e, 400, "invalid_request_error", pt, "'%s' must be \"function\", got '%.40s'", pt, type->valuestring)
+                                        : bad_type(e, pt, "\"function\"", type);
+        }
+        if (!cJSON_IsObject(fn)) {
+            snprintf(pt, sizeof pt, "tools[%d].function", i);
+            return bad_type(e, pt, "an object with 'name'", fn);
+        }
+        if (!cJSON_IsString(name)) {
+            snprintf(pt, sizeof pt, "tools[%d].function.name", i);
+            return bad_type(e, pt, "a string", name);
+        }
     }
     if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return true;
     if (i == 0) return true;
@@ -393,13 +428,18 @@ static bool parse_stop(const cJSON *root, srv_request *r, srv_error *e) {
             return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' has %d strings, at most %d", cJSON_GetArraySize(stop), SRV_MAX_STOP);
         one = stop->child;
     } else if (!cJSON_IsString(stop)) {
-        return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' must be a string or an array of strings");
+        return bad_type(e, "stop", "a string or an array of strings", stop);
     }
-    for (; one; one = cJSON_IsArray(stop) ? one->next : NULL) {
-        if (!cJSON_IsString(one)) return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' must contain only strings");
+    int k = 0;
+    for (; one; one = cJSON_IsArray(stop) ? one->next : NULL, k++) {
+        char ps[24];
+        if (cJSON_IsArray(stop)) snprintf(ps, sizeof ps, "stop[%d]", k);
+        else snprintf(ps, sizeof ps, "stop");
+        if (!cJSON_IsString(one)) return bad_type(e, ps, "a string", one);
         size_t l = strlen(one->valuestring);
         if (l == 0) continue;                         /* an empty stop string matches nothing */
-        if (l > SRV_MAX_STOP_LEN) return srv_fail(e, 400, "invalid_request_error", "stop", "a stop string is %zu bytes, at most %d", l, SRV_MAX_STOP_LEN);
+        if (l > SRV_MAX_STOP_LEN)
+            return srv_fail(e, 400, "invalid_request_error", ps, "'%s' must be at most %d bytes, got %zu", ps, SRV_MAX_STOP_LEN, l);
         r->stop[r->n_stop] = strdup(one->valuestring);
         if (!r->stop[r->n_stop]) return srv_fail(e, 500, "server_error", NULL, "out of memory");
         r->n_stop++;
@@ -420,11 +460,11 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
         goto done;
     }
     if (!cJSON_IsObject(root)) {
-        srv_fail(e, 400, "invalid_request_error", NULL, "the request body must be a JSON object");
+        srv_fail(e, 400, "invalid_request_error", NULL, "the request body must be a JSON object, got %s", json_kind(root));
         goto done;
     }
     const cJSON *model = field(root, "model");
-    if (model && !cJSON_IsString(model)) { srv_fail(e, 400, "invalid_request_error", "model", "'model' must be a string"); goto done; }
+    if (model && !cJSON_IsString(model)) { bad_type(e, "model", "a string", model); goto done; }
     if (model && !(r->model = api_utf8_dup(model->valuestring, strlen(model->valuestring)))) goto oom;
 
     double v = -1;
@@ -455,7 +495,7 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
     d = 1;
     if (!get_int(root, "n", 1, 1, &d, e)) goto done;
     if (kind == SRV_CHAT) {                           /* logprobs: bool, top_logprobs: 0..20 */
-        if (!get_bool(root, "logprobs", &r->logprobs, e)) goto done;
+        if (!get_bool(root, "logprobs", "logprobs", &r->logprobs, e)) goto done;
         d = 0;
         if (!get_int(root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &d, e)) goto done;
         if (field(root, "top_logprobs") && !r->logprobs) {
@@ -469,23 +509,23 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
         r->logprobs = d >= 0;
         r->top_logprobs = d >= 0 ? (int)d : 0;
     }
-    if (!get_bool(root, "stream", &r->stream, e)) goto done;
+    if (!get_bool(root, "stream", "stream", &r->stream, e)) goto done;
     const cJSON *so = field(root, "stream_options");
-    if (so && !cJSON_IsObject(so)) { srv_fail(e, 400, "invalid_request_error", "stream_options", "'stream_options' must be an object"); goto done; }
-    if (so && !get_bool(so, "include_usage", &r->include_usage, e)) goto done;
+    if (so && !cJSON_IsObject(so)) { bad_type(e, "stream_options", "an object", so); goto done; }
+    if (so && !get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e)) goto done;
     if (!parse_stop(root, r, e)) goto done;
 
     if (kind == SRV_CHAT) {
         const cJSON *kw = field(root, "chat_template_kwargs");
-        if (kw && !cJSON_IsObject(kw)) { srv_fail(e, 400, "invalid_request_error", "chat_template_kwargs", "'chat_template_kwargs' must be an object"); goto done; }
-        if (kw && !get_bool(kw, "enable_thinking", &r->enable_thinking, e)) goto done;
+        if (kw && !cJSON_IsObject(kw)) { bad_type(e, "chat_template_kwargs", "an object", kw); goto done; }
+        if (kw && !get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &r->enable_thinking, e)) goto done;
         if (!parse_messages(root, r, e)) goto done;
         if (!parse_tools(root, r, e)) goto done;
     } else {
         const cJSON *p = field(root, "prompt");
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
-        if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required"); goto done; }
-        if (!cJSON_IsString(p)) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' must be a string"); goto done; }
+        if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required: a string"); goto done; }
+        if (!cJSON_IsString(p)) { bad_type(e, "prompt", "a string (or an array of one string)", p); goto done; }
         if (!(r->prompt = strdup(p->valuestring))) goto oom;
     }
     ok = true;

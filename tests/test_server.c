@@ -302,6 +302,56 @@ static void test_request_number_messages(void **state) {
     }
 }
 
+/* A value of the wrong type, at any depth, is named by its path (messages[0], not messages[0].role,
+ * for a null message), with what was expected and what came (its JSON kind). */
+static void test_request_element_types(void **state) {
+    (void)state;
+    struct { srv_kind kind; const char *body, *param, *message; } cases[] = {
+        {SRV_CHAT, "{\"messages\": [null]}", "messages[0]", "'messages[0]' must be an object with 'role' and 'content', got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, \"hi\"]}", "messages[1]",
+         "'messages[1]' must be an object with 'role' and 'content', got a string"},
+        {SRV_CHAT, "{\"messages\": [[]]}", "messages[0]", "'messages[0]' must be an object with 'role' and 'content', got an array"},
+        {SRV_CHAT, "{\"messages\": null}", "messages", "'messages' is required: an array of {\"role\", \"content\"} objects"},
+        {SRV_CHAT, "{\"messages\": {\"role\": \"user\"}}", "messages",
+         "'messages' must be an array of {\"role\", \"content\"} objects, got an object"},
+        {SRV_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role",
+         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got nothing"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": 1, \"content\": \"x\"}]}", "messages[0].role",
+         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got a number"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "messages[0].role",
+         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got 'wizard'"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": true}]}", "messages[0].content",
+         "'messages[0].content' must be a string, null or an array of text parts, got true"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, null]}]}",
+         "messages[0].content[1]", "'messages[0].content[1]' must be a text part {\"type\": \"text\", \"text\": string}, got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content[0]",
+         "'messages[0].content[0]' must be a text part {\"type\": \"text\", \"text\": string}, got type 'image_url'"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": 5}]}]}",
+         "messages[0].content[0].text", "'messages[0].content[0].text' must be a string, got a number"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": {}}]}]}",
+         "messages[0].tool_calls[0].function.name", "'messages[0].tool_calls[0].function.name' must be a string, got nothing"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": 3}]}", "messages[0].tool_calls",
+         "'messages[0].tool_calls' must be an array of tool calls, got a number"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stop\": [\"a\", null]}", "stop[1]",
+         "'stop[1]' must be a string, got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [null]}", "tools[0]",
+         "'tools[0]' must be an object {\"type\": \"function\", \"function\": {...}}, got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": \"retrieval\"}]}", "tools[0].type",
+         "'tools[0].type' must be \"function\", got 'retrieval'"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": \"yes\"}", "stream",
+         "'stream' must be true or false, got a string"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": {\"include_usage\": 1}}",
+         "stream_options.include_usage", "'stream_options.include_usage' must be true or false, got a number"},
+        {SRV_COMPLETION, "{\"prompt\": null}", "prompt", "'prompt' is required: a string"},
+        {SRV_COMPLETION, "{\"prompt\": {}}", "prompt", "'prompt' must be a string (or an array of one string), got an object"},
+        {SRV_COMPLETION, "{\"prompt\": \"x\", \"model\": false}", "model", "'model' must be a string, got false"},
+        {SRV_COMPLETION, "[1, 2]", "", "the request body must be a JSON object, got an array"},
+        {SRV_COMPLETION, "null", "", "the request body must be a JSON object, got null"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_400_msg(cases[i].kind, cases[i].body, cases[i].param, cases[i].message);
+}
+
 static void test_request_errors(void **state) {
     (void)state;
     expect_400(SRV_CHAT, "{\"messages\": [", "");
@@ -312,7 +362,7 @@ static void test_request_errors(void **state) {
     expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "messages[0].role");
     expect_400(SRV_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role");
     expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages[0].content");
-    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content");
+    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content[0]");
     const char *m = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
     struct { const char *extra, *param; } cases[] = {
         {"\"temperature\": \"hot\"", "temperature"},
@@ -330,7 +380,7 @@ static void test_request_errors(void **state) {
         {"\"stream\": \"yes\"", "stream"},
         {"\"stream_options\": 3", "stream_options"},
         {"\"stop\": 5", "stop"},
-        {"\"stop\": [\"a\", 5]", "stop"},
+        {"\"stop\": [\"a\", 5]", "stop[1]"},
         {"\"stop\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]", "stop"},
         {"\"n\": 2", "n"},
         {"\"logprobs\": \"yes\"", "logprobs"},
@@ -341,8 +391,8 @@ static void test_request_errors(void **state) {
         {"\"top_logprobs\": 3", "top_logprobs"},
         {"\"presence_penalty\": 0.5", "presence_penalty"},
         {"\"model\": 7", "model"},
-        {"\"chat_template_kwargs\": {\"enable_thinking\": \"no\"}", "enable_thinking"},
-        {"\"tools\": [{\"type\": \"function\"}]", "tools"},
+        {"\"chat_template_kwargs\": {\"enable_thinking\": \"no\"}", "chat_template_kwargs.enable_thinking"},
+        {"\"tools\": [{\"type\": \"function\"}]", "tools[0].function"},
         {"\"tools\": {}", "tools"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -470,6 +520,7 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_utf8_repair),
         cmocka_unit_test(test_request_errors),
         cmocka_unit_test(test_request_number_messages),
+        cmocka_unit_test(test_request_element_types),
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_tools_block_and_history),
         cmocka_unit_test(test_response_shapes),

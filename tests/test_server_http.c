@@ -222,6 +222,7 @@ static void test_endpoints_and_errors(void **state) {
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"temperature\": \"hot\"}", NULL, 400, "temperature");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": []}", NULL, 400, "messages");
+    expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [null]}", NULL, 400, "messages[0]");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": -3}", NULL, 400, "max_tokens");
     /* body limit 4096 */
     char *big = malloc(8192);
