@@ -447,16 +447,135 @@ static bool parse_stop(const cJSON *root, srv_request *r, srv_error *e) {
     return true;
 }
 
+/* ---- JSON syntax errors: where cJSON stopped and why ----------------------------------------- */
+
+/* Lexical state of s[0..upto): inside a string (and where it opened), open arrays/objects. */
+typedef struct json_scan {
+    bool in_str;
+    size_t str_start;       /* offset of the opening quote of the current string */
+    int depth;              /* '[' and '{' not yet closed */
+} json_scan;
+
+static json_scan json_scan_to(const char *s, size_t upto) {
+    json_scan st = {0};
+    bool esc = false;
+    for (size_t i = 0; i < upto; i++) {
+        const char c = s[i];
+        if (st.in_str) {
+            if (esc) esc = false;
+            else if (c == '\\') esc = true;
+            else if (c == '"') st.in_str = false;
+        } else if (c == '"') {
+            st.in_str = true;
+            st.str_start = i;
+        } else if (c == '[' || c == '{') st.depth++;
+        else if ((c == ']' || c == '}') && st.depth > 0) st.depth--;
+    }
+    return st;
+}
+
+/* Parse s[0..n) into *root (NULL if cJSON refuses it) and return where cJSON stopped: the end
+ * of the value, or the offset of the byte it could not take (n - 1 when it ran off the end). */
+static size_t json_stop(const char *s, size_t n, cJSON **root) {
+    const char *end = NULL;
+    *root = cJSON_ParseWithLengthOpts(s, n, &end, false);
+    return end ? (size_t)(end - s) : 0;
+}
+
+static bool json_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+static int hex4(const char *s) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        const char c = s[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* "byte N (line L, column C)" of s[pos]; lines and columns count from 1, columns in bytes. */
+static const char *json_where(const char *s, size_t pos, char *buf, size_t n) {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < pos; i++) {
+        if (s[i] == '\n') line++, col = 1;
+        else col++;
+    }
+    snprintf(buf, n, "byte %zu (line %zu, column %zu)", pos, line, col);
+    return buf;
+}
+
+/* The 400 for a body cJSON refuses (stopped at pos) or leaves data after (trailing): says where
+ * (byte offset, line:column), what was found there and, for the cases a client can fix, what was
+ * expected: the end of the body inside a string or an unclosed array/object, nesting deeper than
+ * cJSON's limit, a lone UTF-16 surrogate escape. */
+static bool json_syntax_error(const char *body, size_t len, size_t pos, bool trailing, srv_error *e) {
+    static const char head[] = "the request body is not valid JSON: ";
+    char where[80], found[32];
+    size_t first = 0;
+    while (first < len && json_ws(body[first])) first++;
+    if (first == len) return srv_fail(e, 400, "invalid_request_error", NULL, "%sit is empty, expected a JSON object", head);
+    if (pos > len) pos = len;
+    const unsigned char c = pos < len ? (unsigned char)body[pos] : 0;
+    if (pos == len) snprintf(found, sizeof found, "the end of the body");
+    else if (c >= 0x20 && c < 0x7f) snprintf(found, sizeof found, "'%c'", c);
+    else snprintf(found, sizeof found, "byte 0x%02x", c);
+    if (trailing)
+        return srv_fail(e, 400, "invalid_request_error", NULL, "%sunexpected data after the JSON value at %s: found %s", head,
+                        json_where(body, pos, where, sizeof where), found);
+    const json_scan st = json_scan_to(body, pos);
+    if (!st.in_str && (c == '[' || c == '{') && st.depth >= CJSON_NESTING_LIMIT)
+        return srv_fail(e, 400, "invalid_request_error", NULL, "%sarrays and objects nested deeper than %d levels at %s", head,
+                        CJSON_NESTING_LIMIT, json_where(body, pos, where, sizeof where));
+    if (st.in_str && c == '\\' && pos + 6 <= len && body[pos + 1] == 'u') {
+        const int u = hex4(body + pos + 2);
+        if (u >= 0xd800 && u <= 0xdfff)
+            return srv_fail(e, 400, "invalid_request_error", NULL,
+                            "%sa lone UTF-16 surrogate \\u%.4s at %s: a high surrogate \\ud800-\\udbff must be followed by a "
+                            "low surrogate \\udc00-\\udfff, and a low one must follow a high one", head, body + pos + 2,
+                            json_where(body, pos, where, sizeof where));
+    }
+    /* cJSON looks for a string's closing quote first and stops just inside the opening one */
+    const json_scan all = json_scan_to(body, len);
+    if (all.in_str && pos == all.str_start + 1)
+        return srv_fail(e, 400, "invalid_request_error", NULL, "%sthe string that opens at %s is not closed before the end of the body (byte %zu)",
+                        head, json_where(body, all.str_start, where, sizeof where), len);
+    /* did it run off the end? the same bytes and one more space stop past the last byte */
+    bool ended = false;
+    char *more = malloc(len + 1);
+    if (more) {
+        memcpy(more, body, len);
+        more[len] = ' ';
+        cJSON *j;
+        ended = json_stop(more, len + 1, &j) >= len;
+        cJSON_Delete(j);
+        free(more);
+    }
+    if (ended)
+        return srv_fail(e, 400, "invalid_request_error", NULL,
+                        "%sthe body ends at %s before the value is complete (%d array%s or object%s still open)", head,
+                        json_where(body, len, where, sizeof where), all.depth, all.depth == 1 ? "" : "s", all.depth == 1 ? "" : "s");
+    return srv_fail(e, 400, "invalid_request_error", NULL, "%sat %s: found %s%s", head, json_where(body, pos, where, sizeof where),
+                    found, st.in_str ? " inside a string" : "");
+}
+
 bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->max_tokens = -1;
     r->enable_thinking = true;
     tern_sampler_params_default(&r->sp);
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    cJSON *root = NULL;
+    size_t end = json_stop(body, len, &root);
     bool ok = false;
     if (!root) {
-        srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid JSON");
+        json_syntax_error(body, len, end, false, e);
+        goto done;
+    }
+    while (end < len && json_ws(body[end])) end++;
+    if (end < len) {                                   /* cJSON stops after one value: refuse the rest */
+        json_syntax_error(body, len, end, true, e);
         goto done;
     }
     if (!cJSON_IsObject(root)) {

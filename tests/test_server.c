@@ -352,6 +352,44 @@ static void test_request_element_types(void **state) {
         expect_400_msg(cases[i].kind, cases[i].body, cases[i].param, cases[i].message);
 }
 
+/* Malformed JSON: the message says where (byte offset, line:column) and what was found there, or
+ * why: the end of the body inside a string or an open object, nesting deeper than cJSON's limit, a
+ * lone UTF-16 surrogate, data after the value. Offsets are counted here from the bodies. */
+static void test_request_json_syntax(void **state) {
+    (void)state;
+    static const char h[] = "the request body is not valid JSON: ";
+    char want[512];
+    struct { const char *body, *message; } cases[] = {
+        {"", "it is empty, expected a JSON object"},
+        {" \n ", "it is empty, expected a JSON object"},
+        {"{\"prompt\": ", "the body ends at byte 11 (line 1, column 12) before the value is complete (1 array or object still open)"},
+        {"{\"prompt\": [[\"x\", ", "the body ends at byte 18 (line 1, column 19) before the value is complete (3 arrays or objects still open)"},
+        {"{\"prompt\": \"abc", "the string that opens at byte 11 (line 1, column 12) is not closed before the end of the body (byte 15)"},
+        {"{\"prompt\": \"x\",\n \"max_tokens\": 5x}", "at byte 32 (line 2, column 17): found 'x'"},
+        {"{\"prompt\": \xff}", "at byte 11 (line 1, column 12): found byte 0xff"},
+        {"{\"prompt\": \"x\\qy\"}", "at byte 13 (line 1, column 14): found '\\' inside a string"},
+        {"{\"prompt\": \"a\\ud800b\"}", "a lone UTF-16 surrogate \\ud800 at byte 13 (line 1, column 14): a high surrogate "
+                                          "\\ud800-\\udbff must be followed by a low surrogate \\udc00-\\udfff, and a low one must follow a high one"},
+        {"{\"prompt\":\n\"\\udc00\"}", "a lone UTF-16 surrogate \\udc00 at byte 12 (line 2, column 2): a high surrogate "
+                                       "\\ud800-\\udbff must be followed by a low surrogate \\udc00-\\udfff, and a low one must follow a high one"},
+        {"{\"prompt\": \"x\"} {\"prompt\": \"y\"}", "unexpected data after the JSON value at byte 16 (line 1, column 17): found '{'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(want, sizeof want, "%s%s", h, cases[i].message);
+        expect_400_msg(SRV_COMPLETION, cases[i].body, "", want);
+    }
+    /* nesting: the bracket that would open level 1001 ({ then 999 [ are open before it) */
+    const int limit = 1000;
+    char *deep = malloc(16 + 2 * (size_t)limit);
+    strcpy(deep, "{\"a\": ");
+    const size_t at = strlen(deep) + (size_t)limit - 1;
+    for (int k = 0; k < limit + 5; k++) strcat(deep, "[");
+    snprintf(want, sizeof want, "%sarrays and objects nested deeper than %d levels at byte %zu (line 1, column %zu)", h, limit,
+             at, at + 1);
+    expect_400_msg(SRV_COMPLETION, deep, "", want);
+    free(deep);
+}
+
 static void test_request_errors(void **state) {
     (void)state;
     expect_400(SRV_CHAT, "{\"messages\": [", "");
@@ -521,6 +559,7 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_request_errors),
         cmocka_unit_test(test_request_number_messages),
         cmocka_unit_test(test_request_element_types),
+        cmocka_unit_test(test_request_json_syntax),
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_tools_block_and_history),
         cmocka_unit_test(test_response_shapes),

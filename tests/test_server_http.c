@@ -220,6 +220,10 @@ static void test_endpoints_and_errors(void **state) {
     expect_error(s, "GET", "/v1/nothing", NULL, NULL, 404, NULL);
     expect_error(s, "GET", "/v1/completions", NULL, NULL, 405, NULL);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\",\n \"max_tokens\": 5x}", NULL, &code);
+    if (code != 400 || !strstr(out, "\"the request body is not valid JSON: at byte 32 (line 2, column 17): found 'x'\""))
+        fail_msg("malformed JSON: status %d, %s", code, out);
+    free(out);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"temperature\": \"hot\"}", NULL, 400, "temperature");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": []}", NULL, 400, "messages");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [null]}", NULL, 400, "messages[0]");
