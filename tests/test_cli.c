@@ -223,6 +223,10 @@ static void test_values_out_of_range(void **state) {
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
+        /* large values and limits with all their digits (never 1e+11) */
+        {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
+        {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '99999999999'"},
+        {"bench", "-p 99999999999", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '99999999999'"},
     };
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
 }

@@ -42,13 +42,13 @@ static const opt_def *find(const opt_table *t, int n_t, const char *arg, size_t 
 /* What a value of d must be, e.g. "an integer in 1..8", into buf. */
 static const char *expected(const opt_def *d, char *buf, size_t n) {
     switch (d->kind) {
-    case OPT_INT: snprintf(buf, n, "an integer in %.15g..%.15g", d->lo, def_hi(d)); break;
+    case OPT_INT: snprintf(buf, n, "an integer in %.0f..%.0f", d->lo, def_hi(d)); break;   /* all digits, never 1e+11 */
     case OPT_FLOAT: snprintf(buf, n, "a number in %.15g..%.15g", d->lo, def_hi(d)); break;
     case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551615 or -1 (random)"); break;
     case OPT_TEXT: snprintf(buf, n, "text"); break;
     case OPT_PATH: snprintf(buf, n, "a path"); break;
     case OPT_LIST:
-        snprintf(buf, n, "a comma-separated list of at most %d integers in %.15g..%.15g", OPT_LIST_MAX, d->lo, def_hi(d));
+        snprintf(buf, n, "a comma-separated list of at most %d integers in %.0f..%.0f", OPT_LIST_MAX, d->lo, def_hi(d));
         break;
     case OPT_CHOICE: {
         size_t o = (size_t)snprintf(buf, n, "one of ");
@@ -185,8 +185,8 @@ void opts_help(FILE *f, const opt_table *t, int n_t) {
             const char *meta = d->meta ? d->meta : d->kind == OPT_CHOICE ? d->choices : NULL;
             snprintf(left, sizeof left, "%s%s%s", d->names, meta ? " " : "", meta ? meta : "");
             fprintf(f, "  %-24s%s%s", left, strlen(left) >= 24 ? " " : "", d->help);
-            if (d->kind == OPT_INT || d->kind == OPT_FLOAT || d->kind == OPT_LIST)
-                fprintf(f, " [%.15g..%.15g]", d->lo, def_hi(d));
+            if (d->kind == OPT_INT || d->kind == OPT_LIST) fprintf(f, " [%.0f..%.0f]", d->lo, def_hi(d));
+            else if (d->kind == OPT_FLOAT) fprintf(f, " [%.15g..%.15g]", d->lo, def_hi(d));
             fputc('\n', f);
         }
     fprintf(f, "  %-24s%s\n", "-h, --help", "this help");
