@@ -560,6 +560,51 @@ static bool json_syntax_error(const char *body, size_t len, size_t pos, bool tra
                     found, st.in_str ? " inside a string" : "");
 }
 
+/* ---- invalid UTF-8 in the request ------------------------------------------------------------ */
+
+/* Offset of the first byte of s[0..n) that does not start a valid UTF-8 sequence (NUL counts as
+ * invalid: it cuts C strings), or n. */
+static size_t utf8_bad_at(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        const size_t l = utf8_valid_len((const unsigned char *)s + i, n - i);
+        if (!l) return i;
+        i += l;
+    }
+    return n;
+}
+
+/* The first string of v (a member name or a string value, in document order) that is not valid
+ * UTF-8: 400 naming its JSON path (path: v's own, plen bytes used), the bad byte and its offset
+ * in the string. False if it found one. */
+static bool json_utf8_check(const cJSON *v, char *path, size_t cap, size_t plen, srv_error *e) {
+    if (cJSON_IsString(v) && v->valuestring) {
+        const size_t n = strlen(v->valuestring), at = utf8_bad_at(v->valuestring, n);
+        if (at < n)
+            return srv_fail(e, 400, "invalid_request_error", path, "'%s' is not valid UTF-8: byte 0x%02x at offset %zu of the string",
+                            path, (unsigned char)v->valuestring[at], at);
+        return true;
+    }
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v)) return true;
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+        size_t k;
+        if (cJSON_IsArray(v)) k = (size_t)snprintf(path + plen, cap - plen, "[%d]", i);
+        else {
+            const size_t n = strlen(c->string ? c->string : ""), at = utf8_bad_at(c->string ? c->string : "", n);
+            if (at < n) {
+                path[plen] = '\0';
+                return srv_fail(e, 400, "invalid_request_error", path,
+                                "a member name in %s%s%s is not valid UTF-8: byte 0x%02x at offset %zu of the name",
+                                plen ? "'" : "the body", path, plen ? "'" : "", (unsigned char)c->string[at], at);
+            }
+            k = (size_t)snprintf(path + plen, cap - plen, "%s%s", plen ? "." : "", c->string);
+        }
+        if (!json_utf8_check(c, path, cap, plen + k < cap ? plen + k : cap - 1, e)) return false;
+        path[plen] = '\0';
+    }
+    return true;
+}
+
 bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
@@ -580,6 +625,17 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
     }
     if (!cJSON_IsObject(root)) {
         srv_fail(e, 400, "invalid_request_error", NULL, "the request body must be a JSON object, got %s", json_kind(root));
+        goto done;
+    }
+    /* RFC 8259: JSON text is UTF-8; llama-server and vLLM refuse a body that is not (no text is
+     * silently changed). Strings first, to name the field; then any other byte of the body. */
+    char path[sizeof e->param] = "";
+    if (!json_utf8_check(root, path, sizeof path, 0, e)) goto done;
+    const size_t bad = utf8_bad_at(body, len);
+    if (bad < len) {
+        char where[80];
+        srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid UTF-8: byte 0x%02x at %s",
+                 (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
         goto done;
     }
     const cJSON *model = field(root, "model");

@@ -271,6 +271,10 @@ static void expect_400_msg(srv_kind kind, const char *body, const char *param, c
     srv_error e;
     assert_false(api_parse_request(kind, body, strlen(body), &r, &e));
     if (strcmp(e.message, message) != 0) fail_msg("body %s:\n  message '%s'\n expected '%s'", body, e.message, message);
+    char *js = api_error_json(&e), *fixed = api_utf8_dup(js, strlen(js));   /* what we send is valid UTF-8 */
+    assert_string_equal(js, fixed);
+    free(fixed);
+    free(js);
 }
 
 /* Numbers in messages are written as the client would write them: integers with all their
@@ -388,6 +392,44 @@ static void test_request_json_syntax(void **state) {
              at, at + 1);
     expect_400_msg(SRV_COMPLETION, deep, "", want);
     free(deep);
+}
+
+/* Invalid UTF-8 anywhere in the body is refused (JSON text is UTF-8, and llama-server and vLLM
+ * refuse it too): a string names its JSON path, the bad byte and its offset in the string; a
+ * member name names the object it is in; any other byte (a raw NUL) its offset in the body. */
+static void test_request_utf8(void **state) {
+    (void)state;
+    struct { const char *body, *param, *message; } cases[] = {
+        {"{\"prompt\": \"ab\xc3\"}", "prompt", "'prompt' is not valid UTF-8: byte 0xc3 at offset 2 of the string"},
+        {"{\"prompt\": \"ok\", \"stop\": [\"a\", \"x\xed\xa0\x80\"]}", "stop[1]",
+         "'stop[1]' is not valid UTF-8: byte 0xed at offset 1 of the string"},
+        {"{\"prompt\": \"\xc0\xaf\"}", "prompt", "'prompt' is not valid UTF-8: byte 0xc0 at offset 0 of the string"},
+        {"{\"prompt\": \"x\", \"model\": \"m\xfe\"}", "model", "'model' is not valid UTF-8: byte 0xfe at offset 1 of the string"},
+        {"{\"prompt\": \"x\", \"user\": \"\xff\"}", "user", "'user' is not valid UTF-8: byte 0xff at offset 0 of the string"},
+        {"{\"prompt\": \"x\", \"\xff\x61\": 1}", "", "a member name in the body is not valid UTF-8: byte 0xff at offset 0 of the name"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_400_msg(SRV_COMPLETION, cases[i].body, cases[i].param, cases[i].message);
+    struct { const char *body, *param, *message; } chat[] = {
+        {"{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"hi \xff\"}]}",
+         "messages[1].content", "'messages[1].content' is not valid UTF-8: byte 0xff at offset 3 of the string"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"\xe2\x82\"}]}]}",
+         "messages[0].content[1].text", "'messages[0].content[1].text' is not valid UTF-8: byte 0xe2 at offset 0 of the string"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"x\", \"n\xff" "ame\": 1}]}", "messages[0]",
+         "a member name in 'messages[0]' is not valid UTF-8: byte 0xff at offset 1 of the name"},
+    };
+    for (size_t i = 0; i < sizeof chat / sizeof chat[0]; i++) expect_400_msg(SRV_CHAT, chat[i].body, chat[i].param, chat[i].message);
+    /* a raw NUL cuts the string cJSON returns ("a"); the body check still finds it */
+    const char nul[] = "{\"prompt\": \"a\0\xff\"}";
+    srv_request r;
+    srv_error e;
+    assert_false(api_parse_request(SRV_COMPLETION, nul, sizeof nul - 1, &r, &e));
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.message, "the request body is not valid UTF-8: byte 0x00 at byte 13 (line 1, column 14)");
+    /* valid multi-byte text (2, 3 and 4 bytes, escapes of a surrogate pair) passes unchanged */
+    const char ok[] = "{\"prompt\": \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \\ud83d\\ude42\"}";
+    assert_true(api_parse_request(SRV_COMPLETION, ok, sizeof ok - 1, &r, &e));
+    assert_string_equal(r.prompt, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \xf0\x9f\x99\x82");
+    api_request_free(&r);
 }
 
 static void test_request_errors(void **state) {
@@ -560,6 +602,7 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_request_number_messages),
         cmocka_unit_test(test_request_element_types),
         cmocka_unit_test(test_request_json_syntax),
+        cmocka_unit_test(test_request_utf8),
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_tools_block_and_history),
         cmocka_unit_test(test_response_shapes),

@@ -227,6 +227,12 @@ static void test_endpoints_and_errors(void **state) {
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"temperature\": \"hot\"}", NULL, 400, "temperature");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": []}", NULL, 400, "messages");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [null]}", NULL, 400, "messages[0]");
+    expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xc3 \xff\"}]}", NULL,
+                 400, "messages[0].content");
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"ab\xc3\"}", NULL, &code);
+    if (code != 400 || !strstr(out, "\"'prompt' is not valid UTF-8: byte 0xc3 at offset 2 of the string\""))
+        fail_msg("invalid UTF-8 prompt: status %d, %s", code, out);
+    free(out);
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": -3}", NULL, 400, "max_tokens");
     /* body limit 4096 */
     char *big = malloc(8192);
