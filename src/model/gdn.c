@@ -77,6 +77,22 @@ void gdn_gates(const gdn_dims *g, int n, const float *a, const float *b, const f
     }
 }
 
+/* Fast path, 8 channels at a time (lane l = channel c + l): the same sum from 0.0f, oldest first,
+ * then the shift, then SiLU, as the scalar loop below. wt: the 8 channels' weights transposed
+ * (tap-major) once per block. */
+static void conv_block8(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc, int64_t c) {
+    const int ns = dc - 1;
+    float wt[16][8];
+    for (int l = 0; l < 8; l++)
+        for (int j = 0; j < dc; j++) wt[j][l] = conv_w[(c + l) * dc + j];
+    v8 sum = (v8){0};
+    for (int j = 0; j < ns; j++) sum += LD8(wt[j]) * LD8(state + (int64_t)j * nch + c);
+    sum += LD8(wt[ns]) * LD8(x + c);
+    for (int j = 0; j + 1 < ns; j++) ST8(state + (int64_t)j * nch + c, LD8(state + (int64_t)(j + 1) * nch + c));
+    if (ns > 0) ST8(state + (int64_t)(ns - 1) * nch + c, LD8(x + c));
+    for (int l = 0; l < 8; l++) y[c + l] = gdn_silu(sum[l]);
+}
+
 void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const float *in,
               float *out, int64_t c0, int64_t c1) {
     const int64_t nch = gdn_n_ch(g);
@@ -84,7 +100,10 @@ void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const
     for (int i = 0; i < n; i++) {
         const float *x = in + (int64_t)i * nch;
         float *y = out + (int64_t)i * nch;
-        for (int64_t c = c0; c < c1; c++) {
+        int64_t c = c0;
+        if (!g->ggml)
+            for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, dc, c);
+        for (; c < c1; c++) {
             const float *w = conv_w + c * dc;
             float sum = 0.0f;
             if (g->ggml) {                              /* the reference's contracted loop */
