@@ -485,16 +485,21 @@ void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const fl
     memcpy(dst + nch + g->n_v_head, beta, sizeof(float) * (size_t)g->n_v_head);
 }
 
-void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
-                float *u) {
+void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *in, int n, float *u, int64_t c0,
+                     int64_t c1) {
+    const int d = g->d_head, hk = g->n_k_head;
+    const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g), qk_end = 2 * (int64_t)hk * d;
+    for (int i = 0; i < n; i++) {                     /* conv + SiLU + L2 norm, token by token */
+        gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, c0, c1);
+        for (int64_t c = c0; c < TERN_MIN(c1, qk_end); c += d) gdn_l2norm_heads(u + i * nch + c, 1, d, g->eps);
+    }
+}
+
+void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
-    for (int i = 0; i < n; i++) {                     /* conv + SiLU + L2 norm, token by token */
-        gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, 0, nch);
-        gdn_l2norm_heads(u + i * nch, 2 * hk, d, g->eps);
-    }
     const delta_token_fn tok = delta_token_pick(kern_isa());
-    for (int t = 0; t < hv; t++) {                    /* head-outer: the head's state stays in cache */
+    for (int t = h0; t < h1; t++) {                   /* head-outer: the head's state stays in cache */
         const int kh = t % hk;
         float *St = S + (int64_t)t * d * d;
         for (int i = 0; i < n; i++) {
@@ -504,7 +509,13 @@ void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, c
                                      ui + (int64_t)(2 * hk + t) * d, gi[hv + t], gi[t], NULL);
             else
                 tok(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d, gi[hv + t],
-                    gi[t], NULL, i == n - 1 && t + 1 < hv ? St + (int64_t)d * d : NULL);
+                    gi[t], NULL, i == n - 1 && t + 1 < h1 ? St + (int64_t)d * d : NULL);
         }
     }
+}
+
+void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
+                float *u) {
+    gdn_replay_conv(g, conv_w, conv, in, n, u, 0, gdn_n_ch(g));
+    gdn_replay_heads(g, S, in, n, u, 0, g->n_v_head);
 }

@@ -129,5 +129,12 @@ void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const fl
  * n * n_ch floats. */
 void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
                 float *u);
+/* gdn_replay in two parts that split across threads (the same bits for any split):
+ * gdn_replay_conv: conv + SiLU of channels [c0, c1) for the n tokens into u (n x n_ch), and the L2
+ * norm of the q/k heads in the range (c0, c1 multiples of d, or c1 = n_ch); then, after every
+ * channel is done, gdn_replay_heads: the delta rule of v-heads [h0, h1) (state update only). */
+void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *in, int n, float *u, int64_t c0,
+                     int64_t c1);
+void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1);
 
 #endif /* TERN_MODEL_GDN_H */
