@@ -224,6 +224,15 @@ static void test_values_out_of_range(void **state) {
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
+        /* speculative flags against each other: the flag given is named, usage exit status */
+        {"run", "-m x.gguf --spec lookup --spec-ngram-min 4 --spec-ngram-max 2",
+         "tern run: --spec-ngram-max: expected an integer in 4..16 (at least --spec-ngram-min), got '2'"},
+        {"run", "-m x.gguf --spec lookup --spec-ngram-min 5",
+         "tern run: --spec-ngram-min: expected an integer in 1..4 (at most --spec-ngram-max, default 4), got '5'"},
+        {"chat", "-m x.gguf --spec lookup --spec-ngram-max 1",
+         "tern chat: --spec-ngram-max: expected an integer in 2..16 (at least --spec-ngram-min), got '1'"},
+        {"serve", "-m x.gguf --spec-ngram-min 3 --spec-ngram-max 2 --spec lookup",
+         "tern serve: --spec-ngram-max: expected an integer in 3..16 (at least --spec-ngram-min), got '2'"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
         {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '99999999999'"},
@@ -274,6 +283,31 @@ static void test_missing_value_and_unknown_option(void **state) {
         {"run", "hello", "tern run: unexpected argument 'hello'"},
     };
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* A speculative tuning flag without --spec lookup runs, with a warning that it does nothing (none
+ * with --spec lookup). */
+static void test_spec_flags_without_spec(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, "data/stories260k/stories260K.gguf");
+    struct { const char *args, *warn; } cases[] = {
+        {"run -m '%s' -p Once -n 2 --temp 0 --draft-max 5", "tern run: warning: --draft-max has no effect without --spec lookup (speculative decoding is off)"},
+        {"run -m '%s' -p Once -n 2 --temp 0 --spec none --spec-ngram-max 6 --draft-max 2",
+         "tern run: warning: --spec-ngram-max has no effect without --spec lookup (speculative decoding is off)"},
+        {"chat -m '%s' -n 2 --temp 0 --spec-ngram-min 3 </dev/null",
+         "tern chat: warning: --spec-ngram-min has no effect without --spec lookup (speculative decoding is off)"},
+        {"run -m '%s' -p Once -n 2 --temp 0 --spec lookup --draft-max 5", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2048], *err = NULL;
+        snprintf(args, sizeof args, cases[i].args, model);
+        const int rc = ru_tern(NULL, &err, "%s", args);
+        const bool warned = strstr(err, "has no effect without --spec lookup") != NULL;
+        if (rc != 0 || (cases[i].warn ? !strstr(err, cases[i].warn) : warned))
+            fail_msg("tern %s: exit %d, stderr: %s(expected %s)", args, rc, err, cases[i].warn ? cases[i].warn : "no warning");
+        free(err);
+    }
 }
 
 /* ---- files named on the command line ------------------------------------------------------------- */
@@ -492,6 +526,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_values_at_range_ends),
         cmocka_unit_test(test_missing_value_and_unknown_option),
         cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_run_continuation_keeps_space),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),

@@ -84,6 +84,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "tern run: -m MODEL is required; see tern run --help\n");
         return 2;
     }
+    if (spec_opts_check(&so)) return 2;
     if (sp.repeat_last_n < 0) sp.repeat_last_n = oc.n_ctx;     /* llama.cpp's -1: the whole context */
     char *file_text = NULL;
     size_t plen = prompt ? strlen(prompt) : 0;

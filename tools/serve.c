@@ -76,6 +76,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "tern serve: -m MODEL is required; see tern serve --help\n");
         return 2;
     }
+    if (spec_opts_check(&so)) return 2;
     cfg.n_batch = oc.n_batch;
     cfg.spec = so.on;
     cfg.spec_p = so.p;
