@@ -435,14 +435,218 @@ static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block
     }
 }
 
+/* ---- PQ2_0 row-pair, fast mode: wide matmul (>= 5 columns: prefill) ------------------------------
+ * A tile of WT_NC = 8 columns against one row group (4 rows) at a time; both operands of every
+ * vpmaddubsw are prepared once per K chunk (WT_KB blocks) so the inner loop is nothing but
+ * loads, vpmaddubsw and vpaddw:
+ *   - weight slots (wt_extract): per row chunk (WT_RG groups) and K chunk, each word's four slots
+ *     u = (v >> 2s) & 3 (codes 0..3) are extracted once into ws[g][b][wd][s] and reused by every
+ *     column tile (before, each tile repeated 1 load + 1 vinserti128 + 3 shifts + 4 ands per word);
+ *   - activations (wt_expand): per K chunk and tile, x.q[b][wd][s][c] = column c's
+ *     q[32 wd + 8 s .. + 8] in all four 64-bit lanes (the bytes slot s of a word meets), so each
+ *     vpmaddubsw takes it as a 32-byte memory operand (no broadcast uop, no register for it), and
+ *     x.n16[b][c] = nsum_init (-sum(q) once per row) starts the column's int16 accumulator. It is
+ *     a repack of the quantised column, not a second quantisation.
+ *   - per block, column: 16 vpmaddubsw + 16 vpaddw into one int16 accumulator (8 columns: 8
+ *     accumulators + 1 slot register, no spill). int16 bound: codes u <= 3 (code 3 included),
+ *     |q| <= 127: pair sums <= 2 * 3 * 127 = 762, 16 per lane per block: 12192, plus the start
+ *     value -sum(q) (|sum| <= 16256): |lane| <= 28448 < 32767. The lane sums of a row give exactly
+ *     isum = sum(u q) - sum(q) = sum(t q) (t = u - 1), widened once per block by vpmaddwd.
+ *   - per block, column pair: vpmaddwd x2, vphaddd -> [c r0, c r1, c+1 r0, c+1 r1 | c r2, c r3,
+ *     c+1 r2, c+1 r3], vcvtdq2ps, vmulps (weight x activation scale: the one f32 multiply of
+ *     kern_impl.h), vfmadd: the float order of kern_impl.h for each (row, column).
+ *   - loops: row chunk -> K chunk (extract the chunk's slots) -> column tile (expand) -> group.
+ *     The float accumulators are carried between K chunks through y (stored and reloaded
+ *     unchanged, so each (row, column) still sums b = 0 .. nb-1 in order); the last chunk leaves
+ *     the result there. Scratch on the stack: ws 32 KB + x 18 KB.
+ *   - columns: tiles of 8; a last tile of 5-7 columns repeats its last column (computed, never
+ *     stored); 1-4 leftover columns go to the narrow tile (rp_mm_narrow). */
+#define WT_NC 8    /* columns per tile */
+#ifndef WT_KB
+#define WT_KB 4
+#endif
+#define WT_KB_    /* blocks per K chunk: a tile's expanded activations are 4 x 4.5 KB (L1) */
+#ifndef WT_TG
+#define WT_TG 8
+#endif
+#ifndef WT_RG
+#define WT_RG 32
+#endif
+#define WT_RG_   /* row groups per row chunk: their extracted slots are 16 x 4 x 512 bytes (L1/L2) */
+
+typedef struct {
+    __m256i q[WT_KB][4][4][WT_NC];   /* [block][word][slot][column] */
+    __m256i n16[WT_KB][WT_NC];        /* nsum_init of [block][column] */
+    __m256 d[WT_KB][WT_NC / 2];       /* f32 [d_c d_c d_c+1 d_c+1 | same] of [block][column pair] */
+} wt_act;
+
+typedef struct {
+    __m256i u[WT_KB][4][4];           /* [block][word][slot]: codes of 4 rows x 8 weights */
+} wt_slots;
+
+/* Blocks [b0, b0 + nbc) of the tile's columns ac[0 .. WT_NC-1] into x. */
+static void wt_expand(wt_act *x, const kact_fast *const *ac, int64_t b0, int nbc) {
+    for (int b = 0; b < nbc; b++) {
+#pragma GCC unroll 8
+        for (int c = 0; c < WT_NC; c++) {
+            const kact_fast *xc = &ac[c][b0 + b];
+#pragma GCC unroll 4
+            for (int wd = 0; wd < 4; wd++)
+#pragma GCC unroll 4
+                for (int s = 0; s < 4; s++) x->q[b][wd][s][c] = bcast8(xc->qs + 32 * wd + 8 * s);
+            x->n16[b][c] = nsum_init(xc);
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < WT_NC / 2; p++) {
+            const float d0 = ac[2 * p][b0 + b].d, d1 = ac[2 * p + 1][b0 + b].d;
+            x->d[b][p] = _mm256_setr_ps(d0, d0, d1, d1, d0, d0, d1, d1);
+        }
+    }
+}
+
+/* The slots of blocks B[0 .. nbc-1] of one group into ws. */
+static void wt_extract(wt_slots *ws, const kern_rp_block *B, int nbc) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int b = 0; b < nbc; b++)
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++) {
+            const __m256i v = rp_load_word(B + b, wd);
+            ws->u[b][wd][0] = _mm256_and_si256(v, m3);
+            ws->u[b][wd][1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+            ws->u[b][wd][2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+            ws->u[b][wd][3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+        }
+}
+
+/* One row group (its chunk's slots ws, weight blocks B) x the tile: facc[p] += the chunk's terms.
+ * isum: NULL, or per column the test hook's pointer to (row 0, block b0) of this group. */
+static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, const kern_rp_block *B, int nbc,
+                                                           const wt_act *x, __m256 *facc, int32_t *const *isum, int nstore,
+                                                           int64_t isum_stride) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int b = 0; b < nbc; b++) {
+        __m256i acc[WT_NC];
+#pragma GCC unroll 8
+        for (int c = 0; c < WT_NC; c++) acc[c] = x->n16[b][c];
+#pragma GCC unroll 1   /* unrolled, GCC hoists products and spills (seen in the asm) */
+        for (int wd = 0; wd < 4; wd++) {
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++) {
+                const __m256i u = ws->u[b][wd][s];
+#pragma GCC unroll 8
+                for (int c = 0; c < WT_NC; c++) {
+                    acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(u, x->q[b][wd][s][c]));
+                    __asm__("" : "+x"(acc[c]));   /* keep the chain: GCC otherwise reassociates the adds into trees of products (spills) */
+                }
+            }
+        }
+        const __m128i d4 = _mm_loadl_epi64((const __m128i *)(const void *)B[b].d);
+        const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(d4, d4));        /* [d0 d1 d0 d1 | d2 d3 d2 d3] */
+#pragma GCC unroll 4
+        for (int p = 0; p < WT_NC / 2; p++) {
+            const __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(acc[2 * p], ones), _mm256_madd_epi16(acc[2 * p + 1], ones));
+            if (isum) {
+                int32_t t[8];
+                static const int col[8] = {0, 0, 1, 1, 0, 0, 1, 1}, row[8] = {0, 1, 0, 1, 2, 3, 2, 3};
+                _mm256_storeu_si256((__m256i *)(void *)t, h);
+                for (int i = 0; i < 8; i++)
+                    if (2 * p + col[i] < nstore) isum[2 * p + col[i]][row[i] * isum_stride + b] = t[i];
+            }
+            facc[p] = _mm256_fmadd_ps(_mm256_mul_ps(dw, x->d[b][p]), _mm256_cvtepi32_ps(h), facc[p]);
+        }
+    }
+}
+
+static void rp_mm_narrow(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1, int c0);
+
+/* Rows [r0, g1) (whole groups) x every column of a batch of >= 5 columns. */
+static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1) {
+    const kern_act *a = m->a;
+    const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int nfull = a->ncols / WT_NC, nleft = a->ncols % WT_NC;
+    const int ntile = nfull + (nleft >= 5);            /* 5-7 leftover columns: one padded tile */
+    wt_act x;
+    wt_slots ws[WT_RG];
+    __m256 carry[WT_TG][WT_RG][WT_NC / 2];
+    for (int64_t rc = r0; rc < g1; rc += 4 * WT_RG) {
+        const int ng = (int)TERN_MIN((int64_t)WT_RG, (g1 - rc) / 4);
+        const kern_rp_block *G = rp + (rc / 4) * nb;
+        for (int t0 = 0; t0 < ntile; t0 += WT_TG) {
+            const int t1 = TERN_MIN(ntile, t0 + WT_TG);
+            for (int64_t b0 = 0; b0 < nb; b0 += WT_KB) {
+                const int nbc = (int)TERN_MIN((int64_t)WT_KB, nb - b0);
+                const bool first = b0 == 0, last = b0 + nbc == nb;
+#ifdef WT_X_NOEXTRACT
+                if (rc == r0 && b0 == 0)
+#endif
+                for (int g = 0; g < ng; g++) wt_extract(&ws[g], G + g * nb + b0, nbc);
+                for (int t = t0; t < t1; t++) {
+                    const int c0 = t * WT_NC, nst = TERN_MIN(WT_NC, a->ncols - c0);
+                    const kact_fast *ac[WT_NC];
+                    for (int c = 0; c < WT_NC; c++)   /* pad: repeat the last column */
+                        ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)(c0 + TERN_MIN(c, nst - 1)));
+#ifdef WT_X_NOEXPAND
+                    if (rc == r0 && b0 == 0 && t == 0)
+#endif
+                    wt_expand(&x, ac, b0, nbc);
+                    for (int g = 0; g < ng; g++) {
+                        const int64_t r = rc + 4 * g;
+                        __m256 *facc = carry[t - t0][g];
+                        if (first)
+                            for (int p = 0; p < WT_NC / 2; p++) facc[p] = _mm256_setzero_ps();
+                        if (m->isum) {
+                            int32_t *is[WT_NC];
+                            for (int c = 0; c < nst; c++) is[c] = m->isum + ((int64_t)(c0 + c) * N + r) * nb + b0;
+                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, is, nst, nb);
+                        } else {
+                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, NULL, 0, 0);
+                        }
+                        if (!last) continue;
+                        for (int p = 0; p < WT_NC / 2; p++) {
+                            /* [c r0 r1, c+1 r0 r1 | c r2 r3, c+1 r2 r3] -> [c r0..r3 | c+1 r0..r3] */
+                            const __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(facc[p]), 0xD8));
+                            if (2 * p < nst) _mm_storeu_ps(m->y + (c0 + 2 * p) * m->ldy + r, _mm256_castps256_ps128(o));
+                            if (2 * p + 1 < nst) _mm_storeu_ps(m->y + (c0 + 2 * p + 1) * m->ldy + r, _mm256_extractf128_ps(o, 1));
+                        }
+                    }
+                }
+            }
+        }
+        if (nleft && nleft <= 4) rp_mm_narrow(m, rp, rc, rc + 4 * ng, nfull * WT_NC);
+    }
+}
+
+/* Rows [r0, r1) (whole groups) x columns [c0, ncols), at most 4 of them: tiles of 2 or 4 columns
+ * (rp_mm_tile), one row group at a time (a narrow batch has one tile: each group's weights are
+ * read once). */
+static void rp_mm_narrow(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1, int c0) {
+    const kern_act *a = m->a;
+    const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int nst = a->ncols - c0, NC = nst <= 2 ? 2 : 4;
+    TERN_ASSERT(nst >= 1 && nst <= 4);
+    const kact_fast *ac[4];
+    float *out[4];
+    int32_t *is[4];
+    for (int64_t rr = r0; rr < r1; rr += 4) {
+        for (int c = 0; c < NC; c++) {
+            const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
+            ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+            out[c] = m->y + cc * m->ldy + rr;
+            is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
+        }
+        if (NC == 2) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 2, nst, out, m->isum ? is : NULL, nb);
+        else rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
+    }
+}
+
 /* Rows [r0, r1) of a row-pair tensor whose groups start at rp (PQ2_0 data, or the PTQ1_0
  * transcode in aux); rows from N & ~3 on are file-layout tail rows: the reference does them. */
-#define RP_CHUNK 8   /* row groups per matmul chunk: 8 x 4 rows x K/128 x 136 bytes (43 KB at K = 5120) */
 static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
-    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3, N = w->n_out;
-    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3;
     const int64_t g1 = TERN_MIN(r1, n4);
     if (a->ncols == 1) {
         const kact_fast *ac = (const kact_fast *)a->q;
@@ -450,29 +654,10 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
         for (; r + 8 <= g1; r += 8)
             rp_mv_pass8(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
         if (r < g1) rp_mv_pass4(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
+    } else if (a->ncols >= 5) {
+        mm_rowpair_wide(m, rp, r0, g1);
     } else {
-        const kact_fast *ac[8];
-        float *out[8];
-        int32_t *is[8];
-        /* a chunk of up to RP_CHUNK groups (their weights stay in L2) against one column tile at
-         * a time (its activations stay in L1 across the chunk) */
-        for (int64_t r = r0; r < g1; r += 4 * RP_CHUNK) {
-            const int64_t rc1 = TERN_MIN(g1, r + 4 * RP_CHUNK);
-            for (int c0 = 0; c0 < a->ncols; c0 += 8) {
-                const int left = a->ncols - c0, nst = TERN_MIN(8, left), NC = left <= 2 ? 2 : left <= 4 ? 4 : 8;
-                for (int64_t rr = r; rr < rc1; rr += 4) {
-                    for (int c = 0; c < NC; c++) {
-                        const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
-                        ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                        out[c] = m->y + cc * m->ldy + rr;
-                        is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
-                    }
-                    if (NC == 2) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 2, nst, out, m->isum ? is : NULL, nb);
-                    else if (NC == 4) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
-                    else rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 8, nst, out, m->isum ? is : NULL, nb);
-                }
-            }
-        }
+        rp_mm_narrow(m, rp, r0, g1, 0);
     }
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
