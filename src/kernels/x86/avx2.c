@@ -8,12 +8,13 @@
  * memory (no shuffles, no scratch). vpmaddubsw pair sums must stay in int16: code 3 in slot 3
  * masked in place would be 192 * 127 * 2 = 48768 > 32767 (DESIGN.md), so slots are brought down
  * to u or 4u (u <= 3) and every int16 bound is written next to the code that relies on it.
- * Fast matvec: 8 rows per pass, nibble extraction, prefetch (rp_mv_pass8). Fast matmul: column
- * tiles of 8/4/2 sharing the extracted slots (rp_mm_tile); a batch that does not fill its last
- * tile is padded by repeating its last column (computed, never stored), so the weights are
- * streamed once per tile, never once per leftover column. Row chunks outer, column tiles
- * inner: a chunk's weights stay in L2 while every tile reads them. ggml matvec/matmul: the
- * original 4-row kernel (pq2_rp_ggml_group), a word's int32 per Q8_0 block. */
+ * Fast matvec: 8 rows per pass, nibble extraction, prefetch (rp_mv_pass8). Fast matmul: 2-4
+ * columns in tiles of 2/4 sharing the extracted slots (rp_mm_tile via rp_mm_narrow); 5 and more
+ * columns in tiles of 8 with pre-extracted slots and pre-expanded activations, blocked over rows
+ * and K (mm_rowpair_wide). A batch that does not fill its last tile is padded by repeating its
+ * last column (computed, never stored), so the weights are streamed once per tile, never once
+ * per leftover column. ggml matvec/matmul: the original 4-row kernel (pq2_rp_ggml_group), a
+ * word's int32 per Q8_0 block. */
 #include "kernels/kern_impl.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -373,8 +374,8 @@ static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
  * 4 vpaddw into one int16 accumulator per column, started at nsum_init (-sum(q) once per row,
  * |sum| <= 16256): pair sums <= 2 * 3 * 127 = 762, a word's four slots <= 3048, a block's four
  * words <= 12192, so |lane| <= 28448 < 32767 (code 3 included); widened once per block.
- * Tiles of 8 columns (8 int16 accumulators + 4 slots + mask in the 16 ymm registers); 2 and 4
- * for the narrow batches (speculative verification, serving).
+ * Tiles of 2 and 4 for the narrow batches (speculative verification, serving); 5 and more
+ * columns use mm_rowpair_wide (the NC = 8 instance of this tile spilled 5 of its 8 accumulators).
  * Columns are reduced in pairs: vphaddd(t[c], t[c + 1]) = [c r0, c r1, c+1 r0, c+1 r1 | c r2, c r3,
  * c+1 r2, c+1 r3]; the weight and activation scales are arranged in that order, so one 8-lane fma
  * per block and column pair does the float order; the lanes are put back in row order at the end.
@@ -436,43 +437,41 @@ static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block
 }
 
 /* ---- PQ2_0 row-pair, fast mode: wide matmul (>= 5 columns: prefill) ------------------------------
- * A tile of WT_NC = 8 columns against one row group (4 rows) at a time; both operands of every
- * vpmaddubsw are prepared once per K chunk (WT_KB blocks) so the inner loop is nothing but
- * loads, vpmaddubsw and vpaddw:
- *   - weight slots (wt_extract): per row chunk (WT_RG groups) and K chunk, each word's four slots
- *     u = (v >> 2s) & 3 (codes 0..3) are extracted once into ws[g][b][wd][s] and reused by every
- *     column tile (before, each tile repeated 1 load + 1 vinserti128 + 3 shifts + 4 ands per word);
+ * A tile of WT_NC = 8 columns against one row group (4 rows) at a time. Both operands of every
+ * vpmaddubsw are prepared once per K chunk (WT_KB blocks), so the inner loop is only loads,
+ * vpmaddubsw and vpaddw (per block and column 16 + 16, plus 2 slot loads shared by 8 columns):
+ *   - weight slots (wt_extract): per row chunk (WT_RG groups), K chunk and tile group (up to
+ *     WT_TG tiles), each word's four slots u = (v >> 2s) & 3 (codes 0..3) are extracted once into
+ *     ws[g].u[b][wd][s] and reused by every tile of the group (the session-2 kernel repeated
+ *     1 load + 1 vinserti128 + 3 shifts + 4 ands per word and tile);
  *   - activations (wt_expand): per K chunk and tile, x.q[b][wd][s][c] = column c's
- *     q[32 wd + 8 s .. + 8] in all four 64-bit lanes (the bytes slot s of a word meets), so each
- *     vpmaddubsw takes it as a 32-byte memory operand (no broadcast uop, no register for it), and
- *     x.n16[b][c] = nsum_init (-sum(q) once per row) starts the column's int16 accumulator. It is
- *     a repack of the quantised column, not a second quantisation.
- *   - per block, column: 16 vpmaddubsw + 16 vpaddw into one int16 accumulator (8 columns: 8
- *     accumulators + 1 slot register, no spill). int16 bound: codes u <= 3 (code 3 included),
- *     |q| <= 127: pair sums <= 2 * 3 * 127 = 762, 16 per lane per block: 12192, plus the start
- *     value -sum(q) (|sum| <= 16256): |lane| <= 28448 < 32767. The lane sums of a row give exactly
- *     isum = sum(u q) - sum(q) = sum(t q) (t = u - 1), widened once per block by vpmaddwd.
- *   - per block, column pair: vpmaddwd x2, vphaddd -> [c r0, c r1, c+1 r0, c+1 r1 | c r2, c r3,
- *     c+1 r2, c+1 r3], vcvtdq2ps, vmulps (weight x activation scale: the one f32 multiply of
- *     kern_impl.h), vfmadd: the float order of kern_impl.h for each (row, column).
- *   - loops: row chunk -> K chunk (extract the chunk's slots) -> column tile (expand) -> group.
- *     The float accumulators are carried between K chunks through y (stored and reloaded
- *     unchanged, so each (row, column) still sums b = 0 .. nb-1 in order); the last chunk leaves
- *     the result there. Scratch on the stack: ws 32 KB + x 18 KB.
+ *     q[32 wd + 8 s .. + 8] in all four 64-bit lanes (the bytes that slot s of word wd meets in
+ *     both row pairs), so every vpmaddubsw takes it as a 32-byte memory operand: no broadcast uop
+ *     and no register (8 int16 accumulators + 1 slot fit the 16 ymm without a spill); x.n16 =
+ *     nsum_init starts each accumulator at -sum(q) once per row. A repack of the quantised
+ *     column, not a second quantisation; 4 blocks x 8 columns = 17 KB, in L1 while the WT_RG
+ *     groups of the row chunk read it (that reuse is what pays for the expansion).
+ *   - int16 bound: codes u <= 3 (code 3 included), |q| <= 127: pair sums <= 2 * 3 * 127 = 762;
+ *     16 vpmaddubsw per lane and block: 12192; plus the start value -sum(q), |sum| <= 16256:
+ *     |lane| <= 28448 < 32767. A row's lane sum is exactly isum = sum(u q) - sum(q) = sum(t q).
+ *   - per block and column pair: vpmaddwd x2 (one widening per block), vphaddd -> [c r0, c r1,
+ *     c+1 r0, c+1 r1 | c r2, c r3, c+1 r2, c+1 r3], vcvtdq2ps, vmulps (weight x activation scale:
+ *     the one f32 multiply of kern_impl.h), vfmadd: the float order of kern_impl.h per (row, col).
+ *   - loops: row chunk -> tile group -> K chunk (extract the chunk's slots) -> tile (expand) ->
+ *     group. The float accumulators of every (group, tile) of the row chunk are carried between
+ *     K chunks in `carry` (f32, stored and reloaded unchanged, so each (row, column) still sums
+ *     b = 0 .. nb-1 in order). Carrying them through y instead cost ~6%: y's columns are ldy
+ *     floats apart, often a multiple of 4 KB, so 8 columns fight over one L1 set.
+ *   - stack: ws 64 KB + carry 32 KB + x 18 KB = 114 KB (kernels.h: kern_matmul's stack use).
  *   - columns: tiles of 8; a last tile of 5-7 columns repeats its last column (computed, never
- *     stored); 1-4 leftover columns go to the narrow tile (rp_mm_narrow). */
+ *     stored); 1-4 leftover columns go to rp_mm_narrow.
+ * Measured (bench/RESULTS.md "Session 3 kwide"): the word loop alone runs at ~80% of the int8
+ * peak (one vpaddw per vpmaddubsw competes for the vector pipes); the per-block epilogue, the
+ * expansion and the extraction take it to ~60-64%. */
 #define WT_NC 8    /* columns per tile */
-#ifndef WT_KB
-#define WT_KB 4
-#endif
-#define WT_KB_    /* blocks per K chunk: a tile's expanded activations are 4 x 4.5 KB (L1) */
-#ifndef WT_TG
-#define WT_TG 8
-#endif
-#ifndef WT_RG
-#define WT_RG 32
-#endif
-#define WT_RG_   /* row groups per row chunk: their extracted slots are 16 x 4 x 512 bytes (L1/L2) */
+#define WT_KB 4    /* blocks per K chunk: a tile's expanded activations are 4 x 4.4 KB (L1) */
+#define WT_RG 32   /* row groups per row chunk: their slots are 32 x 2 KB per K chunk (L2); 16 was 5% slower */
+#define WT_TG 8    /* tiles per tile group (64 columns share one slot extraction); 4 was 4% slower */
 
 typedef struct {
     __m256i q[WT_KB][4][4][WT_NC];   /* [block][word][slot][column] */
@@ -518,8 +517,8 @@ static void wt_extract(wt_slots *ws, const kern_rp_block *B, int nbc) {
         }
 }
 
-/* One row group (its chunk's slots ws, weight blocks B) x the tile: facc[p] += the chunk's terms.
- * isum: NULL, or per column the test hook's pointer to (row 0, block b0) of this group. */
+/* One row group (its chunk's slots ws, weight blocks B for the scales) x the tile: facc[p] +=
+ * the chunk's terms. isum: NULL, or per column the test hook's pointer to (row 0, block b0). */
 static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, const kern_rp_block *B, int nbc,
                                                            const wt_act *x, __m256 *facc, int32_t *const *isum, int nstore,
                                                            int64_t isum_stride) {
@@ -528,7 +527,7 @@ static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, c
         __m256i acc[WT_NC];
 #pragma GCC unroll 8
         for (int c = 0; c < WT_NC; c++) acc[c] = x->n16[b][c];
-#pragma GCC unroll 1   /* unrolled, GCC hoists products and spills (seen in the asm) */
+#pragma GCC unroll 1   /* unrolled x2 or x4: 1-5% slower (measured) */
         for (int wd = 0; wd < 4; wd++) {
 #pragma GCC unroll 4
             for (int s = 0; s < 4; s++) {
@@ -536,7 +535,9 @@ static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, c
 #pragma GCC unroll 8
                 for (int c = 0; c < WT_NC; c++) {
                     acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(u, x->q[b][wd][s][c]));
-                    __asm__("" : "+x"(acc[c]));   /* keep the chain: GCC otherwise reassociates the adds into trees of products (spills) */
+                    /* keep the chain: without this GCC reassociates the adds into trees of
+                     * products, computes a word's 32 products first and spills them (seen) */
+                    __asm__("" : "+x"(acc[c]));
                 }
             }
         }
@@ -577,18 +578,16 @@ static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int6
             for (int64_t b0 = 0; b0 < nb; b0 += WT_KB) {
                 const int nbc = (int)TERN_MIN((int64_t)WT_KB, nb - b0);
                 const bool first = b0 == 0, last = b0 + nbc == nb;
-#ifdef WT_X_NOEXTRACT
-                if (rc == r0 && b0 == 0)
-#endif
-                for (int g = 0; g < ng; g++) wt_extract(&ws[g], G + g * nb + b0, nbc);
+                for (int g = 0; g < ng; g++) {
+                    /* the weights are read from memory here, once: prefetch this group's next chunk */
+                    for (int64_t i = b0 + WT_KB; i < TERN_MIN(nb, b0 + 2 * WT_KB); i++) rp_prefetch(G + g * nb, i);
+                    wt_extract(&ws[g], G + g * nb + b0, nbc);
+                }
                 for (int t = t0; t < t1; t++) {
                     const int c0 = t * WT_NC, nst = TERN_MIN(WT_NC, a->ncols - c0);
                     const kact_fast *ac[WT_NC];
                     for (int c = 0; c < WT_NC; c++)   /* pad: repeat the last column */
                         ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)(c0 + TERN_MIN(c, nst - 1)));
-#ifdef WT_X_NOEXPAND
-                    if (rc == r0 && b0 == 0 && t == 0)
-#endif
                     wt_expand(&x, ac, b0, nbc);
                     for (int g = 0; g < ng; g++) {
                         const int64_t r = rc + 4 * g;
