@@ -160,42 +160,77 @@ char *api_tools_block(const char *tools_json) {
 
 /* ---- request parsing --------------------------------------------------------------------------- */
 
+/* What a JSON value is, for "got ..." in messages: "null", "a string", "an array", ... */
+static const char *json_kind(const cJSON *v) {
+    if (!v) return "nothing";
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsBool(v)) return cJSON_IsTrue(v) ? "true" : "false";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsArray(v)) return "an array";
+    return "an object";
+}
+
 static const cJSON *field(const cJSON *root, const char *name) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
     return cJSON_IsNull(f) ? NULL : f;                /* null means "not given" */
 }
 
-static bool get_number(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
+/* v as a JSON reader would write it back: an integer as all its digits (never 1e+11), anything
+ * else in the fewest digits that read back to the same double. Into buf (32 bytes). */
+static const char *num_text(double v, char buf[32]) {
+    if (v == floor(v) && fabs(v) < 1e18) snprintf(buf, 32, "%.0f", v);
+    else {
+        snprintf(buf, 32, "%.15g", v);
+        if (strtod(buf, NULL) != v) snprintf(buf, 32, "%.17g", v);
+    }
+    return buf;
+}
+
+/* A number field in [lo, hi] (an integer when integer): the message says what, expected and got. */
+static bool get_num(const cJSON *root, const char *name, bool integer, double lo, double hi, double *out, srv_error *e) {
     const cJSON *f = field(root, name);
     if (!f) return true;
-    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble))
-        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be a number", name);
+    const char *what = integer ? "an integer" : "a number";
+    char a[32], b[32], g[32];
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || (integer && f->valuedouble != floor(f->valuedouble))) {
+        const bool num = cJSON_IsNumber(f);
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be %s in [%s, %s], got %s%s", name, what,
+                        num_text(lo, a), num_text(hi, b), num ? "" : json_kind(f),
+                        num ? num_text(f->valuedouble, g) : "");
+    }
     if (f->valuedouble < lo || f->valuedouble > hi)
-        return srv_fail(e, 400, "invalid_request_error", name, "'%s' is %g, expected a value in [%g, %g]", name,
-                        f->valuedouble, lo, hi);
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be %s in [%s, %s], got %s", name, what,
+                        num_text(lo, a), num_text(hi, b), num_text(f->valuedouble, g));
     *out = f->valuedouble;
     return true;
 }
 
-static bool get_int(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
-    const cJSON *f = field(root, name);
-    if (!f) return true;
-    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || f->valuedouble != floor(f->valuedouble))
-        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be an integer", name);
-    return get_number(root, name, lo, hi, out, e);
+static bool get_number(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
+    return get_num(root, name, false, lo, hi, out, e);
 }
 
-static bool get_bool(const cJSON *root, const char *name, bool *out, srv_error *e) {
+static bool get_int(const cJSON *root, const char *name, double lo, double hi, double *out, srv_error *e) {
+    return get_num(root, name, true, lo, hi, out, e);
+}
+
+/* "'PARAM' must be EXPECTED, got KIND" (400, the field in e->param); returns false. */
+static bool bad_type(srv_error *e, const char *param, const char *expected, const cJSON *got) {
+    return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be %s, got %s", param, expected, json_kind(got));
+}
+
+/* A boolean field of root; path names it in errors ("stream", "stream_options.include_usage"). */
+static bool get_bool(const cJSON *root, const char *name, const char *path, bool *out, srv_error *e) {
     const cJSON *f = field(root, name);
     if (!f) return true;
-    if (!cJSON_IsBool(f)) return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be true or false", name);
+    if (!cJSON_IsBool(f)) return bad_type(e, path, "true or false", f);
     *out = cJSON_IsTrue(f);
     return true;
 }
 
 /* Message content: a string, null, or an array of {"type":"text","text":...} parts. */
 static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
-    char param[48];
+    char param[64];
     snprintf(param, sizeof param, "messages[%d].content", i);
     const cJSON *c = field(msg, "content");
     if (!c) {
@@ -206,13 +241,24 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
         *out = strdup(c->valuestring);
         return *out ? true : srv_fail(e, 500, "server_error", NULL, "out of memory");
     }
-    if (!cJSON_IsArray(c)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a string or an array of text parts", param);
+    if (!cJSON_IsArray(c)) return bad_type(e, param, "a string, null or an array of text parts", c);
     size_t n = 0;
-    for (const cJSON *p = c->child; p; p = p->next) {
+    int k = 0;
+    for (const cJSON *p = c->child; p; p = p->next, k++) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(p, "text");
-        if (!cJSON_IsObject(p) || !cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !cJSON_IsString(text))
-            return srv_fail(e, 400, "invalid_request_error", param, "'%s': only parts {\"type\": \"text\", \"text\": string} are supported", param);
+        char pk[64];
+        snprintf(pk, sizeof pk, "messages[%d].content[%d]", i, k);
+        if (!cJSON_IsObject(p)) return bad_type(e, pk, "a text part {\"type\": \"text\", \"text\": string}", p);
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+            return srv_fail(e, 400, "invalid_request_error", pk,
+                            "'%s' must be a text part {\"type\": \"text\", \"text\": string}, got type %s%.40s%s", pk,
+                            cJSON_IsString(type) ? "'" : "", cJSON_IsString(type) ? type->valuestring : json_kind(type),
+                            cJSON_IsString(type) ? "'" : "");
+        if (!cJSON_IsString(text)) {
+            snprintf(pk, sizeof pk, "messages[%d].content[%d].text", i, k);
+            return bad_type(e, pk, "a string", text);
+        }
         n += strlen(text->valuestring);
     }
     char *s = malloc(n + 1);
@@ -232,20 +278,22 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
 static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error *e) {
     const cJSON *calls = field(msg, "tool_calls");
     if (!calls) return true;
-    char param[48];
+    char param[64];
     snprintf(param, sizeof param, "messages[%d].tool_calls", i);
-    if (!cJSON_IsArray(calls)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be an array", param);
+    if (!cJSON_IsArray(calls)) return bad_type(e, param, "an array of tool calls", calls);
     char *buf = NULL;
     size_t n = 0, cap = 0;
     bool ok = pj_add(&buf, &n, &cap, *content, strlen(*content));
     bool first = true;
-    for (const cJSON *c = calls->child; ok && c; c = c->next) {
+    int k = 0;
+    for (const cJSON *c = calls->child; ok && c; c = c->next, k++) {
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
         if (!cJSON_IsString(name)) {
             free(buf);
-            return srv_fail(e, 400, "invalid_request_error", param, "'%s': each call needs function.name", param);
+            snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.name", i, k);
+            return bad_type(e, param, "a string", name);
         }
         const char *sep = first ? (strlen(*content) ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=")
                                 : "\n<tool_call>\n<function=";
@@ -274,8 +322,8 @@ static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error
 
 static bool parse_messages(const cJSON *root, srv_request *r, srv_error *e) {
     const cJSON *msgs = field(root, "messages");
-    if (!msgs) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' is required");
-    if (!cJSON_IsArray(msgs)) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must be an array");
+    if (!msgs) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' is required: an array of {\"role\", \"content\"} objects");
+    if (!cJSON_IsArray(msgs)) return bad_type(e, "messages", "an array of {\"role\", \"content\"} objects", msgs);
     const int n = cJSON_GetArraySize(msgs);
     if (n == 0) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must not be empty");
     if (n > SRV_MAX_MESSAGES) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' has %d entries, at most %d", n, SRV_MAX_MESSAGES);
@@ -284,16 +332,19 @@ static bool parse_messages(const cJSON *root, srv_request *r, srv_error *e) {
     if (!r->msgs || !r->trusted) return srv_fail(e, 500, "server_error", NULL, "out of memory");
     int i = 0;
     for (const cJSON *m = msgs->child; m; m = m->next, i++) {
-        char param[48];
+        char param[64];
+        snprintf(param, sizeof param, "messages[%d]", i);
+        if (!cJSON_IsObject(m)) return bad_type(e, param, "an object with 'role' and 'content'", m);
         snprintf(param, sizeof param, "messages[%d].role", i);
-        if (!cJSON_IsObject(m)) return srv_fail(e, 400, "invalid_request_error", param, "'messages[%d]' must be an object", i);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-        if (!cJSON_IsString(role)) return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a string", param);
+        if (!cJSON_IsString(role))
+            return bad_type(e, param, "one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\"", role);
         const char *rs = role->valuestring;
         if (!strcmp(rs, "developer")) rs = "system";      /* OpenAI's newer name for system */
         if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool"))
             return srv_fail(e, 400, "invalid_request_error", param,
-                            "'%s' is '%.40s', expected system, developer, user, assistant or tool", param, role->valuestring);
+                            "'%s' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got '%.40s'",
+                            param, role->valuestring);
         char *content = NULL;
         if (!get_content(m, i, &content, e)) return false;
         r->msgs[r->n_msgs].role = strdup(rs);
@@ -309,15 +360,28 @@ static bool parse_tools(const cJSON *root, srv_request *r, srv_error *e) {
     const cJSON *tools = field(root, "tools");
     const cJSON *choice = field(root, "tool_choice");
     if (!tools) return true;
-    if (!cJSON_IsArray(tools)) return srv_fail(e, 400, "invalid_request_error", "tools", "'tools' must be an array");
+    if (!cJSON_IsArray(tools)) return bad_type(e, "tools", "an array of {\"type\": \"function\", \"function\": {...}}", tools);
     int i = 0;
     for (const cJSON *t = tools->child; t; t = t->next, i++) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsObject(fn) || !cJSON_IsString(name))
-            return srv_fail(e, 400, "invalid_request_error", "tools",
-                            "'tools[%d]' must be {\"type\": \"function\", \"function\": {\"name\": string, ...}}", i);
+        char pt[64];
+        snprintf(pt, sizeof pt, "tools[%d]", i);
+        if (!cJSON_IsObject(t)) return bad_type(e, pt, "an object {\"type\": \"function\", \"function\": {...}}", t);
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function")) {
+            snprintf(pt, sizeof pt, "tools[%d].type", i);
+            return cJSON_IsString(type) ? srv_fail(e, 400, "invalid_request_error", pt, "'%s' must be \"function\", got '%.40s'", pt, type->valuestring)
+                                        : bad_type(e, pt, "\"function\"", type);
+        }
+        if (!cJSON_IsObject(fn)) {
+            snprintf(pt, sizeof pt, "tools[%d].function", i);
+            return bad_type(e, pt, "an object with 'name'", fn);
+        }
+        if (!cJSON_IsString(name)) {
+            snprintf(pt, sizeof pt, "tools[%d].function.name", i);
+            return bad_type(e, pt, "a string", name);
+        }
     }
     if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return true;
     if (i == 0) return true;
@@ -364,16 +428,179 @@ static bool parse_stop(const cJSON *root, srv_request *r, srv_error *e) {
             return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' has %d strings, at most %d", cJSON_GetArraySize(stop), SRV_MAX_STOP);
         one = stop->child;
     } else if (!cJSON_IsString(stop)) {
-        return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' must be a string or an array of strings");
+        return bad_type(e, "stop", "a string or an array of strings", stop);
     }
-    for (; one; one = cJSON_IsArray(stop) ? one->next : NULL) {
-        if (!cJSON_IsString(one)) return srv_fail(e, 400, "invalid_request_error", "stop", "'stop' must contain only strings");
+    int k = 0;
+    for (; one; one = cJSON_IsArray(stop) ? one->next : NULL, k++) {
+        char ps[24];
+        if (cJSON_IsArray(stop)) snprintf(ps, sizeof ps, "stop[%d]", k);
+        else snprintf(ps, sizeof ps, "stop");
+        if (!cJSON_IsString(one)) return bad_type(e, ps, "a string", one);
         size_t l = strlen(one->valuestring);
         if (l == 0) continue;                         /* an empty stop string matches nothing */
-        if (l > SRV_MAX_STOP_LEN) return srv_fail(e, 400, "invalid_request_error", "stop", "a stop string is %zu bytes, at most %d", l, SRV_MAX_STOP_LEN);
+        if (l > SRV_MAX_STOP_LEN)
+            return srv_fail(e, 400, "invalid_request_error", ps, "'%s' must be at most %d bytes, got %zu", ps, SRV_MAX_STOP_LEN, l);
         r->stop[r->n_stop] = strdup(one->valuestring);
         if (!r->stop[r->n_stop]) return srv_fail(e, 500, "server_error", NULL, "out of memory");
         r->n_stop++;
+    }
+    return true;
+}
+
+/* ---- JSON syntax errors: where cJSON stopped and why ----------------------------------------- */
+
+/* Lexical state of s[0..upto): inside a string (and where it opened), open arrays/objects. */
+typedef struct json_scan {
+    bool in_str;
+    size_t str_start;       /* offset of the opening quote of the current string */
+    int depth;              /* '[' and '{' not yet closed */
+} json_scan;
+
+static json_scan json_scan_to(const char *s, size_t upto) {
+    json_scan st = {0};
+    bool esc = false;
+    for (size_t i = 0; i < upto; i++) {
+        const char c = s[i];
+        if (st.in_str) {
+            if (esc) esc = false;
+            else if (c == '\\') esc = true;
+            else if (c == '"') st.in_str = false;
+        } else if (c == '"') {
+            st.in_str = true;
+            st.str_start = i;
+        } else if (c == '[' || c == '{') st.depth++;
+        else if ((c == ']' || c == '}') && st.depth > 0) st.depth--;
+    }
+    return st;
+}
+
+/* Parse s[0..n) into *root (NULL if cJSON refuses it) and return where cJSON stopped: the end
+ * of the value, or the offset of the byte it could not take (n - 1 when it ran off the end). */
+static size_t json_stop(const char *s, size_t n, cJSON **root) {
+    const char *end = NULL;
+    *root = cJSON_ParseWithLengthOpts(s, n, &end, false);
+    return end ? (size_t)(end - s) : 0;
+}
+
+static bool json_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+static int hex4(const char *s) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        const char c = s[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+/* "byte N (line L, column C)" of s[pos]; lines and columns count from 1, columns in bytes. */
+static const char *json_where(const char *s, size_t pos, char *buf, size_t n) {
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < pos; i++) {
+        if (s[i] == '\n') line++, col = 1;
+        else col++;
+    }
+    snprintf(buf, n, "byte %zu (line %zu, column %zu)", pos, line, col);
+    return buf;
+}
+
+/* The 400 for a body cJSON refuses (stopped at pos) or leaves data after (trailing): says where
+ * (byte offset, line:column), what was found there and, for the cases a client can fix, what was
+ * expected: the end of the body inside a string or an unclosed array/object, nesting deeper than
+ * cJSON's limit, a lone UTF-16 surrogate escape. */
+static bool json_syntax_error(const char *body, size_t len, size_t pos, bool trailing, srv_error *e) {
+    static const char head[] = "the request body is not valid JSON: ";
+    char where[80], found[32];
+    size_t first = 0;
+    while (first < len && json_ws(body[first])) first++;
+    if (first == len) return srv_fail(e, 400, "invalid_request_error", NULL, "%sit is empty, expected a JSON object", head);
+    if (pos > len) pos = len;
+    const unsigned char c = pos < len ? (unsigned char)body[pos] : 0;
+    if (pos == len) snprintf(found, sizeof found, "the end of the body");
+    else if (c >= 0x20 && c < 0x7f) snprintf(found, sizeof found, "'%c'", c);
+    else snprintf(found, sizeof found, "byte 0x%02x", c);
+    if (trailing)
+        return srv_fail(e, 400, "invalid_request_error", NULL, "%sunexpected data after the JSON value at %s: found %s", head,
+                        json_where(body, pos, where, sizeof where), found);
+    const json_scan st = json_scan_to(body, pos);
+    if (!st.in_str && (c == '[' || c == '{') && st.depth >= CJSON_NESTING_LIMIT)
+        return srv_fail(e, 400, "invalid_request_error", NULL, "%sarrays and objects nested deeper than %d levels at %s", head,
+                        CJSON_NESTING_LIMIT, json_where(body, pos, where, sizeof where));
+    if (st.in_str && c == '\\' && pos + 6 <= len && body[pos + 1] == 'u') {
+        const int u = hex4(body + pos + 2);
+        if (u >= 0xd800 && u <= 0xdfff)
+            return srv_fail(e, 400, "invalid_request_error", NULL,
+                            "%sa lone UTF-16 surrogate \\u%.4s at %s: a high surrogate \\ud800-\\udbff must be followed by a "
+                            "low surrogate \\udc00-\\udfff, and a low one must follow a high one", head, body + pos + 2,
+                            json_where(body, pos, where, sizeof where));
+    }
+    /* cJSON looks for a string's closing quote first and stops just inside the opening one */
+    const json_scan all = json_scan_to(body, len);
+    if (all.in_str && pos == all.str_start + 1)
+        return srv_fail(e, 400, "invalid_request_error", NULL, "%sthe string that opens at %s is not closed before the end of the body (byte %zu)",
+                        head, json_where(body, all.str_start, where, sizeof where), len);
+    /* did it run off the end? the same bytes and one more space stop past the last byte */
+    bool ended = false;
+    char *more = malloc(len + 1);
+    if (more) {
+        memcpy(more, body, len);
+        more[len] = ' ';
+        cJSON *j;
+        ended = json_stop(more, len + 1, &j) >= len;
+        cJSON_Delete(j);
+        free(more);
+    }
+    if (ended)
+        return srv_fail(e, 400, "invalid_request_error", NULL,
+                        "%sthe body ends at %s before the value is complete (%d array%s or object%s still open)", head,
+                        json_where(body, len, where, sizeof where), all.depth, all.depth == 1 ? "" : "s", all.depth == 1 ? "" : "s");
+    return srv_fail(e, 400, "invalid_request_error", NULL, "%sat %s: found %s%s", head, json_where(body, pos, where, sizeof where),
+                    found, st.in_str ? " inside a string" : "");
+}
+
+/* ---- invalid UTF-8 in the request ------------------------------------------------------------ */
+
+/* Offset of the first byte of s[0..n) that does not start a valid UTF-8 sequence (NUL counts as
+ * invalid: it cuts C strings), or n. */
+static size_t utf8_bad_at(const char *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        const size_t l = utf8_valid_len((const unsigned char *)s + i, n - i);
+        if (!l) return i;
+        i += l;
+    }
+    return n;
+}
+
+/* The first string of v (a member name or a string value, in document order) that is not valid
+ * UTF-8: 400 naming its JSON path (path: v's own, plen bytes used), the bad byte and its offset
+ * in the string. False if it found one. */
+static bool json_utf8_check(const cJSON *v, char *path, size_t cap, size_t plen, srv_error *e) {
+    if (cJSON_IsString(v) && v->valuestring) {
+        const size_t n = strlen(v->valuestring), at = utf8_bad_at(v->valuestring, n);
+        if (at < n)
+            return srv_fail(e, 400, "invalid_request_error", path, "'%s' is not valid UTF-8: byte 0x%02x at offset %zu of the string",
+                            path, (unsigned char)v->valuestring[at], at);
+        return true;
+    }
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v)) return true;
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+        size_t k;
+        if (cJSON_IsArray(v)) k = (size_t)snprintf(path + plen, cap - plen, "[%d]", i);
+        else {
+            const size_t n = strlen(c->string ? c->string : ""), at = utf8_bad_at(c->string ? c->string : "", n);
+            if (at < n) {
+                path[plen] = '\0';
+                return srv_fail(e, 400, "invalid_request_error", path,
+                                "a member name in %s%s%s is not valid UTF-8: byte 0x%02x at offset %zu of the name",
+                                plen ? "'" : "the body", path, plen ? "'" : "", (unsigned char)c->string[at], at);
+            }
+            k = (size_t)snprintf(path + plen, cap - plen, "%s%s", plen ? "." : "", c->string);
+        }
+        if (!json_utf8_check(c, path, cap, plen + k < cap ? plen + k : cap - 1, e)) return false;
+        path[plen] = '\0';
     }
     return true;
 }
@@ -384,18 +611,35 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
     r->max_tokens = -1;
     r->enable_thinking = true;
     tern_sampler_params_default(&r->sp);
-    cJSON *root = cJSON_ParseWithLength(body, len);
+    cJSON *root = NULL;
+    size_t end = json_stop(body, len, &root);
     bool ok = false;
     if (!root) {
-        srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid JSON");
+        json_syntax_error(body, len, end, false, e);
+        goto done;
+    }
+    while (end < len && json_ws(body[end])) end++;
+    if (end < len) {                                   /* cJSON stops after one value: refuse the rest */
+        json_syntax_error(body, len, end, true, e);
         goto done;
     }
     if (!cJSON_IsObject(root)) {
-        srv_fail(e, 400, "invalid_request_error", NULL, "the request body must be a JSON object");
+        srv_fail(e, 400, "invalid_request_error", NULL, "the request body must be a JSON object, got %s", json_kind(root));
+        goto done;
+    }
+    /* RFC 8259: JSON text is UTF-8; llama-server and vLLM refuse a body that is not (no text is
+     * silently changed). Strings first, to name the field; then any other byte of the body. */
+    char path[sizeof e->param] = "";
+    if (!json_utf8_check(root, path, sizeof path, 0, e)) goto done;
+    const size_t bad = utf8_bad_at(body, len);
+    if (bad < len) {
+        char where[80];
+        srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid UTF-8: byte 0x%02x at %s",
+                 (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
         goto done;
     }
     const cJSON *model = field(root, "model");
-    if (model && !cJSON_IsString(model)) { srv_fail(e, 400, "invalid_request_error", "model", "'model' must be a string"); goto done; }
+    if (model && !cJSON_IsString(model)) { bad_type(e, "model", "a string", model); goto done; }
     if (model && !(r->model = api_utf8_dup(model->valuestring, strlen(model->valuestring)))) goto oom;
 
     double v = -1;
@@ -426,7 +670,7 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
     d = 1;
     if (!get_int(root, "n", 1, 1, &d, e)) goto done;
     if (kind == SRV_CHAT) {                           /* logprobs: bool, top_logprobs: 0..20 */
-        if (!get_bool(root, "logprobs", &r->logprobs, e)) goto done;
+        if (!get_bool(root, "logprobs", "logprobs", &r->logprobs, e)) goto done;
         d = 0;
         if (!get_int(root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &d, e)) goto done;
         if (field(root, "top_logprobs") && !r->logprobs) {
@@ -440,23 +684,23 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
         r->logprobs = d >= 0;
         r->top_logprobs = d >= 0 ? (int)d : 0;
     }
-    if (!get_bool(root, "stream", &r->stream, e)) goto done;
+    if (!get_bool(root, "stream", "stream", &r->stream, e)) goto done;
     const cJSON *so = field(root, "stream_options");
-    if (so && !cJSON_IsObject(so)) { srv_fail(e, 400, "invalid_request_error", "stream_options", "'stream_options' must be an object"); goto done; }
-    if (so && !get_bool(so, "include_usage", &r->include_usage, e)) goto done;
+    if (so && !cJSON_IsObject(so)) { bad_type(e, "stream_options", "an object", so); goto done; }
+    if (so && !get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e)) goto done;
     if (!parse_stop(root, r, e)) goto done;
 
     if (kind == SRV_CHAT) {
         const cJSON *kw = field(root, "chat_template_kwargs");
-        if (kw && !cJSON_IsObject(kw)) { srv_fail(e, 400, "invalid_request_error", "chat_template_kwargs", "'chat_template_kwargs' must be an object"); goto done; }
-        if (kw && !get_bool(kw, "enable_thinking", &r->enable_thinking, e)) goto done;
+        if (kw && !cJSON_IsObject(kw)) { bad_type(e, "chat_template_kwargs", "an object", kw); goto done; }
+        if (kw && !get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &r->enable_thinking, e)) goto done;
         if (!parse_messages(root, r, e)) goto done;
         if (!parse_tools(root, r, e)) goto done;
     } else {
         const cJSON *p = field(root, "prompt");
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
-        if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required"); goto done; }
-        if (!cJSON_IsString(p)) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' must be a string"); goto done; }
+        if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required: a string"); goto done; }
+        if (!cJSON_IsString(p)) { bad_type(e, "prompt", "a string (or an array of one string)", p); goto done; }
         if (!(r->prompt = strdup(p->valuestring))) goto oom;
     }
     ok = true;

@@ -18,7 +18,7 @@ typedef enum { SRV_CHAT = 0, SRV_COMPLETION = 1 } srv_kind;
 typedef struct srv_error {
     int status;             /* HTTP status (400, 401, 404, 413, 429, 500, 503) */
     const char *type;       /* "invalid_request_error", "authentication_error", ... (static) */
-    char param[48];         /* offending field or "" */
+    char param[64];         /* offending field or "" */
     char message[320];      /* valid UTF-8 */
 } srv_error;
 /* Fill e; returns false (so parsers can `return srv_fail(...)`). */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -102,7 +103,8 @@ static bool wait_job(srv_job *j, uint64_t *seen, int fd) {
 /* ---- responses ------------------------------------------------------------------------------ */
 
 static void count_status(srv *s, int status) {
-    int k = status < 300 ? 0 : status == 400 ? 1 : status == 401 ? 2 : (status == 404 || status == 405) ? 3 : status == 413 ? 4 : 5;
+    const int k = status < 300 ? 0 : status == 400 ? 1 : status == 401 ? 2 : (status == 404 || status == 405) ? 3
+                : status == 413 ? 4 : (status == 429 || status == 503) ? 5 : status == 415 ? 6 : 7;
     pthread_mutex_lock(&s->mx.mu);
     s->mx.requests[k]++;
     pthread_mutex_unlock(&s->mx.mu);
@@ -159,12 +161,12 @@ static char *metrics_text(srv *s) {
     srv_sched_load(s->sched, &active, &queued);
     sbuf b = {0};
     char line[2048];
-    static const char *cls[6] = {"2xx", "400", "401", "404", "413", "429"};
+    static const char *cls[8] = {"2xx", "400", "401", "404", "413", "429", "415", "5xx"};
     pthread_mutex_lock(&s->mx.mu);
     static const char req_head[] = "# HELP tern_requests_total HTTP requests answered, by status class\n"
                                    "# TYPE tern_requests_total counter\n";
     sbuf_add(&b, req_head, sizeof req_head - 1);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 8; i++) {
         snprintf(line, sizeof line, "tern_requests_total{status=\"%s\"} %llu\n", cls[i], (unsigned long long)s->mx.requests[i]);
         sbuf_add(&b, line, strlen(line));
     }
@@ -423,6 +425,39 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
 
 /* ---- routing -------------------------------------------------------------------------------- */
 
+/* The request body's media type. llama-server reads any body as JSON; vLLM refuses every type but
+ * application/json with 415, a missing Content-Type included. tern takes application/json (any
+ * case, parameters allowed, a charset only if it is UTF-8) and, as llama-server, a request with no
+ * Content-Type (raw clients); anything else (text/plain, multipart/form-data, the
+ * application/x-www-form-urlencoded of a bare `curl -d`) is refused with 415 and says what to
+ * send. Returns true if acceptable, else writes the message into why. */
+static bool content_type_ok(const char *ct, char *why, size_t n) {
+    if (!ct) return true;
+    const char *p = ct;
+    while (*p == ' ' || *p == '\t') p++;
+    size_t k = strcspn(p, ";");
+    while (k > 0 && (p[k - 1] == ' ' || p[k - 1] == '\t')) k--;
+    if (k != 16 || strncasecmp(p, "application/json", 16) != 0) {
+        snprintf(why, n, "Content-Type '%.80s' is not supported: send the body as JSON with Content-Type: application/json", ct);
+        return false;
+    }
+    for (const char *q = strchr(p, ';'); q; q = strchr(q + 1, ';')) {   /* parameters: only charset matters */
+        const char *a = q + 1;
+        while (*a == ' ' || *a == '\t') a++;
+        if (strncasecmp(a, "charset=", 8) != 0) continue;
+        a += 8;
+        const size_t m = strcspn(a, "; \t");
+        const bool quoted = m >= 2 && a[0] == '"' && a[m - 1] == '"';
+        const char *v = quoted ? a + 1 : a;
+        const size_t vl = quoted ? m - 2 : m;
+        if (!((vl == 5 && !strncasecmp(v, "utf-8", 5)) || (vl == 4 && !strncasecmp(v, "utf8", 4)))) {
+            snprintf(why, n, "Content-Type '%.80s' is not supported: the JSON body must be UTF-8 (charset=utf-8, or no charset)", ct);
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool authorized(srv *s, struct MHD_Connection *c) {
     if (!s->cfg.api_key || !*s->cfg.api_key) return true;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -469,6 +504,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {
         if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        char why[256];
+        if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
+            return fail(s, c, 415, "invalid_request_error", NULL, why);
         return handle_completion(s, cn, is_chat ? SRV_CHAT : SRV_COMPLETION);
     }
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {

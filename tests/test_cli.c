@@ -10,6 +10,7 @@
 #include "tern.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <utf8proc.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -223,6 +224,10 @@ static void test_values_out_of_range(void **state) {
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
+        /* large values and limits with all their digits (never 1e+11) */
+        {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
+        {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '99999999999'"},
+        {"bench", "-p 99999999999", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '99999999999'"},
     };
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
 }
@@ -269,6 +274,48 @@ static void test_missing_value_and_unknown_option(void **state) {
         {"run", "hello", "tern run: unexpected argument 'hello'"},
     };
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* ---- files named on the command line ------------------------------------------------------------- */
+
+/* Every file-taking flag of every command names the command, the flag, the file and the OS's
+ * reason (strerror, computed here) and exits 1: a missing model (-m) for each model command, a
+ * missing or unreadable prompt, text or id file, synth's inputs, quantize's and info's inputs. */
+static void test_file_errors(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, "data/stories260k/stories260K.gguf");
+    const char *nx = "/nonexistent/tern-test";
+    char enoent[128], eisdir[128];
+    snprintf(enoent, sizeof enoent, "%s", strerror(ENOENT));
+    snprintf(eisdir, sizeof eisdir, "%s", strerror(EISDIR));
+    struct { const char *args, *want_fmt, *reason; } cases[] = {
+        {"run -m %1$s.gguf -p x", "tern run: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"bench -m %1$s.gguf -p 1 -n 1", "tern bench: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"perplexity -m %1$s.gguf --tokens %1$s.txt", "tern perplexity: --tokens: cannot open '%1$s.txt': %2$s", enoent},
+        {"perplexity -m %1$s.gguf -f %3$s", "tern perplexity: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"chat -m %1$s.gguf", "tern chat: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"serve -m %1$s.gguf --port 0", "tern serve: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"bench-spec -m %1$s.gguf --cost", "tern bench-spec: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"run -m %3$s -f %1$s.txt", "tern run: -f: cannot open '%1$s.txt': %2$s", enoent},
+        {"run -m %3$s -f /", "tern run: -f: cannot read '/': %2$s", eisdir},
+        {"perplexity -m %3$s -f %1$s.txt", "tern perplexity: -f: cannot open '%1$s.txt': %2$s", enoent},
+        {"perplexity -m %3$s -f /", "tern perplexity: -f: cannot read '/': %2$s", eisdir},
+        {"perplexity -m %3$s --tokens /", "tern perplexity: --tokens: cannot read '/': %2$s", eisdir},
+        {"bench-spec -m %3$s --prompts %1$s.txt", "tern bench-spec: cannot open '%1$s.txt': %2$s", enoent},
+        {"synth --arch qwen3-tiny --tokenizer %1$s.json -o %1$s.gguf", "tern synth: --tokenizer: cannot open '%1$s.json': %2$s", enoent},
+        {"synth --arch qwen3-tiny --chat-template %1$s.j2 -o %1$s.gguf", "tern synth: --chat-template: cannot open '%1$s.j2': %2$s", enoent},
+        {"quantize %1$s.gguf %1$s-out.gguf --type f32", "tern quantize: cannot open '%1$s.gguf': %2$s", enoent},
+        {"info %1$s.gguf", "tern info: cannot open '%1$s.gguf': %2$s", enoent},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2048], want[2048], *err = NULL;
+        snprintf(args, sizeof args, cases[i].args, nx, cases[i].reason, model);
+        snprintf(want, sizeof want, cases[i].want_fmt, nx, cases[i].reason, model);
+        const int rc = ru_tern(NULL, &err, "%s </dev/null", args);
+        if (rc != 1 || !strstr(err, want)) fail_msg("tern %s: exit %d, stderr: %s(expected exit 1 and \"%s\")", args, rc, err, want);
+        free(err);
+    }
 }
 
 /* ---- tern run: the streamed continuation appends to the prompt ------------------------------------ */
@@ -444,6 +491,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_values_out_of_range),
         cmocka_unit_test(test_values_at_range_ends),
         cmocka_unit_test(test_missing_value_and_unknown_option),
+        cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_run_continuation_keeps_space),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),

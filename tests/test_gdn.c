@@ -234,6 +234,63 @@ static void test_gdn_split_and_small_batch_bits(void **state) {
     layer_free(&in);
 }
 
+/* One delta-rule token in plain scalar loops, in the documented order (gdn.h): S = dec S stored,
+ * kv_b = sum_a S[a][b] k_a in order of a, delta_b = beta (v_b - kv_b), S[a][b] += k_a delta_b,
+ * o_b = (sum_a S[a][b] q_a in order of a) scale. Every ISA build of gdn_delta_token must give
+ * these bits (lane b of a vector is this loop for column b). */
+static void delta_token_scalar(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
+                               float *o) {
+    const float dec = expf(gam), scale = 1.0f / sqrtf((float)d);
+    float delta[256];
+    for (int64_t e = 0; e < (int64_t)d * d; e++) S[e] = S[e] * dec;
+    for (int b = 0; b < d; b++) {
+        float acc = 0.0f;
+        for (int a = 0; a < d; a++) acc += S[a * d + b] * k[a];
+        delta[b] = (v[b] - acc) * beta;
+    }
+    for (int a = 0; a < d; a++)
+        for (int b = 0; b < d; b++) S[a * d + b] = S[a * d + b] + k[a] * delta[b];
+    if (!o) return;
+    for (int b = 0; b < d; b++) {
+        float acc = 0.0f;
+        for (int a = 0; a < d; a++) acc += S[a * d + b] * q[a];
+        o[b] = acc * scale;
+    }
+}
+
+/* gdn_delta_token (generic and AVX2 builds, column tiles of 32 and 8) == the scalar loops, bit
+ * for bit, for several d, with and without the output, over a few tokens. */
+static void test_gdn_delta_token_isa_bits(void **state) {
+    (void)state;
+    const int ds[] = {8, 16, 48, 128, 256};
+    const char *isas[2] = {"generic", "avx2"};
+    for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+        const int d = ds[di];
+        const size_t dd = (size_t)d * (size_t)d;
+        float *S0 = malloc(sizeof(float) * dd), *S1 = malloc(sizeof(float) * dd), *q = malloc(sizeof(float) * d);
+        float *k = malloc(sizeof(float) * d), *v = malloc(sizeof(float) * d);
+        float *o0 = malloc(sizeof(float) * d), *o1 = malloc(sizeof(float) * d);
+        for (int ii = 0; ii < 2; ii++) {
+#if defined(__x86_64__) || defined(__i386__)
+            if (ii == 1 && !__builtin_cpu_supports("avx2")) continue;
+#else
+            if (ii == 1) continue;
+#endif
+            for (size_t e = 0; e < dd; e++) S0[e] = S1[e] = 0.3f * nrand();
+            for (int tok = 0; tok < 4; tok++) {
+                for (int e = 0; e < d; e++) { q[e] = nrand(); k[e] = nrand() / sqrtf((float)d); v[e] = nrand(); }
+                const float beta = 0.2f + 0.15f * (float)tok, gam = -0.05f * (float)(tok + 1);
+                const bool out = tok != 2;
+                delta_token_scalar(S0, d, q, k, v, beta, gam, out ? o0 : NULL);
+                gdn_delta_token_isa(isas[ii], S1, d, q, k, v, beta, gam, out ? o1 : NULL);
+                assert_memory_equal(S0, S1, sizeof(float) * dd);
+                if (out) assert_memory_equal(o0, o1, sizeof(float) * (size_t)d);
+            }
+        }
+        free(S0); free(S1); free(q); free(k); free(v); free(o0); free(o1);
+    }
+}
+
 /* Primitive checks: softplus branch, gates, L2 norm with eps, gated norm. */
 static void test_gdn_primitives(void **state) {
     (void)state;
@@ -424,6 +481,7 @@ static void test_gdn_ggml_mirrors(void **state) {
 int suite_gdn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gdn_primitives),
+        cmocka_unit_test(test_gdn_delta_token_isa_bits),
         cmocka_unit_test(test_gdn_token_vs_double),
         cmocka_unit_test(test_gdn_chunked_vs_token),
         cmocka_unit_test(test_gdn_split_and_small_batch_bits),

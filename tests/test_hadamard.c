@@ -40,6 +40,20 @@ static void test_fwht_blocks_bits(void **state) {
         for (int64_t o = 0; o < K; o += n) had_fwht(a + o, n);
         had_fwht_blocks(b, K, n);
         assert_memory_equal(a, b, sizeof(float) * K);
+        /* each ISA build of the vector code, against the scalar transform */
+        const char *isas[2] = {"generic", "avx2"};
+        for (int ii = 0; ii < 2; ii++) {
+#if defined(__x86_64__) || defined(__i386__)
+            if (ii == 1 && !__builtin_cpu_supports("avx2")) continue;
+#else
+            if (ii == 1) continue;
+#endif
+            hrng = 777u + (uint32_t)t;
+            for (int64_t i = 0; i < K; i++) a[i] = b[i] = hrand();
+            for (int64_t o = 0; o < K; o += n) had_fwht(a + o, n);
+            had_fwht_blocks_isa(isas[ii], b, K, n);
+            assert_memory_equal(a, b, sizeof(float) * K);
+        }
         free(a); free(b);
     }
 }

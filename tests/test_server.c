@@ -264,6 +264,174 @@ static void expect_400(srv_kind kind, const char *body, const char *param) {
     free(js);
 }
 
+/* As expect_400, and the message is exactly `message`. */
+static void expect_400_msg(srv_kind kind, const char *body, const char *param, const char *message) {
+    expect_400(kind, body, param);
+    srv_request r;
+    srv_error e;
+    assert_false(api_parse_request(kind, body, strlen(body), &r, &e));
+    if (strcmp(e.message, message) != 0) fail_msg("body %s:\n  message '%s'\n expected '%s'", body, e.message, message);
+    char *js = api_error_json(&e), *fixed = api_utf8_dup(js, strlen(js));   /* what we send is valid UTF-8 */
+    assert_string_equal(js, fixed);
+    free(fixed);
+    free(js);
+}
+
+/* Numbers in messages are written as the client would write them: integers with all their
+ * digits (99999999999, not 1e+11; the limit 2147483647, not 2.14748e+09), fractions in the
+ * fewest digits that read back (0.1, 2.5). */
+static void test_request_number_messages(void **state) {
+    (void)state;
+    const char *m = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
+    struct { const char *extra, *param, *message; } cases[] = {
+        {"\"max_tokens\": 99999999999", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got 99999999999"},
+        {"\"max_completion_tokens\": -2", "max_completion_tokens",
+         "'max_completion_tokens' must be an integer in [-1, 2147483647], got -2"},
+        {"\"top_k\": 10000000000", "top_k", "'top_k' must be an integer in [0, 1000000000], got 10000000000"},
+        {"\"top_k\": 2.5", "top_k", "'top_k' must be an integer in [0, 1000000000], got 2.5"},
+        {"\"repeat_last_n\": 1000001", "repeat_last_n", "'repeat_last_n' must be an integer in [0, 1000000], got 1000001"},
+        {"\"seed\": 100000000000000000", "seed",
+         "'seed' must be an integer in [-9007199254740992, 9007199254740992], got 100000000000000000"},
+        {"\"temperature\": 2.5", "temperature", "'temperature' must be a number in [0, 2], got 2.5"},
+        {"\"top_p\": 1.1", "top_p", "'top_p' must be a number in [0, 1], got 1.1"},
+        {"\"repeat_penalty\": 0.0001", "repeat_penalty", "'repeat_penalty' must be a number in [0.001, 100], got 0.0001"},
+        {"\"temperature\": \"hot\"", "temperature", "'temperature' must be a number in [0, 2], got a string"},
+        {"\"max_tokens\": null, \"n\": 2", "n", "'n' must be an integer in [1, 1], got 2"},
+        {"\"max_tokens\": [5]", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got an array"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{%s, %s}", m, cases[i].extra);
+        expect_400_msg(SRV_CHAT, body, cases[i].param, cases[i].message);
+    }
+}
+
+/* A value of the wrong type, at any depth, is named by its path (messages[0], not messages[0].role,
+ * for a null message), with what was expected and what came (its JSON kind). */
+static void test_request_element_types(void **state) {
+    (void)state;
+    struct { srv_kind kind; const char *body, *param, *message; } cases[] = {
+        {SRV_CHAT, "{\"messages\": [null]}", "messages[0]", "'messages[0]' must be an object with 'role' and 'content', got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, \"hi\"]}", "messages[1]",
+         "'messages[1]' must be an object with 'role' and 'content', got a string"},
+        {SRV_CHAT, "{\"messages\": [[]]}", "messages[0]", "'messages[0]' must be an object with 'role' and 'content', got an array"},
+        {SRV_CHAT, "{\"messages\": null}", "messages", "'messages' is required: an array of {\"role\", \"content\"} objects"},
+        {SRV_CHAT, "{\"messages\": {\"role\": \"user\"}}", "messages",
+         "'messages' must be an array of {\"role\", \"content\"} objects, got an object"},
+        {SRV_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role",
+         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got nothing"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": 1, \"content\": \"x\"}]}", "messages[0].role",
+         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got a number"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "messages[0].role",
+         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got 'wizard'"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": true}]}", "messages[0].content",
+         "'messages[0].content' must be a string, null or an array of text parts, got true"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, null]}]}",
+         "messages[0].content[1]", "'messages[0].content[1]' must be a text part {\"type\": \"text\", \"text\": string}, got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content[0]",
+         "'messages[0].content[0]' must be a text part {\"type\": \"text\", \"text\": string}, got type 'image_url'"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": 5}]}]}",
+         "messages[0].content[0].text", "'messages[0].content[0].text' must be a string, got a number"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": {}}]}]}",
+         "messages[0].tool_calls[0].function.name", "'messages[0].tool_calls[0].function.name' must be a string, got nothing"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": 3}]}", "messages[0].tool_calls",
+         "'messages[0].tool_calls' must be an array of tool calls, got a number"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stop\": [\"a\", null]}", "stop[1]",
+         "'stop[1]' must be a string, got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [null]}", "tools[0]",
+         "'tools[0]' must be an object {\"type\": \"function\", \"function\": {...}}, got null"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": \"retrieval\"}]}", "tools[0].type",
+         "'tools[0].type' must be \"function\", got 'retrieval'"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": \"yes\"}", "stream",
+         "'stream' must be true or false, got a string"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": {\"include_usage\": 1}}",
+         "stream_options.include_usage", "'stream_options.include_usage' must be true or false, got a number"},
+        {SRV_COMPLETION, "{\"prompt\": null}", "prompt", "'prompt' is required: a string"},
+        {SRV_COMPLETION, "{\"prompt\": {}}", "prompt", "'prompt' must be a string (or an array of one string), got an object"},
+        {SRV_COMPLETION, "{\"prompt\": \"x\", \"model\": false}", "model", "'model' must be a string, got false"},
+        {SRV_COMPLETION, "[1, 2]", "", "the request body must be a JSON object, got an array"},
+        {SRV_COMPLETION, "null", "", "the request body must be a JSON object, got null"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_400_msg(cases[i].kind, cases[i].body, cases[i].param, cases[i].message);
+}
+
+/* Malformed JSON: the message says where (byte offset, line:column) and what was found there, or
+ * why: the end of the body inside a string or an open object, nesting deeper than cJSON's limit, a
+ * lone UTF-16 surrogate, data after the value. Offsets are counted here from the bodies. */
+static void test_request_json_syntax(void **state) {
+    (void)state;
+    static const char h[] = "the request body is not valid JSON: ";
+    char want[512];
+    struct { const char *body, *message; } cases[] = {
+        {"", "it is empty, expected a JSON object"},
+        {" \n ", "it is empty, expected a JSON object"},
+        {"{\"prompt\": ", "the body ends at byte 11 (line 1, column 12) before the value is complete (1 array or object still open)"},
+        {"{\"prompt\": [[\"x\", ", "the body ends at byte 18 (line 1, column 19) before the value is complete (3 arrays or objects still open)"},
+        {"{\"prompt\": \"abc", "the string that opens at byte 11 (line 1, column 12) is not closed before the end of the body (byte 15)"},
+        {"{\"prompt\": \"x\",\n \"max_tokens\": 5x}", "at byte 32 (line 2, column 17): found 'x'"},
+        {"{\"prompt\": \xff}", "at byte 11 (line 1, column 12): found byte 0xff"},
+        {"{\"prompt\": \"x\\qy\"}", "at byte 13 (line 1, column 14): found '\\' inside a string"},
+        {"{\"prompt\": \"a\\ud800b\"}", "a lone UTF-16 surrogate \\ud800 at byte 13 (line 1, column 14): a high surrogate "
+                                          "\\ud800-\\udbff must be followed by a low surrogate \\udc00-\\udfff, and a low one must follow a high one"},
+        {"{\"prompt\":\n\"\\udc00\"}", "a lone UTF-16 surrogate \\udc00 at byte 12 (line 2, column 2): a high surrogate "
+                                       "\\ud800-\\udbff must be followed by a low surrogate \\udc00-\\udfff, and a low one must follow a high one"},
+        {"{\"prompt\": \"x\"} {\"prompt\": \"y\"}", "unexpected data after the JSON value at byte 16 (line 1, column 17): found '{'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(want, sizeof want, "%s%s", h, cases[i].message);
+        expect_400_msg(SRV_COMPLETION, cases[i].body, "", want);
+    }
+    /* nesting: the bracket that would open level 1001 ({ then 999 [ are open before it) */
+    const int limit = 1000;
+    char *deep = malloc(16 + 2 * (size_t)limit);
+    strcpy(deep, "{\"a\": ");
+    const size_t at = strlen(deep) + (size_t)limit - 1;
+    for (int k = 0; k < limit + 5; k++) strcat(deep, "[");
+    snprintf(want, sizeof want, "%sarrays and objects nested deeper than %d levels at byte %zu (line 1, column %zu)", h, limit,
+             at, at + 1);
+    expect_400_msg(SRV_COMPLETION, deep, "", want);
+    free(deep);
+}
+
+/* Invalid UTF-8 anywhere in the body is refused (JSON text is UTF-8, and llama-server and vLLM
+ * refuse it too): a string names its JSON path, the bad byte and its offset in the string; a
+ * member name names the object it is in; any other byte (a raw NUL) its offset in the body. */
+static void test_request_utf8(void **state) {
+    (void)state;
+    struct { const char *body, *param, *message; } cases[] = {
+        {"{\"prompt\": \"ab\xc3\"}", "prompt", "'prompt' is not valid UTF-8: byte 0xc3 at offset 2 of the string"},
+        {"{\"prompt\": \"ok\", \"stop\": [\"a\", \"x\xed\xa0\x80\"]}", "stop[1]",
+         "'stop[1]' is not valid UTF-8: byte 0xed at offset 1 of the string"},
+        {"{\"prompt\": \"\xc0\xaf\"}", "prompt", "'prompt' is not valid UTF-8: byte 0xc0 at offset 0 of the string"},
+        {"{\"prompt\": \"x\", \"model\": \"m\xfe\"}", "model", "'model' is not valid UTF-8: byte 0xfe at offset 1 of the string"},
+        {"{\"prompt\": \"x\", \"user\": \"\xff\"}", "user", "'user' is not valid UTF-8: byte 0xff at offset 0 of the string"},
+        {"{\"prompt\": \"x\", \"\xff\x61\": 1}", "", "a member name in the body is not valid UTF-8: byte 0xff at offset 0 of the name"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_400_msg(SRV_COMPLETION, cases[i].body, cases[i].param, cases[i].message);
+    struct { const char *body, *param, *message; } chat[] = {
+        {"{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"hi \xff\"}]}",
+         "messages[1].content", "'messages[1].content' is not valid UTF-8: byte 0xff at offset 3 of the string"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": \"\xe2\x82\"}]}]}",
+         "messages[0].content[1].text", "'messages[0].content[1].text' is not valid UTF-8: byte 0xe2 at offset 0 of the string"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"x\", \"n\xff" "ame\": 1}]}", "messages[0]",
+         "a member name in 'messages[0]' is not valid UTF-8: byte 0xff at offset 1 of the name"},
+    };
+    for (size_t i = 0; i < sizeof chat / sizeof chat[0]; i++) expect_400_msg(SRV_CHAT, chat[i].body, chat[i].param, chat[i].message);
+    /* a raw NUL cuts the string cJSON returns ("a"); the body check still finds it */
+    const char nul[] = "{\"prompt\": \"a\0\xff\"}";
+    srv_request r;
+    srv_error e;
+    assert_false(api_parse_request(SRV_COMPLETION, nul, sizeof nul - 1, &r, &e));
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.message, "the request body is not valid UTF-8: byte 0x00 at byte 13 (line 1, column 14)");
+    /* valid multi-byte text (2, 3 and 4 bytes, escapes of a surrogate pair) passes unchanged */
+    const char ok[] = "{\"prompt\": \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \\ud83d\\ude42\"}";
+    assert_true(api_parse_request(SRV_COMPLETION, ok, sizeof ok - 1, &r, &e));
+    assert_string_equal(r.prompt, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \xf0\x9f\x99\x82");
+    api_request_free(&r);
+}
+
 static void test_request_errors(void **state) {
     (void)state;
     expect_400(SRV_CHAT, "{\"messages\": [", "");
@@ -274,7 +442,7 @@ static void test_request_errors(void **state) {
     expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "messages[0].role");
     expect_400(SRV_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role");
     expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages[0].content");
-    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content");
+    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content[0]");
     const char *m = "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]";
     struct { const char *extra, *param; } cases[] = {
         {"\"temperature\": \"hot\"", "temperature"},
@@ -292,7 +460,7 @@ static void test_request_errors(void **state) {
         {"\"stream\": \"yes\"", "stream"},
         {"\"stream_options\": 3", "stream_options"},
         {"\"stop\": 5", "stop"},
-        {"\"stop\": [\"a\", 5]", "stop"},
+        {"\"stop\": [\"a\", 5]", "stop[1]"},
         {"\"stop\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]", "stop"},
         {"\"n\": 2", "n"},
         {"\"logprobs\": \"yes\"", "logprobs"},
@@ -303,8 +471,8 @@ static void test_request_errors(void **state) {
         {"\"top_logprobs\": 3", "top_logprobs"},
         {"\"presence_penalty\": 0.5", "presence_penalty"},
         {"\"model\": 7", "model"},
-        {"\"chat_template_kwargs\": {\"enable_thinking\": \"no\"}", "enable_thinking"},
-        {"\"tools\": [{\"type\": \"function\"}]", "tools"},
+        {"\"chat_template_kwargs\": {\"enable_thinking\": \"no\"}", "chat_template_kwargs.enable_thinking"},
+        {"\"tools\": [{\"type\": \"function\"}]", "tools[0].function"},
         {"\"tools\": {}", "tools"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -431,6 +599,10 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_tool_calls),
         cmocka_unit_test(test_utf8_repair),
         cmocka_unit_test(test_request_errors),
+        cmocka_unit_test(test_request_number_messages),
+        cmocka_unit_test(test_request_element_types),
+        cmocka_unit_test(test_request_json_syntax),
+        cmocka_unit_test(test_request_utf8),
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_tools_block_and_history),
         cmocka_unit_test(test_response_shapes),

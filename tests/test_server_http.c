@@ -220,8 +220,19 @@ static void test_endpoints_and_errors(void **state) {
     expect_error(s, "GET", "/v1/nothing", NULL, NULL, 404, NULL);
     expect_error(s, "GET", "/v1/completions", NULL, NULL, 405, NULL);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\",\n \"max_tokens\": 5x}", NULL, &code);
+    if (code != 400 || !strstr(out, "\"the request body is not valid JSON: at byte 32 (line 2, column 17): found 'x'\""))
+        fail_msg("malformed JSON: status %d, %s", code, out);
+    free(out);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"temperature\": \"hot\"}", NULL, 400, "temperature");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": []}", NULL, 400, "messages");
+    expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [null]}", NULL, 400, "messages[0]");
+    expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xc3 \xff\"}]}", NULL,
+                 400, "messages[0].content");
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"ab\xc3\"}", NULL, &code);
+    if (code != 400 || !strstr(out, "\"'prompt' is not valid UTF-8: byte 0xc3 at offset 2 of the string\""))
+        fail_msg("invalid UTF-8 prompt: status %d, %s", code, out);
+    free(out);
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": -3}", NULL, 400, "max_tokens");
     /* body limit 4096 */
     char *big = malloc(8192);
@@ -263,6 +274,77 @@ static void test_endpoints_and_errors(void **state) {
     out = http(s, "GET", "/health", NULL, NULL, &code);       /* health needs no key */
     assert_int_equal(code, 200);
     free(out);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* POST with a given Content-Type header value (NULL: none at all) through curl. */
+static char *http_ct(srv *s, const char *path, const char *body, const char *ct, int *code) {
+    char file[512], cmd[2048], stem[64];
+    snprintf(stem, sizeof stem, "body-%d", atomic_fetch_add(&body_counter, 1));
+    fx_tmp_path(file, sizeof file, stem);
+    FILE *f = fopen(file, "wb");
+    fwrite(body, 1, strlen(body), f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "curl -s -o - -w '\\n%%{http_code}' -H 'Content-Type:%s%s' --data-binary @'%s' http://127.0.0.1:%d%s",
+             ct ? " " : "", ct ? ct : "", file, srv_port(s), path);
+    char *out = ru_capture(cmd, NULL);
+    unlink(file);
+    char *nl = strrchr(out, '\n');
+    *code = nl ? atoi(nl + 1) : 0;
+    if (nl) *nl = '\0';
+    return out;
+}
+
+/* The body's media type (llama-server reads any body; vLLM refuses all but application/json with
+ * 415): application/json in any case with a UTF-8 charset or none, and no Content-Type at all, are
+ * served; text/plain, multipart/form-data, a bare `curl -d`'s form encoding and a non-UTF-8 charset
+ * get 415 with an OpenAI error object saying what to send, counted in /metrics. */
+static void test_content_type(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 0, NULL, 0);
+    const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 1, \"temperature\": 0}";
+    const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 1}";
+    struct { const char *ct; int code; } cases[] = {
+        {NULL, 200},
+        {"application/json", 200},
+        {"Application/JSON; charset=UTF-8", 200},
+        {"application/json;charset=\"utf-8\"", 200},
+        {"text/plain", 415},
+        {"text/plain;charset=UTF-8", 415},
+        {"multipart/form-data; boundary=xyz", 415},
+        {"application/x-www-form-urlencoded", 415},
+        {"application/jsonx", 415},
+        {"application/json; charset=latin1", 415},
+    };
+    int n415 = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int k = 0; k < 2; k++) {
+            int code;
+            char *out = http_ct(s, k ? "/v1/chat/completions" : "/v1/completions", k ? chat : body, cases[i].ct, &code);
+            if (code != cases[i].code) fail_msg("Content-Type %s: status %d, expected %d: %s", cases[i].ct ? cases[i].ct : "(none)", code, cases[i].code, out);
+            if (code == 415) {
+                n415++;
+                char want[320];
+                const bool charset = strstr(cases[i].ct, "latin1") != NULL;
+                snprintf(want, sizeof want, "Content-Type '%s' is not supported: %s", cases[i].ct,
+                         charset ? "the JSON body must be UTF-8 (charset=utf-8, or no charset)"
+                                 : "send the body as JSON with Content-Type: application/json");
+                cJSON *j = cJSON_Parse(out);
+                cJSON *e = cJSON_GetObjectItem(j, "error");
+                if (!cJSON_IsString(cJSON_GetObjectItem(e, "message")) || strcmp(cJSON_GetObjectItem(e, "message")->valuestring, want) ||
+                    strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "invalid_request_error") || !cJSON_IsNull(cJSON_GetObjectItem(e, "param")))
+                    fail_msg("Content-Type %s: %s (expected the message \"%s\")", cases[i].ct, out, want);
+                cJSON_Delete(j);
+            } else {
+                cJSON *j = cJSON_Parse(out);
+                if (!cJSON_IsArray(cJSON_GetObjectItem(j, "choices"))) fail_msg("Content-Type %s: %s", cases[i].ct ? cases[i].ct : "(none)", out);
+                cJSON_Delete(j);
+            }
+            free(out);
+        }
+    assert_int_equal(metric(s, "tern_requests_total{status=\"415\"}"), (uint64_t)n415);
     srv_stop(s);
     tern_model_free(m);
 }
@@ -952,6 +1034,7 @@ static void test_chat_page_in_chromium(void **state) {
 int suite_server_http(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints_and_errors),
+        cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_max_tokens_and_length),
         cmocka_unit_test(test_stop_strings_and_stream),
         cmocka_unit_test(test_batch_equivalence_and_429),

@@ -31,10 +31,10 @@ static void on_sigint(int sig) {
 }
 
 typedef struct chat_opts {
-    const char *model, *system, *tmpl;
-    bool think, show_think, mmap, kv_f32, no_progress;
-    int n_ctx, n_batch, n_threads, n_predict;
-    tern_numerics numerics;
+    opts_common oc;         /* -m, -c, -t, -b, --numerics, --mmap, ... (model_opts.h) */
+    const char *system, *tmpl;
+    bool think, show_think;
+    int n_predict;
     tern_sampler_params sp;
     spec_opts spec;         /* --spec lookup --draft-max N */
 } chat_opts;
@@ -74,8 +74,8 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
     o->n_predict = -1;
     tern_sampler_params_default(&o->sp);
     spec_opts_default(&o->spec);
-    opts_common oc;
-    opts_common_default(&oc);
+    opts_common *oc = &o->oc;
+    opts_common_default(oc);
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(chat_defs), opts_tab_ctx, opts_tab_threads, opts_tab_load,
                               opts_tab_sampling, spec_opts_tab};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
@@ -85,7 +85,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         if (id == OPT_HELP) { usage(stdout, tabs, n_tabs); return 1; }
         if (id == OPT_ERR) return 2;
         if (id == OPT_POSITIONAL) return opts_unexpected("chat", v.str);
-        if (opts_apply_common(&oc, id, &v) || opts_apply_sampling(&o->sp, id, &v) || spec_opts_apply(&o->spec, id, &v))
+        if (opts_apply_common(oc, id, &v) || opts_apply_sampling(&o->sp, id, &v) || spec_opts_apply(&o->spec, id, &v))
             continue;
         switch (id) {
         case CHAT_SYSTEM: o->system = v.str; break;
@@ -96,15 +96,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         default: break;
         }
     }
-    o->model = oc.model;
-    o->n_ctx = oc.n_ctx;
-    o->n_batch = oc.n_batch;
-    o->n_threads = oc.n_threads;
-    o->mmap = oc.use_mmap;
-    o->kv_f32 = oc.kv_f32;
-    o->numerics = oc.numerics;
-    o->no_progress = oc.no_progress;
-    if (!o->model) {
+    if (!oc->model) {
         fprintf(stderr, "tern chat: -m MODEL is required; see tern chat --help\n");
         return 2;
     }
@@ -327,22 +319,7 @@ int cmd_chat(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
 
     tern_err err = {0};
-    tern_model_opts mo;
-    tern_model_opts_default(&mo);
-    mo.n_threads = c.o.n_threads;
-    mo.use_mmap = c.o.mmap;
-    mo.numerics = c.o.numerics;
-    mo.progress = isatty(STDERR_FILENO) && !c.o.no_progress;
-    if (tern_model_load(&c.m, c.o.model, &mo, &err) != TERN_OK) {
-        fprintf(stderr, "tern chat: %s\n", err.msg);
-        return 1;
-    }
-    tern_session_opts so;
-    tern_session_opts_default(&so);
-    so.n_ctx = c.o.n_ctx;
-    so.n_batch = c.o.n_batch;
-    so.kv_f32 = c.o.kv_f32;
-    if (tern_session_init(&c.s, c.m, &so, &err) != TERN_OK) goto fail;
+    if (opts_load(&c.o.oc, &c.m, &c.s, &err) != TERN_OK) goto fail;
     if (c.o.sp.repeat_last_n < 0) c.o.sp.repeat_last_n = tern_session_n_ctx(c.s);
     if (tern_sampler_init(&c.smp, c.m, &c.o.sp, &err) != TERN_OK) goto fail;
     if (c.o.spec.on && tern_spec_init(&c.spec, c.m, &c.o.spec.p, &err) != TERN_OK) goto fail;
@@ -369,7 +346,7 @@ int cmd_chat(int argc, char **argv) {
     tern_model_get_info(c.m, &info);
     fprintf(stderr, "tern chat: %s (%s), context %d, seed %llu. /clear new conversation, /exit quits, "
                     "Ctrl-C stops a reply.\n",
-            info.name && *info.name ? info.name : c.o.model, info.arch, tern_session_n_ctx(c.s),
+            info.name && *info.name ? info.name : c.o.oc.model, info.arch, tern_session_n_ctx(c.s),
             (unsigned long long)tern_sampler_seed(c.smp));
 
     char *line = NULL;

@@ -91,6 +91,7 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
     mo.use_mmap = o->use_mmap;
     mo.numerics = o->numerics;
     mo.progress = !o->no_progress;
+    if (!opts_input_ok("-m", o->model, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
     int rc = tern_model_load(m, o->model, &mo, err);
     if (rc || !s) return rc;
     tern_session_opts so;
@@ -119,28 +120,4 @@ void opts_write_utf8(FILE *f, const char *s, size_t n) {
     if (!buf) { fwrite(s, 1, n, f); return; }
     fwrite(buf, 1, tok_utf8_repair(s, n, buf), f);
     free(buf);
-}
-
-int opts_read_file(const char *path, char **out, size_t *len) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "tern: cannot open '%s'\n", path); return -1; }
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
-    while (b) {
-        const size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        cap *= 2;
-        char *nb = realloc(b, cap + 1);
-        if (!nb) { free(b); b = NULL; }
-        else b = nb;
-    }
-    const int bad = ferror(f);
-    fclose(f);
-    if (!b || bad) { free(b); fprintf(stderr, "tern: cannot read '%s'\n", path); return -1; }
-    b[n] = 0;
-    *out = b;
-    *len = n;
-    return 0;
 }

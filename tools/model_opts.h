@@ -38,7 +38,8 @@ extern const opt_table opts_tab_sampling;  /* --temp --top-k --top-p --min-p --r
 bool opts_apply_common(opts_common *o, int id, const opt_val *v);
 bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v);
 const char *opts_numerics_name(tern_numerics n);
-/* Load the model and (when s != NULL) a session from the options. */
+/* Load the model and (when s != NULL) a session from the options. A model path that cannot be
+ * opened is TERN_E_IO "-m: cannot open 'PATH': REASON" (the OS's reason). */
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err);
 /* Prompts are bytes: text that is not valid UTF-8 is still tokenised (byte by byte, so the model
  * sees exactly those bytes, as llama.cpp), but the user is told. Prints "tern CMD: warning: WHAT
@@ -46,7 +47,5 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
 bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n);
 /* Write s[0..n) to f with invalid UTF-8 replaced by U+FFFD (stdout stays valid UTF-8). */
 void opts_write_utf8(FILE *f, const char *s, size_t n);
-/* Read a whole file (NUL-terminated, caller frees). Prints a message and returns -1 on failure. */
-int opts_read_file(const char *path, char **out, size_t *len);
 
 #endif /* TERN_TOOLS_MODEL_OPTS_H */

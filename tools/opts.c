@@ -2,12 +2,61 @@
 #include "opts.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static const char *g_cmd = "";      /* the program runs one command: its name, for messages */
+
+const char *opts_cmd(void) { return g_cmd; }
+
+bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n) {
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) { close(fd); return true; }
+    snprintf(msg, n, "%s%scannot open '%s': %s", flag ? flag : "", flag ? ": " : "", path, strerror(errno));
+    return false;
+}
+
+int opts_read_input(const char *flag, const char *path, char **out, size_t *len) {
+    *out = NULL;
+    char msg[1200];
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        opts_input_ok(flag, path, msg, sizeof msg);
+        fprintf(stderr, "tern %s: %s\n", g_cmd, msg);
+        return -1;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap + 1);
+    int e = 0;
+    while (b) {
+        const size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (n < cap) { if (ferror(f)) e = errno ? errno : EIO; break; }
+        cap *= 2;
+        char *nb = realloc(b, cap + 1);
+        if (!nb) { free(b); b = NULL; }
+        else b = nb;
+    }
+    fclose(f);
+    if (!b || e) {
+        free(b);
+        fprintf(stderr, "tern %s: %s%scannot read '%s': %s\n", g_cmd, flag ? flag : "", flag ? ": " : "", path,
+                strerror(b ? e : ENOMEM));
+        return -1;
+    }
+    b[n] = 0;
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+int opts_read_file(const char *path, char **out, size_t *len) { return opts_read_input(NULL, path, out, len); }
 
 int opts_max_threads(void) {
     const long nc = sysconf(_SC_NPROCESSORS_ONLN);
@@ -42,13 +91,13 @@ static const opt_def *find(const opt_table *t, int n_t, const char *arg, size_t 
 /* What a value of d must be, e.g. "an integer in 1..8", into buf. */
 static const char *expected(const opt_def *d, char *buf, size_t n) {
     switch (d->kind) {
-    case OPT_INT: snprintf(buf, n, "an integer in %.15g..%.15g", d->lo, def_hi(d)); break;
+    case OPT_INT: snprintf(buf, n, "an integer in %.0f..%.0f", d->lo, def_hi(d)); break;   /* all digits, never 1e+11 */
     case OPT_FLOAT: snprintf(buf, n, "a number in %.15g..%.15g", d->lo, def_hi(d)); break;
     case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551615 or -1 (random)"); break;
     case OPT_TEXT: snprintf(buf, n, "text"); break;
     case OPT_PATH: snprintf(buf, n, "a path"); break;
     case OPT_LIST:
-        snprintf(buf, n, "a comma-separated list of at most %d integers in %.15g..%.15g", OPT_LIST_MAX, d->lo, def_hi(d));
+        snprintf(buf, n, "a comma-separated list of at most %d integers in %.0f..%.0f", OPT_LIST_MAX, d->lo, def_hi(d));
         break;
     case OPT_CHOICE: {
         size_t o = (size_t)snprintf(buf, n, "one of ");
@@ -143,6 +192,7 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
 
 int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **argv, int *i, opt_val *v) {
     memset(v, 0, sizeof *v);
+    g_cmd = cmd;
     const char *a = argv[*i];
     if (a[0] != '-' || a[1] == '\0') { v->str = a; return OPT_POSITIONAL; }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return OPT_HELP;
@@ -185,8 +235,8 @@ void opts_help(FILE *f, const opt_table *t, int n_t) {
             const char *meta = d->meta ? d->meta : d->kind == OPT_CHOICE ? d->choices : NULL;
             snprintf(left, sizeof left, "%s%s%s", d->names, meta ? " " : "", meta ? meta : "");
             fprintf(f, "  %-24s%s%s", left, strlen(left) >= 24 ? " " : "", d->help);
-            if (d->kind == OPT_INT || d->kind == OPT_FLOAT || d->kind == OPT_LIST)
-                fprintf(f, " [%.15g..%.15g]", d->lo, def_hi(d));
+            if (d->kind == OPT_INT || d->kind == OPT_LIST) fprintf(f, " [%.0f..%.0f]", d->lo, def_hi(d));
+            else if (d->kind == OPT_FLOAT) fprintf(f, " [%.15g..%.15g]", d->lo, def_hi(d));
             fputc('\n', f);
         }
     fprintf(f, "  %-24s%s\n", "-h, --help", "this help");

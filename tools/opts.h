@@ -12,6 +12,8 @@
 #ifndef TERN_TOOLS_OPTS_H
 #define TERN_TOOLS_OPTS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 typedef enum {
@@ -68,6 +70,21 @@ void opts_bad_value(const char *cmd, const char *flag, const char *expected, con
 /* Print "tern CMD: unexpected argument 'ARG'; see tern CMD --help" (for an OPT_POSITIONAL a command
  * does not take) and return 2, the usage-error exit status. */
 int opts_unexpected(const char *cmd, const char *arg);
+/* The command being parsed ("run"): the name the last opts_next call was given, "" before any.
+ * Messages printed outside the parser (files, notices) use it: "tern run: ...". */
+const char *opts_cmd(void);
+
+/* ---- input files ---------------------------------------------------------------------------- */
+/* Whether path can be opened for reading. If not, writes "FLAG: cannot open 'PATH': REASON"
+ * (REASON: the OS's, strerror) into msg (n bytes) and returns false. flag may be NULL (then the
+ * message starts at "cannot"). */
+bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n);
+/* Read a whole file (NUL-terminated, caller frees). On failure prints "tern CMD: FLAG: cannot
+ * open|read 'PATH': REASON" and returns -1. */
+int opts_read_input(const char *flag, const char *path, char **out, size_t *len);
+/* opts_read_input without a flag name. */
+int opts_read_file(const char *path, char **out, size_t *len);
+
 /* The largest thread count any -t accepts: 4 x online CPUs, at least 4, at most 1024 (the model
  * loader's limit). */
 int opts_max_threads(void);

@@ -43,7 +43,7 @@ static double nll_of(const float *l, int n_vocab, int tok) {
 static int read_ids(const char *path, int32_t **out, int *n) {
     char *txt;
     size_t len;
-    if (opts_read_file(path, &txt, &len)) return -1;
+    if (opts_read_input("--tokens", path, &txt, &len)) return -1;
     int cap = 1024, k = 0;
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     char *p = txt;
@@ -145,7 +145,7 @@ int cmd_perplexity(int argc, char **argv) {
         printf("%d tokens, %ld predictions scored\n", n_ids, count);
     } else {
         size_t len;
-        if (opts_read_file(text_path, &txt, &len)) goto done;
+        if (opts_read_input("-f", text_path, &txt, &len)) goto done;
         if (len > 0 && txt[len - 1] == '\n') len--;
         opts_warn_utf8("perplexity", text_path, txt, len);
         if (len > (size_t)INT32_MAX) { fprintf(stderr, "tern perplexity: text too large\n"); goto done; }

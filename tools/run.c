@@ -88,7 +88,7 @@ int cmd_run(int argc, char **argv) {
     char *file_text = NULL;
     size_t plen = prompt ? strlen(prompt) : 0;
     if (prompt_file) {
-        if (opts_read_file(prompt_file, &file_text, &plen)) return 1;
+        if (opts_read_input("-f", prompt_file, &file_text, &plen)) return 1;
         prompt = file_text;
     }
     if (!prompt) prompt = "";

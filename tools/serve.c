@@ -80,15 +80,9 @@ int cmd_serve(int argc, char **argv) {
     cfg.spec = so.on;
     cfg.spec_p = so.p;
     cfg.kv_f32 = oc.kv_f32;
-    tern_model_opts mo;
-    tern_model_opts_default(&mo);
-    mo.progress = isatty(STDERR_FILENO) && !oc.no_progress;
-    mo.n_threads = oc.n_threads;
-    mo.use_mmap = oc.use_mmap;
-    mo.numerics = oc.numerics;
     tern_err err = {0};
     tern_model *m = NULL;
-    if (tern_model_load(&m, model, &mo, &err) != TERN_OK) {
+    if (opts_load(&oc, &m, NULL, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
         return 1;
     }

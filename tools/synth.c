@@ -727,16 +727,12 @@ int cmd_synth(int argc, char **argv) {
     tok_hf *hf = NULL;
     char *tmpl = NULL;
     int rc = TERN_OK;
-    if (tmpl_path) {
-        size_t len = 0;
-        FILE *f = fopen(tmpl_path, "rb");
-        long sz = -1;
-        if (f && fseek(f, 0, SEEK_END) == 0 && (sz = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 && (tmpl = malloc((size_t)sz + 1)))
-            len = fread(tmpl, 1, (size_t)sz, f);
-        if (f) fclose(f);
-        if (!tmpl || (long)len != sz) rc = tern_err_set(&err, TERN_E_IO, "synth: cannot read --chat-template '%s'", tmpl_path);
-        else tmpl[len] = '\0';
+    if (tok_path && !opts_input_ok("--tokenizer", tok_path, err.msg, sizeof err.msg)) {
+        fprintf(stderr, "tern synth: %s\n", err.msg);
+        return 1;
     }
+    size_t tmpl_len;
+    if (tmpl_path && opts_read_input("--chat-template", tmpl_path, &tmpl, &tmpl_len)) return 1;
     if (rc == TERN_OK && tok_path) {
         /* spec archs: the spec's rows (an id beyond them is an error); tiny: --n-vocab or the ids */
         const tok_hf_opts o = {.pre = pre, .n_rows = (int32_t)(a->tiny ? n_vocab_opt : a->n_vocab), .chat_template = tmpl};

@@ -19,9 +19,16 @@
 #include "model/gdn.h"
 
 #include "core/core.h"
+#include "kernels/kernels.h"
 
 #include <math.h>
 #include <string.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define GDN_X86 1
+#else
+#define GDN_X86 0
+#endif
 
 typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
@@ -161,41 +168,116 @@ void gdn_delta_token_ggml(float *S, int d, const float *q, const float *k, const
 
 /* ---- token-by-token delta rule (the reference) ------------------------------------------- */
 
+/* One token on one head, column tiles of W v8 (8 W columns of S) at a time, each tile's
+ * accumulators in registers (the whole d = 128 row would need 16 ymm plus operands):
+ *   pass 1 (read only): kv_b = sum_a (S[a][b] dec) k_a, lane b in order of a;
+ *   pass 2: S[a][b] = S[a][b] dec + k_a delta_b (the decayed value recomputed with the same
+ *           rounding as pass 1, so S is written once); o_b = sum_a S[a][b] q_a in order of a.
+ * Every lane performs the operations of the plain two-pass loop (decay stored, then the rank-1
+ * update) in the same order, so the bits are the same for any tile width and ISA.
+ * pf (optional): the next head's state, prefetched during pass 2 (two lines per row of a tile,
+ * d^2 / 16 lines over the d^2 / (8 W) rows of pass 2), so its first pass finds it in cache while
+ * this head computes. */
+#define GDN_UNROLL _Pragma("GCC unroll 4")
+#define GDN_TILE_P1(W)                                                                              \
+    do {                                                                                            \
+        v8 acc[W];                                                                                  \
+        GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] = (v8){0};                                             \
+        const float *row = S + b0;                                                                  \
+        for (int a = 0; a < d; a++, row += d) {                                                     \
+            const float ka = k[a];                                                                  \
+            GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] += (LD8(row + 8 * t) * dec) * ka;                  \
+        }                                                                                           \
+        GDN_UNROLL for (int t = 0; t < (W); t++) ST8(delta + b0 + 8 * t, (LD8(v + b0 + 8 * t) - acc[t]) * beta); \
+        b0 += 8 * (W);                                                                              \
+    } while (0)
+
+#define GDN_TILE_P2(W)                                                                              \
+    do {                                                                                            \
+        v8 acc[W], dl[W];                                                                           \
+        GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (v8){0}; dl[t] = LD8(delta + b0 + 8 * t); }        \
+        float *row = S + b0;                                                                        \
+        for (int a = 0; a < d; a++, row += d) {                                                     \
+            const float ka = k[a], qa = q[a];                                                       \
+            if (pfp < pf_end) { __builtin_prefetch(pfp, 0, 3); __builtin_prefetch(pfp + 64, 0, 3); pfp += 128; } \
+            GDN_UNROLL for (int t = 0; t < (W); t++) {                                                         \
+                const v8 s = LD8(row + 8 * t) * dec + ka * dl[t];                                   \
+                ST8(row + 8 * t, s);                                                                \
+                acc[t] += s * qa;                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+        GDN_UNROLL for (int t = 0; t < (W); t++) ST8(o + b0 + 8 * t, acc[t] * scale);                          \
+        b0 += 8 * (W);                                                                              \
+    } while (0)
+
+#define GDN_TILE_P2_NOOUT(W)                                                                        \
+    do {                                                                                            \
+        v8 dl[W];                                                                                   \
+        GDN_UNROLL for (int t = 0; t < (W); t++) dl[t] = LD8(delta + b0 + 8 * t);                              \
+        float *row = S + b0;                                                                        \
+        for (int a = 0; a < d; a++, row += d) {                                                     \
+            const float ka = k[a];                                                                  \
+            GDN_UNROLL for (int t = 0; t < (W); t++) ST8(row + 8 * t, LD8(row + 8 * t) * dec + ka * dl[t]);    \
+        }                                                                                           \
+        b0 += 8 * (W);                                                                              \
+    } while (0)
+
+static inline __attribute__((always_inline)) void delta_token_body(float *S, int d, const float *q, const float *k,
+                                                                   const float *v, float beta, float gam, float *o,
+                                                                   const float *pf) {
+    const float dec = expf(gam);
+    const float scale = 1.0f / sqrtf((float)d);
+    float delta[GDN_D_MAX] __attribute__((aligned(32)));
+    int b0 = 0;
+    while (b0 + 32 <= d) GDN_TILE_P1(4);
+    while (b0 < d) GDN_TILE_P1(1);
+    const char *pfp = (const char *)pf, *pf_end = pf ? (const char *)(pf + (int64_t)d * d) : NULL;
+    b0 = 0;
+    if (o) {
+        while (b0 + 32 <= d) GDN_TILE_P2(4);
+        while (b0 < d) GDN_TILE_P2(1);
+    } else {
+        while (b0 + 32 <= d) GDN_TILE_P2_NOOUT(4);
+        while (b0 < d) GDN_TILE_P2_NOOUT(1);
+    }
+}
+
+static void delta_token_generic(float *S, int d, const float *q, const float *k, const float *v, float beta,
+                                float gam, float *o, const float *pf) {
+    delta_token_body(S, d, q, k, v, beta, gam, o, pf);
+}
+
+#if GDN_X86
+__attribute__((target("avx2"))) static void delta_token_avx2(float *S, int d, const float *q, const float *k,
+                                                             const float *v, float beta, float gam, float *o,
+                                                             const float *pf) {
+    delta_token_body(S, d, q, k, v, beta, gam, o, pf);
+}
+#endif
+
+typedef void (*delta_token_fn)(float *, int, const float *, const float *, const float *, float, float, float *,
+                               const float *);
+
+static delta_token_fn delta_token_pick(const char *isa) {
+#if GDN_X86
+    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) return delta_token_avx2;
+#endif
+    (void)isa;
+    return delta_token_generic;
+}
+
+const char *gdn_isa(void) { return delta_token_pick(kern_isa()) == delta_token_generic ? "generic" : "avx2"; }
+
+void gdn_delta_token_isa(const char *isa, float *S, int d, const float *q, const float *k, const float *v,
+                         float beta, float gam, float *o) {
+    TERN_ASSERT(d % 8 == 0 && d <= GDN_D_MAX);
+    delta_token_pick(isa)(S, d, q, k, v, beta, gam, o, NULL);
+}
+
 void gdn_delta_token(float *S, int d, const float *q, const float *k, const float *v, float beta,
                      float gam, float *o) {
     TERN_DASSERT(d % 8 == 0 && d <= GDN_D_MAX);
-    const float dec = expf(gam);
-    const float scale = 1.0f / sqrtf((float)d);
-    v8 acc[GDN_D_MAX / 8];
-    const int nb = d / 8;
-    /* pass 1: S = dec S; kv = S^T k (lane b sums over a in order) */
-    for (int bb = 0; bb < nb; bb++) acc[bb] = (v8){0};
-    for (int a = 0; a < d; a++) {
-        float *row = S + (int64_t)a * d;
-        const float ka = k[a];
-        for (int bb = 0; bb < nb; bb++) {
-            const v8 s = LD8(row + 8 * bb) * dec;
-            ST8(row + 8 * bb, s);
-            acc[bb] += s * ka;
-        }
-    }
-    /* delta_b = beta (v_b - kv_b) */
-    v8 delta[GDN_D_MAX / 8];
-    for (int bb = 0; bb < nb; bb++) delta[bb] = (LD8(v + 8 * bb) - acc[bb]) * beta;
-    /* pass 2: S += k delta^T; o = S^T q (updated S) */
-    for (int bb = 0; bb < nb; bb++) acc[bb] = (v8){0};
-    for (int a = 0; a < d; a++) {
-        float *row = S + (int64_t)a * d;
-        const float ka = k[a];
-        const float qa = o ? q[a] : 0.0f;
-        for (int bb = 0; bb < nb; bb++) {
-            const v8 s = LD8(row + 8 * bb) + ka * delta[bb];
-            ST8(row + 8 * bb, s);
-            if (o) acc[bb] += s * qa;
-        }
-    }
-    if (o)
-        for (int bb = 0; bb < nb; bb++) ST8(o + 8 * bb, acc[bb] * scale);
+    delta_token_pick(kern_isa())(S, d, q, k, v, beta, gam, o, NULL);
 }
 
 /* ---- chunked delta rule ------------------------------------------------------------------ */
@@ -342,6 +424,7 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                      bool chunked, float *scratch) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), ldy = (int64_t)hv * d;
+    const delta_token_fn tok = delta_token_pick(kern_isa());
     for (int t = h0; t < h1; t++) {
         const int kh = t % hk;                        /* tiled order: v-head t <-> key head t mod Hk */
         const float *q = u + (int64_t)kh * d;
@@ -361,9 +444,11 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                                 yt + i0 * ldy, ldy, scratch);
             }
         } else {
+            /* the last token of a head prefetches the next head's state (decode: one token) */
+            const float *pf = t + 1 < h1 ? St + (int64_t)d * d : NULL;
             for (int i = 0; i < n; i++)
-                gdn_delta_token(St, d, q + i * nch, k + i * nch, v + i * nch, beta[(int64_t)i * hv + t],
-                                gam[(int64_t)i * hv + t], yt + i * ldy);
+                tok(St, d, q + i * nch, k + i * nch, v + i * nch, beta[(int64_t)i * hv + t], gam[(int64_t)i * hv + t],
+                    yt + i * ldy, i == n - 1 ? pf : NULL);
         }
         for (int i = 0; i < n; i++)
             gdn_norm_gate(yt + i * ldy, yt + i * ldy, z + i * ldy + (int64_t)t * d, ssm_norm, d, g->eps, g->ggml);
@@ -389,6 +474,7 @@ void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, c
         gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, 0, nch);
         gdn_l2norm_heads(u + i * nch, 2 * hk, d, g->eps);
     }
+    const delta_token_fn tok = delta_token_pick(kern_isa());
     for (int t = 0; t < hv; t++) {                    /* head-outer: the head's state stays in cache */
         const int kh = t % hk;
         float *St = S + (int64_t)t * d * d;
@@ -398,8 +484,8 @@ void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, c
                 gdn_delta_token_ggml(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d,
                                      ui + (int64_t)(2 * hk + t) * d, gi[hv + t], gi[t], NULL);
             else
-                gdn_delta_token(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d,
-                                gi[hv + t], gi[t], NULL);
+                tok(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d, gi[hv + t],
+                    gi[t], NULL, i == n - 1 && t + 1 < hv ? St + (int64_t)d * d : NULL);
         }
     }
 }

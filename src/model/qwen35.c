@@ -584,13 +584,85 @@ static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, 
     else job_norm_rot_quant(&j, 0, n, 0);
 }
 
-static void rot_cols(float *x, int n, int64_t K, const q35_rot *rot) {
-    if (!rot->n) return;
-    for (int c = 0; c < n; c++) had_rot(x + (int64_t)c * K, K, rot->n, rot->s);
-}
-
 static void add_into(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* The input of ssm_out / attn_output / ffn_down, split over the pool in chunks of whole rotation
+ * blocks and whole quantisation blocks (max(rot n, 128) values, as had_rmsnorm_rot_quant), so
+ * decode's single column is shared by both threads instead of running on the caller:
+ *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (blk_swiglu, or the ggml SiLU);
+ *                       VGROUP dst = the grouped V-head permutation of src (spec 5.5);
+ *                       COPY dst = src (or nothing when they alias)
+ *   then dst = rot(dst) on the chunk and its quantisation into q (mode != KQ_F32).
+ * Every value takes the same operations as the unsplit sequence (swiglu, had_gdn_v_grouped,
+ * had_rot, kern_quantize over the column: rotation and quantisation blocks are independent),
+ * so the bits do not depend on the split (tests: thread counts, batch == single steps). */
+enum { RQ_COPY, RQ_SWIGLU, RQ_VGROUP };
+typedef struct {
+    int op;
+    float *dst;
+    const float *src, *aux;
+    void *q;
+    int64_t K, chunk, n_chunk;
+    const q35_rot *rot;
+    kern_numerics mode;
+    bool ggml;
+    int n_k_head, n_v_head, d_head;
+} rq_job;
+
+static void job_rot_quant(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)ith;
+    const rq_job *j = ctx;
+    const size_t qcol = kern_act_bytes(j->mode, j->K, 1);
+    for (int64_t it = i0; it < i1; it++) {
+        const int64_t c = it / j->n_chunk, k0 = (it % j->n_chunk) * j->chunk;
+        const int64_t len = TERN_MIN(j->chunk, j->K - k0);
+        float *y = j->dst + c * j->K + k0;
+        const float *x = j->src + c * j->K + k0;
+        if (j->op == RQ_SWIGLU) {
+            const float *u = j->aux + c * j->K + k0;
+            if (j->ggml)   /* ggml_vec_swiglu_f32 on AVX-512: ggml_v_silu(g) * u */
+                for (int64_t i = 0; i < len; i++) y[i] = gdn_silu_ggml(x[i]) * u[i];
+            else
+                blk_swiglu(y, x, u, len);
+        } else if (j->op == RQ_VGROUP) {
+            /* dst head e = r_per k + r takes src head k + Hk r (had_gdn_v_grouped) */
+            const int d = j->d_head, r_per = j->n_v_head / j->n_k_head;
+            const float *xc = j->src + c * j->K;
+            for (int64_t e = k0 / d; e < (k0 + len) / d; e++) {
+                const int kk = (int)(e / r_per), r = (int)(e % r_per);
+                memcpy(j->dst + c * j->K + e * d, xc + (int64_t)d * (kk + j->n_k_head * r), sizeof(float) * (size_t)d);
+            }
+        } else if (y != x) {
+            memcpy(y, x, sizeof(float) * (size_t)len);
+        }
+        if (j->rot->n) had_rot(y, len, j->rot->n, j->rot->s ? j->rot->s + k0 : NULL);
+        if (j->q) {
+            kern_act a = {.x = y, .q = (uint8_t *)j->q + (size_t)c * qcol + kern_act_bytes(j->mode, k0, 1), .K = len,
+                          .ncols = 1, .mode = j->mode};
+            kern_quantize(&a);
+        }
+    }
+}
+
+/* Runs job_rot_quant over n columns of K and fills a (x = dst) for blk_project. */
+static void rot_quant(const model_t *m, kern_act *a, rq_job *j, int n) {
+    j->mode = m->numerics;
+    j->q = m->numerics == KQ_F32 ? NULL : j->q;
+    j->chunk = TERN_MAX(j->rot->n, (int64_t)128);
+    if (j->op == RQ_VGROUP && j->chunk % j->d_head) {   /* whole heads: lcm(chunk, d) */
+        int64_t a0 = j->chunk, b0 = j->d_head;
+        while (b0) { const int64_t t = a0 % b0; a0 = b0; b0 = t; }
+        j->chunk = j->chunk / a0 * j->d_head;
+    }
+    j->n_chunk = (j->K + j->chunk - 1) / j->chunk;
+    a->x = j->dst;
+    a->q = j->q;
+    a->K = j->K;
+    a->ncols = n;
+    a->mode = m->numerics;
+    pool_for(m->pool, (int64_t)n * j->n_chunk, 1, job_rot_quant, j);
 }
 
 static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
@@ -612,16 +684,16 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     pool_for(m->pool, n, 1, job_attn_prep, &j);
     pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
     PROF_ADD(PR_ATTN);
-    rot_cols(ws->att, n, dq, &QL->rot_out);
+    rq_job rq = {.op = RQ_COPY, .dst = ws->att, .src = ws->att, .q = w->aq, .K = dq, .rot = &QL->rot_out};
+    rot_quant(m, &a, &rq, n);
     PROF_ADD(PR_ROT);
-    blk_quantize(m->pool, &a, ws->att, w->aq, dq, n, m->numerics);
     const kern_w *wo[1] = {&L->attn_output};
     float *yo[1] = {ws->xb};
     blk_project(m->pool, &a, 1, wo, yo);
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
-    PROF_POOL(4);
+    PROF_POOL(5);
 }
 
 static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
@@ -695,25 +767,18 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
     PROF_POOL(2);
     PROF_ADD(PR_RECUR);
-    const float *yo = w->y;
-    if (q->had.gdn_v_grouped) {
-        for (int c = 0; c < n; c++) had_gdn_v_grouped(w->y2 + (int64_t)c * dz, w->y + (int64_t)c * dz, g->n_k_head, hv, g->d_head);
-        yo = w->y2;
-    }
-    if (QL->rot_out.n) {
-        if (yo != w->y2) memcpy(w->y2, w->y, sizeof(float) * (size_t)n * (size_t)dz);
-        rot_cols(w->y2, n, dz, &QL->rot_out);
-        yo = w->y2;
-    }
+    const bool vg = q->had.gdn_v_grouped;
+    rq_job rq = {.op = vg ? RQ_VGROUP : RQ_COPY, .dst = vg || QL->rot_out.n ? w->y2 : w->y, .src = w->y, .q = w->aq,
+                 .K = dz, .rot = &QL->rot_out, .n_k_head = g->n_k_head, .n_v_head = hv, .d_head = g->d_head};
+    rot_quant(m, &a, &rq, n);
     PROF_ADD(PR_ROT);
-    blk_quantize(m->pool, &a, yo, w->aq, dz, n, m->numerics);
     const kern_w *wo[1] = {&QL->ssm_out};
     float *yy[1] = {ws->xb};
     blk_project(m->pool, &a, 1, wo, yy);
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
-    PROF_POOL(merged ? 2 : 3);   /* projections: qkv+gate(+alpha+beta), (alpha+beta), ssm_out */
+    PROF_POOL(merged ? 3 : 4);   /* projections: qkv+gate(+alpha+beta), (alpha+beta), rot+quantise, ssm_out */
 }
 
 static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
@@ -730,21 +795,17 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     float *y2[2] = {ws->hg, ws->hu};
     blk_project(m->pool, &a, 2, w2, y2);
     PROF_ADD(PR_MATMUL);
-    if (q->g.ggml)   /* ggml_vec_swiglu_f32 on AVX-512: ggml_v_silu(g) * u */
-        for (int64_t i = 0; i < (int64_t)n * F; i++) ws->hg[i] = gdn_silu_ggml(ws->hg[i]) * ws->hu[i];
-    else
-        blk_swiglu(ws->hg, ws->hg, ws->hu, (int64_t)n * F);
-    PROF_ADD(PR_OTHER);
-    rot_cols(ws->hg, n, F, &QL->rot_down);
+    rq_job rq = {.op = RQ_SWIGLU, .dst = ws->hg, .src = ws->hg, .aux = ws->hu, .q = w->aq, .K = F, .rot = &QL->rot_down,
+                 .ggml = q->g.ggml};
+    rot_quant(m, &a, &rq, n);
     PROF_ADD(PR_ROT);
-    blk_quantize(m->pool, &a, ws->hg, w->aq, F, n, m->numerics);
     const kern_w *wd[1] = {&L->ffn_down};
     float *yd[1] = {ws->xb};
     blk_project(m->pool, &a, 1, wd, yd);
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
-    PROF_POOL(2);
+    PROF_POOL(3);
 }
 
 static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
