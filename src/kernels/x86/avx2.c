@@ -8,13 +8,14 @@
  * memory (no shuffles, no scratch). vpmaddubsw pair sums must stay in int16: code 3 in slot 3
  * masked in place would be 192 * 127 * 2 = 48768 > 32767 (DESIGN.md), so slots are brought down
  * to u or 4u (u <= 3) and every int16 bound is written next to the code that relies on it.
- * Fast matvec: 8 rows per pass, nibble extraction, prefetch (rp_mv_pass8). Fast matmul: 2-4
- * columns in tiles of 2/4 sharing the extracted slots (rp_mm_tile via rp_mm_narrow); 5 and more
- * columns in tiles of 8 with pre-extracted slots and pre-expanded activations, blocked over rows
- * and K (mm_rowpair_wide). A batch that does not fill its last tile is padded by repeating its
- * last column (computed, never stored), so the weights are streamed once per tile, never once
- * per leftover column. ggml matvec/matmul: the original 4-row kernel (pq2_rp_ggml_group), a
- * word's int32 per Q8_0 block. */
+ * Fast matvec: 8 rows per pass, nibble extraction, prefetch (rp_mv_pass8). Fast matmul at 2-4
+ * columns (speculative verification, batched decode): 8-12 rows x all columns per pass, each
+ * activation broadcast shared by the pass's row groups (rp_mm_narrow). Fast matmul at 5+: column
+ * tiles of 8 with pre-extracted weight slots and pre-expanded activations, blocked over rows and
+ * K (mm_rowpair_wide); a batch that does not fill its last tile is padded by repeating its last
+ * column (computed, never stored), so the weights are streamed once per tile, never once per
+ * leftover column. ggml matvec/matmul: the original 4-row kernel (pq2_rp_ggml_group), a word's
+ * int32 per Q8_0 block. */
 #include "kernels/kern_impl.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -300,8 +301,9 @@ static inline __attribute__((always_inline)) __m256i rp_nibble_fold(__m256i a1, 
 
 /* Prefetch block i of the blocks at `base` (3 lines cover any 136-byte block). The address may
  * lie past the tensor (a prefetch never faults), so it is formed as an integer, not by pointer
- * arithmetic outside the object. */
-static inline void rp_prefetch(const kern_rp_block *base, int64_t i) {
+ * arithmetic outside the object. always_inline: GCC 12 left it out of line in the narrow matmul
+ * (rp_mm_narrow), found it free of side effects and deleted the calls (no prefetch in the asm). */
+static inline __attribute__((always_inline)) void rp_prefetch(const kern_rp_block *base, int64_t i) {
     const uintptr_t p = (uintptr_t)base + (uintptr_t)i * sizeof(kern_rp_block);
     _mm_prefetch((const char *)p, _MM_HINT_T0);
     _mm_prefetch((const char *)(p + 64), _MM_HINT_T0);
@@ -368,71 +370,128 @@ static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
     _mm_storeu_ps(y, acc);
 }
 
-/* ---- PQ2_0 row-pair, fast mode: matmul (column tiles) -------------------------------------
- * One row group x a tile of NC = 2 or 4 columns. The four slots of a word are extracted once to
- * plain codes (u = (v >> 2s) & 3) and reused by every column: per column and word 4 vpmaddubsw +
- * 4 vpaddw into one int16 accumulator per column, started at nsum_init (-sum(q) once per row,
- * |sum| <= 16256): pair sums <= 2 * 3 * 127 = 762, a word's four slots <= 3048, a block's four
- * words <= 12192, so |lane| <= 28448 < 32767 (code 3 included); widened once per block.
- * Tiles of 2 and 4 for the narrow batches (speculative verification, serving); 5 and more
- * columns use mm_rowpair_wide (the NC = 8 instance of this tile spilled 5 of its 8 accumulators).
- * Columns are reduced in pairs: vphaddd(t[c], t[c + 1]) = [c r0, c r1, c+1 r0, c+1 r1 | c r2, c r3,
- * c+1 r2, c+1 r3]; the weight and activation scales are arranged in that order, so one 8-lane fma
- * per block and column pair does the float order; the lanes are put back in row order at the end.
- * A tile that the batch does not fill repeats its last column (computed, never stored). */
-static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block *B, int64_t nb, const kact_fast *const *ac,
-                                                             int NC, int nstore, float *const *out, int32_t *const *isum,
-                                                             int64_t isum_stride) {
+/* ---- PQ2_0 row-pair, fast mode: narrow matmul, 2-4 columns (speculative verification, batched
+ * decode) -------------------------------------------------------------------------------------
+ * G row groups (4G rows, consecutive groups at A + g * nb) x NC columns per pass, all nb blocks:
+ * G = 3 at NC = 2, G = 2 at NC = 3 and 4 (fewer groups at the end of a row range). Per word and
+ * slot s, each group's codes are extracted once (u = (v >> 2s) & 3: one shift + one and) and each
+ * column's activation broadcast (vpbroadcastq of q[32 wd + 8 s .. +8]) is loaded once and used by
+ * all G groups: a word costs 2G loads + 7G extraction ops + 4 NC broadcasts + 8 G NC madd/add for
+ * 4 G NC vpmaddubsw. On Zen 3 each vector op (loads and broadcasts included) takes about one of
+ * ~3.4 issue slots per cycle, so this count, not the int8 peak, sets the speed: session 2's tile
+ * (rp_mm_tile, one group, a column's 4 broadcasts per group) spent 3.6 ops per madd at NC = 2
+ * and 4; this pass 3.4 (NC = 2), 3.2 (3), 3.1 (4) (bench/RESULTS.md "Session 3 knarrow").
+ * One int16 accumulator per (group, column), started at nsum_init (-sum(q) once per row, |sum| <=
+ * 16256); per lane and block 16 vpmaddubsw pair sums of u <= 3 and |q| <= 127: <= 16 * 2 * 3 *
+ * 127 = 12192, so |lane| <= 28448 < 32767 (code 3 included); widened once per block by vpmaddwd.
+ * RP_PIN after each add pins the accumulation order (it emits no instruction): without it GCC 12
+ * reassociates the adds into trees of products and spills (measured in L2: 42% -> 55% of the
+ * int8 peak at NC = 4). Groups are reduced in pairs (ga, gb; gb = ga for an odd last group) by one
+ * vphaddd per column into [ga r0 r1, gb r0 r1 | ga r2 r3, gb r2 r3] and the fp16 weight scales are
+ * converted in that order, so one 8-lane fma per block and column does the float order of
+ * kern_impl.h (acc = fmaf(d_w * d_a, isum, acc) from +0); the float accumulators live in a small
+ * stack array (one load + store per group pair, column and block). Prefetch as in rp_mv_pass8:
+ * RP_PF blocks ahead in each group's stream, past a row's end into the next pass's groups. */
+#define RP_PIN(x) __asm__ volatile("" : "+x"(x))
+static inline __attribute__((always_inline)) void rp_mm_narrow(const kern_rp_block *A, int64_t nb, int G, int NC,
+                                                               const kact_fast *const *x, float *const *y,
+                                                               int32_t *const *isum, int64_t isum_stride) {
+    float facc[2][4][8] __attribute__((aligned(32)));   /* [group pair][column][lane] */
     const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    __m256 acc[4];
+#pragma GCC unroll 2
+    for (int gp = 0; gp < (G + 1) / 2; gp++)
 #pragma GCC unroll 4
-    for (int cp = 0; cp < NC / 2; cp++) acc[cp] = _mm256_setzero_ps();
+        for (int c = 0; c < NC; c++) _mm256_store_ps(facc[gp][c], _mm256_setzero_ps());
     for (int64_t b = 0; b < nb; b++) {
-        const kern_rp_block *blk = B + b;
-        __m256i ia[8];
-#pragma GCC unroll 8
-        for (int c = 0; c < NC; c++) ia[c] = nsum_init(&ac[c][b]);   /* -sum once per row: the +1 of u */
-#pragma GCC unroll 1   /* unrolled, GCC hoists the four words' extractions and spills (measured) */
+        const int64_t pf = b + RP_PF < nb ? b + RP_PF : b + RP_PF + (G - 1) * nb;
+#pragma GCC unroll 3
+        for (int g = 0; g < G; g++) rp_prefetch(A + g * nb, pf);
+        __m256i acc[3][4];
+#pragma GCC unroll 3
+        for (int g = 0; g < G; g++)
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; c++) acc[g][c] = nsum_init(&x[c][b]);
+#pragma GCC unroll 4
         for (int wd = 0; wd < 4; wd++) {
-            const __m256i v = rp_load_word(blk, wd);
-            const __m256i s0 = _mm256_and_si256(v, m3);
-            const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
-            const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
-            const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
-#pragma GCC unroll 8
-            for (int c = 0; c < NC; c++) {
-                const int8_t *q = ac[c][b].qs + 32 * wd;
-                const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
-                const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
-                ia[c] = _mm256_add_epi16(ia[c], _mm256_add_epi16(p01, p23));
+            __m256i v[3];
+#pragma GCC unroll 3
+            for (int g = 0; g < G; g++) { v[g] = rp_load_word(A + g * nb + b, wd); RP_PIN(v[g]); }
+#pragma GCC unroll 4
+            for (int sl = 0; sl < 4; sl++) {
+                __m256i u[3];
+#pragma GCC unroll 3
+                for (int g = 0; g < G; g++) u[g] = _mm256_and_si256(sl ? _mm256_srli_epi16(v[g], 2 * sl) : v[g], m3);
+#pragma GCC unroll 4
+                for (int c = 0; c < NC; c++) {
+                    const __m256i q = bcast8(x[c][b].qs + 32 * wd + 8 * sl);
+#pragma GCC unroll 3
+                    for (int g = 0; g < G; g++) {
+                        acc[g][c] = _mm256_add_epi16(acc[g][c], _mm256_maddubs_epi16(u[g], q));
+                        RP_PIN(acc[g][c]);
+                    }
+                }
             }
         }
-        const __m128i d4 = _mm_loadl_epi64((const __m128i *)(const void *)blk->d);
-        const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(d4, d4));        /* [d0 d1 d0 d1 d2 d3 d2 d3] */
+#pragma GCC unroll 2
+        for (int gp = 0; gp < (G + 1) / 2; gp++) {
+            const int ga = 2 * gp, gb = 2 * gp + 1 < G ? 2 * gp + 1 : 2 * gp;
+            const __m128i da = _mm_loadl_epi64((const __m128i *)(const void *)A[ga * nb + b].d);
+            const __m128i db = _mm_loadl_epi64((const __m128i *)(const void *)A[gb * nb + b].d);
+            const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(da, db));       /* [ga d0 d1, gb d0 d1 | ga d2 d3, gb d2 d3] */
 #pragma GCC unroll 4
-        for (int cp = 0; cp < NC / 2; cp++) {
-            const kact_fast *x0 = &ac[2 * cp][b], *x1 = &ac[2 * cp + 1][b];
-            const __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(ia[2 * cp], ones), _mm256_madd_epi16(ia[2 * cp + 1], ones));
-            /* [d0 d1 ...] -> [d0 d0 d1 d1 d0 d0 d1 d1] */
-            const __m256i dd = _mm256_castsi128_si256(_mm_unpacklo_epi32(_mm_loadl_epi64((const __m128i *)(const void *)&x0->d),
-                                                                          _mm_loadl_epi64((const __m128i *)(const void *)&x1->d)));
-            if (isum) {
-                int32_t t[8];
-                static const int col[8] = {0, 0, 1, 1, 0, 0, 1, 1}, row[8] = {0, 1, 0, 1, 2, 3, 2, 3};
-                _mm256_storeu_si256((__m256i *)(void *)t, h);
-                for (int i = 0; i < 8; i++)
-                    if (2 * cp + col[i] < nstore) isum[2 * cp + col[i]][row[i] * isum_stride + b] = t[i];
+            for (int c = 0; c < NC; c++) {
+                const __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(acc[ga][c], ones), _mm256_madd_epi16(acc[gb][c], ones));
+                if (isum) {
+                    int32_t t[8];
+                    static const int row[8] = {0, 1, 4, 5, 2, 3, 6, 7};
+                    _mm256_storeu_si256((__m256i *)(void *)t, h);
+                    for (int i = 0; i < 8; i++)
+                        if (row[i] < 4 || gb != ga) isum[c][(4 * ga + row[i]) * isum_stride + b] = t[i];
+                }
+                const __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(x[c][b].d));
+                _mm256_store_ps(facc[gp][c], _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(h), _mm256_load_ps(facc[gp][c])));
             }
-            const __m256 da = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(dd, _mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1)));
-            acc[cp] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(h), acc[cp]);
         }
     }
-#pragma GCC unroll 4
-    for (int cp = 0; cp < NC / 2; cp++) {
-        /* [c r0 r1, c+1 r0 r1 | c r2 r3, c+1 r2 r3] -> [c r0..r3 | c+1 r0..r3] */
-        const __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc[cp]), 0xD8));
-        if (2 * cp < nstore) _mm_storeu_ps(out[2 * cp], _mm256_castps256_ps128(o));
-        if (2 * cp + 1 < nstore) _mm_storeu_ps(out[2 * cp + 1], _mm256_extractf128_ps(o, 1));
+    for (int gp = 0; gp < (G + 1) / 2; gp++)
+        for (int c = 0; c < NC; c++) {
+            const __m256 o = _mm256_permutevar8x32_ps(_mm256_load_ps(facc[gp][c]), _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+            if (2 * gp + 1 < G) _mm256_storeu_ps(y[c] + 8 * gp, o);
+            else _mm_storeu_ps(y[c] + 8 * gp, _mm256_castps256_ps128(o));
+        }
+}
+
+/* Rows [r0, g1) (whole groups) of a 2-4 column batch: passes of G groups (G = 3 at 2 columns, 2
+ * at 3 and 4), fewer at the end; each pass streams its groups' weights once for all columns. */
+static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1) {
+    const kern_act *a = m->a;
+    const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int NC = a->ncols, G = NC == 2 ? 3 : 2;
+    const kact_fast *x[4];
+    float *y[4];
+    int32_t *is[4];
+    for (int64_t r = r0; r < g1;) {
+        const int gg = (int)TERN_MIN((int64_t)G, (g1 - r) / 4);
+        for (int c = 0; c < NC; c++) {
+            x[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
+            y[c] = m->y + c * m->ldy + r;
+            is[c] = m->isum ? m->isum + ((int64_t)c * N + r) * nb : NULL;
+        }
+        const kern_rp_block *A = rp + (r / 4) * nb;
+        int32_t *const *isp = m->isum ? is : NULL;
+        if (NC == 2) {
+            if (gg == 3) rp_mm_narrow(A, nb, 3, 2, x, y, isp, nb);
+            else if (gg == 2) rp_mm_narrow(A, nb, 2, 2, x, y, isp, nb);
+            else rp_mm_narrow(A, nb, 1, 2, x, y, isp, nb);
+        } else if (NC == 3) {
+            if (gg == 2) rp_mm_narrow(A, nb, 2, 3, x, y, isp, nb);
+            else rp_mm_narrow(A, nb, 1, 3, x, y, isp, nb);
+        } else {
+            if (gg == 2) rp_mm_narrow(A, nb, 2, 4, x, y, isp, nb);
+            else rp_mm_narrow(A, nb, 1, 4, x, y, isp, nb);
+        }
+        r += 4 * gg;
     }
 }
 
@@ -442,8 +501,9 @@ static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block
  * vpmaddubsw and vpaddw (per block and column 16 + 16, plus 2 slot loads shared by 8 columns):
  *   - weight slots (wt_extract): per row chunk (WT_RG groups), K chunk and tile group (up to
  *     WT_TG tiles), each word's four slots u = (v >> 2s) & 3 (codes 0..3) are extracted once into
- *     ws[g].u[b][wd][s] and reused by every tile of the group (the session-2 kernel repeated
- *     1 load + 1 vinserti128 + 3 shifts + 4 ands per word and tile);
+ *     ws[g].u[b][wd][s] and reused by every tile of the group (session 2's rp_mm_tile repeated
+ *     1 load + 1 vinserti128 + 3 shifts + 4 ands per word and tile, broadcast every activation
+ *     and spilled 5 of its 8 accumulators);
  *   - activations (wt_expand): per K chunk and tile, x.q[b][wd][s][c] = column c's
  *     q[32 wd + 8 s .. + 8] in all four 64-bit lanes (the bytes that slot s of word wd meets in
  *     both row pairs), so every vpmaddubsw takes it as a 32-byte memory operand: no broadcast uop
@@ -464,7 +524,7 @@ static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block
  *     floats apart, often a multiple of 4 KB, so 8 columns fight over one L1 set.
  *   - stack: ws 64 KB + carry 32 KB + x 18 KB = 114 KB (kernels.h: kern_matmul's stack use).
  *   - columns: tiles of 8; a last tile of 5-7 columns repeats its last column (computed, never
- *     stored); 1-4 leftover columns go to rp_mm_narrow.
+ *     stored); 1-4 leftover columns go to the matvec or the narrow path, per row chunk.
  * Measured (bench/RESULTS.md "Session 3 kwide"): the word loop alone runs at ~80% of the int8
  * peak (one vpaddw per vpmaddubsw competes for the vector pipes); the per-block epilogue, the
  * expansion and the extraction take it to ~60-64%. */
@@ -558,7 +618,7 @@ static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, c
     }
 }
 
-static void rp_mm_narrow(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1, int c0);
+static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1);
 
 /* Rows [r0, g1) (whole groups) x every column of a batch of >= 5 columns. */
 static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1) {
@@ -612,31 +672,15 @@ static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int6
                 }
             }
         }
-        if (nleft && nleft <= 4) rp_mm_narrow(m, rp, rc, rc + 4 * ng, nfull * WT_NC);
-    }
-}
-
-/* Rows [r0, r1) (whole groups) x columns [c0, ncols), at most 4 of them: tiles of 2 or 4 columns
- * (rp_mm_tile), one row group at a time (a narrow batch has one tile: each group's weights are
- * read once). */
-static void rp_mm_narrow(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1, int c0) {
-    const kern_act *a = m->a;
-    const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
-    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
-    const int nst = a->ncols - c0, NC = nst <= 2 ? 2 : 4;
-    TERN_ASSERT(nst >= 1 && nst <= 4);
-    const kact_fast *ac[4];
-    float *out[4];
-    int32_t *is[4];
-    for (int64_t rr = r0; rr < r1; rr += 4) {
-        for (int c = 0; c < NC; c++) {
-            const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
-            ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-            out[c] = m->y + cc * m->ldy + rr;
-            is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
+        if (nleft && nleft <= 4) {   /* 1-4 leftover columns: the matvec or narrow path on those columns */
+            const int c0 = nfull * WT_NC;
+            kern_act a2 = *a;
+            a2.q = (uint8_t *)a->q + col * (size_t)c0;
+            a2.ncols = nleft;
+            const kern_mm_args m2 = {.w = m->w, .a = &a2, .y = m->y + c0 * m->ldy, .ldy = m->ldy,
+                                     .isum = m->isum ? m->isum + (int64_t)c0 * N * nb : NULL};
+            mm_rowpair_fast(&m2, rp, rc, rc + 4 * ng);
         }
-        if (NC == 2) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 2, nst, out, m->isum ? is : NULL, nb);
-        else rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
     }
 }
 
@@ -653,10 +697,10 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
         for (; r + 8 <= g1; r += 8)
             rp_mv_pass8(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
         if (r < g1) rp_mv_pass4(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
-    } else if (a->ncols >= 5) {
-        mm_rowpair_wide(m, rp, r0, g1);
+    } else if (a->ncols <= 4) {
+        mm_rowpair_narrow(m, rp, r0, g1);   /* 2-4 columns: speculative verification, batched decode */
     } else {
-        rp_mm_narrow(m, rp, r0, g1, 0);
+        mm_rowpair_wide(m, rp, r0, g1);       /* 5+ columns: prefill */
     }
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
