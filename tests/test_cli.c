@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define STORIES "data/stories260k/stories260K.gguf"
+
 /* The commands `tern --help` lists (all but `version`, which takes no options); at least the
  * ten known today, so a broken listing cannot pass by listing nothing. */
 static int list_commands(char cmds[][32], int cap) {
@@ -224,6 +226,15 @@ static void test_values_out_of_range(void **state) {
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
+        /* speculative flags against each other: the flag given is named, usage exit status */
+        {"run", "-m x.gguf --spec lookup --spec-ngram-min 4 --spec-ngram-max 2",
+         "tern run: --spec-ngram-max: expected an integer in 4..16 (at least --spec-ngram-min), got '2'"},
+        {"run", "-m x.gguf --spec lookup --spec-ngram-min 5",
+         "tern run: --spec-ngram-min: expected an integer in 1..4 (at most --spec-ngram-max, default 4), got '5'"},
+        {"chat", "-m x.gguf --spec lookup --spec-ngram-max 1",
+         "tern chat: --spec-ngram-max: expected an integer in 2..16 (at least --spec-ngram-min), got '1'"},
+        {"serve", "-m x.gguf --spec-ngram-min 3 --spec-ngram-max 2 --spec lookup",
+         "tern serve: --spec-ngram-max: expected an integer in 3..16 (at least --spec-ngram-min), got '2'"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
         {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '99999999999'"},
@@ -276,6 +287,91 @@ static void test_missing_value_and_unknown_option(void **state) {
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* A speculative tuning flag without --spec lookup runs, with a warning that it does nothing (none
+ * with --spec lookup). */
+static void test_spec_flags_without_spec(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    struct { const char *args, *warn; } cases[] = {
+        {"run -m '%s' -p Once -n 2 --temp 0 --draft-max 5", "tern run: warning: --draft-max has no effect without --spec lookup (speculative decoding is off)"},
+        {"run -m '%s' -p Once -n 2 --temp 0 --spec none --spec-ngram-max 6 --draft-max 2",
+         "tern run: warning: --spec-ngram-max has no effect without --spec lookup (speculative decoding is off)"},
+        {"chat -m '%s' -n 2 --temp 0 --spec-ngram-min 3 </dev/null",
+         "tern chat: warning: --spec-ngram-min has no effect without --spec lookup (speculative decoding is off)"},
+        {"run -m '%s' -p Once -n 2 --temp 0 --spec lookup --draft-max 5", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2048], *err = NULL;
+        snprintf(args, sizeof args, cases[i].args, model);
+        const int rc = ru_tern(NULL, &err, "%s", args);
+        const bool warned = strstr(err, "has no effect without --spec lookup") != NULL;
+        if (rc != 0 || (cases[i].warn ? !strstr(err, cases[i].warn) : warned))
+            fail_msg("tern %s: exit %d, stderr: %s(expected %s)", args, rc, err, cases[i].warn ? cases[i].warn : "no warning");
+        free(err);
+    }
+}
+
+/* Without -c, the context is 4096 capped at the model's trained length, with a one-line notice
+ * (stories260K: 2048; qwen3-tiny, trained on 40960: 4096, no notice); an -c past the trained
+ * length is kept, with a warning. Checked by what fits: a prompt of more than 2048 and fewer than
+ * 4096 tokens is refused by the default context and runs with -c 4096. */
+static void test_default_ctx_trained(void **state) {
+    (void)state;
+    char spm[1024], bpe[1024], file[512];
+    fx_require(spm, sizeof spm, STORIES);
+    fx_require(bpe, sizeof bpe, "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    fx_tmp_path(file, sizeof file, "long-prompt.txt");
+    /* the prompt's length in tokens, counted here */
+    tern_model *m = mfx_load(spm, TERN_NUMERICS_FAST, 1);
+    char *text = malloc(20000);
+    text[0] = '\0';
+    for (int i = 0; i < 700; i++) strcat(text, "Once upon a time ");
+    tern_err err = {0};
+    int n_tok = 0;
+    tern_tokenize(m, text, strlen(text), true, false, NULL, 0, &n_tok, &err);
+    tern_model_free(m);
+    if (n_tok <= 2048 || n_tok >= 4096) fail_msg("the prompt is %d tokens, expected 2049..4095", n_tok);
+    write_file(file, text, strlen(text));
+    free(text);
+    const char *notice = "context 2048 tokens, the model's trained length (the default 4096 is longer; -c N sets it)";
+    char *out = NULL, *errs = NULL, want[256];
+    int rc = ru_tern(&out, &errs, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1", spm, file);
+    snprintf(want, sizeof want, "prompt has %d tokens, context is 2048 (-c)", n_tok);
+    if (rc != 1 || !strstr(errs, "tern run: ") || !strstr(errs, notice) || !strstr(errs, want))
+        fail_msg("default context: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1 -c 4096", spm, file);
+    if (rc != 0 || strstr(errs, notice) ||
+        !strstr(errs, "tern run: warning: -c 4096 is longer than the model's trained context (2048 tokens); text past position 2048 may degrade"))
+        fail_msg("-c 4096: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n 1 --temp 0 -t 1 -c 2048", spm);   /* the trained length: silent */
+    if (rc != 0 || strstr(errs, "trained")) fail_msg("-c 2048: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n 1 --temp 0 -t 1", bpe);              /* trained 40960: 4096, silent */
+    if (rc != 0 || strstr(errs, "trained")) fail_msg("qwen3-tiny: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "chat -m '%s' -n 1 --temp 0 -t 1 </dev/null", spm);
+    if (rc != 0 || !strstr(errs, "tern chat: context 2048 tokens, the model's trained length") || !strstr(errs, ", context 2048, seed"))
+        fail_msg("chat: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    /* serve: the notice and the context it listens with (stopped by SIGTERM after a moment) */
+    char bin[4096], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "timeout 2 '%s' serve -m '%s' --port 0 -t 1 2>&1", bin, spm);
+    out = ru_capture(cmd, NULL);
+    if (!strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "slots, context 2048)"))
+        fail_msg("serve: %s", out);
+    free(out);
+    remove(file);
+}
+
 /* ---- files named on the command line ------------------------------------------------------------- */
 
 /* Every file-taking flag of every command names the command, the flag, the file and the OS's
@@ -284,7 +380,7 @@ static void test_missing_value_and_unknown_option(void **state) {
 static void test_file_errors(void **state) {
     (void)state;
     char model[1024];
-    fx_require(model, sizeof model, "data/stories260k/stories260K.gguf");
+    fx_require(model, sizeof model, STORIES);
     const char *nx = "/nonexistent/tern-test";
     char enoent[128], eisdir[128];
     snprintf(enoent, sizeof enoent, "%s", strerror(ENOENT));
@@ -319,8 +415,6 @@ static void test_file_errors(void **state) {
 }
 
 /* ---- tern run: the streamed continuation appends to the prompt ------------------------------------ */
-
-#define STORIES "data/stories260k/stories260K.gguf"
 
 /* Greedy continuation of prompt on stories260K computed here through the API (argmax, no
  * sampler), and the whole sequence's text from the pieces (tern_token_piece), with the SPM rule
@@ -492,6 +586,8 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_values_at_range_ends),
         cmocka_unit_test(test_missing_value_and_unknown_option),
         cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_spec_flags_without_spec),
+        cmocka_unit_test(test_default_ctx_trained),
         cmocka_unit_test(test_run_continuation_keeps_space),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),

@@ -590,6 +590,40 @@ static void test_columns_and_splits(void **state) {
     }
 }
 
+/* The 2-4 column path (avx2: rp_mm_narrow, passes of 3 row groups at 2 columns and 2 at 3-4,
+ * fewer at a range's end): every row range cut at multiples of 4 gives ref's int32 per (row,
+ * block) and ref's float bits, whatever the groups left in the last pass (1, 2 or 3) and with a
+ * file-layout tail row; weights with code 3 and activations at +-127 (the int16 bound). */
+static void test_narrow_splits(void **state) {
+    (void)state;
+    rng_seed(37);
+    static const int64_t cut[] = {0, 4, 12, 24, 28, 44, 45};   /* 1, 2, 3, 1, 4 groups, tail row */
+    for (int wp = 0; wp < 2; wp++)
+        for (int nc = 2; nc <= 4; nc++)
+            for (int ty = 0; ty < 2; ty++) {
+                fixture f;
+                const int64_t K = 640, N = 45, nb = K / 128;
+                fx_make(&f, ty ? QT_PTQ1_0 : QT_PQ2_0, K, N, nc, wp ? WP_ALL3 : WP_CODE3, wp ? AP_PM127 : AP_RANDOM,
+                        ty ? KW_F_PTQ1_0_TRANSCODE : 0);
+                float y0[45 * 4], y1[45 * 4];
+                int32_t i0[45 * 4 * 5], i1[45 * 4 * 5];
+                kern_matmul_table(&kern_table_ref, &f.w, &f.act[KQ_FAST], y0, N, 0, N, i0);
+                for (int tj = 0; test_table(tj); tj++) {
+                    const kern_table *t = test_table(tj);
+                    if ((t->needs & kern_cpu_features()) != t->needs) continue;
+                    memset(y1, 0xff, sizeof y1);
+                    memset(i1, 0xa5, sizeof i1);
+                    for (int s = 0; s < 6; s++) kern_matmul_table(t, &f.w, &f.act[KQ_FAST], y1, N, cut[s], cut[s + 1], i1);
+                    for (int64_t i = 0; i < N * nc * nb; i++)
+                        if (i0[i] != i1[i]) fail_msg("%s ncols=%d type %d: isum[%lld] %d != ref %d", t->name, nc, f.type, (long long)i, i1[i], i0[i]);
+                    for (int64_t i = 0; i < N * nc; i++)
+                        if (tern_f32_bits(y0[i]) != tern_f32_bits(y1[i]))
+                            fail_msg("%s ncols=%d type %d: y[%lld] %.9g != ref %.9g", t->name, nc, f.type, (long long)i, y1[i], y0[i]);
+                }
+                fx_free(&f);
+            }
+}
+
 typedef struct { const kern_w *w; const kern_act *a; float *y; int64_t ldy; } mm_job;
 static void job_mm(void *ctx, int64_t r0, int64_t r1, int ith) {
     (void)ith;
@@ -717,6 +751,7 @@ int suite_kernels(int *n_tests) {
         cmocka_unit_test(test_isa_special),
         cmocka_unit_test(test_isa_vocab_tail),
         cmocka_unit_test(test_columns_and_splits),
+        cmocka_unit_test(test_narrow_splits),
         cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_selfcheck),

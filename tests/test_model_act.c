@@ -4,8 +4,9 @@
  *    equals clamp(nearbyintf(x * (127 / amax)), +-127) with amax = max |x| computed here, d =
  *    amax / 127, the 16-value sums; random data at several scales, exact ties, and blocks holding
  *    NaN / inf (quantised to the defined value: NaN -> 0, inf makes id 0 -> all 0);
- *  - blk_prep_act: RMSNorm / SwiGLU + quantisation split over the pool gives the same bytes and
- *    floats as the scalar steps on one thread. */
+ *  - blk_prep_act: RMSNorm / SwiGLU + quantisation split over the pool (by columns, or one column
+ *    by 128-value ranges) gives the same bytes and floats as the scalar steps on one thread;
+ *  - blk_swiglu_fast (fast numerics' SiLU with its own exp) against silu in double. */
 #include "test.h"
 
 #include "core/fp16.h"
@@ -72,44 +73,105 @@ static void test_quantize_fast_exact(void **st) {
     check_fast_block(x);
 }
 
-static void test_prep_act_threads(void **st) {
-    (void)st;
-    enum { K = 384, N = 7 };
-    float src[N * K], src2[N * K], w[K], up[N * K], d1[N * K], d2[N * K];
+/* blk_prep_act against the scalar steps (the norm, blk_swiglu_fast in fast numerics, blk_swiglu
+ * otherwise, then kern_quantize) for several column counts: N > 1 splits columns, N = 1 splits one
+ * column into 128-value ranges (K = 384: ranges [0, 128) and [128, 384); K = 300: a partial last
+ * block), in place and out of place. */
+static void prep_act_case(tern_pool *pool, int K, int N, kern_numerics mode) {
+    float *src = malloc(sizeof(float) * (size_t)N * K), *src2 = malloc(sizeof(float) * (size_t)N * K);
+    float *w = malloc(sizeof(float) * (size_t)K), *up = malloc(sizeof(float) * (size_t)N * K);
+    float *d1 = malloc(sizeof(float) * (size_t)N * K), *d2 = malloc(sizeof(float) * (size_t)N * K);
     for (int i = 0; i < N * K; i++) { src[i] = urand() * 4.0f; up[i] = urand(); }
     for (int i = 0; i < K; i++) w[i] = 1.0f + urand() * 0.5f;
-    const size_t qb = kern_act_bytes(KQ_FAST, K, N);
-    void *q1 = malloc(qb), *q2 = malloc(qb);
+    const size_t qb = kern_act_bytes(mode, K, N);
+    void *q1 = malloc(qb ? qb : 1), *q2 = malloc(qb ? qb : 1);
+    for (int op = BLK_PREP_NONE; op <= BLK_PREP_SWIGLU; op++) {
+        for (int inplace = 0; inplace < 2; inplace++) {
+            /* scalar reference, one column at a time */
+            for (int c = 0; c < N; c++) {
+                if (op == BLK_PREP_NORM) blk_rmsnorm(d1 + c * K, src + c * K, w, K, 1e-6f);
+                else if (op == BLK_PREP_SWIGLU && mode == KQ_FAST) blk_swiglu_fast(d1 + c * K, src + c * K, up + c * K, K);
+                else if (op == BLK_PREP_SWIGLU) blk_swiglu(d1 + c * K, src + c * K, up + c * K, K);
+                else memcpy(d1 + c * K, src + c * K, sizeof(float) * (size_t)K);
+            }
+            if (qb) {
+                kern_act a1 = {.x = d1, .q = q1, .K = K, .ncols = N, .mode = mode};
+                kern_quantize(&a1);
+                memset(q2, 0xa5, qb);
+            }
+            memcpy(src2, src, sizeof(float) * (size_t)N * K);
+            float *dst = inplace || op == BLK_PREP_NONE ? src2 : d2;
+            kern_act a2;
+            blk_prep_act(pool, &a2, op, src2, op == BLK_PREP_NORM ? w : up, dst, 1e-6f, K, N, q2, mode);
+            assert_true(a2.x == dst && a2.ncols == N && a2.K == K && a2.mode == mode);
+            assert_memory_equal(d1, dst, sizeof(float) * (size_t)N * K);
+            if (qb) assert_memory_equal(q1, q2, qb);
+            else assert_null(a2.q);
+        }
+    }
+    free(src); free(src2); free(w); free(up); free(d1); free(d2); free(q1); free(q2);
+}
+
+static void test_prep_act_threads(void **st) {
+    (void)st;
     tern_pool *pool = NULL;
     tern_err err = {0};
     assert_int_equal(pool_init(&pool, 2, &err), TERN_OK);
-    for (int op = BLK_PREP_NORM; op <= BLK_PREP_SWIGLU; op++) {
-        /* scalar reference, one column at a time */
-        for (int c = 0; c < N; c++) {
-            if (op == BLK_PREP_NORM) blk_rmsnorm(d1 + c * K, src + c * K, w, K, 1e-6f);
-            else blk_swiglu(d1 + c * K, src + c * K, up + c * K, K);
-        }
-        kern_act a1 = {.x = d1, .q = q1, .K = K, .ncols = N, .mode = KQ_FAST};
-        kern_quantize(&a1);
-        memcpy(src2, src, sizeof src);
-        kern_act a2;
-        /* in place (dst == src), as the forward does for SwiGLU */
-        blk_prep_act(pool, &a2, op, src2, op == BLK_PREP_NORM ? w : up, op == BLK_PREP_NORM ? d2 : src2, 1e-6f, K, N, q2,
-                     KQ_FAST);
-        const float *got = op == BLK_PREP_NORM ? d2 : src2;
-        assert_true(a2.x == got && a2.ncols == N && a2.K == K);
-        assert_memory_equal(d1, got, sizeof d1);
-        assert_memory_equal(q1, q2, qb);
+    for (int mode = KQ_FAST; mode <= KQ_F32; mode++) {
+        prep_act_case(pool, 384, 7, (kern_numerics)mode);
+        prep_act_case(pool, 384, 1, (kern_numerics)mode);
+        prep_act_case(pool, 300, 1, (kern_numerics)mode);
+        prep_act_case(pool, 2048, 1, (kern_numerics)mode);
     }
     pool_free(pool);
-    free(q1);
-    free(q2);
+}
+
+/* blk_swiglu_fast against silu(x) * u in double: within 4e-7 relative of the exact product (the
+ * exp is within ~2 ulp; one division, one multiply; below x = -87, where e^x < 2^-125, it gives 0
+ * for |x e^x u| < 1e-30), over a wide range of x, plus the special
+ * values (0, +-inf, large |x|), and the tail (n not a multiple of 8). */
+static void test_swiglu_fast(void **st) {
+    (void)st;
+    enum { N = 4099 };
+    float *g = malloc(sizeof(float) * N), *u = malloc(sizeof(float) * N), *o = malloc(sizeof(float) * N);
+    for (int i = 0; i < N; i++) {
+        g[i] = urand() * (i % 3 == 0 ? 30.0f : i % 3 == 1 ? 4.0f : 0.01f);
+        u[i] = urand() * 2.0f;
+    }
+    g[0] = 0.0f; g[1] = -0.0f; g[2] = 100.0f; g[3] = -100.0f; g[4] = 88.0f; g[5] = -88.0f; g[6] = INFINITY;
+    u[6] = 1.0f;
+    blk_swiglu_fast(o, g, u, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        if (isinf(g[i])) { assert_true(o[i] == INFINITY); continue; }
+        const double x = g[i], ref = x / (1.0 + exp(-x)) * (double)u[i];
+        const double err = fabs((double)o[i] - ref), tol = 4e-7 * fabs(ref) + 1e-30;   /* x < -87: 0 for ~x e^x */
+        if (err > tol) fail_msg("swiglu(%a, %a) = %a, expected %a", g[i], u[i], o[i], ref);
+        if (fabs(ref) > 1e-30 && err / fabs(ref) > worst) worst = err / fabs(ref);
+    }
+    print_message("blk_swiglu_fast: max relative error %.3g\n", worst);
+    /* in place (out == g) gives the same bits */
+    float *g2 = malloc(sizeof(float) * N);
+    memcpy(g2, g, sizeof(float) * N);
+    blk_swiglu_fast(g2, g2, u, N);
+    assert_memory_equal(g2, o, sizeof(float) * N);
+    /* both copies give the same bits (the portable one is what aarch64 and TERN_ISA=ref run) */
+    blk_swiglu_fast_generic(g2, g, u, N);
+    assert_memory_equal(g2, o, sizeof(float) * N);
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2")) {
+        blk_swiglu_fast_avx2(g2, g, u, N);
+        assert_memory_equal(g2, o, sizeof(float) * N);
+    }
+#endif
+    free(g); free(u); free(o); free(g2);
 }
 
 int suite_model_act(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quantize_fast_exact),
         cmocka_unit_test(test_prep_act_threads),
+        cmocka_unit_test(test_swiglu_fast),
     };
     TEST_RUN_SUITE("model_act", tests);
 }

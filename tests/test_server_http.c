@@ -980,7 +980,7 @@ static void test_start_errors(void **state) {
     char bin[4096], model[1024], cmd[8192];
     ru_need_tern(bin, sizeof bin);
     fx_require(model, sizeof model, STORIES);
-    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 --host my-laptop --port 0 2>&1", bin, model);
+    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 -c 256 --host my-laptop --port 0 2>&1", bin, model);
     int st;
     char *out = ru_capture(cmd, &st);
     assert_int_equal(st, 1);

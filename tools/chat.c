@@ -100,6 +100,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         fprintf(stderr, "tern chat: -m MODEL is required; see tern chat --help\n");
         return 2;
     }
+    if (spec_opts_check(&o->spec)) return 2;
     return 0;
 }
 

@@ -8,6 +8,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 size_t kern_act_col_bytes(kern_numerics m, int64_t K) {
     if (K <= 0) return 0;
@@ -73,21 +76,45 @@ static float amax_of_128(const float *x) {
     for (int l = 0; l < 4; l++) amax = m[l] > amax ? m[l] : amax;
     return amax;
 }
-static void q8_round_128(const float *x, float id, int8_t *qs) {
+/* Rounds a full block (as q8_round per value) into qs, and returns its 16-value sums in bsums
+ * and their total. The rounded values are integer-valued floats in [-127, 127]: a sum of 16 of
+ * them (|s| <= 2032) is exact in float in any order, and converting them to int8 is exact; on
+ * x86-64 the conversion is cvttps2dq + two saturating packs (no value saturates: the bytes are
+ * those of the plain conversion), elsewhere the element-wise conversion. */
+static int32_t q8_round_128(const float *x, float id, int8_t *qs, int16_t *bsums) {
     const act_v4f vid = {id, id, id, id}, magic = {12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f};
     const act_v4f hi = {127.0f, 127.0f, 127.0f, 127.0f}, lo = -hi;
-    for (int i = 0; i < KA_FAST_BLOCK; i += 4) {
-        act_v4f v;
-        memcpy(&v, x + i, sizeof v);
-        v = ((v * vid) + magic) - magic;
-        act_v4i c = v > hi;
-        v = (act_v4f)(((act_v4i)hi & c) | ((act_v4i)v & ~c));
-        c = v < lo;
-        v = (act_v4f)(((act_v4i)lo & c) | ((act_v4i)v & ~c));
-        v = (act_v4f)((act_v4i)v & (v == v));                    /* NaN -> +0 */
-        const act_v4c q = __builtin_convertvector(__builtin_convertvector(v, act_v4i), act_v4c);
-        memcpy(qs + i, &q, sizeof q);
+    int32_t total = 0;
+    for (int g = 0; g < 8; g++) {
+        act_v4f r[4];
+        for (int k = 0; k < 4; k++) {
+            act_v4f v;
+            memcpy(&v, x + 16 * g + 4 * k, sizeof v);
+            v = ((v * vid) + magic) - magic;
+            act_v4i c = v > hi;
+            v = (act_v4f)(((act_v4i)hi & c) | ((act_v4i)v & ~c));
+            c = v < lo;
+            v = (act_v4f)(((act_v4i)lo & c) | ((act_v4i)v & ~c));
+            r[k] = (act_v4f)((act_v4i)v & (v == v));                 /* NaN -> +0 */
+        }
+#if defined(__SSE2__)
+        __m128 f[4];
+        memcpy(f, r, sizeof f);
+        const __m128i p01 = _mm_packs_epi32(_mm_cvttps_epi32(f[0]), _mm_cvttps_epi32(f[1]));
+        const __m128i p23 = _mm_packs_epi32(_mm_cvttps_epi32(f[2]), _mm_cvttps_epi32(f[3]));
+        _mm_storeu_si128((__m128i *)(void *)(qs + 16 * g), _mm_packs_epi16(p01, p23));
+#else
+        for (int k = 0; k < 4; k++) {
+            const act_v4c q = __builtin_convertvector(__builtin_convertvector(r[k], act_v4i), act_v4c);
+            memcpy(qs + 16 * g + 4 * k, &q, sizeof q);
+        }
+#endif
+        const act_v4f s4 = (r[0] + r[1]) + (r[2] + r[3]);
+        const int s = (int)((s4[0] + s4[1]) + (s4[2] + s4[3]));
+        bsums[g] = (int16_t)s;
+        total += s;
     }
+    return total;
 }
 
 static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk) {
@@ -99,16 +126,19 @@ static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk) {
         const float amax = n == KA_FAST_BLOCK ? amax_of_128(x + k0) : amax_of(x + k0, n);
         const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         o->d = amax / 127.0f;
-        memset(o->qs, 0, sizeof o->qs);
-        if (isfinite(id) && n == KA_FAST_BLOCK) q8_round_128(x + k0, id, o->qs);
-        else if (isfinite(id)) for (int i = 0; i < n; i++) o->qs[i] = q8_round(x[k0 + i], id);
-        else for (int i = 0; i < n; i++) o->qs[i] = q8_round_tiny(x[k0 + i], amax);
         int32_t total = 0;
-        for (int g = 0; g < 8; g++) {
-            int s = 0;
-            for (int i = 0; i < 16; i++) s += o->qs[16 * g + i];
-            o->bsums[g] = (int16_t)s;
-            total += s;
+        if (isfinite(id) && n == KA_FAST_BLOCK) {
+            total = q8_round_128(x + k0, id, o->qs, o->bsums);
+        } else {
+            memset(o->qs, 0, sizeof o->qs);
+            if (isfinite(id)) for (int i = 0; i < n; i++) o->qs[i] = q8_round(x[k0 + i], id);
+            else for (int i = 0; i < n; i++) o->qs[i] = q8_round_tiny(x[k0 + i], amax);
+            for (int g = 0; g < 8; g++) {
+                int s = 0;
+                for (int i = 0; i < 16; i++) s += o->qs[16 * g + i];
+                o->bsums[g] = (int16_t)s;
+                total += s;
+            }
         }
         o->sum = total;
         o->nsum[0] = (int16_t)-total;

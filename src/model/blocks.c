@@ -20,11 +20,16 @@ static inline void prof_add(int cat, double t0) {
 
 /* ---- RMSNorm -------------------------------------------------------------------------------- */
 
-void blk_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
+/* The RMSNorm scale 1 / sqrt(mean(x^2) + eps), ggml's order: float squares summed in double. */
+static float rms_scale(const float *x, int n, float eps) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / n);
-    const float scale = 1.0f / sqrtf(mean + eps);
+    return 1.0f / sqrtf(mean + eps);
+}
+
+void blk_rmsnorm(float *y, const float *x, const float *w, int n, float eps) {
+    const float scale = rms_scale(x, n, eps);
     if (w) {
         for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
     } else {
@@ -82,6 +87,26 @@ void blk_swiglu(float *out, const float *g, const float *u, int64_t n) {
         const float x = g[i];
         out[i] = (x / (1.0f + expf(-x))) * u[i];
     }
+}
+
+/* SwiGLU of fast numerics: the body (swiglu_impl.h) compiled here portably and in
+ * x86/attn_avx2.c with AVX2; both give the same bits, the AVX2 copy runs when the kernels run an
+ * x86 SIMD path (as the attention tile, attn.c). */
+#define SWIGLU_SUFFIX generic
+#include "model/swiglu_impl.h"
+#undef SWIGLU_SUFFIX
+
+void blk_swiglu_fast(float *out, const float *g, const float *u, int64_t n) {
+#if defined(__x86_64__)
+    if (!strcmp(blk_attn_isa(), "avx2")) { blk_swiglu_fast_avx2(out, g, u, n); return; }
+#endif
+    blk_swiglu_fast_generic(out, g, u, n);
+}
+
+/* The SwiGLU of a numerics mode: fast numerics use blk_swiglu_fast, ggml and f32 glibc's expf. */
+static void swiglu_mode(float *out, const float *g, const float *u, int64_t n, kern_numerics mode) {
+    if (mode == KQ_FAST) blk_swiglu_fast(out, g, u, n);
+    else blk_swiglu(out, g, u, n);
 }
 
 /* ---- attention ------------------------------------------------------------------------------ */
@@ -186,11 +211,28 @@ void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, i
 
 /* ---- pooled projections and quantisation ---------------------------------------------------- */
 
+/* Values per split unit of a column-internal split (norm/SwiGLU + quantisation of one column,
+ * FFN rows): a multiple of every activation block (fast 128, ggml 32), so a thread's range starts
+ * on a block boundary and quantising it alone writes the bytes of the whole-column quantisation. */
+#define BLK_SPLIT 128
+
+/* Quantise values [i0, i1) of each of ncols columns of x (column stride K) into q (the column
+ * layout of kern_act_bytes(mode, K, 1) per column); i0 a multiple of BLK_SPLIT, i1 one or K. */
+static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int64_t i1, void *q, kern_numerics mode) {
+    const size_t col = kern_act_bytes(mode, K, 1), off = i0 ? kern_act_bytes(mode, i0, 1) : 0;
+    for (int c = 0; c < ncols; c++) {
+        kern_act a = {.x = x + (size_t)c * K + i0, .K = i1 - i0, .ncols = 1, .mode = mode,
+                      .q = (uint8_t *)q + (size_t)c * col + off};
+        kern_quantize(&a);
+    }
+}
+
 typedef struct {
     const kern_act *a;
     int n_w;
     const kern_w *const *w;
     float *const *y;
+    float *resid;              /* n_w == 1: x += y over the job's rows (column stride n_out), or NULL */
     int64_t off[5];            /* virtual row offset of each weight (padded to KERN_ROW_ALIGN) */
 } project_job;
 
@@ -200,14 +242,22 @@ static void job_project(void *ctx, int64_t i0, int64_t i1, int ith) {
     for (int k = 0; k < j->n_w; k++) {
         const int64_t lo = TERN_MAX(i0, j->off[k]), hi = TERN_MIN(i1, j->off[k] + j->w[k]->n_out);
         if (lo >= hi) continue;
-        kern_matmul(j->w[k], j->a, j->y[k], j->w[k]->n_out, lo - j->off[k], hi - j->off[k]);
+        const int64_t N = j->w[k]->n_out;
+        kern_matmul(j->w[k], j->a, j->y[k], N, lo - j->off[k], hi - j->off[k]);
+        if (j->resid) {   /* the residual add of these rows: one writer per element */
+            for (int c = 0; c < j->a->ncols; c++) {
+                float *x = j->resid + (size_t)c * N;
+                const float *y = j->y[k] + (size_t)c * N;
+                for (int64_t r = lo - j->off[k]; r < hi - j->off[k]; r++) x[r] += y[r];
+            }
+        }
     }
     if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;   /* one writer per ith */
 }
 
-void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y) {
-    TERN_ASSERT(n_w >= 1 && n_w <= 4);
-    project_job j = {.a = a, .n_w = n_w, .w = w, .y = y};
+static void project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y, float *resid) {
+    TERN_ASSERT(n_w >= 1 && n_w <= 4 && (!resid || n_w == 1));
+    project_job j = {.a = a, .n_w = n_w, .w = w, .y = y, .resid = resid};
     int64_t off = 0;
     for (int k = 0; k < n_w; k++) {
         j.off[k] = off;
@@ -217,6 +267,15 @@ void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *cons
     const double t0 = prof_t0();
     pool_for(pool, off, KERN_ROW_ALIGN, job_project, &j);
     prof_add(BLK_PROF_MATMUL, t0);
+}
+
+void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y) {
+    project(pool, a, n_w, w, y, NULL);
+}
+
+void blk_project_residual(tern_pool *pool, const kern_act *a, const kern_w *w, float *y, float *x) {
+    float *y1[1] = {y};
+    project(pool, a, 1, &w, y1, x);
 }
 
 typedef struct {
@@ -238,12 +297,26 @@ static void job_prep(void *ctx, int64_t c0, int64_t c1, int ith) {
     const int64_t K = j->K;
     for (int64_t c = c0; c < c1; c++) {
         if (j->op == BLK_PREP_NORM) blk_rmsnorm(j->dst + c * K, j->src + c * K, j->aux, (int)K, j->eps);
-        else if (j->op == BLK_PREP_SWIGLU) blk_swiglu(j->dst + c * K, j->src + c * K, j->aux + c * K, K);
+        else if (j->op == BLK_PREP_SWIGLU) swiglu_mode(j->dst + c * K, j->src + c * K, j->aux + c * K, K, j->mode);
     }
     if (!j->q) return;
     kern_act a = {.x = j->dst + c0 * K, .K = K, .ncols = (int)(c1 - c0), .mode = j->mode,
                   .q = (uint8_t *)j->q + (size_t)c0 * kern_act_bytes(j->mode, K, 1)};
     kern_quantize(&a);
+}
+
+/* One column, values [i0, i1) (a BLK_SPLIT range): every thread computes the RMSNorm scale over
+ * the whole column (the same code, so the same bits), then writes and quantises its own range. */
+static void job_prep_split(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)ith;
+    const prep_job *j = ctx;
+    if (j->op == BLK_PREP_NORM) {
+        const float scale = rms_scale(j->src, (int)j->K, j->eps);
+        for (int64_t i = i0; i < i1; i++) j->dst[i] = (j->src[i] * scale) * j->aux[i];
+    } else if (j->op == BLK_PREP_SWIGLU) {
+        swiglu_mode(j->dst + i0, j->src + i0, j->aux + i0, i1 - i0, j->mode);
+    }
+    if (j->q) quantize_range(j->dst, j->K, 1, i0, i1, j->q, j->mode);
 }
 
 void blk_prep_act(tern_pool *pool, kern_act *a, int op, const float *src, const float *aux, float *dst, float eps,
@@ -257,12 +330,60 @@ void blk_prep_act(tern_pool *pool, kern_act *a, int op, const float *src, const 
     const double t0 = prof_t0();
     if (op == BLK_PREP_NONE && !a->q) return;
     if (ncols > 1) pool_for(pool, ncols, 1, job_prep, &j);
+    else if (pool_n_threads(pool) > 1 && K >= 2 * BLK_SPLIT && (op != BLK_PREP_NORM || dst != src))
+        pool_for(pool, K, BLK_SPLIT, job_prep_split, &j);   /* one column: split by blocks */
     else job_prep(&j, 0, ncols, 0);
     prof_add(BLK_PROF_QUANT, t0);
 }
 
 void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t K, int ncols, kern_numerics mode) {
     blk_prep_act(pool, a, BLK_PREP_NONE, x, NULL, (float *)x, 0.0f, K, ncols, q, mode);
+}
+
+/* FFN gate/up + SwiGLU + quantisation in one job: a thread takes rows [r0, r1) (BLK_SPLIT
+ * aligned) of both gate and up for every column, then SwiGLU and quantises those values of each
+ * column: the activation of ffn_down is ready when the job ends. */
+typedef struct {
+    const kern_act *a;
+    const kern_w *gate, *up;
+    float *hg, *hu;        /* (ncols, F); hg becomes silu(gate) * up */
+    void *q;               /* quantised (ncols, F), or NULL (f32 numerics) */
+    kern_numerics mode;
+} ffn_up_job;
+
+static void job_ffn_up(void *ctx, int64_t r0, int64_t r1, int ith) {
+    const ffn_up_job *j = ctx;
+    const int64_t F = j->gate->n_out;
+    const int n = j->a->ncols;
+    const double t0 = prof_t0();
+    kern_matmul(j->gate, j->a, j->hg, F, r0, r1);
+    kern_matmul(j->up, j->a, j->hu, F, r0, r1);
+    const double t1 = prof_t0();
+    for (int c = 0; c < n; c++) {
+        float *g = j->hg + (size_t)c * F + r0;
+        swiglu_mode(g, g, j->hu + (size_t)c * F + r0, r1 - r0, j->mode);
+    }
+    if (j->q) quantize_range(j->hg, F, n, r0, r1, j->q, j->mode);
+    if (g_blk_prof.on) {   /* one writer per ith; the caller's share of SwiGLU + quantise is shown apart */
+        g_blk_prof.busy[ith & 63] += t1 - t0;
+        if (ith == 0) g_blk_prof.s[BLK_PROF_SWIGLU] += tern_time_s() - t1;
+    }
+}
+
+void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w *gate, const kern_w *up, float *hg,
+                float *hu, void *q, kern_numerics mode) {
+    const int64_t F = gate->n_out;
+    TERN_ASSERT(up->n_out == F && gate->n_in == a->K && up->n_in == a->K);
+    ffn_up_job j = {.a = a, .gate = gate, .up = up, .hg = hg, .hu = hu, .q = mode == KQ_F32 ? NULL : q, .mode = mode};
+    out->x = hg;
+    out->K = F;
+    out->ncols = a->ncols;
+    out->mode = mode;
+    out->q = j.q;
+    const double t0 = prof_t0();
+    const double sw0 = g_blk_prof.s[BLK_PROF_SWIGLU];
+    pool_for(pool, F, BLK_SPLIT, job_ffn_up, &j);
+    if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0 - (g_blk_prof.s[BLK_PROF_SWIGLU] - sw0);
 }
 
 /* ---- dense transformer layers --------------------------------------------------------------- */
@@ -395,6 +516,64 @@ static void attn_plan(const model_t *m, model_ws *ws, const model_batch *b) {
     while (r <= nt) ws->attn_bounds[r++] = n_tiles;
 }
 
+/* Decode (one column): per kv head g of [g0, g1): QK-norm and RoPE of k_g and its query heads,
+ * K/V of head g stored at the position, the attention of those query heads, then the quantisation
+ * of their outputs when they fill whole activation blocks (j->att_q). Every operation is the one
+ * job_qk_store / the attention jobs run per head, so the bits are the same. */
+typedef struct {
+    const model_t *m;
+    model_ws *ws;
+    const model_batch *b;
+    const model_layer *L;
+    int il_kv;
+    bool qk_norm;
+    void *att_q;       /* quantised attention output (column layout), or NULL: quantised after */
+} attn_dec_job;
+
+static void job_attn_decode(void *ctx, int64_t g0, int64_t g1, int ith) {
+    const attn_dec_job *j = ctx;
+    const model_hparams *hp = &j->m->hp;
+    model_ws *ws = j->ws;
+    const int hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v, gqa = hp->n_head / hp->n_head_kv;
+    const int hd_max = TERN_MAX(hd_k, hd_v), pos = j->b->pos[0];
+    const float eps = hp->f_norm_rms_eps, *cs = ws->rope_cs;
+    kv_cache *kv = j->b->kv[0];
+    const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
+                              (size_t)kv->n_embd_v, kv->f32};
+    float *scores = ws->scores + (size_t)ith * BLK_ATTN_NQ * ws->n_ctx;
+    const bool flash = j->m->numerics == KQ_GGML;
+    for (int g = (int)g0; g < (int)g1; g++) {
+        float *k = ws->k + (size_t)g * hd_k;
+        if (j->qk_norm) blk_rmsnorm(k, k, j->L->attn_k_norm, hd_k, eps);
+        blk_rope(k, 1, hd_k, cs, hp->n_rot, hp->rope_type);
+        kv_store_part(kv, j->il_kv, pos, g * hd_k, hd_k, k, g * hd_v, hd_v, ws->v + (size_t)g * hd_v);
+        const float *q[BLK_ATTN_NQ];
+        float *out[BLK_ATTN_NQ];
+        int n_kv[BLK_ATTN_NQ], nq = 0;
+        for (int h = g * gqa; h < (g + 1) * gqa; h++) {
+            float *qh = ws->q + (size_t)h * hd_k, *oh = ws->att + (size_t)h * hd_v;
+            if (j->qk_norm) blk_rmsnorm(qh, qh, j->L->attn_q_norm, hd_k, eps);
+            blk_rope(qh, 1, hd_k, cs, hp->n_rot, hp->rope_type);
+            if (flash) {
+                blk_attn_head(oh, qh, &view, g, pos + 1, hd_k, hd_v, hp->f_attn_scale, true, scores,
+                              ws->qh + (size_t)ith * hd_max, ws->vacc + (size_t)ith * 2 * hd_max);
+                continue;
+            }
+            q[nq] = qh;
+            out[nq] = oh;
+            n_kv[nq++] = pos + 1;
+            if (nq == BLK_ATTN_NQ || h == (g + 1) * gqa - 1) {
+                blk_attn_tile(nq, q, out, n_kv, &view, g, hd_k, hd_v, hp->f_attn_scale, scores);
+                nq = 0;
+            }
+        }
+    }
+    if (j->att_q) {
+        const int64_t w = (int64_t)gqa * hd_v;
+        quantize_range(ws->att, (int64_t)hp->n_head * hd_v, 1, g0 * w, g1 * w, j->att_q, j->m->numerics);
+    }
+}
+
 void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const model_layer *L, int il_kv,
                     bool qk_norm) {
     const model_hparams *hp = &m->hp;
@@ -404,59 +583,77 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
     const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
     float *y3[3] = {ws->q, ws->k, ws->v};
     blk_project(m->pool, &a, 3, w3, y3);                                 /* one job for q, k, v */
-    attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};
-    double t0 = prof_t0();
-    if (n > 1) pool_for(m->pool, n, 1, job_qk_store, &j);
-    else job_qk_store(&j, 0, 1, 0);                                      /* decode: no barrier */
-    prof_add(BLK_PROF_NORM, t0);
-    t0 = prof_t0();
-    if (m->numerics == KQ_GGML) {
-        pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn_flash, &j);
-    } else {
-        attn_plan(m, ws, b);
-        pool_for(m->pool, pool_n_threads(m->pool), 1, job_attn_tiles, &j);
-    }
-    prof_add(BLK_PROF_ATTN, t0);
     const int da = hp->n_head * hp->n_embd_head_v;
-    blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);
-    const kern_w *wo[1] = {&L->attn_output};
-    float *yo[1] = {ws->xb};
-    blk_project(m->pool, &a, 1, wo, yo);
-    t0 = prof_t0();
-    for (size_t i = 0; i < (size_t)n * D; i++) ws->x[i] += ws->xb[i];
-    prof_add(BLK_PROF_NORM, t0);
+    bool att_quantised = false;
+    if (n == 1) {
+        /* decode: QK-norm, RoPE, KV store, attention (and the quantisation of its output when a
+         * kv head's outputs are whole blocks) in one job over kv heads */
+        const int gqa = hp->n_head / hp->n_head_kv;
+        att_quantised = m->numerics != KQ_F32 && ((int64_t)gqa * hp->n_embd_head_v) % BLK_SPLIT == 0;
+        attn_dec_job jd = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm,
+                           .att_q = att_quantised ? ws->aq : NULL};
+        const double t0 = prof_t0();
+        pool_for(m->pool, hp->n_head_kv, 1, job_attn_decode, &jd);
+        prof_add(BLK_PROF_ATTN, t0);
+    } else {
+        attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};
+        double t0 = prof_t0();
+        pool_for(m->pool, n, 1, job_qk_store, &j);
+        prof_add(BLK_PROF_NORM, t0);
+        t0 = prof_t0();
+        if (m->numerics == KQ_GGML) {
+            pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn_flash, &j);
+        } else {
+            attn_plan(m, ws, b);
+            pool_for(m->pool, pool_n_threads(m->pool), 1, job_attn_tiles, &j);
+        }
+        prof_add(BLK_PROF_ATTN, t0);
+    }
+    if (att_quantised) {
+        a = (kern_act){.x = ws->att, .q = ws->aq, .K = da, .ncols = 1, .mode = m->numerics};
+    } else {
+        blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);
+    }
+    blk_project_residual(m->pool, &a, &L->attn_output, ws->xb, ws->x);   /* x += W_o att */
 }
 
 void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L) {
     const model_hparams *hp = &m->hp;
     const int D = hp->n_embd;
-    kern_act a;
+    kern_act a, h;
     blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->x, L->ffn_norm, ws->xb, hp->f_norm_rms_eps, D, n, ws->aq, m->numerics);
-    const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
-    float *y2[2] = {ws->hg, ws->hu};
-    blk_project(m->pool, &a, 2, w2, y2);                                 /* one job for gate, up */
-    blk_prep_act(m->pool, &a, BLK_PREP_SWIGLU, ws->hg, ws->hu, ws->hg, 0.0f, hp->n_ff, n, ws->aq, m->numerics);
-    const kern_w *wd[1] = {&L->ffn_down};
-    float *yd[1] = {ws->xb};
-    blk_project(m->pool, &a, 1, wd, yd);
-    const double t0 = prof_t0();
-    for (size_t i = 0; i < (size_t)n * D; i++) ws->x[i] += ws->xb[i];
-    prof_add(BLK_PROF_NORM, t0);
+    /* gate, up, SwiGLU and its quantisation in one job (the activation a is read before any
+     * thread writes the quantised output: a separate buffer, ws->aq2) */
+    blk_ffn_up(m->pool, &h, &a, &L->ffn_gate, &L->ffn_up, ws->hg, ws->hu, ws->aq2, m->numerics);
+    blk_project_residual(m->pool, &h, &L->ffn_down, ws->xb, ws->x);      /* x += W_down h */
 }
 
 void blk_logits(const model_t *m, model_ws *ws, const model_batch *b) {
     const model_hparams *hp = &m->hp;
     const int D = hp->n_embd;
-    int nl = 0;
-    for (int c = 0; c < b->n; c++) {   /* gather the wanted columns (the norm writes lx in place) */
+    int nl = 0, last = 0;
+    for (int c = 0; c < b->n; c++) {
         const bool want = b->want_logits ? b->want_logits[c] : c == b->n - 1;
         if (!want) continue;
-        memcpy(ws->lx + (size_t)nl * D, ws->x + (size_t)c * D, (size_t)D * sizeof(float));
+        last = c;
         nl++;
     }
     if (nl == 0) return;
     kern_act a;
-    blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->lx, m->output_norm, ws->lx, hp->f_norm_rms_eps, D, nl, ws->aq, m->numerics);
+    if (nl == 1) {   /* one column: normed out of place, so the norm can be split over the pool */
+        blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->x + (size_t)last * D, m->output_norm, ws->lx, hp->f_norm_rms_eps, D,
+                     1, ws->aq, m->numerics);
+    } else {
+        nl = 0;
+        for (int c = 0; c < b->n; c++) {   /* gather the wanted columns (the norm writes lx in place) */
+            const bool want = b->want_logits ? b->want_logits[c] : c == b->n - 1;
+            if (!want) continue;
+            memcpy(ws->lx + (size_t)nl * D, ws->x + (size_t)c * D, (size_t)D * sizeof(float));
+            nl++;
+        }
+        blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->lx, m->output_norm, ws->lx, hp->f_norm_rms_eps, D, nl, ws->aq,
+                     m->numerics);
+    }
     const kern_w *w1[1] = {&m->output};
     float *y1[1] = {b->logits};
     blk_project(m->pool, &a, 1, w1, y1);

@@ -46,6 +46,14 @@ void blk_rope(float *x, int n_head, int hd, const float *cs, int n_rot, int rope
 
 /* out[i] = silu(g[i]) * u[i], silu(x) = x / (1 + expf(-x)) (ggml_vec_swiglu_f32). out may alias g. */
 void blk_swiglu(float *out, const float *g, const float *u, int64_t n);
+/* The SwiGLU of fast numerics (what blk_prep_act and the FFN use in KQ_FAST): the same product
+ * with t = e^-|x| from an 8-lane IEEE-only exp (model/vexp.h, within ~2 ulp of expf, the same bits
+ * on every ISA): silu(x) = x / (1 + t) for x >= 0, (x * t) / (1 + t) for x < 0. out may alias g. */
+void blk_swiglu_fast(float *out, const float *g, const float *u, int64_t n);
+/* Its copies (blocks.c portable, x86/attn_avx2.c AVX2): same bits; blk_swiglu_fast picks one as
+ * blk_attn_tile does (blk_attn_isa). */
+void blk_swiglu_fast_generic(float *out, const float *g, const float *u, int64_t n);
+void blk_swiglu_fast_avx2(float *out, const float *g, const float *u, int64_t n);
 
 /* Attention of one query head over positions [0, n_kv) of a layer's K/V rows, kv head ikv.
  *   q: (hd_k) roped query; out: (hd_v).
@@ -89,11 +97,24 @@ void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const 
  * rows of every weight and all a->ncols columns. Row ranges are split over the pool in multiples
  * of KERN_ROW_ALIGN on a virtual concatenation of the weights (each padded to the alignment). */
 void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y);
-/* Prepare the activation of a projection, column-parallel over the pool (ncols > 1; one column
- * runs on the caller): per column, the pre-step op writes dst from src
+/* x[c * n_out + r] += y[c * n_out + r] after y = w . a (blk_project of one weight), the residual
+ * add done by each thread on its own rows inside the same pool job. x: (a->ncols, w->n_out). */
+void blk_project_residual(tern_pool *pool, const kern_act *a, const kern_w *w, float *y, float *x);
+/* The FFN's first half in ONE pool job: threads take row ranges of 128 (a multiple of every
+ * activation block) of BOTH gate and up (hg = gate . a, hu = up . a, (a->ncols, n_ff) each), then
+ * write hg = SwiGLU(hg, hu) (blk_swiglu_fast in KQ_FAST, blk_swiglu otherwise) and quantise those
+ * values of every column into q (must not overlap a->q), and fill *out for ffn_down (x = hg, K =
+ * n_ff). The same bits as the separate steps, whatever the split. */
+void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w *gate, const kern_w *up, float *hg,
+                float *hu, void *q, kern_numerics mode);
+/* Prepare the activation of a projection over the pool: columns split across threads (ncols > 1),
+ * or one column split into ranges of 128 values (each thread computes the RMSNorm scale of the
+ * whole column itself, then writes and quantises its range; RMSNorm in place stays on the caller),
+ * or the caller alone (short columns, one thread). Per column, the pre-step op writes dst from src
  *   BLK_PREP_NONE: nothing (dst == src);
  *   BLK_PREP_NORM: dst = RMSNorm_eps(src) * aux (aux: weight, K floats; dst may alias src);
- *   BLK_PREP_SWIGLU: dst = silu(src) * aux (aux: up, ncols x K; dst may alias src);
+ *   BLK_PREP_SWIGLU: dst = silu(src) * aux (aux: up, ncols x K; dst may alias src; KQ_FAST:
+ *                    blk_swiglu_fast, else blk_swiglu);
  * then quantises dst into q (kern_act_bytes; nothing in KQ_F32) and fills *a (a->x = dst). Each
  * column's bits are those of the scalar steps, whatever the split. Profiled as quantise. */
 enum { BLK_PREP_NONE, BLK_PREP_NORM, BLK_PREP_SWIGLU };

@@ -136,6 +136,7 @@ typedef struct model_ws {
     uint16_t *qh;      /* (n_threads, max head dim) f16 query (ggml flash attention) */
     float *vacc;       /* (n_threads, 2 * max head dim) attention accumulators */
     void *aq;          /* quantised activation (largest of n_embd, n_ff, n_head*n_embd_head_v) */
+    void *aq2;         /* a second one, same size: written while aq is read (blk_ffn_up) */
     float *lx;         /* (n_batch, n_embd) columns that want logits, gathered */
     int32_t *attn_tiles;   /* (n_batch * n_head, 4) query tiles of one layer's attention (blocks.c) */
     int32_t *attn_bounds;  /* (n_threads + 1) first tile of each thread */

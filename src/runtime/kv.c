@@ -58,6 +58,20 @@ void kv_store(kv_cache *kv, int il, int pos, const float *k, const float *v) {
     for (int i = 0; i < kv->n_embd_v; i++) vh[i] = f32_to_fp16(v[i]);
 }
 
+void kv_store_part(kv_cache *kv, int il, int pos, int k0, int nk, const float *k, int v0, int nv, const float *v) {
+    TERN_DASSERT(k0 >= 0 && nk >= 0 && k0 + nk <= kv->n_embd_k && v0 >= 0 && nv >= 0 && v0 + nv <= kv->n_embd_v);
+    uint8_t *kr = (uint8_t *)kv_k_row(kv, il, pos) + (size_t)k0 * kv->elt;
+    uint8_t *vr = (uint8_t *)kv_v_row(kv, il, pos) + (size_t)v0 * kv->elt;
+    if (kv->f32) {
+        memcpy(kr, k, (size_t)nk * 4);
+        memcpy(vr, v, (size_t)nv * 4);
+        return;
+    }
+    uint16_t *kh = (uint16_t *)(void *)kr, *vh = (uint16_t *)(void *)vr;
+    for (int i = 0; i < nk; i++) kh[i] = f32_to_fp16(k[i]);
+    for (int i = 0; i < nv; i++) vh[i] = f32_to_fp16(v[i]);
+}
+
 int kv_copy(kv_cache *dst, const kv_cache *src, int n_pos, tern_err *err) {
     if (dst->n_layer != src->n_layer || dst->n_embd_k != src->n_embd_k || dst->n_embd_v != src->n_embd_v ||
         dst->f32 != src->f32 || n_pos < 0 || n_pos > dst->n_ctx || n_pos > src->n_ctx)
