@@ -372,6 +372,75 @@ static void test_default_ctx_trained(void **state) {
     remove(file);
 }
 
+/* ---- README ---------------------------------------------------------------------------------- */
+
+/* README.md of this checkout: the current directory's (make runs the tests from the root), or
+ * beside the tern binary, or two levels above it (build/debug/tern). Caller frees. */
+static char *read_readme(void) {
+    char bin[4096], path[4200];
+    ru_tern_bin(bin, sizeof bin);
+    char *slash = strrchr(bin, '/');
+    if (slash) *slash = '\0';
+    const char *tries[3] = {".", bin, NULL};
+    char up[4200];
+    snprintf(up, sizeof up, "%s/../..", bin);
+    tries[2] = up;
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/README.md", tries[i]);
+        char *t = fx_read_file(path, NULL);
+        if (t && strstr(t, "# tern")) return t;
+        free(t);
+    }
+    fail_msg("README.md not found (tried ., %s, %s)", bin, up);
+    return NULL;
+}
+
+/* What the README tells a new user holds: it says which models have random weights, shows
+ * perplexity on a slice of a real text (and that command runs), and lists the chat commands,
+ * each of which does what the README says when typed into tern chat. */
+static void test_readme_usage(void **state) {
+    (void)state;
+    char model[1024], text[1024];
+    fx_require(model, sizeof model, STORIES);
+    fx_require(text, sizeof text, "data/tinystories-sample/tinystories_sample.txt");
+    char *readme = read_readme();
+    const char *must[] = {
+        "have **random ternary\nweights**",                         /* the golden and synth models */
+        "head -c 200000 ../shared/data/wikitext2-test/wiki.test.raw > /tmp/wiki-slice.txt",
+        "-f /tmp/wiki-slice.txt -c 512 --chunks 20",
+        "-f ../shared/data/tinystories-sample/tinystories_sample.txt -c 256",
+        "| `/help` |", "| `/clear` |", "| `/exit`, `/quit`, Ctrl-D |", "| Ctrl-C |", "| `//text` |", "| any other `/word` |",
+    };
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        if (!strstr(readme, must[i])) fail_msg("README.md does not say: %s", must[i]);
+    free(readme);
+    /* the README's stories260K perplexity command runs and ends with PPL = x, x in (1, 10) */
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "perplexity -m '%s' -f '%s' -c 256 -t 1", model, text);
+    const char *ppl = strstr(out, "PPL = ");
+    if (rc != 0 || !ppl || !(atof(ppl + 6) > 1.0 && atof(ppl + 6) < 10.0)) fail_msg("perplexity: exit %d, %s%s", rc, out, err);
+    free(out);
+    free(err);
+    /* the chat commands, typed in: /help, an unknown /word (not sent), //text (sent), /clear, /quit
+     * (what follows it is never read) */
+    char input[512];
+    fx_tmp_path(input, sizeof input, "chat-commands.txt");
+    const char *lines = "/help\n/bogus words\n//slash\n/clear\n/quit\nnever sent\n";
+    write_file(input, lines, strlen(lines));
+    rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
+    const char *want[] = {"/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; start a message "
+                          "with // to send a text that begins with /",
+                          "unknown command /bogus; try /help", "[new conversation]"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
+    /* exactly one turn: //slash; /help, /bogus, /clear and the line after /quit are not sent */
+    const char *t1 = strstr(err, "[turn 1:");
+    if (!t1 || strstr(t1 + 1, "[turn ")) fail_msg("chat: expected exactly one turn, stderr: %s", err);
+    free(out);
+    free(err);
+    remove(input);
+}
+
 /* ---- files named on the command line ------------------------------------------------------------- */
 
 /* Every file-taking flag of every command names the command, the flag, the file and the OS's
@@ -588,6 +657,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_default_ctx_trained),
+        cmocka_unit_test(test_readme_usage),
         cmocka_unit_test(test_run_continuation_keeps_space),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),
