@@ -175,14 +175,21 @@ static void write_file(const char *path, const char *bytes, size_t n) {
     assert_int_equal(fclose(f), 0);
 }
 
+/* `tern ARGS` exits with want_rc and `want` is in its stderr. */
+static void expect_tern(int want_rc, const char *want, const char *args) {
+    char *err = NULL;
+    const int rc = ru_tern(NULL, &err, "%s", args);
+    if (rc != want_rc || !strstr(err, want))
+        fail_msg("tern %s: exit %d, stderr: %s(expected exit %d and \"%s\")", args, rc, err, want_rc, want);
+    free(err);
+}
+
 /* Each `tern CMD ARGS` exits 2 with `want` in its stderr. */
 static void expect_usage_errors(const bad_case *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
-        if (rc != 2 || !strstr(err, cases[i].want))
-            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
-        free(err);
+        char args[1024];
+        snprintf(args, sizeof args, "%s %s", cases[i].cmd, cases[i].args);
+        expect_tern(2, cases[i].want, args);
     }
 }
 
@@ -255,11 +262,10 @@ static void test_values_at_range_ends(void **state) {
         "chat -t %ld -n -1 --no-think",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        char args[512], *err = NULL;
+        char args[512], cmd[1024];
         snprintf(args, sizeof args, ok[i], mt);
-        const int rc = ru_tern(NULL, &err, "%s -m %s </dev/null", args, missing);
-        if (rc != 1 || !strstr(err, missing)) fail_msg("tern %s -m %s: exit %d, stderr: %s", args, missing, rc, err);
-        free(err);
+        snprintf(cmd, sizeof cmd, "%s -m %s </dev/null", args, missing);
+        expect_tern(1, missing, cmd);
     }
 }
 
@@ -474,12 +480,11 @@ static void test_file_errors(void **state) {
         {"info %1$s.gguf", "tern info: cannot open '%1$s.gguf': %2$s", enoent},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char args[2048], want[2048], *err = NULL;
+        char args[2048], want[2048];
         snprintf(args, sizeof args, cases[i].args, nx, cases[i].reason, model);
         snprintf(want, sizeof want, cases[i].want_fmt, nx, cases[i].reason, model);
-        const int rc = ru_tern(NULL, &err, "%s </dev/null", args);
-        if (rc != 1 || !strstr(err, want)) fail_msg("tern %s: exit %d, stderr: %s(expected exit 1 and \"%s\")", args, rc, err, want);
-        free(err);
+        strcat(args, " </dev/null");
+        expect_tern(1, want, args);
     }
 }
 
@@ -632,18 +637,14 @@ static void test_perplexity_tokens_range(void **state) {
     fx_tmp_path(ids, sizeof ids, "ppl-ids.txt");
     const char *bad[] = {"1 2 99999\n", "1 2 512\n", "1 -3 2\n"};
     const char *want[] = {"token 99999 at index 2: expected 0..511", "token 512 at index 2: expected 0..511", "bad token id near byte 2"};
+    char args[2048];
+    snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
     for (int i = 0; i < 3; i++) {
         write_file(ids, bad[i], strlen(bad[i]));
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
-        if (rc != 1 || !strstr(err, want[i])) fail_msg("ids '%s': exit %d, stderr: %s", bad[i], rc, err);
-        free(err);
+        expect_tern(1, want[i], args);
     }
     write_file(ids, "1 2 511\n", 8);                   /* in range: runs */
-    char *err = NULL;
-    const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
-    if (rc != 0) fail_msg("in-range ids: exit %d, stderr: %s", rc, err);
-    free(err);
+    expect_tern(0, "", args);
     remove(ids);
 }
 
