@@ -175,14 +175,21 @@ static void write_file(const char *path, const char *bytes, size_t n) {
     assert_int_equal(fclose(f), 0);
 }
 
+/* `tern ARGS` exits with want_rc and `want` is in its stderr. */
+static void expect_tern(int want_rc, const char *want, const char *args) {
+    char *err = NULL;
+    const int rc = ru_tern(NULL, &err, "%s", args);
+    if (rc != want_rc || !strstr(err, want))
+        fail_msg("tern %s: exit %d, stderr: %s(expected exit %d and \"%s\")", args, rc, err, want_rc, want);
+    free(err);
+}
+
 /* Each `tern CMD ARGS` exits 2 with `want` in its stderr. */
 static void expect_usage_errors(const bad_case *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
-        if (rc != 2 || !strstr(err, cases[i].want))
-            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
-        free(err);
+        char args[1024];
+        snprintf(args, sizeof args, "%s %s", cases[i].cmd, cases[i].args);
+        expect_tern(2, cases[i].want, args);
     }
 }
 
@@ -255,11 +262,10 @@ static void test_values_at_range_ends(void **state) {
         "chat -t %ld -n -1 --no-think",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        char args[512], *err = NULL;
+        char args[512], cmd[1024];
         snprintf(args, sizeof args, ok[i], mt);
-        const int rc = ru_tern(NULL, &err, "%s -m %s </dev/null", args, missing);
-        if (rc != 1 || !strstr(err, missing)) fail_msg("tern %s -m %s: exit %d, stderr: %s", args, missing, rc, err);
-        free(err);
+        snprintf(cmd, sizeof cmd, "%s -m %s </dev/null", args, missing);
+        expect_tern(1, missing, cmd);
     }
 }
 
@@ -372,6 +378,75 @@ static void test_default_ctx_trained(void **state) {
     remove(file);
 }
 
+/* ---- README ---------------------------------------------------------------------------------- */
+
+/* README.md of this checkout: the current directory's (make runs the tests from the root), or
+ * beside the tern binary, or two levels above it (build/debug/tern). Caller frees. */
+static char *read_readme(void) {
+    char bin[4096], path[4200];
+    ru_tern_bin(bin, sizeof bin);
+    char *slash = strrchr(bin, '/');
+    if (slash) *slash = '\0';
+    const char *tries[3] = {".", bin, NULL};
+    char up[4200];
+    snprintf(up, sizeof up, "%s/../..", bin);
+    tries[2] = up;
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/README.md", tries[i]);
+        char *t = fx_read_file(path, NULL);
+        if (t && strstr(t, "# tern")) return t;
+        free(t);
+    }
+    fail_msg("README.md not found (tried ., %s, %s)", bin, up);
+    return NULL;
+}
+
+/* What the README tells a new user holds: it says which models have random weights, shows
+ * perplexity on a slice of a real text (and that command runs), and lists the chat commands,
+ * each of which does what the README says when typed into tern chat. */
+static void test_readme_usage(void **state) {
+    (void)state;
+    char model[1024], text[1024];
+    fx_require(model, sizeof model, STORIES);
+    fx_require(text, sizeof text, "data/tinystories-sample/tinystories_sample.txt");
+    char *readme = read_readme();
+    const char *must[] = {
+        "have **random ternary\nweights**",                         /* the golden and synth models */
+        "head -c 200000 ../shared/data/wikitext2-test/wiki.test.raw > /tmp/wiki-slice.txt",
+        "-f /tmp/wiki-slice.txt -c 512 --chunks 20",
+        "-f ../shared/data/tinystories-sample/tinystories_sample.txt -c 256",
+        "| `/help` |", "| `/clear` |", "| `/exit`, `/quit`, Ctrl-D |", "| Ctrl-C |", "| `//text` |", "| any other `/word` |",
+    };
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        if (!strstr(readme, must[i])) fail_msg("README.md does not say: %s", must[i]);
+    free(readme);
+    /* the README's stories260K perplexity command runs and ends with PPL = x, x in (1, 10) */
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "perplexity -m '%s' -f '%s' -c 256 -t 1", model, text);
+    const char *ppl = strstr(out, "PPL = ");
+    if (rc != 0 || !ppl || !(atof(ppl + 6) > 1.0 && atof(ppl + 6) < 10.0)) fail_msg("perplexity: exit %d, %s%s", rc, out, err);
+    free(out);
+    free(err);
+    /* the chat commands, typed in: /help, an unknown /word (not sent), //text (sent), /clear, /quit
+     * (what follows it is never read) */
+    char input[512];
+    fx_tmp_path(input, sizeof input, "chat-commands.txt");
+    const char *lines = "/help\n/bogus words\n//slash\n/clear\n/quit\nnever sent\n";
+    write_file(input, lines, strlen(lines));
+    rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
+    const char *want[] = {"/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; start a message "
+                          "with // to send a text that begins with /",
+                          "unknown command /bogus; try /help", "[new conversation]"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
+    /* exactly one turn: //slash; /help, /bogus, /clear and the line after /quit are not sent */
+    const char *t1 = strstr(err, "[turn 1:");
+    if (!t1 || strstr(t1 + 1, "[turn ")) fail_msg("chat: expected exactly one turn, stderr: %s", err);
+    free(out);
+    free(err);
+    remove(input);
+}
+
 /* ---- files named on the command line ------------------------------------------------------------- */
 
 /* Every file-taking flag of every command names the command, the flag, the file and the OS's
@@ -405,12 +480,11 @@ static void test_file_errors(void **state) {
         {"info %1$s.gguf", "tern info: cannot open '%1$s.gguf': %2$s", enoent},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char args[2048], want[2048], *err = NULL;
+        char args[2048], want[2048];
         snprintf(args, sizeof args, cases[i].args, nx, cases[i].reason, model);
         snprintf(want, sizeof want, cases[i].want_fmt, nx, cases[i].reason, model);
-        const int rc = ru_tern(NULL, &err, "%s </dev/null", args);
-        if (rc != 1 || !strstr(err, want)) fail_msg("tern %s: exit %d, stderr: %s(expected exit 1 and \"%s\")", args, rc, err, want);
-        free(err);
+        strcat(args, " </dev/null");
+        expect_tern(1, want, args);
     }
 }
 
@@ -563,18 +637,14 @@ static void test_perplexity_tokens_range(void **state) {
     fx_tmp_path(ids, sizeof ids, "ppl-ids.txt");
     const char *bad[] = {"1 2 99999\n", "1 2 512\n", "1 -3 2\n"};
     const char *want[] = {"token 99999 at index 2: expected 0..511", "token 512 at index 2: expected 0..511", "bad token id near byte 2"};
+    char args[2048];
+    snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
     for (int i = 0; i < 3; i++) {
         write_file(ids, bad[i], strlen(bad[i]));
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
-        if (rc != 1 || !strstr(err, want[i])) fail_msg("ids '%s': exit %d, stderr: %s", bad[i], rc, err);
-        free(err);
+        expect_tern(1, want[i], args);
     }
     write_file(ids, "1 2 511\n", 8);                   /* in range: runs */
-    char *err = NULL;
-    const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
-    if (rc != 0) fail_msg("in-range ids: exit %d, stderr: %s", rc, err);
-    free(err);
+    expect_tern(0, "", args);
     remove(ids);
 }
 
@@ -588,6 +658,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_default_ctx_trained),
+        cmocka_unit_test(test_readme_usage),
         cmocka_unit_test(test_run_continuation_keeps_space),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),

@@ -63,7 +63,8 @@ static const opt_def chat_defs[] = {
 static void usage(FILE *f, const opt_table *t, int n_t) {
     fprintf(f, "usage: tern chat -m MODEL [options]\n");
     opts_help(f, t, n_t);
-    fprintf(f, "in the chat: /clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply\n");
+    fprintf(f, "in the chat: /help lists the commands, /clear starts a new conversation, /exit (or Ctrl-D) quits,\n"
+               "Ctrl-C stops a reply, //text sends a message that starts with /\n");
 }
 
 /* ---- argument parsing -------------------------------------------------------------------------- */
