@@ -11,11 +11,11 @@
  * Fast matvec: 8 rows per pass, nibble extraction, prefetch (rp_mv_pass8). Fast matmul at 2-4
  * columns (speculative verification, batched decode): 8-12 rows x all columns per pass, each
  * activation broadcast shared by the pass's row groups (rp_mm_narrow). Fast matmul at 5+: column
- * tiles of 8/4/2 sharing the extracted slots (rp_mm_tile); a batch that does not fill its last
- * tile is padded by repeating its last column (computed, never stored), so the weights are
- * streamed once per tile, never once per leftover column. Row chunks outer, column tiles
- * inner: a chunk's weights stay in L2 while every tile reads them. ggml matvec/matmul: the
- * original 4-row kernel (pq2_rp_ggml_group), a word's int32 per Q8_0 block. */
+ * tiles of 8 with pre-extracted weight slots and pre-expanded activations, blocked over rows and
+ * K (mm_rowpair_wide); a batch that does not fill its last tile is padded by repeating its last
+ * column (computed, never stored), so the weights are streamed once per tile, never once per
+ * leftover column. ggml matvec/matmul: the original 4-row kernel (pq2_rp_ggml_group), a word's
+ * int32 per Q8_0 block. */
 #include "kernels/kern_impl.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -370,74 +370,6 @@ static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
     _mm_storeu_ps(y, acc);
 }
 
-/* ---- PQ2_0 row-pair, fast mode: matmul (column tiles) -------------------------------------
- * One row group x a tile of NC = 2 or 4 columns. The four slots of a word are extracted once to
- * plain codes (u = (v >> 2s) & 3) and reused by every column: per column and word 4 vpmaddubsw +
- * 4 vpaddw into one int16 accumulator per column, started at nsum_init (-sum(q) once per row,
- * |sum| <= 16256): pair sums <= 2 * 3 * 127 = 762, a word's four slots <= 3048, a block's four
- * words <= 12192, so |lane| <= 28448 < 32767 (code 3 included); widened once per block.
- * Tiles of 8 columns (8 int16 accumulators + 4 slots + mask in the 16 ymm registers); 2 and 4
- * for the narrow batches (speculative verification, serving).
- * Columns are reduced in pairs: vphaddd(t[c], t[c + 1]) = [c r0, c r1, c+1 r0, c+1 r1 | c r2, c r3,
- * c+1 r2, c+1 r3]; the weight and activation scales are arranged in that order, so one 8-lane fma
- * per block and column pair does the float order; the lanes are put back in row order at the end.
- * A tile that the batch does not fill repeats its last column (computed, never stored). */
-static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block *B, int64_t nb, const kact_fast *const *ac,
-                                                             int NC, int nstore, float *const *out, int32_t *const *isum,
-                                                             int64_t isum_stride) {
-    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    __m256 acc[4];
-#pragma GCC unroll 4
-    for (int cp = 0; cp < NC / 2; cp++) acc[cp] = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        const kern_rp_block *blk = B + b;
-        __m256i ia[8];
-#pragma GCC unroll 8
-        for (int c = 0; c < NC; c++) ia[c] = nsum_init(&ac[c][b]);   /* -sum once per row: the +1 of u */
-#pragma GCC unroll 1   /* unrolled, GCC hoists the four words' extractions and spills (measured) */
-        for (int wd = 0; wd < 4; wd++) {
-            const __m256i v = rp_load_word(blk, wd);
-            const __m256i s0 = _mm256_and_si256(v, m3);
-            const __m256i s1 = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
-            const __m256i s2 = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
-            const __m256i s3 = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
-#pragma GCC unroll 8
-            for (int c = 0; c < NC; c++) {
-                const int8_t *q = ac[c][b].qs + 32 * wd;
-                const __m256i p01 = _mm256_add_epi16(_mm256_maddubs_epi16(s0, bcast8(q)), _mm256_maddubs_epi16(s1, bcast8(q + 8)));
-                const __m256i p23 = _mm256_add_epi16(_mm256_maddubs_epi16(s2, bcast8(q + 16)), _mm256_maddubs_epi16(s3, bcast8(q + 24)));
-                ia[c] = _mm256_add_epi16(ia[c], _mm256_add_epi16(p01, p23));
-            }
-        }
-        const __m128i d4 = _mm_loadl_epi64((const __m128i *)(const void *)blk->d);
-        const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(d4, d4));        /* [d0 d1 d0 d1 d2 d3 d2 d3] */
-#pragma GCC unroll 4
-        for (int cp = 0; cp < NC / 2; cp++) {
-            const kact_fast *x0 = &ac[2 * cp][b], *x1 = &ac[2 * cp + 1][b];
-            const __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(ia[2 * cp], ones), _mm256_madd_epi16(ia[2 * cp + 1], ones));
-            /* [d0 d1 ...] -> [d0 d0 d1 d1 d0 d0 d1 d1] */
-            const __m256i dd = _mm256_castsi128_si256(_mm_unpacklo_epi32(_mm_loadl_epi64((const __m128i *)(const void *)&x0->d),
-                                                                          _mm_loadl_epi64((const __m128i *)(const void *)&x1->d)));
-            if (isum) {
-                int32_t t[8];
-                static const int col[8] = {0, 0, 1, 1, 0, 0, 1, 1}, row[8] = {0, 1, 0, 1, 2, 3, 2, 3};
-                _mm256_storeu_si256((__m256i *)(void *)t, h);
-                for (int i = 0; i < 8; i++)
-                    if (2 * cp + col[i] < nstore) isum[2 * cp + col[i]][row[i] * isum_stride + b] = t[i];
-            }
-            const __m256 da = _mm256_castsi256_ps(_mm256_permutevar8x32_epi32(dd, _mm256_setr_epi32(0, 0, 1, 1, 0, 0, 1, 1)));
-            acc[cp] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(h), acc[cp]);
-        }
-    }
-#pragma GCC unroll 4
-    for (int cp = 0; cp < NC / 2; cp++) {
-        /* [c r0 r1, c+1 r0 r1 | c r2 r3, c+1 r2 r3] -> [c r0..r3 | c+1 r0..r3] */
-        const __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(acc[cp]), 0xD8));
-        if (2 * cp < nstore) _mm_storeu_ps(out[2 * cp], _mm256_castps256_ps128(o));
-        if (2 * cp + 1 < nstore) _mm_storeu_ps(out[2 * cp + 1], _mm256_extractf128_ps(o, 1));
-    }
-}
-
 /* ---- PQ2_0 row-pair, fast mode: narrow matmul, 2-4 columns (speculative verification, batched
  * decode) -------------------------------------------------------------------------------------
  * G row groups (4G rows, consecutive groups at A + g * nb) x NC columns per pass, all nb blocks:
@@ -446,8 +378,8 @@ static inline __attribute__((always_inline)) void rp_mm_tile(const kern_rp_block
  * column's activation broadcast (vpbroadcastq of q[32 wd + 8 s .. +8]) is loaded once and used by
  * all G groups: a word costs 2G loads + 7G extraction ops + 4 NC broadcasts + 8 G NC madd/add for
  * 4 G NC vpmaddubsw. On Zen 3 each vector op (loads and broadcasts included) takes about one of
- * ~3.4 issue slots per cycle, so this count, not the int8 peak, sets the speed: the prefill tile
- * (rp_mm_tile, one group, a column's 4 broadcasts per group) spends 3.6 ops per madd at NC = 2
+ * ~3.4 issue slots per cycle, so this count, not the int8 peak, sets the speed: session 2's tile
+ * (rp_mm_tile, one group, a column's 4 broadcasts per group) spent 3.6 ops per madd at NC = 2
  * and 4; this pass 3.4 (NC = 2), 3.2 (3), 3.1 (4) (bench/RESULTS.md "Session 3 knarrow").
  * One int16 accumulator per (group, column), started at nsum_init (-sum(q) once per row, |sum| <=
  * 16256); per lane and block 16 vpmaddubsw pair sums of u <= 3 and |q| <= 127: <= 16 * 2 * 3 *
@@ -563,14 +495,201 @@ static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, in
     }
 }
 
+/* ---- PQ2_0 row-pair, fast mode: wide matmul (>= 5 columns: prefill) ------------------------------
+ * A tile of WT_NC = 8 columns against one row group (4 rows) at a time. Both operands of every
+ * vpmaddubsw are prepared once per K chunk (WT_KB blocks), so the inner loop is only loads,
+ * vpmaddubsw and vpaddw (per block and column 16 + 16, plus 2 slot loads shared by 8 columns):
+ *   - weight slots (wt_extract): per row chunk (WT_RG groups), K chunk and tile group (up to
+ *     WT_TG tiles), each word's four slots u = (v >> 2s) & 3 (codes 0..3) are extracted once into
+ *     ws[g].u[b][wd][s] and reused by every tile of the group (session 2's rp_mm_tile repeated
+ *     1 load + 1 vinserti128 + 3 shifts + 4 ands per word and tile, broadcast every activation
+ *     and spilled 5 of its 8 accumulators);
+ *   - activations (wt_expand): per K chunk and tile, x.q[b][wd][s][c] = column c's
+ *     q[32 wd + 8 s .. + 8] in all four 64-bit lanes (the bytes that slot s of word wd meets in
+ *     both row pairs), so every vpmaddubsw takes it as a 32-byte memory operand: no broadcast uop
+ *     and no register (8 int16 accumulators + 1 slot fit the 16 ymm without a spill); x.n16 =
+ *     nsum_init starts each accumulator at -sum(q) once per row. A repack of the quantised
+ *     column, not a second quantisation; 4 blocks x 8 columns = 17 KB, in L1 while the WT_RG
+ *     groups of the row chunk read it (that reuse is what pays for the expansion).
+ *   - int16 bound: codes u <= 3 (code 3 included), |q| <= 127: pair sums <= 2 * 3 * 127 = 762;
+ *     16 vpmaddubsw per lane and block: 12192; plus the start value -sum(q), |sum| <= 16256:
+ *     |lane| <= 28448 < 32767. A row's lane sum is exactly isum = sum(u q) - sum(q) = sum(t q).
+ *   - per block and column pair: vpmaddwd x2 (one widening per block), vphaddd -> [c r0, c r1,
+ *     c+1 r0, c+1 r1 | c r2, c r3, c+1 r2, c+1 r3], vcvtdq2ps, vmulps (weight x activation scale:
+ *     the one f32 multiply of kern_impl.h), vfmadd: the float order of kern_impl.h per (row, col).
+ *   - loops: row chunk -> tile group -> K chunk (extract the chunk's slots) -> tile (expand) ->
+ *     group. The float accumulators of every (group, tile) of the row chunk are carried between
+ *     K chunks in `carry` (f32, stored and reloaded unchanged, so each (row, column) still sums
+ *     b = 0 .. nb-1 in order). Carrying them through y instead cost ~6%: y's columns are ldy
+ *     floats apart, often a multiple of 4 KB, so 8 columns fight over one L1 set.
+ *   - stack: ws 64 KB + carry 32 KB + x 18 KB = 114 KB (kernels.h: kern_matmul's stack use).
+ *   - columns: tiles of 8; a last tile of 5-7 columns repeats its last column (computed, never
+ *     stored); 1-4 leftover columns go to the matvec or the narrow path, per row chunk.
+ * Measured (bench/RESULTS.md "Session 3 kwide"): the word loop alone runs at ~80% of the int8
+ * peak (one vpaddw per vpmaddubsw competes for the vector pipes); the per-block epilogue, the
+ * expansion and the extraction take it to ~60-64%. */
+#define WT_NC 8    /* columns per tile */
+#define WT_KB 4    /* blocks per K chunk: a tile's expanded activations are 4 x 4.4 KB (L1) */
+#define WT_RG 32   /* row groups per row chunk: their slots are 32 x 2 KB per K chunk (L2); 16 was 5% slower */
+#define WT_TG 8    /* tiles per tile group (64 columns share one slot extraction); 4 was 4% slower */
+
+typedef struct {
+    __m256i q[WT_KB][4][4][WT_NC];   /* [block][word][slot][column] */
+    __m256i n16[WT_KB][WT_NC];        /* nsum_init of [block][column] */
+    __m256 d[WT_KB][WT_NC / 2];       /* f32 [d_c d_c d_c+1 d_c+1 | same] of [block][column pair] */
+} wt_act;
+
+typedef struct {
+    __m256i u[WT_KB][4][4];           /* [block][word][slot]: codes of 4 rows x 8 weights */
+} wt_slots;
+
+/* Blocks [b0, b0 + nbc) of the tile's columns ac[0 .. WT_NC-1] into x. */
+static void wt_expand(wt_act *x, const kact_fast *const *ac, int64_t b0, int nbc) {
+    for (int b = 0; b < nbc; b++) {
+#pragma GCC unroll 8
+        for (int c = 0; c < WT_NC; c++) {
+            const kact_fast *xc = &ac[c][b0 + b];
+#pragma GCC unroll 4
+            for (int wd = 0; wd < 4; wd++)
+#pragma GCC unroll 4
+                for (int s = 0; s < 4; s++) x->q[b][wd][s][c] = bcast8(xc->qs + 32 * wd + 8 * s);
+            x->n16[b][c] = nsum_init(xc);
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < WT_NC / 2; p++) {
+            const float d0 = ac[2 * p][b0 + b].d, d1 = ac[2 * p + 1][b0 + b].d;
+            x->d[b][p] = _mm256_setr_ps(d0, d0, d1, d1, d0, d0, d1, d1);
+        }
+    }
+}
+
+/* The slots of blocks B[0 .. nbc-1] of one group into ws. */
+static void wt_extract(wt_slots *ws, const kern_rp_block *B, int nbc) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    for (int b = 0; b < nbc; b++)
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++) {
+            const __m256i v = rp_load_word(B + b, wd);
+            ws->u[b][wd][0] = _mm256_and_si256(v, m3);
+            ws->u[b][wd][1] = _mm256_and_si256(_mm256_srli_epi16(v, 2), m3);
+            ws->u[b][wd][2] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m3);
+            ws->u[b][wd][3] = _mm256_and_si256(_mm256_srli_epi16(v, 6), m3);
+        }
+}
+
+/* One row group (its chunk's slots ws, weight blocks B for the scales) x the tile: facc[p] +=
+ * the chunk's terms. isum: NULL, or per column the test hook's pointer to (row 0, block b0). */
+static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, const kern_rp_block *B, int nbc,
+                                                           const wt_act *x, __m256 *facc, int32_t *const *isum, int nstore,
+                                                           int64_t isum_stride) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int b = 0; b < nbc; b++) {
+        __m256i acc[WT_NC];
+#pragma GCC unroll 8
+        for (int c = 0; c < WT_NC; c++) acc[c] = x->n16[b][c];
+#pragma GCC unroll 1   /* unrolled x2 or x4: 1-5% slower (measured) */
+        for (int wd = 0; wd < 4; wd++) {
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++) {
+                const __m256i u = ws->u[b][wd][s];
+#pragma GCC unroll 8
+                for (int c = 0; c < WT_NC; c++) {
+                    acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(u, x->q[b][wd][s][c]));
+                    /* keep the chain: without this GCC reassociates the adds into trees of
+                     * products, computes a word's 32 products first and spills them (seen) */
+                    __asm__("" : "+x"(acc[c]));
+                }
+            }
+        }
+        const __m128i d4 = _mm_loadl_epi64((const __m128i *)(const void *)B[b].d);
+        const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(d4, d4));        /* [d0 d1 d0 d1 | d2 d3 d2 d3] */
+#pragma GCC unroll 4
+        for (int p = 0; p < WT_NC / 2; p++) {
+            const __m256i h = _mm256_hadd_epi32(_mm256_madd_epi16(acc[2 * p], ones), _mm256_madd_epi16(acc[2 * p + 1], ones));
+            if (isum) {
+                int32_t t[8];
+                static const int col[8] = {0, 0, 1, 1, 0, 0, 1, 1}, row[8] = {0, 1, 0, 1, 2, 3, 2, 3};
+                _mm256_storeu_si256((__m256i *)(void *)t, h);
+                for (int i = 0; i < 8; i++)
+                    if (2 * p + col[i] < nstore) isum[2 * p + col[i]][row[i] * isum_stride + b] = t[i];
+            }
+            facc[p] = _mm256_fmadd_ps(_mm256_mul_ps(dw, x->d[b][p]), _mm256_cvtepi32_ps(h), facc[p]);
+        }
+    }
+}
+
+static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1);
+
+/* Rows [r0, g1) (whole groups) x every column of a batch of >= 5 columns. */
+static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1) {
+    const kern_act *a = m->a;
+    const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int nfull = a->ncols / WT_NC, nleft = a->ncols % WT_NC;
+    const int ntile = nfull + (nleft >= 5);            /* 5-7 leftover columns: one padded tile */
+    wt_act x;
+    wt_slots ws[WT_RG];
+    __m256 carry[WT_TG][WT_RG][WT_NC / 2];
+    for (int64_t rc = r0; rc < g1; rc += 4 * WT_RG) {
+        const int ng = (int)TERN_MIN((int64_t)WT_RG, (g1 - rc) / 4);
+        const kern_rp_block *G = rp + (rc / 4) * nb;
+        for (int t0 = 0; t0 < ntile; t0 += WT_TG) {
+            const int t1 = TERN_MIN(ntile, t0 + WT_TG);
+            for (int64_t b0 = 0; b0 < nb; b0 += WT_KB) {
+                const int nbc = (int)TERN_MIN((int64_t)WT_KB, nb - b0);
+                const bool first = b0 == 0, last = b0 + nbc == nb;
+                for (int g = 0; g < ng; g++) {
+                    /* the weights are read from memory here, once: prefetch this group's next chunk */
+                    for (int64_t i = b0 + WT_KB; i < TERN_MIN(nb, b0 + 2 * WT_KB); i++) rp_prefetch(G + g * nb, i);
+                    wt_extract(&ws[g], G + g * nb + b0, nbc);
+                }
+                for (int t = t0; t < t1; t++) {
+                    const int c0 = t * WT_NC, nst = TERN_MIN(WT_NC, a->ncols - c0);
+                    const kact_fast *ac[WT_NC];
+                    for (int c = 0; c < WT_NC; c++)   /* pad: repeat the last column */
+                        ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)(c0 + TERN_MIN(c, nst - 1)));
+                    wt_expand(&x, ac, b0, nbc);
+                    for (int g = 0; g < ng; g++) {
+                        const int64_t r = rc + 4 * g;
+                        __m256 *facc = carry[t - t0][g];
+                        if (first)
+                            for (int p = 0; p < WT_NC / 2; p++) facc[p] = _mm256_setzero_ps();
+                        if (m->isum) {
+                            int32_t *is[WT_NC];
+                            for (int c = 0; c < nst; c++) is[c] = m->isum + ((int64_t)(c0 + c) * N + r) * nb + b0;
+                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, is, nst, nb);
+                        } else {
+                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, NULL, 0, 0);
+                        }
+                        if (!last) continue;
+                        for (int p = 0; p < WT_NC / 2; p++) {
+                            /* [c r0 r1, c+1 r0 r1 | c r2 r3, c+1 r2 r3] -> [c r0..r3 | c+1 r0..r3] */
+                            const __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(facc[p]), 0xD8));
+                            if (2 * p < nst) _mm_storeu_ps(m->y + (c0 + 2 * p) * m->ldy + r, _mm256_castps256_ps128(o));
+                            if (2 * p + 1 < nst) _mm_storeu_ps(m->y + (c0 + 2 * p + 1) * m->ldy + r, _mm256_extractf128_ps(o, 1));
+                        }
+                    }
+                }
+            }
+        }
+        if (nleft && nleft <= 4) {   /* 1-4 leftover columns: the matvec or narrow path on those columns */
+            const int c0 = nfull * WT_NC;
+            kern_act a2 = *a;
+            a2.q = (uint8_t *)a->q + col * (size_t)c0;
+            a2.ncols = nleft;
+            const kern_mm_args m2 = {.w = m->w, .a = &a2, .y = m->y + c0 * m->ldy, .ldy = m->ldy,
+                                     .isum = m->isum ? m->isum + (int64_t)c0 * N * nb : NULL};
+            mm_rowpair_fast(&m2, rp, rc, rc + 4 * ng);
+        }
+    }
+}
+
 /* Rows [r0, r1) of a row-pair tensor whose groups start at rp (PQ2_0 data, or the PTQ1_0
  * transcode in aux); rows from N & ~3 on are file-layout tail rows: the reference does them. */
-#define RP_CHUNK 8   /* row groups per matmul chunk: 8 x 4 rows x K/128 x 136 bytes (43 KB at K = 5120) */
 static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
-    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3, N = w->n_out;
-    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3;
     const int64_t g1 = TERN_MIN(r1, n4);
     if (a->ncols == 1) {
         const kact_fast *ac = (const kact_fast *)a->q;
@@ -581,28 +700,7 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
     } else if (a->ncols <= 4) {
         mm_rowpair_narrow(m, rp, r0, g1);   /* 2-4 columns: speculative verification, batched decode */
     } else {
-        const kact_fast *ac[8];
-        float *out[8];
-        int32_t *is[8];
-        /* a chunk of up to RP_CHUNK groups (their weights stay in L2) against one column tile at
-         * a time (its activations stay in L1 across the chunk) */
-        for (int64_t r = r0; r < g1; r += 4 * RP_CHUNK) {
-            const int64_t rc1 = TERN_MIN(g1, r + 4 * RP_CHUNK);
-            for (int c0 = 0; c0 < a->ncols; c0 += 8) {
-                const int left = a->ncols - c0, nst = TERN_MIN(8, left), NC = left <= 2 ? 2 : left <= 4 ? 4 : 8;
-                for (int64_t rr = r; rr < rc1; rr += 4) {
-                    for (int c = 0; c < NC; c++) {
-                        const int cc = c0 + TERN_MIN(c, nst - 1);    /* pad: repeat the last column */
-                        ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                        out[c] = m->y + cc * m->ldy + rr;
-                        is[c] = m->isum ? m->isum + ((int64_t)cc * N + rr) * nb : NULL;
-                    }
-                    if (NC == 2) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 2, nst, out, m->isum ? is : NULL, nb);
-                    else if (NC == 4) rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 4, nst, out, m->isum ? is : NULL, nb);
-                    else rp_mm_tile(rp + (rr / 4) * nb, nb, ac, 8, nst, out, m->isum ? is : NULL, nb);
-                }
-            }
-        }
+        mm_rowpair_wide(m, rp, r0, g1);       /* 5+ columns: prefill */
     }
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
