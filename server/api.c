@@ -822,17 +822,41 @@ char *api_completion_response(const char *id, long created, const char *model, c
     return print_free(root);
 }
 
+/* A stream chunk's object and choices. The usage-only chunk (usage != NULL) is then complete and
+ * *choice is NULL; otherwise *choice is the one choice to fill, then pass to chunk_end. */
+static cJSON *chunk_begin(const char *id, long created, const char *model, const char *object, const srv_usage *usage,
+                          cJSON **choice) {
+    cJSON *root = head(id, created, model, object);
+    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
+    *choice = NULL;
+    if (usage) {
+        add_usage(root, usage);
+        return root;
+    }
+    *choice = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, *choice);
+    return root;
+}
+
+/* The choice's logprobs and finish_reason (null until the last chunk, which also carries the
+ * timings); returns the chunk's text. */
+static char *chunk_end(cJSON *root, cJSON *c, const char *logprobs_json, const char *finish, const srv_timings *t) {
+    add_logprobs(c, logprobs_json);
+    if (finish) {
+        cJSON_AddStringToObject(c, "finish_reason", finish);
+        add_timings(root, t);
+    } else {
+        cJSON_AddNullToObject(c, "finish_reason");
+    }
+    return print_free(root);
+}
+
 char *api_chat_chunk(const char *id, long created, const char *model, bool role, const char *content, size_t n_content,
                      const char *reasoning, size_t n_reasoning, const char *tool_calls_json, const char *finish,
                      const char *logprobs_json, const srv_usage *usage, const srv_timings *t) {
-    cJSON *root = head(id, created, model, "chat.completion.chunk");
-    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
-    if (usage) {
-        add_usage(root, usage);
-        return print_free(root);
-    }
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddItemToArray(choices, c);
+    cJSON *c;
+    cJSON *root = chunk_begin(id, created, model, "chat.completion.chunk", usage, &c);
+    if (!c) return print_free(root);
     cJSON_AddNumberToObject(c, "index", 0);
     cJSON *delta = cJSON_AddObjectToObject(c, "delta");
     if (role) cJSON_AddStringToObject(delta, "role", "assistant");
@@ -844,30 +868,17 @@ char *api_chat_chunk(const char *id, long created, const char *model, bool role,
         for (cJSON *tc = calls ? calls->child : NULL; tc; tc = tc->next) cJSON_AddNumberToObject(tc, "index", i++);
         if (calls) cJSON_AddItemToObject(delta, "tool_calls", calls);
     }
-    add_logprobs(c, logprobs_json);
-    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
-    else cJSON_AddNullToObject(c, "finish_reason");
-    if (finish) add_timings(root, t);
-    return print_free(root);
+    return chunk_end(root, c, logprobs_json, finish, t);
 }
 
 char *api_completion_chunk(const char *id, long created, const char *model, const char *text, size_t n_text,
                            const char *finish, const char *logprobs_json, const srv_usage *usage, const srv_timings *t) {
-    cJSON *root = head(id, created, model, "text_completion");
-    cJSON *choices = cJSON_AddArrayToObject(root, "choices");
-    if (usage) {
-        add_usage(root, usage);
-        return print_free(root);
-    }
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddItemToArray(choices, c);
+    cJSON *c;
+    cJSON *root = chunk_begin(id, created, model, "text_completion", usage, &c);
+    if (!c) return print_free(root);
     add_text(c, "text", text, n_text);
     cJSON_AddNumberToObject(c, "index", 0);
-    add_logprobs(c, logprobs_json);
-    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
-    else cJSON_AddNullToObject(c, "finish_reason");
-    if (finish) add_timings(root, t);
-    return print_free(root);
+    return chunk_end(root, c, logprobs_json, finish, t);
 }
 
 char *api_models_json(const char *model_id, long created) {

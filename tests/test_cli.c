@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define STORIES "data/stories260k/stories260K.gguf"
+
 /* The commands `tern --help` lists (all but `version`, which takes no options); at least the
  * ten known today, so a broken listing cannot pass by listing nothing. */
 static int list_commands(char cmds[][32], int cap) {
@@ -173,14 +175,21 @@ static void write_file(const char *path, const char *bytes, size_t n) {
     assert_int_equal(fclose(f), 0);
 }
 
+/* `tern ARGS` exits with want_rc and `want` is in its stderr. */
+static void expect_tern(int want_rc, const char *want, const char *args) {
+    char *err = NULL;
+    const int rc = ru_tern(NULL, &err, "%s", args);
+    if (rc != want_rc || !strstr(err, want))
+        fail_msg("tern %s: exit %d, stderr: %s(expected exit %d and \"%s\")", args, rc, err, want_rc, want);
+    free(err);
+}
+
 /* Each `tern CMD ARGS` exits 2 with `want` in its stderr. */
 static void expect_usage_errors(const bad_case *cases, size_t n) {
     for (size_t i = 0; i < n; i++) {
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "%s %s", cases[i].cmd, cases[i].args);
-        if (rc != 2 || !strstr(err, cases[i].want))
-            fail_msg("tern %s %s: exit %d, stderr: %s(expected \"%s\")", cases[i].cmd, cases[i].args, rc, err, cases[i].want);
-        free(err);
+        char args[1024];
+        snprintf(args, sizeof args, "%s %s", cases[i].cmd, cases[i].args);
+        expect_tern(2, cases[i].want, args);
     }
 }
 
@@ -224,6 +233,15 @@ static void test_values_out_of_range(void **state) {
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
+        /* speculative flags against each other: the flag given is named, usage exit status */
+        {"run", "-m x.gguf --spec lookup --spec-ngram-min 4 --spec-ngram-max 2",
+         "tern run: --spec-ngram-max: expected an integer in 4..16 (at least --spec-ngram-min), got '2'"},
+        {"run", "-m x.gguf --spec lookup --spec-ngram-min 5",
+         "tern run: --spec-ngram-min: expected an integer in 1..4 (at most --spec-ngram-max, default 4), got '5'"},
+        {"chat", "-m x.gguf --spec lookup --spec-ngram-max 1",
+         "tern chat: --spec-ngram-max: expected an integer in 2..16 (at least --spec-ngram-min), got '1'"},
+        {"serve", "-m x.gguf --spec-ngram-min 3 --spec-ngram-max 2 --spec lookup",
+         "tern serve: --spec-ngram-max: expected an integer in 3..16 (at least --spec-ngram-min), got '2'"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
         {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '99999999999'"},
@@ -244,11 +262,10 @@ static void test_values_at_range_ends(void **state) {
         "chat -t %ld -n -1 --no-think",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        char args[512], *err = NULL;
+        char args[512], cmd[1024];
         snprintf(args, sizeof args, ok[i], mt);
-        const int rc = ru_tern(NULL, &err, "%s -m %s </dev/null", args, missing);
-        if (rc != 1 || !strstr(err, missing)) fail_msg("tern %s -m %s: exit %d, stderr: %s", args, missing, rc, err);
-        free(err);
+        snprintf(cmd, sizeof cmd, "%s -m %s </dev/null", args, missing);
+        expect_tern(1, missing, cmd);
     }
 }
 
@@ -276,6 +293,160 @@ static void test_missing_value_and_unknown_option(void **state) {
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* A speculative tuning flag without --spec lookup runs, with a warning that it does nothing (none
+ * with --spec lookup). */
+static void test_spec_flags_without_spec(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    struct { const char *args, *warn; } cases[] = {
+        {"run -m '%s' -p Once -n 2 --temp 0 --draft-max 5", "tern run: warning: --draft-max has no effect without --spec lookup (speculative decoding is off)"},
+        {"run -m '%s' -p Once -n 2 --temp 0 --spec none --spec-ngram-max 6 --draft-max 2",
+         "tern run: warning: --spec-ngram-max has no effect without --spec lookup (speculative decoding is off)"},
+        {"chat -m '%s' -n 2 --temp 0 --spec-ngram-min 3 </dev/null",
+         "tern chat: warning: --spec-ngram-min has no effect without --spec lookup (speculative decoding is off)"},
+        {"run -m '%s' -p Once -n 2 --temp 0 --spec lookup --draft-max 5", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2048], *err = NULL;
+        snprintf(args, sizeof args, cases[i].args, model);
+        const int rc = ru_tern(NULL, &err, "%s", args);
+        const bool warned = strstr(err, "has no effect without --spec lookup") != NULL;
+        if (rc != 0 || (cases[i].warn ? !strstr(err, cases[i].warn) : warned))
+            fail_msg("tern %s: exit %d, stderr: %s(expected %s)", args, rc, err, cases[i].warn ? cases[i].warn : "no warning");
+        free(err);
+    }
+}
+
+/* Without -c, the context is 4096 capped at the model's trained length, with a one-line notice
+ * (stories260K: 2048; qwen3-tiny, trained on 40960: 4096, no notice); an -c past the trained
+ * length is kept, with a warning. Checked by what fits: a prompt of more than 2048 and fewer than
+ * 4096 tokens is refused by the default context and runs with -c 4096. */
+static void test_default_ctx_trained(void **state) {
+    (void)state;
+    char spm[1024], bpe[1024], file[512];
+    fx_require(spm, sizeof spm, STORIES);
+    fx_require(bpe, sizeof bpe, "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    fx_tmp_path(file, sizeof file, "long-prompt.txt");
+    /* the prompt's length in tokens, counted here */
+    tern_model *m = mfx_load(spm, TERN_NUMERICS_FAST, 1);
+    char *text = malloc(20000);
+    text[0] = '\0';
+    for (int i = 0; i < 700; i++) strcat(text, "Once upon a time ");
+    tern_err err = {0};
+    int n_tok = 0;
+    tern_tokenize(m, text, strlen(text), true, false, NULL, 0, &n_tok, &err);
+    tern_model_free(m);
+    if (n_tok <= 2048 || n_tok >= 4096) fail_msg("the prompt is %d tokens, expected 2049..4095", n_tok);
+    write_file(file, text, strlen(text));
+    free(text);
+    const char *notice = "context 2048 tokens, the model's trained length (the default 4096 is longer; -c N sets it)";
+    char *out = NULL, *errs = NULL, want[256];
+    int rc = ru_tern(&out, &errs, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1", spm, file);
+    snprintf(want, sizeof want, "prompt has %d tokens, context is 2048 (-c)", n_tok);
+    if (rc != 1 || !strstr(errs, "tern run: ") || !strstr(errs, notice) || !strstr(errs, want))
+        fail_msg("default context: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1 -c 4096", spm, file);
+    if (rc != 0 || strstr(errs, notice) ||
+        !strstr(errs, "tern run: warning: -c 4096 is longer than the model's trained context (2048 tokens); text past position 2048 may degrade"))
+        fail_msg("-c 4096: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n 1 --temp 0 -t 1 -c 2048", spm);   /* the trained length: silent */
+    if (rc != 0 || strstr(errs, "trained")) fail_msg("-c 2048: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n 1 --temp 0 -t 1", bpe);              /* trained 40960: 4096, silent */
+    if (rc != 0 || strstr(errs, "trained")) fail_msg("qwen3-tiny: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "chat -m '%s' -n 1 --temp 0 -t 1 </dev/null", spm);
+    if (rc != 0 || !strstr(errs, "tern chat: context 2048 tokens, the model's trained length") || !strstr(errs, ", context 2048, seed"))
+        fail_msg("chat: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    /* serve: the notice and the context it listens with (stopped by SIGTERM after a moment) */
+    char bin[4096], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "timeout 2 '%s' serve -m '%s' --port 0 -t 1 2>&1", bin, spm);
+    out = ru_capture(cmd, NULL);
+    if (!strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "slots, context 2048)"))
+        fail_msg("serve: %s", out);
+    free(out);
+    remove(file);
+}
+
+/* ---- README ---------------------------------------------------------------------------------- */
+
+/* README.md of this checkout: the current directory's (make runs the tests from the root), or
+ * beside the tern binary, or two levels above it (build/debug/tern). Caller frees. */
+static char *read_readme(void) {
+    char bin[4096], path[4200];
+    ru_tern_bin(bin, sizeof bin);
+    char *slash = strrchr(bin, '/');
+    if (slash) *slash = '\0';
+    const char *tries[3] = {".", bin, NULL};
+    char up[4200];
+    snprintf(up, sizeof up, "%s/../..", bin);
+    tries[2] = up;
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/README.md", tries[i]);
+        char *t = fx_read_file(path, NULL);
+        if (t && strstr(t, "# tern")) return t;
+        free(t);
+    }
+    fail_msg("README.md not found (tried ., %s, %s)", bin, up);
+    return NULL;
+}
+
+/* What the README tells a new user holds: it says which models have random weights, shows
+ * perplexity on a slice of a real text (and that command runs), and lists the chat commands,
+ * each of which does what the README says when typed into tern chat. */
+static void test_readme_usage(void **state) {
+    (void)state;
+    char model[1024], text[1024];
+    fx_require(model, sizeof model, STORIES);
+    fx_require(text, sizeof text, "data/tinystories-sample/tinystories_sample.txt");
+    char *readme = read_readme();
+    const char *must[] = {
+        "have **random ternary\nweights**",                         /* the golden and synth models */
+        "head -c 200000 ../shared/data/wikitext2-test/wiki.test.raw > /tmp/wiki-slice.txt",
+        "-f /tmp/wiki-slice.txt -c 512 --chunks 20",
+        "-f ../shared/data/tinystories-sample/tinystories_sample.txt -c 256",
+        "| `/help` |", "| `/clear` |", "| `/exit`, `/quit`, Ctrl-D |", "| Ctrl-C |", "| `//text` |", "| any other `/word` |",
+    };
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        if (!strstr(readme, must[i])) fail_msg("README.md does not say: %s", must[i]);
+    free(readme);
+    /* the README's stories260K perplexity command runs and ends with PPL = x, x in (1, 10) */
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "perplexity -m '%s' -f '%s' -c 256 -t 1", model, text);
+    const char *ppl = strstr(out, "PPL = ");
+    if (rc != 0 || !ppl || !(atof(ppl + 6) > 1.0 && atof(ppl + 6) < 10.0)) fail_msg("perplexity: exit %d, %s%s", rc, out, err);
+    free(out);
+    free(err);
+    /* the chat commands, typed in: /help, an unknown /word (not sent), //text (sent), /clear, /quit
+     * (what follows it is never read) */
+    char input[512];
+    fx_tmp_path(input, sizeof input, "chat-commands.txt");
+    const char *lines = "/help\n/bogus words\n//slash\n/clear\n/quit\nnever sent\n";
+    write_file(input, lines, strlen(lines));
+    rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
+    const char *want[] = {"/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; start a message "
+                          "with // to send a text that begins with /",
+                          "unknown command /bogus; try /help", "[new conversation]"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
+    /* exactly one turn: //slash; /help, /bogus, /clear and the line after /quit are not sent */
+    const char *t1 = strstr(err, "[turn 1:");
+    if (!t1 || strstr(t1 + 1, "[turn ")) fail_msg("chat: expected exactly one turn, stderr: %s", err);
+    free(out);
+    free(err);
+    remove(input);
+}
+
 /* ---- files named on the command line ------------------------------------------------------------- */
 
 /* Every file-taking flag of every command names the command, the flag, the file and the OS's
@@ -284,7 +455,7 @@ static void test_missing_value_and_unknown_option(void **state) {
 static void test_file_errors(void **state) {
     (void)state;
     char model[1024];
-    fx_require(model, sizeof model, "data/stories260k/stories260K.gguf");
+    fx_require(model, sizeof model, STORIES);
     const char *nx = "/nonexistent/tern-test";
     char enoent[128], eisdir[128];
     snprintf(enoent, sizeof enoent, "%s", strerror(ENOENT));
@@ -309,18 +480,15 @@ static void test_file_errors(void **state) {
         {"info %1$s.gguf", "tern info: cannot open '%1$s.gguf': %2$s", enoent},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char args[2048], want[2048], *err = NULL;
+        char args[2048], want[2048];
         snprintf(args, sizeof args, cases[i].args, nx, cases[i].reason, model);
         snprintf(want, sizeof want, cases[i].want_fmt, nx, cases[i].reason, model);
-        const int rc = ru_tern(NULL, &err, "%s </dev/null", args);
-        if (rc != 1 || !strstr(err, want)) fail_msg("tern %s: exit %d, stderr: %s(expected exit 1 and \"%s\")", args, rc, err, want);
-        free(err);
+        strcat(args, " </dev/null");
+        expect_tern(1, want, args);
     }
 }
 
 /* ---- tern run: the streamed continuation appends to the prompt ------------------------------------ */
-
-#define STORIES "data/stories260k/stories260K.gguf"
 
 /* Greedy continuation of prompt on stories260K computed here through the API (argmax, no
  * sampler), and the whole sequence's text from the pieces (tern_token_piece), with the SPM rule
@@ -469,18 +637,14 @@ static void test_perplexity_tokens_range(void **state) {
     fx_tmp_path(ids, sizeof ids, "ppl-ids.txt");
     const char *bad[] = {"1 2 99999\n", "1 2 512\n", "1 -3 2\n"};
     const char *want[] = {"token 99999 at index 2: expected 0..511", "token 512 at index 2: expected 0..511", "bad token id near byte 2"};
+    char args[2048];
+    snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
     for (int i = 0; i < 3; i++) {
         write_file(ids, bad[i], strlen(bad[i]));
-        char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
-        if (rc != 1 || !strstr(err, want[i])) fail_msg("ids '%s': exit %d, stderr: %s", bad[i], rc, err);
-        free(err);
+        expect_tern(1, want[i], args);
     }
     write_file(ids, "1 2 511\n", 8);                   /* in range: runs */
-    char *err = NULL;
-    const int rc = ru_tern(NULL, &err, "perplexity -m '%s' --tokens '%s'", model, ids);
-    if (rc != 0) fail_msg("in-range ids: exit %d, stderr: %s", rc, err);
-    free(err);
+    expect_tern(0, "", args);
     remove(ids);
 }
 
@@ -492,6 +656,9 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_values_at_range_ends),
         cmocka_unit_test(test_missing_value_and_unknown_option),
         cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_spec_flags_without_spec),
+        cmocka_unit_test(test_default_ctx_trained),
+        cmocka_unit_test(test_readme_usage),
         cmocka_unit_test(test_run_continuation_keeps_space),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),

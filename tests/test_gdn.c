@@ -291,6 +291,44 @@ static void test_gdn_delta_token_isa_bits(void **state) {
     }
 }
 
+/* The fast-numerics SiLU: within 3 ulp of x / (1 + exp(-x)) in double over [-88.7, 90] (below,
+ * exp(-x) overflows float, as libm's expf does, and the result is -0), the limits (-0 for x << 0,
+ * x for x >> 0, NaN), and the vector build
+ * (gdn_silu_fast_n, gdn_swiglu_fast, lengths not a multiple of 8) gives the scalar bits. */
+static void test_gdn_silu_fast(void **state) {
+    (void)state;
+    double worst = 0, worst_x = 0;
+    for (float x = -88.7f; x <= 90.0f; x += 0.00390625f * 1.37f) {
+        const double want = (double)x / (1.0 + exp(-(double)x));
+        const float got = gdn_silu_fast(x);
+        const float wf = (float)want;
+        const double ulp = (double)(nextafterf(fabsf(wf), INFINITY) - fabsf(wf));
+        if (wf == 0.0f) continue;
+        const double e = fabs((double)got - want) / ulp;
+        if (e > worst) { worst = e; worst_x = x; }
+    }
+    print_message("silu_fast: max error %.2f ulp (at x = %g)\n", worst, worst_x);
+    assert_true(worst <= 3.0);
+    assert_true(gdn_silu_fast(-200.0f) == 0.0f && signbit(gdn_silu_fast(-200.0f)));
+    assert_true(gdn_silu_fast(200.0f) == 200.0f);
+    assert_true(gdn_silu_fast(0.0f) == 0.0f);
+    assert_true(isnan(gdn_silu_fast(NAN)));
+    enum { N = 77 };
+    float x[N], u[N], y[N], z[N];
+    for (int i = 0; i < N; i++) { x[i] = 12.0f * nrand(); u[i] = nrand(); }
+    x[3] = -150.0f; x[9] = 150.0f; x[17] = -88.5f;
+    gdn_silu_fast_n(y, x, N);
+    for (int i = 0; i < N; i++) {
+        const float w = gdn_silu_fast(x[i]);
+        assert_memory_equal(&y[i], &w, sizeof w);
+    }
+    gdn_swiglu_fast(z, x, u, N);
+    for (int i = 0; i < N; i++) {
+        const float w = gdn_silu_fast(x[i]) * u[i];
+        assert_memory_equal(&z[i], &w, sizeof w);
+    }
+}
+
 /* Primitive checks: softplus branch, gates, L2 norm with eps, gated norm. */
 static void test_gdn_primitives(void **state) {
     (void)state;
@@ -482,6 +520,7 @@ int suite_gdn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gdn_primitives),
         cmocka_unit_test(test_gdn_delta_token_isa_bits),
+        cmocka_unit_test(test_gdn_silu_fast),
         cmocka_unit_test(test_gdn_token_vs_double),
         cmocka_unit_test(test_gdn_chunked_vs_token),
         cmocka_unit_test(test_gdn_split_and_small_batch_bits),

@@ -7,6 +7,7 @@
  * tests/server/node_modules). Expected texts come from the same server's greedy output without
  * the feature under test (e.g. the text cut at the first occurrence of the stop string). */
 #include "test.h"
+#include "model_fx.h"
 #include "run_util.h"
 
 #include "../server/reply.h"
@@ -36,14 +37,7 @@ static double now_s(void) {
 
 static tern_model *load(const char *rel) {
     char path[1024];
-    fx_require(path, sizeof path, rel);
-    tern_model *m = NULL;
-    tern_err err = {0};
-    tern_model_opts mo;
-    tern_model_opts_default(&mo);
-    mo.n_threads = 1;
-    if (tern_model_load(&m, path, &mo, &err) != TERN_OK) fail_msg("load %s: %s", path, err.msg);
-    return m;
+    return mfx_load(fx_require(path, sizeof path, rel), TERN_NUMERICS_FAST, 1);
 }
 
 static srv *start(tern_model *m, int parallel, int n_ctx, int queue, size_t body_max, const char *key, int n_batch) {
@@ -980,7 +974,7 @@ static void test_start_errors(void **state) {
     char bin[4096], model[1024], cmd[8192];
     ru_need_tern(bin, sizeof bin);
     fx_require(model, sizeof model, STORIES);
-    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 --host my-laptop --port 0 2>&1", bin, model);
+    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 -c 256 --host my-laptop --port 0 2>&1", bin, model);
     int st;
     char *out = ru_capture(cmd, &st);
     assert_int_equal(st, 1);

@@ -63,7 +63,8 @@ static const opt_def chat_defs[] = {
 static void usage(FILE *f, const opt_table *t, int n_t) {
     fprintf(f, "usage: tern chat -m MODEL [options]\n");
     opts_help(f, t, n_t);
-    fprintf(f, "in the chat: /clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply\n");
+    fprintf(f, "in the chat: /help lists the commands, /clear starts a new conversation, /exit (or Ctrl-D) quits,\n"
+               "Ctrl-C stops a reply, //text sends a message that starts with /\n");
 }
 
 /* ---- argument parsing -------------------------------------------------------------------------- */
@@ -100,6 +101,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         fprintf(stderr, "tern chat: -m MODEL is required; see tern chat --help\n");
         return 2;
     }
+    if (spec_opts_check(&o->spec)) return 2;
     return 0;
 }
 

@@ -7,7 +7,7 @@
 
 void opts_common_default(opts_common *o) {
     memset(o, 0, sizeof *o);
-    o->n_ctx = 4096;
+    o->n_ctx = 0;                 /* opts_ctx_resolve: 4096 or the trained context */
     o->n_batch = 512;
     o->numerics = TERN_NUMERICS_FAST;
 }
@@ -19,7 +19,7 @@ static const opt_def d_threads[] = {
     {OPTS_THREADS, "-t, --threads", OPT_INT, "N", 1, OPT_HI_THREADS, NULL, "threads (default: all cores)"},
 };
 static const opt_def d_ctx[] = {
-    {OPTS_CTX, "-c, --ctx-size", OPT_INT, "N", 1, 1 << 24, NULL, "context length (default 4096)"},
+    {OPTS_CTX, "-c, --ctx-size", OPT_INT, "N", 1, 1 << 24, NULL, "context length (default 4096, or the model's trained length if shorter)"},
 };
 static const opt_def d_load[] = {
     {OPTS_BATCH, "-b, --batch-size", OPT_INT, "N", 1, 1 << 16, NULL, "prompt tokens per forward pass (default 512)"},
@@ -54,7 +54,7 @@ bool opts_apply_common(opts_common *o, int id, const opt_val *v) {
     switch (id) {
     case OPTS_MODEL: o->model = v->str; break;
     case OPTS_THREADS: o->n_threads = (int)v->i; break;
-    case OPTS_CTX: o->n_ctx = (int)v->i; break;
+    case OPTS_CTX: o->n_ctx = (int)v->i; o->ctx_given = true; break;
     case OPTS_BATCH: o->n_batch = (int)v->i; break;
     case OPTS_NUMERICS:
         o->numerics = v->choice == 1 ? TERN_NUMERICS_GGML : v->choice == 2 ? TERN_NUMERICS_F32 : TERN_NUMERICS_FAST;
@@ -82,6 +82,25 @@ bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v) {
     return true;
 }
 
+int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given) {
+    enum { CTX_DEFAULT = 4096 };
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const int train = info.n_ctx_train;
+    if (n_ctx <= 0) {
+        n_ctx = CTX_DEFAULT;
+        if (train > 0 && train < n_ctx) {
+            fprintf(stderr, "tern %s: context %d tokens, the model's trained length (the default %d is longer; -c N sets it)\n",
+                    opts_cmd(), train, CTX_DEFAULT);
+            n_ctx = train;
+        }
+    } else if (given && train > 0 && n_ctx > train) {
+        fprintf(stderr, "tern %s: warning: -c %d is longer than the model's trained context (%d tokens); text past position %d "
+                        "may degrade\n", opts_cmd(), n_ctx, train, train);
+    }
+    return n_ctx;
+}
+
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err) {
     *m = NULL;
     if (s) *s = NULL;
@@ -96,7 +115,7 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
     if (rc || !s) return rc;
     tern_session_opts so;
     tern_session_opts_default(&so);
-    so.n_ctx = o->n_ctx;
+    so.n_ctx = opts_ctx_resolve(*m, o->n_ctx, o->ctx_given);
     so.n_batch = o->n_batch;
     so.kv_f32 = o->kv_f32;
     rc = tern_session_init(s, *m, &so, err);

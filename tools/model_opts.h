@@ -12,7 +12,8 @@
 typedef struct opts_common {
     const char *model;       /* -m */
     int n_threads;           /* -t (0 = all cores) */
-    int n_ctx;               /* -c (4096) */
+    int n_ctx;               /* -c; 0 (the default): 4096, or the model's trained context if shorter */
+    bool ctx_given;          /* -c was given (opts_apply_common) */
     int n_batch;             /* -b (512) */
     tern_numerics numerics;  /* --numerics fast|ggml|f32 */
     bool use_mmap;           /* --mmap */
@@ -36,10 +37,16 @@ extern const opt_table opts_tab_load;      /* -b, --numerics, --cache-type, --mm
 extern const opt_table opts_tab_sampling;  /* --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed */
 /* Store a parsed value of one of the tables above; returns false if id is none of theirs. */
 bool opts_apply_common(opts_common *o, int id, const opt_val *v);
+/* The context of a session of m. n_ctx 0 (no -c): 4096, capped at the model's trained context
+ * with a one-line notice when that is shorter (stories260K: 2048), as llama-server caps a slot's
+ * context. An -c given (given = true) past the trained context is kept, with a one-line warning
+ * (llama.cpp's "possible training context overflow"). Notices go to stderr as "tern CMD: ...". */
+int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given);
 bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v);
 const char *opts_numerics_name(tern_numerics n);
-/* Load the model and (when s != NULL) a session from the options. A model path that cannot be
- * opened is TERN_E_IO "-m: cannot open 'PATH': REASON" (the OS's reason). */
+/* Load the model and (when s != NULL) a session from the options, its context by
+ * opts_ctx_resolve. A model path that cannot be opened is TERN_E_IO "-m: cannot open 'PATH':
+ * REASON" (the OS's reason). */
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err);
 /* Prompts are bytes: text that is not valid UTF-8 is still tokenised (byte by byte, so the model
  * sees exactly those bytes, as llama.cpp), but the user is told. Prints "tern CMD: warning: WHAT

@@ -84,7 +84,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "tern run: -m MODEL is required; see tern run --help\n");
         return 2;
     }
-    if (sp.repeat_last_n < 0) sp.repeat_last_n = oc.n_ctx;     /* llama.cpp's -1: the whole context */
+    if (spec_opts_check(&so)) return 2;
     char *file_text = NULL;
     size_t plen = prompt ? strlen(prompt) : 0;
     if (prompt_file) {
@@ -106,6 +106,7 @@ int cmd_run(int argc, char **argv) {
     const double t_load = now_s() - t_load0;
     tern_model_info info;
     tern_model_get_info(m, &info);
+    if (sp.repeat_last_n < 0) sp.repeat_last_n = tern_session_n_ctx(s);   /* llama.cpp's -1: the whole context */
     if (tern_sampler_init(&smp, m, &sp, &err)) goto done;
     so.p.ignore_eos = ignore_eos;
     if (so.on && tern_spec_init(&spec, m, &so.p, &err)) goto done;

@@ -24,7 +24,7 @@ static const opt_def serve_defs[] = {
     {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address (default 127.0.0.1; numeric IPv4/IPv6)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
     {SERVE_PARALLEL, "-np, --parallel", OPT_INT, "N", 1, 64, NULL, "sequences generated at once (default 4)"},
-    {SERVE_CTX, "-c, --ctx-size, --ctx", OPT_INT, "N", 1, 1 << 24, NULL, "context per sequence (default 4096)"},
+    {SERVE_CTX, "-c, --ctx-size, --ctx", OPT_INT, "N", 1, 1 << 24, NULL, "context per sequence (default 4096, or the model's trained length if shorter)"},
     {SERVE_PREFILL_CHUNK, "--prefill-chunk", OPT_INT, "N", 1, 65536, NULL,
      "prompt tokens per step while other streams decode (default 64, at most -b)"},
     {SERVE_QUEUE, "--queue", OPT_INT, "N", 0, 100000, NULL, "requests waiting for a slot before 429 (default 32)"},
@@ -48,6 +48,7 @@ int cmd_serve(int argc, char **argv) {
     oc.n_batch = cfg.n_batch;
     spec_opts so;
     spec_opts_default(&so);
+    bool ctx_given = false;
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(serve_defs), opts_tab_threads, opts_tab_load, spec_opts_tab};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
@@ -61,7 +62,7 @@ int cmd_serve(int argc, char **argv) {
         case SERVE_HOST: cfg.host = v.str; break;
         case SERVE_PORT: cfg.port = (int)v.i; break;
         case SERVE_PARALLEL: cfg.parallel = (int)v.i; break;
-        case SERVE_CTX: cfg.n_ctx = (int)v.i; break;
+        case SERVE_CTX: cfg.n_ctx = (int)v.i; ctx_given = true; break;
         case SERVE_PREFILL_CHUNK: cfg.prefill_chunk = (int)v.i; break;
         case SERVE_QUEUE: cfg.queue_max = (int)v.i; break;
         case SERVE_BODY_LIMIT: cfg.body_max = (size_t)v.i; break;
@@ -76,6 +77,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "tern serve: -m MODEL is required; see tern serve --help\n");
         return 2;
     }
+    if (spec_opts_check(&so)) return 2;
     cfg.n_batch = oc.n_batch;
     cfg.spec = so.on;
     cfg.spec_p = so.p;
@@ -86,6 +88,7 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
         return 1;
     }
+    cfg.n_ctx = opts_ctx_resolve(m, ctx_given ? cfg.n_ctx : 0, ctx_given);
     srv *s = NULL;
     if (srv_start(&s, m, &cfg, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);

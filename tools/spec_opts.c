@@ -23,11 +23,33 @@ bool spec_opts_apply(spec_opts *o, int id, const opt_val *v) {
     switch (id) {
     case SPEC_OPT_SPEC: o->on = v->choice == 0; break;
     case SPEC_OPT_DRAFT_MAX: o->p.draft_max = (int)v->i; break;
-    case SPEC_OPT_NGRAM_MIN: o->p.ngram_min = (int)v->i; break;
-    case SPEC_OPT_NGRAM_MAX: o->p.ngram_max = (int)v->i; break;
+    case SPEC_OPT_NGRAM_MIN: o->p.ngram_min = (int)v->i; o->min_given = true; break;
+    case SPEC_OPT_NGRAM_MAX: o->p.ngram_max = (int)v->i; o->max_given = true; break;
     default: return false;
     }
+    static const char *const names[] = {"--draft-max", "--spec-ngram-min", "--spec-ngram-max"};
+    if (id != SPEC_OPT_SPEC && !o->tuning) o->tuning = names[id - SPEC_OPT_DRAFT_MAX];
     return true;
+}
+
+int spec_opts_check(const spec_opts *o) {
+    const char *cmd = opts_cmd();
+    if (o->p.ngram_min > o->p.ngram_max) {
+        char exp[96], got[16];
+        if (o->max_given) {   /* the upper end given too low */
+            snprintf(exp, sizeof exp, "an integer in %d..16 (at least --spec-ngram-min)", o->p.ngram_min);
+            snprintf(got, sizeof got, "%d", o->p.ngram_max);
+            opts_bad_value(cmd, "--spec-ngram-max", exp, got);
+        } else {              /* the lower end given above the default upper end */
+            snprintf(exp, sizeof exp, "an integer in 1..%d (at most --spec-ngram-max, default %d)", o->p.ngram_max, o->p.ngram_max);
+            snprintf(got, sizeof got, "%d", o->p.ngram_min);
+            opts_bad_value(cmd, "--spec-ngram-min", exp, got);
+        }
+        return 2;
+    }
+    if (o->tuning && !o->on)
+        fprintf(stderr, "tern %s: warning: %s has no effect without --spec lookup (speculative decoding is off)\n", cmd, o->tuning);
+    return 0;
 }
 
 void spec_opts_print_stats(FILE *f, const tern_spec_stats *st, double t_gen) {

@@ -22,12 +22,27 @@
 #include "kernels/kernels.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #define GDN_X86 1
 #else
 #define GDN_X86 0
+#endif
+
+/* The AVX2 build of the vector code runs where kern's dispatch runs AVX2 (same bits either way). */
+static bool gdn_avx2(void) {
+#if GDN_X86
+    const char *isa = kern_isa();
+    return !strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni");
+#else
+    return false;
+#endif
+}
+#if GDN_X86
+#define GDN_AVX2_FN __attribute__((target("avx2")))
 #endif
 
 typedef float v8 __attribute__((vector_size(32)));
@@ -63,7 +78,107 @@ static float expf_ggml(float x) {
 
 float gdn_silu_ggml(float x) { return x / (1.0f + expf_ggml(0.0f - x)); }
 
-#define silu(x) gdn_silu(x)
+/* ---- the fast-numerics SiLU: one exp per value in lane-wise vector code ------------------
+ * exp(t), t = -x: Cody-Waite reduction t = n ln2 + f (n = round(t log2 e) by the 1.5 * 2^23
+ * shift, ln2 in two parts, the first exact in n * ln2_hi), e^f by the degree-6 minimax polynomial
+ * of Cephes' expf (published coefficients), scaled by 2^(n-1) built in the exponent field and
+ * then by 2 (exact; lets n reach 128). t is clamped to [-86, ln(FLT_MAX)]; above, +inf (silu -> -0,
+ * as libm's overflowing expf gives); below, e^-86, which 1 + e rounds away as libm's would. Plain multiply and
+ * add only (-ffp-contract=off), so the scalar and every vector build give the same bits. Within a
+ * few ulp of x / (1 + expf(-x)) (test_gdn: silu_fast). */
+#define SF_T_MAX 88.7228394f                         /* ln(FLT_MAX): above, exp overflows */
+#define SF_T_MIN (-86.0f)                             /* below, 1 + e^t == 1 */
+#define SF_LOG2E 1.44269504088896341f
+#define SF_SHIFT 12582912.0f                          /* 1.5 * 2^23 */
+#define SF_LN2_HI 0.693359375f
+#define SF_LN2_LO (-2.12194440e-4f)
+#define SF_P0 1.9875691500e-4f
+#define SF_P1 1.3981999507e-3f
+#define SF_P2 8.3334519073e-3f
+#define SF_P3 4.1665795894e-2f
+#define SF_P4 1.6666665459e-1f
+#define SF_P5 5.0000001201e-1f
+
+typedef uint32_t v8w __attribute__((vector_size(32)));
+typedef int32_t v8m __attribute__((vector_size(32)));
+
+/* y[0..8) = silu(x[0..8)) (y may alias x); pointers, not vector values, cross the call (psABI) */
+static inline __attribute__((always_inline)) void silu8(float *y, const float *xp) {
+    const v8 x = LD8(xp);
+    const v8 t0 = (v8){0} - x;
+    const v8m over = t0 > SF_T_MAX;
+    v8 t = (v8)(((v8m)t0 & ~over) | ((v8m)((v8){0} + SF_T_MAX) & over));
+    const v8m under = t < SF_T_MIN;
+    t = (v8)(((v8m)t & ~under) | ((v8m)((v8){0} + SF_T_MIN) & under));
+    const v8 zm = t * SF_LOG2E + SF_SHIFT;
+    const v8 n = zm - SF_SHIFT;
+    v8 f = t - n * SF_LN2_HI;
+    f = f - n * SF_LN2_LO;
+    v8 p = f * SF_P0 + SF_P1;
+    p = p * f + SF_P2;
+    p = p * f + SF_P3;
+    p = p * f + SF_P4;
+    p = p * f + SF_P5;
+    v8 e = p * f * f + f + 1.0f;
+    const v8w sc = (((v8w)zm - 0x4B400000u) + 126u) << 23;   /* 2^(n-1) */
+    e = (e * (v8)sc) * 2.0f;
+    e = (v8)(((v8m)e & ~over) | ((v8m)((v8){0} + INFINITY) & over));
+    ST8(y, x / (1.0f + e));
+}
+
+float gdn_silu_fast(float x) {
+    const float t0 = 0.0f - x;
+    const bool over = t0 > SF_T_MAX;
+    float t = over ? SF_T_MAX : t0;
+    if (t < SF_T_MIN) t = SF_T_MIN;
+    const float zm = t * SF_LOG2E + SF_SHIFT;
+    const float n = zm - SF_SHIFT;
+    float f = t - n * SF_LN2_HI;
+    f = f - n * SF_LN2_LO;
+    float p = f * SF_P0 + SF_P1;
+    p = p * f + SF_P2;
+    p = p * f + SF_P3;
+    p = p * f + SF_P4;
+    p = p * f + SF_P5;
+    float e = p * f * f + f + 1.0f;
+    uint32_t zb, sb;
+    memcpy(&zb, &zm, 4);
+    sb = ((zb - 0x4B400000u) + 126u) << 23;          /* 2^(n-1) */
+    float sc;
+    memcpy(&sc, &sb, 4);
+    e = (e * sc) * 2.0f;
+    if (over) e = INFINITY;
+    return x / (1.0f + e);
+}
+
+void gdn_silu_fast_n(float *y, const float *x, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) silu8(y + i, x + i);
+    for (; i < n; i++) y[i] = gdn_silu_fast(x[i]);
+}
+
+static inline __attribute__((always_inline)) void swiglu_body(float *y, const float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i + 8 <= n; i += 8) {
+        float sg[8];
+        silu8(sg, g + i);
+        ST8(y + i, LD8(sg) * LD8(u + i));
+    }
+}
+static void swiglu_generic(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
+#if GDN_X86
+GDN_AVX2_FN static void swiglu_avx2(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
+#endif
+
+void gdn_swiglu_fast(float *y, const float *g, const float *u, int64_t n) {
+#if GDN_X86
+    if (gdn_avx2()) swiglu_avx2(y, g, u, n);
+    else
+#endif
+        swiglu_generic(y, g, u, n);
+    for (int64_t i = n & ~(int64_t)7; i < n; i++) y[i] = gdn_silu_fast(g[i]) * u[i];
+}
+
+#define silu(x) gdn_silu_fast(x)
 
 void gdn_gates(const gdn_dims *g, int n, const float *a, const float *b, const float *dt_bias,
                const float *ssm_a, float *gam, float *beta) {
@@ -77,6 +192,47 @@ void gdn_gates(const gdn_dims *g, int n, const float *a, const float *b, const f
     }
 }
 
+/* Fast path, 8 channels at a time (lane l = channel c + l): the same sum from 0.0f, oldest first,
+ * then the shift, then SiLU, as the scalar loop below. wt: the 8 channels' weights transposed
+ * (tap-major) once per block. */
+static inline __attribute__((always_inline)) void conv_block8(const float *conv_w, float *state, const float *x, float *y,
+                                                              int64_t nch, int dc, int64_t c) {
+    const int ns = dc - 1;
+    float wt[16][8];
+    for (int l = 0; l < 8; l++)
+        for (int j = 0; j < dc; j++) wt[j][l] = conv_w[(c + l) * dc + j];
+    v8 sum = (v8){0};
+    for (int j = 0; j < ns; j++) sum += LD8(wt[j]) * LD8(state + (int64_t)j * nch + c);
+    sum += LD8(wt[ns]) * LD8(x + c);
+    for (int j = 0; j + 1 < ns; j++) ST8(state + (int64_t)j * nch + c, LD8(state + (int64_t)(j + 1) * nch + c));
+    if (ns > 0) ST8(state + (int64_t)(ns - 1) * nch + c, LD8(x + c));
+    ST8(y + c, sum);
+    silu8(y + c, y + c);
+}
+
+/* Blocks of 8 channels from c0 while c + 8 <= c1; returns where the blocks stop. dc == 4 (every
+ * qwen35 file) is a constant in its copy, so the tap loops unroll. */
+static inline __attribute__((always_inline)) int64_t conv_blocks_body(const float *conv_w, float *state, const float *x,
+                                                                      float *y, int64_t nch, int dc, int64_t c0,
+                                                                      int64_t c1) {
+    int64_t c = c0;
+    if (dc == 4)
+        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, 4, c);
+    else
+        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, dc, c);
+    return c;
+}
+static int64_t conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
+                                   int64_t c0, int64_t c1) {
+    return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
+}
+#if GDN_X86
+GDN_AVX2_FN static int64_t conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch,
+                                            int dc, int64_t c0, int64_t c1) {
+    return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
+}
+#endif
+
 void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const float *in,
               float *out, int64_t c0, int64_t c1) {
     const int64_t nch = gdn_n_ch(g);
@@ -84,7 +240,15 @@ void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const
     for (int i = 0; i < n; i++) {
         const float *x = in + (int64_t)i * nch;
         float *y = out + (int64_t)i * nch;
-        for (int64_t c = c0; c < c1; c++) {
+        int64_t c = c0;
+        if (!g->ggml) {
+#if GDN_X86
+            if (gdn_avx2()) c = conv_blocks_avx2(conv_w, state, x, y, nch, dc, c0, c1);
+            else
+#endif
+                c = conv_blocks_generic(conv_w, state, x, y, nch, dc, c0, c1);
+        }
+        for (; c < c1; c++) {
             const float *w = conv_w + c * dc;
             float sum = 0.0f;
             if (g->ggml) {                              /* the reference's contracted loop */
@@ -116,7 +280,17 @@ void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int
     for (int i = 0; i < d; i++) sum += (double)(o[i] * o[i]);
     const float mean = (float)(sum / d);
     const float r = 1.0f / sqrtf(mean + eps);
-    for (int i = 0; i < d; i++) y[i] = o[i] * r * w[i] * (ggml ? gdn_silu_ggml(z[i]) : silu(z[i]));
+    if (ggml) {
+        for (int i = 0; i < d; i++) y[i] = o[i] * r * w[i] * gdn_silu_ggml(z[i]);
+        return;
+    }
+    int i = 0;
+    for (; i + 8 <= d; i += 8) {
+        float sz[8];
+        silu8(sz, z + i);
+        ST8(y + i, LD8(o + i) * r * LD8(w + i) * LD8(sz));
+    }
+    for (; i < d; i++) y[i] = o[i] * r * w[i] * silu(z[i]);
 }
 
 /* ---- the reference runtime's order (ggml numerics) ----------------------------------------- */
@@ -466,16 +640,21 @@ void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const fl
     memcpy(dst + nch + g->n_v_head, beta, sizeof(float) * (size_t)g->n_v_head);
 }
 
-void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
-                float *u) {
+void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *in, int n, float *u, int64_t c0,
+                     int64_t c1) {
+    const int d = g->d_head, hk = g->n_k_head;
+    const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g), qk_end = 2 * (int64_t)hk * d;
+    for (int i = 0; i < n; i++) {                     /* conv + SiLU + L2 norm, token by token */
+        gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, c0, c1);
+        for (int64_t c = c0; c < TERN_MIN(c1, qk_end); c += d) gdn_l2norm_heads(u + i * nch + c, 1, d, g->eps);
+    }
+}
+
+void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
-    for (int i = 0; i < n; i++) {                     /* conv + SiLU + L2 norm, token by token */
-        gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, 0, nch);
-        gdn_l2norm_heads(u + i * nch, 2 * hk, d, g->eps);
-    }
     const delta_token_fn tok = delta_token_pick(kern_isa());
-    for (int t = 0; t < hv; t++) {                    /* head-outer: the head's state stays in cache */
+    for (int t = h0; t < h1; t++) {                   /* head-outer: the head's state stays in cache */
         const int kh = t % hk;
         float *St = S + (int64_t)t * d * d;
         for (int i = 0; i < n; i++) {
@@ -485,7 +664,13 @@ void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, c
                                      ui + (int64_t)(2 * hk + t) * d, gi[hv + t], gi[t], NULL);
             else
                 tok(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d, gi[hv + t],
-                    gi[t], NULL, i == n - 1 && t + 1 < hv ? St + (int64_t)d * d : NULL);
+                    gi[t], NULL, i == n - 1 && t + 1 < h1 ? St + (int64_t)d * d : NULL);
         }
     }
+}
+
+void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
+                float *u) {
+    gdn_replay_conv(g, conv_w, conv, in, n, u, 0, gdn_n_ch(g));
+    gdn_replay_heads(g, S, in, n, u, 0, g->n_v_head);
 }

@@ -57,6 +57,13 @@ float gdn_softplus(float x);
  * vector operation mirrored with the same single rounding (fmaf for its fused ones). */
 float gdn_silu(float x);
 float gdn_silu_ggml(float x);
+/* The SiLU of fast and f32 numerics (conv, gated norm, the qwen35 FFN's SwiGLU): x / (1 + e) with
+ * e = exp(-x) from a Cody-Waite + degree-6 polynomial exp in plain multiplies and adds (gdn.c),
+ * the same bits in scalar and vector code on every ISA; within a few ulp of gdn_silu (tested).
+ * _n: y[i] = silu(x[i]) for n values; gdn_swiglu_fast: y[i] = silu(g[i]) * u[i] (y may alias g). */
+float gdn_silu_fast(float x);
+void gdn_silu_fast_n(float *y, const float *x, int64_t n);
+void gdn_swiglu_fast(float *y, const float *g, const float *u, int64_t n);
 
 /* Gates of n tokens: a, b are the ssm_alpha / ssm_beta projections (n x Hv, token-major).
  * gam[i] = softplus(a[i] + dt_bias[h]) * ssm_a[h]; beta[i] = sigmoid(b[i]). In place allowed
@@ -129,5 +136,12 @@ void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const fl
  * n * n_ch floats. */
 void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
                 float *u);
+/* gdn_replay in two parts that split across threads (the same bits for any split):
+ * gdn_replay_conv: conv + SiLU of channels [c0, c1) for the n tokens into u (n x n_ch), and the L2
+ * norm of the q/k heads in the range (c0, c1 multiples of d, or c1 = n_ch); then, after every
+ * channel is done, gdn_replay_heads: the delta rule of v-heads [h0, h1) (state update only). */
+void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *in, int n, float *u, int64_t c0,
+                     int64_t c1);
+void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1);
 
 #endif /* TERN_MODEL_GDN_H */

@@ -86,6 +86,7 @@ typedef struct q35_state {
     const model_t *m;
     rstate *rs;
     float *u;                  /* (Q35_WINDOW, n_ch) replay scratch */
+    tern_pool *pool;           /* set while q35_forward owns the pool: replays split across it */
 } q35_state;
 
 /* ---- optional per-op profile (TERN_PROF=1): wall time per category of the single-token (decode)
@@ -591,7 +592,7 @@ static void add_into(float *x, const float *y, size_t n) {
 /* The input of ssm_out / attn_output / ffn_down, split over the pool in chunks of whole rotation
  * blocks and whole quantisation blocks (max(rot n, 128) values, as had_rmsnorm_rot_quant), so
  * decode's single column is shared by both threads instead of running on the caller:
- *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (blk_swiglu, or the ggml SiLU);
+ *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (gdn_swiglu_fast, or the ggml SiLU);
  *                       VGROUP dst = the grouped V-head permutation of src (spec 5.5);
  *                       COPY dst = src (or nothing when they alias)
  *   then dst = rot(dst) on the chunk and its quantisation into q (mode != KQ_F32).
@@ -625,7 +626,7 @@ static void job_rot_quant(void *ctx, int64_t i0, int64_t i1, int ith) {
             if (j->ggml)   /* ggml_vec_swiglu_f32 on AVX-512: ggml_v_silu(g) * u */
                 for (int64_t i = 0; i < len; i++) y[i] = gdn_silu_ggml(x[i]) * u[i];
             else
-                blk_swiglu(y, x, u, len);
+                gdn_swiglu_fast(y, x, u, len);
         } else if (j->op == RQ_VGROUP) {
             /* dst head e = r_per k + r takes src head k + Hk r (had_gdn_v_grouped) */
             const int d = j->d_head, r_per = j->n_v_head / j->n_k_head;
@@ -836,7 +837,9 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         while (c1 < n && b->state[c1] == b->state[c0]) c1++;
         q35_state *st = b->state[c0];
         TERN_ASSERT(st && st->rs->pos == b->pos[c0] && st->rs->batch_n == 0);   /* a sequence is one run */
+        st->pool = m->pool;     /* a base advance replays window / 2 tokens of every layer: split it */
         rstate_begin(st->rs, c1 - c0, c1 - c0 < GDN_CHUNK_MIN);   /* chunked runs: not logged */
+        st->pool = NULL;
         w.run[w.n_run++] = c0;
         c0 = c1;
     }
@@ -873,11 +876,40 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
 
 /* ---- per-sequence state ---------------------------------------------------------------------- */
 
+typedef struct {
+    const gdn_dims *g;
+    const float *conv_w, *in;
+    float *S, *conv, *u;
+    int n;
+} replay_job;
+
+static void job_replay_conv(void *ctx, int64_t c0, int64_t c1, int ith) {
+    (void)ith;
+    const replay_job *j = ctx;
+    gdn_replay_conv(j->g, j->conv_w, j->conv, j->in, j->n, j->u, c0, c1);
+}
+
+static void job_replay_heads(void *ctx, int64_t h0, int64_t h1, int ith) {
+    (void)ith;
+    const replay_job *j = ctx;
+    gdn_replay_heads(j->g, j->S, j->in, j->n, j->u, (int)h0, (int)h1);
+}
+
+/* Re-apply n logged tokens to one layer's state (rstate's callback). Inside a forward (rstate_begin
+ * advancing the base: window / 2 tokens of every GDN layer every window / 2 decode steps) the
+ * channels and then the heads split across the pool; elsewhere (truncate) on the calling thread.
+ * The bits do not depend on the split. */
 static void q35_replay(void *ctx, int il_rs, float *S, float *conv, const float *in, int n) {
     q35_state *st = ctx;
     const q35_data *q = st->m->arch_data;
     const q35_layer *QL = &q->L[q->rs_layer[il_rs]];
-    gdn_replay(&q->g, QL->ssm_conv1d, S, conv, in, n, st->u);
+    if (!st->pool || pool_n_threads(st->pool) == 1) {
+        gdn_replay(&q->g, QL->ssm_conv1d, S, conv, in, n, st->u);
+        return;
+    }
+    replay_job j = {.g = &q->g, .conv_w = QL->ssm_conv1d, .in = in, .S = S, .conv = conv, .u = st->u, .n = n};
+    pool_for(st->pool, gdn_n_ch(&q->g), q->g.d_head, job_replay_conv, &j);
+    pool_for(st->pool, q->g.n_v_head, 1, job_replay_heads, &j);
 }
 
 static void q35_state_free(void *state) {
