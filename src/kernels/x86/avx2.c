@@ -380,7 +380,7 @@ static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
  * 4 G NC vpmaddubsw. On Zen 3 each vector op (loads and broadcasts included) takes about one of
  * ~3.4 issue slots per cycle, so this count, not the int8 peak, sets the speed: session 2's tile
  * (rp_mm_tile, one group, a column's 4 broadcasts per group) spent 3.6 ops per madd at NC = 2
- * and 4; this pass 3.4 (NC = 2), 3.2 (3), 3.1 (4) (bench/RESULTS.md "Session 3 knarrow").
+ * and 4; this pass 3.46 (NC = 2), 3.25 (3), 3.06 (4) (bench/RESULTS.md "knarrow").
  * One int16 accumulator per (group, column), started at nsum_init (-sum(q) once per row, |sum| <=
  * 16256); per lane and block 16 vpmaddubsw pair sums of u <= 3 and |q| <= 127: <= 16 * 2 * 3 *
  * 127 = 12192, so |lane| <= 28448 < 32767 (code 3 included); widened once per block by vpmaddwd.
