@@ -434,9 +434,9 @@ static void test_readme_usage(void **state) {
     const char *lines = "/help\n/bogus words\n//slash\n/clear\n/quit\nnever sent\n";
     write_file(input, lines, strlen(lines));
     rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
-    const char *want[] = {"/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; start a message "
-                          "with // to send a text that begins with /",
-                          "unknown command /bogus; try /help", "[new conversation]"};
+    static const char help[] = "/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; start a "
+                               "message with // to send a text that begins with /";
+    const char *want[] = {help, "unknown command /bogus; try /help", "[new conversation]"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
     /* exactly one turn: //slash; /help, /bogus, /clear and the line after /quit are not sent */
