@@ -89,7 +89,7 @@ static void prep_act_case(tern_pool *pool, int K, int N, kern_numerics mode) {
         for (int inplace = 0; inplace < 2; inplace++) {
             /* scalar reference, one column at a time */
             for (int c = 0; c < N; c++) {
-                if (op == BLK_PREP_NORM) blk_rmsnorm(d1 + c * K, src + c * K, w, K, 1e-6f);
+                if (op == BLK_PREP_NORM) blk_rmsnorm_mode(d1 + c * K, src + c * K, w, K, 1e-6f, mode);
                 else if (op == BLK_PREP_SWIGLU && mode == KQ_FAST) blk_swiglu_fast(d1 + c * K, src + c * K, up + c * K, K);
                 else if (op == BLK_PREP_SWIGLU) blk_swiglu(d1 + c * K, src + c * K, up + c * K, K);
                 else memcpy(d1 + c * K, src + c * K, sizeof(float) * (size_t)K);
@@ -110,6 +110,32 @@ static void prep_act_case(tern_pool *pool, int K, int N, kern_numerics mode) {
         }
     }
     free(src); free(src2); free(w); free(up); free(d1); free(d2); free(q1); free(q2);
+}
+
+/* blk_rmsnorm_mode: ggml and f32 are blk_rmsnorm bit for bit; fast (8 double lanes) is within
+ * 2 ulp of it and of a double-precision RMSNorm, for lengths with and without a tail. */
+static void test_rmsnorm_mode(void **st) {
+    (void)st;
+    static const int lens[] = {1, 7, 8, 64, 128, 300, 2048, 6144};
+    float x[6144], w[6144], y0[6144], y1[6144];
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        const int n = lens[k];
+        for (int i = 0; i < n; i++) { x[i] = urand() * (i % 5 == 0 ? 40.0f : 1.0f); w[i] = 1.0f + 0.3f * urand(); }
+        blk_rmsnorm(y0, x, w, n, 1e-6f);
+        for (int mode = KQ_GGML; mode <= KQ_F32; mode++) {
+            blk_rmsnorm_mode(y1, x, w, n, 1e-6f, (kern_numerics)mode);
+            assert_memory_equal(y0, y1, sizeof(float) * (size_t)n);
+        }
+        blk_rmsnorm_mode(y1, x, w, n, 1e-6f, KQ_FAST);
+        double ss = 0;
+        for (int i = 0; i < n; i++) ss += (double)x[i] * x[i];
+        const double sc = 1.0 / sqrt(ss / n + 1e-6);
+        for (int i = 0; i < n; i++) {
+            const double ref = x[i] * sc * w[i];
+            assert_true(fabsf(y1[i] - y0[i]) <= 2.4e-7f * fabsf(y0[i]));
+            assert_true(fabs((double)y1[i] - ref) <= 4e-7 * fabs(ref));
+        }
+    }
 }
 
 static void test_prep_act_threads(void **st) {
@@ -172,6 +198,7 @@ int suite_model_act(int *n_tests) {
         cmocka_unit_test(test_quantize_fast_exact),
         cmocka_unit_test(test_prep_act_threads),
         cmocka_unit_test(test_swiglu_fast),
+        cmocka_unit_test(test_rmsnorm_mode),
     };
     TEST_RUN_SUITE("model_act", tests);
 }

@@ -33,6 +33,11 @@ void blk_f16_row(float *dst, const uint16_t *src, int n);
  * then ggml_mul: sum of float squares in double, mean rounded to float, scale = 1/sqrtf(mean +
  * eps), y = (x * scale) * w (two roundings). w NULL: no weight. */
 void blk_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
+/* blk_rmsnorm of a numerics mode: ggml and f32 as blk_rmsnorm; fast numerics sum the same float
+ * squares in double over 8 lanes (lane l: i = l mod 8, increasing i; combined ((l0 + l4) + (l2 +
+ * l6)) + ((l1 + l5) + (l3 + l7))), within ~1 ulp of the sequential scale, same bits on every ISA.
+ * What the dense forward and blk_prep_act use. */
+void blk_rmsnorm_mode(float *y, const float *x, const float *w, int n, float eps, kern_numerics mode);
 /* RMSNorm each of n_head vectors of length hd in x (in place), same weight w (hd). */
 void blk_rmsnorm_heads(float *x, const float *w, int n_head, int hd, float eps);
 
@@ -112,7 +117,8 @@ void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w 
  * whole column itself, then writes and quantises its range; RMSNorm in place stays on the caller),
  * or the caller alone (short columns, one thread). Per column, the pre-step op writes dst from src
  *   BLK_PREP_NONE: nothing (dst == src);
- *   BLK_PREP_NORM: dst = RMSNorm_eps(src) * aux (aux: weight, K floats; dst may alias src);
+ *   BLK_PREP_NORM: dst = RMSNorm_eps(src) * aux (blk_rmsnorm_mode; aux: weight, K floats; dst may
+ *                  alias src);
  *   BLK_PREP_SWIGLU: dst = silu(src) * aux (aux: up, ncols x K; dst may alias src; KQ_FAST:
  *                    blk_swiglu_fast, else blk_swiglu);
  * then quantises dst into q (kern_act_bytes; nothing in KQ_F32) and fills *a (a->x = dst). Each

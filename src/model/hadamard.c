@@ -15,9 +15,11 @@ void had_fwht(float *x, int64_t n) {
     }
 }
 
+static void sign_scale(float *y, const float *x, const int8_t *s, float scale, int64_t K);
+
 void had_rot(float *x, int64_t K, int64_t n, const int8_t *s) {
     const float scale = (float)(1.0 / sqrt((double)n));
-    for (int64_t k = 0; k < K; k++) x[k] = (s ? (float)s[k] * x[k] : x[k]) * scale;  /* scale first */
+    sign_scale(x, x, s, scale, K);                    /* x[k] = (s[k] x[k]) * scale: scale first */
     if (n >= 8) had_fwht_blocks(x, K, n);             /* same bits as had_fwht (tested) */
     else
         for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
@@ -94,6 +96,18 @@ void had_fwht_blocks_isa(const char *isa, float *x, int64_t K, int64_t n) {
 
 void had_fwht_blocks(float *x, int64_t K, int64_t n) { had_fwht_blocks_isa(kern_isa(), x, K, n); }
 
+/* y[k] = (s ? s[k] * x[k] : x[k]) * scale, 8 at a time (the int8 sign converted exactly). */
+typedef int8_t hv8b __attribute__((vector_size(8), aligned(1), may_alias));
+static void sign_scale(float *y, const float *x, const int8_t *s, float scale, int64_t K) {
+    int64_t k = 0;
+    if (s)
+        for (; k + 8 <= K; k += 8)
+            HST8(y + k, __builtin_convertvector(*(const hv8b *)(const void *)(s + k), hv8) * HLD8(x + k) * scale);
+    else
+        for (; k + 8 <= K; k += 8) HST8(y + k, HLD8(x + k) * scale);
+    for (; k < K; k++) y[k] = (s ? (float)s[k] * x[k] : x[k]) * scale;
+}
+
 void had_rmsnorm_rot(float *y, const float *x, const float *w, int64_t K, float eps, int64_t n, const int8_t *s) {
     double sum = 0.0;
     for (int64_t i = 0; i < K; i++) sum += (double)(x[i] * x[i]);
@@ -124,7 +138,14 @@ void had_rmsnorm_rot_quant(float *y, void *q, kern_numerics mode, float *yn, con
     for (int64_t k0 = 0; k0 < K; k0 += chunk) {
         const int64_t len = TERN_MIN(chunk, K - k0);  /* a multiple of n (K is) */
         float *yc = y + k0;
-        for (int64_t i = k0; i < k0 + len; i++) {
+        int64_t i = k0;
+        if (w && n)   /* the rotated sites: 8 at a time, the same operations per value */
+            for (; i + 8 <= k0 + len; i += 8) {
+                const hv8 v = (HLD8(x + i) * r) * HLD8(w + i);
+                if (yn) HST8(yn + i, v);
+                HST8(yc + (i - k0), (s ? __builtin_convertvector(*(const hv8b *)(const void *)(s + i), hv8) * v : v) * scale);
+            }
+        for (; i < k0 + len; i++) {
             const float v = w ? (x[i] * r) * w[i] : x[i] * r;
             if (yn) yn[i] = v;
             yc[i - k0] = n ? (s ? (float)s[i] * v : v) * scale : v;

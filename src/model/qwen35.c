@@ -589,9 +589,10 @@ static void add_into(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-/* The input of ssm_out / attn_output / ffn_down, split over the pool in chunks of whole rotation
- * blocks and whole quantisation blocks (max(rot n, 128) values, as had_rmsnorm_rot_quant), so
- * decode's single column is shared by both threads instead of running on the caller:
+/* The input of ssm_out / attn_output / ffn_down in chunks of whole rotation blocks and whole
+ * quantisation blocks (max(rot n, 128) values, as had_rmsnorm_rot_quant), a batch's (column,
+ * chunk) pairs split over the pool (prefill ran the SwiGLU and rotation serially on the caller);
+ * one column (decode) runs on the caller (see rot_quant):
  *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (gdn_swiglu_fast, or the ggml SiLU);
  *                       VGROUP dst = the grouped V-head permutation of src (spec 5.5);
  *                       COPY dst = src (or nothing when they alias)
@@ -663,7 +664,11 @@ static void rot_quant(const model_t *m, kern_act *a, rq_job *j, int n) {
     a->K = j->K;
     a->ncols = n;
     a->mode = m->numerics;
-    pool_for(m->pool, (int64_t)n * j->n_chunk, 1, job_rot_quant, j);
+    /* one column (decode): on the caller, as norm_rot_quant. With the vector SiLU the FFN's
+     * 17408 values take ~20 us; a pool job would save ~10 us on an idle machine and cost far more
+     * whenever the worker is descheduled (a pool job measured 270-430 us under load 6-8) */
+    if (n == 1) job_rot_quant(j, 0, j->n_chunk, 0);
+    else pool_for(m->pool, (int64_t)n * j->n_chunk, 1, job_rot_quant, j);
 }
 
 static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
@@ -694,7 +699,7 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
-    PROF_POOL(5);
+    PROF_POOL(4);
 }
 
 static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
@@ -779,7 +784,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
-    PROF_POOL(merged ? 3 : 4);   /* projections: qkv+gate(+alpha+beta), (alpha+beta), rot+quantise, ssm_out */
+    PROF_POOL(merged ? 2 : 3);   /* projections: qkv+gate(+alpha+beta), (alpha+beta), ssm_out */
 }
 
 static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
@@ -806,7 +811,7 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
-    PROF_POOL(3);
+    PROF_POOL(2);
 }
 
 static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
