@@ -291,6 +291,36 @@ static void test_gdn_delta_token_isa_bits(void **state) {
     }
 }
 
+/* gdn_delta_chunk: the generic and AVX2 builds give the same bits (S and o), full and partial
+ * chunks. */
+static void test_gdn_delta_chunk_isa_bits(void **state) {
+    (void)state;
+#if defined(__x86_64__) || defined(__i386__)
+    if (!__builtin_cpu_supports("avx2")) skip();
+    const int d = 128, ns[2] = {GDN_CHUNK, 5};
+    const size_t dd = (size_t)d * d;
+    for (int t = 0; t < 2; t++) {
+        const int n = ns[t];
+        float *S0 = tern_alloc_aligned(sizeof(float) * dd), *S1 = tern_alloc_aligned(sizeof(float) * dd);
+        float *qkv = malloc(sizeof(float) * (size_t)n * 3 * d), *bg = malloc(sizeof(float) * (size_t)n * 2);
+        float *o0 = malloc(sizeof(float) * (size_t)n * d), *o1 = malloc(sizeof(float) * (size_t)n * d);
+        float *sc0 = tern_alloc_aligned(sizeof(float) * gdn_chunk_scratch_floats(d));
+        float *sc1 = tern_alloc_aligned(sizeof(float) * gdn_chunk_scratch_floats(d));
+        for (size_t e = 0; e < dd; e++) S0[e] = S1[e] = 0.3f * nrand();
+        for (int i = 0; i < n * 3 * d; i++) qkv[i] = nrand() / 8.0f;
+        for (int i = 0; i < n; i++) { bg[2 * i] = 0.1f + 0.05f * (float)i; bg[2 * i + 1] = -0.02f * (float)(i + 1); }
+        gdn_delta_chunk_isa("generic", S0, d, n, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, bg, bg + 1, 2, o0, d, sc0);
+        gdn_delta_chunk_isa("avx2", S1, d, n, qkv, 3 * d, qkv + d, 3 * d, qkv + 2 * d, 3 * d, bg, bg + 1, 2, o1, d, sc1);
+        assert_memory_equal(S0, S1, sizeof(float) * dd);
+        assert_memory_equal(o0, o1, sizeof(float) * (size_t)n * d);
+        tern_free_aligned(S0); tern_free_aligned(S1); tern_free_aligned(sc0); tern_free_aligned(sc1);
+        free(qkv); free(bg); free(o0); free(o1);
+    }
+#else
+    skip();
+#endif
+}
+
 /* The fast-numerics SiLU: within 3 ulp of x / (1 + exp(-x)) in double over [-88.7, 90] (below,
  * exp(-x) overflows float, as libm's expf does, and the result is -0), the limits (-0 for x << 0,
  * x for x >> 0, NaN), and the vector build
@@ -521,6 +551,7 @@ int suite_gdn(int *n_tests) {
         cmocka_unit_test(test_gdn_primitives),
         cmocka_unit_test(test_gdn_delta_token_isa_bits),
         cmocka_unit_test(test_gdn_silu_fast),
+        cmocka_unit_test(test_gdn_delta_chunk_isa_bits),
         cmocka_unit_test(test_gdn_token_vs_double),
         cmocka_unit_test(test_gdn_chunked_vs_token),
         cmocka_unit_test(test_gdn_split_and_small_batch_bits),

@@ -464,7 +464,7 @@ size_t gdn_chunk_scratch_floats(int d) {
 /* G[i*C + j] = x_i . y_j for j < jn(i) = i + jn_off (x_i at x + i*ldx, y_j at y + j*ldy): four j
  * at a time share each load of x_i; lane-wise partial sums over the d values, then the 8 lanes
  * in order (a fixed order per output, independent of the tiling). */
-static void gram_lower(float *G, int C, const float *x, int64_t ldx, const float *y, int64_t ldy, int n,
+static inline __attribute__((always_inline)) void gram_lower(float *G, int C, const float *x, int64_t ldx, const float *y, int64_t ldy, int n,
                        int d, int jn_off) {
     for (int i = 0; i < n; i++) {
         const float *xi = x + (int64_t)i * ldx;
@@ -495,7 +495,7 @@ static void gram_lower(float *G, int C, const float *x, int64_t ldx, const float
 /* R[i][b] = sum_a X_i[a] S[a][b] for i < n (X row i at x + i*ld), R row-major (n x d).
  * Tiles of 4 rows x 8 columns (4 v8 accumulators: fits 16 xmm registers on plain SSE2);
  * each output sums over a in order. */
-static void mul_rows_state(float *R, const float *x, int64_t ld, int n, const float *S, int d) {
+static inline __attribute__((always_inline)) void mul_rows_state(float *R, const float *x, int64_t ld, int n, const float *S, int d) {
     int i = 0;
     for (; i + 4 <= n; i += 4) {
         const float *x0 = x + (int64_t)i * ld, *x1 = x0 + ld, *x2 = x1 + ld, *x3 = x2 + ld;
@@ -520,9 +520,11 @@ static void mul_rows_state(float *R, const float *x, int64_t ld, int n, const fl
     }
 }
 
-void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
-                     const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
-                     float *o, int64_t ld_o, float *scratch) {
+static inline __attribute__((always_inline)) void delta_chunk_body(float *S, int d, int n, const float *q, int64_t ld_q,
+                                                                   const float *k, int64_t ld_k, const float *v,
+                                                                   int64_t ld_v, const float *beta, const float *gam,
+                                                                   int64_t ld_g, float *o, int64_t ld_o,
+                                                                   float *scratch) {
     TERN_DASSERT(n >= 1 && n <= GDN_CHUNK && d % 16 == 0 && d <= GDN_D_MAX);
     const int C = GDN_CHUNK;
     float *Lg = scratch;
@@ -589,6 +591,39 @@ void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const
             ST8(s0, r0); ST8(s1, r1); ST8(s2, r2); ST8(s3, r3);
         }
     }
+}
+
+static void delta_chunk_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                                const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                                float *o, int64_t ld_o, float *scratch) {
+    delta_chunk_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
+}
+#if GDN_X86
+GDN_AVX2_FN static void delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
+                                         int64_t ld_k, const float *v, int64_t ld_v, const float *beta,
+                                         const float *gam, int64_t ld_g, float *o, int64_t ld_o, float *scratch) {
+    delta_chunk_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
+}
+#endif
+
+/* The AVX2 build of the same lane-wise code where kern runs AVX2 (same bits: tested). */
+void gdn_delta_chunk_isa(const char *isa, float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
+                         int64_t ld_k, const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                         float *o, int64_t ld_o, float *scratch) {
+#if GDN_X86
+    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) {
+        delta_chunk_avx2(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
+        return;
+    }
+#endif
+    (void)isa;
+    delta_chunk_generic(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
+}
+
+void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                     const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                     float *o, int64_t ld_o, float *scratch) {
+    gdn_delta_chunk_isa(kern_isa(), S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
 }
 
 /* ---- one layer's heads ------------------------------------------------------------------- */

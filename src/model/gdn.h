@@ -105,6 +105,10 @@ const char *gdn_isa(void);
  * NULL). scratch: gdn_chunk_scratch_floats(d) floats, 64-byte aligned. Agrees with n calls of
  * gdn_delta_token to within f32 rounding of the different summation order (see the tests). */
 size_t gdn_chunk_scratch_floats(int d);
+/* gdn_delta_chunk on the named ISA path (as gdn_delta_token_isa), for tests. */
+void gdn_delta_chunk_isa(const char *isa, float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
+                         int64_t ld_k, const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                         float *o, int64_t ld_o, float *scratch);
 void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                      const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
                      float *o, int64_t ld_o, float *scratch);
