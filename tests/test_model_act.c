@@ -1,6 +1,7 @@
 /* test_model_act.c: the activation preparation the model layer relies on, against scalar formulas
  * written here:
- *  - kern_quantize, fast numerics, full 128-value blocks (the 4-lane path in act.c): every byte
+ *  - kern_quantize, fast numerics, full 128-value blocks (the 4-lane path in act.c and the AVX2
+ *    one in x86/act_avx2.c): every byte
  *    equals clamp(nearbyintf(x * (127 / amax)), +-127) with amax = max |x| computed here, d =
  *    amax / 127, the 16-value sums; random data at several scales, exact ties, and blocks holding
  *    NaN / inf (quantised to the defined value: NaN -> 0, inf makes id 0 -> all 0);
@@ -26,10 +27,10 @@ static float urand(void) {
     return (float)((double)(st_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-static void check_fast_block(const float *x) {
+static void check_fast_block_path(const float *x, bool avx2) {
     kact_fast b;
     kern_act a = {.x = x, .q = &b, .K = 128, .ncols = 1, .mode = KQ_FAST};
-    kern_quantize(&a);
+    kern_quantize_path(&a, avx2);
     float amax = 0.0f;
     for (int i = 0; i < 128; i++)
         if (fabsf(x[i]) > amax) amax = fabsf(x[i]);
@@ -49,6 +50,14 @@ static void check_fast_block(const float *x) {
         assert_int_equal(b.bsums[g], s);
     }
     assert_int_equal(b.sum, tot);
+}
+
+/* The portable block path, and the AVX2 one (x86/act_avx2.c) where the host has AVX2. */
+static void check_fast_block(const float *x) {
+    check_fast_block_path(x, false);
+#if defined(__x86_64__)
+    if (kern_cpu_features() & KCPU_AVX2) check_fast_block_path(x, true);
+#endif
 }
 
 static void test_quantize_fast_exact(void **st) {

@@ -117,18 +117,28 @@ static int32_t q8_round_128(const float *x, float id, int8_t *qs, int16_t *bsums
     return total;
 }
 
-static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk) {
+static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk, bool avx2) {
+    (void)avx2;
     const int64_t nb = (K + KA_FAST_BLOCK - 1) / KA_FAST_BLOCK;
     for (int64_t b = 0; b < nb; b++) {
         const int64_t k0 = b * KA_FAST_BLOCK;
         const int n = (int)TERN_MIN((int64_t)KA_FAST_BLOCK, K - k0);
         kact_fast *o = &blk[b];
-        const float amax = n == KA_FAST_BLOCK ? amax_of_128(x + k0) : amax_of(x + k0, n);
+        float amax;
+#if defined(__x86_64__)
+        if (avx2 && n == KA_FAST_BLOCK) amax = kern_act_amax128_avx2(x + k0);
+        else
+#endif
+            amax = n == KA_FAST_BLOCK ? amax_of_128(x + k0) : amax_of(x + k0, n);
         const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         o->d = amax / 127.0f;
         int32_t total = 0;
         if (isfinite(id) && n == KA_FAST_BLOCK) {
-            total = q8_round_128(x + k0, id, o->qs, o->bsums);
+#if defined(__x86_64__)
+            if (avx2) total = kern_act_round128_avx2(x + k0, id, o->qs, o->bsums);
+            else
+#endif
+                total = q8_round_128(x + k0, id, o->qs, o->bsums);
         } else {
             memset(o->qs, 0, sizeof o->qs);
             if (isfinite(id)) for (int i = 0; i < n; i++) o->qs[i] = q8_round(x[k0 + i], id);
@@ -166,7 +176,9 @@ static void quantize_ggml_col(const float *x, int64_t K, kact_ggml *blk) {
     }
 }
 
-void kern_quantize(kern_act *a) {
+void kern_quantize(kern_act *a) { kern_quantize_path(a, (kern_cpu_features() & KCPU_AVX2) != 0); }
+
+void kern_quantize_path(kern_act *a, bool avx2) {
     TERN_ASSERT(a && a->K > 0 && a->ncols >= 1);
     if (a->mode == KQ_F32) return;
     TERN_ASSERT(a->q != NULL && a->x != NULL);
@@ -174,7 +186,7 @@ void kern_quantize(kern_act *a) {
     for (int c = 0; c < a->ncols; c++) {
         const float *x = a->x + (int64_t)c * a->K;
         uint8_t *dst = (uint8_t *)a->q + (size_t)c * col;
-        if (a->mode == KQ_FAST) quantize_fast_col(x, a->K, (kact_fast *)(void *)dst);
+        if (a->mode == KQ_FAST) quantize_fast_col(x, a->K, (kact_fast *)(void *)dst, avx2);
         else quantize_ggml_col(x, a->K, (kact_ggml *)(void *)dst);
     }
 }

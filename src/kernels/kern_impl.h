@@ -137,6 +137,15 @@ extern const kern_table *const kern_tables[];
 uint32_t kern_cpu_features(void);
 /* The table kern_matmul uses now. */
 const kern_table *kern_active(void);
+/* x86/act_avx2.c (AVX2 only): max |x| of a full 128-value block, and its rounding into qs with the
+ * 16-value sums (returns their total): the same bytes as act.c's portable path. */
+float kern_act_amax128_avx2(const float *x);
+int32_t kern_act_round128_avx2(const float *x, float id, int8_t *qs, int16_t *bsums);
+/* kern_quantize with the block path chosen by the caller: avx2 (only on a host with KCPU_AVX2)
+ * or portable. kern_quantize uses AVX2 whenever the host has it (the bytes are the same; the
+ * dispatcher's self-check quantises before a table is active, so this does not follow
+ * kern_active). Tests run both. */
+void kern_quantize_path(kern_act *a, bool avx2);
 
 /* kern_matmul through table t (NULL entries fall back to ref), with the isum test hook. */
 void kern_matmul_table(const kern_table *t, const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0,
