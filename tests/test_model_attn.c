@@ -174,9 +174,52 @@ static void test_attn_tile(void **st) {
     assert_true(g_hash == 0xb27bfc908ea817e0ull);
 }
 
+/* blk_f16_from_f32 (the KV store's conversion: F16C on x86 with AVX2) equals f32_to_fp16 bit for
+ * bit: random values over the whole exponent range, every float near the fp16 subnormal and
+ * overflow boundaries (ties included), zeros, infinities and NaNs with payloads; lengths with
+ * tails. */
+static void test_f16_store(void **st) {
+    (void)st;
+    enum { N = 4096 + 5 };
+    float *x = malloc(sizeof(float) * N);
+    uint16_t *h = malloc(sizeof(uint16_t) * N), *h2 = malloc(sizeof(uint16_t) * N);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (int rep = 0; rep < 8; rep++) {
+        for (int i = 0; i < N; i++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            uint32_t b = (uint32_t)(r >> 32);
+            if (rep == 1) b = (b & 0x80000000u) | (0x33000000u + (b & 0x01ffffffu));   /* fp16 subnormal range */
+            if (rep == 2) b = (b & 0x80000000u) | (0x477fe000u + (b & 0x3fffu));       /* around 65504 .. 65520 */
+            if (rep == 3) b = (b & 0x80000000u) | (0x38000000u + (b & 0x00ffffffu));   /* around 2^-14 */
+            if (rep == 4) b = (b & 0xffffe000u) | 0x1000u;                              /* exact ties */
+            x[i] = tern_bits_f32(b);
+        }
+        if (rep == 5) {
+            const float sp[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65519.99f, 65520.0f, 5.96e-8f,
+                                2.98e-8f, 2.99e-8f, 6.1035e-5f};
+            for (int i = 0; i < N; i++) x[i] = sp[i % (int)(sizeof sp / sizeof sp[0])];
+            x[77] = tern_bits_f32(0x7fa00001u);   /* signalling NaN with payload */
+            x[78] = tern_bits_f32(0xffc12345u);
+        }
+        for (int n = N - 5; n <= N; n += 5) {
+            blk_f16_from_f32(h, x, n);
+            for (int i = 0; i < n; i++)
+                if (h[i] != f32_to_fp16(x[i])) fail_msg("x[%d] = %a (0x%08x): %04x, expected %04x", i, x[i], tern_f32_bits(x[i]), h[i], f32_to_fp16(x[i]));
+#if defined(__x86_64__)
+            if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+                blk_f16_from_f32_avx2(h2, x, n);
+                assert_memory_equal(h, h2, sizeof(uint16_t) * (size_t)n);
+            }
+#endif
+        }
+    }
+    free(x); free(h); free(h2);
+}
+
 int suite_model_attn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attn_tile),
+        cmocka_unit_test(test_f16_store),
     };
     TEST_RUN_SUITE("model_attn", tests);
 }

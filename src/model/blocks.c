@@ -133,6 +133,22 @@ static void swiglu_mode(float *out, const float *g, const float *u, int64_t n, k
     else blk_swiglu(out, g, u, n);
 }
 
+/* ---- KV store ------------------------------------------------------------------------------ */
+
+void blk_f16_from_f32(uint16_t *dst, const float *src, int n) {
+#if defined(__x86_64__)
+    if (!strcmp(blk_attn_isa(), "avx2")) { blk_f16_from_f32_avx2(dst, src, n); return; }
+#endif
+    for (int i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
+}
+
+/* kv_store_part with the fp16 conversion of blk_f16_from_f32 (the same bytes). */
+static void kv_put(kv_cache *kv, int il, int pos, int k0, int nk, const float *k, int v0, int nv, const float *v) {
+    if (kv->f32) { kv_store_part(kv, il, pos, k0, nk, k, v0, nv, v); return; }
+    blk_f16_from_f32((uint16_t *)kv_k_row(kv, il, pos) + k0, k, nk);
+    blk_f16_from_f32((uint16_t *)kv_v_row(kv, il, pos) + v0, v, nv);
+}
+
 /* ---- attention ------------------------------------------------------------------------------ */
 
 /* ggml_vec_dot_f16 on the AVX-512 build (GGML_F16_STEP 64, 4 accumulators of 16 lanes, fused
@@ -451,7 +467,8 @@ static void job_qk_store(void *ctx, int64_t c0, int64_t c1, int ith) {
         const float *cs = j->ws->rope_cs + c * hp->n_rot;
         blk_rope(q, hp->n_head, hp->n_embd_head_k, cs, hp->n_rot, hp->rope_type);
         blk_rope(k, hp->n_head_kv, hp->n_embd_head_k, cs, hp->n_rot, hp->rope_type);
-        kv_store(j->b->kv[c], j->il_kv, j->b->pos[c], k, v);
+        kv_cache *kvc = j->b->kv[c];
+        kv_put(kvc, j->il_kv, j->b->pos[c], 0, kvc->n_embd_k, k, 0, kvc->n_embd_v, v);
     }
 }
 
@@ -574,7 +591,7 @@ static void job_attn_decode(void *ctx, int64_t g0, int64_t g1, int ith) {
         float *k = ws->k + (size_t)g * hd_k;
         if (j->qk_norm) blk_rmsnorm_mode(k, k, j->L->attn_k_norm, hd_k, eps, j->m->numerics);
         blk_rope(k, 1, hd_k, cs, hp->n_rot, hp->rope_type);
-        kv_store_part(kv, j->il_kv, pos, g * hd_k, hd_k, k, g * hd_v, hd_v, ws->v + (size_t)g * hd_v);
+        kv_put(kv, j->il_kv, pos, g * hd_k, hd_k, k, g * hd_v, hd_v, ws->v + (size_t)g * hd_v);
         const float *q[BLK_ATTN_NQ];
         float *out[BLK_ATTN_NQ];
         int n_kv[BLK_ATTN_NQ], nq = 0;

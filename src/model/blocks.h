@@ -24,6 +24,10 @@ typedef struct blk_prof {
 } blk_prof;
 extern blk_prof g_blk_prof;
 
+/* dst[i] = f32_to_fp16(src[i]) (core/fp16.h), bit for bit; F16C where the attention runs its AVX2
+ * copy (blk_attn_isa), else the scalar conversion. The KV cache store of the dense forward. */
+void blk_f16_from_f32(uint16_t *dst, const float *src, int n);
+void blk_f16_from_f32_avx2(uint16_t *dst, const float *src, int n);
 /* One-time tables (fp16 -> f32); called by model_load. Thread-safe. */
 void blk_init(void);
 /* dst[i] = fp16 src[i] widened to f32 (exact; table lookup after blk_init). */

@@ -8,7 +8,8 @@
  * memory (no shuffles, no scratch). vpmaddubsw pair sums must stay in int16: code 3 in slot 3
  * masked in place would be 192 * 127 * 2 = 48768 > 32767 (DESIGN.md), so slots are brought down
  * to u or 4u (u <= 3) and every int16 bound is written next to the code that relies on it.
- * Fast matvec: 8 rows per pass, nibble extraction, prefetch (rp_mv_pass8). Fast matmul at 2-4
+ * Fast matvec: the activation expanded once per call (every vpmaddubsw takes it as a memory
+ * operand), 8 rows per pass, nibble extraction, prefetch (mv_rowpair, rp_mv_pass8). Fast matmul at 2-4
  * columns (speculative verification, batched decode): 8-12 rows x all columns per pass, each
  * activation broadcast shared by the pass's row groups (rp_mm_narrow). Fast matmul at 5+: column
  * tiles of 8 with pre-extracted weight slots and pre-expanded activations, blocked over rows and
@@ -252,7 +253,8 @@ static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
 
 /* ---- PQ2_0 row-pair, fast mode: matvec (one column) ---------------------------------------
  * One ymm = word wd of pair 0 (lane 0) and of pair 1 (lane 1): 4 rows x 32 weights; slot s's
- * activation is one vpbroadcastq of q[32 wd + 8 s .. +8] (both lanes read the same bytes).
+ * activation is q[32 wd + 8 s .. +8] in both lanes, read as a memory operand of vpmaddubsw from
+ * the activation expanded once per call (mv_expand below).
  * Nibble extraction (1 shift + 4 ands per ymm): lo = v, hi = v >> 4 (16-bit shift; the masks keep
  * bits 0-3 of each byte, which come from the same byte):
  *   lo & 0x03 = u0, lo & 0x0C = 4 u1, hi & 0x03 = u2, hi & 0x0C = 4 u3 (u = code 0..3).
@@ -262,7 +264,7 @@ static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
  * 22352; a4 = slots 1 + 3, |a4| <= 4 * 2 * 3048 = 24384 < 32767 and exactly 4x an integer, so
  * a1 + (a4 >> 2) (|.| <= 28448) summed over a row's 4 lanes is exactly isum = sum(u * q) - sum(q)
  * (the +1 of u = t + 1 removed by the start value), widened once per block by one vpmaddwd.
- * Two row groups (8 rows) per pass share every activation broadcast; their int32 are reduced by
+ * Two row groups (8 rows) per pass share the expanded activation; their int32 are reduced by
  * one vphaddd into [A0 A1 B0 B1 | A2 A3 B2 B3] and the fp16 weight scales are converted in the
  * same order, so one 8-lane fma per block does the float order of kern_impl.h for 8 rows.
  * Software prefetch RP_PF blocks ahead in each of the two streams (the hardware prefetcher alone
@@ -272,17 +274,6 @@ static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
 static inline __attribute__((always_inline)) __m256i rp_load_word(const kern_rp_block *blk, int wd) {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
                                    _mm_loadu_si128((const __m128i *)(const void *)blk->qs[1][wd]), 1);
-}
-
-/* a1 += slot0 + slot2 products, a4 += slot1 + slot3 products of word v against q0..q3. */
-static inline __attribute__((always_inline)) void rp_nibble_acc(__m256i v, __m256i q0, __m256i q1, __m256i q2, __m256i q3,
-                                                                __m256i *a1, __m256i *a4) {
-    const __m256i m3 = _mm256_set1_epi8(3), mC = _mm256_set1_epi8(12);
-    const __m256i h = _mm256_srli_epi16(v, 4);
-    *a1 = _mm256_add_epi16(*a1, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, m3), q0),
-                                                 _mm256_maddubs_epi16(_mm256_and_si256(h, m3), q2)));
-    *a4 = _mm256_add_epi16(*a4, _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(v, mC), q1),
-                                                 _mm256_maddubs_epi16(_mm256_and_si256(h, mC), q3)));
 }
 
 /* An int16 accumulator holding -sum(q) once per row (lanes 0, 4, 8, 12: each row owns 4 lanes)
@@ -310,27 +301,79 @@ static inline __attribute__((always_inline)) void rp_prefetch(const kern_rp_bloc
     _mm_prefetch((const char *)(p + 128), _MM_HINT_T0);
 }
 
-/* Rows 4g .. 4g + 7 (groups A = g at A, B = g + 1 right after it), all nb blocks. */
-static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, const kact_fast *ac, float *y, int32_t *isum) {
+/* The activation of a matvec, expanded once per call and K chunk: for each block, word wd and
+ * slot s, the slot's 8 bytes q[32 wd + 8 s .. +8] replicated to 32 (both lanes of a word meet the
+ * same activation bytes), so every vpmaddubsw of the pass takes its activation as a memory
+ * operand instead of a vpbroadcastq per slot. Per word of two row groups: 2 x (2 loads + 1 shift
+ * + 4 ands) + 8 madds + 8 adds (30 ops for 8 madds, 34 with the broadcasts); with the word loop
+ * unrolled (no activation registers left to spill) and each add pinned into its accumulator,
+ * 1.05-1.09x session 2's matvec in L2 and 1.01-1.11x from memory (1 thread, in-process A/B,
+ * bench/RESULTS.md "Session 3 kmv"). The expansion costs 32 ops per block per call (68 KB for
+ * K = 17408), i.e. < 1% of a call with 100+ rows per thread.
+ * MV_KB blocks per chunk (68 KB of stack: K <= 17408 is one chunk, in L2; chunks of 32 blocks,
+ * in L1, were 4% slower in L2 and 18-30% slower from memory, the weight stream being cut into
+ * short runs); a longer K is done in chunks with the float accumulators carried in y (stored and
+ * reloaded unchanged, so each row still sums b = 0 .. nb-1 in order). */
+#define MV_KB 136
+typedef struct {
+    __m256i q[4][4];   /* [word][slot] */
+} mv_xblk;             /* 512 bytes */
+
+static void mv_expand(mv_xblk *x, const kact_fast *ac, int n) {
+    for (int b = 0; b < n; b++)
+#pragma GCC unroll 4
+        for (int wd = 0; wd < 4; wd++)
+#pragma GCC unroll 4
+            for (int s = 0; s < 4; s++) x[b].q[wd][s] = bcast8(ac[b].qs + 32 * wd + 8 * s);
+}
+
+/* a1 += slot0 + slot2 products, a4 += slot1 + slot3 products of word v against the expanded
+ * slots xq[0..3] (memory operands). One add per product straight into the accumulator, the order
+ * pinned by MV_PIN (int16 sums are exact in any order, bounds above; unpinned, GCC 12 added the
+ * two products first and then copied the sum into the accumulator: 4 extra vmovdqa per word). */
+#define MV_PIN(x) __asm__ volatile("" : "+x"(x))
+static inline __attribute__((always_inline)) void rp_nibble_acc_x(__m256i v, const __m256i *xq, __m256i *a1, __m256i *a4) {
+    const __m256i m3 = _mm256_set1_epi8(3), mC = _mm256_set1_epi8(12);
+    const __m256i h = _mm256_srli_epi16(v, 4);
+    __m256i s1 = *a1, s4 = *a4;
+    s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(v, m3), xq[0]));
+    MV_PIN(s1);
+    s4 = _mm256_add_epi16(s4, _mm256_maddubs_epi16(_mm256_and_si256(v, mC), xq[1]));
+    MV_PIN(s4);
+    s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(_mm256_and_si256(h, m3), xq[2]));
+    MV_PIN(s1);
+    s4 = _mm256_add_epi16(s4, _mm256_maddubs_epi16(_mm256_and_si256(h, mC), xq[3]));
+    MV_PIN(s4);
+    *a1 = s1;
+    *a4 = s4;
+}
+
+/* Float accumulator order of a pass8: [A0 A1 B0 B1 | A2 A3 B2 B3] <-> rows 0..7 (its own inverse). */
+static inline __m256i mv_perm8(void) { return _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7); }
+
+/* Rows 4g .. 4g + 7 (groups A = g at A, B = g + 1 right after it), blocks [b0, b1) of nb; x holds
+ * the expanded activation of those blocks. first: the accumulators start at +0, else they are
+ * reloaded from y (the previous chunk's). */
+static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, int64_t b0, int64_t b1, const kact_fast *ac,
+                        const mv_xblk *x, float *y, int32_t *isum, bool first) {
     const kern_rp_block *B = A + nb;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
-        /* prefetch: RP_PF blocks ahead in each stream; past the end of A's row the next bytes
-         * are B's (already streaming), so jump by nb to the next pass's groups */
-        const int64_t pf = b + RP_PF < nb ? b + RP_PF : b + RP_PF + nb;
+    __m256 acc = first ? _mm256_setzero_ps() : _mm256_permutevar8x32_ps(_mm256_loadu_ps(y), mv_perm8());
+    for (int64_t b = b0; b < b1; b++) {
+        /* prefetch: RP_PF blocks ahead in each stream; past the end of the chunk, the same chunk
+         * of the next pass's groups (2 nb blocks further) */
+        const int64_t pf = b + RP_PF < b1 ? b + RP_PF : b + RP_PF - (b1 - b0) + 2 * nb;
         rp_prefetch(A, pf);
         rp_prefetch(B, pf);
         const kern_rp_block *ba = A + b, *bb = B + b;
-        const int8_t *q = ac[b].qs;
-        __m256i a1 = nsum_init(&ac[b]), b1 = a1, a4 = _mm256_setzero_si256(), b4 = a4;
-#pragma GCC unroll 1   /* unrolled, GCC hoists both groups' words and spills: 10% slower in L2 (measured) */
+        const mv_xblk *xb = x + (b - b0);
+        __m256i a1 = nsum_init(&ac[b]), b1s = a1, a4 = _mm256_setzero_si256(), b4 = a4;
+#pragma GCC unroll 4   /* unrolled x1 or x2: ~5% slower in L2; vpbroadcastq instead of the expansion (pinned,
+                        * unrolled): 5-6% slower; the adds unpinned: 15% slower (in-process A/B) */
         for (int wd = 0; wd < 4; wd++) {
-            const __m256i q0 = bcast8(q + 32 * wd), q1 = bcast8(q + 32 * wd + 8);
-            const __m256i q2 = bcast8(q + 32 * wd + 16), q3 = bcast8(q + 32 * wd + 24);
-            rp_nibble_acc(rp_load_word(ba, wd), q0, q1, q2, q3, &a1, &a4);
-            rp_nibble_acc(rp_load_word(bb, wd), q0, q1, q2, q3, &b1, &b4);
+            rp_nibble_acc_x(rp_load_word(ba, wd), xb->q[wd], &a1, &a4);
+            rp_nibble_acc_x(rp_load_word(bb, wd), xb->q[wd], &b1s, &b4);
         }
-        const __m256i h = _mm256_hadd_epi32(rp_nibble_fold(a1, a4), rp_nibble_fold(b1, b4));   /* [A0 A1 B0 B1 | A2 A3 B2 B3] */
+        const __m256i h = _mm256_hadd_epi32(rp_nibble_fold(a1, a4), rp_nibble_fold(b1s, b4));   /* [A0 A1 B0 B1 | A2 A3 B2 B3] */
         if (isum) {
             int32_t t[8];
             static const int row[8] = {0, 1, 4, 5, 2, 3, 6, 7};
@@ -341,21 +384,20 @@ static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
         const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(da, db));                   /* same order */
         acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ac[b].d)), _mm256_cvtepi32_ps(h), acc);
     }
-    _mm256_storeu_ps(y, _mm256_permutevar8x32_ps(acc, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7)));
+    _mm256_storeu_ps(y, _mm256_permutevar8x32_ps(acc, mv_perm8()));
 }
 
-/* Rows 4g .. 4g + 3 (one group: the odd last group of a range). */
-static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac, float *y, int32_t *isum) {
-    __m128 acc = _mm_setzero_ps();
-    for (int64_t b = 0; b < nb; b++) {
+/* Rows 4g .. 4g + 3 (one group: the odd last group of a range), blocks [b0, b1) as pass8. */
+static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, int64_t b0, int64_t b1, const kact_fast *ac,
+                        const mv_xblk *x, float *y, int32_t *isum, bool first) {
+    __m128 acc = first ? _mm_setzero_ps() : _mm_loadu_ps(y);
+    for (int64_t b = b0; b < b1; b++) {
         rp_prefetch(A, b + RP_PF);
         const kern_rp_block *ba = A + b;
-        const int8_t *q = ac[b].qs;
+        const mv_xblk *xb = x + (b - b0);
         __m256i a1 = nsum_init(&ac[b]), a4 = _mm256_setzero_si256();
 #pragma GCC unroll 4
-        for (int wd = 0; wd < 4; wd++)
-            rp_nibble_acc(rp_load_word(ba, wd), bcast8(q + 32 * wd), bcast8(q + 32 * wd + 8), bcast8(q + 32 * wd + 16),
-                          bcast8(q + 32 * wd + 24), &a1, &a4);
+        for (int wd = 0; wd < 4; wd++) rp_nibble_acc_x(rp_load_word(ba, wd), xb->q[wd], &a1, &a4);
         const __m256i t = rp_nibble_fold(a1, a4);
         const __m256i h = _mm256_hadd_epi32(t, t);                                   /* [a b a b | c d c d] */
         const __m128i r4 = _mm256_castsi256_si128(_mm256_permute4x64_epi64(h, 0x08));     /* [a b c d] */
@@ -368,6 +410,24 @@ static void rp_mv_pass4(const kern_rp_block *A, int64_t nb, const kact_fast *ac,
         acc = _mm_fmadd_ps(_mm_mul_ps(dw, _mm_set1_ps(ac[b].d)), _mm_cvtepi32_ps(r4), acc);
     }
     _mm_storeu_ps(y, acc);
+}
+
+/* Rows [r0, g1) (whole groups) x one column: K chunks of MV_KB blocks (one for K <= 17408), each
+ * expanded once into a 68 KB stack buffer, then 8-row passes and an odd last group. noinline: the
+ * buffer lives only while a matvec runs (not in the frames of the matmul paths that call
+ * mm_rowpair_fast for leftover columns unless they reach here). */
+static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1) {
+    const int64_t nb = m->w->n_in / 128;
+    const kact_fast *ac = (const kact_fast *)m->a->q;
+    mv_xblk x[MV_KB];
+    for (int64_t b0 = 0; b0 < nb; b0 += MV_KB) {
+        const int64_t b1 = TERN_MIN(nb, b0 + MV_KB);
+        mv_expand(x, ac + b0, (int)(b1 - b0));
+        int64_t r = r0;
+        for (; r + 8 <= g1; r += 8)
+            rp_mv_pass8(rp + (r / 4) * nb, nb, b0, b1, ac, x, m->y + r, m->isum ? m->isum + r * nb : NULL, b0 == 0);
+        if (r < g1) rp_mv_pass4(rp + (r / 4) * nb, nb, b0, b1, ac, x, m->y + r, m->isum ? m->isum + r * nb : NULL, b0 == 0);
+    }
 }
 
 /* ---- PQ2_0 row-pair, fast mode: narrow matmul, 2-4 columns (speculative verification, batched
@@ -710,14 +770,10 @@ static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int6
 static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
-    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3;
+    const int64_t n4 = w->n_out & ~(int64_t)3;
     const int64_t g1 = TERN_MIN(r1, n4);
     if (a->ncols == 1) {
-        const kact_fast *ac = (const kact_fast *)a->q;
-        int64_t r = r0;
-        for (; r + 8 <= g1; r += 8)
-            rp_mv_pass8(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
-        if (r < g1) rp_mv_pass4(rp + (r / 4) * nb, nb, ac, m->y + r, m->isum ? m->isum + r * nb : NULL);
+        mv_rowpair(m, rp, r0, g1);   /* decode */
     } else if (a->ncols <= 4) {
         mm_rowpair_narrow(m, rp, r0, g1);   /* 2-4 columns: speculative verification, batched decode */
     } else if (a->ncols < 2 * WT_NC) {
