@@ -242,6 +242,8 @@ static void test_values_out_of_range(void **state) {
          "tern chat: --spec-ngram-max: expected an integer in 2..16 (at least --spec-ngram-min), got '1'"},
         {"serve", "-m x.gguf --spec-ngram-min 3 --spec-ngram-max 2 --spec lookup",
          "tern serve: --spec-ngram-max: expected an integer in 3..16 (at least --spec-ngram-min), got '2'"},
+        {"bench-spec", "-m x.gguf --cost --spec-ngram-min 5 --spec-ngram-max 4",
+         "tern bench-spec: --spec-ngram-max: expected an integer in 5..16 (at least --spec-ngram-min), got '4'"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
         {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '99999999999'"},

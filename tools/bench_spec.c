@@ -372,6 +372,8 @@ int cmd_bench_spec(int argc, char **argv) {
         fprintf(stderr, "tern bench-spec: %s is required; see tern bench-spec --help\n", !a.oc.model ? "-m MODEL" : "--prompts FILE (or --cost)");
         return 2;
     }
+    a.so.on = true;                       /* bench-spec always speculates: no "--spec lookup" needed */
+    if (spec_opts_check(&a.so)) return 2; /* the n-gram range, named by its flags (as run/chat do) */
     if (!a.reps) a.reps = a.cost ? 7 : 1;
     tern_err err = {0};
     tern_model *m = NULL;

@@ -13,9 +13,9 @@
  * columns (speculative verification, batched decode): 8-12 rows x all columns per pass, each
  * activation broadcast shared by the pass's row groups (rp_mm_narrow). Fast matmul at 5+: column
  * tiles of 8 with pre-extracted weight slots and pre-expanded activations, blocked over rows and
- * K (mm_rowpair_wide); a batch that does not fill its last tile is padded by repeating its last
- * column (computed, never stored), so the weights are streamed once per tile, never once per
- * leftover column. ggml matvec/matmul: the original 4-row kernel (pq2_rp_ggml_group), a word's
+ * K (mm_rowpair_wide); 5-15 columns, and the 1-7 columns a wider batch leaves after its full
+ * tiles, run as passes of at most 4 columns over row chunks that stay in L2 (mm_rowpair_split),
+ * so the weights are streamed from memory once per batch, never once per leftover column. ggml matvec/matmul: the original 4-row kernel (pq2_rp_ggml_group), a word's
  * int32 per Q8_0 block. */
 #include "kernels/kern_impl.h"
 
@@ -563,7 +563,7 @@ static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, in
  *     WT_TG tiles), each word's four slots u = (v >> 2s) & 3 (codes 0..3) are extracted once into
  *     ws[g].u[b][wd][s] and reused by every tile of the group (session 2's rp_mm_tile repeated
  *     1 load + 1 vinserti128 + 3 shifts + 4 ands per word and tile, broadcast every activation
- *     and spilled 5 of its 8 accumulators); a batch of one tile extracts in the word loop;
+ *     and spilled 5 of its 8 accumulators);
  *   - activations (wt_expand): per K chunk and tile, x.q[b][wd][s][c] = column c's
  *     q[32 wd + 8 s .. + 8] in all four 64-bit lanes (the bytes that slot s of word wd meets in
  *     both row pairs), so every vpmaddubsw takes it as a 32-byte memory operand: no broadcast uop
@@ -583,8 +583,8 @@ static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, in
  *     b = 0 .. nb-1 in order). Carrying them through y instead cost ~6%: y's columns are ldy
  *     floats apart, often a multiple of 4 KB, so 8 columns fight over one L1 set.
  *   - stack: ws 64 KB + carry 32 KB + x 18 KB = 114 KB (kernels.h: kern_matmul's stack use).
- *   - columns: tiles of 8; a last tile of 5-7 columns repeats its last column (computed, never
- *     stored); 1-4 leftover columns go to the matvec or the narrow path, per row chunk.
+ *   - columns: tiles of 8; the 1-7 leftover columns go to mm_rowpair_split (passes of <= 4
+ *     columns, the matvec or the narrow path) per row chunk while it is in L2.
  * Measured (bench/RESULTS.md "Session 3 kwide"): the word loop alone runs at ~80% of the int8
  * peak (one vpaddw per vpmaddubsw competes for the vector pipes); the per-block epilogue, the
  * expansion and the extraction take it to ~60-64%. */
@@ -641,18 +641,17 @@ static void wt_extract(wt_slots *ws, const kern_rp_block *B, int nbc) {
  * the chunk's terms. isum: NULL, or per column the test hook's pointer to (row 0, block b0). */
 static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, const kern_rp_block *B, int nbc,
                                                            const wt_act *x, __m256 *facc, int32_t *const *isum, int nstore,
-                                                           int64_t isum_stride, bool inl) {
-    const __m256i ones = _mm256_set1_epi16(1), m3 = _mm256_set1_epi8(3);
+                                                           int64_t isum_stride) {
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int b = 0; b < nbc; b++) {
         __m256i acc[WT_NC];
 #pragma GCC unroll 8
         for (int c = 0; c < WT_NC; c++) acc[c] = x->n16[b][c];
 #pragma GCC unroll 1   /* unrolled x2 or x4: 1-5% slower (measured) */
         for (int wd = 0; wd < 4; wd++) {
-            const __m256i v = inl ? rp_load_word(B + b, wd) : _mm256_setzero_si256();
 #pragma GCC unroll 4
             for (int s = 0; s < 4; s++) {
-                const __m256i u = inl ? _mm256_and_si256(s ? _mm256_srli_epi16(v, 2 * s) : v, m3) : ws->u[b][wd][s];
+                const __m256i u = ws->u[b][wd][s];
 #pragma GCC unroll 8
                 for (int c = 0; c < WT_NC; c++) {
                     acc[c] = _mm256_add_epi16(acc[c], _mm256_maddubs_epi16(u, x->q[b][wd][s][c]));
@@ -681,17 +680,42 @@ static inline __attribute__((always_inline)) void wt_group(const wt_slots *ws, c
 
 static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t r1);
 
-/* Rows [r0, g1) (whole groups) x every column of a batch of >= 5 columns. */
+/* Rows [r0, g1) (whole groups) x columns [c0, c0 + n) of the batch (n >= 1) as ceil(n / 4)
+ * balanced passes of at most 4 columns (the matvec or the narrow path; 5 -> 2 + 3, 9 -> 3 + 3 +
+ * 3), per row chunk of at most ~128 KB of weights, so every pass after the first reads the chunk
+ * from L2, not from memory. Used for batches of 5-15 columns and for the 1-7 columns a batch of
+ * 16+ leaves after its full tiles of 8: a tile padded from 5-7 columns, or a single tile that
+ * has no other tile to share its slot extraction with, costs more per column than narrow
+ * passes (bench/RESULTS.md "lead, session 3": verification of 5-9 columns on the 27B shapes
+ * went from 5.9-7.1 decode steps to 3.2-4.4 at 5-8). Same bits: every path is exact. */
+static void mm_rowpair_split(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1, int c0, int n) {
+    const kern_act *a = m->a;
+    const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t ng = TERN_MAX((int64_t)2, (int64_t)(128 * 1024) / (nb * (int64_t)sizeof(kern_rp_block)));
+    const int npass = (n + 3) / 4;
+    for (int64_t rc = r0; rc < g1; rc += 4 * ng) {
+        const int64_t rc1 = TERN_MIN(g1, rc + 4 * ng);
+        for (int p = 0, cp = c0; p < npass; p++) {
+            const int k = (n - (cp - c0)) / (npass - p);   /* balanced: 5 -> 2 + 3 ... */
+            kern_act a2 = *a;
+            a2.q = (uint8_t *)a->q + col * (size_t)cp;
+            a2.ncols = k;
+            const kern_mm_args m2 = {.w = m->w, .a = &a2, .y = m->y + cp * m->ldy, .ldy = m->ldy,
+                                     .isum = m->isum ? m->isum + (int64_t)cp * N * nb : NULL};
+            mm_rowpair_fast(&m2, rp, rc, rc1);
+            cp += k;
+        }
+    }
+}
+
+/* Rows [r0, g1) (whole groups) x every column of a batch of >= 16 columns. */
 static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1) {
     const kern_act *a = m->a;
     const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
     const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
     const int nfull = a->ncols / WT_NC, nleft = a->ncols % WT_NC;
-    const int ntile = nfull + (nleft >= 5);            /* 5-7 leftover columns: one padded tile */
-    /* one tile (5-8 columns): nothing would share the extracted slots, so the word loop extracts
-     * them itself (1 load + 1 vinserti128 + 3 shifts + 4 ands per word: 8-9% faster at 8 columns
-     * than storing and reloading them; from 2 tiles on, the stored slots win) */
-    const bool inl = ntile == 1;
+    const int ntile = nfull;              /* >= 2 full tiles; 1-7 leftover columns: mm_rowpair_split */
     wt_act x;
     wt_slots ws[WT_RG];
     __m256 carry[WT_TG][WT_RG][WT_NC / 2];
@@ -706,13 +730,13 @@ static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int6
                 for (int g = 0; g < ng; g++) {
                     /* the weights are read from memory here, once: prefetch this group's next chunk */
                     for (int64_t i = b0 + WT_KB; i < TERN_MIN(nb, b0 + 2 * WT_KB); i++) rp_prefetch(G + g * nb, i);
-                    if (!inl) wt_extract(&ws[g], G + g * nb + b0, nbc);
+                    wt_extract(&ws[g], G + g * nb + b0, nbc);
                 }
                 for (int t = t0; t < t1; t++) {
-                    const int c0 = t * WT_NC, nst = TERN_MIN(WT_NC, a->ncols - c0);
+                    const int c0 = t * WT_NC, nst = WT_NC;
                     const kact_fast *ac[WT_NC];
-                    for (int c = 0; c < WT_NC; c++)   /* pad: repeat the last column */
-                        ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)(c0 + TERN_MIN(c, nst - 1)));
+                    for (int c = 0; c < WT_NC; c++)
+                        ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)(c0 + c));
                     wt_expand(&x, ac, b0, nbc);
                     for (int g = 0; g < ng; g++) {
                         const int64_t r = rc + 4 * g;
@@ -722,11 +746,9 @@ static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int6
                         if (m->isum) {
                             int32_t *is[WT_NC];
                             for (int c = 0; c < nst; c++) is[c] = m->isum + ((int64_t)(c0 + c) * N + r) * nb + b0;
-                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, is, nst, nb, inl);
-                        } else if (inl) {
-                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, NULL, 0, 0, true);
+                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, is, nst, nb);
                         } else {
-                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, NULL, 0, 0, false);
+                            wt_group(&ws[g], G + g * nb + b0, nbc, &x, facc, NULL, 0, 0);
                         }
                         if (!last) continue;
                         for (int p = 0; p < WT_NC / 2; p++) {
@@ -739,15 +761,7 @@ static void mm_rowpair_wide(const kern_mm_args *m, const kern_rp_block *rp, int6
                 }
             }
         }
-        if (nleft && nleft <= 4) {   /* 1-4 leftover columns: the matvec or narrow path on those columns */
-            const int c0 = nfull * WT_NC;
-            kern_act a2 = *a;
-            a2.q = (uint8_t *)a->q + col * (size_t)c0;
-            a2.ncols = nleft;
-            const kern_mm_args m2 = {.w = m->w, .a = &a2, .y = m->y + c0 * m->ldy, .ldy = m->ldy,
-                                     .isum = m->isum ? m->isum + (int64_t)c0 * N * nb : NULL};
-            mm_rowpair_fast(&m2, rp, rc, rc + 4 * ng);
-        }
+        if (nleft) mm_rowpair_split(m, rp, rc, rc + 4 * ng, nfull * WT_NC, nleft);   /* while the chunk is in L2 */
     }
 }
 
@@ -762,8 +776,10 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
         mv_rowpair(m, rp, r0, g1);   /* decode */
     } else if (a->ncols <= 4) {
         mm_rowpair_narrow(m, rp, r0, g1);   /* 2-4 columns: speculative verification, batched decode */
+    } else if (a->ncols < 2 * WT_NC) {
+        mm_rowpair_split(m, rp, r0, g1, 0, a->ncols);   /* 5-15 columns: narrow passes */
     } else {
-        mm_rowpair_wide(m, rp, r0, g1);       /* 5+ columns: prefill */
+        mm_rowpair_wide(m, rp, r0, g1);       /* 16+ columns: prefill */
     }
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
