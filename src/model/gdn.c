@@ -32,16 +32,12 @@
 #define GDN_X86 0
 #endif
 
+#if GDN_X86
 /* The AVX2 build of the vector code runs where kern's dispatch runs AVX2 (same bits either way). */
 static bool gdn_avx2(void) {
-#if GDN_X86
     const char *isa = kern_isa();
     return !strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni");
-#else
-    return false;
-#endif
 }
-#if GDN_X86
 #define GDN_AVX2_FN __attribute__((target("avx2")))
 #endif
 

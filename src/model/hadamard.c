@@ -91,6 +91,7 @@ void had_fwht_blocks_isa(const char *isa, float *x, int64_t K, int64_t n) {
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
     if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) { fwht_blocks_avx2(x, K, n); return; }
 #endif
+    (void)isa;
     fwht_blocks_generic(x, K, n);
 }
 
