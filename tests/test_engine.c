@@ -5,6 +5,7 @@
 #include "test.h"
 #include "model_fx.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,6 +129,13 @@ static void test_bad_args(void **st) {
     o.numerics = (tern_numerics)7;
     assert_int_equal(tern_model_load(&m, "x.gguf", &o, &err), TERN_E_ARG);
     assert_null(m);
+    /* a file that cannot be opened: the library's own message names it and the OS's reason */
+    tern_model_opts_default(&o);
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, "/nonexistent/tern-engine-test.gguf", &o, &err), TERN_E_IO);
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "'/nonexistent/tern-engine-test.gguf'"));
+    assert_non_null(strstr(err.msg, strerror(ENOENT)));
     err = (tern_err){0};
     assert_int_equal(tern_session_init(NULL, NULL, NULL, &err), TERN_E_ARG);
     tern_model_free(NULL);

@@ -9,6 +9,7 @@
 #include "model/blocks.h"
 #include "format/qtypes.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,7 +333,7 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     const double t0 = tern_time_s();
     blk_init();
     struct stat st;
-    if (stat(path, &st) != 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s'", path);
+    if (stat(path, &st) != 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s': %s", path, strerror(errno));
     const uint64_t avail = mem_available();
     if (avail && (uint64_t)st.st_size > avail)
         return tern_err_set(err, TERN_E_NOMEM, "model '%s' needs %.1f MB of memory, only %.1f MB available", path,
