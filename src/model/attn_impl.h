@@ -27,6 +27,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "model/vexp.h"
+
 #define ATTN_CAT2(a, b) a##_##b
 #define ATTN_CAT(a, b) ATTN_CAT2(a, b)
 #define ATTN_FN(name) ATTN_CAT(name, ATTN_SUFFIX)
@@ -68,30 +70,11 @@ ATTN_INLINE attn_v8f ATTN_FN(attn_reduce8)(const attn_v8f *a) {
 #undef SH
 }
 
-/* e^x for x <= 0 (scores minus their max), lane-wise; 0 for x < -87 (where e^x < 2^-125) and for
- * NaN. n = round(x log2 e) by the 1.5 * 2^23 trick (round half to even), r = x - n ln2 in two parts
- * (ln2_hi has 9 significant bits: n * ln2_hi is exact), e^r by a degree-7 Taylor polynomial in
- * Horner form (|r| <= 0.347: truncation < 6e-9 relative), times 2^n built in the exponent bits.
- * Only IEEE multiplies, adds, compares and integer ops: the same bits on every ISA. */
+/* e^x for x <= 0 (scores minus their max), lane-wise; 0 for x < -87 and for NaN: vexp_le0
+ * (vexp.h, method and error there), inlined here with this file's instruction set. Only IEEE
+ * multiplies, adds, compares and integer ops: the same bits on every ISA. */
 ATTN_INLINE attn_v8f ATTN_FN(attn_exp)(const attn_v8f *xp) {   /* by pointer: no vector argument ABI */
-#define B8(c) ((attn_v8f){c, c, c, c, c, c, c, c})
-    attn_v8f x = *xp;
-    const attn_v8i ok = x >= B8(-87.0f);                               /* false for NaN */
-    x = (attn_v8f)(((attn_v8i)x & ok) | ((attn_v8i)B8(-87.0f) & ~ok));
-    const attn_v8f t = x * B8(1.44269504088896341f) + B8(12582912.0f);
-    const attn_v8f n = t - B8(12582912.0f);                            /* integer in [-126, 0] */
-    const attn_v8f r = (x - n * B8(0.693359375f)) - n * B8(-2.12194440e-4f);
-    attn_v8f p = B8(1.0f / 5040.0f);
-    p = p * r + B8(1.0f / 720.0f);
-    p = p * r + B8(1.0f / 120.0f);
-    p = p * r + B8(1.0f / 24.0f);
-    p = p * r + B8(1.0f / 6.0f);
-    p = p * r + B8(0.5f);
-    p = p * r + B8(1.0f);
-    p = p * r + B8(1.0f);
-    const attn_v8i e = (__builtin_convertvector(n, attn_v8i) + 127) << 23;
-    return (attn_v8f)((attn_v8i)(p * (attn_v8f)e) & ok);
-#undef B8
+    return vexp_le0(xp);
 }
 
 /* In place over S[0, n): scores -> softmax probabilities (order in the file comment). */

@@ -1,7 +1,7 @@
 /* vexp.h: e^x on 8-lane GCC/clang float vectors for x <= 0, with IEEE multiplies, adds, compares
  * and integer operations only, so every ISA (and the portable build) gives the same bits. The
- * same function as the attention softmax's exp (attn_impl.h, attn_exp), written once more here
- * for the element-wise blocks (blocks.c: SiLU of fast numerics).
+ * exp of the attention softmax (attn_impl.h's attn_exp calls it) and of the element-wise blocks
+ * (blocks.c: SiLU of fast numerics).
  * Method: n = round(x log2 e) by the 1.5 * 2^23 trick (round half to even), r = x - n ln2 in two
  * parts (ln2_hi has 9 significant bits: n * ln2_hi is exact), e^r by a degree-7 Taylor polynomial
  * in Horner form (|r| <= 0.347: truncation < 6e-9 relative), times 2^n built in the exponent bits;
