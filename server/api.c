@@ -233,6 +233,11 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
     char param[64];
     snprintf(param, sizeof param, "messages[%d].content", i);
     const cJSON *c = field(msg, "content");
+    const cJSON *role = field(msg, "role");
+    if (!c && !(cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0))   /* as OpenAI: only an */
+        return srv_fail(e, 400, "invalid_request_error", param,                         /* assistant may omit it */
+                        "'%s' is required for a '%.32s' message (a string or an array of text parts), got no field", param,
+                        cJSON_IsString(role) ? role->valuestring : "?");
     if (!c) {
         *out = strdup("");
         return *out ? true : srv_fail(e, 500, "server_error", NULL, "out of memory");
@@ -605,6 +610,21 @@ static bool json_utf8_check(const cJSON *v, char *path, size_t cap, size_t plen,
     return true;
 }
 
+/* Offset of the first \u0000 escape inside a JSON string of body[0..len) (already parsed: well
+ * formed), or len. cJSON decodes it to a NUL byte, which ends the C string: the rest of the text
+ * would be dropped without a word, so the request is refused instead. */
+static size_t json_nul_escape_at(const char *body, size_t len) {
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        if (!in_str) { in_str = body[i] == '"'; continue; }
+        if (body[i] == '"') { in_str = false; continue; }
+        if (body[i] != '\\' || i + 1 >= len) continue;
+        if (body[i + 1] == 'u' && i + 5 < len && memcmp(body + i + 2, "0000", 4) == 0) return i;
+        i++;                                             /* the escaped character */
+    }
+    return len;
+}
+
 bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
@@ -636,6 +656,14 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
         char where[80];
         srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid UTF-8: byte 0x%02x at %s",
                  (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
+        goto done;
+    }
+    const size_t nul = json_nul_escape_at(body, len);
+    if (nul < len) {
+        char where[80];
+        srv_fail(e, 400, "invalid_request_error", NULL,
+                 "a string of the request holds \\u0000 (U+0000) at %s: NUL characters are not supported in text",
+                 json_where(body, nul, where, sizeof where));
         goto done;
     }
     const cJSON *model = field(root, "model");

@@ -103,8 +103,10 @@ static bool wait_job(srv_job *j, uint64_t *seen, int fd) {
 /* ---- responses ------------------------------------------------------------------------------ */
 
 static void count_status(srv *s, int status) {
-    const int k = status < 300 ? 0 : status == 400 ? 1 : status == 401 ? 2 : (status == 404 || status == 405) ? 3
-                : status == 413 ? 4 : (status == 429 || status == 503) ? 5 : status == 415 ? 6 : 7;
+    static const int codes[] = {400, 401, 404, 405, 413, 415, 429, 503};   /* classes 1..8 (sched.h) */
+    int k = status < 300 ? 0 : 9;
+    for (int i = 0; k == 9 && i < 8; i++)
+        if (status == codes[i]) k = i + 1;
     pthread_mutex_lock(&s->mx.mu);
     s->mx.requests[k]++;
     pthread_mutex_unlock(&s->mx.mu);
@@ -161,12 +163,12 @@ static char *metrics_text(srv *s) {
     srv_sched_load(s->sched, &active, &queued);
     sbuf b = {0};
     char line[2048];
-    static const char *cls[8] = {"2xx", "400", "401", "404", "413", "429", "415", "5xx"};
+    static const char *cls[10] = {"2xx", "400", "401", "404", "405", "413", "415", "429", "503", "5xx"};
     pthread_mutex_lock(&s->mx.mu);
     static const char req_head[] = "# HELP tern_requests_total HTTP requests answered, by status class\n"
                                    "# TYPE tern_requests_total counter\n";
     sbuf_add(&b, req_head, sizeof req_head - 1);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 10; i++) {
         snprintf(line, sizeof line, "tern_requests_total{status=\"%s\"} %llu\n", cls[i], (unsigned long long)s->mx.requests[i]);
         sbuf_add(&b, line, strlen(line));
     }

@@ -53,7 +53,7 @@ extern const double srv_ttft_bounds[SRV_HIST_N], srv_tpot_bounds[SRV_HIST_N];
 
 typedef struct srv_metrics {
     pthread_mutex_t mu;
-    uint64_t requests[8];       /* by class: 2xx ok, 400, 401, 404/405, 413, 429/503, 415, other (500) */
+    uint64_t requests[10];      /* by status: 2xx ok, 400, 401, 404, 405, 413, 415, 429, 503, other (5xx) */
     uint64_t requests_cancelled;
     uint64_t tokens_prompt, tokens_cached, tokens_generated;
     srv_hist ttft, tpot;        /* per request: submission -> first token; mean gap between tokens */

@@ -242,6 +242,9 @@ static void test_values_out_of_range(void **state) {
          "tern chat: --spec-ngram-max: expected an integer in 2..16 (at least --spec-ngram-min), got '1'"},
         {"serve", "-m x.gguf --spec-ngram-min 3 --spec-ngram-max 2 --spec lookup",
          "tern serve: --spec-ngram-max: expected an integer in 3..16 (at least --spec-ngram-min), got '2'"},
+        {"run", "-m x.gguf -p hi -f prompt.txt", "tern run: -p and -f both give the prompt; use one of them; see tern run --help"},
+        {"serve", "-m x.gguf --chat-template foo", "tern serve: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
+        {"chat", "-m x.gguf --chat-template foo", "tern chat: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
         {"bench-spec", "-m x.gguf --cost --spec-ngram-min 5 --spec-ngram-max 4",
          "tern bench-spec: --spec-ngram-max: expected an integer in 5..16 (at least --spec-ngram-min), got '4'"},
         /* large values and limits with all their digits (never 1e+11) */

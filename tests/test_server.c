@@ -430,6 +430,27 @@ static void test_request_utf8(void **state) {
     assert_true(api_parse_request(SRV_COMPLETION, ok, sizeof ok - 1, &r, &e));
     assert_string_equal(r.prompt, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \xf0\x9f\x99\x82");
     api_request_free(&r);
+    /* content is required except for an assistant turn (which may carry only tool calls) */
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content",
+                   "'messages[0].content' is required for a 'user' message (a string or an array of text parts), got no field");
+    const char asst[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\"}, "
+                        "{\"role\": \"user\", \"content\": \"again\"}]}";
+    assert_true(api_parse_request(SRV_CHAT, asst, sizeof asst - 1, &r, &e));
+    api_request_free(&r);
+    /* the escape \u0000 would cut the decoded C string ("hello"): refused with its position; an
+     * escaped backslash followed by the text u0000 is not that escape and passes */
+    const char esc[] = "{\"prompt\": \"hello\\u0000 world\"}";
+    assert_false(api_parse_request(SRV_COMPLETION, esc, sizeof esc - 1, &r, &e));
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.message, "a string of the request holds \\u0000 (U+0000) at byte 17 (line 1, column 18): NUL "
+                                   "characters are not supported in text");
+    const char chat_esc[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\\u0000 y\"}]}";
+    assert_false(api_parse_request(SRV_CHAT, chat_esc, sizeof chat_esc - 1, &r, &e));
+    assert_int_equal(e.status, 400);
+    const char lit[] = "{\"prompt\": \"a\\\\u0000\"}";
+    assert_true(api_parse_request(SRV_COMPLETION, lit, sizeof lit - 1, &r, &e));
+    assert_string_equal(r.prompt, "a\\u0000");
+    api_request_free(&r);
 }
 
 static void test_request_errors(void **state) {

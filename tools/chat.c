@@ -102,6 +102,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         return 2;
     }
     if (spec_opts_check(&o->spec)) return 2;
+    if (opts_check_chat_template("chat", o->tmpl)) return 2;
     return 0;
 }
 

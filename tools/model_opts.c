@@ -1,5 +1,6 @@
 /* model_opts.c: shared option parsing for the model programs (see model_opts.h). */
 #include "model_opts.h"
+#include "tokenizer/chat.h"
 #include "tokenizer/tok.h"
 
 #include <stdlib.h>
@@ -139,4 +140,12 @@ void opts_write_utf8(FILE *f, const char *s, size_t n) {
     if (!buf) { fwrite(s, 1, n, f); return; }
     fwrite(buf, 1, tok_utf8_repair(s, n, buf), f);
     free(buf);
+}
+
+int opts_check_chat_template(const char *cmd, const char *name) {
+    chat_tmpl t;
+    tern_err err = {0};
+    if (!name || chat_tmpl_by_name(name, &t, &err) == TERN_OK) return 0;
+    opts_bad_value(cmd, "--chat-template", "one of chatml, qwen3, qwen35", name);
+    return 2;
 }

@@ -48,6 +48,10 @@ const char *opts_numerics_name(tern_numerics n);
  * opts_ctx_resolve. A model path that cannot be opened is TERN_E_IO "-m: cannot open 'PATH':
  * REASON" (the OS's reason). */
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err);
+/* --chat-template NAME checked before any model loads: NULL (the model's own) or a name the
+ * tokenizer knows (chatml, qwen3, qwen35 and its aliases). Prints the usage error naming the
+ * flag and returns 2, or returns 0. */
+int opts_check_chat_template(const char *cmd, const char *name);
 /* Prompts are bytes: text that is not valid UTF-8 is still tokenised (byte by byte, so the model
  * sees exactly those bytes, as llama.cpp), but the user is told. Prints "tern CMD: warning: WHAT
  * is not valid UTF-8 (first bad byte 0xXX at offset N); ..." on stderr; returns true if it did. */

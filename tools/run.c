@@ -85,6 +85,10 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     if (spec_opts_check(&so)) return 2;
+    if (prompt && prompt_file) {   /* one prompt: never drop one of the two silently */
+        fprintf(stderr, "tern run: -p and -f both give the prompt; use one of them; see tern run --help\n");
+        return 2;
+    }
     char *file_text = NULL;
     size_t plen = prompt ? strlen(prompt) : 0;
     if (prompt_file) {

@@ -78,6 +78,7 @@ int cmd_serve(int argc, char **argv) {
         return 2;
     }
     if (spec_opts_check(&so)) return 2;
+    if (opts_check_chat_template("serve", cfg.chat_template)) return 2;   /* not at the first request */
     cfg.n_batch = oc.n_batch;
     cfg.spec = so.on;
     cfg.spec_p = so.p;
