@@ -242,6 +242,7 @@ static void test_values_out_of_range(void **state) {
          "tern chat: --spec-ngram-max: expected an integer in 2..16 (at least --spec-ngram-min), got '1'"},
         {"serve", "-m x.gguf --spec-ngram-min 3 --spec-ngram-max 2 --spec lookup",
          "tern serve: --spec-ngram-max: expected an integer in 3..16 (at least --spec-ngram-min), got '2'"},
+        {"perplexity", "-m x.gguf -f y.txt -c 3", "tern perplexity: -c: expected an integer of at least 4 with -f, got '3'"},
         {"run", "-m x.gguf -p hi -f prompt.txt", "tern run: -p and -f both give the prompt; use one of them; see tern run --help"},
         {"serve", "-m x.gguf --chat-template foo", "tern serve: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
         {"chat", "-m x.gguf --chat-template foo", "tern chat: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
@@ -263,7 +264,7 @@ static void test_values_at_range_ends(void **state) {
     const char *ok[] = {
         "run -t 1 -c 16777216 -n -1 -b 65536 --temp 0 --top-p 1 --min-p 0 --top-k -1 --repeat-last-n -1 --seed -1",
         "run -t %ld -c 1 -n 16777216 -b 1 --temp 100 --top-p 0 --min-p 1 --repeat-penalty 0.01 --seed 18446744073709551615",
-        "perplexity -f x --chunks 1 -c 2 -t %ld",
+        "perplexity -f x --chunks 1 -c 4 -t %ld",   /* -c 4: the lower end with -f (2 with --tokens) */
         "chat -t %ld -n -1 --no-think",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -439,8 +440,8 @@ static void test_readme_usage(void **state) {
     const char *lines = "/help\n/bogus words\n//slash\n/clear\n/quit\nnever sent\n";
     write_file(input, lines, strlen(lines));
     rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
-    static const char help[] = "/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; start a "
-                               "message with // to send a text that begins with /";
+    static const char help[] = "/help lists these commands, /clear starts a new conversation, /exit or /quit (or Ctrl-D) "
+                               "quits, Ctrl-C stops a reply; start a message with // to send a text that begins with /";
     const char *want[] = {help, "unknown command /bogus; try /help", "[new conversation]"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
@@ -641,7 +642,7 @@ static void test_perplexity_tokens_range(void **state) {
     fx_require(model, sizeof model, STORIES);
     fx_tmp_path(ids, sizeof ids, "ppl-ids.txt");
     const char *bad[] = {"1 2 99999\n", "1 2 512\n", "1 -3 2\n"};
-    const char *want[] = {"token 99999 at index 2: expected 0..511", "token 512 at index 2: expected 0..511", "bad token id near byte 2"};
+    const char *want[] = {"token 99999 at index 2: expected 0..511", "token 512 at index 2: expected 0..511", "token 1 at byte 2: expected an integer id in 0..2147483647, got '-3'"};
     char args[2048];
     snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
     for (int i = 0; i < 3; i++) {

@@ -399,8 +399,8 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         if (!strcmp(line, "/help")) {
-            printf("/clear starts a new conversation, /exit (or Ctrl-D) quits, Ctrl-C stops a reply; "
-                   "start a message with // to send a text that begins with /\n");
+            printf("/help lists these commands, /clear starts a new conversation, /exit or /quit (or Ctrl-D) quits, "
+                   "Ctrl-C stops a reply; start a message with // to send a text that begins with /\n");
             continue;
         }
         if (line[0] == '/' && line[1] == '/') {           /* escaped: the text "/..." */

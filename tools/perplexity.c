@@ -53,7 +53,10 @@ static int read_ids(const char *path, int32_t **out, int *n) {
         char *end;
         const long v = strtol(p, &end, 10);
         if (end == p || v < 0 || v > INT32_MAX) {
-            fprintf(stderr, "tern perplexity: %s: bad token id near byte %ld\n", path, (long)(p - txt));
+            size_t w = 0;                                   /* the offending word, for the message */
+            while (p[w] && w < 24 && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && p[w] != '\r' && p[w] != ',') w++;
+            fprintf(stderr, "tern perplexity: --tokens %s: token %d at byte %ld: expected an integer id in 0..%d, got '%.*s'\n",
+                    path, k, (long)(p - txt), INT32_MAX, (int)w, p);
             free(ids);
             free(txt);
             return -1;
@@ -104,6 +107,12 @@ int cmd_perplexity(int argc, char **argv) {
     int32_t *ids = NULL;
     int n_ids = 0;
     if (tok_path && read_ids(tok_path, &ids, &n_ids)) return 1;
+    if (text_path && oc.n_ctx > 0 && oc.n_ctx < 4) {   /* a chunk scores its second half: >= 2 predictions */
+        char got[16];
+        snprintf(got, sizeof got, "%d", oc.n_ctx);
+        opts_bad_value("perplexity", "-c", "an integer of at least 4 with -f", got);
+        return 2;
+    }
     const int c = oc.n_ctx > 0 ? oc.n_ctx : (tok_path ? (n_ids > 0 ? n_ids : 1) : 512);
     oc.n_ctx = c;
     if (oc.n_batch > c) oc.n_batch = c;

@@ -335,7 +335,8 @@ static int vocab_write_builtin(gguf_writer *w, const char *pre, int64_t n_vocab,
     static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
     const int64_t n_real = 256 + N_MERGES + 5;
     if (n_vocab < n_real)
-        return tern_err_set(err, TERN_E_ARG, "synth: vocab rows %" PRId64 " < %" PRId64 " built-in tokens", n_vocab, n_real);
+        return tern_err_set(err, TERN_E_ARG, "--n-vocab: expected at least %" PRId64 " (the built-in vocabulary: 256 bytes, "
+                            "merges and 5 special tokens), got %" PRId64, n_real, n_vocab);
     int rc = TERN_E_NOMEM;
     char **toks = calloc((size_t)n_vocab, sizeof *toks);
     uint64_t *lens = calloc((size_t)n_vocab, sizeof *lens);
