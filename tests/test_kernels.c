@@ -497,6 +497,20 @@ static void test_isa_ptq1_0_transcode(void **state) {
     fx_free(&f);
 }
 
+/* Q2_0 (avx2: file layout, slot-major activation copy per K chunk of 272 blocks): every shape of
+ * run_shapes, and a K of 274 blocks (two K chunks: the float accumulator carried through y). */
+static void test_isa_q2_0(void **state) {
+    (void)state;
+    rng_seed(26);
+    run_shapes(QT_Q2_0, 0);
+    for (int wp = 0; wp < 7; wp++) {
+        fixture f;
+        fx_make(&f, QT_Q2_0, 274 * 64, 13, wp % 2 ? 3 : 1, wp, wp % 5, 0);
+        compare_tables(&f, "q2_0 two K chunks");
+        fx_free(&f);
+    }
+}
+
 static void test_isa_other_types(void **state) {
     (void)state;
     rng_seed(24);
@@ -560,11 +574,11 @@ static void test_isa_vocab_tail(void **state) {
 static void test_columns_and_splits(void **state) {
     (void)state;
     rng_seed(31);
-    static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_F32, QT_Q8_0};
+    static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_F32, QT_Q8_0, QT_Q2_0};
     for (int tj = 0; test_table(tj); tj++) {
         const kern_table *const *t = &(const kern_table *){test_table(tj)};
         if (((*t)->needs & kern_cpu_features()) != (*t)->needs) continue;
-        for (size_t ti = 0; ti < 4; ti++) {
+        for (size_t ti = 0; ti < 5; ti++) {
             fixture f;
             const int64_t K = types[ti] == QT_F32 ? 172 : 1024;
             fx_make(&f, types[ti], K, 21, 7, WP_CODE3, AP_RANDOM, 0);
@@ -747,6 +761,7 @@ int suite_kernels(int *n_tests) {
         cmocka_unit_test(test_isa_pq2_0),
         cmocka_unit_test(test_isa_ptq1_0_direct),
         cmocka_unit_test(test_isa_ptq1_0_transcode),
+        cmocka_unit_test(test_isa_q2_0),
         cmocka_unit_test(test_isa_other_types),
         cmocka_unit_test(test_isa_special),
         cmocka_unit_test(test_isa_vocab_tail),
