@@ -22,9 +22,12 @@
 //      (predicted_n - 1), so the passes that carried other requests' prompt chunks count), not the
 //      arrival times of text chunks: the synthetic models' random tokens mostly have no text;
 //    - mean decode batch (sequences per decode pass) and mixed steps (decode passes that carried
-//      a prompt chunk).
+//      a prompt chunk);
+//    - the ceiling of the steady-state ratio, P / cost(P), where cost(P) is the forward of P
+//      columns in single decode steps (`tern bench-spec --cost`, measured first in the same run),
+//      and the ratio as a % of it (how much the scheduler loses to the kernels' limit).
 // Prints a markdown report; exits non-zero on any error or if RSS grew by more than 10%.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((a, v, i, all) => (v.startsWith('--') ? [...a, [v.slice(2), all[i + 1]]] : a), []));
@@ -158,9 +161,24 @@ maxTokens = sweepMaxTokens;
 sweeping = true;
 console.log(`\n## aggregate throughput${label ? ' (' + label + ')' : ''}: P closed-loop streaming clients on --parallel P, ` +
   `${sweepSeconds} s each, chat prompts of realistic length, max_tokens ${maxTokens}, -t ${threads}, ${model}\n`);
-console.log('| parallel | requests | prompt tokens (mean uncached) | steady-state decode tokens/s | x single | end-to-end tokens/s | x single | ' +
-  'mean decode batch | mixed steps | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 ms | errors |');
-console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|');
+// The ceiling of the steady-state ratio: a batched forward of P columns costs cost(P) single
+// decode steps (tern bench-spec --cost, same model, threads and build, measured here), so P
+// streams decoding together can at best give P / cost(P) times one stream's tokens/s.
+const maxP = Math.max(...sweep);
+const cost = {};
+{
+  const r = spawnSync(tern, ['bench-spec', '-m', model, '--cost', '-t', threads, '--reps', '5', '--draft-max', String(Math.max(1, maxP - 1)),
+    '-c', '512'], { encoding: 'utf8', timeout: 120000 });
+  for (const line of (r.stdout ?? '').split('\n')) {
+    const m = /^\s+(\d+)\s+\d+\s+([\d.]+)\s+([\d.]+)\s+[\d.]+\s*$/.exec(line);
+    if (m) cost[+m[1]] = +m[3];
+  }
+  const c = sweep.filter((p) => cost[p]).map((p) => `${p}: ${cost[p].toFixed(2)}`).join(', ');
+  console.log(`forward cost of P columns in single decode steps (tern bench-spec --cost -t ${threads} --reps 5): ${c || 'not measured: ' + (r.stderr ?? '').trim()}\n`);
+}
+console.log('| parallel | ceiling P / cost(P) | steady-state decode tokens/s | x single | % of ceiling | end-to-end tokens/s | x single | ' +
+  'mean decode batch (all / decode-only steps) | mixed steps | requests | prompt tokens (mean uncached) | TTFT p50 / p90 / p99 ms | TPOT p50 / p90 / p99 ms | errors |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|');
 let single = 0, singleE2e = 0;
 for (const p of sweep) {
   const s = await startServer(p);
@@ -180,9 +198,12 @@ for (const p of sweep) {
   const tt = ok.map((r) => r.ttft), tp = ok.map((r) => r.tpot).filter((x) => x > 0);
   const pt = ok.map((r) => r.promptTotal), pn = ok.map((r) => r.promptN);
   const mean = (xs) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
-  console.log(`| ${p} | ${res.length} | ${pt.length ? Math.min(...pt) + '-' + Math.max(...pt) + ' (' + mean(pn).toFixed(0) + ')' : '-'} | ${decodeTps.toFixed(1)} | ` +
-    `${single ? (decodeTps / single).toFixed(2) : '-'} | ${tps.toFixed(1)} | ${singleE2e ? (tps / singleE2e).toFixed(2) : '-'} | ` +
-    `${batch.toFixed(2)} | ${d('tern_mixed_steps_total')} | ` +
+  const ceil = cost[p] ? p / cost[p] : 0, x = single ? decodeTps / single : 0;
+  const dsteps = d('tern_decode_only_steps_total'), dbatch = dsteps > 0 ? d('tern_decode_only_tokens_total') / dsteps : 0;
+  console.log(`| ${p} | ${ceil ? ceil.toFixed(2) : '-'} | ${decodeTps.toFixed(1)} | ${single ? x.toFixed(2) : '-'} | ` +
+    `${ceil && single ? (100 * x / ceil).toFixed(0) + '%' : '-'} | ${tps.toFixed(1)} | ${singleE2e ? (tps / singleE2e).toFixed(2) : '-'} | ` +
+    `${batch.toFixed(2)} / ${dbatch.toFixed(2)} | ${d('tern_mixed_steps_total')} | ${res.length} | ` +
+    `${pt.length ? Math.min(...pt) + '-' + Math.max(...pt) + ' (' + mean(pn).toFixed(0) + ')' : '-'} | ` +
     `${ms(pct(tt, 50))} / ${ms(pct(tt, 90))} / ${ms(pct(tt, 99))} | ${ms(pct(tp, 50))} / ${ms(pct(tp, 90))} / ${ms(pct(tp, 99))} | ${res.length - ok.length} |`);
   if (res.length !== ok.length) failed = true;
 }
