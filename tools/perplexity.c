@@ -6,7 +6,9 @@
  * is scored: positions c/2 .. c-2 predict the next token (c/2 - 1 tokens per chunk). Per token
  * nll = -(l[tok] - max - log(sum_j expf(l[j] - max))) with float logits and the sum in double.
  * --tokens FILE: whitespace-separated ids evaluated as one sequence from its first id; every
- * next-token prediction is scored. The last line printed is `PPL = <value>`. */
+ * next-token prediction is scored. stdout holds the results only, in both modes: a first line
+ * "perplexity: N tokens, ..." saying what is scored, the running value per chunk (-f), and last
+ * `PPL = <value>`; warnings and errors go to stderr. */
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
@@ -151,12 +153,12 @@ int cmd_perplexity(int argc, char **argv) {
                 count++;
             }
         }
-        printf("%d tokens, %ld predictions scored\n", n_ids, count);
+        printf("perplexity: %d tokens, %ld predictions scored (every next token)\n", n_ids, count);
     } else {
         size_t len;
         if (opts_read_input("-f", text_path, &txt, &len)) goto done;
         if (len > 0 && txt[len - 1] == '\n') len--;
-        opts_warn_utf8("perplexity", text_path, txt, len);
+        opts_warn_utf8("perplexity", text_path, txt, len, false);
         if (len > (size_t)INT32_MAX) { fprintf(stderr, "tern perplexity: text too large\n"); goto done; }
         int n_tok = 0;
         tern_tokenize(m, txt, len, info.add_bos, false, NULL, 0, &n_tok, &err);
@@ -173,7 +175,7 @@ int cmd_perplexity(int argc, char **argv) {
         const int first = c / 2;
         logits = malloc((size_t)(c - first) * (size_t)V * sizeof(float));
         if (!logits) { fprintf(stderr, "tern perplexity: out of memory\n"); goto done; }
-        fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring positions %d..%d of each chunk\n", n_tok,
+        printf("perplexity: %d tokens, %d chunks of %d, scoring positions %d..%d of each chunk\n", n_tok,
                 n_chunk, c, first, c - 2);
         int32_t *chunk = malloc((size_t)c * sizeof *chunk);
         if (!chunk) goto done;
