@@ -180,12 +180,36 @@ static void test_no_chat_template_notice(void **state) {
     }
 }
 
+/* Values found wrong by feeding bad input to every command: bench-kernel --isa with an unknown
+ * name ran every path (exit 0); perplexity --tokens echoed raw bytes that are not text (now
+ * \xNN); a text shorter than one chunk names the file, its length and the -c needed. */
+static void test_bad_input_messages(void **state) {
+    (void)state;
+    expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avx512vnni, neon, dotprod, i8mm, "
+                  "got 'avx2,bogus'", NULL, "bench-kernel --isa avx2,bogus");
+    char model[1024], ids[512], text[512], args[2048], want[1200];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(ids, sizeof ids, "ppl-badbytes.txt");
+    fx_tmp_path(text, sizeof text, "ppl-short.txt");
+    write_file(ids, "12 ab\x01\xff 5\n", 10);
+    snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
+    expect_err(1, "token 1 at byte 3: expected an integer id in 0..2147483647, got 'ab\\x01\\xff'", NULL, args);
+    write_file(text, "Once upon a time\n", 17);
+    snprintf(args, sizeof args, "perplexity -m '%s' -f '%s' -c 64", model, text);
+    snprintf(want, sizeof want, "tern perplexity: -f %s: the text is 5 tokens, expected at least 64 (one chunk of -c 64; "
+             "a smaller -c, at least 4, scores a shorter text)", text);
+    expect_err(1, want, NULL, args);
+    remove(ids);
+    remove(text);
+}
+
 int suite_cli_input(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_options_every_command),
         cmocka_unit_test(test_bench_nothing_to_measure),
         cmocka_unit_test(test_perplexity_stdout_and_utf8),
         cmocka_unit_test(test_no_chat_template_notice),
+        cmocka_unit_test(test_bad_input_messages),
     };
     TEST_RUN_SUITE("cli_input", tests);
 }

@@ -55,10 +55,15 @@ static int read_ids(const char *path, int32_t **out, int *n) {
         char *end;
         const long v = strtol(p, &end, 10);
         if (end == p || v < 0 || v > INT32_MAX) {
-            size_t w = 0;                                   /* the offending word, for the message */
-            while (p[w] && w < 24 && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && p[w] != '\r' && p[w] != ',') w++;
-            fprintf(stderr, "tern perplexity: --tokens %s: token %d at byte %ld: expected an integer id in 0..%d, got '%.*s'\n",
-                    path, k, (long)(p - txt), INT32_MAX, (int)w, p);
+            char word[4 * 24 + 1];                          /* the offending word, bytes outside ASCII as \xNN */
+            size_t o = 0;
+            for (size_t w = 0; w < 24 && p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && p[w] != '\r' && p[w] != ','; w++) {
+                const unsigned char b = (unsigned char)p[w];
+                o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
+            }
+            word[o] = '\0';
+            fprintf(stderr, "tern perplexity: --tokens %s: token %d at byte %ld: expected an integer id in 0..%d, got '%s'\n",
+                    path, k, (long)(p - txt), INT32_MAX, word);
             free(ids);
             free(txt);
             return -1;
@@ -169,7 +174,8 @@ int cmd_perplexity(int argc, char **argv) {
         int n_chunk = n_tok / c;
         if (max_chunks > 0 && max_chunks < n_chunk) n_chunk = max_chunks;
         if (n_chunk < 1 || c < 4) {
-            fprintf(stderr, "tern perplexity: %d tokens: need at least one chunk of -c %d (>= 4)\n", n_tok, c);
+            fprintf(stderr, "tern perplexity: -f %s: the text is %d tokens, expected at least %d (one chunk of -c %d; "
+                            "a smaller -c, at least 4, scores a shorter text)\n", text_path, n_tok, c, c);
             goto done;
         }
         const int first = c / 2;

@@ -90,13 +90,13 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     cfg.n_ctx = opts_ctx_resolve(m, ctx_given ? cfg.n_ctx : 0, ctx_given);
-    opts_note_chat_template("serve", m, cfg.chat_template);
     srv *s = NULL;
     if (srv_start(&s, m, &cfg, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
         tern_model_free(m);
         return 1;
     }
+    opts_note_chat_template("serve", m, cfg.chat_template);   /* once it is sure to serve */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
