@@ -1000,7 +1000,7 @@ static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     }
 }
 
-/* ---- Q8_0 and TQ2_0 (file layout), fast and ggml numerics: 8 rows per pass ---------------------
+/* ---- Q8_0, TQ2_0 and TQ1_0 (file layout), fast and ggml numerics: 8 rows per pass ----------------
  * One ymm per row holds 8 int32 partial sums of one unit; rows8_isum folds the 8 rows' vectors
  * into one vector of their 8 unit sums (vphaddd and a lane add: integer, so exact and in any
  * order), and the float update is one vector op for the 8 rows, each lane doing exactly the scalar
@@ -1045,6 +1045,32 @@ static inline __m256i tq2_dot(__m256i v, const int8_t *aq, int s0, int s1) {
         p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(const void *)(aq + 32 * (s - s0)))));
     }
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* TQ1_0: the 8 chunks of 32 digits u = t + 1 of a 256-block (spec 3.6), chunk k against the
+ * activation bytes 32k .. 32k + 31 of the block: bytes 0..31 hold elements 0..159 (digit n of byte
+ * i: element 32n + i: chunks 0-4), bytes 32..47 elements 160..239 (digit n of byte j: 160 + 16n +
+ * j: chunk 5 = digits 0|1, chunk 6 = 2|3, chunk 7's low lane = digit 4), bytes 48..51 elements
+ * 240..255 (digit n of byte j: 240 + 4n + j: chunk 7's high lane). Digits by ptq_digit after
+ * mul3 steps (x 3^n mod 256), as the PTQ1_0 kernel. p[k] = vpmaddubsw(u, q) of chunk k (int16:
+ * 2 * 2 * 127 per pair; four chunks summed stay <= 2032). */
+static inline void tq1_chunks(const uint8_t *blk, const int8_t *const aq[8], __m256i p[8]) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)blk);
+    for (int n = 0; n < 5; n++) {
+        p[n] = _mm256_maddubs_epi16(ptq_digit(x), _mm256_loadu_si256((const __m256i *)(const void *)aq[n]));
+        x = mul3(x);
+    }
+    const __m256i y0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(blk + 32)));
+    const __m256i y1 = mul3(y0), y2 = mul3(y1), y3 = mul3(y2), y4 = mul3(y3);
+    int32_t w4;
+    memcpy(&w4, blk + 48, 4);
+    const __m128i t0 = _mm_set1_epi32(w4), t1 = _mm_add_epi8(_mm_add_epi8(t0, t0), t0);
+    const __m128i t2 = _mm_add_epi8(_mm_add_epi8(t1, t1), t1), t3 = _mm_add_epi8(_mm_add_epi8(t2, t2), t2);
+    const __m128i tail = _mm_blend_epi32(_mm_blend_epi32(t0, t1, 0x2), _mm_blend_epi32(t2, t3, 0x8), 0xC);
+    const __m256i c[3] = {_mm256_blend_epi32(y0, y1, 0xF0), _mm256_blend_epi32(y2, y3, 0xF0),
+                          _mm256_inserti128_si256(y4, tail, 1)};
+    for (int k = 0; k < 3; k++)
+        p[5 + k] = _mm256_maddubs_epi16(ptq_digit(c[k]), _mm256_loadu_si256((const __m256i *)(const void *)aq[5 + k]));
 }
 
 static inline void rows8_store(const kern_mm_args *m, int c, int64_t r, int nr, __m256 acc) {
@@ -1093,6 +1119,40 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
             rows8_isum_hook(m, c, r, nr, nb, b, is);
             const __m256 blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[b].d)), _mm256_cvtepi32_ps(is), _mm256_setzero_ps());
             acc = _mm256_fmadd_ps(rows8_scale(row, (size_t)b * 34), blk, acc);
+        }
+    } else if (w->type == QT_TQ1_0) {                    /* 54-byte blocks of 256, d at byte 52 */
+        const __m256i ones = _mm256_set1_epi16(1);
+        for (int64_t b = 0; b < nb; b++) {
+            const int8_t *aqk[8];
+            const kact_fast *af = a->mode == KQ_FAST ? (const kact_fast *)aq + 2 * b : NULL;
+            const kact_ggml *ag = a->mode == KQ_FAST ? NULL : (const kact_ggml *)aq + 8 * b;
+            for (int k = 0; k < 8; k++) aqk[k] = af ? af[k / 4].qs + 32 * (k % 4) : ag[k].qs;
+            __m256i pv[8][8];                            /* [chunk][row] */
+            for (int i = 0; i < 8; i++) {
+                __m256i p[8];
+                tq1_chunks(row[i] + b * 54, aqk, p);
+                for (int k = 0; k < 8; k++) pv[k][i] = p[k];
+            }
+            const __m256 dw = rows8_scale(row, (size_t)b * 54 + 52);
+            if (af) {                                    /* fast: unit = half a block = one activation block */
+                for (int h = 0; h < 2; h++) {
+                    for (int i = 0; i < 8; i++)
+                        v[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(pv[4 * h][i], pv[4 * h + 1][i]),
+                                                                  _mm256_add_epi16(pv[4 * h + 2][i], pv[4 * h + 3][i])), ones);
+                    const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32(af[h].sum));
+                    rows8_isum_hook(m, c, r, nr, 2 * nb, 2 * b + h, is);
+                    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(af[h].d)), _mm256_cvtepi32_ps(is), acc);
+                }
+            } else {                                     /* ggml: 8 units of 32 */
+                __m256 blk = _mm256_setzero_ps();
+                for (int k = 0; k < 8; k++) {
+                    for (int i = 0; i < 8; i++) v[i] = _mm256_madd_epi16(pv[k][i], ones);
+                    const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32(ag[k].sum));
+                    rows8_isum_hook(m, c, r, nr, 8 * nb, 8 * b + k, is);
+                    blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[k].d)), _mm256_cvtepi32_ps(is), blk);
+                }
+                acc = _mm256_fmadd_ps(dw, blk, acc);
+            }
         }
     } else if (a->mode == KQ_FAST) {                     /* TQ2_0: unit = half a block = one activation block */
         const kact_fast *ac = aq;
@@ -1147,7 +1207,7 @@ const kern_table kern_table_avx2 = {
         [KT_PQ2_0] = {mm_pq2_0_fast, mm_pq2_0_ggml, mm_block_f32mode},
         [KT_PTQ1_0] = {mm_ptq1_0_fast, mm_ptq1_0_ggml, mm_block_f32mode},
         [KT_Q2_0] = {mm_q2_0_fast, NULL, mm_block_f32mode},
-        [KT_TQ1_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_TQ1_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_TQ2_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_Q1_0] = {NULL, NULL, mm_block_f32mode},
         [KT_Q8_0] = {mm_block8, mm_block8, mm_block_f32mode},
