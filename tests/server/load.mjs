@@ -28,6 +28,7 @@
 //      and the ratio as a % of it (how much the scheduler loses to the kernels' limit).
 // Prints a markdown report; exits non-zero on any error or if RSS grew by more than 10%.
 import { spawn, spawnSync } from 'node:child_process';
+import http from 'node:http';
 import { readFileSync } from 'node:fs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((a, v, i, all) => (v.startsWith('--') ? [...a, [v.slice(2), all[i + 1]]] : a), []));
@@ -78,17 +79,25 @@ function rssKiB(pid) {
   return m ? +m[1] : 0;
 }
 
+// POST with node:http (no client-side timeouts: fetch's 300 s header/body timeouts failed every
+// request of a P = 8 level on a heavily loaded host, whose queued prefills took longer than that).
+function post(url, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' } },
+      (res) => resolve({ status: res.statusCode, body: res }));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 // One streaming request: {ok, ttft, tpot, tokens}
 async function request(url, i) {
   const t0 = performance.now();
   try {
-    const r = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST', headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ messages: sweeping ? [{ role: 'system', content: system }, { role: 'user', content: `(question ${i}) ${questions[i % questions.length]}` }]
+    const r = await post(url, JSON.stringify({ messages: sweeping ? [{ role: 'system', content: system }, { role: 'user', content: `(question ${i}) ${questions[i % questions.length]}` }]
         : [{ role: 'user', content: prompts[i % prompts.length] }], max_tokens: maxTokens,
-        temperature: 0.8, seed: i, stream: true, stream_options: { include_usage: true } }),
-    });
-    if (r.status !== 200) return { ok: false, why: `status ${r.status}` };
+        temperature: 0.8, seed: i, stream: true, stream_options: { include_usage: true } }));
+    if (r.status !== 200) { r.body.resume(); return { ok: false, why: `status ${r.status}` }; }
     const dec = new TextDecoder();
     let buf = '', tokens = 0, done = false, timings = null, promptTotal = 0;
     for await (const chunk of r.body) {
@@ -205,6 +214,9 @@ for (const p of sweep) {
     `${batch.toFixed(2)} / ${dbatch.toFixed(2)} | ${d('tern_mixed_steps_total')} | ${res.length} | ` +
     `${pt.length ? Math.min(...pt) + '-' + Math.max(...pt) + ' (' + mean(pn).toFixed(0) + ')' : '-'} | ` +
     `${ms(pct(tt, 50))} / ${ms(pct(tt, 90))} / ${ms(pct(tt, 99))} | ${ms(pct(tp, 50))} / ${ms(pct(tp, 90))} / ${ms(pct(tp, 99))} | ${res.length - ok.length} |`);
-  if (res.length !== ok.length) failed = true;
+  if (res.length !== ok.length) {
+    failed = true;
+    console.log(`errors at P = ${p}: ${[...new Set(res.filter((r) => !r.ok).map((r) => r.why))].join('; ')}`);
+  }
 }
 process.exit(failed ? 1 : 0);
