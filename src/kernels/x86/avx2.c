@@ -451,8 +451,25 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
  * converted in that order, so one 8-lane fma per block and column does the float order of
  * kern_impl.h (acc = fmaf(d_w * d_a, isum, acc) from +0); the float accumulators live in a small
  * stack array (one load + store per group pair, column and block). Prefetch as in rp_mv_pass8:
- * RP_PF blocks ahead in each group's stream, past a row's end into the next pass's groups. */
+ * RP_PF blocks ahead in each group's stream, past a row's end into the next pass's groups.
+ * Word loads at G <= 2 (3 and 4 columns, and the last groups of a range): rp_load_word_blend, two
+ * 32-byte loads and a vpblendd instead of a 16-byte load and a vinserti128 from memory (the same
+ * bytes; vpblendd runs on any vector pipe, the insert takes a shuffle slot): 57.3 -> 61.0% of the
+ * int8 peak at 4 columns and 54.6 -> 57.0% at 3 in L2, 1 thread; at G = 3 (2 columns) it was
+ * slower (50.7 -> 47.6%: two more live registers), so G = 3 keeps rp_load_word
+ * (bench/RESULTS.md "Session 4 narrow", `make bench-narrow`). */
 #define RP_PIN(x) __asm__ volatile("" : "+x"(x))
+
+/* Word wd of block blk as rp_load_word gives it ([pair 0 word wd | pair 1 word wd]): bytes
+ * 8 + 16 wd .. +32 of the block hold pair 0's word wd in their low half, bytes 56 + 16 wd .. +32
+ * hold pair 1's word wd (at 72 + 16 wd) in their high half; both ranges lie inside the 136-byte
+ * block for wd = 0..3 (the first starts after d[4], the last ends at byte 120). */
+static inline __attribute__((always_inline)) __m256i rp_load_word_blend(const kern_rp_block *blk, int wd) {
+    const uint8_t *p = (const uint8_t *)(const void *)blk;
+    return _mm256_blend_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p + 8 + 16 * wd)),
+                              _mm256_loadu_si256((const __m256i *)(const void *)(p + 56 + 16 * wd)), 0xF0);
+}
+_Static_assert(offsetof(kern_rp_block, qs) == 8 && offsetof(kern_rp_block, qs[1][0]) == 72, "rp_load_word_blend offsets");
 static inline __attribute__((always_inline)) void rp_mm_narrow(const kern_rp_block *A, int64_t nb, int G, int NC,
                                                                const kact_fast *const *x, float *const *y,
                                                                int32_t *const *isum, int64_t isum_stride) {
@@ -475,7 +492,10 @@ static inline __attribute__((always_inline)) void rp_mm_narrow(const kern_rp_blo
         for (int wd = 0; wd < 4; wd++) {
             __m256i v[3];
 #pragma GCC unroll 3
-            for (int g = 0; g < G; g++) { v[g] = rp_load_word(A + g * nb + b, wd); RP_PIN(v[g]); }
+            for (int g = 0; g < G; g++) {
+                v[g] = G <= 2 ? rp_load_word_blend(A + g * nb + b, wd) : rp_load_word(A + g * nb + b, wd);
+                RP_PIN(v[g]);
+            }
 #pragma GCC unroll 4
             for (int sl = 0; sl < 4; sl++) {
                 __m256i u[3];
