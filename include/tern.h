@@ -76,6 +76,7 @@ typedef struct tern_model_info {
     uint64_t bytes_per_token; /* decode byte budget (DESIGN.md) at position 0 */
     const char *isa;        /* kernel path in use ("avx512vnni", ...) */
     int n_threads;
+    bool has_chat_template; /* the file has tokenizer.chat_template (without one, chat uses ChatML) */
 } tern_model_info;
 void tern_model_get_info(const tern_model *m, tern_model_info *info);
 
@@ -158,6 +159,30 @@ int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *log
  * (qwen35): each column updates its own session's conv and recurrent state, and the token stays
  * inside that session's rollback window like a single-token eval. */
 int tern_batch_eval(tern_session *const *sessions, const int32_t *tok, int n, float *logits, tern_err *err);
+/* Mixed batch (chunked prefill inside a decode step, as vLLM schedules it): session i appends
+ * n_tok[i] >= 1 tokens in the same single forward pass; tok holds them packed in session order
+ * (session i's at tok[n_tok[0] + ... + n_tok[i-1]], n_tok NULL: one token each, which is
+ * tern_batch_eval). Writes the logits of each session's LAST token to logits[i * n_vocab]
+ * (caller buffer, n_seq * n_vocab; each session's own last logits too). Every column computes
+ * exactly what the same tokens give through tern_session_eval (a decode column bit-identical to
+ * a one-token eval, a chunk's columns to that chunk evaluated alone: the kernels' per-column
+ * results do not depend on the other columns; attention reads each column's own KV; recurrent
+ * state per session, a run of 17+ tokens with the chunked delta rule as a prefill of that size).
+ * The total column count must be <= sessions[0]'s n_batch and each session's end position <=
+ * sessions[0]'s n_ctx (its scratch). Errors as tern_batch_eval (TERN_E_RANGE: also
+ * pos + n_tok[i] > n_ctx; nothing is appended on any error). */
+int tern_batch_eval_seqs(tern_session *const *sessions, const int32_t *tok, const int *n_tok, int n_seq, float *logits,
+                         tern_err *err);
+/* How a sequence's tokens may be split across forward passes (prefill chunks, mixed passes)
+ * without changing any result. *block = 0: any split is bit-identical (attention-only models:
+ * every column's math is independent of how the tokens are grouped). Recurrent models (qwen35):
+ * a pass holding n >= *run_min tokens of one sequence runs the chunked delta rule in blocks of
+ * *block tokens from the run's first token (the last block shorter), a pass with fewer goes token
+ * by token (each bit-identical to a one-token eval); so two splits of a span agree when the span is
+ * evaluated token by token in both (every run < *run_min), or when the block boundaries and the
+ * final partial block coincide (runs >= *run_min, starting on the same block boundaries). The
+ * server uses it to cut its chunks so that a request equals running it alone. */
+void tern_model_split_rule(const tern_model *m, int *block, int *run_min);
 /* Forget every token from position pos on (pos <= current). Attention KV is truncated; for
  * recurrent layers the state must be restorable at pos (a snapshot or a checkpoint within the
  * rollback window), else TERN_E_RANGE. pos 0 always works (fresh state).

@@ -195,8 +195,12 @@ static char *metrics_text(srv *s) {
              "# TYPE tern_decode_sequences_total counter\ntern_decode_sequences_total %llu\n"
              "# HELP tern_decode_batch_max widest decode pass so far\n# TYPE tern_decode_batch_max gauge\n"
              "tern_decode_batch_max %llu\n"
-             "# HELP tern_prefill_chunks_total prompt forward passes (chunks of at most n_batch tokens)\n"
+             "# HELP tern_prefill_chunks_total prompt chunks evaluated (at most n_batch tokens; alone or in a shared pass)\n"
              "# TYPE tern_prefill_chunks_total counter\ntern_prefill_chunks_total %llu\n"
+             "# HELP tern_shared_passes_total forward passes carrying prompt chunks of 2+ sequences or beside decode tokens\n"
+             "# TYPE tern_shared_passes_total counter\ntern_shared_passes_total %llu\n"
+             "# HELP tern_mixed_steps_total decode passes that also carried prompt chunks (chunked prefill)\n"
+             "# TYPE tern_mixed_steps_total counter\ntern_mixed_steps_total %llu\n"
              "# HELP tern_spec_steps_total speculative verification passes (a slot decoding alone, --spec)\n"
              "# TYPE tern_spec_steps_total counter\ntern_spec_steps_total %llu\n"
              "# HELP tern_spec_drafted_total drafted tokens verified\n# TYPE tern_spec_drafted_total counter\n"
@@ -205,8 +209,19 @@ static char *metrics_text(srv *s) {
              "tern_spec_accepted_total %llu\n",
              (unsigned long long)s->mx.decode_steps, (unsigned long long)s->mx.decode_batched,
              (unsigned long long)s->mx.decode_seqs, (unsigned long long)s->mx.decode_batch_max,
-             (unsigned long long)s->mx.prefill_chunks, (unsigned long long)s->mx.spec_steps,
+             (unsigned long long)s->mx.prefill_chunks, (unsigned long long)s->mx.shared_passes,
+             (unsigned long long)s->mx.mixed_steps, (unsigned long long)s->mx.spec_steps,
              (unsigned long long)s->mx.spec_drafted, (unsigned long long)s->mx.spec_accepted);
+    sbuf_add(&b, line, strlen(line));
+    snprintf(line, sizeof line,
+             "# HELP tern_decode_only_steps_total scheduler steps that only decoded (no prompt chunk, no speculation)\n"
+             "# TYPE tern_decode_only_steps_total counter\ntern_decode_only_steps_total %llu\n"
+             "# HELP tern_decode_only_tokens_total tokens appended by those steps\n"
+             "# TYPE tern_decode_only_tokens_total counter\ntern_decode_only_tokens_total %llu\n"
+             "# HELP tern_decode_only_seconds_total wall time of those steps (steady-state decode rate = tokens / seconds)\n"
+             "# TYPE tern_decode_only_seconds_total counter\ntern_decode_only_seconds_total %.6f\n",
+             (unsigned long long)s->mx.decode_only_steps, (unsigned long long)s->mx.decode_only_tokens,
+             s->mx.decode_only_seconds);
     sbuf_add(&b, line, strlen(line));
     pthread_mutex_unlock(&s->mx.mu);
     snprintf(line, sizeof line,

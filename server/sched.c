@@ -1,12 +1,14 @@
 /* sched.c: the scheduler of `tern serve` (server.h, sched.h): one thread owns every session.
  * Jobs come from the HTTP threads through a bounded FIFO (srv_sched_submit); the scheduler
  * admits them into free slots (longest cached prefix first) between steps (continuous batching).
- * A step: drop cancelled jobs; prefill at most n_batch prompt tokens (oldest first: a long prompt
- * goes one chunk per step, interleaved with the decode steps of running streams); sample one
- * token for every slot with fresh logits, each with its own sampler and settings; then ONE
- * batched forward over all continuing slots (tern_batch_eval: every weight streamed once per
- * step for all of them; column i is bit-identical to slot i's own eval, so results equal running
- * each request alone). Output goes into the job's srv_reply under the job's mutex; the HTTP
+ * A step: drop cancelled jobs; sample one token for every slot with fresh logits, each with its
+ * own sampler and settings; then ONE forward (tern_batch_eval_seqs) over all continuing slots'
+ * tokens plus a chunk of the waiting prompts (chunked prefill as vLLM schedules it: at most
+ * prefill_chunk prompt tokens while a stream decodes, n_batch when none does; oldest admission
+ * first), so a joining request costs the running streams a wider pass per chunk, not a pass of its
+ * own. Every weight is streamed once per step for all of them; each column computes what the
+ * slot's own eval would, and prompts are cut as tern_model_split_rule allows, so results equal
+ * running each request alone. Output goes into the job's srv_reply under the job's mutex; the HTTP
  * thread waits on the job's condition variable and takes what may be sent.
  * Lifetime: a job has two references (HTTP thread, scheduler); the last unref frees it. */
 #include "sched.h"
@@ -41,13 +43,17 @@ struct srv_sched {
     int n_ctx, n_batch, prefill_chunk, queue_max;
     int32_t n_vocab;
     int32_t think_open, think_close;
+    int split_block, split_min;   /* tern_model_split_rule: how prompts may be cut */
     slot *slots;
     int n_slots;
     bool batch_ok;          /* tern_batch_eval accepts this model (false after TERN_E_UNSUPPORTED) */
     float *blogits;         /* n_slots * n_vocab: logits of the batched pass */
     tern_session **bsess;   /* n_slots */
-    int32_t *btok;
-    slot **bslot;
+    int32_t *btok;          /* n_batch + n_slots: the tokens of a pass */
+    int *bntok;             /* n_slots: tokens per session of a pass */
+    slot **bslot;           /* n_slots: decode slots of a step */
+    slot **pfslot;          /* n_slots: prefilling slots of a mixed step */
+    int *pfn;               /* n_slots: their chunk sizes */
     uint64_t n_admitted;
     bool spec;
     pthread_t th;
@@ -399,8 +405,111 @@ static bool decode(srv_sched *s, slot **sl, int n) {
     return batched;
 }
 
-/* One scheduler step over the admitted slots. */
+/* The prompt tokens of sl to evaluate in this pass: at most budget (a soft limit for recurrent
+ * models) and at most cap (columns left in the pass; 0 when the piece does not fit). A request's
+ * result must equal running it alone, where its prompt goes in n_batch chunks from its first
+ * uncached token (the "alone" pieces). Attention-only models give the same bits for any split
+ * (tern_model_split_rule: block 0). Recurrent ones (qwen35) differ between the chunked delta rule
+ * (runs of >= run_min tokens, in blocks from the run's start) and token by token, so a piece never
+ * crosses an alone piece's end, and an alone piece of run_min+ tokens is cut only on block
+ * boundaries into runs of run_min+ tokens (the smallest such run, 32, may exceed budget). */
+static int prompt_piece(const srv_sched *s, const slot *sl, int budget, int cap) {
+    const int total = sl->job->prompt.n, done = sl->n_prefilled;
+    if (budget > cap) budget = cap;
+    int k = total - done;
+    if (s->split_block > 0) {
+        const int p0 = sl->job->usage.cached_tokens, nb = s->n_batch, bl = s->split_block;
+        const int ps = p0 + (done - p0) / nb * nb, pe = ps + nb < total ? ps + nb : total;
+        k = pe - done;                                /* never across the alone piece's end */
+        if (k > budget && pe - ps < s->split_min) {
+            k = budget;                               /* token by token: any split */
+        } else if (k > budget) {                      /* done - ps is a multiple of the block */
+            const int lim = (k - s->split_min) / bl * bl;   /* leaves a run of run_min+ */
+            const int run = (s->split_min + bl - 1) / bl * bl;
+            int c = budget / bl * bl;
+            if (c > lim) c = lim;
+            if (c < run) c = run <= lim ? run : k;
+            k = c;
+        }
+    } else if (k > budget) {
+        k = budget;
+    }
+    return k <= cap ? k : 0;
+}
+
+/* The old way for a step's prompts: each prefilling slot (oldest first) gets its own forward of
+ * up to budget tokens. Returns the chunks evaluated. */
+static int prefill_alone(srv_sched *s, int budget) {
+    int chunks = 0;
+    while (budget > 0) {
+        slot *old = NULL;
+        for (int i = 0; i < s->n_slots; i++) {
+            slot *sl = &s->slots[i];
+            if (sl->job && sl->n_prefilled < sl->job->prompt.n && (!old || sl->admitted < old->admitted)) old = sl;
+        }
+        if (!old) break;
+        const int k = prompt_piece(s, old, budget, s->n_batch);
+        if (k == 0) break;
+        const int n = slot_prefill(s, old, k);
+        if (n == 0) continue;                         /* it failed and left */
+        budget -= n;
+        chunks++;
+    }
+    return chunks;
+}
+
+/* A mixed step (chunked prefill as vLLM schedules it): ONE forward (tern_batch_eval_seqs) carries
+ * the decode slots' pending tokens (dec[0..n_dec)) and a chunk of pf_n[i] prompt tokens of each
+ * prefilling slot pf[i]. Every column computes what the slot's own eval would (the API's
+ * contract), so results equal running each request alone. Returns false if the call failed
+ * (nothing was appended: the caller evaluates the same work slot by slot). */
+static bool mixed_eval(srv_sched *s, slot **dec, int n_dec, slot **pf, const int *pf_n, int n_pf) {
+    int n_seq = 0, n_col = 0;
+    for (int i = 0; i < n_dec; i++, n_seq++) {
+        s->bsess[n_seq] = dec[i]->s;
+        s->bntok[n_seq] = 1;
+        s->btok[n_col++] = dec[i]->next;
+    }
+    for (int i = 0; i < n_pf; i++, n_seq++) {
+        srv_job *j = pf[i]->job;
+        s->bsess[n_seq] = pf[i]->s;
+        s->bntok[n_seq] = pf_n[i];
+        memcpy(s->btok + n_col, j->prompt.ids + pf[i]->n_prefilled, (size_t)pf_n[i] * sizeof *s->btok);
+        n_col += pf_n[i];
+    }
+    tern_err err = {0};
+    const int rc = tern_batch_eval_seqs(s->bsess, s->btok, s->bntok, n_seq, s->blogits, &err);
+    if (rc == TERN_E_UNSUPPORTED) s->batch_ok = false;
+    if (rc != TERN_OK) return false;
+    for (int i = 0; i < n_dec; i++) {
+        dec[i]->pending = false;
+        prompt_ids_push(&dec[i]->cache, &dec[i]->next, 1);
+        dec[i]->logits = s->blogits + (size_t)i * (size_t)s->n_vocab;
+    }
+    const double now = srv_now();
+    for (int i = 0; i < n_pf; i++) {
+        slot *sl = pf[i];
+        srv_job *j = sl->job;
+        prompt_ids_push(&sl->cache, j->prompt.ids + sl->n_prefilled, pf_n[i]);
+        sl->n_prefilled += pf_n[i];
+        j->tm.prefill_chunks++;
+        if (sl->n_prefilled == j->prompt.n) {
+            sl->logits = s->blogits + (size_t)(n_dec + i) * (size_t)s->n_vocab;
+            j->t_prefilled = now;
+            j->tm.prompt_ms = 1e3 * (j->t_prefilled - j->t_admit);
+        }
+    }
+    return true;
+}
+
+/* One scheduler step over the admitted slots: sample every slot that has logits (each with its
+ * own sampler); then one forward that appends every sampled token and, in the same pass, a chunk
+ * of the waiting prompts: at most prefill_chunk prompt tokens while a stream decodes (it waits
+ * for one small chunk's columns, not a separate prefill pass), n_batch when none does (several
+ * prompts share the pass), oldest admission first. A slot decoding alone with speculative
+ * decoding on takes its speculative step after the prompts' own passes (the old order). */
 static void sched_step(srv_sched *s) {
+    const double t_step = srv_now();
     for (int i = 0; i < s->n_slots; i++) {            /* cancelled jobs leave; new ones are set up */
         slot *sl = &s->slots[i];
         if (!sl->job) continue;
@@ -410,25 +519,7 @@ static void sched_step(srv_sched *s) {
         if (cancelled) slot_finish(s, sl, "cancelled", NULL);
         else if (sl->fresh) slot_setup(s, sl);
     }
-    /* prefill: n_batch prompt tokens at most per step (prefill_chunk while a stream is decoding,
-     * so it waits for at most one small chunk), oldest admission first */
-    bool decoding = false;
-    for (int i = 0; i < s->n_slots; i++)
-        decoding |= s->slots[i].job && (s->slots[i].logits || s->slots[i].pending);
-    int budget = decoding ? s->prefill_chunk : s->n_batch, chunks = 0;
-    while (budget > 0) {
-        slot *old = NULL;
-        for (int i = 0; i < s->n_slots; i++) {
-            slot *sl = &s->slots[i];
-            if (sl->job && sl->n_prefilled < sl->job->prompt.n && (!old || sl->admitted < old->admitted)) old = sl;
-        }
-        if (!old) break;
-        const int n = slot_prefill(s, old, budget);
-        if (n == 0) continue;                         /* it failed and left */
-        budget -= n;
-        chunks++;
-    }
-    /* sample every slot with logits; those that continue are evaluated together */
+    /* sample every slot with logits; those that continue have a pending token */
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->job && sl->logits) slot_sample(s, sl);
@@ -436,13 +527,47 @@ static void sched_step(srv_sched *s) {
     int n = 0;
     for (int i = 0; i < s->n_slots; i++)
         if (s->slots[i].job && s->slots[i].pending) s->bslot[n++] = &s->slots[i];
-    bool batched = false;
     const bool decoded = n > 0;
+    bool batched = false, mixed = false;
+    int chunks = 0;
     if (n == 1 && s->bslot[0]->sp && !s->bslot[0]->job->req.logprobs) {
-        slot_spec(s, s->bslot[0]);                    /* decoding alone: several tokens per forward */
+        chunks = prefill_alone(s, s->prefill_chunk);  /* prompts first, each in its own pass */
+        if (s->bslot[0]->job) slot_spec(s, s->bslot[0]);   /* decoding alone: several tokens per forward */
         n = 0;                                        /* counted by slot_spec */
     } else {
-        batched = decode(s, s->bslot, n);
+        /* the decode slots' tokens and the oldest prompts' chunks in one pass of <= n_batch columns
+         * (more decode slots than n_batch, never with the defaults: the old way, in groups) */
+        int budget = n > 0 ? s->prefill_chunk : s->n_batch;
+        if (budget > s->n_batch - n) budget = s->n_batch - n;
+        int n_pf = 0, cols = 0;
+        while (budget > 0 && s->batch_ok) {           /* oldest admission first */
+            slot *old = NULL;
+            for (int i = 0; i < s->n_slots; i++) {
+                slot *sl = &s->slots[i];
+                bool taken = false;
+                for (int k = 0; k < n_pf; k++) taken |= s->pfslot[k] == sl;
+                if (!taken && sl->job && sl->n_prefilled < sl->job->prompt.n && (!old || sl->admitted < old->admitted))
+                    old = sl;
+            }
+            if (!old) break;
+            const int k = prompt_piece(s, old, budget, s->n_batch - n - cols);
+            if (k == 0) break;                        /* it waits for a pass with room */
+            cols += k;
+            s->pfslot[n_pf] = old;
+            s->pfn[n_pf++] = k;
+            budget -= k;
+        }
+        if (n_pf > 0 && n + n_pf >= 2) {              /* one pass for all of it */
+            mixed = mixed_eval(s, s->bslot, n, s->pfslot, s->pfn, n_pf);
+            if (mixed) {
+                chunks = n_pf;
+                batched = n >= 2;
+            }
+        }
+        if (!mixed) {                                 /* a lone prompt, no prompt, or the model refused */
+            if (n_pf > 0 || !s->batch_ok) chunks = prefill_alone(s, n > 0 ? s->prefill_chunk : s->n_batch);
+            batched = decode(s, s->bslot, n);         /* a failed prefill left its slot only */
+        }
     }
     if (decoded)                                      /* prompts still in prefill saw a decode step */
         for (int i = 0; i < s->n_slots; i++) {
@@ -450,13 +575,21 @@ static void sched_step(srv_sched *s) {
             if (sl->job && sl->n_prefilled > sl->job->usage.cached_tokens && sl->n_prefilled < sl->job->prompt.n)
                 sl->job->tm.decode_steps_in_prefill++;
         }
+    const double dt = srv_now() - t_step;
     pthread_mutex_lock(&s->mx->mu);
+    if (n > 0 && chunks == 0) {                       /* a pure decode step (no prompt, no speculation) */
+        s->mx->decode_only_steps++;
+        s->mx->decode_only_tokens += (uint64_t)n;
+        s->mx->decode_only_seconds += dt;
+    }
     s->mx->prefill_chunks += (uint64_t)chunks;
+    if (mixed) s->mx->shared_passes++;
+    if (mixed && n > 0) s->mx->mixed_steps++;
     if (n > 0) {                                      /* slot by slot: n passes of one */
-        s->mx->decode_steps += batched ? 1 : (uint64_t)n;
+        s->mx->decode_steps += batched || mixed ? 1 : (uint64_t)n;
         s->mx->decode_seqs += (uint64_t)n;
         if (batched) s->mx->decode_batched++;
-        const uint64_t w = batched ? (uint64_t)n : 1;
+        const uint64_t w = batched || mixed ? (uint64_t)n : 1;
         if (w > s->mx->decode_batch_max) s->mx->decode_batch_max = w;
     }
     pthread_mutex_unlock(&s->mx->mu);
@@ -546,6 +679,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->n_batch = n_batch;
     s->prefill_chunk = prefill_chunk;
     s->queue_max = queue_max;
+    tern_model_split_rule(m, &s->split_block, &s->split_min);
     s->think_open = prompt_special_id(m, "<think>");
     s->think_close = prompt_special_id(m, "</think>");
     pthread_mutex_init(&s->mu, NULL);
@@ -564,9 +698,12 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->batch_ok = true;
     s->blogits = malloc((size_t)n_slots * (size_t)info.n_vocab * sizeof *s->blogits);
     s->bsess = calloc((size_t)n_slots, sizeof *s->bsess);
-    s->btok = calloc((size_t)n_slots, sizeof *s->btok);
+    s->btok = calloc((size_t)n_batch + (size_t)n_slots, sizeof *s->btok);
+    s->bntok = calloc((size_t)n_slots, sizeof *s->bntok);
     s->bslot = calloc((size_t)n_slots, sizeof *s->bslot);
-    if (!s->blogits || !s->bsess || !s->btok || !s->bslot) {
+    s->pfslot = calloc((size_t)n_slots, sizeof *s->pfslot);
+    s->pfn = calloc((size_t)n_slots, sizeof *s->pfn);
+    if (!s->blogits || !s->bsess || !s->btok || !s->bntok || !s->bslot || !s->pfslot || !s->pfn) {
         srv_sched_free(s);
         return srv_err_set(err, TERN_E_NOMEM, "out of memory for %d slots' logits", n_slots);
     }
@@ -584,6 +721,8 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
         }
     }
     s->n_ctx = tern_session_n_ctx(s->slots[0].s);
+    s->n_batch = tern_session_n_batch(s->slots[0].s);   /* <= n_batch (clamped to n_ctx): columns per pass */
+    if (s->prefill_chunk > s->n_batch) s->prefill_chunk = s->n_batch;
     if (pthread_create(&s->th, NULL, sched_main, s) != 0) {
         srv_sched_free(s);
         return srv_err_set(err, TERN_E_NOMEM, "cannot start the scheduler thread");
@@ -642,7 +781,10 @@ void srv_sched_free(srv_sched *s) {
     free(s->blogits);
     free(s->bsess);
     free(s->btok);
+    free(s->bntok);
     free(s->bslot);
+    free(s->pfslot);
+    free(s->pfn);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);

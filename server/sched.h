@@ -61,20 +61,27 @@ typedef struct srv_metrics {
     uint64_t decode_batched;    /* of those, passes over 2 or more sequences (tern_batch_eval) */
     uint64_t decode_seqs;       /* sequences summed over decode passes (mean batch = seqs / steps) */
     uint64_t decode_batch_max;  /* widest decode pass */
-    uint64_t prefill_chunks;    /* prompt forward passes (chunks of at most n_batch tokens) */
+    uint64_t prefill_chunks;    /* prompt chunks evaluated (at most n_batch tokens; alone or in a shared pass) */
+    uint64_t shared_passes;     /* passes that carried prompt chunks of 2+ sequences, or chunks beside decode tokens */
+    uint64_t mixed_steps;       /* of those, decode passes that also carried prompt chunks (chunked prefill) */
+    uint64_t decode_only_steps; /* scheduler steps that only decoded (no prompt chunk, no speculative step) */
+    uint64_t decode_only_tokens;    /* tokens those steps appended */
+    double decode_only_seconds;     /* their wall time, whole step (sampling, output, forward) */
     uint64_t spec_steps, spec_drafted, spec_accepted;   /* speculative decoding (tern_spec_stats) */
 } srv_metrics;
 
 /* Create n_slots sessions (n_ctx, n_batch each) and start the scheduler thread. Each step:
- * admit queued jobs into free slots; drop cancelled jobs; prefill up to n_batch prompt tokens,
- * or prefill_chunk (<= n_batch) while another slot is decoding (the oldest prefilling slots
- * first, so a long prompt takes one chunk per step and running streams keep decoding between
- * its chunks, each stalled for at most one chunk's forward); sample one token for every slot that has logits
- * (each with its own sampler); then one batched forward (tern_batch_eval) appends those tokens to
- * all their sessions at once. Architectures the batched call refuses are evaluated slot by slot.
+ * admit queued jobs into free slots; drop cancelled jobs; sample one token for every slot that
+ * has logits (each with its own sampler); then ONE forward (tern_batch_eval_seqs) appends those
+ * tokens to all their sessions and, in the same pass, a chunk of the waiting prompts (oldest
+ * admission first): at most prefill_chunk (<= n_batch) prompt tokens while a slot is decoding,
+ * n_batch when none is (several prompts may share the pass). Prompts are cut where
+ * tern_model_split_rule allows (recurrent models: on the delta rule's block boundaries, pieces of
+ * 32+ tokens), so every request's result equals running it alone. A lone prompt with nothing to
+ * decode, or architectures the batched call refuses, go through their own evals.
  * spec (NULL: off): a slot that decodes alone (no other slot has a token to evaluate) and did not
  * ask for logprobs takes speculative steps instead (tern_spec_step, prompt-lookup drafts: several
- * tokens per forward; greedy output identical to plain decoding). */
+ * tokens per forward; greedy output identical to plain decoding), after the prompts' own passes. */
 int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots, int n_ctx, int n_batch, int prefill_chunk,
                    int queue_max,
                    bool kv_f32, const tern_spec_params *spec, tern_err *err);

@@ -3,9 +3,10 @@
  * requests, tokenise prompts and enqueue jobs, then wait for output. One scheduler thread owns
  * every session (a fixed set of slots): between steps it admits queued jobs into free slots (the
  * slot whose cached tokens share the longest prefix with the prompt, so a follow-up request reuses
- * that KV); each step prefills at most n_batch prompt tokens, or prefill_chunk while other
- * streams decode (so a long prompt does not stall them), samples one token per decoding slot and appends them all in one batched
- * forward (tern_batch_eval). A cancelled job (client gone) frees its slot at
+ * that KV); each step samples one token per decoding slot and appends them all in one batched
+ * forward (tern_batch_eval_seqs) that also carries a chunk of the waiting prompts: at most
+ * prefill_chunk tokens while other streams decode (so a long prompt does not stall them), n_batch
+ * when none does. A cancelled job (client gone) frees its slot at
  * the scheduler's next step. Only tern.h is used. */
 #ifndef TERN_SERVER_SERVER_H
 #define TERN_SERVER_SERVER_H

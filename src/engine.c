@@ -63,6 +63,7 @@ void tern_model_get_info(const tern_model *m, tern_model_info *info) {
     info->bytes_per_token = m->bytes_per_token;
     info->isa = kern_isa();
     info->n_threads = m->n_threads;
+    info->has_chat_template = tok_chat_template(m->vocab) != NULL;
 }
 
 /* ==== tokens ================================================================================= */
@@ -252,45 +253,75 @@ int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *log
 
 int tern_batch_eval(tern_session *const *ss, const int32_t *tok, int n, float *logits, tern_err *err) {
     if (!ss || !tok || !logits || n < 1 || !ss[0]) return tern_err_set(err, TERN_E_ARG, "tern_batch_eval: bad arguments");
+    return tern_batch_eval_seqs(ss, tok, NULL, n, logits, err);
+}
+
+/* The batched forward of tern_batch_eval (n_tok NULL: one token each) and of mixed steps (a
+ * prefill chunk beside decode tokens): the columns of session i are consecutive, at positions
+ * pos_i .. pos_i + n_tok[i] - 1 (model_batch's contract), and only each session's last column
+ * asks for logits, packed in session order. Scratch is sessions[0]'s. */
+int tern_batch_eval_seqs(tern_session *const *ss, const int32_t *tok, const int *n_tok, int n_seq, float *logits,
+                         tern_err *err) {
+    if (!ss || !tok || !logits || n_seq < 1 || !ss[0])
+        return tern_err_set(err, TERN_E_ARG, "tern_batch_eval_seqs: bad arguments");
     tern_session *s0 = ss[0];
     const model_t *m = s0->m;
-    if (n > s0->n_batch)
-        return tern_err_set(err, TERN_E_ARG, "batch of %d sessions > n_batch %d of the first session", n, s0->n_batch);
-    for (int i = 0; i < n; i++) {
+    int n = 0;   /* columns */
+    for (int i = 0; i < n_seq; i++) {
+        const int k = n_tok ? n_tok[i] : 1;
+        if (k < 1) return tern_err_set(err, TERN_E_ARG, "session %d: %d tokens, expected >= 1", i, k);
+        if (k > s0->n_batch - n)
+            return tern_err_set(err, TERN_E_ARG, "batch of %d columns and more > n_batch %d of the first session",
+                                n + k, s0->n_batch);
         if (!ss[i] || ss[i]->m != m) return tern_err_set(err, TERN_E_ARG, "session %d: NULL or another model", i);
-        for (int k = 0; k < i; k++)
-            if (ss[k] == ss[i]) return tern_err_set(err, TERN_E_ARG, "session %d appears twice (also at %d)", i, k);
-        if (ss[i]->pos >= ss[i]->n_ctx)
-            return tern_err_set(err, TERN_E_RANGE, "session %d: context full (%d tokens)", i, ss[i]->n_ctx);
-        if (ss[i]->pos >= s0->n_ctx)
-            return tern_err_set(err, TERN_E_ARG, "session %d at position %d: beyond the first session's n_ctx %d", i,
-                                ss[i]->pos, s0->n_ctx);
-        if (tok[i] < 0 || tok[i] >= m->hp.n_vocab)
-            return tern_err_set(err, TERN_E_RANGE, "token %d for session %d: expected 0..%d", tok[i], i, m->hp.n_vocab - 1);
+        for (int j = 0; j < i; j++)
+            if (ss[j] == ss[i]) return tern_err_set(err, TERN_E_ARG, "session %d appears twice (also at %d)", i, j);
+        if (k > ss[i]->n_ctx - ss[i]->pos)
+            return tern_err_set(err, TERN_E_RANGE, "session %d: context full (position %d + %d tokens > n_ctx %d)", i,
+                                ss[i]->pos, k, ss[i]->n_ctx);
+        if (k > s0->n_ctx - ss[i]->pos)
+            return tern_err_set(err, TERN_E_ARG, "session %d at position %d + %d tokens: beyond the first session's n_ctx %d",
+                                i, ss[i]->pos, k, s0->n_ctx);
+        for (int c = 0; c < k; c++)
+            if (tok[n + c] < 0 || tok[n + c] >= m->hp.n_vocab)
+                return tern_err_set(err, TERN_E_RANGE, "token %d for session %d (index %d): expected 0..%d", tok[n + c], i,
+                                    c, m->hp.n_vocab - 1);
+        n += k;
     }
     pthread_mutex_lock(&s0->m->eval_lock);
     tern_noalloc_enter();
-    for (int i = 0; i < n; i++) {
-        s0->bpos[i] = ss[i]->pos;
-        s0->bkv[i] = &ss[i]->kv;
-        s0->bstate[i] = ss[i]->state;   /* recurrent archs: each column its own sequence state */
-        s0->bwant[i] = true;
+    for (int i = 0, c = 0; i < n_seq; i++) {
+        const int k = n_tok ? n_tok[i] : 1;
+        for (int t = 0; t < k; t++, c++) {
+            s0->bpos[c] = ss[i]->pos + t;
+            s0->bkv[c] = &ss[i]->kv;
+            s0->bstate[c] = ss[i]->state;   /* recurrent archs: each column its own sequence state */
+            s0->bwant[c] = t == k - 1;
+        }
     }
     model_batch b = {.n = n, .tok = tok, .pos = s0->bpos, .kv = s0->bkv, .state = s0->bstate,
                      .want_logits = s0->bwant, .logits = logits};
     const int rc = m->arch->forward(m, &s0->ws, &b);
-    for (int i = 0; i < n; i++) {       /* back to the session's own */
-        s0->bkv[i] = &s0->kv;
-        s0->bstate[i] = s0->state;
+    for (int c = 0; c < n; c++) {       /* back to the session's own */
+        s0->bkv[c] = &s0->kv;
+        s0->bstate[c] = s0->state;
     }
     tern_noalloc_leave();
     pthread_mutex_unlock(&s0->m->eval_lock);
     if (rc) return tern_err_set(err, rc, "batched forward failed");
-    for (int i = 0; i < n; i++) {
-        ss[i]->pos++;
+    for (int i = 0; i < n_seq; i++) {
+        ss[i]->pos += n_tok ? n_tok[i] : 1;
         memcpy(ss[i]->logits, logits + (size_t)i * (size_t)m->hp.n_vocab, (size_t)m->hp.n_vocab * sizeof(float));
     }
     return TERN_OK;
+}
+
+#include "model/gdn.h"
+
+void tern_model_split_rule(const tern_model *m, int *block, int *run_min) {
+    const bool recurrent = m && m->arch->state_init;
+    *block = recurrent ? GDN_CHUNK : 0;
+    *run_min = recurrent ? GDN_CHUNK_MIN : 0;
 }
 
 int tern_session_truncate(tern_session *s, int pos, tern_err *err) {

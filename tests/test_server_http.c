@@ -693,6 +693,77 @@ static void test_chunked_prefill(void **state) {
     tern_model_free(m);
 }
 
+/* Mixed steps (chunked prefill inside the decode pass): while A decodes, B's and C's long prompts
+ * go in chunks of prefill_chunk = 8 tokens in the same forward as A's (and then each other's)
+ * decode tokens (/metrics: tern_mixed_steps_total), and every greedy text equals the same request
+ * run alone on a one-slot server (where nothing is ever mixed). On qwen3-tiny and qwen35-tiny
+ * (recurrent state per sequence; its prompts are cut so the delta rule's blocks fall where they
+ * fall alone: with 8-token chunks the texts differed before tern_model_split_rule). */
+static void mixed_equivalence(tern_model *m) {
+    char *longb = malloc(8192), *longc = malloc(8192);
+    strcpy(longb, "{\"prompt\": \"");
+    for (int i = 0; i < 10; i++) strcat(longb, "The quick brown fox jumps over the lazy dog. ");
+    strcat(longb, "\", \"max_tokens\": 16, \"temperature\": 0}");
+    strcpy(longc, "{\"prompt\": \"");
+    for (int i = 0; i < 12; i++) strcat(longc, "Lorem ipsum dolor sit amet, consectetur. ");
+    strcat(longc, "\", \"max_tokens\": 12, \"temperature\": 0}");
+    const char *bodies[3] = {"{\"prompt\": \"Hello\", \"max_tokens\": 120, \"temperature\": 0}", longb, longc};
+    srv *one = start(m, 1, 1024, 4, 0, NULL, 64);
+    req_arg seq[3], par[3];
+    for (int i = 0; i < 3; i++) {                     /* alone */
+        seq[i] = (req_arg){one, bodies[i], NULL};
+        req_thread(&seq[i]);
+    }
+    assert_int_equal(metric(one, "tern_mixed_steps_total"), 0);
+    srv_stop(one);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 3;
+    c.n_ctx = 1024;
+    c.n_batch = 64;
+    c.prefill_chunk = 8;
+    srv *s = NULL;
+    tern_err err = {0};
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    pthread_t th[3];
+    par[0] = (req_arg){s, bodies[0], NULL};
+    pthread_create(&th[0], NULL, req_thread, &par[0]);
+    const double t0 = now_s();
+    while (metric(s, "tern_decode_steps_total") < 2 && now_s() - t0 < 10) usleep(2000);   /* A is decoding */
+    for (int i = 1; i < 3; i++) {
+        par[i] = (req_arg){s, bodies[i], NULL};
+        pthread_create(&th[i], NULL, req_thread, &par[i]);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    const uint64_t mixed = metric(s, "tern_mixed_steps_total"), chunks = metric(s, "tern_prefill_chunks_total");
+    print_message("mixed steps %llu, prompt chunks %llu\n", (unsigned long long)mixed, (unsigned long long)chunks);
+    for (int i = 0; i < 3; i++) {
+        if (strlen(seq[i].text) < 4) fail_msg("request %d: short text '%s'", i, seq[i].text);
+        assert_string_equal(seq[i].text, par[i].text);
+        free(seq[i].text);
+        free(par[i].text);
+    }
+    assert_true(mixed != UINT64_MAX && mixed >= 4);
+    /* the steady-state counters see only pure decode steps: never a mixed one */
+    const uint64_t steps = metric(s, "tern_decode_steps_total"), donly = metric(s, "tern_decode_only_steps_total");
+    assert_true(donly > 0 && donly + mixed <= steps);
+    assert_true(metric(s, "tern_decode_only_tokens_total") >= donly);   /* B's and C's chunks rode A's decode passes (qwen35: pieces of 32+) */
+    srv_stop(s);
+    free(longb);
+    free(longc);
+}
+
+static void test_mixed_steps(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    mixed_equivalence(m);
+    tern_model_free(m);
+    m = load(QWEN35);
+    mixed_equivalence(m);
+    tern_model_free(m);
+}
+
 /* Streaming granularity: one SSE chunk per generated token's text (stories260K's greedy text is
  * plain ASCII, so every token has text), each carrying that token's logprobs; the concatenation
  * equals the non-streamed text. */
@@ -1039,6 +1110,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_disconnects_free_the_slot),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
+        cmocka_unit_test(test_mixed_steps),
         cmocka_unit_test(test_stream_per_token),
         cmocka_unit_test(test_logprobs),
         cmocka_unit_test(test_metrics_histograms),
