@@ -452,12 +452,11 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
  * kern_impl.h (acc = fmaf(d_w * d_a, isum, acc) from +0); the float accumulators live in a small
  * stack array (one load + store per group pair, column and block). Prefetch as in rp_mv_pass8:
  * RP_PF blocks ahead in each group's stream, past a row's end into the next pass's groups.
- * Word loads at G <= 2 (3 and 4 columns, and the last groups of a range): rp_load_word_blend, two
- * 32-byte loads and a vpblendd instead of a 16-byte load and a vinserti128 from memory (the same
- * bytes; vpblendd runs on any vector pipe, the insert takes a shuffle slot): 57.3 -> 61.0% of the
- * int8 peak at 4 columns and 54.6 -> 57.0% at 3 in L2, 1 thread; at G = 3 (2 columns) it was
- * slower (50.7 -> 47.6%: two more live registers), so G = 3 keeps rp_load_word
- * (bench/RESULTS.md "Session 4 narrow", `make bench-narrow`). */
+ * Word loads: rp_load_word_blend, two 32-byte loads and a vpblendd instead of a 16-byte load and a
+ * vinserti128 from memory (the same bytes; vpblendd runs on any vector pipe, the insert needs a
+ * shuffle slot): this kernel against session 3's, in L2, 1 thread (bench/kmv_ab.sh, thread CPU
+ * time): 1.04x at 4 columns, 1.07x at 3, 1.01-1.03x at 2 (bench/RESULTS.md "Session 4 narrow";
+ * bench/knarrow_variants.c has the variants that were slower). */
 #define RP_PIN(x) __asm__ volatile("" : "+x"(x))
 
 /* Word wd of block blk as rp_load_word gives it ([pair 0 word wd | pair 1 word wd]): bytes
@@ -493,7 +492,7 @@ static inline __attribute__((always_inline)) void rp_mm_narrow(const kern_rp_blo
             __m256i v[3];
 #pragma GCC unroll 3
             for (int g = 0; g < G; g++) {
-                v[g] = G <= 2 ? rp_load_word_blend(A + g * nb + b, wd) : rp_load_word(A + g * nb + b, wd);
+                v[g] = rp_load_word_blend(A + g * nb + b, wd);
                 RP_PIN(v[g]);
             }
 #pragma GCC unroll 4
