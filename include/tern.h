@@ -76,6 +76,7 @@ typedef struct tern_model_info {
     uint64_t bytes_per_token; /* decode byte budget (DESIGN.md) at position 0 */
     const char *isa;        /* kernel path in use ("avx512vnni", ...) */
     int n_threads;
+    bool has_chat_template; /* the file has tokenizer.chat_template (without one, chat uses ChatML) */
 } tern_model_info;
 void tern_model_get_info(const tern_model *m, tern_model_info *info);
 

@@ -213,6 +213,16 @@ static char *metrics_text(srv *s) {
              (unsigned long long)s->mx.mixed_steps, (unsigned long long)s->mx.spec_steps,
              (unsigned long long)s->mx.spec_drafted, (unsigned long long)s->mx.spec_accepted);
     sbuf_add(&b, line, strlen(line));
+    snprintf(line, sizeof line,
+             "# HELP tern_decode_only_steps_total scheduler steps that only decoded (no prompt chunk, no speculation)\n"
+             "# TYPE tern_decode_only_steps_total counter\ntern_decode_only_steps_total %llu\n"
+             "# HELP tern_decode_only_tokens_total tokens appended by those steps\n"
+             "# TYPE tern_decode_only_tokens_total counter\ntern_decode_only_tokens_total %llu\n"
+             "# HELP tern_decode_only_seconds_total wall time of those steps (steady-state decode rate = tokens / seconds)\n"
+             "# TYPE tern_decode_only_seconds_total counter\ntern_decode_only_seconds_total %.6f\n",
+             (unsigned long long)s->mx.decode_only_steps, (unsigned long long)s->mx.decode_only_tokens,
+             s->mx.decode_only_seconds);
+    sbuf_add(&b, line, strlen(line));
     pthread_mutex_unlock(&s->mx.mu);
     snprintf(line, sizeof line,
              "# HELP tern_queue_depth requests waiting for a slot\n# TYPE tern_queue_depth gauge\ntern_queue_depth %d\n"

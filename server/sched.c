@@ -509,6 +509,7 @@ static bool mixed_eval(srv_sched *s, slot **dec, int n_dec, slot **pf, const int
  * prompts share the pass), oldest admission first. A slot decoding alone with speculative
  * decoding on takes its speculative step after the prompts' own passes (the old order). */
 static void sched_step(srv_sched *s) {
+    const double t_step = srv_now();
     for (int i = 0; i < s->n_slots; i++) {            /* cancelled jobs leave; new ones are set up */
         slot *sl = &s->slots[i];
         if (!sl->job) continue;
@@ -574,7 +575,13 @@ static void sched_step(srv_sched *s) {
             if (sl->job && sl->n_prefilled > sl->job->usage.cached_tokens && sl->n_prefilled < sl->job->prompt.n)
                 sl->job->tm.decode_steps_in_prefill++;
         }
+    const double dt = srv_now() - t_step;
     pthread_mutex_lock(&s->mx->mu);
+    if (n > 0 && chunks == 0) {                       /* a pure decode step (no prompt, no speculation) */
+        s->mx->decode_only_steps++;
+        s->mx->decode_only_tokens += (uint64_t)n;
+        s->mx->decode_only_seconds += dt;
+    }
     s->mx->prefill_chunks += (uint64_t)chunks;
     if (mixed) s->mx->shared_passes++;
     if (mixed && n > 0) s->mx->mixed_steps++;

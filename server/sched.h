@@ -64,6 +64,9 @@ typedef struct srv_metrics {
     uint64_t prefill_chunks;    /* prompt chunks evaluated (at most n_batch tokens; alone or in a shared pass) */
     uint64_t shared_passes;     /* passes that carried prompt chunks of 2+ sequences, or chunks beside decode tokens */
     uint64_t mixed_steps;       /* of those, decode passes that also carried prompt chunks (chunked prefill) */
+    uint64_t decode_only_steps; /* scheduler steps that only decoded (no prompt chunk, no speculative step) */
+    uint64_t decode_only_tokens;    /* tokens those steps appended */
+    double decode_only_seconds;     /* their wall time, whole step (sampling, output, forward) */
     uint64_t spec_steps, spec_drafted, spec_accepted;   /* speculative decoding (tern_spec_stats) */
 } srv_metrics;
 

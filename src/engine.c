@@ -63,6 +63,7 @@ void tern_model_get_info(const tern_model *m, tern_model_info *info) {
     info->bytes_per_token = m->bytes_per_token;
     info->isa = kern_isa();
     info->n_threads = m->n_threads;
+    info->has_chat_template = tok_chat_template(m->vocab) != NULL;
 }
 
 /* ==== tokens ================================================================================= */

@@ -511,6 +511,33 @@ static void test_isa_q2_0(void **state) {
     }
 }
 
+/* Q8_0, TQ2_0 and TQ1_0 (avx2: mm_block8, 8 rows per pass, fast and ggml numerics): the avx2 table has
+ * its own entries (they ran through ref before), every shape of run_shapes, and Q8_0 at K not a
+ * multiple of 128 (a zero-padded last activation block: K = 96, 160) with a 1-7 row tail group. */
+static void test_isa_q8_0_tq2_0(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    if (kern_cpu_features() & KCPU_AVX2)
+        for (int m = 0; m < 2; m++) {
+            assert_non_null(kern_table_avx2.mm[KT_Q8_0][m]);
+            assert_non_null(kern_table_avx2.mm[KT_TQ2_0][m]);
+            assert_non_null(kern_table_avx2.mm[KT_TQ1_0][m]);
+        }
+#endif
+    rng_seed(27);
+    run_shapes(QT_Q8_0, 0);
+    run_shapes(QT_TQ2_0, 0);
+    run_shapes(QT_TQ1_0, 0);
+    static const int64_t Ks[] = {32, 96, 160};
+    for (int ki = 0; ki < 3; ki++)
+        for (int wp = 0; wp < 7; wp++) {
+            fixture f;
+            fx_make(&f, QT_Q8_0, Ks[ki], 1 + (wp * 5 + ki) % 19, 1 + wp % 4, wp, (wp + ki) % 5, 0);
+            compare_tables(&f, "q8_0 short K");
+            fx_free(&f);
+        }
+}
+
 static void test_isa_other_types(void **state) {
     (void)state;
     rng_seed(24);
@@ -762,6 +789,7 @@ int suite_kernels(int *n_tests) {
         cmocka_unit_test(test_isa_ptq1_0_direct),
         cmocka_unit_test(test_isa_ptq1_0_transcode),
         cmocka_unit_test(test_isa_q2_0),
+        cmocka_unit_test(test_isa_q8_0_tq2_0),
         cmocka_unit_test(test_isa_other_types),
         cmocka_unit_test(test_isa_special),
         cmocka_unit_test(test_isa_vocab_tail),

@@ -744,7 +744,11 @@ static void mixed_equivalence(tern_model *m) {
         free(seq[i].text);
         free(par[i].text);
     }
-    assert_true(mixed != UINT64_MAX && mixed >= 4);   /* B's and C's chunks rode A's decode passes (qwen35: pieces of 32+) */
+    assert_true(mixed != UINT64_MAX && mixed >= 4);
+    /* the steady-state counters see only pure decode steps: never a mixed one */
+    const uint64_t steps = metric(s, "tern_decode_steps_total"), donly = metric(s, "tern_decode_only_steps_total");
+    assert_true(donly > 0 && donly + mixed <= steps);
+    assert_true(metric(s, "tern_decode_only_tokens_total") >= donly);   /* B's and C's chunks rode A's decode passes (qwen35: pieces of 32+) */
     srv_stop(s);
     free(longb);
     free(longc);

@@ -77,6 +77,11 @@ int cmd_bench(int argc, char **argv) {
         }
     }
     if (!oc.model) { fprintf(stderr, "tern bench: -m MODEL is required; see tern bench --help\n"); return 2; }
+    if (n_pp == 0 && n_tg == 0) {   /* llama-bench would print an empty table */
+        fprintf(stderr, "tern bench: -p and -n: nothing to measure (every prompt and generation length is 0); "
+                        "expected at least one length above 0 in -p or -n\n");
+        return 2;
+    }
     if (n_th == 0) { th[0] = 0; n_th = 1; }
     int max_len = 1;
     for (int i = 0; i < n_pp; i++) max_len = pp[i] > max_len ? pp[i] : max_len;

@@ -246,7 +246,29 @@ int cmd_bench_kernel(int argc, char **argv) {
 #endif
     const int reps = o.quick ? 3 : 15;
     const char *const isas[] = {"ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"};
+    const int n_isas = (int)(sizeof isas / sizeof isas[0]);
     const char *best = kern_isa();
+    if (o.isa[0]) {   /* every name known (else a usage error); a path this build or CPU cannot run: said, skipped */
+        char buf[128];
+        snprintf(buf, sizeof buf, "%s", o.isa);
+        int n_ok = 0;
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+            int k = 0;
+            while (k < n_isas && strcmp(t, isas[k]) != 0) k++;
+            if (k == n_isas) {
+                opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avx512vnni, neon, dotprod, i8mm", o.isa);
+                return 2;
+            }
+            tern_err e = {0};
+            if (kern_force_isa(t, &e) != TERN_OK) fprintf(stderr, "tern bench-kernel: --isa: %s; skipped\n", e.msg);
+            else n_ok++;
+        }
+        kern_force_isa(best, NULL);
+        if (n_ok == 0) {
+            fprintf(stderr, "tern bench-kernel: --isa %s: none of these paths runs here (best path: %s)\n", o.isa, best);
+            return 1;
+        }
+    }
     char line[512];
     tern_err err = {0};
     int max_t = 1;

@@ -326,6 +326,7 @@ int cmd_chat(int argc, char **argv) {
     if (c.o.sp.repeat_last_n < 0) c.o.sp.repeat_last_n = tern_session_n_ctx(c.s);
     if (tern_sampler_init(&c.smp, c.m, &c.o.sp, &err) != TERN_OK) goto fail;
     if (c.o.spec.on && tern_spec_init(&c.spec, c.m, &c.o.spec.p, &err) != TERN_OK) goto fail;
+    opts_note_chat_template("chat", c.m, c.o.tmpl);
     {   /* fail early on an unknown template name, before the user types anything */
         tern_chat_msg probe = {"user", "hi"};
         prompt_ids p = {0};

@@ -1,5 +1,6 @@
 /* cli.c: the `tern` binary: dispatches `tern <command> [args]` to tools/<command>.c. */
 #include "cli.h"
+#include "opts.h"
 #include "tern.h"
 
 #include <stdio.h>
@@ -21,8 +22,21 @@ static const cli_cmd cmds[] = {
     {"serve", cmd_serve, "OpenAI-compatible HTTP server (chat, completions, streaming, /metrics, chat page)"},
 };
 
+/* `tern version` takes no options: -h/--help prints its usage; anything else is a usage error
+ * (exit 2) from the shared parser, as for every other command. */
 int cmd_version(int argc, char **argv) {
-    (void)argc; (void)argv;
+    static const opt_table none = {NULL, 0};
+    for (int i = 1; i < argc; i++) {
+        opt_val v;
+        const int id = opts_next("version", &none, 1, argc, argv, &i, &v);
+        if (id == OPT_HELP) {
+            printf("usage: tern version\nprints the version (takes no options)\n");
+            opts_help(stdout, &none, 1);
+            return 0;
+        }
+        if (id == OPT_POSITIONAL) return opts_unexpected("version", v.str);
+        return 2;                                      /* OPT_ERR: printed by the parser */
+    }
     printf("tern %s\n", TERN_VERSION);
     return 0;
 }

@@ -124,13 +124,13 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
     return rc;
 }
 
-bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n) {
+bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, bool shown) {
     const size_t ok = tok_utf8_valid_len(s, n);
     if (ok == n) return false;
     fprintf(stderr,
             "tern %s: warning: %s is not valid UTF-8 (first bad byte 0x%02x at offset %zu of %zu); it is tokenised "
-            "byte by byte and printed with U+FFFD\n",
-            cmd, what, (unsigned)(unsigned char)s[ok], ok, n);
+            "byte by byte%s\n",
+            cmd, what, (unsigned)(unsigned char)s[ok], ok, n, shown ? " and shown with U+FFFD" : " (the model sees those exact bytes)");
     return true;
 }
 
@@ -148,4 +148,13 @@ int opts_check_chat_template(const char *cmd, const char *name) {
     if (!name || chat_tmpl_by_name(name, &t, &err) == TERN_OK) return 0;
     opts_bad_value(cmd, "--chat-template", "one of chatml, qwen3, qwen35", name);
     return 2;
+}
+
+bool opts_note_chat_template(const char *cmd, const tern_model *m, const char *name) {
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    if ((name && *name) || info.has_chat_template) return false;
+    fprintf(stderr, "tern %s: warning: the model has no chat template (no tokenizer.chat_template in the file); "
+                    "using ChatML (--chat-template chatml|qwen3|qwen35 chooses one)\n", cmd);
+    return true;
 }

@@ -52,10 +52,16 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
  * tokenizer knows (chatml, qwen3, qwen35 and its aliases). Prints the usage error naming the
  * flag and returns 2, or returns 0. */
 int opts_check_chat_template(const char *cmd, const char *name);
+/* With no --chat-template (name NULL) and a model whose file has no tokenizer.chat_template,
+ * print once on stderr "tern CMD: warning: MODEL has no chat template (tokenizer.chat_template);
+ * using ChatML (...)", as llama.cpp warns; returns true if it did. */
+bool opts_note_chat_template(const char *cmd, const tern_model *m, const char *name);
 /* Prompts are bytes: text that is not valid UTF-8 is still tokenised (byte by byte, so the model
  * sees exactly those bytes, as llama.cpp), but the user is told. Prints "tern CMD: warning: WHAT
- * is not valid UTF-8 (first bad byte 0xXX at offset N); ..." on stderr; returns true if it did. */
-bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n);
+ * is not valid UTF-8 (first bad byte 0xXX at offset N of M); it is tokenised byte by byte" and
+ * then, if shown (the command echoes the text), " and shown with U+FFFD", else " (the model sees
+ * those exact bytes)", on stderr; returns true if it did. */
+bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, bool shown);
 /* Write s[0..n) to f with invalid UTF-8 replaced by U+FFFD (stdout stays valid UTF-8). */
 void opts_write_utf8(FILE *f, const char *s, size_t n);
 

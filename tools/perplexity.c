@@ -6,7 +6,9 @@
  * is scored: positions c/2 .. c-2 predict the next token (c/2 - 1 tokens per chunk). Per token
  * nll = -(l[tok] - max - log(sum_j expf(l[j] - max))) with float logits and the sum in double.
  * --tokens FILE: whitespace-separated ids evaluated as one sequence from its first id; every
- * next-token prediction is scored. The last line printed is `PPL = <value>`. */
+ * next-token prediction is scored. stdout holds the results only, in both modes: a first line
+ * "perplexity: N tokens, ..." saying what is scored, the running value per chunk (-f), and last
+ * `PPL = <value>`; warnings and errors go to stderr. */
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
@@ -53,10 +55,15 @@ static int read_ids(const char *path, int32_t **out, int *n) {
         char *end;
         const long v = strtol(p, &end, 10);
         if (end == p || v < 0 || v > INT32_MAX) {
-            size_t w = 0;                                   /* the offending word, for the message */
-            while (p[w] && w < 24 && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && p[w] != '\r' && p[w] != ',') w++;
-            fprintf(stderr, "tern perplexity: --tokens %s: token %d at byte %ld: expected an integer id in 0..%d, got '%.*s'\n",
-                    path, k, (long)(p - txt), INT32_MAX, (int)w, p);
+            char word[4 * 24 + 1];                          /* the offending word, bytes outside ASCII as \xNN */
+            size_t o = 0;
+            for (size_t w = 0; w < 24 && p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && p[w] != '\r' && p[w] != ','; w++) {
+                const unsigned char b = (unsigned char)p[w];
+                o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
+            }
+            word[o] = '\0';
+            fprintf(stderr, "tern perplexity: --tokens %s: token %d at byte %ld: expected an integer id in 0..%d, got '%s'\n",
+                    path, k, (long)(p - txt), INT32_MAX, word);
             free(ids);
             free(txt);
             return -1;
@@ -151,12 +158,12 @@ int cmd_perplexity(int argc, char **argv) {
                 count++;
             }
         }
-        printf("%d tokens, %ld predictions scored\n", n_ids, count);
+        printf("perplexity: %d tokens, %ld predictions scored (every next token)\n", n_ids, count);
     } else {
         size_t len;
         if (opts_read_input("-f", text_path, &txt, &len)) goto done;
         if (len > 0 && txt[len - 1] == '\n') len--;
-        opts_warn_utf8("perplexity", text_path, txt, len);
+        opts_warn_utf8("perplexity", text_path, txt, len, false);
         if (len > (size_t)INT32_MAX) { fprintf(stderr, "tern perplexity: text too large\n"); goto done; }
         int n_tok = 0;
         tern_tokenize(m, txt, len, info.add_bos, false, NULL, 0, &n_tok, &err);
@@ -167,13 +174,14 @@ int cmd_perplexity(int argc, char **argv) {
         int n_chunk = n_tok / c;
         if (max_chunks > 0 && max_chunks < n_chunk) n_chunk = max_chunks;
         if (n_chunk < 1 || c < 4) {
-            fprintf(stderr, "tern perplexity: %d tokens: need at least one chunk of -c %d (>= 4)\n", n_tok, c);
+            fprintf(stderr, "tern perplexity: -f %s: the text is %d tokens, expected at least %d (one chunk of -c %d; "
+                            "a smaller -c, at least 4, scores a shorter text)\n", text_path, n_tok, c, c);
             goto done;
         }
         const int first = c / 2;
         logits = malloc((size_t)(c - first) * (size_t)V * sizeof(float));
         if (!logits) { fprintf(stderr, "tern perplexity: out of memory\n"); goto done; }
-        fprintf(stderr, "perplexity: %d tokens, %d chunks of %d, scoring positions %d..%d of each chunk\n", n_tok,
+        printf("perplexity: %d tokens, %d chunks of %d, scoring positions %d..%d of each chunk\n", n_tok,
                 n_chunk, c, first, c - 2);
         int32_t *chunk = malloc((size_t)c * sizeof *chunk);
         if (!chunk) goto done;

@@ -96,7 +96,7 @@ int cmd_run(int argc, char **argv) {
         prompt = file_text;
     }
     if (!prompt) prompt = "";
-    opts_warn_utf8("run", prompt_file ? prompt_file : "the prompt (-p)", prompt, plen);
+    opts_warn_utf8("run", prompt_file ? prompt_file : "the prompt (-p)", prompt, plen, echo);
 
     int status = 1;
     tern_err err = {0};

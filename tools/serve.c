@@ -96,6 +96,7 @@ int cmd_serve(int argc, char **argv) {
         tern_model_free(m);
         return 1;
     }
+    opts_note_chat_template("serve", m, cfg.chat_template);   /* once it is sure to serve */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -1019,6 +1019,206 @@ static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     }
 }
 
+/* ---- Q8_0, TQ2_0 and TQ1_0 (file layout), fast and ggml numerics: 8 rows per pass ----------------
+ * One ymm per row holds 8 int32 partial sums of one unit; rows8_isum folds the 8 rows' vectors
+ * into one vector of their 8 unit sums (vphaddd and a lane add: integer, so exact and in any
+ * order), and the float update is one vector op for the 8 rows, each lane doing exactly the scalar
+ * fmaf of kern_impl.h's float order (fast: acc = fmaf(d_w * d_a, isum, acc) per unit; ggml: blk =
+ * fmaf(d_y, isum, blk) per 32-unit, sum = fmaf(d_w, blk, sum) per weight block). A last group of
+ * fewer than 8 rows repeats its last row in the missing lanes and stores only its own rows.
+ * Rows in chunks whose weights stay in L2 while every column of a matmul passes. */
+#define BK_CHUNK_BYTES (96 * 1024)
+
+static inline __m256i rows8_isum(const __m256i v[8]) {
+    const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    const __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+}
+
+/* The fp16 scales at byte offset off of 8 rows' blocks, as f32 (vcvtph2ps: exact, as fp16_to_f32). */
+static inline __m256 rows8_scale(const uint8_t *const row[8], size_t off) {
+    uint16_t h[8];
+    for (int i = 0; i < 8; i++) h[i] = (uint16_t)(row[i][off] | row[i][off + 1] << 8);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
+}
+
+/* Q8_0: 32 int8 weights x 32 int8 activations -> 8 int32 (each the sum of 4 products). vpsignb
+ * moves the weight's sign onto the activation; |w| <= 128 as unsigned bytes and |q| <= 127, so a
+ * vpmaddubsw pair sum is <= 2 * 128 * 127 = 32512 (no int16 saturation). */
+static inline __m256i q8_dot32(const uint8_t *wq, const int8_t *aq) {
+    const __m256i wv = _mm256_loadu_si256((const __m256i *)(const void *)wq);
+    const __m256i av = _mm256_loadu_si256((const __m256i *)(const void *)aq);
+    const __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), _mm256_sign_epi8(av, wv));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* TQ2_0: 32 bytes of 2-bit codes (u = t + 1, 0..2; 3 tolerated), slot s = bits 2s..2s+1 of every
+ * byte = 32 consecutive weights meeting 32 consecutive activation bytes. Returns the 8 int32
+ * partial sums of sum(u * q) over the slots in [s0, s1); pair sums <= 2 * 3 * 127 = 762 and four
+ * slots' sum <= 3048 stay in int16. */
+static inline __m256i tq2_dot(__m256i v, const int8_t *aq, int s0, int s1) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    __m256i p = _mm256_setzero_si256();
+    for (int s = s0; s < s1; s++) {
+        const __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * s), m3);
+        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(const void *)(aq + 32 * (s - s0)))));
+    }
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* TQ1_0: the 8 chunks of 32 digits u = t + 1 of a 256-block (spec 3.6), chunk k against the
+ * activation bytes 32k .. 32k + 31 of the block: bytes 0..31 hold elements 0..159 (digit n of byte
+ * i: element 32n + i: chunks 0-4), bytes 32..47 elements 160..239 (digit n of byte j: 160 + 16n +
+ * j: chunk 5 = digits 0|1, chunk 6 = 2|3, chunk 7's low lane = digit 4), bytes 48..51 elements
+ * 240..255 (digit n of byte j: 240 + 4n + j: chunk 7's high lane). Digits by ptq_digit after
+ * mul3 steps (x 3^n mod 256), as the PTQ1_0 kernel. p[k] = vpmaddubsw(u, q) of chunk k (int16:
+ * 2 * 2 * 127 per pair; four chunks summed stay <= 2032). */
+static inline void tq1_chunks(const uint8_t *blk, const int8_t *const aq[8], __m256i p[8]) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(const void *)blk);
+    for (int n = 0; n < 5; n++) {
+        p[n] = _mm256_maddubs_epi16(ptq_digit(x), _mm256_loadu_si256((const __m256i *)(const void *)aq[n]));
+        x = mul3(x);
+    }
+    const __m256i y0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(blk + 32)));
+    const __m256i y1 = mul3(y0), y2 = mul3(y1), y3 = mul3(y2), y4 = mul3(y3);
+    int32_t w4;
+    memcpy(&w4, blk + 48, 4);
+    const __m128i t0 = _mm_set1_epi32(w4), t1 = _mm_add_epi8(_mm_add_epi8(t0, t0), t0);
+    const __m128i t2 = _mm_add_epi8(_mm_add_epi8(t1, t1), t1), t3 = _mm_add_epi8(_mm_add_epi8(t2, t2), t2);
+    const __m128i tail = _mm_blend_epi32(_mm_blend_epi32(t0, t1, 0x2), _mm_blend_epi32(t2, t3, 0x8), 0xC);
+    const __m256i c[3] = {_mm256_blend_epi32(y0, y1, 0xF0), _mm256_blend_epi32(y2, y3, 0xF0),
+                          _mm256_inserti128_si256(y4, tail, 1)};
+    for (int k = 0; k < 3; k++)
+        p[5 + k] = _mm256_maddubs_epi16(ptq_digit(c[k]), _mm256_loadu_si256((const __m256i *)(const void *)aq[5 + k]));
+}
+
+static inline void rows8_store(const kern_mm_args *m, int c, int64_t r, int nr, __m256 acc) {
+    float out[8];
+    _mm256_storeu_ps(out, acc);
+    for (int i = 0; i < nr; i++) m->y[c * m->ldy + r + i] = out[i];
+}
+
+static inline void rows8_isum_hook(const kern_mm_args *m, int c, int64_t r, int nr, int64_t nu, int64_t u, __m256i is) {
+    if (!m->isum) return;
+    int32_t v[8];
+    _mm256_storeu_si256((__m256i *)(void *)v, is);
+    for (int i = 0; i < nr; i++) m->isum[((int64_t)c * m->w->n_out + r + i) * nu + u] = v[i];
+}
+
+/* Rows [r, r + nr) (nr <= 8) of column c. */
+static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t K = w->n_in;
+    const int bs = kern_block_size(w->type), bb = kern_block_bytes(w->type);
+    const int64_t nb = K / bs;
+    const size_t row_bytes = (size_t)nb * (size_t)bb;
+    const uint8_t *row[8];
+    for (int i = 0; i < 8; i++) row[i] = w->data + (size_t)(r + (i < nr ? i : nr - 1)) * row_bytes;
+    const size_t col = kern_act_col_bytes(a->mode, K);
+    const void *aq = (const uint8_t *)a->q + col * (size_t)c;
+    __m256 acc = _mm256_setzero_ps();
+    __m256i v[8];
+    if (w->type == QT_Q8_0 && a->mode == KQ_FAST) {
+        const kact_fast *ac = aq;
+        for (int64_t b = 0; b < nb; b++) {               /* unit = block = 32 */
+            const kact_fast *ab = &ac[b / 4];
+            const int8_t *q = ab->qs + 32 * (b % 4);
+            for (int i = 0; i < 8; i++) v[i] = q8_dot32(row[i] + b * 34 + 2, q);
+            const __m256i is = rows8_isum(v);
+            rows8_isum_hook(m, c, r, nr, nb, b, is);
+            const __m256 s = _mm256_mul_ps(rows8_scale(row, (size_t)b * 34), _mm256_set1_ps(ab->d));
+            acc = _mm256_fmadd_ps(s, _mm256_cvtepi32_ps(is), acc);
+        }
+    } else if (w->type == QT_Q8_0) {                     /* ggml: unit = weight block = activation block */
+        const kact_ggml *ag = aq;
+        for (int64_t b = 0; b < nb; b++) {
+            for (int i = 0; i < 8; i++) v[i] = q8_dot32(row[i] + b * 34 + 2, ag[b].qs);
+            const __m256i is = rows8_isum(v);
+            rows8_isum_hook(m, c, r, nr, nb, b, is);
+            const __m256 blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[b].d)), _mm256_cvtepi32_ps(is), _mm256_setzero_ps());
+            acc = _mm256_fmadd_ps(rows8_scale(row, (size_t)b * 34), blk, acc);
+        }
+    } else if (w->type == QT_TQ1_0) {                    /* 54-byte blocks of 256, d at byte 52 */
+        const __m256i ones = _mm256_set1_epi16(1);
+        for (int64_t b = 0; b < nb; b++) {
+            const int8_t *aqk[8];
+            const kact_fast *af = a->mode == KQ_FAST ? (const kact_fast *)aq + 2 * b : NULL;
+            const kact_ggml *ag = a->mode == KQ_FAST ? NULL : (const kact_ggml *)aq + 8 * b;
+            for (int k = 0; k < 8; k++) aqk[k] = af ? af[k / 4].qs + 32 * (k % 4) : ag[k].qs;
+            __m256i pv[8][8];                            /* [chunk][row] */
+            for (int i = 0; i < 8; i++) {
+                __m256i p[8];
+                tq1_chunks(row[i] + b * 54, aqk, p);
+                for (int k = 0; k < 8; k++) pv[k][i] = p[k];
+            }
+            const __m256 dw = rows8_scale(row, (size_t)b * 54 + 52);
+            if (af) {                                    /* fast: unit = half a block = one activation block */
+                for (int h = 0; h < 2; h++) {
+                    for (int i = 0; i < 8; i++)
+                        v[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_add_epi16(pv[4 * h][i], pv[4 * h + 1][i]),
+                                                                  _mm256_add_epi16(pv[4 * h + 2][i], pv[4 * h + 3][i])), ones);
+                    const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32(af[h].sum));
+                    rows8_isum_hook(m, c, r, nr, 2 * nb, 2 * b + h, is);
+                    acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(af[h].d)), _mm256_cvtepi32_ps(is), acc);
+                }
+            } else {                                     /* ggml: 8 units of 32 */
+                __m256 blk = _mm256_setzero_ps();
+                for (int k = 0; k < 8; k++) {
+                    for (int i = 0; i < 8; i++) v[i] = _mm256_madd_epi16(pv[k][i], ones);
+                    const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32(ag[k].sum));
+                    rows8_isum_hook(m, c, r, nr, 8 * nb, 8 * b + k, is);
+                    blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[k].d)), _mm256_cvtepi32_ps(is), blk);
+                }
+                acc = _mm256_fmadd_ps(dw, blk, acc);
+            }
+        }
+    } else if (a->mode == KQ_FAST) {                     /* TQ2_0: unit = half a block = one activation block */
+        const kact_fast *ac = aq;
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256 dw = rows8_scale(row, (size_t)b * 66 + 64);
+            for (int h = 0; h < 2; h++) {
+                const kact_fast *ab = &ac[2 * b + h];
+                for (int i = 0; i < 8; i++)
+                    v[i] = tq2_dot(_mm256_loadu_si256((const __m256i *)(const void *)(row[i] + b * 66 + 32 * h)), ab->qs, 0, 4);
+                const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32(ab->sum));   /* sum((u - 1) q) */
+                rows8_isum_hook(m, c, r, nr, 2 * nb, 2 * b + h, is);
+                acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), _mm256_cvtepi32_ps(is), acc);
+            }
+        }
+    } else {                                             /* TQ2_0, ggml: 8 units of 32 per block */
+        const kact_ggml *ag = aq;
+        for (int64_t b = 0; b < nb; b++) {
+            __m256 blk = _mm256_setzero_ps();
+            __m256i wv[8];
+            for (int i = 0; i < 8; i++) wv[i] = _mm256_setzero_si256();
+            for (int k = 0; k < 8; k++) {                /* unit k: half k / 4, slot k % 4 */
+                const int h = k / 4, s = k % 4;
+                if (s == 0)
+                    for (int i = 0; i < 8; i++) wv[i] = _mm256_loadu_si256((const __m256i *)(const void *)(row[i] + b * 66 + 32 * h));
+                const kact_ggml *ab = &ag[8 * b + k];
+                for (int i = 0; i < 8; i++) v[i] = tq2_dot(_mm256_srli_epi16(wv[i], 2 * s), ab->qs, 0, 1);
+                const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32(ab->sum));
+                rows8_isum_hook(m, c, r, nr, 8 * nb, 8 * b + k, is);
+                blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ab->d)), _mm256_cvtepi32_ps(is), blk);
+            }
+            acc = _mm256_fmadd_ps(rows8_scale(row, (size_t)b * 66 + 64), blk, acc);
+        }
+    }
+    rows8_store(m, c, r, nr, acc);
+}
+
+static void mm_block8(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const size_t row_bytes = (size_t)(w->n_in / kern_block_size(w->type)) * (size_t)kern_block_bytes(w->type);
+    const int64_t rows_per = TERN_MAX((int64_t)8, (int64_t)(BK_CHUNK_BYTES / row_bytes) & ~(int64_t)7);
+    for (int64_t rc = r0; rc < r1; rc += rows_per) {
+        const int64_t rc1 = TERN_MIN(r1, rc + rows_per);
+        for (int c = 0; c < m->a->ncols; c++)
+            for (int64_t r = rc; r < rc1; r += 8) bk_rows8(m, c, r, (int)TERN_MIN((int64_t)8, rc1 - r));
+    }
+}
+
 const kern_table kern_table_avx2 = {
     .name = "avx2",
     .needs = KCPU_AVX2,
@@ -1026,10 +1226,10 @@ const kern_table kern_table_avx2 = {
         [KT_PQ2_0] = {mm_pq2_0_fast, mm_pq2_0_ggml, mm_block_f32mode},
         [KT_PTQ1_0] = {mm_ptq1_0_fast, mm_ptq1_0_ggml, mm_block_f32mode},
         [KT_Q2_0] = {mm_q2_0_fast, NULL, mm_block_f32mode},
-        [KT_TQ1_0] = {NULL, NULL, mm_block_f32mode},
-        [KT_TQ2_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_TQ1_0] = {mm_block8, mm_block8, mm_block_f32mode},
+        [KT_TQ2_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_Q1_0] = {NULL, NULL, mm_block_f32mode},
-        [KT_Q8_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_Q8_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_F32] = {mm_f32_float, mm_f32_float, mm_f32_float},
         [KT_F16] = {mm_half_float, mm_half_float, mm_half_float},
         [KT_BF16] = {mm_half_float, mm_half_float, mm_half_float},
