@@ -19,12 +19,13 @@
 
 /* K around the chunk of 136 blocks: one block, 135, 136 (one full chunk), 137 (a chunk of one
  * block after it), 273 (three chunks); rows: one group (pass4 only), 13 (pass8 + pass4 + a tail
- * row), 20 (two pass8 + pass4), 24 (three pass8). */
+ * row), 20 (two pass8 + pass4), 24 (three pass8), 70 (17 groups: a pass8 pairs group i with group
+ * 8 + i, the two halves of the range, then pass4 and two tail rows). */
 static void test_mv_chunks(void **state) {
     (void)state;
     rs = 201;
     static const int64_t Ks[] = {128, 135 * 128, 136 * 128, 137 * 128, 273 * 128};
-    static const int64_t Ns[] = {4, 13, 20, 24};
+    static const int64_t Ns[] = {4, 13, 20, 24, 70};
     int n = 0;
     for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++)
         for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++) {

@@ -32,6 +32,7 @@
 /* ---- options and output ------------------------------------------------------------------- */
 typedef struct {
     bool json, quick;
+    bool decode_seq;     /* --decode-seq: only bench_decode_seq */
     char isa[128];       /* comma list or "" = every runnable path */
     int threads[8];
     int n_threads;
@@ -199,12 +200,204 @@ static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float 
     return stats(tb, reps);
 }
 
-enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS };
+/* ---- decode sequence: the per-layer matvecs of bonsai-1.7b ------------------------------------
+ * L distinct layers (more bytes than the L3) of q/k/v (one job over the row-concatenated 2048 +
+ * 1024 + 1024 rows), o (2048x2048), gate + up (one job, 2 x 6144x2048, rows split by 128 as
+ * blk_ffn_up), down (2048x6144), each a pool job as in the model's decode (no norm/attention
+ * work between them). Variants, interleaved per repeat:
+ *   jobs     one pool job per projection (the model's barriers);
+ *   nobar    one job: each thread runs its share of every projection of every layer with no
+ *            barrier between them (not a valid forward: the cost of the barriers alone);
+ *   lm_head  151936x2048 alone (83 MB);
+ *   71MB     the 32768x8192 matvec of the main table.
+ * GB/s of weights over the busy time (per job, the slowest thread's CPU time: preemption removed),
+ * against the 2-thread read bandwidth measured the same way (512 MiB) in the same repeat; wall
+ * GB/s beside it. */
+enum { DS_QKV, DS_O, DS_GU, DS_DOWN, DS_N };
+typedef struct {
+    const kern_w *w[DS_N][2];      /* per projection of one layer (gate + up: 2) */
+    const kern_act *a[DS_N];
+    float *y[2];
+    int nt;
+    int kind;                      /* DS_* of this job, or -1: the whole sweep (nobar) */
+    const kern_w *(*layers)[DS_N][2];
+    int n_layer;
+} ds_ctx;
+
+static void ds_range(int kind, const kern_w *w, int nt, int ith, int64_t *i0, int64_t *i1) {
+    pool_split(w->n_out, kind == DS_GU ? 128 : KERN_ROW_ALIGN, nt, ith, i0, i1);
+}
+static void job_ds_body(void *ctx, int64_t r0, int64_t r1, int ith);
+static void ds_run(const kern_w *const *w, int kind, const kern_act *a, float *const *y, int64_t r0, int64_t r1) {
+    kern_matmul(w[0], a, y[0], w[0]->n_out, r0, r1);
+    if (kind == DS_GU) kern_matmul(w[1], a, y[1], w[1]->n_out, r0, r1);
+}
+static void job_ds(void *ctx, int64_t r0, int64_t r1, int ith) {
+    const double c0 = thread_cpu_s();
+    job_ds_body(ctx, r0, r1, ith);
+    g_busy[ith] = thread_cpu_s() - c0;
+}
+static void job_ds_body(void *ctx, int64_t r0, int64_t r1, int ith) {
+    const ds_ctx *c = ctx;
+    if (c->kind >= 0) {
+        ds_run(c->w[c->kind], c->kind, c->a[c->kind], c->y, r0, r1);
+        return;
+    }
+    (void)r0; (void)r1;
+    for (int l = 0; l < c->n_layer; l++)
+        for (int k = 0; k < DS_N; k++) {
+            int64_t i0, i1;
+            ds_range(k, c->layers[l][k][0], c->nt, ith, &i0, &i1);
+            if (i0 < i1) ds_run(c->layers[l][k], k, c->a[k], c->y, i0, i1);
+        }
+}
+
+static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps) {
+    enum { L = 8 };
+    const int64_t D = 2048, F = 6144, V = 151936;
+    const int64_t shp[DS_N][2] = {{4096, D}, {D, D}, {F, D}, {D, F}};   /* (N, K) */
+    kern_w ws[L][DS_N][2], out;
+    uint8_t *data[L][DS_N][2], *out_data = NULL;
+    const kern_w *layers[L][DS_N][2];
+    memset(data, 0, sizeof data);
+    tern_err err = {0};
+    double bytes = 0;
+    int rc = 0;
+    /* one buffer for all layers (huge pages, as the model's weights in the file buffer) */
+    size_t total = 0;
+    for (int k = 0; k < DS_N; k++) total += (size_t)(shp[k][1] / 128) * 34 * (size_t)shp[k][0] * (k == DS_GU ? 2 : 1);
+    uint8_t *all = tern_alloc_aligned(total * L);
+    if (!all) return 1;
+    size_t at = 0;
+    for (int l = 0; l < L && !rc; l++)
+        for (int k = 0; k < DS_N && !rc; k++)
+            for (int h = 0; h < (k == DS_GU ? 2 : 1); h++) {
+                size_t b;
+                uint8_t *tmp = make_weights(142, shp[k][1], shp[k][0], &b);
+                if (!tmp) { rc = 1; break; }
+                memcpy(all + at, tmp, b);
+                tern_free_aligned(tmp);
+                data[l][k][h] = all + at;
+                at += b;
+                if (kern_w_init_ex(&ws[l][k][h], "w", 142, data[l][k][h], shp[k][1], shp[k][0], 0, &err)) {
+                    rc = 1;
+                    break;
+                }
+                layers[l][k][h] = &ws[l][k][h];
+                if (h == 0) layers[l][k][1] = NULL;
+                bytes += (double)kern_w_bytes(&ws[l][k][h]);
+            }
+    size_t ob = 0, bgb = 0;
+    kern_w big;
+    uint8_t *big_data = NULL;
+    if (!rc) {
+        out_data = make_weights(142, D, V, &ob);
+        if (!out_data || kern_w_init_ex(&out, "out", 142, out_data, D, V, 0, &err)) rc = 1;
+    }
+    if (!rc) {
+        big_data = make_weights(142, 8192, 32768, &bgb);
+        if (!big_data || kern_w_init_ex(&big, "big", 142, big_data, 8192, 32768, 0, &err)) rc = 1;
+    }
+    if (rc) { fprintf(stderr, "bench-kernel: %s\n", err.msg[0] ? err.msg : "out of memory"); return 1; }
+    float *x = tern_alloc_aligned(sizeof(float) * (size_t)F), *y0 = tern_alloc_aligned(sizeof(float) * (size_t)V),
+          *y1 = tern_alloc_aligned(sizeof(float) * (size_t)F);
+    void *qd = tern_alloc_aligned(kern_act_bytes(KQ_FAST, D, 1)), *qf = tern_alloc_aligned(kern_act_bytes(KQ_FAST, F, 1));
+    float *xb = tern_alloc_aligned(sizeof(float) * 8192), *yb = tern_alloc_aligned(sizeof(float) * 32768);
+    void *qb = tern_alloc_aligned(kern_act_bytes(KQ_FAST, 8192, 1));
+    for (int i = 0; i < 8192; i++) xb[i] = (float)((rnd() >> 40) % 2001) / 1000.0f - 1.0f;
+    kern_act abig = {.x = xb, .q = qb, .K = 8192, .ncols = 1, .mode = KQ_FAST};
+    kern_quantize(&abig);
+    for (int64_t i = 0; i < F; i++) x[i] = (float)((rnd() >> 40) % 2001) / 1000.0f - 1.0f;
+    kern_act ad = {.x = x, .q = qd, .K = D, .ncols = 1, .mode = KQ_FAST}, af = {.x = x, .q = qf, .K = F, .ncols = 1, .mode = KQ_FAST};
+    kern_quantize(&ad);
+    kern_quantize(&af);
+    ds_ctx c = {.a = {&ad, &ad, &ad, &af}, .y = {y0, y1}, .nt = nt, .layers = layers, .n_layer = L};
+    const char *names[4] = {"jobs", "nobar", "lm_head", "71MB"};
+    double t[4][64], tw[4][64];
+    double bwv[64];
+    const int64_t n_bw = ((int64_t)512 << 20) / 8;
+    uint64_t *bw_buf = tern_alloc_aligned((size_t)n_bw * 8);
+    if (!bw_buf) return 1;
+    memset(bw_buf, 1, (size_t)n_bw * 8);
+    for (int r = -1; r < reps; r++) {
+        double b = 0;
+        {
+            bw_ctx bc = {.buf = bw_buf};
+            busy_take(nt);
+            pool_for(pool, n_bw, 4096, job_bw, &bc);
+            b = (double)n_bw * 8 / busy_take(nt) / 1e9;
+        }
+        for (int v = 0; v < 4; v++) {
+            double busy = 0;
+            busy_take(nt);
+            const double t0 = tern_time_s();
+            if (v == 3) {
+                mm_ctx mc = {&big, &abig, yb, 32768};
+                pool_for(pool, 32768, KERN_ROW_ALIGN, job_mm, &mc);
+                busy = busy_take(nt);
+            } else if (v == 1) {
+                c.kind = -1;
+                pool_for(pool, nt, 1, job_ds, &c);
+            } else if (v == 2) {
+                c.kind = DS_O;   /* one projection: lm_head */
+                const kern_w *wo[2] = {&out, NULL};
+                memcpy(c.w[DS_O], wo, sizeof wo);
+                pool_for(pool, V, KERN_ROW_ALIGN, job_ds, &c);
+                busy += busy_take(nt);
+            } else {
+                for (int l = 0; l < L; l++)
+                    for (int k = 0; k < DS_N; k++) {
+                        memcpy(c.w, layers[l], sizeof c.w);
+                        c.kind = k;
+                        pool_for(pool, shp[k][0], k == DS_GU ? 128 : KERN_ROW_ALIGN, job_ds, &c);
+                        busy += busy_take(nt);
+                    }
+            }
+            if (v == 1) busy = busy_take(nt);
+            if (r >= 0) { t[v][r] = busy; tw[v][r] = tern_time_s() - t0; }
+        }
+        if (r >= 0) bwv[r] = b;
+    }
+    const stat3 sb = stats(bwv, reps);
+    char line[512];
+    for (int v = 0; v < 4; v++) {
+        const double by = v == 2 ? (double)kern_w_bytes(&out) : v == 3 ? (double)kern_w_bytes(&big) : bytes;
+        double g[64], gw[64];
+        for (int r = 0; r < reps; r++) { g[r] = by / t[v][r] / 1e9; gw[r] = by / tw[v][r] / 1e9; }
+        const stat3 s = stats(g, reps), swl = stats(gw, reps);
+        snprintf(line, sizeof line, "decode-seq %-8s t%d: %6.2f GB/s [%.2f, %.2f] busy = %5.1f%% of the probe %.1f GB/s; wall %.2f (%.0f MB)",
+                 names[v], nt, s.med, s.min, s.max, 100 * s.med / sb.med, sb.med, swl.med, by / 1e6);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "op", "decode_seq");
+        cJSON_AddStringToObject(j, "variant", names[v]);
+        cJSON_AddNumberToObject(j, "threads", nt);
+        cJSON_AddNumberToObject(j, "gbytes_per_s", s.med);
+        cJSON_AddNumberToObject(j, "gbytes_per_s_wall", swl.med);
+        cJSON_AddNumberToObject(j, "bw_gbytes_per_s", sb.med);
+        cJSON_AddNumberToObject(j, "frac_of_ceiling", s.med / sb.med);
+        emit(o, j, line);
+    }
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < DS_N; k++)
+            for (int h = 0; h < (k == DS_GU ? 2 : 1); h++) kern_w_free(&ws[l][k][h]);
+    tern_free_aligned(all);
+    kern_w_free(&out);
+    tern_free_aligned(out_data);
+    kern_w_free(&big);
+    tern_free_aligned(big_data); tern_free_aligned(xb); tern_free_aligned(yb); tern_free_aligned(qb);
+    tern_free_aligned(x); tern_free_aligned(y0); tern_free_aligned(y1); tern_free_aligned(qd); tern_free_aligned(qf);
+    tern_free_aligned(bw_buf);
+    return 0;
+}
+
+enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE };
 static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
     {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure, of ref,avx2,avx512vnni (default: all this CPU runs)"},
     {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts, at most 8 (default 1,2)"},
+    {BK_DECODE, "--decode-seq", OPT_FLAG, NULL, 0, 0, NULL,
+     "only bonsai-1.7b's decode matvecs: 8 layers as pool jobs, without barriers, lm_head, 71 MB (busy GB/s vs the probe)"},
 };
 
 static void usage(FILE *f) {
@@ -227,6 +420,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         case OPT_POSITIONAL: return opts_unexpected("bench-kernel", v.str);
         case BK_JSON: o.json = true; break;
         case BK_QUICK: o.quick = true; break;
+        case BK_DECODE: o.decode_seq = true; break;
         case BK_ISA: snprintf(o.isa, sizeof o.isa, "%s", v.str); break;
         case BK_THREADS:
             if (v.n_list < 1 || v.n_list > max_threads) {
@@ -281,6 +475,12 @@ int cmd_bench_kernel(int argc, char **argv) {
                "# time of the slowest thread: preemption removed); int8 peak = best of short runs;\n"
                "# ratio = median / ceiling (best = best repeat / ceiling)\n", best, reps);
 
+    if (o.decode_seq) {
+        int rc = 0;
+        for (int ti = 0; ti < o.n_threads && !rc; ti++) rc = bench_decode_seq(&o, pools[ti], o.threads[ti], reps);
+        for (int i = 0; i < o.n_threads; i++) pool_free(pools[i]);
+        return rc;
+    }
     /* 1. read bandwidth and int8 peak and the empty job, per thread count */
     double bw[8] = {0}, peak[8] = {0};
     {

@@ -9,7 +9,8 @@
  * masked in place would be 192 * 127 * 2 = 48768 > 32767 (DESIGN.md), so slots are brought down
  * to u or 4u (u <= 3) and every int16 bound is written next to the code that relies on it.
  * Fast matvec: the activation expanded once per call (every vpmaddubsw takes it as a memory
- * operand), 8 rows per pass, nibble extraction, prefetch (mv_rowpair, rp_mv_pass8). Fast matmul at 2-4
+ * operand), 8 rows per pass (a row group from each half of the thread's range: two streams far
+ * apart), nibble extraction, prefetch (mv_rowpair, rp_mv_pass8). Fast matmul at 2-4
  * columns (speculative verification, batched decode): 8-12 rows x all columns per pass, each
  * activation broadcast shared by the pass's row groups (rp_mm_narrow). Fast matmul at 5+: column
  * tiles of 8 with pre-extracted weight slots and pre-expanded activations, blocked over rows and
@@ -271,6 +272,7 @@ static void mm_ptq1_0_direct(const kern_mm_args *m, int64_t r0, int64_t r1) {
  * left the 2-thread matvec at ~55% of the read bandwidth; bench/RESULTS.md "kern"). */
 #define RP_PF 16   /* blocks ahead (2176 bytes) */
 
+
 static inline __attribute__((always_inline)) __m256i rp_load_word(const kern_rp_block *blk, int wd) {
     return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)blk->qs[0][wd])),
                                    _mm_loadu_si128((const __m128i *)(const void *)blk->qs[1][wd]), 1);
@@ -351,17 +353,20 @@ static inline __attribute__((always_inline)) void rp_nibble_acc_x(__m256i v, con
 /* Float accumulator order of a pass8: [A0 A1 B0 B1 | A2 A3 B2 B3] <-> rows 0..7 (its own inverse). */
 static inline __m256i mv_perm8(void) { return _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7); }
 
-/* Rows 4g .. 4g + 7 (groups A = g at A, B = g + 1 right after it), blocks [b0, b1) of nb; x holds
- * the expanded activation of those blocks. first: the accumulators start at +0, else they are
- * reloaded from y (the previous chunk's). */
-static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, int64_t b0, int64_t b1, const kact_fast *ac,
-                        const mv_xblk *x, float *y, int32_t *isum, bool first) {
-    const kern_rp_block *B = A + nb;
-    __m256 acc = first ? _mm256_setzero_ps() : _mm256_permutevar8x32_ps(_mm256_loadu_ps(y), mv_perm8());
+/* Rows of two groups (4 rows each): group A at A (output yA, isum iA) and group B at B (yB, iB),
+ * blocks [b0, b1) of nb; x holds the expanded activation of those blocks. `step`: blocks from a
+ * group to the next pass's group of the same stream (the prefetch runs on into it past the end of
+ * the chunk). first: the accumulators start at +0, else they are reloaded from y (the previous
+ * chunk's). */
+static void rp_mv_pass8(const kern_rp_block *A, const kern_rp_block *B, int64_t nb, int64_t step, int64_t b0, int64_t b1,
+                        const kact_fast *ac, const mv_xblk *x, float *yA, float *yB, int32_t *iA, int32_t *iB, bool first) {
+    __m256 acc = first ? _mm256_setzero_ps()
+                       : _mm256_permutevar8x32_ps(_mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(yA)), _mm_loadu_ps(yB), 1),
+                                                  mv_perm8());
     for (int64_t b = b0; b < b1; b++) {
         /* prefetch: RP_PF blocks ahead in each stream; past the end of the chunk, the same chunk
-         * of the next pass's groups (2 nb blocks further) */
-        const int64_t pf = b + RP_PF < b1 ? b + RP_PF : b + RP_PF - (b1 - b0) + 2 * nb;
+         * of the next pass's group of that stream (step blocks further) */
+        const int64_t pf = b + RP_PF < b1 ? b + RP_PF : b + RP_PF - (b1 - b0) + step;
         rp_prefetch(A, pf);
         rp_prefetch(B, pf);
         const kern_rp_block *ba = A + b, *bb = B + b;
@@ -374,17 +379,19 @@ static void rp_mv_pass8(const kern_rp_block *A, int64_t nb, int64_t b0, int64_t 
             rp_nibble_acc_x(rp_load_word(bb, wd), xb->q[wd], &b1s, &b4);
         }
         const __m256i h = _mm256_hadd_epi32(rp_nibble_fold(a1, a4), rp_nibble_fold(b1s, b4));   /* [A0 A1 B0 B1 | A2 A3 B2 B3] */
-        if (isum) {
+        if (iA) {
             int32_t t[8];
             static const int row[8] = {0, 1, 4, 5, 2, 3, 6, 7};
             _mm256_storeu_si256((__m256i *)(void *)t, h);
-            for (int i = 0; i < 8; i++) isum[row[i] * nb + b] = t[i];
+            for (int i = 0; i < 8; i++) (row[i] < 4 ? iA : iB)[(row[i] & 3) * nb + b] = t[i];
         }
         const __m128i da = _mm_loadl_epi64((const __m128i *)(const void *)ba->d), db = _mm_loadl_epi64((const __m128i *)(const void *)bb->d);
         const __m256 dw = _mm256_cvtph_ps(_mm_unpacklo_epi32(da, db));                   /* same order */
         acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ac[b].d)), _mm256_cvtepi32_ps(h), acc);
     }
-    _mm256_storeu_ps(y, _mm256_permutevar8x32_ps(acc, mv_perm8()));
+    const __m256 r = _mm256_permutevar8x32_ps(acc, mv_perm8());   /* rows A0..A3 B0..B3 */
+    _mm_storeu_ps(yA, _mm256_castps256_ps128(r));
+    _mm_storeu_ps(yB, _mm256_extractf128_ps(r, 1));
 }
 
 /* Rows 4g .. 4g + 3 (one group: the odd last group of a range), blocks [b0, b1) as pass8. */
@@ -423,9 +430,17 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
     for (int64_t b0 = 0; b0 < nb; b0 += MV_KB) {
         const int64_t b1 = TERN_MIN(nb, b0 + MV_KB);
         mv_expand(x, ac + b0, (int)(b1 - b0));
-        int64_t r = r0;
-        for (; r + 8 <= g1; r += 8)
-            rp_mv_pass8(rp + (r / 4) * nb, nb, b0, b1, ac, x, m->y + r, m->isum ? m->isum + r * nb : NULL, b0 == 0);
+        /* two streams far apart: group i of the range's first half with group i of its second
+         * half (an odd last group: pass4). Pairing adjacent groups (one stream) streamed the
+         * K = 2048 matrices of bonsai-1.7b 14-18% slower from memory at 2 threads (interleaved
+         * in-process A/B, bench/RESULTS.md "Session 4 tg"); the rows' sums are the same. */
+        const int64_t ng = (g1 - r0) / 4, h = ng / 2;
+        for (int64_t i = 0; i < h; i++) {
+            const int64_t ra = r0 + 4 * i, rb = r0 + 4 * (h + i);
+            rp_mv_pass8(rp + (ra / 4) * nb, rp + (rb / 4) * nb, nb, nb, b0, b1, ac, x, m->y + ra, m->y + rb,
+                        m->isum ? m->isum + ra * nb : NULL, m->isum ? m->isum + rb * nb : NULL, b0 == 0);
+        }
+        const int64_t r = r0 + 8 * h;
         if (r < g1) rp_mv_pass4(rp + (r / 4) * nb, nb, b0, b1, ac, x, m->y + r, m->isum ? m->isum + r * nb : NULL, b0 == 0);
     }
 }
