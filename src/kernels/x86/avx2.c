@@ -1053,9 +1053,11 @@ static inline __m256i rows8_isum(const __m256i v[8]) {
 
 /* The fp16 scales at byte offset off of 8 rows' blocks, as f32 (vcvtph2ps: exact, as fp16_to_f32). */
 static inline __m256 rows8_scale(const uint8_t *const row[8], size_t off) {
-    uint16_t h[8];
-    for (int i = 0; i < 8; i++) h[i] = (uint16_t)(row[i][off] | row[i][off + 1] << 8);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)h));
+    __m128i h = _mm_setzero_si128();                 /* vpinsrw from memory: little-endian fp16 */
+#define R8_INS(i) do { uint16_t v_; memcpy(&v_, row[i] + off, 2); h = _mm_insert_epi16(h, v_, i); } while (0)
+    R8_INS(0); R8_INS(1); R8_INS(2); R8_INS(3); R8_INS(4); R8_INS(5); R8_INS(6); R8_INS(7);
+#undef R8_INS
+    return _mm256_cvtph_ps(h);
 }
 
 /* Q8_0: 32 int8 weights x 32 int8 activations -> 8 int32 (each the sum of 4 products). vpsignb
@@ -1138,8 +1140,8 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     if (w->type == QT_Q8_0 && a->mode == KQ_FAST) {
         const kact_fast *ac = aq;
         for (int64_t b = 0; b < nb; b++) {               /* unit = block = 32 */
-            const kact_fast *ab = &ac[b / 4];
-            const int8_t *q = ab->qs + 32 * (b % 4);
+            const kact_fast *ab = &ac[(uint64_t)b / 4];   /* unsigned: b >= 0, a shift */
+            const int8_t *q = ab->qs + 32 * ((uint64_t)b % 4);
             for (int i = 0; i < 8; i++) v[i] = q8_dot32(row[i] + b * 34 + 2, q);
             const __m256i is = rows8_isum(v);
             rows8_isum_hook(m, c, r, nr, nb, b, is);
