@@ -182,7 +182,8 @@ static void test_no_chat_template_notice(void **state) {
 
 /* Values found wrong by feeding bad input to every command: bench-kernel --isa with an unknown
  * name ran every path (exit 0); perplexity --tokens echoed raw bytes that are not text (now
- * \xNN); a text shorter than one chunk names the file, its length and the -c needed. */
+ * \xNN); a text shorter than one chunk names the file, its length and the -c needed; bench-spec's
+ * prompt file names a line that is not JSON and says what it expects. */
 static void test_bad_input_messages(void **state) {
     (void)state;
     expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avx512vnni, neon, dotprod, i8mm, "
@@ -199,6 +200,19 @@ static void test_bad_input_messages(void **state) {
     snprintf(want, sizeof want, "tern perplexity: -f %s: the text is 5 tokens, expected at least 64 (one chunk of -c 64; "
              "a smaller -c, at least 4, scores a shorter text)", text);
     expect_err(1, want, NULL, args);
+    /* bench-spec prompts: a line that is not JSON is named (line, byte) and skipped; a file with no
+     * usable line says what it found and what it expects */
+    char jl[512];
+    fx_tmp_path(jl, sizeof jl, "spec-prompts.jsonl");
+    write_file(jl, "{\"prompt\": \"Once upon\"}\n{bad json\n", 34);
+    snprintf(args, sizeof args, "bench-spec -m '%s' --prompts '%s' -n 2 -t 1", model, jl);
+    snprintf(want, sizeof want, "tern bench-spec: warning: %s line 2: not JSON (at byte ", jl);
+    expect_err(0, want, NULL, args);
+    write_file(jl, "{\"turns\": 5}\n\n", 14);
+    snprintf(want, sizeof want, "tern bench-spec: no prompt in %s (2 lines: 0 not JSON, 1 without a string \"prompt\" or "
+             "\"turns\"[0]); expected JSON lines with one of those fields", jl);
+    expect_err(1, want, NULL, args);
+    remove(jl);
     remove(ids);
     remove(text);
 }

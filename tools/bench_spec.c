@@ -76,13 +76,18 @@ static int load_prompts(const bs_args *a, char ***out) {
         *out = v;
         return n;
     }
+    int line_no = 0, n_bad = 0, n_none = 0;
     for (char *line = txt, *next; line && *line && n < a->n_prompts; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = '\0';
+        line_no++;
         if (!*line) continue;
         cJSON *j = cJSON_Parse(line);
-        if (!j) {
-            fprintf(stderr, "tern bench-spec: %s: a line is not JSON\n", a->prompts);
+        if (!j) {                                     /* said for the first few, then counted */
+            const char *at = cJSON_GetErrorPtr();
+            if (n_bad++ < 3)
+                fprintf(stderr, "tern bench-spec: warning: %s line %d: not JSON (at byte %ld of the line); skipped\n",
+                        a->prompts, line_no, at && at >= line && at <= line + strlen(line) ? (long)(at - line) : 0L);
             continue;
         }
         const cJSON *cat = cJSON_GetObjectItem(j, "category");
@@ -93,12 +98,16 @@ static int load_prompts(const bs_args *a, char ***out) {
         const cJSON *p = cJSON_GetObjectItem(j, "prompt");
         if (!cJSON_IsString(p)) p = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "turns"), 0);
         if (cJSON_IsString(p)) v[n++] = strdup(p->valuestring);
+        else n_none++;
         cJSON_Delete(j);
     }
     free(txt);
     *out = v;
-    if (n == 0) fprintf(stderr, "tern bench-spec: no prompt in %s%s%s\n", a->prompts, a->category ? " of category " : "",
-                        a->category ? a->category : "");
+    if (n_bad > 3) fprintf(stderr, "tern bench-spec: warning: %s: %d lines in all are not JSON; skipped\n", a->prompts, n_bad);
+    if (n == 0)
+        fprintf(stderr, "tern bench-spec: no prompt in %s%s%s (%d lines: %d not JSON, %d without a string \"prompt\" or "
+                        "\"turns\"[0]); expected JSON lines with one of those fields\n",
+                a->prompts, a->category ? " of category " : "", a->category ? a->category : "", line_no, n_bad, n_none);
     return n ? n : -1;
 }
 
