@@ -511,7 +511,7 @@ static void test_isa_q2_0(void **state) {
     }
 }
 
-/* Q8_0, TQ2_0 and TQ1_0 (avx2: mm_block8, 8 rows per pass, fast and ggml numerics): the avx2 table has
+/* Q8_0, TQ2_0, TQ1_0 and Q1_0 (avx2: mm_block8, 8 rows per pass, fast and ggml numerics): the avx2 table has
  * its own entries (they ran through ref before), every shape of run_shapes, and Q8_0 at K not a
  * multiple of 128 (a zero-padded last activation block: K = 96, 160) with a 1-7 row tail group. */
 static void test_isa_q8_0_tq2_0(void **state) {
@@ -522,12 +522,14 @@ static void test_isa_q8_0_tq2_0(void **state) {
             assert_non_null(kern_table_avx2.mm[KT_Q8_0][m]);
             assert_non_null(kern_table_avx2.mm[KT_TQ2_0][m]);
             assert_non_null(kern_table_avx2.mm[KT_TQ1_0][m]);
+            assert_non_null(kern_table_avx2.mm[KT_Q1_0][m]);
         }
 #endif
     rng_seed(27);
     run_shapes(QT_Q8_0, 0);
     run_shapes(QT_TQ2_0, 0);
     run_shapes(QT_TQ1_0, 0);
+    run_shapes(QT_Q1_0, 0);
     static const int64_t Ks[] = {32, 96, 160};
     for (int ki = 0; ki < 3; ki++)
         for (int wp = 0; wp < 7; wp++) {

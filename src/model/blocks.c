@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 /* ---- profiling ------------------------------------------------------------------------------ */
@@ -267,6 +268,56 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
     }
 }
 
+/* ---- dynamic split of a batch's rows -------------------------------------------------------
+ * pool_for gives each thread one fixed range: in prefill (many columns, tens of ms per job) a
+ * thread that the OS delays, or a range that runs slower (cache, neighbours), makes the other
+ * wait at the job's end (the profile's "barrier wait + imbalance", 4.1% of pp512 in session 3's
+ * quiet run). Here each thread takes the next chunk of [0, n) from a shared counter until none
+ * is left: chunks of at most `cmax`, shrinking to remaining / (2 n_threads) near the end but
+ * never below `cmin` (both multiples of align), so both threads finish within about one small
+ * chunk of each other. Which thread computes a row never changes its bits (every output has one
+ * writer and the kernels' order does not depend on the range), so results stay identical for
+ * every thread count. */
+typedef struct {
+    pool_fn fn;
+    void *ctx;
+    int64_t n, align, cmin, cmax;
+    int nt;
+    _Atomic int64_t next;
+} dyn_job;
+
+static void job_dyn(void *ctx, int64_t t0, int64_t t1, int ith) {
+    (void)t0;
+    (void)t1;
+    dyn_job *d = ctx;
+    for (;;) {
+        int64_t i0 = atomic_load_explicit(&d->next, memory_order_relaxed), i1;
+        do {
+            if (i0 >= d->n) return;
+            int64_t c = (d->n - i0) / (2 * d->nt);
+            c = TERN_MIN(d->cmax, TERN_MAX(d->cmin, c / d->align * d->align));
+            i1 = TERN_MIN(d->n, i0 + c);
+        } while (!atomic_compare_exchange_weak_explicit(&d->next, &i0, i1, memory_order_relaxed, memory_order_relaxed));
+        d->fn(d->ctx, i0, i1, ith);
+    }
+}
+
+/* fn over [0, n) in dynamic chunks (above); cmin, cmax multiples of align. One thread: one call. */
+static void pool_for_dyn(tern_pool *pool, int64_t n, int64_t align, int64_t cmin, int64_t cmax, pool_fn fn, void *ctx) {
+    const int nt = pool_n_threads(pool);
+    if (nt == 1 || n <= cmin) { pool_for(pool, n, align, fn, ctx); return; }
+    dyn_job d = {.fn = fn, .ctx = ctx, .n = n, .align = align, .cmin = cmin, .cmax = cmax, .nt = nt};
+    atomic_init(&d.next, 0);
+    pool_for(pool, nt, 1, job_dyn, &d);
+}
+
+/* Batches of at least this many columns (prefill) split their projections dynamically, in chunks
+ * of 32..256 rows (the wide matmul's row chunk is 128 rows: x86/avx2.c). Fewer columns (decode,
+ * verification) keep pool_for's fixed ranges. */
+#define BLK_DYN_COLS 16
+#define BLK_DYN_CMIN 32
+#define BLK_DYN_CMAX 256
+
 typedef struct {
     const kern_act *a;
     int n_w;
@@ -305,7 +356,8 @@ static void project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *c
     }
     j.off[n_w] = off;
     const double t0 = prof_t0();
-    pool_for(pool, off, KERN_ROW_ALIGN, job_project, &j);
+    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, off, KERN_ROW_ALIGN, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, &j);
+    else pool_for(pool, off, KERN_ROW_ALIGN, job_project, &j);
     prof_add(BLK_PROF_MATMUL, t0);
 }
 
@@ -422,7 +474,8 @@ void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w 
     out->q = j.q;
     const double t0 = prof_t0();
     const double sw0 = g_blk_prof.s[BLK_PROF_SWIGLU];
-    pool_for(pool, F, BLK_SPLIT, job_ffn_up, &j);
+    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, F, BLK_SPLIT, BLK_SPLIT, 2 * BLK_SPLIT, job_ffn_up, &j);
+    else pool_for(pool, F, BLK_SPLIT, job_ffn_up, &j);
     if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0 - (g_blk_prof.s[BLK_PROF_SWIGLU] - sw0);
 }
 
@@ -445,6 +498,8 @@ typedef struct {
     const model_layer *L;
     int il_kv;
     bool qk_norm;
+    int n_tiles;                 /* standard attention: tiles in ws->attn_tiles (attn_plan) */
+    _Atomic int next_tile;       /* the next tile a thread takes */
 } attn_job;
 
 /* Per column: QK-norm, RoPE, store K and V at the column's position. */
@@ -494,71 +549,64 @@ static void job_attn_flash(void *ctx, int64_t i0, int64_t i1, int ith) {
     }
 }
 
-/* Standard attention over query tiles: thread r runs tiles [attn_bounds[r], attn_bounds[r + 1]). */
+/* Standard attention over query tiles: each thread takes the next tile of the plan until none is
+ * left (a tile's bits do not depend on who computes it). */
 static void job_attn_tiles(void *ctx, int64_t r0, int64_t r1, int ith) {
-    const attn_job *j = ctx;
+    (void)r0;
+    (void)r1;
+    attn_job *j = ctx;
     const model_hparams *hp = &j->m->hp;
     const model_ws *ws = j->ws;
     const int hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v, gqa = hp->n_head / hp->n_head_kv;
     float *scores = ws->scores + (size_t)ith * BLK_ATTN_NQ * ws->n_ctx;
-    for (int64_t r = r0; r < r1; r++) {
-        for (int t = ws->attn_bounds[r]; t < ws->attn_bounds[r + 1]; t++) {
-            const int32_t *T = ws->attn_tiles + 4 * (size_t)t;   /* c0, nc, h0, nh */
-            const float *q[BLK_ATTN_NQ];
-            float *out[BLK_ATTN_NQ];
-            int n_kv[BLK_ATTN_NQ], nq = 0;
-            for (int c = T[0]; c < T[0] + T[1]; c++) {
-                for (int h = T[2]; h < T[2] + T[3]; h++) {
-                    q[nq] = ws->q + ((size_t)c * hp->n_head + h) * hd_k;
-                    out[nq] = ws->att + ((size_t)c * hp->n_head + h) * hd_v;
-                    n_kv[nq++] = j->b->pos[c] + 1;
-                }
+    for (int t; (t = atomic_fetch_add_explicit(&j->next_tile, 1, memory_order_relaxed)) < j->n_tiles;) {
+        const int32_t *T = ws->attn_tiles + 4 * (size_t)t;   /* c0, nc, h0, nh */
+        const float *q[BLK_ATTN_NQ];
+        float *out[BLK_ATTN_NQ];
+        int n_kv[BLK_ATTN_NQ], nq = 0;
+        for (int c = T[0]; c < T[0] + T[1]; c++) {
+            for (int h = T[2]; h < T[2] + T[3]; h++) {
+                q[nq] = ws->q + ((size_t)c * hp->n_head + h) * hd_k;
+                out[nq] = ws->att + ((size_t)c * hp->n_head + h) * hd_v;
+                n_kv[nq++] = j->b->pos[c] + 1;
             }
-            const kv_cache *kv = j->b->kv[T[0]];
-            const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
-                                      (size_t)kv->n_embd_v, kv->f32};
-            blk_attn_tile(nq, q, out, n_kv, &view, T[2] / gqa, hd_k, hd_v, hp->f_attn_scale, scores);
         }
+        const kv_cache *kv = j->b->kv[T[0]];
+        const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
+                                  (size_t)kv->n_embd_v, kv->f32};
+        blk_attn_tile(nq, q, out, n_kv, &view, T[2] / gqa, hd_k, hd_v, hp->f_attn_scale, scores);
     }
 }
 
 /* Split the batch's queries into tiles (columns of one sequence x heads of one kv group, at most
  * BLK_ATTN_NQ queries) in kv-head-major order (a kv head's rows stay in cache across its tiles),
- * and the tiles into one contiguous range per thread of about equal work (rows x queries). The
- * split only decides who computes a query, never its bits. */
-static void attn_plan(const model_t *m, model_ws *ws, const model_batch *b) {
+ * within a kv head from the last columns (the longest rows) to the first, so the tiles taken last
+ * are the cheapest and the threads finish together. Returns the number of tiles. The plan only
+ * decides who computes a query, never its bits. */
+static int attn_plan(const model_t *m, model_ws *ws, const model_batch *b) {
     const model_hparams *hp = &m->hp;
     const int gqa = hp->n_head / hp->n_head_kv, nh = TERN_MIN(gqa, BLK_ATTN_NQ), C = TERN_MAX(1, BLK_ATTN_NQ / nh);
-    const int nt = pool_n_threads(m->pool);
     int n_tiles = 0;
-    double total = 0;
     for (int c0 = 0; c0 < b->n;) {
         int c1 = c0 + 1;
         while (c1 < b->n && b->kv[c1] == b->kv[c0]) c1++;
+        const int ntc = (c1 - c0 + C - 1) / C;   /* column tiles of this sequence */
         for (int g = 0; g < hp->n_head_kv; g++) {
             for (int h0 = g * gqa; h0 < (g + 1) * gqa; h0 += nh) {
-                for (int cc = c0; cc < c1; cc += C) {
+                for (int k = ntc - 1; k >= 0; k--) {
+                    const int cc = c0 + k * C;
                     int32_t *T = ws->attn_tiles + 4 * (size_t)n_tiles++;
                     T[0] = cc;
                     T[1] = TERN_MIN(C, c1 - cc);
                     T[2] = h0;
                     T[3] = TERN_MIN(nh, (g + 1) * gqa - h0);
-                    total += (double)T[1] * T[3] * (b->pos[cc + T[1] - 1] + 1 + 16);
                 }
             }
         }
         c0 = c1;
     }
     TERN_ASSERT(n_tiles <= ws->n_batch * hp->n_head);
-    ws->attn_bounds[0] = 0;
-    double acc = 0;
-    int r = 1;
-    for (int t = 0; t < n_tiles && r < nt; t++) {
-        const int32_t *T = ws->attn_tiles + 4 * (size_t)t;
-        acc += (double)T[1] * T[3] * (b->pos[T[0] + T[1] - 1] + 1 + 16);
-        while (r < nt && acc >= total * r / nt) ws->attn_bounds[r++] = t + 1;
-    }
-    while (r <= nt) ws->attn_bounds[r++] = n_tiles;
+    return n_tiles;
 }
 
 /* Decode (one column): per kv head g of [g0, g1): QK-norm and RoPE of k_g and its query heads,
@@ -649,7 +697,8 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
         if (m->numerics == KQ_GGML) {
             pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn_flash, &j);
         } else {
-            attn_plan(m, ws, b);
+            j.n_tiles = attn_plan(m, ws, b);
+            atomic_init(&j.next_tile, 0);
             pool_for(m->pool, pool_n_threads(m->pool), 1, job_attn_tiles, &j);
         }
         prof_add(BLK_PROF_ATTN, t0);

@@ -467,7 +467,7 @@ int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_e
     const size_t nf[] = {R16(nb * D), R16(nb * D), R16(nb * dq), R16(nb * dk), R16(nb * dv), R16(nb * da),
                          R16(nb * F), R16(nb * F), R16(nb * (size_t)hp->n_rot), R16(nt * BLK_ATTN_NQ * (size_t)n_ctx),
                          R16(nt * hd / 2 + 1), R16(nt * 2 * hd), R16((aq + 3) / 4), R16((aq + 3) / 4), R16(nb * D), R16((extra + 3) / 4),
-                         R16(nb * (size_t)hp->n_head * 4), R16(nt + 1)};
+                         R16(nb * (size_t)hp->n_head * 4)};
 #undef R16
     size_t total = 0;
     for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++) total += nf[i];
@@ -487,8 +487,6 @@ int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_e
     ws->arch_ws = extra ? (void *)p : NULL;
     p += nf[i++];
     ws->attn_tiles = (int32_t *)p;
-    p += nf[i++];
-    ws->attn_bounds = (int32_t *)p;
     return TERN_OK;
 }
 

@@ -139,7 +139,6 @@ typedef struct model_ws {
     void *aq2;         /* a second one, same size: written while aq is read (blk_ffn_up) */
     float *lx;         /* (n_batch, n_embd) columns that want logits, gathered */
     int32_t *attn_tiles;   /* (n_batch * n_head, 4) query tiles of one layer's attention (blocks.c) */
-    int32_t *attn_bounds;  /* (n_threads + 1) first tile of each thread */
     void *arch_ws;     /* arch-private scratch */
     void *mem;         /* one allocation holding all of the above */
 } model_ws;

@@ -1035,7 +1035,7 @@ static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     }
 }
 
-/* ---- Q8_0, TQ2_0 and TQ1_0 (file layout), fast and ggml numerics: 8 rows per pass ----------------
+/* ---- Q8_0, TQ2_0, TQ1_0 and Q1_0 (file layout), fast and ggml numerics: 8 rows per pass ---------
  * One ymm per row holds 8 int32 partial sums of one unit; rows8_isum folds the 8 rows' vectors
  * into one vector of their 8 unit sums (vphaddd and a lane add: integer, so exact and in any
  * order), and the float update is one vector op for the 8 rows, each lane doing exactly the scalar
@@ -1110,6 +1110,21 @@ static inline void tq1_chunks(const uint8_t *blk, const int8_t *const aq[8], __m
         p[5 + k] = _mm256_maddubs_epi16(ptq_digit(c[k]), _mm256_loadu_si256((const __m256i *)(const void *)aq[5 + k]));
 }
 
+/* Q1_0: 32 weights (4 bytes of bits, weight j = bit j % 8 of byte j / 8, set = +1, clear = -1)
+ * against 32 activation bytes: u = the bit (0/1) of each weight byte-wise (vpshufb spreads each
+ * byte over 8 lanes, a bit mask and vpcmpeqb pick its bit), p = vpmaddubsw(u, q) (int16: pair
+ * sums <= 254; four chunks summed <= 1016). t = 2u - 1, so sum(t q) = 2 sum(u q) - sum(q). */
+static inline __m256i q1_chunk(const uint8_t *bits, const int8_t *aq) {
+    int32_t w;
+    memcpy(&w, bits, 4);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201ull);
+    const __m256i x = _mm256_and_si256(_mm256_shuffle_epi8(_mm256_set1_epi32(w), spread), bit);
+    const __m256i u = _mm256_and_si256(_mm256_cmpeq_epi8(x, bit), _mm256_set1_epi8(1));
+    return _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(const void *)aq));
+}
+
 static inline void rows8_store(const kern_mm_args *m, int c, int64_t r, int nr, __m256 acc) {
     float out[8];
     _mm256_storeu_ps(out, acc);
@@ -1156,6 +1171,33 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
             rows8_isum_hook(m, c, r, nr, nb, b, is);
             const __m256 blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[b].d)), _mm256_cvtepi32_ps(is), _mm256_setzero_ps());
             acc = _mm256_fmadd_ps(rows8_scale(row, (size_t)b * 34), blk, acc);
+        }
+    } else if (w->type == QT_Q1_0) {                     /* 18-byte blocks of 128: d, then 16 bytes of bits */
+        const __m256i ones = _mm256_set1_epi16(1);
+        for (int64_t b = 0; b < nb; b++) {
+            const __m256 dw = rows8_scale(row, (size_t)b * 18);
+            if (a->mode == KQ_FAST) {                    /* unit = block = one activation block */
+                const kact_fast *ab = (const kact_fast *)aq + b;
+                for (int i = 0; i < 8; i++) {
+                    const uint8_t *bits = row[i] + b * 18 + 2;
+                    const __m256i p = _mm256_add_epi16(_mm256_add_epi16(q1_chunk(bits, ab->qs), q1_chunk(bits + 4, ab->qs + 32)),
+                                                       _mm256_add_epi16(q1_chunk(bits + 8, ab->qs + 64), q1_chunk(bits + 12, ab->qs + 96)));
+                    v[i] = _mm256_madd_epi16(p, ones);
+                }
+                const __m256i is = _mm256_sub_epi32(_mm256_slli_epi32(rows8_isum(v), 1), _mm256_set1_epi32(ab->sum));
+                rows8_isum_hook(m, c, r, nr, nb, b, is);
+                acc = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), _mm256_cvtepi32_ps(is), acc);
+            } else {                                     /* ggml: 4 units of 32 */
+                const kact_ggml *ag = (const kact_ggml *)aq + 4 * b;
+                __m256 blk = _mm256_setzero_ps();
+                for (int k = 0; k < 4; k++) {
+                    for (int i = 0; i < 8; i++) v[i] = _mm256_madd_epi16(q1_chunk(row[i] + b * 18 + 2 + 4 * k, ag[k].qs), ones);
+                    const __m256i is = _mm256_sub_epi32(_mm256_slli_epi32(rows8_isum(v), 1), _mm256_set1_epi32(ag[k].sum));
+                    rows8_isum_hook(m, c, r, nr, 4 * nb, 4 * b + k, is);
+                    blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[k].d)), _mm256_cvtepi32_ps(is), blk);
+                }
+                acc = _mm256_fmadd_ps(dw, blk, acc);
+            }
         }
     } else if (w->type == QT_TQ1_0) {                    /* 54-byte blocks of 256, d at byte 52 */
         const __m256i ones = _mm256_set1_epi16(1);
@@ -1246,7 +1288,7 @@ const kern_table kern_table_avx2 = {
         [KT_Q2_0] = {mm_q2_0_fast, NULL, mm_block_f32mode},
         [KT_TQ1_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_TQ2_0] = {mm_block8, mm_block8, mm_block_f32mode},
-        [KT_Q1_0] = {NULL, NULL, mm_block_f32mode},
+        [KT_Q1_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_Q8_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_F32] = {mm_f32_float, mm_f32_float, mm_f32_float},
         [KT_F16] = {mm_half_float, mm_half_float, mm_half_float},
