@@ -523,6 +523,7 @@ static void test_isa_q8_0_tq2_0(void **state) {
             assert_non_null(kern_table_avx2.mm[KT_TQ2_0][m]);
             assert_non_null(kern_table_avx2.mm[KT_TQ1_0][m]);
             assert_non_null(kern_table_avx2.mm[KT_Q1_0][m]);
+            assert_non_null(kern_table_avx2.mm[KT_Q2_0][m]);
         }
 #endif
     rng_seed(27);

@@ -31,6 +31,7 @@
 #include "runtime/rstate.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ typedef struct q35_data {
     had_cfg had;
     q35_rot rot_embd_inv;      /* inverse rotation of embedding rows */
     q35_rot rot_logits;        /* forward rotation before the LM head */
+    int sched;                 /* decode projections: 1 dynamic (q35_project, default), 0 static (pool_for's split: TERN_Q35_SCHED=static) */
 } q35_data;
 
 /* Workspace beyond the generic model_ws (float buffers, each rounded to 64 bytes). */
@@ -94,10 +96,37 @@ typedef struct q35_state {
 enum { PR_MATMUL, PR_ROT, PR_RECUR, PR_ATTN, PR_OTHER, PR_N };
 static const char *const pr_name[PR_N] = {"matmul (projections, quantise of non-norm inputs)", "norm + rotation + quantise (fused)",
                                           "recurrence (conv + delta rule + gated norm)", "attention", "other"};
-static struct { int on, active; double t[PR_N], per_pool; long n_fwd, n_tok, n_pool; } prof;   /* active: this forward is profiled (decode: 1 token) */
+/* TERN_Q35_AB=1 (with TERN_PROF): decode forwards alternate between the two row schedules of the
+ * projections (q35_project: var 0 static, var 1 dynamic), each reported apart (an interleaved A/B
+ * in one process, as bench/RESULTS.md asks for under a shared machine). Per projection class:
+ * time, bytes and GB/s, and the fastest single instance (undisturbed rate). */
+#define PROF_AB_MAX 4096
+enum { PC_GDN_IN, PC_SSM_OUT, PC_ATTN_IN, PC_ATTN_OUT, PC_FFN_UP, PC_FFN_DOWN, PC_OUTPUT, PC_N };
+static const char *const pc_name[PC_N] = {"gdn qkv+gate+alpha+beta", "ssm_out", "attn q+k+v", "attn_output", "ffn gate+up", "ffn_down",
+                                          "output"};
+static struct {
+    int on, active, ab, var;
+    double t[PR_N], per_pool, f0;
+    long n_fwd, n_tok, n_pool;
+    long nv[2];                            /* forwards per variant */
+    double tv[2][PR_N];                    /* per variant: time per category */
+    float fwd[2][PROF_AB_MAX];             /* per variant: each forward's time (medians) */
+    double ct[2][PC_N], cb[2][PC_N], cmin[2][PC_N];   /* per class: time, bytes, fastest instance */
+    long cn[2][PC_N];                                 /* per class: instances */
+} prof;   /* active: this forward is profiled (decode: 1 token) */
 #define PROF_T0() double pr_t0_ = prof.active ? tern_time_s() : 0.0
-#define PROF_ADD(cat) do { if (prof.active) { const double pr_t1_ = tern_time_s(); prof.t[cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
+#define PROF_ADD(cat) do { if (prof.active) { const double pr_t1_ = tern_time_s(); prof.t[cat] += pr_t1_ - pr_t0_; prof.tv[prof.var][cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
 #define PROF_POOL(k) do { if (prof.active) prof.n_pool += (k); } while (0)
+
+static int cmp_float(const void *a, const void *b) {
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* the end of a profiled forward: its time, for the per-variant medians */
+static void prof_fwd_end(void) {
+    if (prof.active && prof.nv[prof.var] <= PROF_AB_MAX) prof.fwd[prof.var][prof.nv[prof.var] - 1] = (float)(tern_time_s() - prof.f0);
+}
 
 static void empty_job(void *ctx, int64_t i0, int64_t i1, int ith) { (void)ctx; (void)i0; (void)i1; (void)ith; }
 
@@ -120,6 +149,22 @@ static void prof_report(void) {
                  1e3 * prof.t[i] / (double)prof.n_fwd, 100.0 * prof.t[i] / tot);
     tern_log(TERN_LOG_WARN, "qwen35 profile:   (barriers: empty pool_for %.2f us x %.1f jobs = %.3f ms/fwd, inside the above)",
              1e6 * per, (double)prof.n_pool / (double)prof.n_fwd, 1e3 * per * (double)prof.n_pool / (double)prof.n_fwd);
+    for (int v = 0; v < (prof.ab ? 2 : 1); v++) {
+        const long nv = prof.nv[v];
+        if (nv == 0) continue;
+        const char *vn = prof.ab ? (v ? "dynamic: " : "static: ") : "";
+        for (int c = 0; c < PC_N; c++)
+            if (prof.ct[v][c] > 0)
+                tern_log(TERN_LOG_WARN, "qwen35 profile:   %s%-24s %8.3f ms/fwd %8.1f MB/fwd %6.2f GB/s (fastest instance %6.2f GB/s)", vn,
+                         pc_name[c], 1e3 * prof.ct[v][c] / (double)nv, 1e-6 * prof.cb[v][c] / (double)nv, 1e-9 * prof.cb[v][c] / prof.ct[v][c],
+                         1e-9 * prof.cb[v][c] / (double)prof.cn[v][c] / prof.cmin[v][c]);
+        const long nf = TERN_MIN(nv, (long)PROF_AB_MAX);
+        qsort(prof.fwd[v], (size_t)nf, sizeof(float), cmp_float);
+        double tv = 0.0;
+        for (int i = 0; i < PR_N; i++) tv += prof.tv[v][i];
+        tern_log(TERN_LOG_WARN, "qwen35 profile:   %s%ld forwards: mean %.3f ms, median %.3f ms, fastest %.3f ms; matmul %.3f ms/fwd", vn, nv,
+                 1e3 * tv / (double)nv, 1e3 * prof.fwd[v][nf / 2], 1e3 * prof.fwd[v][0], 1e3 * prof.tv[v][PR_MATMUL] / (double)nv);
+    }
 }
 
 /* ---- load ------------------------------------------------------------------------------------ */
@@ -279,6 +324,10 @@ static int q35_load(model_t *m, tern_err *err) {
      * the weights on top of this) */
     const char *pe = getenv("TERN_PROF");
     prof.on = pe && *pe && *pe != '0';
+    const char *pab = getenv("TERN_Q35_AB");
+    prof.ab = prof.on && pab && *pab && *pab != '0';
+    const char *ps = getenv("TERN_Q35_SCHED");
+    q->sched = !(ps && strcmp(ps, "static") == 0);   /* dynamic unless TERN_Q35_SCHED=static */
     m->bytes_per_token = 2 * sizeof(float) * (uint64_t)q->n_gdn *
                          (uint64_t)(gdn_state_floats(&q->g) + gdn_conv_floats(&q->g));
     return TERN_OK;
@@ -472,13 +521,17 @@ typedef struct {
     int64_t off[5];            /* virtual row offset of each weight (padded to KERN_ROW_ALIGN) */
 } q35_proj_job;
 
-static void job_proj_multi(void *ctx, int64_t i0, int64_t i1, int ith) {
-    const q35_proj_job *j = ctx;
-    const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
+/* Virtual rows [i0, i1) of the job's weights (each weight's rows at its offset). */
+static void job_proj_multi_rows(const q35_proj_job *j, int64_t i0, int64_t i1) {
     for (int k = 0; k < j->n_w; k++) {
         const int64_t lo = TERN_MAX(i0, j->off[k]), hi = TERN_MIN(i1, j->off[k] + j->w[k]->n_out);
         if (lo < hi) kern_matmul(j->w[k], j->a[k], j->y[k], j->w[k]->n_out, lo - j->off[k], hi - j->off[k]);
     }
+}
+
+static void job_proj_multi(void *ctx, int64_t i0, int64_t i1, int ith) {
+    const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
+    job_proj_multi_rows(ctx, i0, i1);
     if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;
 }
 
@@ -496,6 +549,93 @@ static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, co
     const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
     pool_for(pool, off, KERN_ROW_ALIGN, job_proj_multi, &j);
     if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0;
+}
+
+/* Decode projections (one column, 2+ threads), dynamic schedule (the default; TERN_Q35_SCHED=static
+ * selects pool_for's fixed split): the virtual rows of all weights, in 8-row units, are claimed by
+ * whichever thread is free, the caller from the back and the workers from the front (each streams
+ * its own end of the rows), each claim (rows left) / (2 T) (guided), at least Q35_DYN_MIN rows. A
+ * thread slowed down for a while (an interrupt, a neighbour, a descheduled vCPU) then leaves at
+ * most its current claim to wait for, instead of its half of the rows. Measured (bench/RESULTS.md
+ * "Session 4 q35"): the fastest instance of each projection streams at the same 34-37 GB/s under
+ * both schedules (the claims cost ~1%), while under disturbance the dynamic one was 2-37% faster
+ * per token. Every row is the same kern_matmul computation whatever range it falls in (kernels.h:
+ * the bits do not depend on the row split), so results depend neither on who takes which rows
+ * nor on the thread count (test_qwen35: both schedules at 2 and 3 threads == 1 thread). */
+#define Q35_DYN_MIN 64
+
+typedef struct {
+    q35_proj_job p;
+    int64_t n_rows;
+    int n_threads;
+    atomic_uint_fast64_t left;     /* rows not yet claimed, in 8-row units: lo | hi << 32 */
+} q35_dyn_job;
+
+/* Claim the next rows from the front or the back of [lo, hi); false when none are left. */
+static bool dyn_claim(q35_dyn_job *j, bool front, int64_t *r0, int64_t *r1) {
+    uint_fast64_t cur = atomic_load(&j->left), nw;
+    int64_t lo, hi, c;
+    do {
+        lo = (int64_t)(cur & 0xffffffffu);
+        hi = (int64_t)(cur >> 32);
+        if (lo >= hi) return false;
+        c = TERN_MAX((hi - lo + 2 * j->n_threads - 1) / (2 * j->n_threads), (int64_t)Q35_DYN_MIN / 8);
+        c = TERN_MIN(c, hi - lo);
+        nw = front ? (uint_fast64_t)(lo + c) | (uint_fast64_t)hi << 32 : (uint_fast64_t)lo | (uint_fast64_t)(hi - c) << 32;
+    } while (!atomic_compare_exchange_weak(&j->left, &cur, nw));
+    *r0 = 8 * (front ? lo : hi - c);
+    *r1 = TERN_MIN(8 * (front ? lo + c : hi), j->n_rows);
+    return true;
+}
+
+static void job_proj_dyn(void *ctx, int64_t t0, int64_t t1, int ith) {
+    (void)t0; (void)t1;
+    q35_dyn_job *j = ctx;
+    const double tb = g_blk_prof.on ? tern_time_s() : 0.0;
+    int64_t r0, r1;
+    while (dyn_claim(j, ith != 0, &r0, &r1)) job_proj_multi_rows(&j->p, r0, r1);
+    if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - tb;
+}
+
+static void project_dyn(tern_pool *pool, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
+    TERN_ASSERT(n_w >= 1 && n_w <= 4);
+    q35_dyn_job j = {.p = {.n_w = n_w, .a = a, .w = w, .y = y}, .n_threads = pool_n_threads(pool)};
+    int64_t off = 0;
+    for (int k = 0; k < n_w; k++) {
+        j.p.off[k] = off;
+        off += (w[k]->n_out + 7) / 8 * 8;     /* 8-row units: claims start on a multiple of KERN_ROW_ALIGN */
+    }
+    j.p.off[n_w] = off;
+    j.n_rows = off;
+    TERN_ASSERT(off / 8 < ((int64_t)1 << 32));
+    atomic_init(&j.left, (uint_fast64_t)(off / 8) << 32);
+    pool_for(pool, j.n_threads, 1, job_proj_dyn, &j);
+}
+
+/* y[k] = w[k] a[k] (n_w <= 4) for n columns: one column on 2+ threads under the dynamic schedule
+ * (project_dyn), else one static pool job (blk_project when all weights read one activation).
+ * cls: the projection class of the profile. */
+static void q35_project(const model_t *m, int n, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y,
+                        int cls) {
+    const double t0 = prof.active ? tern_time_s() : 0.0;
+    const q35_data *q = m->arch_data;
+    const bool dyn = n == 1 && pool_n_threads(m->pool) > 1 && (prof.ab ? prof.var == 1 : q->sched == 1);
+    bool same = true;
+    for (int k = 1; k < n_w; k++) same = same && a[k] == a[0];
+    if (dyn) project_dyn(m->pool, n_w, a, w, y);
+    else if (same) blk_project(m->pool, a[0], n_w, w, y);
+    else project_multi(m->pool, n_w, a, w, y);
+    if (prof.active) {
+        const double dt = tern_time_s() - t0;
+        const int v = prof.var;
+        prof.ct[v][cls] += dt;
+        prof.cn[v][cls]++;
+        if (prof.cmin[v][cls] == 0.0 || dt < prof.cmin[v][cls]) prof.cmin[v][cls] = dt;
+        for (int k = 0; k < n_w; k++) {
+            uint64_t rb = 0;
+            if (qt_row_bytes(w[k]->type, (uint64_t)w[k]->n_in, &rb)) prof.cb[v][cls] += (double)rb * (double)w[k]->n_out;
+        }
+    }
 }
 
 /* ---- ggml numerics: the reference runtime's BF16 dot and SwiGLU ------------------------------ */
@@ -684,7 +824,8 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     PROF_ADD(PR_ROT);
     const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
     float *y3[3] = {w->qg, ws->k, ws->v};
-    blk_project(m->pool, &a, 3, w3, y3);
+    const kern_act *a3[3] = {&a, &a, &a};
+    q35_project(m, n, 3, a3, w3, y3, PC_ATTN_IN);
     PROF_ADD(PR_MATMUL);
     q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
     pool_for(m->pool, n, 1, job_attn_prep, &j);
@@ -695,7 +836,8 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     PROF_ADD(PR_ROT);
     const kern_w *wo[1] = {&L->attn_output};
     float *yo[1] = {ws->xb};
-    blk_project(m->pool, &a, 1, wo, yo);
+    const kern_act *a1[1] = {&a};
+    q35_project(m, n, 1, a1, wo, yo, PC_ATTN_OUT);
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
@@ -732,7 +874,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         const kern_act *acts[4] = {&af, &a, &af, &a};
         const kern_w *w4[4] = {&QL->ssm_alpha, &QL->attn_qkv, &QL->ssm_beta, &QL->attn_gate};
         float *y4[4] = {w->ga, w->qkv, w->gb, w->z};
-        project_multi(m->pool, 4, acts, w4, y4);
+        q35_project(m, n, 4, acts, w4, y4, PC_GDN_IN);
     } else {
         const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};
         float *y2[2] = {w->qkv, w->z};
@@ -780,7 +922,8 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     PROF_ADD(PR_ROT);
     const kern_w *wo[1] = {&QL->ssm_out};
     float *yy[1] = {ws->xb};
-    blk_project(m->pool, &a, 1, wo, yy);
+    const kern_act *a1[1] = {&a};
+    q35_project(m, n, 1, a1, wo, yy, PC_SSM_OUT);
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
@@ -799,7 +942,8 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     PROF_ADD(PR_ROT);
     const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
     float *y2[2] = {ws->hg, ws->hu};
-    blk_project(m->pool, &a, 2, w2, y2);
+    const kern_act *a2[2] = {&a, &a};
+    q35_project(m, n, 2, a2, w2, y2, PC_FFN_UP);
     PROF_ADD(PR_MATMUL);
     rq_job rq = {.op = RQ_SWIGLU, .dst = ws->hg, .src = ws->hg, .aux = ws->hu, .q = w->aq, .K = F, .rot = &QL->rot_down,
                  .ggml = q->g.ggml};
@@ -807,7 +951,8 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     PROF_ADD(PR_ROT);
     const kern_w *wd[1] = {&L->ffn_down};
     float *yd[1] = {ws->xb};
-    blk_project(m->pool, &a, 1, wd, yd);
+    const kern_act *a1[1] = {&a};
+    q35_project(m, n, 1, a1, wd, yd, PC_FFN_DOWN);
     PROF_ADD(PR_MATMUL);
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
     PROF_ADD(PR_OTHER);
@@ -827,6 +972,9 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         if (prof.per_pool == 0) prof_calibrate(m);
         prof.n_fwd++;
         prof.n_tok += n;
+        prof.var = prof.ab ? (int)(prof.n_fwd & 1) : 0;
+        prof.nv[prof.var]++;
+        prof.f0 = tern_time_s();
     }
     PROF_T0();
     for (int c = 0; c < n; c++) {
@@ -869,13 +1017,15 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         nl++;
     }
     PROF_ADD(PR_ROT);
-    if (nl == 0) return TERN_OK;
+    if (nl == 0) { prof_fwd_end(); return TERN_OK; }
     const kern_act a = {.x = ws->lx, .q = m->numerics == KQ_F32 ? NULL : w.aq, .K = D, .ncols = nl, .mode = m->numerics};
     const kern_w *w1[1] = {&m->output};
     float *y1[1] = {b->logits};
-    blk_project(m->pool, &a, 1, w1, y1);
+    const kern_act *a1[1] = {&a};
+    q35_project(m, nl, 1, a1, w1, y1, PC_OUTPUT);
     PROF_ADD(PR_MATMUL);
     PROF_POOL(1);
+    prof_fwd_end();
     return TERN_OK;
 }
 

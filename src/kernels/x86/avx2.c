@@ -1035,7 +1035,7 @@ static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     }
 }
 
-/* ---- Q8_0, TQ2_0, TQ1_0 and Q1_0 (file layout), fast and ggml numerics: 8 rows per pass ---------
+/* ---- Q8_0, TQ2_0, TQ1_0 and Q1_0 (file layout), fast and ggml numerics, and Q2_0 in ggml numerics: 8 rows per pass
  * One ymm per row holds 8 int32 partial sums of one unit; rows8_isum folds the 8 rows' vectors
  * into one vector of their 8 unit sums (vphaddd and a lane add: integer, so exact and in any
  * order), and the float update is one vector op for the 8 rows, each lane doing exactly the scalar
@@ -1125,6 +1125,22 @@ static inline __m256i q1_chunk(const uint8_t *bits, const int8_t *aq) {
     return _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)(const void *)aq));
 }
 
+/* Q2_0 (ggml numerics): 32 weights = 8 bytes of 2-bit codes (weight j = bits 2 (j & 3) of byte
+ * j >> 2, u = t + 1) against 32 activation bytes: vpshufb spreads each byte over 4 lanes, and the
+ * two bits of lane k's slot are picked by masks (1 | 2) << 2 (k & 3) and vpcmpeqb, so u = 0..3
+ * lands in weight order; p = vpmaddubsw(u, q) (pair sums <= 2 * 3 * 127). */
+static inline __m256i q2_chunk(const uint8_t *codes, const int8_t *aq) {
+    int64_t w;
+    memcpy(&w, codes, 8);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3,
+                                            4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+    const __m256i mlo = _mm256_set1_epi32(0x40100401), mhi = _mm256_set1_epi32((int)0x80200802u);
+    const __m256i y = _mm256_shuffle_epi8(_mm256_set1_epi64x(w), spread);
+    const __m256i blo = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(y, mlo), mlo), _mm256_set1_epi8(1));
+    const __m256i bhi = _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(y, mhi), mhi), _mm256_set1_epi8(2));
+    return _mm256_maddubs_epi16(_mm256_or_si256(blo, bhi), _mm256_loadu_si256((const __m256i *)(const void *)aq));
+}
+
 static inline void rows8_store(const kern_mm_args *m, int c, int64_t r, int nr, __m256 acc) {
     float out[8];
     _mm256_storeu_ps(out, acc);
@@ -1171,6 +1187,19 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
             rows8_isum_hook(m, c, r, nr, nb, b, is);
             const __m256 blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[b].d)), _mm256_cvtepi32_ps(is), _mm256_setzero_ps());
             acc = _mm256_fmadd_ps(rows8_scale(row, (size_t)b * 34), blk, acc);
+        }
+    } else if (w->type == QT_Q2_0) {                     /* ggml only (fast: mm_q2_0_fast): 18-byte blocks of 64 */
+        const __m256i ones = _mm256_set1_epi16(1);
+        const kact_ggml *ag = aq;
+        for (int64_t b = 0; b < nb; b++) {
+            __m256 blk = _mm256_setzero_ps();
+            for (int h = 0; h < 2; h++) {
+                for (int i = 0; i < 8; i++) v[i] = _mm256_madd_epi16(q2_chunk(row[i] + b * 18 + 2 + 8 * h, ag[2 * b + h].qs), ones);
+                const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32(ag[2 * b + h].sum));
+                rows8_isum_hook(m, c, r, nr, 2 * nb, 2 * b + h, is);
+                blk = _mm256_fmadd_ps(_mm256_set1_ps(fp16_to_f32(ag[2 * b + h].d)), _mm256_cvtepi32_ps(is), blk);
+            }
+            acc = _mm256_fmadd_ps(rows8_scale(row, (size_t)b * 18), blk, acc);
         }
     } else if (w->type == QT_Q1_0) {                     /* 18-byte blocks of 128: d, then 16 bytes of bits */
         const __m256i ones = _mm256_set1_epi16(1);
@@ -1285,7 +1314,7 @@ const kern_table kern_table_avx2 = {
     .mm = {
         [KT_PQ2_0] = {mm_pq2_0_fast, mm_pq2_0_ggml, mm_block_f32mode},
         [KT_PTQ1_0] = {mm_ptq1_0_fast, mm_ptq1_0_ggml, mm_block_f32mode},
-        [KT_Q2_0] = {mm_q2_0_fast, NULL, mm_block_f32mode},
+        [KT_Q2_0] = {mm_q2_0_fast, mm_block8, mm_block_f32mode},
         [KT_TQ1_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_TQ2_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_Q1_0] = {mm_block8, mm_block8, mm_block_f32mode},
