@@ -1,7 +1,7 @@
 /* test_kernels_wide.c: the wide (prefill) matmul path of every ISA table the host runs, against
  * the scalar reference, bit for bit. The shapes are chosen for the AVX2 wide kernel's loop
- * structure (x86/avx2.c, "wide matmul"): row chunks of 32 groups (128 rows), K chunks of 4
- * blocks, tile groups of 8 tiles of 8 columns, a padded last tile (5-7 columns) or narrow
+ * structure (x86/avx2.c, "wide matmul"): row chunks of 64 groups (256 rows), K chunks of 4
+ * blocks, tile groups of 16 tiles of 8 columns, a padded last tile (5-7 columns) or narrow
  * leftovers (1-4), N % 4 tail rows. Each case is checked three ways: the int32 of every
  * (row, block) through the test hook, the float bits with the hook, and the float bits WITHOUT
  * the hook (the production path, which the hook-based tests of test_kernels.c do not run for
@@ -18,12 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Column counts around every tile boundary; 265 rows = 2 row chunks + 2 groups + 1 tail row;
+/* Column counts around every tile boundary (140: two tile groups, the second of one tile, plus
+ * 4 leftover columns); 265 rows = a row chunk of 64 groups + one of 2 groups + 1 tail row;
  * K = 768 = one K chunk of 4 blocks + a partial one of 2. */
 static void test_wide_shapes(void **state) {
     (void)state;
     rs = 101;
-    static const int cols[] = {5, 6, 7, 8, 9, 12, 13, 16, 17, 21, 64, 66, 69, 72, 77, 130};
+    static const int cols[] = {5, 6, 7, 8, 9, 12, 13, 16, 17, 21, 64, 66, 69, 72, 77, 130, 140};
     int n = 0;
     for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
         pq2_fx f;

@@ -99,9 +99,9 @@ void kern_quantize(kern_act *a);
 /* y[c * ldy + r] = sum_k W[r, k] * x[c, k] for r in [r0, r1), c < a->ncols, with the fixed
  * integer/float order of kern_impl.h. Trusts its arguments (TERN_ASSERT on a shape that
  * kern_matmul_check rejects): check once at session set-up, not per token. Thread-safe for
- * disjoint row ranges; allocates nothing (its scratch is on the stack: on the AVX2 path ~114 KB
- * for 5 or more columns, x86/avx2.c "wide matmul", 68 KB for one column, mv_rowpair; up to
- * ~190 KB when a wide batch's 1 leftover column runs the matvec from inside the wide path). */
+ * disjoint row ranges; allocates nothing (its scratch is on the stack: on the AVX2 path ~274 KB
+ * for 16 or more columns, x86/avx2.c "wide matmul", 68 KB for one column, mv_rowpair; up to
+ * ~350 KB when a wide batch's 1 leftover column runs the matvec from inside the wide path). */
 void kern_matmul(const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0, int64_t r1);
 /* TERN_OK, or TERN_E_ARG with a message if (w, a, ldy, r0, r1) is a shape kern_matmul does not
  * accept: K mismatch, ncols < 1, unknown mode, a->q missing when the weight needs integer

@@ -273,8 +273,9 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
  * thread that the OS delays, or a range that runs slower (cache, neighbours), makes the other
  * wait at the job's end (the profile's "barrier wait + imbalance", 4.1% of pp512 in session 3's
  * quiet run). Here each thread takes the next chunk of [0, n) from a shared counter until none
- * is left: chunks of at most `cmax`, shrinking to remaining / (2 n_threads) near the end but
- * never below `cmin` (both multiples of align), so both threads finish within about one small
+ * is left: chunks of at most `cmax`, shrinking to remaining / (2 n_threads) (rounded down to a
+ * multiple of `cmin`) near the end but never below `cmin` (cmin, cmax multiples of align, cmax of
+ * cmin), so both threads finish within about one small
  * chunk of each other. Which thread computes a row never changes its bits (every output has one
  * writer and the kernels' order does not depend on the range), so results stay identical for
  * every thread count. */
@@ -295,7 +296,7 @@ static void job_dyn(void *ctx, int64_t t0, int64_t t1, int ith) {
         do {
             if (i0 >= d->n) return;
             int64_t c = (d->n - i0) / (2 * d->nt);
-            c = TERN_MIN(d->cmax, TERN_MAX(d->cmin, c / d->align * d->align));
+            c = TERN_MIN(d->cmax, TERN_MAX(d->cmin, c / d->cmin * d->cmin));
             i1 = TERN_MIN(d->n, i0 + c);
         } while (!atomic_compare_exchange_weak_explicit(&d->next, &i0, i1, memory_order_relaxed, memory_order_relaxed));
         d->fn(d->ctx, i0, i1, ith);
@@ -312,11 +313,11 @@ static void pool_for_dyn(tern_pool *pool, int64_t n, int64_t align, int64_t cmin
 }
 
 /* Batches of at least this many columns (prefill) split their projections dynamically, in chunks
- * of 32..256 rows (the wide matmul's row chunk is 128 rows: x86/avx2.c). Fewer columns (decode,
- * verification) keep pool_for's fixed ranges. */
+ * of 32..512 rows (the AVX2 wide matmul works in row chunks of 256: x86/avx2.c). Fewer columns
+ * (decode, verification) keep pool_for's fixed ranges. */
 #define BLK_DYN_COLS 16
 #define BLK_DYN_CMIN 32
-#define BLK_DYN_CMAX 256
+#define BLK_DYN_CMAX 512
 
 typedef struct {
     const kern_act *a;
@@ -474,7 +475,7 @@ void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w 
     out->q = j.q;
     const double t0 = prof_t0();
     const double sw0 = g_blk_prof.s[BLK_PROF_SWIGLU];
-    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, F, BLK_SPLIT, BLK_SPLIT, 2 * BLK_SPLIT, job_ffn_up, &j);
+    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, F, BLK_SPLIT, BLK_SPLIT, 4 * BLK_SPLIT, job_ffn_up, &j);
     else pool_for(pool, F, BLK_SPLIT, job_ffn_up, &j);
     if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0 - (g_blk_prof.s[BLK_PROF_SWIGLU] - sw0);
 }

@@ -414,6 +414,8 @@ typedef struct {
     const model_layer *L;
     const q35_layer *QL;
     int il;
+    int64_t n_items;           /* job_gdn_heads_dyn: (run, head) items */
+    atomic_int_fast64_t next;  /* job_gdn_heads_dyn: the next unclaimed item */
 } q35_job;
 
 static rstate *run_rs(const model_batch *b, const q35_ws *w, int r) {
@@ -508,6 +510,20 @@ static void job_gdn_heads(void *ctx, int64_t i0, int64_t i1, int ith) {
     }
 }
 
+
+/* job_gdn_heads under the dynamic decode schedule (q35_project): threads claim Q35_HEADS_CLAIM
+ * items at a time as they finish (each head's recurrence is the same computation in any range:
+ * the split never changes a bit, as 1 vs 2 threads). */
+#define Q35_HEADS_CLAIM 4
+static void job_gdn_heads_dyn(void *ctx, int64_t t0, int64_t t1, int ith) {
+    (void)t0; (void)t1;
+    q35_job *j = ctx;
+    for (;;) {
+        const int64_t i0 = atomic_fetch_add(&j->next, Q35_HEADS_CLAIM);
+        if (i0 >= j->n_items) return;
+        job_gdn_heads(j, i0, TERN_MIN(i0 + Q35_HEADS_CLAIM, j->n_items), ith);
+    }
+}
 
 /* ---- projections with several activations in one pool job -------------------------------- */
 
@@ -912,7 +928,13 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     }
     q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
     pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
-    pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
+    if (n == 1 && pool_n_threads(m->pool) > 1 && (prof.ab ? prof.var == 1 : q->sched == 1)) {
+        j.n_items = hv;
+        atomic_init(&j.next, 0);
+        pool_for(m->pool, pool_n_threads(m->pool), 1, job_gdn_heads_dyn, &j);
+    } else {
+        pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
+    }
     PROF_POOL(2);
     PROF_ADD(PR_RECUR);
     const bool vg = q->had.gdn_v_grouped;

@@ -617,7 +617,7 @@ static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, in
  *     K chunks in `carry` (f32, stored and reloaded unchanged, so each (row, column) still sums
  *     b = 0 .. nb-1 in order). Carrying them through y instead cost ~6%: y's columns are ldy
  *     floats apart, often a multiple of 4 KB, so 8 columns fight over one L1 set.
- *   - stack: ws 64 KB + carry 32 KB + x 18 KB = 114 KB (kernels.h: kern_matmul's stack use).
+ *   - stack: ws 128 KB + carry 128 KB + x 18 KB = 274 KB (kernels.h: kern_matmul's stack use).
  *   - columns: tiles of 8; the 1-7 leftover columns go to mm_rowpair_split (passes of <= 4
  *     columns, the matvec or the narrow path) per row chunk while it is in L2.
  * Measured (bench/RESULTS.md "Session 3 kwide"): the word loop alone runs at ~80% of the int8
@@ -625,8 +625,12 @@ static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, in
  * expansion and the extraction take it to ~60-64%. */
 #define WT_NC 8    /* columns per tile */
 #define WT_KB 4    /* blocks per K chunk: a tile's expanded activations are 4 x 4.4 KB (L1) */
-#define WT_RG 32   /* row groups per row chunk: their slots are 32 x 2 KB per K chunk (L2); 16 was 5% slower */
-#define WT_TG 8    /* tiles per tile group (64 columns share one slot extraction); 4 was 4% slower */
+/* Row chunk and tile group: larger is faster while the slots stay in L2 (each tile's expansion
+ * serves more groups, each extraction more tiles). Session 3: RG 16 was 5% slower than 32, TG 4
+ * 4% slower than 8. Session 4 (pp, bench/RESULTS.md "Session 4 pp"): RG 64 + TG 16 is 3-5% faster
+ * than 32 + 8 at 16-512 columns (in-process A/B, 1 thread, same bits); 64 + 8 3-4%, 32 + 16 1-3%. */
+#define WT_RG 64   /* row groups per row chunk: their slots are 64 x 2 KB per K chunk (L2) */
+#define WT_TG 16   /* tiles per tile group (128 columns share one slot extraction) */
 
 typedef struct {
     __m256i q[WT_KB][4][4][WT_NC];   /* [block][word][slot][column] */
