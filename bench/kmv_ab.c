@@ -4,8 +4,9 @@
  * the old table, then `inner` of the new, outputs compared bit for bit; 1 thread timed by thread
  * CPU time (preemption by other processes does not count), or `threads` > 0 on a tern_pool timed
  * by wall clock. Prints the best GW/s of each and the median [min, max] of the per-repeat ratio
- * old time / new time (> 1: the new kernel is faster).
- * usage: kmv_ab ROWS K REPEATS INNER [THREADS] */
+ * old time / new time (> 1: the new kernel is faster). NCOLS (default 1) > 1 times the matmul of
+ * that many activation columns instead (2-4: the narrow path; GMAC/s = rows x K x NCOLS).
+ * usage: kmv_ab ROWS K REPEATS INNER [THREADS [NCOLS]] */
 #include "core/core.h"
 #include "kernels/kern_impl.h"
 #include "runtime/pool.h"
@@ -44,20 +45,21 @@ static int ab_cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: kmv_ab ROWS K REPEATS INNER [THREADS]\n");
+        fprintf(stderr, "usage: kmv_ab ROWS K REPEATS INNER [THREADS [NCOLS]]\n");
         return 2;
     }
     const int64_t N = atoll(argv[1]), K = atoll(argv[2]);
     const int reps = atoi(argv[3]), inner = atoi(argv[4]), nt = argc > 5 ? atoi(argv[5]) : 0;
-    if (N < 4 || K < 128 || K % 128 || reps < 1 || reps > 1000 || inner < 1) {
-        fprintf(stderr, "kmv_ab: ROWS >= 4, K a multiple of 128, 1 <= REPEATS <= 1000, INNER >= 1\n");
+    const int nc = argc > 6 ? atoi(argv[6]) : 1;
+    if (N < 4 || K < 128 || K % 128 || reps < 1 || reps > 1000 || inner < 1 || nc < 1 || nc > 64) {
+        fprintf(stderr, "kmv_ab: ROWS >= 4, K a multiple of 128, 1 <= REPEATS <= 1000, INNER >= 1, 1 <= NCOLS <= 64\n");
         return 2;
     }
     const int64_t nb = K / 128;
     const size_t bytes = (size_t)(N * nb * 34);
     uint8_t *d = tern_alloc_aligned(bytes);
-    float *x = malloc(sizeof(float) * (size_t)K), *y0 = malloc(4 * (size_t)N), *y1 = malloc(4 * (size_t)N);
-    void *q = tern_alloc_aligned(kern_act_bytes(KQ_FAST, K, 1));
+    float *x = malloc(sizeof(float) * (size_t)(K * nc)), *y0 = malloc(4 * (size_t)(N * nc)), *y1 = malloc(4 * (size_t)(N * nc));
+    void *q = tern_alloc_aligned(kern_act_bytes(KQ_FAST, K, nc));
     double *ratio = malloc(sizeof(double) * (size_t)reps);
     if (!d || !x || !y0 || !y1 || !q || !ratio) return 1;
     for (size_t o = 0; o < bytes; o += 34) {   /* fp16 scale 0.06 .. 0.12, random codes (code 3 included) */
@@ -71,8 +73,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kmv_ab: %s\n", err.msg);
         return 1;
     }
-    for (int64_t i = 0; i < K; i++) x[i] = (float)((ab_rnd() >> 40) % 2001) / 1000.0f - 1.0f;
-    kern_act a = {.x = x, .q = q, .K = K, .ncols = 1, .mode = KQ_FAST};
+    for (int64_t i = 0; i < K * nc; i++) x[i] = (float)((ab_rnd() >> 40) % 2001) / 1000.0f - 1.0f;
+    kern_act a = {.x = x, .q = q, .K = K, .ncols = nc, .mode = KQ_FAST};
     kern_quantize(&a);
     tern_pool *pool = NULL;
     if (nt > 0 && pool_init(&pool, nt, &err) != TERN_OK) {
@@ -93,7 +95,7 @@ int main(int argc, char **argv) {
             }
             t[k + 1] = ab_clock(clk);
         }
-        if (memcmp(y0, y1, 4 * (size_t)N) != 0) {
+        if (memcmp(y0, y1, 4 * (size_t)(N * nc)) != 0) {
             fprintf(stderr, "kmv_ab: old and new outputs differ\n");
             return 1;
         }
@@ -103,9 +105,10 @@ int main(int argc, char **argv) {
         if (tn < best_new) best_new = tn;
     }
     qsort(ratio, (size_t)reps, sizeof *ratio, ab_cmp);
-    const double gw = (double)N * (double)K * inner / 1e9;
-    printf("threads %d %lldx%lld (%.1f MB): old best %.1f GW/s, new best %.1f GW/s (%.1f GB/s); old/new time median %.3f "
-           "[%.3f, %.3f] over %d repeats\n", nt ? nt : 1, (long long)N, (long long)K, (double)bytes / 1e6, gw / best_old,
+    const double gw = (double)N * (double)K * nc * inner / 1e9;
+    printf("threads %d %lldx%lld x%d (%.1f MB): old best %.1f %s, new best %.1f (%.1f GB/s); old/new time median %.3f "
+           "[%.3f, %.3f] over %d repeats\n", nt ? nt : 1, (long long)N, (long long)K, nc, (double)bytes / 1e6, gw / best_old,
+           nc > 1 ? "GMAC/s" : "GW/s",
            gw / best_new, (double)bytes * inner / best_new / 1e9, ratio[reps / 2], ratio[0], ratio[reps - 1], reps);
     if (pool) pool_free(pool);
     kern_w_free(&w);

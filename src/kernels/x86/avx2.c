@@ -467,18 +467,21 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
  * kern_impl.h (acc = fmaf(d_w * d_a, isum, acc) from +0); the float accumulators live in a small
  * stack array (one load + store per group pair, column and block). Prefetch as in rp_mv_pass8:
  * RP_PF blocks ahead in each group's stream, past a row's end into the next pass's groups.
- * Word loads at G <= 2 (3 and 4 columns, and the last groups of a range): rp_load_word_blend, two
- * 32-byte loads and a vpblendd instead of a 16-byte load and a vinserti128 from memory (the same
- * bytes; vpblendd runs on any vector pipe, the insert takes a shuffle slot): 57.3 -> 61.0% of the
- * int8 peak at 4 columns and 54.6 -> 57.0% at 3 in L2, 1 thread; at G = 3 (2 columns) it was
- * slower (50.7 -> 47.6%: two more live registers), so G = 3 keeps rp_load_word
- * (bench/RESULTS.md "Session 4 narrow", `make bench-narrow`). */
+ * Word loads: rp_load_word_blend, two 32-byte loads and a vpblendd instead of a 16-byte load and a
+ * vinserti128 from memory (the same bytes; vpblendd runs on any vector pipe, the insert needs a
+ * shuffle slot): this kernel against session 3's, in L2, 1 thread (bench/kmv_ab.sh, thread CPU
+ * time): 1.04x at 4 columns, 1.07x at 3, 1.01-1.03x at 2 (bench/RESULTS.md "Session 4 narrow";
+ * bench/knarrow_variants.c has the variants that were slower). The broadcasts cost little after
+ * all: reading pre-expanded activations as memory operands instead gained <= 1%; what sets the
+ * speed is the ~350 vector ALU ops per 128 madds at G = 2, NC = 4 (RESULTS: 70% of peak would
+ * need ~300, and madd + add alone reach 77.5%). */
 #define RP_PIN(x) __asm__ volatile("" : "+x"(x))
 
 /* Word wd of block blk as rp_load_word gives it ([pair 0 word wd | pair 1 word wd]): bytes
  * 8 + 16 wd .. +32 of the block hold pair 0's word wd in their low half, bytes 56 + 16 wd .. +32
  * hold pair 1's word wd (at 72 + 16 wd) in their high half; both ranges lie inside the 136-byte
- * block for wd = 0..3 (the first starts after d[4], the last ends at byte 120). */
+ * block for wd = 0..3 (the first starts after d[4] at byte 8, the last, 104 .. 135 at wd = 3,
+ * ends with the block). */
 static inline __attribute__((always_inline)) __m256i rp_load_word_blend(const kern_rp_block *blk, int wd) {
     const uint8_t *p = (const uint8_t *)(const void *)blk;
     return _mm256_blend_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p + 8 + 16 * wd)),
@@ -508,7 +511,7 @@ static inline __attribute__((always_inline)) void rp_mm_narrow(const kern_rp_blo
             __m256i v[3];
 #pragma GCC unroll 3
             for (int g = 0; g < G; g++) {
-                v[g] = G <= 2 ? rp_load_word_blend(A + g * nb + b, wd) : rp_load_word(A + g * nb + b, wd);
+                v[g] = rp_load_word_blend(A + g * nb + b, wd);
                 RP_PIN(v[g]);
             }
 #pragma GCC unroll 4
