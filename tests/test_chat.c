@@ -141,9 +141,7 @@ static void test_multi_turn_incremental_equals_scratch(void **state) {
     if (prompt_chat_close_assistant(m, "chatml", &p2, &err) != TERN_OK) fail_msg("%s", err.msg);
     tern_chat_msg t2[1] = {{"user", "And of Italy?"}};
     if (prompt_chat_append(m, "chatml", t2, 1, true, true, false, &p2, NULL, &err) != TERN_OK) fail_msg("%s", err.msg);
-    double t0 = now_s();
     l = tern_session_eval(a, p2.ids, p2.n, &err);
-    const double t_inc = now_s() - t0;
     assert_non_null(l);
     assert_int_equal(tern_session_pos(a), pos_after_r1 + p2.n);   /* only the new tokens */
     greedy(m, a, l, 12, &r2);
@@ -153,22 +151,16 @@ static void test_multi_turn_incremental_equals_scratch(void **state) {
     prompt_ids_push(&all, r1.ids, r1.n - 1);
     prompt_ids_push(&all, p2.ids, p2.n);
     tern_session *b = session(m, 2048);
-    t0 = now_s();
     l = tern_session_eval(b, all.ids, all.n, &err);
-    const double t_all = now_s() - t0;
     assert_non_null(l);
     greedy(m, b, l, 12, &r2s);
     assert_int_equal(r2.n, r2s.n);
     assert_memory_equal(r2.ids, r2s.ids, (size_t)r2.n * sizeof *r2.ids);
 
-    /* cost: turn 2 evaluated p2.n of all.n tokens; allow a fixed per-call overhead (the output
-     * head runs once in both) and timing noise: at most 3x the proportional share + 30% of the
-     * full pass, which the full re-evaluation (ratio 1) can never meet */
-    const double share = (double)p2.n / all.n;
-    print_message("turn 2: %d new of %d tokens (%.1f%%): %.2f ms incremental vs %.2f ms from scratch\n", p2.n, all.n,
-                  100 * share, 1e3 * t_inc, 1e3 * t_all);
-    assert_true(share < 0.1);
-    if (!(t_inc < t_all * (3 * share + 0.3))) fail_msg("turn 2 took %.3f ms vs %.3f ms for everything", 1e3 * t_inc, 1e3 * t_all);
+    /* cost: the incremental session evaluated only turn 2's tokens (its position moved by p2.n
+     * above), a small share of the whole sequence; no wall-clock check (a timed unit test fails
+     * on a loaded machine: speed figures come from the benchmark programs) */
+    assert_true((double)p2.n / all.n < 0.1);
 
     tern_session_free(a);
     tern_session_free(b);
