@@ -894,16 +894,62 @@ static inline __m256 half8_load(const uint16_t *p, bool bf16) {
     return _mm256_cvtph_ps(h);
 }
 
+/* One (row, column) output of mm_half_float from its two 16-lane accumulators (lanes 0-7, 8-15):
+ * the K % 16 tail lane by lane with fmaf, then kern_lane_reduce (ref.c ref_row_float's order). */
+static inline float half_finish(__m256 lo, __m256 hi, const uint16_t *wr, const float *x, int64_t K16,
+                                int64_t K, bool bf16) {
+    float acc[16];
+    _mm256_storeu_ps(acc, lo);
+    _mm256_storeu_ps(acc + 8, hi);
+    for (int64_t k = K16; k < K; k++) {
+        const float xv = bf16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
+        acc[k & 15] = fmaf(bf16 ? bf16_to_f32(wr[k]) : fp16_to_f32(wr[k]), xv, acc[k & 15]);
+    }
+    return kern_lane_reduce(acc);
+}
+
 static void mm_half_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
     const bool bf16 = w->type == QT_BF16;
     const int64_t K = w->n_in, K16 = K & ~(int64_t)15;
-    for (int c = 0; c < a->ncols; c++) {
-        const float *x = a->x + (int64_t)c * K;
-        int64_t r = r0;
-        for (; r + 2 <= r1; r += 2) {   /* two rows share each activation load and rounding */
-            const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K, *w1 = w0 + K;
+    /* Rows outside, columns inside: a row pair (2 x K halves, 8 KB at K = 2048) is read from
+     * memory once and from L1 by every further column, so a batch of n columns streams the
+     * weights once (with columns outside, each column re-read the thread's whole row range: a
+     * 4-column step cost 3.2 single steps on an F16 model). Columns go in pairs so each converted
+     * weight vector feeds two FMAs. Each (row, column) output is the same fmaf sequence in any
+     * nesting and pairing, so the bits do not depend on them (test_isa_other_types). */
+    int64_t r = r0;
+    for (; r + 2 <= r1; r += 2) {   /* two rows share each activation load and rounding */
+        const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K, *w1 = w0 + K;
+        int c = 0;
+        for (; c + 2 <= a->ncols; c += 2) {   /* 2 rows x 2 columns: 8 accumulators */
+            const float *xa = a->x + (int64_t)c * K, *xb = xa + K;
+            __m256 a0l = _mm256_setzero_ps(), a0h = a0l, a1l = a0l, a1h = a0l;
+            __m256 b0l = a0l, b0h = a0l, b1l = a0l, b1h = a0l;
+            for (int64_t k = 0; k < K16; k += 16) {
+                const __m256 w0l = half8_load(w0 + k, bf16), w0h = half8_load(w0 + k + 8, bf16);
+                const __m256 w1l = half8_load(w1 + k, bf16), w1h = half8_load(w1 + k + 8, bf16);
+                __m256 xl = _mm256_loadu_ps(xa + k), xh = _mm256_loadu_ps(xa + k + 8);
+                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
+                a0l = _mm256_fmadd_ps(w0l, xl, a0l);
+                a0h = _mm256_fmadd_ps(w0h, xh, a0h);
+                a1l = _mm256_fmadd_ps(w1l, xl, a1l);
+                a1h = _mm256_fmadd_ps(w1h, xh, a1h);
+                xl = _mm256_loadu_ps(xb + k), xh = _mm256_loadu_ps(xb + k + 8);
+                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
+                b0l = _mm256_fmadd_ps(w0l, xl, b0l);
+                b0h = _mm256_fmadd_ps(w0h, xh, b0h);
+                b1l = _mm256_fmadd_ps(w1l, xl, b1l);
+                b1h = _mm256_fmadd_ps(w1h, xh, b1h);
+            }
+            m->y[c * m->ldy + r] = half_finish(a0l, a0h, w0, xa, K16, K, bf16);
+            m->y[c * m->ldy + r + 1] = half_finish(a1l, a1h, w1, xa, K16, K, bf16);
+            m->y[(c + 1) * m->ldy + r] = half_finish(b0l, b0h, w0, xb, K16, K, bf16);
+            m->y[(c + 1) * m->ldy + r + 1] = half_finish(b1l, b1h, w1, xb, K16, K, bf16);
+        }
+        for (; c < a->ncols; c++) {
+            const float *x = a->x + (int64_t)c * K;
             __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
             for (int64_t k = 0; k < K16; k += 16) {
                 __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
@@ -913,19 +959,14 @@ static void mm_half_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
                 lo1 = _mm256_fmadd_ps(half8_load(w1 + k, bf16), xl, lo1);
                 hi1 = _mm256_fmadd_ps(half8_load(w1 + k + 8, bf16), xh, hi1);
             }
-            float acc0[16], acc1[16];
-            _mm256_storeu_ps(acc0, lo0); _mm256_storeu_ps(acc0 + 8, hi0);
-            _mm256_storeu_ps(acc1, lo1); _mm256_storeu_ps(acc1 + 8, hi1);
-            for (int64_t k = K16; k < K; k++) {
-                const float xv = bf16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
-                acc0[k & 15] = fmaf(bf16 ? bf16_to_f32(w0[k]) : fp16_to_f32(w0[k]), xv, acc0[k & 15]);
-                acc1[k & 15] = fmaf(bf16 ? bf16_to_f32(w1[k]) : fp16_to_f32(w1[k]), xv, acc1[k & 15]);
-            }
-            m->y[c * m->ldy + r] = kern_lane_reduce(acc0);
-            m->y[c * m->ldy + r + 1] = kern_lane_reduce(acc1);
+            m->y[c * m->ldy + r] = half_finish(lo0, hi0, w0, x, K16, K, bf16);
+            m->y[c * m->ldy + r + 1] = half_finish(lo1, hi1, w1, x, K16, K, bf16);
         }
-        for (; r < r1; r++) {
-            const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K;
+    }
+    for (; r < r1; r++) {
+        const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K;
+        for (int c = 0; c < a->ncols; c++) {
+            const float *x = a->x + (int64_t)c * K;
             __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0;
             for (int64_t k = 0; k < K16; k += 16) {
                 __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
@@ -933,13 +974,7 @@ static void mm_half_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
                 lo0 = _mm256_fmadd_ps(half8_load(w0 + k, bf16), xl, lo0);
                 hi0 = _mm256_fmadd_ps(half8_load(w0 + k + 8, bf16), xh, hi0);
             }
-            float acc0[16];
-            _mm256_storeu_ps(acc0, lo0); _mm256_storeu_ps(acc0 + 8, hi0);
-            for (int64_t k = K16; k < K; k++) {
-                const float xv = bf16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
-                acc0[k & 15] = fmaf(bf16 ? bf16_to_f32(w0[k]) : fp16_to_f32(w0[k]), xv, acc0[k & 15]);
-            }
-            m->y[c * m->ldy + r] = kern_lane_reduce(acc0);
+            m->y[c * m->ldy + r] = half_finish(lo0, hi0, w0, x, K16, K, bf16);
         }
     }
 }
