@@ -228,6 +228,39 @@ static bool get_bool(const cJSON *root, const char *name, const char *path, bool
     return true;
 }
 
+/* OpenAI fields that would change the answer and that tern does not implement: 400 naming the
+ * field instead of a reply that silently ignores it (as presence_penalty). Their neutral values
+ * pass: n 1, best_of 1, echo false, suffix "" and logit_bias {} (null: not given). */
+static bool refuse_unsupported(const cJSON *root, srv_error *e) {
+    double d = 1;
+    char g[32];
+    if (!get_int(root, "n", 1, 2147483647.0, &d, e)) return false;
+    if (d != 1)
+        return srv_fail(e, 400, "invalid_request_error", "n", "'n' is not supported above 1 (one choice per request), got %s",
+                        num_text(d, g));
+    d = 1;
+    if (!get_int(root, "best_of", 1, 2147483647.0, &d, e)) return false;
+    if (d != 1)
+        return srv_fail(e, 400, "invalid_request_error", "best_of",
+                        "'best_of' is not supported above 1 (one completion per request), got %s", num_text(d, g));
+    bool echo = false;
+    if (!get_bool(root, "echo", "echo", &echo, e)) return false;
+    if (echo)
+        return srv_fail(e, 400, "invalid_request_error", "echo",
+                        "'echo': true is not supported (the prompt is not repeated in the reply); send false or leave it out");
+    const cJSON *f = field(root, "suffix");
+    if (f && !cJSON_IsString(f)) return bad_type(e, "suffix", "a string", f);
+    if (f && *f->valuestring)
+        return srv_fail(e, 400, "invalid_request_error", "suffix",
+                        "'suffix' is not supported (no text after the insertion point); send \"\" or leave it out");
+    f = field(root, "logit_bias");
+    if (f && !cJSON_IsObject(f)) return bad_type(e, "logit_bias", "an object", f);
+    if (f && f->child)
+        return srv_fail(e, 400, "invalid_request_error", "logit_bias",
+                        "'logit_bias' is not supported (token biases are not applied); send {} or leave it out");
+    return true;
+}
+
 /* Message content: a string, null, or an array of {"type":"text","text":...} parts. */
 static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
     char param[64];
@@ -695,8 +728,7 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
     if (d != 0) { srv_fail(e, 400, "invalid_request_error", "presence_penalty", "'presence_penalty' is not supported (use repeat_penalty)"); goto done; }
     if (!get_number(root, "frequency_penalty", -2, 2, &d, e)) goto done;
     if (d != 0) { srv_fail(e, 400, "invalid_request_error", "frequency_penalty", "'frequency_penalty' is not supported (use repeat_penalty)"); goto done; }
-    d = 1;
-    if (!get_int(root, "n", 1, 1, &d, e)) goto done;
+    if (!refuse_unsupported(root, e)) goto done;
     if (kind == SRV_CHAT) {                           /* logprobs: bool, top_logprobs: 0..20 */
         if (!get_bool(root, "logprobs", "logprobs", &r->logprobs, e)) goto done;
         d = 0;

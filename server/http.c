@@ -552,6 +552,8 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     *out = NULL;
     if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
     if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
+    if (cfg->api_key && !*cfg->api_key)   /* "" would read as a key and let everyone in */
+        return srv_err_set(err, TERN_E_ARG, "--api-key: empty key; expected a non-empty string (or no key: NULL)");
     srv *s = calloc(1, sizeof *s);
     if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     s->cfg = *cfg;

@@ -26,7 +26,7 @@ typedef struct srv_config {
     int prefill_chunk;      /* prompt tokens per step while other streams decode (default 64; <= n_batch) */
     int queue_max;          /* requests waiting for a slot before 429 (default 32) */
     size_t body_max;        /* request body limit in bytes (default 1 MiB) */
-    const char *api_key;    /* NULL: no authentication */
+    const char *api_key;    /* NULL: no authentication; "" is refused by srv_start (TERN_E_ARG) */
     const char *model_name; /* the id in /v1/models and responses */
     const char *chat_template; /* NULL: the model's */
     bool kv_f32;

@@ -227,7 +227,7 @@ static void test_values_out_of_range(void **state) {
         {"serve", "--port 70000", "tern serve: --port: expected an integer in 0..65535, got '70000'"},
         {"serve", "-np 0", "tern serve: -np: expected an integer in 1..64, got '0'"},
         {"serve", "--body-limit 10", "tern serve: --body-limit: expected an integer in 1024..1073741824, got '10'"},
-        {"synth", "--n-vocab 0", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '0'"},
+        {"synth", "--n-vocab 0", "tern synth: --n-vocab: expected an integer in 1..1048576, got '0'"},
         {"synth", "--seed x", "tern synth: --seed: expected an integer in 0..18446744073709551615 or -1 (random), got 'x'"},
         {"bench-kernel", "--threads 0", "tern bench-kernel: --threads: expected a comma-separated list of at most 16 integers in 1.."},
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
@@ -242,7 +242,7 @@ static void test_values_out_of_range(void **state) {
          "tern chat: --spec-ngram-max: expected an integer in 2..16 (at least --spec-ngram-min), got '1'"},
         {"serve", "-m x.gguf --spec-ngram-min 3 --spec-ngram-max 2 --spec lookup",
          "tern serve: --spec-ngram-max: expected an integer in 3..16 (at least --spec-ngram-min), got '2'"},
-        {"perplexity", "-m x.gguf -f y.txt -c 3", "tern perplexity: -c: expected an integer of at least 4 with -f, got '3'"},
+        {"perplexity", "-m x.gguf -f y.txt -c 3", "tern perplexity: -c: expected an integer in 4..16777216, got '3'"},
         {"run", "-m x.gguf -p hi -f prompt.txt", "tern run: -p and -f both give the prompt; use one of them; see tern run --help"},
         {"serve", "-m x.gguf --chat-template foo", "tern serve: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
         {"chat", "-m x.gguf --chat-template foo", "tern chat: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
@@ -250,7 +250,7 @@ static void test_values_out_of_range(void **state) {
          "tern bench-spec: --spec-ngram-max: expected an integer in 5..16 (at least --spec-ngram-min), got '4'"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
-        {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..2147483647, got '99999999999'"},
+        {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..1048576, got '99999999999'"},
         {"bench", "-p 99999999999", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '99999999999'"},
     };
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);

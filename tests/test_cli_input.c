@@ -8,11 +8,16 @@
 #include "model_fx.h"
 #include "run_util.h"
 
+#include "format/gguf.h"
+
 #include <ctype.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define STORIES "data/stories260k/stories260K.gguf"
 #define QWEN3_TINY "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"
@@ -197,7 +202,7 @@ static void test_bad_input_messages(void **state) {
     expect_err(1, "token 1 at byte 3: expected an integer id in 0..2147483647, got 'ab\\x01\\xff'", NULL, args);
     write_file(text, "Once upon a time\n", 17);
     snprintf(args, sizeof args, "perplexity -m '%s' -f '%s' -c 64", model, text);
-    snprintf(want, sizeof want, "tern perplexity: -f %s: the text is 5 tokens, expected at least 64 (one chunk of -c 64; "
+    snprintf(want, sizeof want, "tern perplexity: -f %s: the text is too short: 5 tokens, expected at least 64 (one chunk of -c 64; "
              "a smaller -c, at least 4, scores a shorter text)", text);
     expect_err(1, want, NULL, args);
     /* bench-spec prompts: a line that is not JSON is named (line, byte) and skipped; a file with no
@@ -217,6 +222,203 @@ static void test_bad_input_messages(void **state) {
     remove(text);
 }
 
+/* Session 4 trial findings. synth and quantize removed OUT when a write failed even if OUT was
+ * there before (a symlink to /dev/full: as root that deleted /dev/full): a symlink to /dev/full
+ * survives both (exit 1, the message names the path), while a file the run itself created is
+ * still removed when writing it fails (a file-size limit of 512 bytes, SIGXFSZ ignored). */
+static void test_failed_write_keeps_existing_output(void **state) {
+    (void)state;
+    char bin[4096], model[1024], dir[512], link[600], fresh[600], args[2048], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(dir, sizeof dir, "outdir");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    snprintf(link, sizeof link, "%s/model.gguf", dir);
+    snprintf(fresh, sizeof fresh, "%s/new.gguf", dir);
+    unlink(link);
+    unlink(fresh);
+    if (symlink("/dev/full", link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
+    const char *runs[] = {"synth --arch qwen3-tiny --no-weights -o '%s'", "synth --arch qwen3-tiny -o '%s'",
+                          "quantize '%s' '%s' --type f32"};
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        if (r == 2) snprintf(args, sizeof args, runs[r], model, link);
+        else snprintf(args, sizeof args, runs[r], link);
+        char *err = NULL;
+        const int rc = ru_tern(NULL, &err, "%s", args);
+        struct stat st;
+        char target[64] = "";
+        const ssize_t k = readlink(link, target, sizeof target - 1);
+        if (k > 0) target[k] = '\0';
+        if (rc != 1 || !strstr(err, link) || lstat(link, &st) != 0 || !S_ISLNK(st.st_mode) || strcmp(target, "/dev/full"))
+            fail_msg("tern %s: exit %d, stderr: %s(expected exit 1, the path named, and the symlink to /dev/full kept)",
+                     args, rc, err);
+        free(err);
+    }
+    /* a new file that cannot be written whole: removed (512-byte file-size limit, SIGXFSZ ignored) */
+    snprintf(cmd, sizeof cmd, "sh -c \"trap '' XFSZ; ulimit -f 1; exec '%s' synth --arch qwen3-tiny --no-weights -o '%s'\" 2>&1",
+             bin, fresh);
+    int rc = -1;
+    char *out = ru_capture(cmd, &rc);
+    if (rc != 1 || !strstr(out, fresh) || access(fresh, F_OK) == 0)
+        fail_msg("%s: exit %d, output: %s(expected exit 1, the path named and the partial file removed)", cmd, rc, out);
+    free(out);
+    unlink(link);
+    unlink(fresh);
+    rmdir(dir);
+}
+
+/* `serve --api-key ""` (or TERN_API_KEY set to nothing) said "API key required" and served
+ * everyone: now a usage error before the model loads. A non-empty --api-key overrides an empty
+ * TERN_API_KEY (the run reaches the model file). --n-vocab has a maximum (2^20) instead of
+ * accepting 2147483647 and eating the memory. */
+static void test_empty_api_key_and_vocab_limit(void **state) {
+    (void)state;
+    char bin[4096], cmd[8192], path[512];
+    ru_need_tern(bin, sizeof bin);
+    expect_err(2, "tern serve: --api-key: empty key; expected a non-empty string", NULL,
+               "serve -m /nonexistent/x.gguf --api-key ''");
+    expect_err(2, "tern serve: --api-key: empty key; expected a non-empty string", NULL,
+               "serve -m /nonexistent/x.gguf --api-key=");
+    struct { const char *env_args; int rc; const char *want; } cases[] = {
+        {"TERN_API_KEY= '%s' serve -m /nonexistent/x.gguf 2>&1", 2,
+         "tern serve: TERN_API_KEY: empty key; expected a non-empty string (or unset TERN_API_KEY)"},
+        {"TERN_API_KEY= '%s' serve -m /nonexistent/x.gguf --api-key k 2>&1", 1, "/nonexistent/x.gguf"},
+        {"TERN_API_KEY=k '%s' serve -m /nonexistent/x.gguf --api-key '' 2>&1", 2,
+         "tern serve: --api-key: empty key; expected a non-empty string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, cases[i].env_args, bin);
+        int rc = -1;
+        char *out = ru_capture(cmd, &rc);
+        if (rc != cases[i].rc || !strstr(out, cases[i].want))
+            fail_msg("%s: exit %d, output: %s(expected exit %d, \"%s\")", cmd, rc, out, cases[i].rc, cases[i].want);
+        free(out);
+    }
+    fx_tmp_path(path, sizeof path, "huge-vocab.gguf");
+    unlink(path);
+    char args[1024];
+    snprintf(args, sizeof args, "synth --arch qwen3-tiny --n-vocab 2147483647 --no-weights -o '%s'", path);
+    expect_err(2, "tern synth: --n-vocab: expected an integer in 1..1048576, got '2147483647'", NULL, args);
+    assert_int_equal(access(path, F_OK), -1);
+    char *out = NULL;
+    assert_int_equal(ru_tern(&out, NULL, "synth --help"), 0);
+    if (!strstr(out, "2^20, about 4x the largest real vocabulary") || !strstr(out, "[1..1048576]"))
+        fail_msg("synth --help does not state --n-vocab's maximum:\n%s", out);
+    free(out);
+}
+
+/* A copy of stories260K whose blk.4.ffn_norm.weight data is all 0xff bytes (NaN), at path. */
+static void write_nan_model(const char *model, const char *path) {
+    size_t len = 0;
+    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
+    assert_non_null(buf);
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
+    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_norm.weight");
+    assert_non_null(t);
+    assert_true(t->nbytes > 0);
+    memset(t->data, 0xff, (size_t)t->nbytes);
+    gguf_close(g);
+    write_file(path, (const char *)buf, len);
+    free(buf);
+}
+
+/* NaN weights: perplexity printed `PPL = nan` with exit 0 and run printed garbage silently. Now
+ * perplexity fails (exit 1, no PPL line) naming where the logits first were not finite: with
+ * -c 16 the first scored position is 8 of chunk 1 (c/2, llama-perplexity's convention), with
+ * --tokens position 0; run warns once on stderr (at the position after the prompt) and exits 1.
+ * The undamaged model gives exit 0 with the same arguments (the control). */
+static void test_nonfinite_logits(void **state) {
+    (void)state;
+    char model[1024], bad[512], text[512], ids[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(bad, sizeof bad, "nan-model.gguf");
+    fx_tmp_path(text, sizeof text, "nan-text.txt");
+    fx_tmp_path(ids, sizeof ids, "nan-ids.txt");
+    write_nan_model(model, bad);
+    const char *story = "Once upon a time there was a little girl named Lily. She liked to play in the park with her "
+                        "dog. One day the dog ran away and Lily was sad.\n";
+    write_file(text, story, strlen(story));
+    write_file(ids, "1 403 407 261 107 300\n", 22);
+    for (int damaged = 0; damaged < 2; damaged++) {
+        const char *m = damaged ? bad : model;
+        char *out = NULL, *err = NULL;
+        int rc = ru_tern(&out, &err, "perplexity -m '%s' -f '%s' -c 16 -t 1", m, text);
+        const char *want = "tern perplexity: the logits at chunk 1, position 8 (token 8 of the text) are not finite "
+                           "(logit 0 of 512 is NaN); expected finite logits: the model's weights may be damaged";
+        if (damaged ? rc != 1 || !strstr(err, want) || strstr(out, "PPL") : rc != 0 || !strstr(out, "PPL = "))
+            fail_msg("perplexity -f on %s: exit %d, stdout: %s, stderr: %s", m, rc, out, err);
+        free(out);
+        free(err);
+        out = err = NULL;
+        rc = ru_tern(&out, &err, "perplexity -m '%s' --tokens '%s' -t 1", m, ids);
+        char want2[1200];
+        snprintf(want2, sizeof want2, "tern perplexity: the logits at position 0 of the ids in %s are not finite", ids);
+        if (damaged ? rc != 1 || !strstr(err, want2) || strstr(out, "PPL") : rc != 0 || !strstr(out, "PPL = "))
+            fail_msg("perplexity --tokens on %s: exit %d, stdout: %s, stderr: %s", m, rc, out, err);
+        free(out);
+        free(err);
+        for (int spec = 0; spec < 2; spec++) {
+            err = NULL;
+            rc = ru_tern(NULL, &err, "run -m '%s' -p 'Once upon a time' -n 4 --temp 0 -t 1 --ignore-eos%s", m,
+                         spec ? " --spec lookup" : "");
+            const char *w = "tern run: warning: the logits for position ";
+            const char *hit = strstr(err, w);
+            const bool once = hit && !strstr(hit + 1, w) && strstr(hit, "are not finite (logit 0 of 512 is NaN)");
+            if (damaged ? rc != 1 || !once : rc != 0 || hit)
+                fail_msg("run%s on %s: exit %d, stderr: %s(expected %s)", spec ? " --spec lookup" : "", m, rc, err,
+                         damaged ? "exit 1 and the warning once" : "exit 0, no warning");
+            free(err);
+        }
+    }
+    remove(bad);
+    remove(text);
+    remove(ids);
+}
+
+/* chat with a first message that does not fit -c said "Type /clear": on an empty conversation it
+ * now says the context is too small and the -c it needs; that -c (checked by running with it)
+ * holds the message and a one-token reply without any context message. */
+static void test_chat_context_too_small(void **state) {
+    (void)state;
+    char model[1024], in[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(in, sizeof in, "chat-in.txt");
+    const char *msg = "Tell me a story about a little dog who finds a red ball in the park\n";
+    write_file(in, msg, strlen(msg));
+    char *err = NULL;
+    int rc = ru_tern(NULL, &err, "chat -m '%s' -c 10 -n 1 --temp 0 -t 1 <'%s'", model, in);
+    const char *p = strstr(err, "[the context (-c 10) is too small for this message: it needs ");
+    int need = p ? atoi(p + strlen("[the context (-c 10) is too small for this message: it needs ")) : 0;
+    char want[160];
+    snprintf(want, sizeof want, "start tern chat with -c %d or more, or send a shorter message.]", need);
+    if (rc != 0 || !p || need <= 10 || !strstr(err, want) || strstr(err, "Type /clear"))
+        fail_msg("chat -c 10: exit %d, stderr: %s", rc, err);
+    free(err);
+    err = NULL;
+    rc = ru_tern(NULL, &err, "chat -m '%s' -c %d -n 1 --temp 0 -t 1 <'%s'", model, need, in);
+    if (rc != 0 || strstr(err, "too small") || strstr(err, "context full") || !strstr(err, "[turn 1: "))
+        fail_msg("chat -c %d: exit %d, stderr: %s", need, rc, err);
+    free(err);
+    remove(in);
+}
+
+/* perplexity -f /dev/null said "the text is 1 tokens": now "empty" with the count; a short text
+ * "too short" with its count; -c 1 with -f states the real minimum (4), with --tokens 2. */
+static void test_perplexity_short_wording(void **state) {
+    (void)state;
+    char model[1024], args[2048], want[1200];
+    fx_require(model, sizeof model, STORIES);
+    snprintf(args, sizeof args, "perplexity -m '%s' -f /dev/null -c 16", model);
+    expect_err(1, "tern perplexity: -f /dev/null: the text is empty (1 token: the BOS only), expected at least 16 (one chunk "
+                  "of -c 16; a smaller -c, at least 4, scores a shorter text)", "1 tokens", args);
+    snprintf(want, sizeof want, "-c: expected an integer in 4..16777216, got '1'");
+    expect_err(2, want, NULL, "perplexity -m x.gguf -c 1 -f y.txt");
+    expect_err(2, want, NULL, "perplexity -m x.gguf --file=y.txt -c 1");
+    expect_err(2, "-c: expected an integer in 2..16777216, got '1'", NULL, "perplexity -m x.gguf -c 1 --tokens y.txt");
+}
+
 int suite_cli_input(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unknown_options_every_command),
@@ -224,6 +426,11 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_stdout_and_utf8),
         cmocka_unit_test(test_no_chat_template_notice),
         cmocka_unit_test(test_bad_input_messages),
+        cmocka_unit_test(test_failed_write_keeps_existing_output),
+        cmocka_unit_test(test_empty_api_key_and_vocab_limit),
+        cmocka_unit_test(test_nonfinite_logits),
+        cmocka_unit_test(test_chat_context_too_small),
+        cmocka_unit_test(test_perplexity_short_wording),
     };
     TEST_RUN_SUITE("cli_input", tests);
 }

@@ -296,7 +296,7 @@ static void test_request_number_messages(void **state) {
         {"\"top_p\": 1.1", "top_p", "'top_p' must be a number in [0, 1], got 1.1"},
         {"\"repeat_penalty\": 0.0001", "repeat_penalty", "'repeat_penalty' must be a number in [0.001, 100], got 0.0001"},
         {"\"temperature\": \"hot\"", "temperature", "'temperature' must be a number in [0, 2], got a string"},
-        {"\"max_tokens\": null, \"n\": 2", "n", "'n' must be an integer in [1, 1], got 2"},
+        {"\"max_tokens\": null, \"n\": 2", "n", "'n' is not supported above 1 (one choice per request), got 2"},
         {"\"max_tokens\": [5]", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got an array"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -1057,6 +1057,64 @@ static void test_start_errors(void **state) {
     free(out);
 }
 
+/* OpenAI fields tern does not implement were accepted and ignored (echo, suffix, best_of,
+ * logit_bias): each now gets 400 with an OpenAI error object naming the field and saying "not
+ * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
+ * served. An empty API key is refused by srv_start (it would have let everyone in). */
+static void test_unsupported_fields(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.api_key = "";
+    srv *s = NULL;
+    tern_err err = {0};
+    assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "--api-key: empty key; expected a non-empty string"));
+    s = start(m, 1, 256, 4, 0, NULL, 0);
+    const char *paths[] = {"/v1/completions", "/v1/chat/completions"};
+    const char *heads[] = {"{\"prompt\": \"Once\", \"max_tokens\": 1, ", "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 1, "};
+    struct { const char *field, *json, *want; } cases[] = {   /* want NULL: served (200) */
+        {"echo", "\"echo\": true", "'echo': true is not supported (the prompt is not repeated in the reply)"},
+        {"echo", "\"echo\": false", NULL},
+        {"echo", "\"echo\": 1", "'echo' must be true or false"},
+        {"suffix", "\"suffix\": \" The end.\"", "'suffix' is not supported"},
+        {"suffix", "\"suffix\": \"\"", NULL},
+        {"suffix", "\"suffix\": null", NULL},
+        {"suffix", "\"suffix\": 3", "'suffix' must be a string"},
+        {"best_of", "\"best_of\": 2", "'best_of' is not supported above 1 (one completion per request), got 2"},
+        {"best_of", "\"best_of\": 1", NULL},
+        {"best_of", "\"best_of\": 0", "'best_of' must be an integer in [1, 2147483647], got 0"},
+        {"logit_bias", "\"logit_bias\": {\"50\": -100}", "'logit_bias' is not supported"},
+        {"logit_bias", "\"logit_bias\": {}", NULL},
+        {"logit_bias", "\"logit_bias\": [1]", "'logit_bias' must be an object"},
+        {"n", "\"n\": 2", "'n' is not supported above 1 (one choice per request), got 2"},
+        {"n", "\"n\": 1", NULL},
+        {"presence_penalty", "\"presence_penalty\": 0.5", "'presence_penalty' is not supported"},
+    };
+    for (int ep = 0; ep < 2; ep++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            char body[512];
+            snprintf(body, sizeof body, "%s%s}", heads[ep], cases[i].json);
+            int code;
+            char *out = http(s, "POST", paths[ep], body, NULL, &code);
+            cJSON *j = cJSON_Parse(out);
+            cJSON *e = cJSON_GetObjectItem(j, "error");
+            const cJSON *param = cJSON_GetObjectItem(e, "param"), *msg = cJSON_GetObjectItem(e, "message");
+            const bool good = cases[i].want ? code == 400 && cJSON_IsString(param) && !strcmp(param->valuestring, cases[i].field) &&
+                                                  cJSON_IsString(msg) && strstr(msg->valuestring, cases[i].want)
+                                            : code == 200 && !e;
+            if (!good) fail_msg("POST %s %s: status %d: %s (expected %s%s)", paths[ep], body, code, out,
+                                cases[i].want ? "400: " : "200", cases[i].want ? cases[i].want : "");
+            cJSON_Delete(j);
+            free(out);
+        }
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* node scripts: the official openai client, and the page in headless Chromium */
 static void run_node(const char *script, const char *needs, srv *s) {
     char path[256];
@@ -1116,6 +1174,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_metrics_histograms),
         cmocka_unit_test(test_speculative),
         cmocka_unit_test(test_start_errors),
+        cmocka_unit_test(test_unsupported_fields),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_chat_page_in_chromium),
     };

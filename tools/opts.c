@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *g_cmd = "";      /* the program runs one command: its name, for messages */
@@ -57,6 +58,11 @@ int opts_read_input(const char *flag, const char *path, char **out, size_t *len)
 }
 
 int opts_read_file(const char *path, char **out, size_t *len) { return opts_read_input(NULL, path, out, len); }
+
+bool opts_output_is_new(const char *path) {
+    struct stat st;
+    return lstat(path, &st) != 0 && errno == ENOENT;
+}
 
 int opts_max_threads(void) {
     const long nc = sysconf(_SC_NPROCESSORS_ONLN);

@@ -85,6 +85,12 @@ int opts_read_input(const char *flag, const char *path, char **out, size_t *len)
 /* opts_read_input without a flag name. */
 int opts_read_file(const char *path, char **out, size_t *len);
 
+/* ---- output files --------------------------------------------------------------------------- */
+/* Whether nothing exists at path yet (lstat fails with ENOENT; a dangling symlink exists): a
+ * command that writes path calls it before opening, and on a failed write removes only a file it
+ * so created, never a path that was already there (a file, a symlink, /dev/full). */
+bool opts_output_is_new(const char *path);
+
 /* The largest thread count any -t accepts: 4 x online CPUs, at least 4, at most 1024 (the model
  * loader's limit). */
 int opts_max_threads(void);

@@ -33,6 +33,23 @@ static void ppl_usage(FILE *f, const opt_table *t, int n_t) {
     opts_help(f, t, n_t);
 }
 
+/* Index of the first logit of l[0..n) that is NaN or infinite, or -1 if all are finite. */
+static int first_nonfinite(const float *l, int n) {
+    for (int i = 0; i < n; i++)
+        if (!isfinite(l[i])) return i;
+    return -1;
+}
+
+/* A non-finite logit (NaN weights, an overflow) would make the result `nan` with exit 0: an error
+ * naming where it first happened (what: "chunk 2, position 40" or "position 7"). Returns 1. */
+static int nonfinite_error(const char *what, const float *l, int n_vocab) {
+    const int k = first_nonfinite(l, n_vocab);
+    fprintf(stderr, "tern perplexity: the logits at %s are not finite (logit %d of %d is %s); expected finite "
+                    "logits: the model's weights may be damaged (NaN or Inf)\n", what, k, n_vocab,
+            isnan(l[k]) ? "NaN" : l[k] > 0 ? "+Inf" : "-Inf");
+    return 1;
+}
+
 /* -log p(tok) from float logits as llama-perplexity's log_softmax. */
 static double nll_of(const float *l, int n_vocab, int tok) {
     float mx = l[0];
@@ -90,7 +107,14 @@ int cmd_perplexity(int argc, char **argv) {
     oc.n_ctx = 0;
     const char *text_path = NULL, *tok_path = NULL;
     int max_chunks = -1;
-    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(ppl_defs), opts_tab_threads, opts_tab_load};
+    /* -c's minimum is 4 with -f (a chunk scores its second half: at least 2 predictions), 2 with
+     * --tokens: the parser's own message states the one that applies */
+    opt_def defs[sizeof ppl_defs / sizeof ppl_defs[0]];
+    memcpy(defs, ppl_defs, sizeof defs);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--file") || !strncmp(argv[i], "--file=", 7))
+            defs[PPL_CHUNK - 1].lo = 4;
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(defs), opts_tab_threads, opts_tab_load};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
         opt_val v;
@@ -114,12 +138,6 @@ int cmd_perplexity(int argc, char **argv) {
     int32_t *ids = NULL;
     int n_ids = 0;
     if (tok_path && read_ids(tok_path, &ids, &n_ids)) return 1;
-    if (text_path && oc.n_ctx > 0 && oc.n_ctx < 4) {   /* a chunk scores its second half: >= 2 predictions */
-        char got[16];
-        snprintf(got, sizeof got, "%d", oc.n_ctx);
-        opts_bad_value("perplexity", "-c", "an integer of at least 4 with -f", got);
-        return 2;
-    }
     const int c = oc.n_ctx > 0 ? oc.n_ctx : (tok_path ? (n_ids > 0 ? n_ids : 1) : 512);
     oc.n_ctx = c;
     if (oc.n_batch > c) oc.n_batch = c;
@@ -154,6 +172,12 @@ int cmd_perplexity(int argc, char **argv) {
             const int n = n_ids - 1 - i0 < nb ? n_ids - 1 - i0 : nb;
             if (tern_session_eval_all(s, ids + i0, n, logits, &err)) goto done;
             for (int j = 0; j < n; j++) {
+                if (first_nonfinite(logits + (size_t)j * V, V) >= 0) {
+                    char what[1100];
+                    snprintf(what, sizeof what, "position %d of the ids in %s", i0 + j, tok_path);
+                    status = nonfinite_error(what, logits + (size_t)j * V, V);
+                    goto done;
+                }
                 nll += nll_of(logits + (size_t)j * V, V, ids[i0 + j + 1]);
                 count++;
             }
@@ -174,8 +198,13 @@ int cmd_perplexity(int argc, char **argv) {
         int n_chunk = n_tok / c;
         if (max_chunks > 0 && max_chunks < n_chunk) n_chunk = max_chunks;
         if (n_chunk < 1 || c < 4) {
-            fprintf(stderr, "tern perplexity: -f %s: the text is %d tokens, expected at least %d (one chunk of -c %d; "
-                            "a smaller -c, at least 4, scores a shorter text)\n", text_path, n_tok, c, c);
+            char what[96];
+            const int n_bos = info.add_bos && n_tok > 0 ? 1 : 0;
+            if (len == 0)
+                snprintf(what, sizeof what, "empty (%d token%s%s)", n_tok, n_tok == 1 ? "" : "s", n_bos ? ": the BOS only" : "");
+            else snprintf(what, sizeof what, "too short: %d token%s", n_tok, n_tok == 1 ? "" : "s");
+            fprintf(stderr, "tern perplexity: -f %s: the text is %s, expected at least %d (one chunk of -c %d; "
+                            "a smaller -c, at least 4, scores a shorter text)\n", text_path, what, c, c);
             goto done;
         }
         const int first = c / 2;
@@ -196,6 +225,14 @@ int cmd_perplexity(int argc, char **argv) {
                 goto done;
             }
             for (int j = first; j < c - 1; j++) {
+                if (first_nonfinite(logits + (size_t)(j - first) * V, V) >= 0) {
+                    char what[80];
+                    snprintf(what, sizeof what, "chunk %d, position %d (token %ld of the text)", ic + 1, j, (long)ic * c + j);
+                    printf("\n");
+                    free(chunk);
+                    status = nonfinite_error(what, logits + (size_t)(j - first) * V, V);
+                    goto done;
+                }
                 nll += nll_of(logits + (size_t)(j - first) * V, V, ids[(size_t)ic * c + j + 1]);
                 count++;
             }
@@ -205,7 +242,13 @@ int cmd_perplexity(int argc, char **argv) {
         free(chunk);
         printf("\n");
     }
-    printf("PPL = %.6f\n", exp(nll / (double)count));
+    const double ppl = exp(nll / (double)count);
+    if (!isfinite(ppl)) {   /* finite logits whose log-softmax still overflowed (a logit near FLT_MAX) */
+        fprintf(stderr, "tern perplexity: the perplexity is not finite (mean -log p = %g over %ld predictions); "
+                        "expected a finite value: the logits are out of range\n", nll / (double)count, count);
+        goto done;
+    }
+    printf("PPL = %.6f\n", ppl);
     status = 0;
 done:
     if (status && err.code) fprintf(stderr, "tern perplexity: %s: %s\n", tern_strerror(err.code), err.msg);

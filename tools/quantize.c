@@ -142,7 +142,7 @@ static void release_behind(const gguf_ctx *g, uintptr_t *rel, const uint8_t *pos
     }
 }
 
-/* *created is set once OUT may exist (so a failure removes only a file we made). */
+/* *created: OUT did not exist before this run opened it (so a failure removes only a file we made). */
 static int quantize_file(const char *in, const char *out, int type, bool *created, tern_err *err) {
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
@@ -195,7 +195,7 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     f32 = malloc((size_t)(chunk * max_k) * sizeof(float));
     buf = malloc((size_t)(chunk * max_k) * sizeof(float));
     if (!f32 || !buf) { rc = tern_err_set(err, TERN_E_NOMEM, "quantize: row buffers"); goto done; }
-    *created = true;
+    *created = opts_output_is_new(out);   /* a path that was there (a file, a symlink, /dev/full) stays */
     if ((rc = gguf_w_begin(w, out, err)) != TERN_OK) goto done;
     uintptr_t rel = (uintptr_t)g->buf;   /* input pages below rel are released (g->buf is page aligned) */
     for (uint64_t i = 0; i < g->n_tensors; i++) {

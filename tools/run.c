@@ -5,6 +5,7 @@
 #include "model_opts.h"
 #include "spec_opts.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,22 @@ static void run_put(const tern_model *m, tern_detok *dt, int32_t id) {
     char out[256];
     const int nb = tern_detok_put(m, dt, id, out, sizeof out);
     if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); fflush(stdout); }
+}
+
+/* Damaged weights (NaN, Inf) make every logit NaN and the sampler then prints garbage: say so on
+ * stderr the first time (*warned), and the run exits 1. pos: the position the logits predict. */
+static void check_logits(const float *l, int n_vocab, int pos, bool *warned) {
+    if (*warned) return;
+    for (int i = 0; i < n_vocab; i++)
+        if (!isfinite(l[i])) {
+            fprintf(stderr, "\ntern run: warning: the logits for position %d are not finite (logit %d of %d is %s); "
+                            "expected finite logits: the model's weights may be damaged (NaN or Inf), the text is "
+                            "not meaningful and the run will exit with status 1\n",
+                    pos, i, n_vocab, isnan(l[i]) ? "NaN" : l[i] > 0 ? "+Inf" : "-Inf");
+            fflush(stderr);
+            *warned = true;
+            return;
+        }
 }
 
 static void run_usage(FILE *f, const opt_table *t, int n_t) {
@@ -99,6 +116,7 @@ int cmd_run(int argc, char **argv) {
     opts_warn_utf8("run", prompt_file ? prompt_file : "the prompt (-p)", prompt, plen, echo);
 
     int status = 1;
+    bool bad_logits = false;   /* non-finite logits seen: warned once, exit 1 */
     tern_err err = {0};
     tern_model *m = NULL;
     tern_session *s = NULL;
@@ -137,6 +155,7 @@ int cmd_run(int argc, char **argv) {
     const float *logits = tern_session_eval(s, toks, n_tok, &err);
     if (!logits) goto done;
     const double t_prompt = now_s() - t0;
+    check_logits(logits, info.n_vocab, tern_session_pos(s), &bad_logits);   /* --spec: its steps' logits are internal */
     double t_first = 0, t_gen0 = 0;
     int n_gen = 0;
     tern_detok dt;
@@ -182,6 +201,7 @@ int cmd_run(int argc, char **argv) {
         }
         logits = tern_session_eval(s, &id, 1, &err);
         if (!logits) goto done;
+        check_logits(logits, info.n_vocab, tern_session_pos(s), &bad_logits);
     }
     const int nb = tern_detok_flush(&dt, out, sizeof out);
     if (nb > 0) fwrite(out, 1, (size_t)nb, stdout);
@@ -200,9 +220,9 @@ int cmd_run(int argc, char **argv) {
         tern_spec_get_stats(spec, &st);
         spec_opts_print_stats(stderr, &st, 0);
     }
-    status = 0;
+    status = bad_logits ? 1 : 0;   /* the warning was printed when it happened */
 done:
-    if (status) fprintf(stderr, "tern run: %s: %s\n", tern_strerror(err.code), err.msg);
+    if (status && (err.code || !bad_logits)) fprintf(stderr, "tern run: %s: %s\n", tern_strerror(err.code), err.msg);
     free(toks);
     free(file_text);
     tern_sampler_free(smp);

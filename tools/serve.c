@@ -43,6 +43,7 @@ int cmd_serve(int argc, char **argv) {
     srv_config cfg;
     srv_config_default(&cfg);
     cfg.api_key = getenv("TERN_API_KEY");
+    bool key_from_env = cfg.api_key != NULL;
     opts_common oc;
     opts_common_default(&oc);
     oc.n_batch = cfg.n_batch;
@@ -66,7 +67,7 @@ int cmd_serve(int argc, char **argv) {
         case SERVE_PREFILL_CHUNK: cfg.prefill_chunk = (int)v.i; break;
         case SERVE_QUEUE: cfg.queue_max = (int)v.i; break;
         case SERVE_BODY_LIMIT: cfg.body_max = (size_t)v.i; break;
-        case SERVE_API_KEY: cfg.api_key = v.str; break;
+        case SERVE_API_KEY: cfg.api_key = v.str; key_from_env = false; break;
         case SERVE_ALIAS: cfg.model_name = v.str; break;
         case SERVE_TEMPLATE: cfg.chat_template = v.str; break;
         default: break;
@@ -79,6 +80,11 @@ int cmd_serve(int argc, char **argv) {
     }
     if (spec_opts_check(&so)) return 2;
     if (opts_check_chat_template("serve", cfg.chat_template)) return 2;   /* not at the first request */
+    if (cfg.api_key && !*cfg.api_key) {   /* an empty key would mean "API key required" and serve everyone */
+        fprintf(stderr, "tern serve: %s: empty key; expected a non-empty string%s\n",
+                key_from_env ? "TERN_API_KEY" : "--api-key", key_from_env ? " (or unset TERN_API_KEY)" : "");
+        return 2;
+    }
     cfg.n_batch = oc.n_batch;
     cfg.spec = so.on;
     cfg.spec_p = so.p;

@@ -632,6 +632,9 @@ done:
 
 /* ==== command ================================================================================== */
 
+/* --n-vocab's maximum: 2^20 rows, about 4x the largest real vocabulary (qwen35: 248320); the
+ * built-in vocabulary holds one string per row, so a value near INT32_MAX would eat the memory. */
+#define SYNTH_N_VOCAB_MAX 1048576
 enum { SY_ARCH = 1, SY_TYPE, SY_SEED, SY_TOKENIZER, SY_TEMPLATE, SY_N_VOCAB, SY_UNROT, SY_NO_WEIGHTS, SY_OUT, SY_N_LAYER };
 static const opt_def synth_defs[] = {
     {SY_ARCH, "--arch", OPT_TEXT, "ARCH", 0, 0, NULL, "qwen3-tiny | bonsai-1.7b | qwen35-tiny | bonsai2-27b"},
@@ -641,7 +644,9 @@ static const opt_def synth_defs[] = {
      "embed a HF tokenizer.json and the tokenizer_config.json beside it (default:\n"
      "                          a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)"},
     {SY_TEMPLATE, "--chat-template", OPT_PATH, "PATH", 0, 0, NULL, "store this template file's text as tokenizer.chat_template"},
-    {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", 1, INT32_MAX, NULL, "tiny archs: embedding rows (default 512, or the tokenizer's ids)"},
+    {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", 1, SYNTH_N_VOCAB_MAX, NULL,
+     "tiny archs: embedding rows (default 512, or the tokenizer's ids; at most\n"
+     "                          2^20, about 4x the largest real vocabulary, qwen35's 248320)"},
     {SY_N_LAYER, "--n-layer", OPT_INT, "N", 1, 4096, NULL,
      "fewer (or more) blocks than the arch has, same per-layer shapes (benchmarks);\n"
      "                          qwen35: a multiple of its full-attention interval (4)"},
@@ -755,7 +760,9 @@ int cmd_synth(int argc, char **argv) {
         if (idx != i) rc = tern_err_set(&err, idx < 0 ? idx : TERN_E_ARG, "synth: adding tensor '%s'", p.t[i].name);
     }
     const double t0 = tern_time_s();
-    const bool created = rc == TERN_OK;   /* from here on a failure removes the partial file */
+    /* a failure removes the partial file, only if this run created it (never a path that was there:
+     * a file, a symlink, /dev/full) */
+    const bool created = rc == TERN_OK && opts_output_is_new(out_path);
     if (rc == TERN_OK) rc = gguf_w_begin(w, out_path, &err);
     if (rc == TERN_OK && !no_weights) rc = write_weights(w, &p, seed, &err);
     if (rc == TERN_OK) rc = no_weights ? gguf_w_end_sparse(w, &err) : gguf_w_end(w, &err);
