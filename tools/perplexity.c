@@ -198,7 +198,7 @@ int cmd_perplexity(int argc, char **argv) {
         int n_chunk = n_tok / c;
         if (max_chunks > 0 && max_chunks < n_chunk) n_chunk = max_chunks;
         if (n_chunk < 1 || c < 4) {
-            char what[96];
+            char what[128];
             const int n_bos = info.add_bos && n_tok > 0 ? 1 : 0;
             if (len == 0)
                 snprintf(what, sizeof what, "empty (%d token%s%s)", n_tok, n_tok == 1 ? "" : "s", n_bos ? ": the BOS only" : "");
@@ -226,7 +226,7 @@ int cmd_perplexity(int argc, char **argv) {
             }
             for (int j = first; j < c - 1; j++) {
                 if (first_nonfinite(logits + (size_t)(j - first) * V, V) >= 0) {
-                    char what[80];
+                    char what[128];
                     snprintf(what, sizeof what, "chunk %d, position %d (token %ld of the text)", ic + 1, j, (long)ic * c + j);
                     printf("\n");
                     free(chunk);
