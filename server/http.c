@@ -475,13 +475,24 @@ static bool content_type_ok(const char *ct, char *why, size_t n) {
     return true;
 }
 
+/* The API key check. RFC 9110 section 11.1/11.4: credentials = auth-scheme 1*SP token68, and the
+ * scheme is case-insensitive, so "Bearer", "bearer" and "BEARER" are the same scheme (OpenAI's
+ * clients send "Bearer"; some proxies and curl users write "bearer"); one or more spaces (or
+ * tabs) separate it from the key, and whitespace around the key is not part of it. The key
+ * compare takes the same time wherever the first difference is (no early exit). */
 static bool authorized(srv *s, struct MHD_Connection *c) {
     if (!s->cfg.api_key || !*s->cfg.api_key) return true;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7) != 0) return false;
-    const char *k = h + 7, *want = s->cfg.api_key;
-    size_t lk = strlen(k), lw = strlen(want);
-    unsigned diff = (unsigned)(lk ^ lw);
+    if (!h) return false;
+    while (*h == ' ' || *h == '\t') h++;
+    if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t')) return false;
+    const char *k = h + 6;
+    while (*k == ' ' || *k == '\t') k++;
+    size_t lk = strlen(k);
+    while (lk > 0 && (k[lk - 1] == ' ' || k[lk - 1] == '\t')) lk--;
+    const char *want = s->cfg.api_key;
+    const size_t lw = strlen(want);
+    unsigned diff = (unsigned)(lk != lw);
     for (size_t i = 0; i < lw; i++) diff |= (unsigned char)want[i] ^ (unsigned char)(i < lk ? k[i] : 0);
     return diff == 0;                                 /* no early exit on the first difference */
 }

@@ -276,6 +276,66 @@ static void test_endpoints_and_errors(void **state) {
     tern_model_free(m);
 }
 
+/* The Authorization scheme is case-insensitive (RFC 9110 section 11.1): "bearer", "BEARER" and
+ * one or more spaces before the key are accepted; a wrong, truncated, extended or missing key, a
+ * missing separator and another scheme still get 401 with an OpenAI error object and a
+ * WWW-Authenticate: Bearer challenge. */
+static void test_api_key_scheme(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 0, "sekret", 0);
+    const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 1, \"temperature\": 0}";
+    struct { const char *auth; int code; } cases[] = {
+        {"Bearer sekret", 200},
+        {"bearer sekret", 200},
+        {"BEARER sekret", 200},
+        {"bEaReR   sekret", 200},
+        {"Bearer\tsekret", 200},
+        {"bearer sekre", 401},
+        {"bearer sekretx", 401},
+        {"bearer Sekret", 401},
+        {"bearer", 401},
+        {"bearer ", 401},
+        {"bearersekret", 401},
+        {"Basic sekret", 401},
+        {"Bearerx sekret", 401},
+        {NULL, 401},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char extra[128] = "", cmd[1024], file[512], stem[64];
+        if (cases[i].auth) snprintf(extra, sizeof extra, "-H $'Authorization: %s'", cases[i].auth);
+        snprintf(stem, sizeof stem, "body-%d", atomic_fetch_add(&body_counter, 1));
+        fx_tmp_path(file, sizeof file, stem);
+        FILE *f = fopen(file, "wb");
+        fputs(body, f);
+        fclose(f);
+        /* bash for $'\t'; -D - puts the headers before the body */
+        snprintf(cmd, sizeof cmd, "bash -c \"curl -s -D - -o - -H 'Content-Type: application/json' --data-binary @'%s' %s "
+                 "http://127.0.0.1:%d/v1/completions\"", file, extra, srv_port(s));
+        char *out = ru_capture(cmd, NULL);
+        unlink(file);
+        const char *sp = strchr(out, ' ');
+        const int code = sp ? atoi(sp + 1) : 0;
+        const char *json = strstr(out, "\r\n\r\n");
+        cJSON *j = json ? cJSON_Parse(json + 4) : NULL;
+        bool good = code == cases[i].code && j;
+        if (good && code == 401) {
+            cJSON *e = cJSON_GetObjectItem(j, "error");
+            good = cJSON_IsString(cJSON_GetObjectItem(e, "message")) &&
+                   !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, "invalid or missing API key (Authorization: Bearer KEY)") &&
+                   cJSON_IsString(cJSON_GetObjectItem(e, "type")) && !strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "authentication_error") &&
+                   cJSON_IsNull(cJSON_GetObjectItem(e, "param")) && strstr(out, "WWW-Authenticate: Bearer\r\n");
+        } else if (good) {
+            good = cJSON_IsArray(cJSON_GetObjectItem(j, "choices"));
+        }
+        if (!good) fail_msg("Authorization '%s': expected %d, got:\n%s", cases[i].auth ? cases[i].auth : "(none)", cases[i].code, out);
+        cJSON_Delete(j);
+        free(out);
+    }
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* POST with a given Content-Type header value (NULL: none at all) through curl. */
 static char *http_ct(srv *s, const char *path, const char *body, const char *ct, int *code) {
     char file[512], cmd[2048], stem[64];
@@ -1161,6 +1221,7 @@ static void test_chat_page_in_chromium(void **state) {
 int suite_server_http(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints_and_errors),
+        cmocka_unit_test(test_api_key_scheme),
         cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_max_tokens_and_length),
         cmocka_unit_test(test_stop_strings_and_stream),
