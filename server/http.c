@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -559,6 +560,25 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
+int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err *err) {
+    *out = NULL;
+    if (!host || !*host) return srv_err_set(err, TERN_E_ARG, "--host: empty; expected a host name or an IPv4/IPv6 address");
+    struct addrinfo hints = {0};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    char serv[16];
+    snprintf(serv, sizeof serv, "%d", port);
+    const int rc = getaddrinfo(host, serv, &hints, out);
+    if (rc != 0 || !*out) {
+        if (*out) freeaddrinfo(*out);
+        *out = NULL;
+        return srv_err_set(err, TERN_E_ARG, "--host '%s': cannot resolve it (%s)", host,
+                           rc == EAI_SYSTEM ? strerror(errno) : rc ? gai_strerror(rc) : "no address");
+    }
+    return TERN_OK;
+}
+
 int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     *out = NULL;
     if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
@@ -585,28 +605,32 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
         free(s);
         return rc;
     }
-    /* bind address */
-    struct addrinfo hints = {0}, *ai = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
-    char port[16];
-    snprintf(port, sizeof port, "%d", cfg->port);
-    if (getaddrinfo(cfg->host, port, &hints, &ai) != 0 || !ai) {
+    /* bind address: a name or a numeric IPv4/IPv6 address; each address it resolves to is tried
+     * in the resolver's order until one can be bound */
+    struct addrinfo *ai = NULL;
+    rc = srv_resolve_host(cfg->host, cfg->port, &ai, err);
+    if (rc != TERN_OK) {
         srv_stop(s);
-        return srv_err_set(err, TERN_E_ARG, "--host '%s' is not a numeric IPv4/IPv6 address", cfg->host);
+        return rc;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
-    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     const unsigned limit = (unsigned)(cfg->parallel + cfg->queue_max + 16);
-    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    int bind_errno = 0;
+    for (const struct addrinfo *a = ai; a && !s->d; a = a->ai_next) {
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+        if (a->ai_family == AF_INET6)                 /* "::" (any address) also takes IPv4, as Linux does by default */
+            flags |= IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)a->ai_addr)->sin6_addr) ? MHD_USE_DUAL_STACK
+                                                                                                                : MHD_USE_IPv6;
+        errno = 0;
+        s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, a->ai_addr,
+                                MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+        if (!s->d && !bind_errno) bind_errno = errno;
+    }
     freeaddrinfo(ai);
     if (!s->d) {
-        int e = errno;
         srv_stop(s);
-        return srv_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(e));
+        return srv_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port,
+                           bind_errno ? strerror(bind_errno) : "the HTTP daemon did not start");
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : cfg->port;
