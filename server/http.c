@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <time.h>
 
 extern const char srv_page_html[];
@@ -498,6 +499,68 @@ static bool authorized(srv *s, struct MHD_Connection *c) {
     return diff == 0;                                 /* no early exit on the first difference */
 }
 
+/* Routes that answer without the API key. */
+static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
+
+static enum MHD_Result fail_auth(srv *s, struct MHD_Connection *c) {
+    return fail(s, c, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+}
+
+static enum MHD_Result fail_too_large(srv *s, struct MHD_Connection *c, const char *how) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes%s", s->cfg.body_max, how);
+    return fail(s, c, 413, "invalid_request_error", NULL, msg);
+}
+
+/* The error response for a request whose body is still arriving, written straight to the socket,
+ * after which the caller returns MHD_NO (libmicrohttpd closes the connection). libmicrohttpd
+ * 0.9.75 refuses MHD_queue_response while a body is being received (it accepts one only before
+ * the body or after all of it), and waiting for the rest of a chunked body that has already
+ * passed the limit means waiting on a client that may never send it (the connection timeout).
+ * In thread-per-connection mode this thread owns the socket and libmicrohttpd has nothing queued
+ * on it. The write side is shut down after the response and what the client still sends is
+ * drained for a moment (at most 1 s), so the close does not reset the connection before the
+ * client has read the answer. */
+static enum MHD_Result reject_upload(srv *s, conn *cn, int status, const srv_error *e) {
+    char *body = api_error_json(e);
+    const int fd = conn_fd(cn->c);
+    count_status(s, status);
+    if (!body || fd < 0) {
+        free(body);
+        return MHD_NO;
+    }
+    char head[320];
+    const int nh = snprintf(head, sizeof head,
+                            "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                            status, MHD_get_reason_phrase_for((unsigned)status), strlen(body),
+                            status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
+    const char *parts[2] = {head, body};
+    const size_t lens[2] = {(size_t)nh, strlen(body)};
+    const double t0 = srv_now();
+    for (int i = 0; i < 2; i++)
+        for (size_t off = 0; off < lens[i] && srv_now() - t0 < 2.0;) {
+            const ssize_t w = send(fd, parts[i] + off, lens[i] - off, MSG_NOSIGNAL);
+            if (w > 0) off += (size_t)w;
+            else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                poll(&p, 1, 100);
+            } else {
+                i = 2;                                /* the client is gone */
+                break;
+            }
+        }
+    free(body);
+    shutdown(fd, SHUT_WR);
+    char sink[4096];
+    for (const double t1 = srv_now(); srv_now() - t1 < 1.0;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 200) <= 0) break;             /* quiet for 200 ms (a stalled client): done */
+        const ssize_t r = recv(fd, sink, sizeof sink, 0);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) break;
+    }
+    return MHD_NO;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
     (void)version;
@@ -509,12 +572,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn->s = s;
         cn->c = c;
         *con_cls = cn;
+        /* a declared Content-Length over the limit is answered now, before any of the body is read
+         * (libmicrohttpd then closes the connection); the key is checked first, as for any request */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end = NULL;
+            const unsigned long long n = strtoull(cl, &end, 10);
+            if (end != cl && n > s->cfg.body_max) {      /* (past 64 bits libmicrohttpd answers 413 itself) */
+                if (!open_route(url) && !authorized(s, c)) return fail_auth(s, c);
+                return fail_too_large(s, c, " (Content-Length)");
+            }
+        }
         return MHD_YES;
     }
     if (*upload_size > 0) {                           /* body, in pieces */
         if (!cn->too_large && cn->body.n + *upload_size > s->cfg.body_max) cn->too_large = true;
         if (!cn->too_large && !sbuf_add(&cn->body, upload_data, *upload_size)) cn->too_large = true;
         *upload_size = 0;
+        if (cn->too_large) {                          /* a chunked body past the limit: answer now, close */
+            srv_error e;
+            if (!open_route(url) && !authorized(s, c))
+                srv_fail(&e, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+            else
+                srv_fail(&e, 413, "invalid_request_error", NULL, "the request body is larger than the limit of %zu bytes", s->cfg.body_max);
+            return reject_upload(s, cn, e.status, &e);
+        }
         return MHD_YES;
     }
     const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
@@ -523,12 +605,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_text(s, c, 200, "text/html; charset=utf-8", page);
     }
     if (get && !strcmp(url, "/health")) return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
-    if (!authorized(s, c)) return fail(s, c, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
-    if (cn->too_large) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->cfg.body_max);
-        return fail(s, c, 413, "invalid_request_error", NULL, msg);
-    }
+    if (!authorized(s, c)) return fail_auth(s, c);
+    if (cn->too_large) return fail_too_large(s, c, "");
     const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {

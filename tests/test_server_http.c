@@ -18,6 +18,8 @@
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -335,6 +337,112 @@ static void test_api_key_scheme(void **state) {
         cJSON_Delete(j);
         free(out);
     }
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* A raw HTTP exchange on loopback: sends head, then body_bytes bytes of 'a', then waits (up to
+ * limit_s) for the server to answer and close, WITHOUT closing or sending more (a stalled client).
+ * Returns what came back (malloc'd) and the seconds from the last byte sent to the server's close. */
+static char *raw_exchange(srv *s, const char *head, size_t body_bytes, double limit_s, double *secs) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)srv_port(s));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) fail_msg("connect to the server failed");
+    if (send(fd, head, strlen(head), MSG_NOSIGNAL) != (ssize_t)strlen(head)) fail_msg("send failed");
+    char *chunk = malloc(4096);
+    memset(chunk, 'a', 4096);
+    for (size_t sent = 0; sent < body_bytes;) {
+        const size_t k = body_bytes - sent < 4096 ? body_bytes - sent : 4096;
+        const ssize_t w = send(fd, chunk, k, MSG_NOSIGNAL);
+        if (w <= 0) break;                            /* the server already answered and closed */
+        sent += (size_t)w;
+    }
+    free(chunk);
+    const double t0 = now_s();
+    sbuf got = {0};
+    sbuf_add(&got, "", 0);
+    char buf[4096];
+    for (;;) {
+        const double left = limit_s - (now_s() - t0);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) <= 0) break;
+        const ssize_t r = recv(fd, buf, sizeof buf, 0);
+        if (r <= 0) break;
+        sbuf_add(&got, buf, (size_t)r);
+    }
+    *secs = now_s() - t0;
+    close(fd);
+    return got.p;
+}
+
+/* The body limit (4096 here) is enforced as the body arrives: a chunked body that passes it gets
+ * 413 with an OpenAI error object as soon as the received bytes pass the limit, even when the
+ * client declared a larger chunk and stalls (before: it waited for the 120 s connection timeout);
+ * a declared Content-Length over the limit gets 413 before any of the body is read; without the
+ * API key it is 401 either way. A chunked body within the limit is served, and so is the next
+ * request. */
+static void test_body_limit_on_arrival(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 4096, NULL, 0);
+    struct { const char *head; size_t body; int code; const char *msg; } cases[] = {
+        /* a chunk of 0x100000 bytes declared, 8000 sent, then nothing */
+        {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n",
+         8000, 413, "the request body is larger than the limit of 4096 bytes"},
+        /* 4097 bytes declared, none sent */
+        {"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4097\r\n\r\n",
+         0, 413, "the request body is larger than the limit of 4096 bytes (Content-Length)"},
+    };
+    const uint64_t n413 = metric(s, "tern_requests_total{status=\"413\"}");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double secs;
+        char *out = raw_exchange(s, cases[i].head, cases[i].body, 10.0, &secs);
+        char status[32];
+        snprintf(status, sizeof status, "HTTP/1.1 %d ", cases[i].code);
+        const char *json = strstr(out, "\r\n\r\n");
+        cJSON *j = json ? cJSON_Parse(json + 4) : NULL;
+        cJSON *e = cJSON_GetObjectItem(j, "error");
+        const bool good = !strncmp(out, status, strlen(status)) && cJSON_IsString(cJSON_GetObjectItem(e, "message")) &&
+                          !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, cases[i].msg) &&
+                          !strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "invalid_request_error") &&
+                          cJSON_IsNull(cJSON_GetObjectItem(e, "param")) && secs < 5.0;
+        if (!good) fail_msg("case %zu: after %.2f s:\n%s", i, secs, out);
+        print_message("case %zu: %d after %.3f s\n", i, cases[i].code, secs);
+        cJSON_Delete(j);
+        free(out);
+    }
+    assert_int_equal(metric(s, "tern_requests_total{status=\"413\"}"), n413 + 2);
+    /* a chunked body within the limit: served */
+    const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 2, \"temperature\": 0}";
+    char head[512];
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", strlen(body), body);
+    double secs;
+    char *out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "\"completion_tokens\":2")) fail_msg("chunked within the limit:\n%s", out);
+    free(out);
+    srv_stop(s);
+    /* with an API key: no key gets 401 first, a chunked body past the limit with the key gets 413 */
+    s = start(m, 1, 256, 4, 4096, "sekret", 0);
+    out = raw_exchange(s, cases[0].head, 8000, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 401 ", 13) || !strstr(out, "WWW-Authenticate: Bearer\r\n") || !strstr(out, "\"authentication_error\"") || secs >= 5.0)
+        fail_msg("chunked, no key: after %.2f s:\n%s", secs, out);
+    free(out);
+    out = raw_exchange(s, cases[1].head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 401 ", 13)) fail_msg("Content-Length over the limit, no key:\n%s", out);
+    free(out);
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekret\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n100000\r\n");
+    out = raw_exchange(s, head, 8000, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 413 ", 13) || secs >= 5.0) fail_msg("chunked with the key: after %.2f s:\n%s", secs, out);
+    free(out);
+    int code;
+    out = http(s, "POST", "/v1/completions", body, "-H 'Authorization: Bearer sekret'", &code);
+    assert_int_equal(code, 200);
+    free(out);
     srv_stop(s);
     tern_model_free(m);
 }
@@ -1307,6 +1415,7 @@ int suite_server_http(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints_and_errors),
         cmocka_unit_test(test_api_key_scheme),
+        cmocka_unit_test(test_body_limit_on_arrival),
         cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_max_tokens_and_length),
         cmocka_unit_test(test_stop_strings_and_stream),
