@@ -32,6 +32,7 @@ struct srv {
     srv_metrics mx;
     struct MHD_Daemon *d;
     int port;
+    srv_tools_fmt tools_fmt;    /* how tools go into the prompt: by the template's family */
     atomic_uint_fast64_t next_id;
 };
 
@@ -344,7 +345,7 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
     srv_error e;
     srv_job *j = srv_job_new();
     if (!j) return fail(s, c, 500, "server_error", NULL, "out of memory");
-    if (!api_parse_request(kind, cn->body.p ? cn->body.p : "", cn->body.n, &j->req, &e)) {
+    if (!api_parse_request_fmt(kind, s->tools_fmt, cn->body.p ? cn->body.p : "", cn->body.n, &j->req, &e)) {
         srv_job_unref(j);
         return send_error(s, c, &e);
     }
@@ -672,6 +673,9 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     tern_model_get_info(m, &info);
     snprintf(s->model_name, sizeof s->model_name, "%s",
              cfg->model_name && *cfg->model_name ? cfg->model_name : info.name && *info.name ? info.name : "tern");
+    tern_err ferr = {0};                              /* an unknown template fails each chat request instead */
+    const int family = prompt_chat_family(m, cfg->chat_template, &ferr);
+    s->tools_fmt = family == PROMPT_FAMILY_QWEN3 ? SRV_TOOLS_QWEN3 : family == PROMPT_FAMILY_CHATML ? SRV_TOOLS_CHATML : SRV_TOOLS_QWEN35;
     char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
     if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
     free(fixed);

@@ -10,7 +10,10 @@
 #include "model_fx.h"
 #include "run_util.h"
 
+#include "../server/api.h"
+#include "../server/prompt.h"
 #include "../server/reply.h"
+#include "tokenizer/chat.h"
 #include "../server/server.h"
 #include "tern.h"
 
@@ -1368,6 +1371,105 @@ static void test_unsupported_fields(void **state) {
     tern_model_free(m);
 }
 
+/* Tools in the prompt by template family (spec section 7: the definitions inside <tools> in the
+ * system turn, with the instructions for emitting calls). A model without a chat template is
+ * served with ChatML, which renders a system turn verbatim, so it can carry the tools exactly as
+ * Qwen3's template does: the prompt the server builds for a conversation with tools, an
+ * assistant turn with tool calls (string and object arguments, a non-integer number) and two tool
+ * results must equal, byte for byte, the reference Qwen3 rendering (src/tokenizer/chat.c,
+ * byte-equal to Qwen-Qwen3-0.6B.jinja) -- with and without a system message; and on qwen3-tiny
+ * (a Qwen3 template) the same. Checked on the text (api + prompt) and over HTTP (the response's
+ * prompt_tokens is the count of those ids; on qwen3-tiny, for tools and one user turn, the ids are
+ * the reference text's tokenised whole: the tools block is scaffolding, its <tool_call> a token).
+ * Before, every family got the Qwen3.5 block. */
+static const char TOOLS_JSON[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather \u00e9t\u00e9\","
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"number\","
+    " \"default\": 1.5}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"get_time\","
+    " \"parameters\": {}}}]";
+static const char CALLS_JSON[] =
+    "[{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}},"
+    " {\"id\": \"c2\", \"type\": \"function\", \"function\": {\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\", \"offset\": 0.1}}}]";
+
+static void tools_case(tern_model *m, srv_tools_fmt fmt, bool with_system, bool exact_ids, bool over_http) {
+    const char *user1 = "What is the weather in Paris?", *user2 = "Thanks. And tomorrow?";
+    chat_msg ref[6];
+    int n = 0;
+    if (with_system) ref[n++] = (chat_msg){"system", "Be brief.", NULL, NULL};
+    ref[n++] = (chat_msg){"user", user1, NULL, NULL};
+    if (!exact_ids) {                                 /* (history: its tool-call markup is message text) */
+        ref[n++] = (chat_msg){"assistant", "", NULL, CALLS_JSON};
+        ref[n++] = (chat_msg){"tool", "sunny, 21.5", NULL, NULL};
+        ref[n++] = (chat_msg){"tool", "12:00", NULL, NULL};
+        ref[n++] = (chat_msg){"user", user2, NULL, NULL};
+    }
+    const chat_opts o = {true, true, TOOLS_JSON};
+    char *want = NULL;
+    size_t n_want = 0;
+    tern_err err = {0};
+    assert_int_equal(chat_render(CHAT_TMPL_QWEN3, ref, n, &o, &want, &n_want, &err), TERN_OK);
+    char body[4096];
+    if (exact_ids)
+        snprintf(body, sizeof body, "{\"messages\": [%s{\"role\": \"user\", \"content\": \"%s\"}], \"tools\": %s, \"max_tokens\": 1}",
+                 with_system ? "{\"role\": \"system\", \"content\": \"Be brief.\"}, " : "", user1, TOOLS_JSON);
+    else snprintf(body, sizeof body,
+             "{\"messages\": [%s{\"role\": \"user\", \"content\": \"%s\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": %s},"
+             " {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"sunny, 21.5\"}, {\"role\": \"tool\", \"content\": \"12:00\"},"
+             " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"%s\"}]}], \"tools\": %s, \"max_tokens\": 1, \"temperature\": 0}",
+             with_system ? "{\"role\": \"system\", \"content\": \"Be brief.\"}, " : "", user1, CALLS_JSON, user2, TOOLS_JSON);
+    srv_request r;
+    srv_error e;
+    if (!api_parse_request_fmt(SRV_CHAT, fmt, body, strlen(body), &r, &e)) fail_msg("%s", e.message);
+    prompt_ids ids = {0};
+    char *text = NULL;
+    assert_int_equal(prompt_chat_append_ex(m, NULL, r.msgs, r.trusted, r.n_msgs, true, true, true, &ids, &text, &err), TERN_OK);
+    if (strcmp(text, want)) fail_msg("the prompt differs from the Qwen3 rendering:\n--- got\n%s\n--- want\n%s", text, want);
+    api_request_free(&r);
+    free(text);
+    if (exact_ids) {                                  /* byte-level BPE: the pieces tokenise as the whole */
+        tern_model_info info;
+        tern_model_get_info(m, &info);
+        int n_ref = 0;
+        tern_tokenize(m, want, n_want, info.add_bos, true, NULL, 0, &n_ref, &err);
+        assert_int_equal(ids.n, n_ref);               /* contents had no special text: the same ids */
+        int32_t *ref_ids = malloc((size_t)n_ref * sizeof *ref_ids);
+        err = (tern_err){0};
+        assert_int_equal(tern_tokenize(m, want, n_want, info.add_bos, true, ref_ids, n_ref, &n_ref, &err), TERN_OK);
+        assert_memory_equal(ids.ids, ref_ids, (size_t)n_ref * sizeof *ref_ids);
+        free(ref_ids);
+    }
+    if (over_http) {                                  /* the server builds this prompt */
+        srv *s = start(m, 1, 2048, 4, 0, NULL, 0);
+        cJSON *j = http_json(s, "/v1/chat/completions", body, 200);
+        assert_int_equal(usage(j, "prompt_tokens"), ids.n);
+        cJSON_Delete(j);
+        srv_stop(s);
+    }
+    prompt_ids_free(&ids);
+    free(want);
+}
+
+static void test_tools_by_template_family(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);                    /* no chat template: ChatML */
+    tern_err err = {0};
+    assert_int_equal(prompt_chat_family(m, NULL, &err), PROMPT_FAMILY_CHATML);
+    tools_case(m, SRV_TOOLS_CHATML, true, false, true);
+    tools_case(m, SRV_TOOLS_CHATML, false, false, true);
+    tern_model_free(m);
+    m = load(QWEN3);
+    assert_int_equal(prompt_chat_family(m, NULL, &err), PROMPT_FAMILY_QWEN3);
+    tools_case(m, SRV_TOOLS_QWEN3, true, false, true);
+    tools_case(m, SRV_TOOLS_QWEN3, false, false, true);
+    tools_case(m, SRV_TOOLS_QWEN3, false, true, true);   /* tools + one user turn: the reference ids */
+    tern_model_free(m);
+    m = load(QWEN35);
+    assert_int_equal(prompt_chat_family(m, NULL, &err), PROMPT_FAMILY_QWEN35);
+    assert_int_equal(prompt_chat_family(m, "chatml", &err), PROMPT_FAMILY_CHATML);
+    assert_int_equal(prompt_chat_family(m, "qwen3", &err), PROMPT_FAMILY_QWEN3);
+    tern_model_free(m);
+}
+
 /* node scripts: the official openai client, and the page in headless Chromium */
 static void run_node(const char *script, const char *needs, srv *s) {
     char path[256];
@@ -1431,6 +1533,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_host_names),
         cmocka_unit_test(test_unsupported_fields),
+        cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_chat_page_in_chromium),
     };
