@@ -290,6 +290,20 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     if (f && f->child)
         return srv_fail(e, 400, "invalid_request_error", "logit_bias",
                         "'logit_bias' is not supported (token biases are not applied); send {} or leave it out");
+    d = 0;                                            /* llama-server's token probabilities */
+    if (!get_int(root, "n_probs", 0, 2147483647.0, &d, e)) return false;
+    if (d != 0)
+        return srv_fail(e, 400, "invalid_request_error", "n_probs",
+                        "'n_probs' is not supported: ask for 'logprobs' (chat: \"logprobs\": true, \"top_logprobs\": N; "
+                        "completions: \"logprobs\": N), N at most %d", SRV_MAX_TOP_LOGPROBS);
+    f = field(root, "response_format");               /* structured output: no constrained decoding */
+    if (f && !cJSON_IsObject(f)) return bad_type(e, "response_format", "an object {\"type\": \"text\"}", f);
+    const cJSON *rt = f ? cJSON_GetObjectItemCaseSensitive(f, "type") : NULL;
+    if (f && !cJSON_IsString(rt)) return bad_type(e, "response_format.type", "a string", rt);
+    if (f && strcmp(rt->valuestring, "text"))
+        return srv_fail(e, 400, "invalid_request_error", "response_format",
+                        "'response_format' type '%.40s' is not supported (output is not constrained to JSON); "
+                        "send {\"type\": \"text\"} or leave it out", rt->valuestring);
     return true;
 }
 
@@ -485,6 +499,15 @@ static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r,
 static bool parse_tools(const cJSON *root, srv_tools_fmt fmt, srv_request *r, srv_error *e) {
     const cJSON *tools = field(root, "tools");
     const cJSON *choice = field(root, "tool_choice");
+    /* tool_choice: "auto" (the default) and "none" (no tools in the prompt); the model cannot be
+     * made to call a tool, so "required" and a named function are refused, not ignored */
+    if (choice && !cJSON_IsString(choice) && !cJSON_IsObject(choice))
+        return bad_type(e, "tool_choice", "\"auto\" or \"none\"", choice);
+    if (choice && (cJSON_IsObject(choice) || (strcmp(choice->valuestring, "auto") && strcmp(choice->valuestring, "none"))))
+        return srv_fail(e, 400, "invalid_request_error", "tool_choice",
+                        "'tool_choice' %s%.40s%s is not supported (a tool call cannot be forced); send \"auto\" or \"none\", or leave it out",
+                        cJSON_IsString(choice) ? "'" : "", cJSON_IsString(choice) ? choice->valuestring : "naming a function",
+                        cJSON_IsString(choice) ? "'" : "");
     if (!tools) return true;
     if (!cJSON_IsArray(tools)) return bad_type(e, "tools", "an array of {\"type\": \"function\", \"function\": {...}}", tools);
     int i = 0;

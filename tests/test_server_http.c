@@ -1314,7 +1314,8 @@ static void test_host_names(void **state) {
 }
 
 /* OpenAI fields tern does not implement were accepted and ignored (echo, suffix, best_of,
- * logit_bias): each now gets 400 with an OpenAI error object naming the field and saying "not
+ * logit_bias, llama-server's n_probs, response_format json_object/json_schema, a forced
+ * tool_choice): each now gets 400 with an OpenAI error object naming the field and saying "not
  * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
  * served. An empty API key is refused by srv_start (it would have let everyone in). */
 static void test_unsupported_fields(void **state) {
@@ -1329,7 +1330,7 @@ static void test_unsupported_fields(void **state) {
     assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
     assert_null(s);
     assert_non_null(strstr(err.msg, "--api-key: empty key; expected a non-empty string"));
-    s = start(m, 1, 256, 4, 0, NULL, 0);
+    s = start(m, 1, 1024, 4, 0, NULL, 0);         /* room for a tools block */
     const char *paths[] = {"/v1/completions", "/v1/chat/completions"};
     const char *heads[] = {"{\"prompt\": \"Once\", \"max_tokens\": 1, ", "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 1, "};
     struct { const char *field, *json, *want; } cases[] = {   /* want NULL: served (200) */
@@ -1349,6 +1350,16 @@ static void test_unsupported_fields(void **state) {
         {"n", "\"n\": 2", "'n' is not supported above 1 (one choice per request), got 2"},
         {"n", "\"n\": 1", NULL},
         {"presence_penalty", "\"presence_penalty\": 0.5", "'presence_penalty' is not supported"},
+        {"n_probs", "\"n_probs\": 5", "'n_probs' is not supported: ask for 'logprobs'"},
+        {"n_probs", "\"n_probs\": 0", NULL},
+        {"n_probs", "\"n_probs\": -1", "'n_probs' must be an integer in [0, 2147483647], got -1"},
+        {"response_format", "\"response_format\": {\"type\": \"json_object\"}",
+         "'response_format' type 'json_object' is not supported (output is not constrained to JSON)"},
+        {"response_format", "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {}}}",
+         "'response_format' type 'json_schema' is not supported"},
+        {"response_format", "\"response_format\": {\"type\": \"text\"}", NULL},
+        {"response_format", "\"response_format\": \"json\"", "'response_format' must be an object {\"type\": \"text\"}, got a string"},
+        {"response_format.type", "\"response_format\": {}", "'response_format.type' must be a string, got nothing"},
     };
     for (int ep = 0; ep < 2; ep++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1367,6 +1378,31 @@ static void test_unsupported_fields(void **state) {
             cJSON_Delete(j);
             free(out);
         }
+    /* tool_choice (chat): "auto" and "none" are served; a forced call cannot be honoured */
+    struct { const char *json, *want; } tc[] = {
+        {"\"tool_choice\": \"auto\"", NULL},
+        {"\"tool_choice\": \"none\"", NULL},
+        {"\"tool_choice\": \"required\"", "'tool_choice' 'required' is not supported (a tool call cannot be forced)"},
+        {"\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"f\"}}",
+         "'tool_choice' naming a function is not supported (a tool call cannot be forced)"},
+        {"\"tool_choice\": 5", "'tool_choice' must be \"auto\" or \"none\", got a number"},
+    };
+    for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "%s\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], %s}", heads[1], tc[i].json);
+        int code;
+        char *out = http(s, "POST", paths[1], body, NULL, &code);
+        cJSON *j = cJSON_Parse(out);
+        cJSON *e = cJSON_GetObjectItem(j, "error");
+        const cJSON *param = cJSON_GetObjectItem(e, "param"), *msg = cJSON_GetObjectItem(e, "message");
+        const bool good = tc[i].want ? code == 400 && cJSON_IsString(param) && !strcmp(param->valuestring, "tool_choice") &&
+                                           cJSON_IsString(msg) && strstr(msg->valuestring, tc[i].want)
+                                     : code == 200 && !e;
+        if (!good) fail_msg("POST %s %s: status %d: %s (expected %s%s)", paths[1], body, code, out, tc[i].want ? "400: " : "200",
+                            tc[i].want ? tc[i].want : "");
+        cJSON_Delete(j);
+        free(out);
+    }
     srv_stop(s);
     tern_model_free(m);
 }
