@@ -315,8 +315,9 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
     const cJSON *role = field(msg, "role");
     if (!c && !(cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0))   /* as OpenAI: only an */
         return srv_fail(e, 400, "invalid_request_error", param,                         /* assistant may omit it */
-                        "'%s' is required for a '%.32s' message (a string or an array of text parts), got no field", param,
-                        cJSON_IsString(role) ? role->valuestring : "?");
+                        "'%s' is required for a '%.32s' message (a string or an array of text parts), got %s", param,
+                        cJSON_IsString(role) ? role->valuestring : "?",
+                        cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(msg, "content")) ? "null" : "no field");
     if (!c) {
         *out = strdup("");
         return *out ? true : srv_fail(e, 500, "server_error", NULL, "out of memory");
@@ -383,6 +384,23 @@ static bool append_tool_calls(const cJSON *msg, int i, srv_tools_fmt fmt, char *
             free(buf);
             snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.name", i, k);
             return bad_type(e, param, "a string", name);
+        }
+        if (args && !cJSON_IsNull(args) && !cJSON_IsString(args) && !cJSON_IsObject(args)) {
+            free(buf);
+            snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.arguments", i, k);
+            return bad_type(e, param, "a string (the arguments as JSON text) or an object", args);
+        }
+        if (fmt == SRV_TOOLS_QWEN35 && cJSON_IsString(args)) {   /* written as <parameter=KEY> entries */
+            cJSON *a = cJSON_Parse(args->valuestring);
+            const bool obj = cJSON_IsObject(a);
+            cJSON_Delete(a);
+            if (!obj) {
+                free(buf);
+                snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.arguments", i, k);
+                return srv_fail(e, 400, "invalid_request_error", param,
+                                "'%s' must be the JSON text of an object (the template writes each member as a parameter), got '%.60s'",
+                                param, args->valuestring);
+            }
         }
         if (fmt != SRV_TOOLS_QWEN35) {                /* Qwen3: {"name": ..., "arguments": ...} */
             if (!first || strlen(*content)) ok = pj_add(&buf, &n, &cap, "\n", 1);

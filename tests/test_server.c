@@ -580,6 +580,42 @@ static void test_tools_block_and_history(void **state) {
     api_request_free(&r);
 }
 
+/* Assistant tool calls in the history: arguments must be JSON text or an object (a number was
+ * dropped without a word); for the Qwen3.5 markup, text that is not a JSON object cannot become
+ * <parameter=...> entries (they were silently left out), while the Qwen3 form writes the text as
+ * given (as its template). A null user content says "got null". */
+static void test_tool_call_arguments(void **state) {
+    (void)state;
+    const char *fmt = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"\","
+                      " \"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": %s}}]}]}";
+    char body[512];
+    snprintf(body, sizeof body, fmt, "5");
+    expect_400_msg(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments",
+                   "'messages[1].tool_calls[0].function.arguments' must be a string (the arguments as JSON text) or an object, got a number");
+    snprintf(body, sizeof body, fmt, "[1]");
+    expect_400(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments");
+    snprintf(body, sizeof body, fmt, "\"not json\"");
+    expect_400_msg(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments",
+                   "'messages[1].tool_calls[0].function.arguments' must be the JSON text of an object (the template writes each "
+                   "member as a parameter), got 'not json'");
+    srv_request r;
+    srv_error e;
+    assert_true(api_parse_request_fmt(SRV_CHAT, SRV_TOOLS_QWEN3, body, strlen(body), &r, &e));   /* Qwen3: as given */
+    assert_string_equal(r.msgs[1].content, "<tool_call>\n{\"name\": \"f\", \"arguments\": not json}\n</tool_call>");
+    api_request_free(&r);
+    snprintf(body, sizeof body, fmt, "{\"a\": 0.5}");
+    assert_true(api_parse_request(SRV_CHAT, body, strlen(body), &r, &e));
+    assert_string_equal(r.msgs[1].content, "<tool_call>\n<function=f>\n<parameter=a>\n0.5\n</parameter>\n</function>\n</tool_call>");
+    api_request_free(&r);
+    snprintf(body, sizeof body, fmt, "null");
+    assert_true(api_parse_request(SRV_CHAT, body, strlen(body), &r, &e));
+    api_request_free(&r);
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": null}]}", "messages[0].content",
+                   "'messages[0].content' is required for a 'user' message (a string or an array of text parts), got null");
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content",
+                   "'messages[0].content' is required for a 'user' message (a string or an array of text parts), got no field");
+}
+
 static void test_response_shapes(void **state) {
     (void)state;
     srv_usage u = {10, 3, 4};
@@ -626,6 +662,7 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_request_utf8),
         cmocka_unit_test(test_request_fields),
         cmocka_unit_test(test_tools_block_and_history),
+        cmocka_unit_test(test_tool_call_arguments),
         cmocka_unit_test(test_response_shapes),
     };
     TEST_RUN_SUITE("server", tests);
