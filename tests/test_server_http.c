@@ -867,6 +867,59 @@ static void test_chunked_prefill(void **state) {
     tern_model_free(m);
 }
 
+/* A client that leaves while its request waits in the queue frees its queue place at once: with
+ * one slot busy and a queue of two, a request abandoned behind another waiting one no longer makes
+ * the next one a 429 (before, a cancelled job held its place until it reached the head of the
+ * queue, i.e. until the requests ahead of it were admitted); the cancellation is counted. */
+typedef struct wait_arg {
+    srv *s;
+    const char *extra;
+    int code;
+} wait_arg;
+
+static void *waiting_request(void *p) {
+    wait_arg *a = p;
+    char *out = http(a->s, "POST", "/v1/completions", "{\"prompt\": \"y\", \"max_tokens\": 1}", a->extra, &a->code);
+    free(out);
+    return NULL;
+}
+
+static void test_queue_disconnect(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 1, 8192, 2, 0, NULL, 0);
+    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 6000, \"temperature\": 0, \"stream\": true}", NULL};
+    pthread_t th, tb;
+    pthread_create(&th, NULL, stream_thread, &a);
+    double t0 = now_s();
+    while (metric(s, "tern_slots_active") != 1 && now_s() - t0 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_slots_active"), 1);
+    wait_arg b = {s, "--max-time 1.5", -1};           /* B waits at the head of the queue */
+    pthread_create(&tb, NULL, waiting_request, &b);
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);
+    const uint64_t c0 = metric(s, "tern_requests_cancelled_total");
+    int code;
+    char *out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "--max-time 0.3", &code);
+    assert_int_equal(code, 0);                        /* C: curl gave up while it was queued behind B */
+    free(out);
+    t0 = now_s();
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 5) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);   /* only B */
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), c0 + 1);
+    /* D is queued (curl times out waiting), not refused with 429 */
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "--max-time 0.3", &code);
+    if (code != 0) fail_msg("a request after the abandoned one: status %d: %s", code, out);
+    free(out);
+    pthread_join(tb, NULL);
+    assert_int_equal(b.code, 0);                      /* B timed out in the queue too */
+    assert_int_equal(metric(s, "tern_slots_active"), 1);   /* the long stream is still running */
+    srv_stop(s);                                      /* ends the long stream (503 in the stream) */
+    pthread_join(th, NULL);
+    free(a.raw);
+    tern_model_free(m);
+}
+
 /* Mixed steps (chunked prefill inside the decode pass): while A decodes, B's and C's long prompts
  * go in chunks of prefill_chunk = 8 tokens in the same forward as A's (and then each other's)
  * decode tokens (/metrics: tern_mixed_steps_total), and every greedy text equals the same request
@@ -1559,6 +1612,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_stop_strings_and_stream),
         cmocka_unit_test(test_batch_equivalence_and_429),
         cmocka_unit_test(test_disconnects_free_the_slot),
+        cmocka_unit_test(test_queue_disconnect),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),
