@@ -115,13 +115,20 @@ static bool pj_print(const cJSON *j, char **buf, size_t *n, size_t *cap) {
         }
         return pj_add(buf, n, cap, obj ? "}" : "]", 1);
     }
-    if (cJSON_IsNumber(j)) {
+    if (cJSON_IsNumber(j)) {                          /* Python's repr: the shortest text that reads back */
         char t[64];
         double v = j->valuedouble;
-        if (v == floor(v) && fabs(v) < 1e15) snprintf(t, sizeof t, "%.0f", v);
-        else snprintf(t, sizeof t, "%.17g", v);
+        if (v == floor(v) && fabs(v) < 1e16) snprintf(t, sizeof t, "%.0f", v);
+        else {
+            for (int prec = 1; prec <= 17; prec++) {
+                snprintf(t, sizeof t, "%.*g", prec, v);
+                if (strtod(t, NULL) == v) break;
+            }
+            if (!strpbrk(t, ".en")) strcat(t, ".0");
+        }
         return pj_add(buf, n, cap, t, strlen(t));
     }
+    if (!j) return pj_add(buf, n, cap, "null", 4);
     char *s = cJSON_PrintUnformatted(j);             /* strings, true, false, null */
     bool ok = s && pj_add(buf, n, cap, s, strlen(s));
     free(s);
@@ -149,6 +156,31 @@ char *api_tools_block(const char *tools_json) {
         "- You may provide optional reasoning for your function call in natural language BEFORE the function call, "
         "but NOT after\n- If there is no function call available, answer the question like normal with your current "
         "knowledge and do not tell the user about function calls\n</IMPORTANT>";
+    ok = ok && pj_add(&buf, &n, &cap, tail, sizeof tail - 1);
+    cJSON_Delete(tools);
+    if (!ok) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+char *api_tools_block_qwen3(const char *tools_json) {
+    cJSON *tools = cJSON_Parse(tools_json);
+    if (!cJSON_IsArray(tools)) {
+        cJSON_Delete(tools);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    static const char head[] = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                               "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+    bool ok = pj_add(&buf, &n, &cap, head, sizeof head - 1);
+    for (const cJSON *t = tools->child; ok && t; t = t->next)
+        ok = pj_add(&buf, &n, &cap, "\n", 1) && pj_print(t, &buf, &n, &cap);
+    static const char tail[] = "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+                               "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+                               "\"arguments\": <args-json-object>}\n</tool_call>";
     ok = ok && pj_add(&buf, &n, &cap, tail, sizeof tail - 1);
     cJSON_Delete(tools);
     if (!ok) {
@@ -313,7 +345,7 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
 }
 
 /* Assistant tool calls in the history, written back in the Qwen3.5 markup after the content. */
-static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error *e) {
+static bool append_tool_calls(const cJSON *msg, int i, srv_tools_fmt fmt, char **content, srv_error *e) {
     const cJSON *calls = field(msg, "tool_calls");
     if (!calls) return true;
     char param[64];
@@ -328,10 +360,26 @@ static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error
         const cJSON *fn = cJSON_GetObjectItemCaseSensitive(c, "function");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+        if (!cJSON_IsObject(c)) {
+            free(buf);
+            snprintf(param, sizeof param, "messages[%d].tool_calls[%d]", i, k);
+            return bad_type(e, param, "an object {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", c);
+        }
         if (!cJSON_IsString(name)) {
             free(buf);
             snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.name", i, k);
             return bad_type(e, param, "a string", name);
+        }
+        if (fmt != SRV_TOOLS_QWEN35) {                /* Qwen3: {"name": ..., "arguments": ...} */
+            if (!first || strlen(*content)) ok = pj_add(&buf, &n, &cap, "\n", 1);
+            first = false;
+            ok = ok && pj_add(&buf, &n, &cap, "<tool_call>\n{\"name\": \"", 22) &&
+                 pj_add(&buf, &n, &cap, name->valuestring, strlen(name->valuestring)) &&
+                 pj_add(&buf, &n, &cap, "\", \"arguments\": ", 16);
+            if (ok && cJSON_IsString(args)) ok = pj_add(&buf, &n, &cap, args->valuestring, strlen(args->valuestring));
+            else if (ok) ok = pj_print(args, &buf, &n, &cap);
+            ok = ok && pj_add(&buf, &n, &cap, "}\n</tool_call>", 14);
+            continue;
         }
         const char *sep = first ? (strlen(*content) ? "\n\n<tool_call>\n<function=" : "<tool_call>\n<function=")
                                 : "\n<tool_call>\n<function=";
@@ -358,7 +406,47 @@ static bool append_tool_calls(const cJSON *msg, int i, char **content, srv_error
     return true;
 }
 
-static bool parse_messages(const cJSON *root, srv_request *r, srv_error *e) {
+/* Qwen3 writes tool results as one user turn of <tool_response> blocks per run of tool messages;
+ * for plain ChatML the server does the same, so the prompt is the Qwen3 template's. */
+static bool tool_results_as_user(srv_request *r, srv_error *e) {
+    int w = 0;
+    for (int i = 0; i < r->n_msgs;) {
+        if (strcmp(r->msgs[i].role, "tool")) {
+            r->msgs[w] = r->msgs[i];
+            r->trusted[w++] = r->trusted[i++];
+            continue;
+        }
+        char *buf = NULL;
+        size_t n = 0, cap = 0;
+        bool ok = true;
+        const int start = i;
+        for (; i < r->n_msgs && !strcmp(r->msgs[i].role, "tool"); i++) {
+            const char *c = r->msgs[i].content;
+            ok = ok && (i == start || pj_add(&buf, &n, &cap, "\n", 1)) && pj_add(&buf, &n, &cap, "<tool_response>\n", 16) &&
+                 pj_add(&buf, &n, &cap, c, strlen(c)) && pj_add(&buf, &n, &cap, "\n</tool_response>", 17);
+            free((char *)r->msgs[i].content);
+            free((char *)r->msgs[i].role);
+        }
+        char *role = strdup("user");
+        if (!ok || !role) {
+            free(buf);
+            free(role);
+            for (int k = i; k < r->n_msgs; k++) {         /* leave only owned, valid entries behind */
+                r->msgs[w] = r->msgs[k];
+                r->trusted[w++] = r->trusted[k];
+            }
+            r->n_msgs = w;
+            return srv_fail(e, 500, "server_error", NULL, "out of memory");
+        }
+        r->msgs[w].role = role;
+        r->msgs[w].content = buf;
+        r->trusted[w++] = false;
+    }
+    r->n_msgs = w;
+    return true;
+}
+
+static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r, srv_error *e) {
     const cJSON *msgs = field(root, "messages");
     if (!msgs) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' is required: an array of {\"role\", \"content\"} objects");
     if (!cJSON_IsArray(msgs)) return bad_type(e, "messages", "an array of {\"role\", \"content\"} objects", msgs);
@@ -389,12 +477,12 @@ static bool parse_messages(const cJSON *root, srv_request *r, srv_error *e) {
         r->msgs[r->n_msgs].content = content;
         r->n_msgs++;
         if (!r->msgs[r->n_msgs - 1].role) return srv_fail(e, 500, "server_error", NULL, "out of memory");
-        if (!strcmp(rs, "assistant") && !append_tool_calls(m, i, (char **)&r->msgs[r->n_msgs - 1].content, e)) return false;
+        if (!strcmp(rs, "assistant") && !append_tool_calls(m, i, fmt, (char **)&r->msgs[r->n_msgs - 1].content, e)) return false;
     }
-    return true;
+    return fmt == SRV_TOOLS_CHATML ? tool_results_as_user(r, e) : true;
 }
 
-static bool parse_tools(const cJSON *root, srv_request *r, srv_error *e) {
+static bool parse_tools(const cJSON *root, srv_tools_fmt fmt, srv_request *r, srv_error *e) {
     const cJSON *tools = field(root, "tools");
     const cJSON *choice = field(root, "tool_choice");
     if (!tools) return true;
@@ -424,11 +512,21 @@ static bool parse_tools(const cJSON *root, srv_request *r, srv_error *e) {
     if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return true;
     if (i == 0) return true;
     char *txt = cJSON_PrintUnformatted(tools);
-    char *block = txt ? api_tools_block(txt) : NULL;
+    char *block = txt ? (fmt == SRV_TOOLS_QWEN35 ? api_tools_block(txt) : api_tools_block_qwen3(txt)) : NULL;
     free(txt);
     if (!block) return srv_fail(e, 500, "server_error", NULL, "out of memory");
-    /* the tools block opens the system turn; a given system message follows it */
-    if (r->n_msgs > 0 && !strcmp(r->msgs[0].role, "system")) {
+    if (fmt != SRV_TOOLS_QWEN35 && r->n_msgs > 0 && !strcmp(r->msgs[0].role, "system")) {
+        /* Qwen3: the client's system text as given, a blank line, then the section */
+        const char *sys = r->msgs[0].content;
+        char *joined = malloc(strlen(sys) + 2 + strlen(block) + 1);
+        if (!joined) { free(block); return srv_fail(e, 500, "server_error", NULL, "out of memory"); }
+        sprintf(joined, "%s\n\n%s", sys, block);
+        free(block);
+        free((char *)r->msgs[0].content);
+        r->msgs[0].content = joined;
+        r->trusted[0] = false;                        /* it holds the client's system text */
+    } else if (r->n_msgs > 0 && !strcmp(r->msgs[0].role, "system")) {
+        /* Qwen3.5: the tools block opens the system turn; a given system message follows it */
         const char *sys = r->msgs[0].content;
         size_t a = 0, b = strlen(sys);
         while (a < b && strchr(" \t\r\n", sys[a])) a++;
@@ -659,6 +757,10 @@ static size_t json_nul_escape_at(const char *body, size_t len) {
 }
 
 bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e) {
+    return api_parse_request_fmt(kind, SRV_TOOLS_QWEN35, body, len, r, e);
+}
+
+bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, size_t len, srv_request *r, srv_error *e) {
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->max_tokens = -1;
@@ -754,8 +856,8 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
         const cJSON *kw = field(root, "chat_template_kwargs");
         if (kw && !cJSON_IsObject(kw)) { bad_type(e, "chat_template_kwargs", "an object", kw); goto done; }
         if (kw && !get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &r->enable_thinking, e)) goto done;
-        if (!parse_messages(root, r, e)) goto done;
-        if (!parse_tools(root, r, e)) goto done;
+        if (!parse_messages(root, fmt, r, e)) goto done;
+        if (!parse_tools(root, fmt, r, e)) goto done;
     } else {
         const cJSON *p = field(root, "prompt");
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
