@@ -265,7 +265,7 @@ static bool get_bool(const cJSON *root, const char *name, const char *path, bool
  * pass: n 1, best_of 1, echo false, suffix "" and logit_bias {} (null: not given). */
 static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     double d = 1;
-    char g[32];
+    char g[32], a[32];
     if (!get_int(root, "n", 1, 2147483647.0, &d, e)) return false;
     if (d != 1)
         return srv_fail(e, 400, "invalid_request_error", "n", "'n' is not supported above 1 (one choice per request), got %s",
@@ -304,6 +304,33 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
         return srv_fail(e, 400, "invalid_request_error", "response_format",
                         "'response_format' type '%.40s' is not supported (output is not constrained to JSON); "
                         "send {\"type\": \"text\"} or leave it out", rt->valuestring);
+    f = field(root, "grammar");                       /* llama-server's GBNF grammar */
+    if (f && !cJSON_IsString(f)) return bad_type(e, "grammar", "a string", f);
+    if (f && *f->valuestring)
+        return srv_fail(e, 400, "invalid_request_error", "grammar",
+                        "'grammar' is not supported (no grammar-constrained decoding); send \"\" or leave it out");
+    f = field(root, "json_schema");                   /* llama-server's schema (even {} constrains to JSON) */
+    if (f)
+        return srv_fail(e, 400, "invalid_request_error", "json_schema",
+                        "'json_schema' is not supported (output is not constrained to a schema); leave it out");
+    /* llama-server's and vLLM's other samplers: a number whose neutral value switches them off */
+    static const struct { const char *name, *what; double neutral; } knobs[] = {
+        {"typical_p", "locally typical sampling is not implemented", 1},
+        {"mirostat", "Mirostat sampling is not implemented", 0},
+        {"min_tokens", "end-of-generation is not held back for a minimum length", 0},
+        {"repetition_penalty", "vLLM's penalty over the prompt and the whole reply; use repeat_penalty, llama.cpp's over the last repeat_last_n tokens", 1},
+        {"dry_multiplier", "DRY sampling is not implemented", 0},
+        {"xtc_probability", "XTC sampling is not implemented", 0},
+        {"dynatemp_range", "dynamic temperature is not implemented", 0},
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        f = field(root, knobs[i].name);
+        if (!f) continue;
+        if (!cJSON_IsNumber(f)) return bad_type(e, knobs[i].name, "a number", f);
+        if (f->valuedouble != knobs[i].neutral)
+            return srv_fail(e, 400, "invalid_request_error", knobs[i].name, "'%s' is not supported (%s), got %s; send %s or leave it out",
+                            knobs[i].name, knobs[i].what, num_text(f->valuedouble, g), num_text(knobs[i].neutral, a));
+    }
     return true;
 }
 
@@ -888,6 +915,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
         r->top_logprobs = d >= 0 ? (int)d : 0;
     }
     if (!get_bool(root, "stream", "stream", &r->stream, e)) goto done;
+    if (!get_bool(root, "ignore_eos", "ignore_eos", &r->ignore_eos, e)) goto done;
     const cJSON *so = field(root, "stream_options");
     if (so && !cJSON_IsObject(so)) { bad_type(e, "stream_options", "an object", so); goto done; }
     if (so && !get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e)) goto done;
