@@ -1329,6 +1329,7 @@ static void test_host_names(void **state) {
         {"::1", "[::1]", true},
         {"::", "[::1]", true},
         {"::", "127.0.0.1", true},                    /* dual stack: IPv4 too */
+        {"[::1]", "[::1]", true},                     /* as written in a URL */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i].ipv6 && !v6) continue;
