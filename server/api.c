@@ -809,6 +809,70 @@ static bool json_utf8_check(const cJSON *v, char *path, size_t cap, size_t plen,
     return true;
 }
 
+typedef struct key_ref {
+    const char *name;
+    int index;              /* position among the object's members */
+} key_ref;
+
+static int key_ref_cmp(const void *a, const void *b) {
+    const key_ref *x = a, *y = b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* The first member name of object v that repeats an earlier one (the repeat earliest in document
+ * order), or NULL. Sorted copy of the names: O(n log n), so a body of 100k keys stays fast. */
+static const char *json_dup_key(const cJSON *v, bool *oom) {
+    int n = 0;
+    for (const cJSON *c = v->child; c; c = c->next) n++;
+    if (n < 2) return NULL;
+    key_ref *k = malloc((size_t)n * sizeof *k);
+    if (!k) {
+        *oom = true;
+        return NULL;
+    }
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) k[i] = (key_ref){c->string ? c->string : "", i};
+    qsort(k, (size_t)n, sizeof *k, key_ref_cmp);
+    const char *dup = NULL;
+    int at = n;
+    for (i = 1; i < n; i++)
+        if (!strcmp(k[i].name, k[i - 1].name) && k[i].index < at) at = k[i].index, dup = k[i].name;
+    free(k);
+    return dup;
+}
+
+/* A member name given twice in one object, anywhere in v (path: v's own, plen bytes used): 400
+ * naming the key and the object's path. cJSON keeps both and its lookups take the first; Python's
+ * json and JavaScript's JSON.parse (vLLM, the openai clients) take the last, so the same body would
+ * mean different requests: it is refused. False if it found one. */
+static bool json_dup_check(const cJSON *v, char *path, size_t cap, size_t plen, srv_error *e) {
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v)) return true;
+    if (cJSON_IsObject(v)) {
+        bool oom = false;
+        const char *dup = json_dup_key(v, &oom);
+        if (oom) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+        if (dup) {
+            char obj[sizeof e->param];
+            snprintf(obj, sizeof obj, "%.*s", (int)plen, path);
+            snprintf(path + plen, cap - plen, "%s%s", plen ? "." : "", dup);
+            return srv_fail(e, 400, "invalid_request_error", path,
+                            "duplicate key '%.80s' in %s%s%s: each member name may appear once in an object (parsers differ on "
+                            "which one counts); send it once", dup, plen ? "'" : "the request body", obj, plen ? "'" : "");
+        }
+    }
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+        if (!cJSON_IsArray(c) && !cJSON_IsObject(c)) continue;
+        size_t k;
+        if (cJSON_IsArray(v)) k = (size_t)snprintf(path + plen, cap - plen, "[%d]", i);
+        else k = (size_t)snprintf(path + plen, cap - plen, "%s%s", plen ? "." : "", c->string);
+        if (!json_dup_check(c, path, cap, plen + k < cap ? plen + k : cap - 1, e)) return false;
+        path[plen] = '\0';
+    }
+    return true;
+}
+
 /* Offset of the first \u0000 escape inside a JSON string of body[0..len) (already parsed: well
  * formed), or len. cJSON decodes it to a NUL byte, which ends the C string: the rest of the text
  * would be dropped without a word, so the request is refused instead. */
@@ -861,6 +925,8 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
                  (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
         goto done;
     }
+    path[0] = '\0';
+    if (!json_dup_check(root, path, sizeof path, 0, e)) goto done;
     const size_t nul = json_nul_escape_at(body, len);
     if (nul < len) {
         char where[80];
