@@ -403,12 +403,21 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
         return ret;
     }
     uint64_t seen = 0;
+    double t_peer = srv_now();
     for (;;) {
         pthread_mutex_lock(&j->mu);
         const bool done = j->state == JOB_DONE;
         pthread_mutex_unlock(&j->mu);
         if (done) break;
-        if (!wait_job(j, &seen, fd)) {                /* client gone: the slot is freed at the next step */
+        bool gone = !wait_job(j, &seen, fd);          /* (checks the socket only while nothing happens) */
+        if (!gone && srv_now() - t_peer >= 0.02) {    /* tokens flowing: look at the socket every 20 ms too */
+            t_peer = srv_now();
+            if (peer_gone(fd)) {
+                srv_job_cancel(j);
+                gone = true;
+            }
+        }
+        if (gone) {                                   /* client gone: the slot is freed at the next step */
             srv_job_unref(j);
             return MHD_NO;
         }

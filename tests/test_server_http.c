@@ -727,8 +727,21 @@ static void test_disconnects_free_the_slot(void **state) {
     assert_int_equal(metric(s, "tern_requests_cancelled_total"), 1);
     while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(10 * 1000);
     assert_int_equal(metric(s, "tern_slots_active"), 0);
-    const uint64_t gen = metric(s, "tern_generated_tokens_total");
+    uint64_t gen = metric(s, "tern_generated_tokens_total");
     assert_true(gen < 4000);
+    /* mid-generation, not streamed: tokens come every few ms, so the wait for the next one never
+     * timed out and the socket was never looked at (the whole reply was generated for nobody) */
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 12000, \"temperature\": 0}", "--max-time 0.5", &code);
+    free(out);
+    t0 = now_s();
+    while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(2 * 1000);
+    const double freed = now_s() - t0;
+    print_message("non-streamed request abandoned mid-generation: slot free %.3f s after the client left\n", freed);
+    assert_int_equal(metric(s, "tern_slots_active"), 0);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
+    assert_true(metric(s, "tern_generated_tokens_total") < gen + 12000);
+    assert_true(freed < 0.25);                        /* within a few steps (the socket is looked at every 20 ms) */
+    gen = metric(s, "tern_generated_tokens_total");
     /* mid-prefill: a prompt of about 12000 tokens in 4-token chunks, abandoned after 0.2 s */
     char *longp = malloc(65536);
     strcpy(longp, "{\"prompt\": \"");
@@ -738,8 +751,8 @@ static void test_disconnects_free_the_slot(void **state) {
     free(out);
     free(longp);
     t0 = now_s();
-    while (metric(s, "tern_requests_cancelled_total") != 2 && now_s() - t0 < 5) usleep(10 * 1000);
-    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
+    while (metric(s, "tern_requests_cancelled_total") != 3 && now_s() - t0 < 5) usleep(10 * 1000);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 3);
     assert_int_equal(metric(s, "tern_generated_tokens_total"), gen);   /* it never got to generate */
     /* the slot was freed: no prefill chunk after the cancellation was counted (3000 were left) */
     const uint64_t chunks = metric(s, "tern_prefill_chunks_total");
