@@ -898,6 +898,12 @@ static inline __m256 half8_load(const uint16_t *p, bool bf16) {
  * the K % 16 tail lane by lane with fmaf, then kern_lane_reduce (ref.c ref_row_float's order). */
 static inline float half_finish(__m256 lo, __m256 hi, const uint16_t *wr, const float *x, int64_t K16,
                                 int64_t K, bool bf16) {
+    if (K16 == K) {   /* no tail: kern_lane_reduce's tree in registers, the same adds in the same order */
+        const __m256 s8 = _mm256_add_ps(lo, hi);                                  /* acc[i] + acc[i + 8] */
+        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));   /* + [i + 4] */
+        const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                 /* + [i + 2] */
+        return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));                /* [0] + [1] */
+    }
     float acc[16];
     _mm256_storeu_ps(acc, lo);
     _mm256_storeu_ps(acc + 8, hi);
@@ -929,10 +935,13 @@ static inline __attribute__((always_inline)) void half_tile(const kern_mm_args *
 #pragma GCC unroll 2
         for (int j = 0; j < C; j++) { lo[i][j] = _mm256_setzero_ps(); hi[i][j] = lo[i][j]; }
     for (int64_t k = 0; k < K16; k += 16) {
+        if ((k & 31) == 0)   /* one prefetch per 64-byte line of each row (the branch is unrolled away) */
+#pragma GCC unroll 2
+            for (int i = 0; i < R; i++)
+                if (k < pf_end[i]) _mm_prefetch((const char *)(wr[i] + k + HALF_PF), _MM_HINT_T0);
         __m256 wl[2], wh[2];
 #pragma GCC unroll 2
         for (int i = 0; i < R; i++) {
-            if (k < pf_end[i]) _mm_prefetch((const char *)(wr[i] + k + HALF_PF), _MM_HINT_T0);
             wl[i] = half8_load(wr[i] + k, bf16);
             wh[i] = half8_load(wr[i] + k + 8, bf16);
         }
