@@ -1071,6 +1071,87 @@ static void test_connection_limits(void **state) {
     tern_model_free(m);
 }
 
+/* HTTP details a new user's trial found missing: HEAD /health answers as GET without a body (it
+ * was 404: load balancers and uptime checks use HEAD); a 429 carries Retry-After: 1 (the openai
+ * clients wait that long before retrying); CORS as llama-server: a preflight OPTIONS gets 204 with
+ * Access-Control-Allow-Origin: *, the methods and the headers asked for, without the API key
+ * (browsers send none with it; it was 405), and every answer (JSON, 401, the SSE stream, the 413
+ * written mid-upload) carries Access-Control-Allow-Origin: *, while the key is still required. */
+/* Waits (at most 5 s) until /metrics (with the key) shows slots_active == want. With --queue 0 a
+ * request sent the moment the previous answer arrived can still find the slot counted busy. */
+static void wait_slots(srv *s, int want) {
+    const double t0 = now_s();
+    char line[64];
+    snprintf(line, sizeof line, "\ntern_slots_active %d\n", want);
+    for (;;) {
+        int code;
+        char *mx = http(s, "GET", "/metrics", NULL, "-H 'Authorization: Bearer sekret'", &code);
+        const bool ok = strstr(mx, line) != NULL;
+        free(mx);
+        if (ok) return;
+        if (now_s() - t0 > 5) fail_msg("slots_active never became %d", want);
+        usleep(5000);
+    }
+}
+
+static void test_http_head_retry_cors(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 1, 8192, 0, 4096, "sekret", 0);
+    double secs;
+    char *out = raw_exchange(s, "HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0, 5.0, &secs);
+    const char *end = strstr(out, "\r\n\r\n");
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "Content-Type: application/json\r\n") || !end || end[4])
+        fail_msg("HEAD /health:\n%s", out);
+    free(out);
+    out = raw_exchange(s, "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: http://example.org\r\n"
+                       "Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\n"
+                       "Connection: close\r\n\r\n", 0, 5.0, &secs);
+    if (strncmp(out, "HTTP/1.1 204 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n") ||
+        !strstr(out, "Access-Control-Allow-Methods: GET, HEAD, POST, OPTIONS\r\n") ||
+        !strstr(out, "Access-Control-Allow-Headers: authorization, content-type\r\n"))
+        fail_msg("preflight:\n%s", out);
+    free(out);
+    const char *body = "{\"prompt\": \"Hello\", \"max_tokens\": 2}";
+    char head[512];
+    wait_slots(s, 0);
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: http://example.org\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+    out = raw_exchange(s, head, 0, 10.0, &secs);      /* no key: 401, readable by the page */
+    if (strncmp(out, "HTTP/1.1 401 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n")) fail_msg("401:\n%s", out);
+    free(out);
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: http://example.org\r\nAuthorization: Bearer sekret\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n") || !strstr(out, "\"completion_tokens\":2"))
+        fail_msg("200:\n%s", out);
+    free(out);
+    const char *sbody = "{\"prompt\": \"Hello\", \"max_tokens\": 2, \"stream\": true}";
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekret\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(sbody), sbody);
+    wait_slots(s, 0);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n") || !strstr(out, "data: [DONE]"))
+        fail_msg("stream:\n%s", out);
+    free(out);
+    out = raw_exchange(s, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekret\r\nContent-Length: 5000\r\n\r\n", 0,
+                       10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 413 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n")) fail_msg("413:\n%s", out);
+    free(out);
+    /* 429: the only slot busy, no queue */
+    wait_arg hold = {s, "--max-time 3 -H 'Authorization: Bearer sekret'", -1};
+    pthread_t th;
+    pthread_create(&th, NULL, hold_request, &hold);
+    wait_slots(s, 1);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 429 ", 13) || !strstr(out, "Retry-After: 1\r\n") || !strstr(out, "\"rate_limit_error\""))
+        fail_msg("429:\n%s", out);
+    free(out);
+    pthread_join(th, NULL);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* Mixed steps (chunked prefill inside the decode pass): while A decodes, B's and C's long prompts
  * go in chunks of prefill_chunk = 8 tokens in the same forward as A's (and then each other's)
  * decode tokens (/metrics: tern_mixed_steps_total), and every greedy text equals the same request
@@ -1885,6 +1966,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_disconnects_free_the_slot),
         cmocka_unit_test(test_queue_disconnect),
         cmocka_unit_test(test_connection_limits),
+        cmocka_unit_test(test_http_head_retry_cors),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),
