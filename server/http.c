@@ -747,6 +747,26 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
     if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
     free(fixed);
+    /* every slot's caches at once, before the first allocates (tern_session_init checks one at a
+     * time: the first slots were allocated and touched before a later one failed) */
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = cfg->n_ctx;
+    so.n_batch = cfg->n_batch;
+    so.kv_f32 = cfg->kv_f32;
+    uint64_t kv1 = 0, st1 = 0, avail = 0;
+    tern_session_mem(m, &so, &kv1, &st1, &avail);
+    const uint64_t need = (uint64_t)cfg->parallel * (kv1 + st1);
+    if (avail && need > avail) {
+        char stp[96] = "";
+        if (st1) snprintf(stp, sizeof stp, " + %.1f MB recurrent state", (double)st1 / 1e6);
+        pthread_mutex_destroy(&s->mx.mu);
+        free(s);
+        return srv_err_set(err, TERN_E_NOMEM,
+                           "%d slots (-np %d) with context %d (-c) need %.1f MB: per slot %.1f MB KV cache%s; only %.1f MB "
+                           "available: lower -c or -np", cfg->parallel, cfg->parallel, cfg->n_ctx, (double)need / 1e6,
+                           (double)kv1 / 1e6, stp, (double)avail / 1e6);
+    }
     int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch,
                             cfg->prefill_chunk > 0 && cfg->prefill_chunk < cfg->n_batch ? cfg->prefill_chunk : cfg->n_batch,
                             cfg->queue_max, cfg->kv_f32,

@@ -1152,6 +1152,98 @@ static void test_http_head_retry_cors(void **state) {
     tern_model_free(m);
 }
 
+/* srv_start with avail (TERN_MEM_AVAILABLE) bytes "available": the return code, the server stopped. */
+static int start_with_avail(tern_model *m, int parallel, int n_ctx, uint64_t avail, tern_err *err) {
+    char v[32];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)avail);
+    setenv("TERN_MEM_AVAILABLE", v, 1);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = parallel;
+    c.n_ctx = n_ctx;
+    srv *s = NULL;
+    memset(err, 0, sizeof *err);                      /* (errors are sticky) */
+    const int rc = srv_start(&s, m, &c, err);
+    unsetenv("TERN_MEM_AVAILABLE");
+    if (rc == TERN_OK) assert_non_null(s);
+    else assert_null(s);
+    srv_stop(s);
+    return rc;
+}
+
+/* The memory check covers every slot at once, before any slot allocates (before: each session
+ * checked its own KV alone, so -np 8 with a context whose KV fit once allocated and touched the
+ * first slots and then failed with a bare allocation error, or swapped): -np N needs N x (KV +
+ * recurrent state), as tern_session_init sizes one (tern_session_mem, checked here against
+ * tern_session_init itself), and the message names -c and -np. qwen3-tiny (KV only) and
+ * qwen35-tiny (KV + recurrent state), in process and through `tern serve` (exit 1). */
+static void test_slots_memory(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = 4096;
+    uint64_t kv = 0, st = 1, kv2 = 0;
+    tern_session_mem(m, &so, &kv, &st, NULL);
+    assert_true(kv > 0);
+    assert_int_equal(st, 0);
+    so.n_ctx = 8192;
+    tern_session_mem(m, &so, &kv2, NULL, NULL);
+    assert_int_equal(kv2, 2 * kv);
+    /* the size is what tern_session_init checks: kv - 1 bytes refused, kv accepted */
+    char v[32];
+    so.n_ctx = 4096;
+    for (int k = 0; k < 2; k++) {
+        snprintf(v, sizeof v, "%llu", (unsigned long long)(kv - 1 + (uint64_t)k));
+        setenv("TERN_MEM_AVAILABLE", v, 1);
+        tern_session *ss = NULL;
+        tern_err err = {0};
+        const int rc = tern_session_init(&ss, m, &so, &err);
+        unsetenv("TERN_MEM_AVAILABLE");
+        assert_int_equal(rc, k ? TERN_OK : TERN_E_NOMEM);
+        tern_session_free(ss);
+    }
+    tern_err err = {0};
+    const uint64_t avail = kv * 5 / 2;                /* 2.5 slots' worth */
+    assert_int_equal(start_with_avail(m, 2, 4096, avail, &err), TERN_OK);
+    assert_int_equal(start_with_avail(m, 3, 4096, avail, &err), TERN_E_NOMEM);
+    char want[512];
+    snprintf(want, sizeof want, "3 slots (-np 3) with context 4096 (-c) need %.1f MB: per slot %.1f MB KV cache; only %.1f MB "
+             "available: lower -c or -np", 3.0 * (double)kv / 1e6, (double)kv / 1e6, (double)avail / 1e6);
+    assert_string_equal(err.msg, want);
+    /* the CLI: exit 1 with that message, before a slot allocates */
+    char bin[4096], model[1024], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, QWEN3);
+    so.n_ctx = 65536;
+    uint64_t kvb = 0;
+    tern_session_mem(m, &so, &kvb, NULL, NULL);
+    const uint64_t big = kvb * 5 / 2;
+    snprintf(cmd, sizeof cmd, "TERN_MEM_AVAILABLE=%llu %s serve -m %s -t 1 -c 65536 -np 8 --port 0 --no-progress 2>&1",
+             (unsigned long long)big, bin, model);
+    int rc;
+    char *out = ru_capture(cmd, &rc);
+    snprintf(want, sizeof want, "tern serve: 8 slots (-np 8) with context 65536 (-c) need %.1f MB: per slot %.1f MB KV cache; only "
+             "%.1f MB available: lower -c or -np\n", 8.0 * (double)kvb / 1e6, (double)kvb / 1e6, (double)big / 1e6);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, want)) fail_msg("tern serve -np 8:\n%s\nexpected:\n%s", out, want);
+    free(out);
+    tern_model_free(m);
+    /* a hybrid model: the recurrent state counts too (the KV alone of 2 slots fits) */
+    m = load(QWEN35);
+    so.n_ctx = 1024;
+    tern_session_mem(m, &so, &kv, &st, NULL);
+    assert_true(st > 0);
+    assert_int_equal(start_with_avail(m, 2, 1024, 2 * (kv + st), &err), TERN_OK);
+    assert_int_equal(start_with_avail(m, 2, 1024, 2 * kv + st, &err), TERN_E_NOMEM);
+    snprintf(want, sizeof want, "2 slots (-np 2) with context 1024 (-c) need %.1f MB: per slot %.1f MB KV cache + %.1f MB recurrent "
+             "state; only %.1f MB available: lower -c or -np", 2.0 * (double)(kv + st) / 1e6, (double)kv / 1e6, (double)st / 1e6,
+             (double)(2 * kv + st) / 1e6);
+    assert_string_equal(err.msg, want);
+    tern_model_free(m);
+}
+
 /* Mixed steps (chunked prefill inside the decode pass): while A decodes, B's and C's long prompts
  * go in chunks of prefill_chunk = 8 tokens in the same forward as A's (and then each other's)
  * decode tokens (/metrics: tern_mixed_steps_total), and every greedy text equals the same request
@@ -1967,6 +2059,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_queue_disconnect),
         cmocka_unit_test(test_connection_limits),
         cmocka_unit_test(test_http_head_retry_cors),
+        cmocka_unit_test(test_slots_memory),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),
