@@ -43,15 +43,30 @@ typedef struct srv_request {
     bool stream, include_usage;
     bool enable_thinking;   /* chat_template_kwargs.enable_thinking (default true) */
     bool has_tools;
+    bool ignore_eos;        /* llama-server/vLLM ignore_eos: an end-of-generation token does not end the
+                               reply (it is generated and counted; a control token shows no text), as tern run
+                               --ignore-eos; the reply ends at max_tokens, a stop string or the context */
     bool logprobs;          /* chat: logprobs true; completions: logprobs N given (N >= 0) */
     int top_logprobs;       /* alternatives per token, 0..SRV_MAX_TOP_LOGPROBS */
     char *model;            /* as sent, or NULL */
 } srv_request;
 
+/* How tools and tool calls go into the chat prompt, by template family (spec section 7: ChatML
+ * turns; the tool definitions inside <tools>...</tools> in the system turn, and instructions):
+ * QWEN35: the Qwen3.5 / Bonsai 2 section and the <function=NAME><parameter=P> call markup, the
+ *         client's system text after the section;
+ * QWEN3:  the Qwen3 section and the {"name": ..., "arguments": ...} call markup, the client's
+ *         system text before the section (the qwen3 template renders tool results itself);
+ * CHATML: as QWEN3, and tool results are written as Qwen3 does (a user turn of <tool_response>
+ *         blocks), so plain ChatML renders the same bytes as the Qwen3 template. */
+typedef enum { SRV_TOOLS_QWEN35 = 0, SRV_TOOLS_QWEN3 = 1, SRV_TOOLS_CHATML = 2 } srv_tools_fmt;
+
 /* Parse and validate a request body. On failure returns false with e set (status 400, the
  * offending field in e->param) and req holding nothing to free. Defaults: llama-server's
  * sampling defaults (temp 0.8, top_k 40, top_p 0.95, min_p 0.05), random seed, no limit. */
 bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request *req, srv_error *e);
+/* Same, with tools and tool calls written for the template family fmt (api_parse_request: QWEN35). */
+bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, size_t len, srv_request *req, srv_error *e);
 void api_request_free(srv_request *req);
 
 /* ---- responses (malloc'd NUL-terminated JSON; NULL only when out of memory) ---------------- */
@@ -117,5 +132,8 @@ char *api_utf8_dup(const char *s, size_t n);
 /* The tools block the Qwen3.5 template puts in the system turn (spec section 7), from the
  * request's "tools" array text; malloc'd. */
 char *api_tools_block(const char *tools_json);
+/* The Qwen3 template's tools section (Qwen-Qwen3-0.6B.jinja), without the system turn around it;
+ * malloc'd, NULL if tools_json is not an array or out of memory. */
+char *api_tools_block_qwen3(const char *tools_json);
 
 #endif /* TERN_SERVER_API_H */

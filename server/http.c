@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <time.h>
 
 extern const char srv_page_html[];
@@ -30,6 +32,7 @@ struct srv {
     srv_metrics mx;
     struct MHD_Daemon *d;
     int port;
+    srv_tools_fmt tools_fmt;    /* how tools go into the prompt: by the template's family */
     atomic_uint_fast64_t next_id;
 };
 
@@ -342,7 +345,7 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
     srv_error e;
     srv_job *j = srv_job_new();
     if (!j) return fail(s, c, 500, "server_error", NULL, "out of memory");
-    if (!api_parse_request(kind, cn->body.p ? cn->body.p : "", cn->body.n, &j->req, &e)) {
+    if (!api_parse_request_fmt(kind, s->tools_fmt, cn->body.p ? cn->body.p : "", cn->body.n, &j->req, &e)) {
         srv_job_unref(j);
         return send_error(s, c, &e);
     }
@@ -475,15 +478,88 @@ static bool content_type_ok(const char *ct, char *why, size_t n) {
     return true;
 }
 
+/* The API key check. RFC 9110 section 11.1/11.4: credentials = auth-scheme 1*SP token68, and the
+ * scheme is case-insensitive, so "Bearer", "bearer" and "BEARER" are the same scheme (OpenAI's
+ * clients send "Bearer"; some proxies and curl users write "bearer"); one or more spaces (or
+ * tabs) separate it from the key, and whitespace around the key is not part of it. The key
+ * compare takes the same time wherever the first difference is (no early exit). */
 static bool authorized(srv *s, struct MHD_Connection *c) {
     if (!s->cfg.api_key || !*s->cfg.api_key) return true;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h || strncmp(h, "Bearer ", 7) != 0) return false;
-    const char *k = h + 7, *want = s->cfg.api_key;
-    size_t lk = strlen(k), lw = strlen(want);
-    unsigned diff = (unsigned)(lk ^ lw);
+    if (!h) return false;
+    while (*h == ' ' || *h == '\t') h++;
+    if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t')) return false;
+    const char *k = h + 6;
+    while (*k == ' ' || *k == '\t') k++;
+    size_t lk = strlen(k);
+    while (lk > 0 && (k[lk - 1] == ' ' || k[lk - 1] == '\t')) lk--;
+    const char *want = s->cfg.api_key;
+    const size_t lw = strlen(want);
+    unsigned diff = (unsigned)(lk != lw);
     for (size_t i = 0; i < lw; i++) diff |= (unsigned char)want[i] ^ (unsigned char)(i < lk ? k[i] : 0);
     return diff == 0;                                 /* no early exit on the first difference */
+}
+
+/* Routes that answer without the API key. */
+static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
+
+static enum MHD_Result fail_auth(srv *s, struct MHD_Connection *c) {
+    return fail(s, c, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+}
+
+static enum MHD_Result fail_too_large(srv *s, struct MHD_Connection *c, const char *how) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes%s", s->cfg.body_max, how);
+    return fail(s, c, 413, "invalid_request_error", NULL, msg);
+}
+
+/* The error response for a request whose body is still arriving, written straight to the socket,
+ * after which the caller returns MHD_NO (libmicrohttpd closes the connection). libmicrohttpd
+ * 0.9.75 refuses MHD_queue_response while a body is being received (it accepts one only before
+ * the body or after all of it), and waiting for the rest of a chunked body that has already
+ * passed the limit means waiting on a client that may never send it (the connection timeout).
+ * In thread-per-connection mode this thread owns the socket and libmicrohttpd has nothing queued
+ * on it. The write side is shut down after the response and what the client still sends is
+ * drained for a moment (at most 1 s), so the close does not reset the connection before the
+ * client has read the answer. */
+static enum MHD_Result reject_upload(srv *s, conn *cn, int status, const srv_error *e) {
+    char *body = api_error_json(e);
+    const int fd = conn_fd(cn->c);
+    count_status(s, status);
+    if (!body || fd < 0) {
+        free(body);
+        return MHD_NO;
+    }
+    char head[320];
+    const int nh = snprintf(head, sizeof head,
+                            "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                            status, MHD_get_reason_phrase_for((unsigned)status), strlen(body),
+                            status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
+    const char *parts[2] = {head, body};
+    const size_t lens[2] = {(size_t)nh, strlen(body)};
+    const double t0 = srv_now();
+    for (int i = 0; i < 2; i++)
+        for (size_t off = 0; off < lens[i] && srv_now() - t0 < 2.0;) {
+            const ssize_t w = send(fd, parts[i] + off, lens[i] - off, MSG_NOSIGNAL);
+            if (w > 0) off += (size_t)w;
+            else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                struct pollfd p = {.fd = fd, .events = POLLOUT};
+                poll(&p, 1, 100);
+            } else {
+                i = 2;                                /* the client is gone */
+                break;
+            }
+        }
+    free(body);
+    shutdown(fd, SHUT_WR);
+    char sink[4096];
+    for (const double t1 = srv_now(); srv_now() - t1 < 1.0;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (poll(&p, 1, 200) <= 0) break;             /* quiet for 200 ms (a stalled client): done */
+        const ssize_t r = recv(fd, sink, sizeof sink, 0);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) break;
+    }
+    return MHD_NO;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -497,12 +573,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn->s = s;
         cn->c = c;
         *con_cls = cn;
+        /* a declared Content-Length over the limit is answered now, before any of the body is read
+         * (libmicrohttpd then closes the connection); the key is checked first, as for any request */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end = NULL;
+            const unsigned long long n = strtoull(cl, &end, 10);
+            if (end != cl && n > s->cfg.body_max) {      /* (past 64 bits libmicrohttpd answers 413 itself) */
+                if (!open_route(url) && !authorized(s, c)) return fail_auth(s, c);
+                return fail_too_large(s, c, " (Content-Length)");
+            }
+        }
         return MHD_YES;
     }
     if (*upload_size > 0) {                           /* body, in pieces */
         if (!cn->too_large && cn->body.n + *upload_size > s->cfg.body_max) cn->too_large = true;
         if (!cn->too_large && !sbuf_add(&cn->body, upload_data, *upload_size)) cn->too_large = true;
         *upload_size = 0;
+        if (cn->too_large) {                          /* a chunked body past the limit: answer now, close */
+            srv_error e;
+            if (!open_route(url) && !authorized(s, c))
+                srv_fail(&e, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+            else
+                srv_fail(&e, 413, "invalid_request_error", NULL, "the request body is larger than the limit of %zu bytes", s->cfg.body_max);
+            return reject_upload(s, cn, e.status, &e);
+        }
         return MHD_YES;
     }
     const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
@@ -511,12 +606,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return send_text(s, c, 200, "text/html; charset=utf-8", page);
     }
     if (get && !strcmp(url, "/health")) return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
-    if (!authorized(s, c)) return fail(s, c, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
-    if (cn->too_large) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->cfg.body_max);
-        return fail(s, c, 413, "invalid_request_error", NULL, msg);
-    }
+    if (!authorized(s, c)) return fail_auth(s, c);
+    if (cn->too_large) return fail_too_large(s, c, "");
     const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {
@@ -548,6 +639,32 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 /* ---- lifecycle ------------------------------------------------------------------------------ */
 
+int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err *err) {
+    *out = NULL;
+    if (!host || !*host) return srv_err_set(err, TERN_E_ARG, "--host: empty; expected a host name or an IPv4/IPv6 address");
+    struct addrinfo hints = {0};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    char serv[16], bare[256];
+    snprintf(serv, sizeof serv, "%d", port);
+    const size_t n = strlen(host);
+    const char *name = host;
+    if (n >= 2 && n < sizeof bare && host[0] == '[' && host[n - 1] == ']') {   /* "[::1]", as in a URL */
+        memcpy(bare, host + 1, n - 2);
+        bare[n - 2] = '\0';
+        name = bare;
+    }
+    const int rc = getaddrinfo(name, serv, &hints, out);
+    if (rc != 0 || !*out) {
+        if (*out) freeaddrinfo(*out);
+        *out = NULL;
+        return srv_err_set(err, TERN_E_ARG, "--host '%s': cannot resolve it (%s)", host,
+                           rc == EAI_SYSTEM ? strerror(errno) : rc ? gai_strerror(rc) : "no address");
+    }
+    return TERN_OK;
+}
+
 int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     *out = NULL;
     if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
@@ -563,6 +680,9 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     tern_model_get_info(m, &info);
     snprintf(s->model_name, sizeof s->model_name, "%s",
              cfg->model_name && *cfg->model_name ? cfg->model_name : info.name && *info.name ? info.name : "tern");
+    tern_err ferr = {0};                              /* an unknown template fails each chat request instead */
+    const int family = prompt_chat_family(m, cfg->chat_template, &ferr);
+    s->tools_fmt = family == PROMPT_FAMILY_QWEN3 ? SRV_TOOLS_QWEN3 : family == PROMPT_FAMILY_CHATML ? SRV_TOOLS_CHATML : SRV_TOOLS_QWEN35;
     char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
     if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
     free(fixed);
@@ -574,28 +694,32 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
         free(s);
         return rc;
     }
-    /* bind address */
-    struct addrinfo hints = {0}, *ai = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
-    char port[16];
-    snprintf(port, sizeof port, "%d", cfg->port);
-    if (getaddrinfo(cfg->host, port, &hints, &ai) != 0 || !ai) {
+    /* bind address: a name or a numeric IPv4/IPv6 address; each address it resolves to is tried
+     * in the resolver's order until one can be bound */
+    struct addrinfo *ai = NULL;
+    rc = srv_resolve_host(cfg->host, cfg->port, &ai, err);
+    if (rc != TERN_OK) {
         srv_stop(s);
-        return srv_err_set(err, TERN_E_ARG, "--host '%s' is not a numeric IPv4/IPv6 address", cfg->host);
+        return rc;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
-    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     const unsigned limit = (unsigned)(cfg->parallel + cfg->queue_max + 16);
-    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                            MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    int bind_errno = 0;
+    for (const struct addrinfo *a = ai; a && !s->d; a = a->ai_next) {
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
+        if (a->ai_family == AF_INET6)                 /* "::" (any address) also takes IPv4, as Linux does by default */
+            flags |= IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)(const void *)a->ai_addr)->sin6_addr) ? MHD_USE_DUAL_STACK
+                                                                                                                : MHD_USE_IPv6;
+        errno = 0;
+        s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, a->ai_addr,
+                                MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+        if (!s->d && !bind_errno) bind_errno = errno;
+    }
     freeaddrinfo(ai);
     if (!s->d) {
-        int e = errno;
         srv_stop(s);
-        return srv_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port, strerror(e));
+        return srv_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port,
+                           bind_errno ? strerror(bind_errno) : "the HTTP daemon did not start");
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : cfg->port;

@@ -237,3 +237,22 @@ int32_t prompt_special_id(const tern_model *m, const char *text) {
     if (tern_tokenize(m, text, strlen(text), false, true, ids, 4, &n, &e) != TERN_OK || n != 1) return -1;
     return ids[0];
 }
+
+static bool ends_with(const char *s, size_t n, const char *tail) {
+    const size_t k = strlen(tail);
+    return n >= k && memcmp(s + n - k, tail, k) == 0;
+}
+
+int prompt_chat_family(const tern_model *m, const char *tmpl, tern_err *err) {
+    const tern_chat_msg msg = {"user", "hi"};
+    char *on = NULL, *off = NULL;
+    size_t n_on = 0, n_off = 0;
+    int rc = render(m, tmpl, &msg, 1, true, true, &on, &n_on, err);
+    if (rc == TERN_OK) rc = render(m, tmpl, &msg, 1, true, false, &off, &n_off, err);
+    if (rc == TERN_OK)
+        rc = ends_with(on, n_on, "<think>\n") ? PROMPT_FAMILY_QWEN35
+           : ends_with(off, n_off, "<think>\n\n</think>\n\n") ? PROMPT_FAMILY_QWEN3 : PROMPT_FAMILY_CHATML;
+    free(on);
+    free(off);
+    return rc;
+}

@@ -46,6 +46,13 @@ int prompt_chat_append_ex(const tern_model *m, const char *tmpl, const tern_chat
  * generated in place (the KV cache keeps the reply as generated). */
 int prompt_chat_close_assistant(const tern_model *m, const char *tmpl, prompt_ids *out, tern_err *err);
 
+/* The chat template family that tmpl (NULL: the model's; ChatML if it has none) renders, told
+ * apart through tern_chat_apply on one user turn: Qwen3.5 opens the reply with "<think>\n" when
+ * thinking is on; Qwen3 pre-fills the empty "<think>\n\n</think>\n\n" only when it is off; plain
+ * ChatML does neither. Returns PROMPT_FAMILY_*, or a negative TERN_E_* (an unknown template). */
+enum { PROMPT_FAMILY_CHATML = 0, PROMPT_FAMILY_QWEN3 = 1, PROMPT_FAMILY_QWEN35 = 2 };
+int prompt_chat_family(const tern_model *m, const char *tmpl, tern_err *err);
+
 /* The id of a single control token given by its text ("<think>"), or -1 if the text is not one
  * token of the vocabulary. */
 int32_t prompt_special_id(const tern_model *m, const char *text);

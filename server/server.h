@@ -40,6 +40,12 @@ typedef struct srv srv;
  * TERN_E_IO (cannot bind), TERN_E_NOMEM (slots do not fit), TERN_E_ARG. */
 int srv_start(srv **out, tern_model *m, const srv_config *c, tern_err *err);
 int srv_port(const srv *s);
+/* Resolve a --host value (a name such as "localhost", or a numeric IPv4/IPv6 address such as
+ * "0.0.0.0", "::1", "::", also in URL brackets "[::1]") with getaddrinfo for a passive TCP socket on port; *out (free with
+ * freeaddrinfo) lists the addresses in the resolver's order, which srv_start tries until one binds.
+ * Errors: TERN_E_ARG naming the host and the resolver's message (gai_strerror). */
+struct addrinfo;
+int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err *err);
 /* Stop accepting, end all jobs, join the threads, free everything. NULL is fine. */
 void srv_stop(srv *s);
 

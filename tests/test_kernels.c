@@ -545,10 +545,12 @@ static void test_isa_other_types(void **state) {
     (void)state;
     rng_seed(24);
     static const int types[] = {QT_Q2_0, QT_TQ1_0, QT_TQ2_0, QT_Q1_0, QT_Q8_0, QT_F32, QT_F16, QT_BF16};
-    static const int cols[] = {1, 3, 8, 16};
+    /* 1, 2, 3, 4, 5, 8 and 16 columns: every tile shape of the F16/BF16 matmul (2 far-apart rows
+     * x 1 or 2 columns, 1 row x 4 / 3 / 2 / 1 column groups; 8 and 13 rows: an odd last row) */
+    static const int cols[] = {1, 2, 3, 4, 5, 8, 16};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
         for (int wp = 0; wp < 7; wp++)
-            for (size_t ci = 0; ci < 4; ci++) {
+            for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
                 fixture f;
                 const int64_t K = kern_block_size(types[ti]) == 1 ? (wp % 2 ? 172 : 64) : 512;
                 fx_make(&f, types[ti], K, wp % 2 ? 13 : 8, cols[ci], wp, wp % 5, 0);

@@ -10,17 +10,25 @@
 #include "model_fx.h"
 #include "run_util.h"
 
+#include "../server/api.h"
+#include "../server/prompt.h"
 #include "../server/reply.h"
+#include "tokenizer/chat.h"
 #include "../server/server.h"
 #include "tern.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -270,6 +278,172 @@ static void test_endpoints_and_errors(void **state) {
     assert_int_equal(code, 200);
     free(out);
     out = http(s, "GET", "/health", NULL, NULL, &code);       /* health needs no key */
+    assert_int_equal(code, 200);
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* The Authorization scheme is case-insensitive (RFC 9110 section 11.1): "bearer", "BEARER" and
+ * one or more spaces before the key are accepted; a wrong, truncated, extended or missing key, a
+ * missing separator and another scheme still get 401 with an OpenAI error object and a
+ * WWW-Authenticate: Bearer challenge. */
+static void test_api_key_scheme(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 0, "sekret", 0);
+    const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 1, \"temperature\": 0}";
+    struct { const char *auth; int code; } cases[] = {
+        {"Bearer sekret", 200},
+        {"bearer sekret", 200},
+        {"BEARER sekret", 200},
+        {"bEaReR   sekret", 200},
+        {"Bearer\tsekret", 200},
+        {"bearer sekre", 401},
+        {"bearer sekretx", 401},
+        {"bearer Sekret", 401},
+        {"bearer", 401},
+        {"bearer ", 401},
+        {"bearersekret", 401},
+        {"Basic sekret", 401},
+        {"Bearerx sekret", 401},
+        {NULL, 401},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char extra[128] = "", cmd[1024], file[512], stem[64];
+        if (cases[i].auth) snprintf(extra, sizeof extra, "-H $'Authorization: %s'", cases[i].auth);
+        snprintf(stem, sizeof stem, "body-%d", atomic_fetch_add(&body_counter, 1));
+        fx_tmp_path(file, sizeof file, stem);
+        FILE *f = fopen(file, "wb");
+        fputs(body, f);
+        fclose(f);
+        /* bash for $'\t'; -D - puts the headers before the body */
+        snprintf(cmd, sizeof cmd, "bash -c \"curl -s -D - -o - -H 'Content-Type: application/json' --data-binary @'%s' %s "
+                 "http://127.0.0.1:%d/v1/completions\"", file, extra, srv_port(s));
+        char *out = ru_capture(cmd, NULL);
+        unlink(file);
+        const char *sp = strchr(out, ' ');
+        const int code = sp ? atoi(sp + 1) : 0;
+        const char *json = strstr(out, "\r\n\r\n");
+        cJSON *j = json ? cJSON_Parse(json + 4) : NULL;
+        bool good = code == cases[i].code && j;
+        if (good && code == 401) {
+            cJSON *e = cJSON_GetObjectItem(j, "error");
+            good = cJSON_IsString(cJSON_GetObjectItem(e, "message")) &&
+                   !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, "invalid or missing API key (Authorization: Bearer KEY)") &&
+                   cJSON_IsString(cJSON_GetObjectItem(e, "type")) && !strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "authentication_error") &&
+                   cJSON_IsNull(cJSON_GetObjectItem(e, "param")) && strstr(out, "WWW-Authenticate: Bearer\r\n");
+        } else if (good) {
+            good = cJSON_IsArray(cJSON_GetObjectItem(j, "choices"));
+        }
+        if (!good) fail_msg("Authorization '%s': expected %d, got:\n%s", cases[i].auth ? cases[i].auth : "(none)", cases[i].code, out);
+        cJSON_Delete(j);
+        free(out);
+    }
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* A raw HTTP exchange on loopback: sends head, then body_bytes bytes of 'a', then waits (up to
+ * limit_s) for the server to answer and close, WITHOUT closing or sending more (a stalled client).
+ * Returns what came back (malloc'd) and the seconds from the last byte sent to the server's close. */
+static char *raw_exchange(srv *s, const char *head, size_t body_bytes, double limit_s, double *secs) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)srv_port(s));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) fail_msg("connect to the server failed");
+    if (send(fd, head, strlen(head), MSG_NOSIGNAL) != (ssize_t)strlen(head)) fail_msg("send failed");
+    char *chunk = malloc(4096);
+    memset(chunk, 'a', 4096);
+    for (size_t sent = 0; sent < body_bytes;) {
+        const size_t k = body_bytes - sent < 4096 ? body_bytes - sent : 4096;
+        const ssize_t w = send(fd, chunk, k, MSG_NOSIGNAL);
+        if (w <= 0) break;                            /* the server already answered and closed */
+        sent += (size_t)w;
+    }
+    free(chunk);
+    const double t0 = now_s();
+    sbuf got = {0};
+    sbuf_add(&got, "", 0);
+    char buf[4096];
+    for (;;) {
+        const double left = limit_s - (now_s() - t0);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) <= 0) break;
+        const ssize_t r = recv(fd, buf, sizeof buf, 0);
+        if (r <= 0) break;
+        sbuf_add(&got, buf, (size_t)r);
+    }
+    *secs = now_s() - t0;
+    close(fd);
+    return got.p;
+}
+
+/* The body limit (4096 here) is enforced as the body arrives: a chunked body that passes it gets
+ * 413 with an OpenAI error object as soon as the received bytes pass the limit, even when the
+ * client declared a larger chunk and stalls (before: it waited for the 120 s connection timeout);
+ * a declared Content-Length over the limit gets 413 before any of the body is read; without the
+ * API key it is 401 either way. A chunked body within the limit is served, and so is the next
+ * request. */
+static void test_body_limit_on_arrival(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 4096, NULL, 0);
+    struct { const char *head; size_t body; int code; const char *msg; } cases[] = {
+        /* a chunk of 0x100000 bytes declared, 8000 sent, then nothing */
+        {"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n",
+         8000, 413, "the request body is larger than the limit of 4096 bytes"},
+        /* 4097 bytes declared, none sent */
+        {"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4097\r\n\r\n",
+         0, 413, "the request body is larger than the limit of 4096 bytes (Content-Length)"},
+    };
+    const uint64_t n413 = metric(s, "tern_requests_total{status=\"413\"}");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double secs;
+        char *out = raw_exchange(s, cases[i].head, cases[i].body, 10.0, &secs);
+        char status[32];
+        snprintf(status, sizeof status, "HTTP/1.1 %d ", cases[i].code);
+        const char *json = strstr(out, "\r\n\r\n");
+        cJSON *j = json ? cJSON_Parse(json + 4) : NULL;
+        cJSON *e = cJSON_GetObjectItem(j, "error");
+        const bool good = !strncmp(out, status, strlen(status)) && cJSON_IsString(cJSON_GetObjectItem(e, "message")) &&
+                          !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, cases[i].msg) &&
+                          !strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "invalid_request_error") &&
+                          cJSON_IsNull(cJSON_GetObjectItem(e, "param")) && secs < 5.0;
+        if (!good) fail_msg("case %zu: after %.2f s:\n%s", i, secs, out);
+        print_message("case %zu: %d after %.3f s\n", i, cases[i].code, secs);
+        cJSON_Delete(j);
+        free(out);
+    }
+    assert_int_equal(metric(s, "tern_requests_total{status=\"413\"}"), n413 + 2);
+    /* a chunked body within the limit: served */
+    const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 2, \"temperature\": 0}";
+    char head[512];
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", strlen(body), body);
+    double secs;
+    char *out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "\"completion_tokens\":2")) fail_msg("chunked within the limit:\n%s", out);
+    free(out);
+    srv_stop(s);
+    /* with an API key: no key gets 401 first, a chunked body past the limit with the key gets 413 */
+    s = start(m, 1, 256, 4, 4096, "sekret", 0);
+    out = raw_exchange(s, cases[0].head, 8000, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 401 ", 13) || !strstr(out, "WWW-Authenticate: Bearer\r\n") || !strstr(out, "\"authentication_error\"") || secs >= 5.0)
+        fail_msg("chunked, no key: after %.2f s:\n%s", secs, out);
+    free(out);
+    out = raw_exchange(s, cases[1].head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 401 ", 13)) fail_msg("Content-Length over the limit, no key:\n%s", out);
+    free(out);
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekret\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n100000\r\n");
+    out = raw_exchange(s, head, 8000, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 413 ", 13) || secs >= 5.0) fail_msg("chunked with the key: after %.2f s:\n%s", secs, out);
+    free(out);
+    int code;
+    out = http(s, "POST", "/v1/completions", body, "-H 'Authorization: Bearer sekret'", &code);
     assert_int_equal(code, 200);
     free(out);
     srv_stop(s);
@@ -693,6 +867,62 @@ static void test_chunked_prefill(void **state) {
     tern_model_free(m);
 }
 
+/* A client that leaves while its request waits in the queue frees its queue place at once: with
+ * one slot busy and a queue of two, a request abandoned behind another waiting one no longer makes
+ * the next one a 429 (before, a cancelled job held its place until it reached the head of the
+ * queue, i.e. until the requests ahead of it were admitted); the cancellation is counted. */
+typedef struct wait_arg {
+    srv *s;
+    const char *extra;
+    int code;
+} wait_arg;
+
+static void *waiting_request(void *p) {
+    wait_arg *a = p;
+    char *out = http(a->s, "POST", "/v1/completions", "{\"prompt\": \"y\", \"max_tokens\": 1}", a->extra, &a->code);
+    free(out);
+    return NULL;
+}
+
+static void test_queue_disconnect(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 1, 8192, 2, 0, NULL, 0);
+    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 6000, \"temperature\": 0, \"stream\": true}", NULL};
+    pthread_t th, tb;
+    pthread_create(&th, NULL, stream_thread, &a);
+    double t0 = now_s();
+    while (metric(s, "tern_slots_active") != 1 && now_s() - t0 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_slots_active"), 1);
+    wait_arg b = {s, "--max-time 60", -1};            /* B waits at the head of the queue (srv_stop ends it) */
+    pthread_create(&tb, NULL, waiting_request, &b);
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);
+    const uint64_t c0 = metric(s, "tern_requests_cancelled_total");
+    int code;
+    char *out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "--max-time 0.3", &code);
+    assert_int_equal(code, 0);                        /* C: curl gave up while it was queued behind B */
+    free(out);
+    t0 = now_s();
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 5) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);   /* only B */
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), c0 + 1);
+    /* D is queued (curl times out waiting), not refused with 429 */
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "--max-time 0.3", &code);
+    if (code != 0) fail_msg("a request after the abandoned one: status %d: %s", code, out);
+    free(out);
+    assert_int_equal(metric(s, "tern_slots_active"), 1);   /* the long stream is still running */
+    t0 = now_s();
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 5) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);    /* B still waits (D left too) */
+    srv_stop(s);                                      /* ends the long stream (503 in the stream) and B */
+    pthread_join(tb, NULL);
+    assert_int_equal(b.code, 503);
+    pthread_join(th, NULL);
+    free(a.raw);
+    tern_model_free(m);
+}
+
 /* Mixed steps (chunked prefill inside the decode pass): while A decodes, B's and C's long prompts
  * go in chunks of prefill_chunk = 8 tokens in the same forward as A's (and then each other's)
  * decode tokens (/metrics: tern_mixed_steps_total), and every greedy text equals the same request
@@ -1049,16 +1279,101 @@ static void test_start_errors(void **state) {
     char bin[4096], model[1024], cmd[8192];
     ru_need_tern(bin, sizeof bin);
     fx_require(model, sizeof model, STORIES);
-    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 -c 256 --host my-laptop --port 0 2>&1", bin, model);
+    /* a name that does not resolve (.invalid never does, RFC 6761): a usage error naming the host and
+     * the resolver's own message, before the model is loaded */
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    const int gai = getaddrinfo("no-such-host.invalid", "8080", &hints, &ai);
+    if (gai == 0) {
+        freeaddrinfo(ai);
+        test_skip("this resolver resolves no-such-host.invalid");
+    }
+    char want[512];
+    snprintf(want, sizeof want, "tern serve: --host 'no-such-host.invalid': cannot resolve it (%s)\n", gai_strerror(gai));
+    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 -c 256 --host no-such-host.invalid --port 0 2>&1", bin, model);
     int st;
     char *out = ru_capture(cmd, &st);
-    assert_int_equal(st, 1);
-    assert_string_equal(out, "tern serve: --host 'my-laptop' is not a numeric IPv4/IPv6 address\n");
+    assert_int_equal(st, 2);
+    assert_string_equal(out, want);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 -c 256 --host '' --port 0 2>&1", bin, model);
+    out = ru_capture(cmd, &st);
+    assert_int_equal(st, 2);
+    assert_string_equal(out, "tern serve: --host: empty; expected a host name or an IPv4/IPv6 address\n");
     free(out);
 }
 
+/* Can this machine bind a TCP socket to ::1? (No IPv6 stack, or IPv6 disabled: the IPv6 cases are
+ * skipped with a message.) */
+static bool have_ipv6_loopback(void) {
+    const int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    struct sockaddr_in6 a = {0};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    const bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+/* --host takes names as well as numeric addresses (getaddrinfo): "localhost", "0.0.0.0", and where
+ * the machine has IPv6, "::1" and "::"; each server answers /health and a completion at the
+ * address a client would use (IPv6 literals in brackets). */
+static void test_host_names(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    const bool v6 = have_ipv6_loopback();
+    if (!v6) print_message("no IPv6 loopback on this machine: the ::1 and :: cases are skipped\n");
+    struct { const char *host, *url_host; bool ipv6; } cases[] = {
+        {"localhost", "127.0.0.1", false},
+        {"0.0.0.0", "127.0.0.1", false},
+        {"127.0.0.1", "localhost", false},
+        {"::1", "[::1]", true},
+        {"::", "[::1]", true},
+        {"::", "127.0.0.1", true},                    /* dual stack: IPv4 too */
+        {"[::1]", "[::1]", true},                     /* as written in a URL */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].ipv6 && !v6) continue;
+        srv_config c;
+        srv_config_default(&c);
+        c.host = cases[i].host;
+        c.port = 0;
+        c.parallel = 1;
+        c.n_ctx = 128;
+        srv *s = NULL;
+        tern_err err = {0};
+        if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("--host %s: srv_start: %s", cases[i].host, err.msg);
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "curl -s -g -o - -w ' %%{http_code}' http://%s:%d/health", cases[i].url_host, srv_port(s));
+        char *out = ru_capture(cmd, NULL);
+        if (strcmp(out, "{\"status\":\"ok\"} 200")) fail_msg("--host %s: GET %s: %s", cases[i].host, cmd, out);
+        free(out);
+        snprintf(cmd, sizeof cmd, "curl -s -g -o - -w ' %%{http_code}' -H 'Content-Type: application/json' "
+                 "-d '{\"prompt\": \"Once\", \"max_tokens\": 2}' http://%s:%d/v1/completions", cases[i].url_host, srv_port(s));
+        out = ru_capture(cmd, NULL);
+        if (!strstr(out, "\"completion_tokens\":2") || !strstr(out, " 200")) fail_msg("--host %s: %s: %s", cases[i].host, cmd, out);
+        free(out);
+        srv_stop(s);
+    }
+    /* a name that does not resolve: srv_start says so (the CLI turns it into exit 2: test_start_errors) */
+    srv_config c;
+    srv_config_default(&c);
+    c.host = "no-such-host.invalid";
+    c.port = 0;
+    srv *s = NULL;
+    tern_err err = {0};
+    assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "--host 'no-such-host.invalid': cannot resolve it ("));
+    tern_model_free(m);
+}
+
 /* OpenAI fields tern does not implement were accepted and ignored (echo, suffix, best_of,
- * logit_bias): each now gets 400 with an OpenAI error object naming the field and saying "not
+ * logit_bias, llama-server's n_probs, response_format json_object/json_schema, a forced
+ * tool_choice, llama-server's grammar and json_schema, the typical_p / mirostat / DRY / XTC /
+ * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each now gets 400 with an OpenAI error object naming the field and saying "not
  * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
  * served. An empty API key is refused by srv_start (it would have let everyone in). */
 static void test_unsupported_fields(void **state) {
@@ -1073,7 +1388,7 @@ static void test_unsupported_fields(void **state) {
     assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
     assert_null(s);
     assert_non_null(strstr(err.msg, "--api-key: empty key; expected a non-empty string"));
-    s = start(m, 1, 256, 4, 0, NULL, 0);
+    s = start(m, 1, 1024, 4, 0, NULL, 0);         /* room for a tools block */
     const char *paths[] = {"/v1/completions", "/v1/chat/completions"};
     const char *heads[] = {"{\"prompt\": \"Once\", \"max_tokens\": 1, ", "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 1, "};
     struct { const char *field, *json, *want; } cases[] = {   /* want NULL: served (200) */
@@ -1093,6 +1408,35 @@ static void test_unsupported_fields(void **state) {
         {"n", "\"n\": 2", "'n' is not supported above 1 (one choice per request), got 2"},
         {"n", "\"n\": 1", NULL},
         {"presence_penalty", "\"presence_penalty\": 0.5", "'presence_penalty' is not supported"},
+        {"n_probs", "\"n_probs\": 5", "'n_probs' is not supported: ask for 'logprobs'"},
+        {"n_probs", "\"n_probs\": 0", NULL},
+        {"n_probs", "\"n_probs\": -1", "'n_probs' must be an integer in [0, 2147483647], got -1"},
+        {"response_format", "\"response_format\": {\"type\": \"json_object\"}",
+         "'response_format' type 'json_object' is not supported (output is not constrained to JSON)"},
+        {"response_format", "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {}}}",
+         "'response_format' type 'json_schema' is not supported"},
+        {"response_format", "\"response_format\": {\"type\": \"text\"}", NULL},
+        {"response_format", "\"response_format\": \"json\"", "'response_format' must be an object {\"type\": \"text\"}, got a string"},
+        {"response_format.type", "\"response_format\": {}", "'response_format.type' must be a string, got nothing"},
+        {"grammar", "\"grammar\": \"root ::= \\\"yes\\\"\"", "'grammar' is not supported (no grammar-constrained decoding)"},
+        {"grammar", "\"grammar\": \"\"", NULL},
+        {"grammar", "\"grammar\": 1", "'grammar' must be a string, got a number"},
+        {"json_schema", "\"json_schema\": {\"type\": \"object\"}", "'json_schema' is not supported (output is not constrained to a schema)"},
+        {"json_schema", "\"json_schema\": {}", "'json_schema' is not supported"},
+        {"json_schema", "\"json_schema\": null", NULL},
+        {"typical_p", "\"typical_p\": 0.5", "'typical_p' is not supported (locally typical sampling is not implemented), got 0.5; send 1"},
+        {"typical_p", "\"typical_p\": 1", NULL},
+        {"typical_p", "\"typical_p\": \"0.5\"", "'typical_p' must be a number, got a string"},
+        {"mirostat", "\"mirostat\": 2", "'mirostat' is not supported (Mirostat sampling is not implemented), got 2; send 0"},
+        {"mirostat", "\"mirostat\": 0", NULL},
+        {"min_tokens", "\"min_tokens\": 5", "'min_tokens' is not supported"},
+        {"repetition_penalty", "\"repetition_penalty\": 1.1", "use repeat_penalty"},
+        {"repetition_penalty", "\"repetition_penalty\": 1.0", NULL},
+        {"dry_multiplier", "\"dry_multiplier\": 0.8", "'dry_multiplier' is not supported"},
+        {"xtc_probability", "\"xtc_probability\": 0.5", "'xtc_probability' is not supported"},
+        {"dynatemp_range", "\"dynatemp_range\": 0.5", "'dynatemp_range' is not supported"},
+        {"ignore_eos", "\"ignore_eos\": \"yes\"", "'ignore_eos' must be true or false, got a string"},
+        {"ignore_eos", "\"ignore_eos\": false", NULL},
     };
     for (int ep = 0; ep < 2; ep++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1111,7 +1455,230 @@ static void test_unsupported_fields(void **state) {
             cJSON_Delete(j);
             free(out);
         }
+    /* tool_choice (chat): "auto" and "none" are served; a forced call cannot be honoured */
+    struct { const char *json, *want; } tc[] = {
+        {"\"tool_choice\": \"auto\"", NULL},
+        {"\"tool_choice\": \"none\"", NULL},
+        {"\"tool_choice\": \"required\"", "'tool_choice' 'required' is not supported (a tool call cannot be forced)"},
+        {"\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"f\"}}",
+         "'tool_choice' naming a function is not supported (a tool call cannot be forced)"},
+        {"\"tool_choice\": 5", "'tool_choice' must be \"auto\" or \"none\", got a number"},
+    };
+    for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "%s\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], %s}", heads[1], tc[i].json);
+        int code;
+        char *out = http(s, "POST", paths[1], body, NULL, &code);
+        cJSON *j = cJSON_Parse(out);
+        cJSON *e = cJSON_GetObjectItem(j, "error");
+        const cJSON *param = cJSON_GetObjectItem(e, "param"), *msg = cJSON_GetObjectItem(e, "message");
+        const bool good = tc[i].want ? code == 400 && cJSON_IsString(param) && !strcmp(param->valuestring, "tool_choice") &&
+                                           cJSON_IsString(msg) && strstr(msg->valuestring, tc[i].want)
+                                     : code == 200 && !e;
+        if (!good) fail_msg("POST %s %s: status %d: %s (expected %s%s)", paths[1], body, code, out, tc[i].want ? "400: " : "200",
+                            tc[i].want ? tc[i].want : "");
+        cJSON_Delete(j);
+        free(out);
+    }
     srv_stop(s);
+    tern_model_free(m);
+}
+
+/* A copy of stories260K (at path) whose tokenizer.ggml.eos_token_id (a UINT32 in that file) is eos:
+ * the TinyStories model never ends a story with its own </s> (it starts the next with <s>), so a
+ * token that greedy decoding does produce is made the end-of-generation token instead. */
+static void stories_with_eos(const char *path, uint32_t eos) {
+    char src[1024];
+    fx_require(src, sizeof src, STORIES);
+    FILE *f = fopen(src, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    static const char key[] = "tokenizer.ggml.eos_token_id";
+    unsigned char *k = memmem(b, (size_t)n, key, sizeof key - 1);
+    assert_non_null(k);
+    uint32_t type;
+    memcpy(&type, k + sizeof key - 1, 4);
+    assert_int_equal(type, 4);                        /* GGUF_TYPE_UINT32 */
+    memcpy(k + sizeof key - 1 + 4, &eos, 4);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    free(b);
+}
+
+/* ignore_eos (vLLM's and llama-server's field; it was accepted and not read, so the reply still
+ * ended at the end-of-generation token): with it the end-of-generation token is generated and
+ * counted and the reply goes on to max_tokens, as `tern run --ignore-eos`. On a stories260K whose
+ * EOS is the 4th-or-later new token of the greedy continuation of "Once", the plain request stops
+ * there (finish_reason "stop", k + 1 tokens), and with ignore_eos: true it goes past it: 30 tokens,
+ * finish_reason "length", the same text as the unmodified model's 30 greedy tokens (the token is
+ * an ordinary one, so its text shows), streamed or not. */
+static void test_ignore_eos(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    tern_err err = {0};
+    int32_t ids[64], gen[16];
+    int n_ids = 0;
+    assert_int_equal(tern_tokenize(m, "Once", 4, true, false, ids, 64, &n_ids, &err), TERN_OK);
+    tern_session *ss = mfx_session(m, 128, 64, false);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const float *lg = tern_session_eval(ss, ids, n_ids, &err);
+    for (int i = 0; i < 16; i++) {
+        assert_non_null(lg);
+        gen[i] = mfx_argmax(lg, info.n_vocab);
+        lg = tern_session_eval(ss, &gen[i], 1, &err);
+    }
+    tern_session_free(ss);
+    int k = 3;                                        /* the first new token from index 3 on */
+    for (; k < 16; k++) {
+        bool seen = false;
+        for (int i = 0; i < k; i++) seen |= gen[i] == gen[k];
+        if (!seen) break;
+    }
+    assert_true(k < 16);
+    srv *s = start(m, 1, 128, 4, 0, NULL, 0);
+    const char *body30 = "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0}";
+    cJSON *want = http_json(s, "/v1/completions", body30, 200);
+    assert_int_equal(usage(want, "completion_tokens"), 30);
+    srv_stop(s);
+    tern_model_free(m);
+
+    char path[512];
+    fx_tmp_path(path, sizeof path, "stories-eos.gguf");
+    stories_with_eos(path, (uint32_t)gen[k]);
+    m = mfx_load(path, TERN_NUMERICS_FAST, 1);
+    s = start(m, 1, 128, 4, 0, NULL, 0);
+    cJSON *j = http_json(s, "/v1/completions", body30, 200);
+    assert_string_equal(finish_reason(j), "stop");
+    assert_int_equal(usage(j, "completion_tokens"), k + 1);
+    assert_true(strncmp(choice_text(want), choice_text(j), strlen(choice_text(j))) == 0);
+    assert_true(strlen(choice_text(j)) < strlen(choice_text(want)));
+    cJSON_Delete(j);
+    j = http_json(s, "/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0, \"ignore_eos\": true}", 200);
+    assert_string_equal(finish_reason(j), "length");
+    assert_int_equal(usage(j, "completion_tokens"), 30);
+    assert_string_equal(choice_text(j), choice_text(want));
+    cJSON_Delete(j);
+    int code;
+    char *out = http(s, "POST", "/v1/completions",
+                     "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0, \"ignore_eos\": true, \"stream\": true}", NULL, &code);
+    assert_int_equal(code, 200);
+    sse e;
+    sse_parse(out, &e);
+    assert_true(e.done);
+    assert_string_equal(e.finish, "length");
+    assert_string_equal(e.content, choice_text(want));
+    sse_free(&e);
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+    unlink(path);
+    cJSON_Delete(want);
+}
+
+/* Tools in the prompt by template family (spec section 7: the definitions inside <tools> in the
+ * system turn, with the instructions for emitting calls). A model without a chat template is
+ * served with ChatML, which renders a system turn verbatim, so it can carry the tools exactly as
+ * Qwen3's template does: the prompt the server builds for a conversation with tools, an
+ * assistant turn with tool calls (string and object arguments, a non-integer number) and two tool
+ * results must equal, byte for byte, the reference Qwen3 rendering (src/tokenizer/chat.c,
+ * byte-equal to Qwen-Qwen3-0.6B.jinja) -- with and without a system message; and on qwen3-tiny
+ * (a Qwen3 template) the same. Checked on the text (api + prompt) and over HTTP (the response's
+ * prompt_tokens is the count of those ids; on qwen3-tiny, for tools and one user turn, the ids are
+ * the reference text's tokenised whole: the tools block is scaffolding, its <tool_call> a token).
+ * Before, every family got the Qwen3.5 block. */
+static const char TOOLS_JSON[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather \u00e9t\u00e9\","
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": \"number\","
+    " \"default\": 1.5}}, \"required\": [\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"get_time\","
+    " \"parameters\": {}}}]";
+static const char CALLS_JSON[] =
+    "[{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"}},"
+    " {\"id\": \"c2\", \"type\": \"function\", \"function\": {\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\", \"offset\": 0.1}}}]";
+
+static void tools_case(tern_model *m, srv_tools_fmt fmt, bool with_system, bool exact_ids, bool over_http) {
+    const char *user1 = "What is the weather in Paris?", *user2 = "Thanks. And tomorrow?";
+    chat_msg ref[6];
+    int n = 0;
+    if (with_system) ref[n++] = (chat_msg){"system", "Be brief.", NULL, NULL};
+    ref[n++] = (chat_msg){"user", user1, NULL, NULL};
+    if (!exact_ids) {                                 /* (history: its tool-call markup is message text) */
+        ref[n++] = (chat_msg){"assistant", "", NULL, CALLS_JSON};
+        ref[n++] = (chat_msg){"tool", "sunny, 21.5", NULL, NULL};
+        ref[n++] = (chat_msg){"tool", "12:00", NULL, NULL};
+        ref[n++] = (chat_msg){"user", user2, NULL, NULL};
+    }
+    const chat_opts o = {true, true, TOOLS_JSON};
+    char *want = NULL;
+    size_t n_want = 0;
+    tern_err err = {0};
+    assert_int_equal(chat_render(CHAT_TMPL_QWEN3, ref, n, &o, &want, &n_want, &err), TERN_OK);
+    char body[4096];
+    if (exact_ids)
+        snprintf(body, sizeof body, "{\"messages\": [%s{\"role\": \"user\", \"content\": \"%s\"}], \"tools\": %s, \"max_tokens\": 1}",
+                 with_system ? "{\"role\": \"system\", \"content\": \"Be brief.\"}, " : "", user1, TOOLS_JSON);
+    else snprintf(body, sizeof body,
+             "{\"messages\": [%s{\"role\": \"user\", \"content\": \"%s\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": %s},"
+             " {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"sunny, 21.5\"}, {\"role\": \"tool\", \"content\": \"12:00\"},"
+             " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"%s\"}]}], \"tools\": %s, \"max_tokens\": 1, \"temperature\": 0}",
+             with_system ? "{\"role\": \"system\", \"content\": \"Be brief.\"}, " : "", user1, CALLS_JSON, user2, TOOLS_JSON);
+    srv_request r;
+    srv_error e;
+    if (!api_parse_request_fmt(SRV_CHAT, fmt, body, strlen(body), &r, &e)) fail_msg("%s", e.message);
+    prompt_ids ids = {0};
+    char *text = NULL;
+    assert_int_equal(prompt_chat_append_ex(m, NULL, r.msgs, r.trusted, r.n_msgs, true, true, true, &ids, &text, &err), TERN_OK);
+    if (strcmp(text, want)) fail_msg("the prompt differs from the Qwen3 rendering:\n--- got\n%s\n--- want\n%s", text, want);
+    api_request_free(&r);
+    free(text);
+    if (exact_ids) {                                  /* byte-level BPE: the pieces tokenise as the whole */
+        tern_model_info info;
+        tern_model_get_info(m, &info);
+        int n_ref = 0;
+        tern_tokenize(m, want, n_want, info.add_bos, true, NULL, 0, &n_ref, &err);
+        assert_int_equal(ids.n, n_ref);               /* contents had no special text: the same ids */
+        int32_t *ref_ids = malloc((size_t)n_ref * sizeof *ref_ids);
+        err = (tern_err){0};
+        assert_int_equal(tern_tokenize(m, want, n_want, info.add_bos, true, ref_ids, n_ref, &n_ref, &err), TERN_OK);
+        assert_memory_equal(ids.ids, ref_ids, (size_t)n_ref * sizeof *ref_ids);
+        free(ref_ids);
+    }
+    if (over_http) {                                  /* the server builds this prompt */
+        srv *s = start(m, 1, 2048, 4, 0, NULL, 0);
+        cJSON *j = http_json(s, "/v1/chat/completions", body, 200);
+        assert_int_equal(usage(j, "prompt_tokens"), ids.n);
+        cJSON_Delete(j);
+        srv_stop(s);
+    }
+    prompt_ids_free(&ids);
+    free(want);
+}
+
+static void test_tools_by_template_family(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);                    /* no chat template: ChatML */
+    tern_err err = {0};
+    assert_int_equal(prompt_chat_family(m, NULL, &err), PROMPT_FAMILY_CHATML);
+    tools_case(m, SRV_TOOLS_CHATML, true, false, true);
+    tools_case(m, SRV_TOOLS_CHATML, false, false, true);
+    tern_model_free(m);
+    m = load(QWEN3);
+    assert_int_equal(prompt_chat_family(m, NULL, &err), PROMPT_FAMILY_QWEN3);
+    tools_case(m, SRV_TOOLS_QWEN3, true, false, true);
+    tools_case(m, SRV_TOOLS_QWEN3, false, false, true);
+    tools_case(m, SRV_TOOLS_QWEN3, false, true, true);   /* tools + one user turn: the reference ids */
+    tern_model_free(m);
+    m = load(QWEN35);
+    assert_int_equal(prompt_chat_family(m, NULL, &err), PROMPT_FAMILY_QWEN35);
+    assert_int_equal(prompt_chat_family(m, "chatml", &err), PROMPT_FAMILY_CHATML);
+    assert_int_equal(prompt_chat_family(m, "qwen3", &err), PROMPT_FAMILY_QWEN3);
     tern_model_free(m);
 }
 
@@ -1161,11 +1728,14 @@ static void test_chat_page_in_chromium(void **state) {
 int suite_server_http(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints_and_errors),
+        cmocka_unit_test(test_api_key_scheme),
+        cmocka_unit_test(test_body_limit_on_arrival),
         cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_max_tokens_and_length),
         cmocka_unit_test(test_stop_strings_and_stream),
         cmocka_unit_test(test_batch_equivalence_and_429),
         cmocka_unit_test(test_disconnects_free_the_slot),
+        cmocka_unit_test(test_queue_disconnect),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),
@@ -1174,7 +1744,10 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_metrics_histograms),
         cmocka_unit_test(test_speculative),
         cmocka_unit_test(test_start_errors),
+        cmocka_unit_test(test_host_names),
         cmocka_unit_test(test_unsupported_fields),
+        cmocka_unit_test(test_ignore_eos),
+        cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_chat_page_in_chromium),
     };

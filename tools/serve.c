@@ -6,6 +6,7 @@
 #include "spec_opts.h"
 #include "../server/server.h"
 
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ static void on_signal(int sig) {
 enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_PREFILL_CHUNK, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
        SERVE_TEMPLATE };
 static const opt_def serve_defs[] = {
-    {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address (default 127.0.0.1; numeric IPv4/IPv6)"},
+    {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address: a host name or an IPv4/IPv6 address (default 127.0.0.1)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
     {SERVE_PARALLEL, "-np, --parallel", OPT_INT, "N", 1, 64, NULL, "sequences generated at once (default 4)"},
     {SERVE_CTX, "-c, --ctx-size, --ctx", OPT_INT, "N", 1, 1 << 24, NULL, "context per sequence (default 4096, or the model's trained length if shorter)"},
@@ -85,6 +86,15 @@ int cmd_serve(int argc, char **argv) {
                 key_from_env ? "TERN_API_KEY" : "--api-key", key_from_env ? " (or unset TERN_API_KEY)" : "");
         return 2;
     }
+    {                                                 /* a --host that does not resolve: before the model loads */
+        tern_err herr = {0};
+        struct addrinfo *ai = NULL;
+        if (srv_resolve_host(cfg.host, cfg.port, &ai, &herr) != TERN_OK) {
+            fprintf(stderr, "tern serve: %s\n", herr.msg);
+            return 2;
+        }
+        freeaddrinfo(ai);
+    }
     cfg.n_batch = oc.n_batch;
     cfg.spec = so.on;
     cfg.spec_p = so.p;
@@ -110,8 +120,9 @@ int cmd_serve(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    fprintf(stderr, "tern serve: listening on http://%s:%d (%d slots, context %d%s); Ctrl-C stops\n", cfg.host,
-            srv_port(s), cfg.parallel, cfg.n_ctx, cfg.api_key ? ", API key required" : "");
+    const bool v6 = strchr(cfg.host, ':') != NULL && cfg.host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
+    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slots, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
+            cfg.host, v6 ? "]" : "", srv_port(s), cfg.parallel, cfg.n_ctx, cfg.api_key ? ", API key required" : "");
     fflush(stderr);
     while (!g_stop) pause();
     fprintf(stderr, "tern serve: stopping\n");

@@ -894,7 +894,7 @@ static inline __m256 half8_load(const uint16_t *p, bool bf16) {
     return _mm256_cvtph_ps(h);
 }
 
-/* One (row, column) output of mm_half_float from its two 16-lane accumulators (lanes 0-7, 8-15):
+/* One (row, column) output of the F16/BF16 matmul (half_tile) from its two 16-lane accumulators (lanes 0-7, 8-15):
  * the K % 16 tail lane by lane with fmaf, then kern_lane_reduce (ref.c ref_row_float's order). */
 static inline float half_finish(__m256 lo, __m256 hi, const uint16_t *wr, const float *x, int64_t K16,
                                 int64_t K, bool bf16) {
@@ -908,76 +908,86 @@ static inline float half_finish(__m256 lo, __m256 hi, const uint16_t *wr, const 
     return kern_lane_reduce(acc);
 }
 
-static void mm_half_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
-    const kern_w *w = m->w;
-    const kern_act *a = m->a;
-    const bool bf16 = w->type == QT_BF16;
-    const int64_t K = w->n_in, K16 = K & ~(int64_t)15;
-    /* Rows outside, columns inside: a row pair (2 x K halves, 8 KB at K = 2048) is read from
-     * memory once and from L1 by every further column, so a batch of n columns streams the
-     * weights once (with columns outside, each column re-read the thread's whole row range: a
-     * 4-column step cost 3.2 single steps on an F16 model). Columns go in pairs so each converted
-     * weight vector feeds two FMAs. Each (row, column) output is the same fmaf sequence in any
-     * nesting and pairing, so the bits do not depend on them (test_isa_other_types). */
-    int64_t r = r0;
-    for (; r + 2 <= r1; r += 2) {   /* two rows share each activation load and rounding */
-        const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K, *w1 = w0 + K;
-        int c = 0;
-        for (; c + 2 <= a->ncols; c += 2) {   /* 2 rows x 2 columns: 8 accumulators */
-            const float *xa = a->x + (int64_t)c * K, *xb = xa + K;
-            __m256 a0l = _mm256_setzero_ps(), a0h = a0l, a1l = a0l, a1h = a0l;
-            __m256 b0l = a0l, b0h = a0l, b1l = a0l, b1h = a0l;
-            for (int64_t k = 0; k < K16; k += 16) {
-                const __m256 w0l = half8_load(w0 + k, bf16), w0h = half8_load(w0 + k + 8, bf16);
-                const __m256 w1l = half8_load(w1 + k, bf16), w1h = half8_load(w1 + k + 8, bf16);
-                __m256 xl = _mm256_loadu_ps(xa + k), xh = _mm256_loadu_ps(xa + k + 8);
-                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
-                a0l = _mm256_fmadd_ps(w0l, xl, a0l);
-                a0h = _mm256_fmadd_ps(w0h, xh, a0h);
-                a1l = _mm256_fmadd_ps(w1l, xl, a1l);
-                a1h = _mm256_fmadd_ps(w1h, xh, a1h);
-                xl = _mm256_loadu_ps(xb + k), xh = _mm256_loadu_ps(xb + k + 8);
-                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
-                b0l = _mm256_fmadd_ps(w0l, xl, b0l);
-                b0h = _mm256_fmadd_ps(w0h, xh, b0h);
-                b1l = _mm256_fmadd_ps(w1l, xl, b1l);
-                b1h = _mm256_fmadd_ps(w1h, xh, b1h);
-            }
-            m->y[c * m->ldy + r] = half_finish(a0l, a0h, w0, xa, K16, K, bf16);
-            m->y[c * m->ldy + r + 1] = half_finish(a1l, a1h, w1, xa, K16, K, bf16);
-            m->y[(c + 1) * m->ldy + r] = half_finish(b0l, b0h, w0, xb, K16, K, bf16);
-            m->y[(c + 1) * m->ldy + r + 1] = half_finish(b1l, b1h, w1, xb, K16, K, bf16);
+/* An R-row x C-column tile of the F16/BF16 matmul: rows ra (and rb when R == 2; any two rows)
+ * and columns [c, c + C): 2*R*C accumulators (lanes 0-7, 8-15 of the 16-lane order), each weight
+ * vector converted once and fed to C FMAs, each activation vector loaded (and, for BF16, rounded)
+ * once for the R rows. R and C are compile-time constants at every call, so the loops unroll and
+ * the accumulators stay in registers (R, C <= 2: 8 accumulators + 2R weights + 2 activations).
+ * Each row stream is prefetched HALF_PF halves ahead (rows are consecutive in memory, so past a
+ * row's end this is the start of the next row the stream reads). */
+#define HALF_PF 1024   /* halves ahead (2 KB) */
+static inline __attribute__((always_inline)) void half_tile(const kern_mm_args *m, int64_t ra, int64_t rb, int c,
+                                                            const int R, const int C, const bool bf16) {
+    const int64_t K = m->w->n_in, K16 = K & ~(int64_t)15;
+    const uint16_t *base = (const uint16_t *)(const void *)m->w->data;
+    const uint16_t *wr[2] = {base + ra * K, base + rb * K};
+    const int64_t pf_end[2] = {(m->w->n_out - ra) * K - HALF_PF, (m->w->n_out - rb) * K - HALF_PF};
+    const float *x = m->a->x + (int64_t)c * K;
+    __m256 lo[2][2], hi[2][2];
+#pragma GCC unroll 2
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int j = 0; j < C; j++) { lo[i][j] = _mm256_setzero_ps(); hi[i][j] = lo[i][j]; }
+    for (int64_t k = 0; k < K16; k += 16) {
+        __m256 wl[2], wh[2];
+#pragma GCC unroll 2
+        for (int i = 0; i < R; i++) {
+            if (k < pf_end[i]) _mm_prefetch((const char *)(wr[i] + k + HALF_PF), _MM_HINT_T0);
+            wl[i] = half8_load(wr[i] + k, bf16);
+            wh[i] = half8_load(wr[i] + k + 8, bf16);
         }
-        for (; c < a->ncols; c++) {
-            const float *x = a->x + (int64_t)c * K;
-            __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0, lo1 = lo0, hi1 = lo0;
-            for (int64_t k = 0; k < K16; k += 16) {
-                __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
-                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
-                lo0 = _mm256_fmadd_ps(half8_load(w0 + k, bf16), xl, lo0);
-                hi0 = _mm256_fmadd_ps(half8_load(w0 + k + 8, bf16), xh, hi0);
-                lo1 = _mm256_fmadd_ps(half8_load(w1 + k, bf16), xl, lo1);
-                hi1 = _mm256_fmadd_ps(half8_load(w1 + k + 8, bf16), xh, hi1);
+#pragma GCC unroll 2
+        for (int j = 0; j < C; j++) {
+            __m256 xl = _mm256_loadu_ps(x + j * K + k), xh = _mm256_loadu_ps(x + j * K + k + 8);
+            if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
+#pragma GCC unroll 2
+            for (int i = 0; i < R; i++) {
+                lo[i][j] = _mm256_fmadd_ps(wl[i], xl, lo[i][j]);
+                hi[i][j] = _mm256_fmadd_ps(wh[i], xh, hi[i][j]);
             }
-            m->y[c * m->ldy + r] = half_finish(lo0, hi0, w0, x, K16, K, bf16);
-            m->y[c * m->ldy + r + 1] = half_finish(lo1, hi1, w1, x, K16, K, bf16);
         }
     }
-    for (; r < r1; r++) {
-        const uint16_t *w0 = (const uint16_t *)(const void *)w->data + r * K;
-        for (int c = 0; c < a->ncols; c++) {
-            const float *x = a->x + (int64_t)c * K;
-            __m256 lo0 = _mm256_setzero_ps(), hi0 = lo0;
-            for (int64_t k = 0; k < K16; k += 16) {
-                __m256 xl = _mm256_loadu_ps(x + k), xh = _mm256_loadu_ps(x + k + 8);
-                if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
-                lo0 = _mm256_fmadd_ps(half8_load(w0 + k, bf16), xl, lo0);
-                hi0 = _mm256_fmadd_ps(half8_load(w0 + k + 8, bf16), xh, hi0);
-            }
-            m->y[c * m->ldy + r] = half_finish(lo0, hi0, w0, x, K16, K, bf16);
-        }
+#pragma GCC unroll 2
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int j = 0; j < C; j++)
+            m->y[(c + j) * m->ldy + (i ? rb : ra)] = half_finish(lo[i][j], hi[i][j], wr[i], x + j * K, K16, K, bf16);
+}
+
+/* Rows [r0, r1) of every column: row i of the range's first half with row i of its second half
+ * (two streams far apart, as mv_rowpair does for PQ2_0: 4 adjacent rows of K = 2048, 4 KB each,
+ * a page, streamed well below the read bandwidth), in 2-row x 2-column tiles over the column
+ * pairs (an odd last column: 2 x 1; the second and later pairs re-read the two rows, 4 K bytes,
+ * from L1/L2); an odd last row alone. Per 16 weights of each row a 2 x 2 tile does 2 conversions
+ * and 4 activation loads for 8 FMAs; a 1-row x 4-column tile (one conversion per 4 columns) was
+ * slower, bound by its 8 activation loads per 8 FMAs, and so was a 2 x 4 tile in two passes of 8
+ * lanes (cache-resident, 1 thread, Gweights x columns per second at 4 columns: 2 x 2 pairs 25.5,
+ * 1 x 4 24.3, 2 x 4 split 20.1; at 8 columns 26.0 / 19.5 / 18.3). Each (row, column) output is the
+ * same fmaf sequence in any tile, so the bits do not depend on the tiling (test_isa_other_types).
+ * Before this, one loop served both types with a runtime bf16 flag on 2 adjacent rows: GCC kept
+ * the accumulators on the stack, the F16 matvec streamed at ~0.6 of the read bandwidth, and 4
+ * columns cost 2.2 single steps on an F16 model. */
+static inline __attribute__((always_inline)) void half_rows(const kern_mm_args *m, int64_t r0, int64_t r1,
+                                                            const bool bf16) {
+    const int nc = m->a->ncols;
+    const int64_t h = (r1 - r0) / 2;
+    for (int64_t i = 0; i < h; i++) {
+        const int64_t ra = r0 + i, rb = r0 + h + i;
+        int c = 0;
+        for (; c + 2 <= nc; c += 2) half_tile(m, ra, rb, c, 2, 2, bf16);
+        if (c < nc) half_tile(m, ra, rb, c, 2, 1, bf16);
+    }
+    if (r0 + 2 * h < r1) {   /* an odd row count: the last row alone */
+        int c = 0;
+        for (; c + 2 <= nc; c += 2) half_tile(m, r1 - 1, r1 - 1, c, 1, 2, bf16);
+        if (c < nc) half_tile(m, r1 - 1, r1 - 1, c, 1, 1, bf16);
     }
 }
+
+/* F16 and BF16 weights: one copy of the loops per type, so the weight conversion and the BF16
+ * activation rounding are not a runtime branch (the branch had made GCC spill the accumulators). */
+static void mm_f16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, false); }
+static void mm_bf16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, true); }
 
 /* Block types in f32 mode (the reference math): each block is decoded once per (row, column
  * tile) by the shared scalar decoder (kern_block_int, any layout), w_k = (float)t_k * d exactly as
@@ -1362,8 +1372,8 @@ const kern_table kern_table_avx2 = {
         [KT_Q1_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_Q8_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_F32] = {mm_f32_float, mm_f32_float, mm_f32_float},
-        [KT_F16] = {mm_half_float, mm_half_float, mm_half_float},
-        [KT_BF16] = {mm_half_float, mm_half_float, mm_half_float},
+        [KT_F16] = {mm_f16_float, mm_f16_float, mm_f16_float},
+        [KT_BF16] = {mm_bf16_float, mm_bf16_float, mm_bf16_float},
     },
 };
 
