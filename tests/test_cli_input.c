@@ -267,6 +267,79 @@ static void test_failed_write_keeps_existing_output(void **state) {
     rmdir(dir);
 }
 
+/* Whether dir holds a file whose name contains ".tmp-" (a temporary file left behind). */
+static bool tmp_left(const char *dir) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls -a '%s'", dir);
+    int rc = -1;
+    char *out = ru_capture(cmd, &rc);
+    const bool left = strstr(out, ".tmp-") != NULL;
+    free(out);
+    return left;
+}
+
+/* Session 5 trial F2: a failed quantize/synth left an existing OUT truncated (it was written in
+ * place). Now OUT is written to a temporary file beside it and renamed over it on success: under a
+ * file-size limit (SIGXFSZ ignored) both fail with exit 1, OUT keeps its old bytes, the message
+ * says so, and no temporary file is left; a successful run replaces OUT keeping its permission
+ * bits (0640); a symlink OUT stays a symlink and its target gets the new file (as cp). */
+static void test_failed_write_keeps_old_output(void **state) {
+    (void)state;
+    char bin[4096], model[1024], dir[512], out[600], link[600], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(dir, sizeof dir, "replacedir");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    snprintf(link, sizeof link, "%s/link.gguf", dir);
+    const char *old = "the user's previous model\n";
+    const char *runs[] = {"quantize '%s' '%s' --type q8_0", "synth --arch qwen3-tiny --no-weights -o '%s'"};
+    for (int r = 0; r < 2; r++) {
+        write_file(out, old, strlen(old));
+        assert_int_equal(chmod(out, 0640), 0);
+        char args[2048];
+        if (r == 0) snprintf(args, sizeof args, runs[r], model, out);
+        else snprintf(args, sizeof args, runs[r], out);
+        snprintf(cmd, sizeof cmd, "sh -c \"trap '' XFSZ; ulimit -f 1; exec '%s' %s\" 2>&1", bin, args);
+        int rc = -1;
+        char *msg = ru_capture(cmd, &rc);
+        char want[800];
+        snprintf(want, sizeof want, "(OUT '%s' left as it was)", out);
+        size_t len = 0;
+        char *now = fx_read_file(out, &len);
+        if (rc != 1 || !strstr(msg, want) || !now || len != strlen(old) || memcmp(now, old, len) || tmp_left(dir))
+            fail_msg("%s: exit %d, output: %s(expected exit 1, \"%s\", OUT's old bytes and no temporary file)", cmd, rc,
+                     msg, want);
+        free(now);
+        free(msg);
+    }
+    char args[2048];
+    snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", model, out);
+    expect_err(0, "tern quantize: ", NULL, args);
+    struct stat st;
+    assert_int_equal(stat(out, &st), 0);
+    if ((st.st_mode & 07777) != 0640) fail_msg("OUT's mode after quantize: %o, expected 640", (unsigned)(st.st_mode & 07777));
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open(&g, out, GGUF_LOAD_MMAP, &err) != TERN_OK) fail_msg("%s after quantize: %s", out, err.msg);
+    gguf_close(g);
+    assert_false(tmp_left(dir));
+    /* a symlink OUT: the link stays, its target is replaced */
+    write_file(out, old, strlen(old));
+    unlink(link);
+    if (symlink("out.gguf", link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
+    snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", model, link);
+    expect_err(0, "tern quantize: ", NULL, args);
+    if (lstat(link, &st) != 0 || !S_ISLNK(st.st_mode)) fail_msg("%s is no longer a symlink", link);
+    g = NULL;
+    if (gguf_open(&g, out, GGUF_LOAD_MMAP, &err) != TERN_OK) fail_msg("%s (the link's target): %s", out, err.msg);
+    gguf_close(g);
+    assert_false(tmp_left(dir));
+    unlink(link);
+    unlink(out);
+    rmdir(dir);
+}
+
 /* `serve --api-key ""` (or TERN_API_KEY set to nothing) said "API key required" and served
  * everyone: now a usage error before the model loads. A non-empty --api-key overrides an empty
  * TERN_API_KEY (the run reaches the model file). --n-vocab has a maximum (2^20) instead of
@@ -427,6 +500,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_no_chat_template_notice),
         cmocka_unit_test(test_bad_input_messages),
         cmocka_unit_test(test_failed_write_keeps_existing_output),
+        cmocka_unit_test(test_failed_write_keeps_old_output),
         cmocka_unit_test(test_empty_api_key_and_vocab_limit),
         cmocka_unit_test(test_nonfinite_logits),
         cmocka_unit_test(test_chat_context_too_small),

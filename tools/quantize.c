@@ -142,8 +142,9 @@ static void release_behind(const gguf_ctx *g, uintptr_t *rel, const uint8_t *pos
     }
 }
 
-/* *created: OUT did not exist before this run opened it (so a failure removes only a file we made). */
-static int quantize_file(const char *in, const char *out, int type, bool *created, tern_err *err) {
+/* Writes to out->write_path (opts_out: a temporary file beside OUT, or OUT itself in place); the
+ * caller commits or aborts it. in is the path as given, for messages. */
+static int quantize_file(const char *in, const opts_out *out, int type, tern_err *err) {
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
     int *dst = NULL;
@@ -195,8 +196,7 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     f32 = malloc((size_t)(chunk * max_k) * sizeof(float));
     buf = malloc((size_t)(chunk * max_k) * sizeof(float));
     if (!f32 || !buf) { rc = tern_err_set(err, TERN_E_NOMEM, "quantize: row buffers"); goto done; }
-    *created = opts_output_is_new(out);   /* a path that was there (a file, a symlink, /dev/full) stays */
-    if ((rc = gguf_w_begin(w, out, err)) != TERN_OK) goto done;
+    if ((rc = gguf_w_begin(w, out->write_path, err)) != TERN_OK) goto done;
     uintptr_t rel = (uintptr_t)g->buf;   /* input pages below rel are released (g->buf is page aligned) */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
@@ -223,7 +223,7 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     }
     rc = gguf_w_end(w, err);
     if (rc == TERN_OK) {
-        fprintf(stderr, "tern quantize: %s -> %s: %d of %" PRIu64 " tensors converted to %s, the rest copied\n", in, out,
+        fprintf(stderr, "tern quantize: %s -> %s: %d of %" PRIu64 " tensors converted to %s, the rest copied\n", in, out->path,
                 n_conv, g->n_tensors, qt_get(type)->name);
         if (n_unfit)
             fprintf(stderr, "tern quantize: note: %d weight matrices kept their type because their rows are not a multiple "
@@ -287,11 +287,17 @@ int cmd_quantize(int argc, char **argv) {
         return 2;
     }
     tern_err err = {0};
-    bool created = false;
-    const int rc = quantize_file(paths[0], paths[1], type, &created, &err);
+    opts_out out;
+    if (opts_out_begin(&out, paths[1]) != 0) return 1;
+    int rc = quantize_file(paths[0], &out, type, &err);
     if (rc != TERN_OK) {
-        fprintf(stderr, "tern quantize: %s\n", err.msg[0] ? err.msg : tern_strerror(rc));
-        if (created) unlink(paths[1]);
+        fprintf(stderr, "tern quantize: %s%s\n", err.msg[0] ? err.msg : tern_strerror(rc), opts_out_note(&out));
+        opts_out_abort(&out);
+        return 1;
+    }
+    char msg[2600];
+    if (opts_out_commit(&out, msg, sizeof msg) != 0) {
+        fprintf(stderr, "tern quantize: %s (OUT '%s' left as it was)\n", msg, paths[1]);
         return 1;
     }
     return 0;

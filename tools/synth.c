@@ -760,10 +760,15 @@ int cmd_synth(int argc, char **argv) {
         if (idx != i) rc = tern_err_set(&err, idx < 0 ? idx : TERN_E_ARG, "synth: adding tensor '%s'", p.t[i].name);
     }
     const double t0 = tern_time_s();
-    /* a failure removes the partial file, only if this run created it (never a path that was there:
-     * a file, a symlink, /dev/full) */
-    const bool created = rc == TERN_OK && opts_output_is_new(out_path);
-    if (rc == TERN_OK) rc = gguf_w_begin(w, out_path, &err);
+    /* written to a temporary file renamed over OUT at the end (opts_out): a failure leaves an
+     * existing OUT as it was and no new file; /dev/full, a FIFO... are written in place */
+    opts_out out = {0};
+    bool begun = false;
+    if (rc == TERN_OK) {
+        if (opts_out_begin(&out, out_path) != 0) rc = tern_err_set(&err, TERN_E_NOMEM, "synth: out of memory");
+        else begun = true;
+    }
+    if (rc == TERN_OK) rc = gguf_w_begin(w, out.write_path, &err);
     if (rc == TERN_OK && !no_weights) rc = write_weights(w, &p, seed, &err);
     if (rc == TERN_OK) rc = no_weights ? gguf_w_end_sparse(w, &err) : gguf_w_end(w, &err);
     gguf_w_free(w);
@@ -772,8 +777,12 @@ int cmd_synth(int argc, char **argv) {
     free(p.t);
     free(p.signs);
     if (rc != TERN_OK) {
-        fprintf(stderr, "tern synth: %s\n", err.msg[0] ? err.msg : tern_strerror(rc));
-        if (created) unlink(out_path);
+        fprintf(stderr, "tern synth: %s%s\n", err.msg[0] ? err.msg : tern_strerror(rc), begun ? opts_out_note(&out) : "");
+        if (begun) opts_out_abort(&out);
+        return 1;
+    }
+    if (opts_out_commit(&out, err.msg, sizeof err.msg) != 0) {
+        fprintf(stderr, "tern synth: %s (OUT '%s' left as it was)\n", err.msg, out_path);
         return 1;
     }
     fprintf(stderr, "tern synth: wrote %s (%s, %d tensors, %s%s) in %.1f s\n", out_path, a->name, p.n_t,
