@@ -267,6 +267,53 @@ static void test_failed_write_keeps_existing_output(void **state) {
     rmdir(dir);
 }
 
+/* Whether the files at a and b have the same bytes. */
+static bool same_bytes(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *x = fx_read_file(a, &na), *y = fx_read_file(b, &nb);
+    const bool eq = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return eq;
+}
+
+/* Session 5 trial F1: `tern quantize IN OUT` with OUT naming IN by another path (dir/../, a
+ * symlink, a hard link) truncated the mmapped input under the reader (SIGBUS, the model lost);
+ * only the identical string was refused. Now each is a usage error (exit 2) naming both paths,
+ * and IN keeps its bytes. */
+static void test_quantize_same_file(void **state) {
+    (void)state;
+    char bin[4096], model[1024], dir[512], in[600], alias[3][1200], args[8192];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(dir, sizeof dir, "samedir");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    snprintf(in, sizeof in, "%s/in.gguf", dir);
+    size_t len = 0;
+    char *bytes = fx_read_file(model, &len);
+    assert_non_null(bytes);
+    write_file(in, bytes, len);
+    free(bytes);
+    snprintf(alias[0], sizeof alias[0], "%s/../%s/in.gguf", dir, strrchr(dir, '/') + 1);
+    snprintf(alias[1], sizeof alias[1], "%s/link.gguf", dir);
+    snprintf(alias[2], sizeof alias[2], "%s/hard.gguf", dir);
+    unlink(alias[1]);
+    unlink(alias[2]);
+    if (symlink("in.gguf", alias[1]) != 0) fail_msg("symlink %s: %s", alias[1], strerror(errno));
+    if (link(in, alias[2]) != 0) fail_msg("link %s: %s", alias[2], strerror(errno));
+    for (int i = 0; i < 3; i++) {
+        char want[8192];
+        snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", in, alias[i]);
+        snprintf(want, sizeof want, "tern quantize: IN '%s' and OUT '%s' are the same file", in, alias[i]);
+        expect_err(2, want, NULL, args);
+        if (!same_bytes(in, model)) fail_msg("tern %s changed IN", args);
+    }
+    unlink(alias[1]);
+    unlink(alias[2]);
+    unlink(in);
+    rmdir(dir);
+}
+
 /* Whether dir holds a file whose name contains ".tmp-" (a temporary file left behind). */
 static bool tmp_left(const char *dir) {
     char cmd[1200];
@@ -500,6 +547,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_no_chat_template_notice),
         cmocka_unit_test(test_bad_input_messages),
         cmocka_unit_test(test_failed_write_keeps_existing_output),
+        cmocka_unit_test(test_quantize_same_file),
         cmocka_unit_test(test_failed_write_keeps_old_output),
         cmocka_unit_test(test_empty_api_key_and_vocab_limit),
         cmocka_unit_test(test_nonfinite_logits),

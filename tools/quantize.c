@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static bool ends_with(const char *s, const char *suf) {
@@ -282,8 +283,14 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "tern quantize: --type '%s': expected pq2_0, ptq1_0, q2_0, q8_0, f16 or f32\n", type_name);
         return 2;
     }
-    if (strcmp(paths[0], paths[1]) == 0) {
-        fprintf(stderr, "tern quantize: IN and OUT are the same file\n");
+    /* OUT that is IN by another name (../, a symlink, a hard link): writing it would truncate the
+     * mmapped input under the reader (SIGBUS, the model lost) */
+    struct stat st_in, st_out;
+    if (strcmp(paths[0], paths[1]) == 0 ||
+        (stat(paths[0], &st_in) == 0 && stat(paths[1], &st_out) == 0 && st_in.st_dev == st_out.st_dev &&
+         st_in.st_ino == st_out.st_ino)) {
+        fprintf(stderr, "tern quantize: IN '%s' and OUT '%s' are the same file; expected a different OUT "
+                "(the input is read while OUT is written)\n", paths[0], paths[1]);
         return 2;
     }
     tern_err err = {0};
