@@ -387,6 +387,38 @@ static void test_failed_write_keeps_old_output(void **state) {
     rmdir(dir);
 }
 
+/* Session 5 trial F12: results written to a full device were lost with exit 0. Now every command
+ * checks stdout at the end: exit 1 and "tern CMD: write error on standard output" on stderr; the
+ * same commands into /dev/null exit 0 (the control). */
+static void test_stdout_write_error(void **state) {
+    (void)state;
+    char bin[4096], model[1024], text[1024];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_require(text, sizeof text, "data/tinystories-sample/tinystories_sample.txt");
+    const char *cmds[][2] = {
+        {"info", "info '%s'"},
+        {"run", "run -m '%s' -p Once -n 20 -t 1"},
+        {"bench", "bench -m '%s' -p 4 -n 4 -r 1 -t 1 --json"},
+        {"perplexity", "perplexity -m '%s' -f '%s' -c 64 --chunks 2 -t 1"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[4096], full[4200], want[200];
+        snprintf(args, sizeof args, cmds[i][1], model, text);
+        for (int dev = 0; dev < 2; dev++) {
+            snprintf(full, sizeof full, "%s >%s", args, dev ? "/dev/full" : "/dev/null");
+            snprintf(want, sizeof want, "tern %s: write error on standard output", cmds[i][0]);
+            char *out = NULL, *err = NULL;
+            const int rc = ru_tern(&out, &err, "%s", full);
+            if (dev ? rc != 1 || !strstr(err, want) : rc != 0 || strstr(err, "write error"))
+                fail_msg("tern %s: exit %d, stderr: %s(expected exit %d%s%s)", full, rc, err, dev, dev ? ", " : "",
+                         dev ? want : "");
+            free(out);
+            free(err);
+        }
+    }
+}
+
 /* `serve --api-key ""` (or TERN_API_KEY set to nothing) said "API key required" and served
  * everyone: now a usage error before the model loads. A non-empty --api-key overrides an empty
  * TERN_API_KEY (the run reaches the model file). --n-vocab has a maximum (2^20) instead of
@@ -549,6 +581,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_failed_write_keeps_existing_output),
         cmocka_unit_test(test_quantize_same_file),
         cmocka_unit_test(test_failed_write_keeps_old_output),
+        cmocka_unit_test(test_stdout_write_error),
         cmocka_unit_test(test_empty_api_key_and_vocab_limit),
         cmocka_unit_test(test_nonfinite_logits),
         cmocka_unit_test(test_chat_context_too_small),
