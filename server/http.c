@@ -646,9 +646,16 @@ int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
-    char serv[16];
+    char serv[16], bare[256];
     snprintf(serv, sizeof serv, "%d", port);
-    const int rc = getaddrinfo(host, serv, &hints, out);
+    const size_t n = strlen(host);
+    const char *name = host;
+    if (n >= 2 && n < sizeof bare && host[0] == '[' && host[n - 1] == ']') {   /* "[::1]", as in a URL */
+        memcpy(bare, host + 1, n - 2);
+        bare[n - 2] = '\0';
+        name = bare;
+    }
+    const int rc = getaddrinfo(name, serv, &hints, out);
     if (rc != 0 || !*out) {
         if (*out) freeaddrinfo(*out);
         *out = NULL;

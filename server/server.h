@@ -41,7 +41,7 @@ typedef struct srv srv;
 int srv_start(srv **out, tern_model *m, const srv_config *c, tern_err *err);
 int srv_port(const srv *s);
 /* Resolve a --host value (a name such as "localhost", or a numeric IPv4/IPv6 address such as
- * "0.0.0.0", "::1", "::") with getaddrinfo for a passive TCP socket on port; *out (free with
+ * "0.0.0.0", "::1", "::", also in URL brackets "[::1]") with getaddrinfo for a passive TCP socket on port; *out (free with
  * freeaddrinfo) lists the addresses in the resolver's order, which srv_start tries until one binds.
  * Errors: TERN_E_ARG naming the host and the resolver's message (gai_strerror). */
 struct addrinfo;

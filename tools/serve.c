@@ -120,7 +120,7 @@ int cmd_serve(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    const bool v6 = strchr(cfg.host, ':') != NULL;   /* an IPv6 literal goes in brackets in a URL */
+    const bool v6 = strchr(cfg.host, ':') != NULL && cfg.host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
     fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slots, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
             cfg.host, v6 ? "]" : "", srv_port(s), cfg.parallel, cfg.n_ctx, cfg.api_key ? ", API key required" : "");
     fflush(stderr);
