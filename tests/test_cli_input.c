@@ -9,6 +9,7 @@
 #include "run_util.h"
 
 #include "format/gguf.h"
+#include "format/qtypes.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -459,7 +460,27 @@ static void test_empty_api_key_and_vocab_limit(void **state) {
     free(out);
 }
 
-/* A copy of stories260K whose blk.4.ffn_norm.weight data is all 0xff bytes (NaN), at path. */
+/* A copy of model with `bytes` bytes at `at` of tensor `name`'s data set to `val`, at path
+ * (nbytes 0: the whole tensor). */
+static void write_damaged(const char *model, const char *name, uint64_t at, const uint8_t *val, size_t n,
+                          const char *path) {
+    size_t len = 0;
+    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
+    assert_non_null(buf);
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
+    const gguf_tensor *t = gguf_find_tensor(g, name);
+    assert_non_null(t);
+    assert_true(at + n <= t->nbytes);
+    memcpy(t->data + at, val, n);
+    gguf_close(g);
+    write_file(path, (const char *)buf, len);
+    free(buf);
+}
+
+/* A copy of stories260K whose blk.4.ffn_down.weight data (F32, a projection: not scanned at load)
+ * is all 0xff bytes (NaN), at path. (A NaN in a norm weight is refused at load since session 5.) */
 static void write_nan_model(const char *model, const char *path) {
     size_t len = 0;
     uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
@@ -467,9 +488,9 @@ static void write_nan_model(const char *model, const char *path) {
     gguf_ctx *g = NULL;
     tern_err err = {0};
     if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
-    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_norm.weight");
+    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_down.weight");
     assert_non_null(t);
-    assert_true(t->nbytes > 0);
+    assert_true(t->nbytes > 0 && t->type == QT_F32);
     memset(t->data, 0xff, (size_t)t->nbytes);
     gguf_close(g);
     write_file(path, (const char *)buf, len);
@@ -529,6 +550,54 @@ static void test_nonfinite_logits(void **state) {
     remove(ids);
 }
 
+/* Session 5 trial F5: a NaN/Inf fp16 block scale in a PQ2_0/PTQ1_0 model ran with exit 0 and
+ * finite logits on --numerics fast/ggml (the int8 activation path laundered it); a NaN in a norm
+ * weight too. Now the model load refuses such a file whatever the numerics (exit 1), naming the
+ * tensor, row, block (element) and bits. Damaged copies of the golden qwen3-tiny-pq2_0 (n_embd 256, n_ff 768; the trial's
+ * recipe: scale of blk.0.attn_q.weight block 0 -> NaN; row 1 block 2 -> +Inf), of its PTQ1_0
+ * quantization (scale at byte 26 of row 3's block 1 -> -Inf) and of stories260K (element 3 of
+ * blk.4.ffn_norm.weight -> NaN); the undamaged PTQ1_0 copy runs (exit 0, the control). */
+static void test_damaged_model_refused(void **state) {
+    (void)state;
+    char bin[4096], q3[1024], stories[1024], bad[512], ptq[512];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(q3, sizeof q3, QWEN3_TINY);
+    fx_require(stories, sizeof stories, STORIES);
+    fx_tmp_path(bad, sizeof bad, "damaged.gguf");
+    fx_tmp_path(ptq, sizeof ptq, "damaged-src-ptq.gguf");
+    char args[4096];
+    snprintf(args, sizeof args, "quantize '%s' '%s' --type ptq1_0", q3, ptq);
+    expect_err(0, "tern quantize: ", NULL, args);
+    const struct { const char *model, *tensor; uint64_t at; uint8_t v[4]; size_t n; const char *numerics, *want; } c[] = {
+        {q3, "blk.0.attn_q.weight", 0, {0x00, 0x7e}, 2, "fast",
+         "tensor 'blk.0.attn_q.weight': row 0, block 0: scale 0x7e00 is NaN; expected a finite fp16 scale"},
+        {q3, "blk.0.attn_q.weight", 0, {0x00, 0x7e}, 2, "ggml", "tensor 'blk.0.attn_q.weight': row 0, block 0: scale 0x7e00 is NaN"},
+        {q3, "blk.0.attn_q.weight", 0, {0x00, 0x7e}, 2, "f32", "tensor 'blk.0.attn_q.weight': row 0, block 0: scale 0x7e00 is NaN"},
+        {q3, "blk.1.ffn_down.weight", 0, {0x00, 0x7c}, 2, "fast", NULL},   /* at: set below */
+        {ptq, "blk.0.ffn_gate.weight", (3 * 2 + 1) * 28 + 26, {0x00, 0xfc}, 2, "fast",
+         "tensor 'blk.0.ffn_gate.weight': row 3, block 1: scale 0xfc00 is -Inf"},
+        {stories, "blk.4.ffn_norm.weight", 12, {0x00, 0x00, 0xc0, 0x7f}, 4, "fast",
+         "tensor 'blk.4.ffn_norm.weight': element 3 (row 0, column 3) is NaN (bits 0x7fc00000)"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        uint64_t at = c[i].at;
+        char want[300];
+        const char *w = c[i].want;
+        if (!w) {   /* ffn_down: rows of n_ff = 768 weights (6 blocks); row 1, block 2 */
+            at = (768 / 128 * 34) * 1 + 2 * 34;
+            snprintf(want, sizeof want, "tensor 'blk.1.ffn_down.weight': row 1, block 2: scale 0x7c00 is +Inf");
+            w = want;
+        }
+        write_damaged(c[i].model, c[i].tensor, at, c[i].v, c[i].n, bad);
+        snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1 --numerics %s", bad, c[i].numerics);
+        expect_err(1, w, NULL, args);
+    }
+    snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1", ptq);
+    expect_err(0, "generation: ", NULL, args);
+    remove(bad);
+    remove(ptq);
+}
+
 /* chat with a first message that does not fit -c said "Type /clear": on an empty conversation it
  * now says the context is too small and the -c it needs; that -c (checked by running with it)
  * holds the message and a one-token reply without any context message. */
@@ -584,6 +653,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_stdout_write_error),
         cmocka_unit_test(test_empty_api_key_and_vocab_limit),
         cmocka_unit_test(test_nonfinite_logits),
+        cmocka_unit_test(test_damaged_model_refused),
         cmocka_unit_test(test_chat_context_too_small),
         cmocka_unit_test(test_perplexity_short_wording),
     };
