@@ -598,6 +598,32 @@ static void test_damaged_model_refused(void **state) {
     remove(ptq);
 }
 
+/* Session 5 trial F8: bench printed "312.6%" of the DRAM decode ceiling for stories260K (1 MB of
+ * weights: read from cache, not DRAM). Now a model whose bytes per token fit in the last-level
+ * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
+ * note beside its tg figure in the table; pp rows have none. */
+static void test_bench_cache_resident(void **state) {
+    (void)state;
+    char model[1024], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1 --json", model);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "%s", args);
+    const char *tg = strstr(out, "\"test\": \"tg4\"");
+    if (rc != 0 || !tg || !strstr(tg, "\"cache_resident\": true") || !strstr(out, "\"cache_resident\": true, \"frac_of_ceiling\": null"))
+        fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1", model);
+    rc = ru_tern(&out, &err, "%s", args);
+    const char *note = "% (model fits in cache: the DRAM ceiling does not apply) |";
+    const char *row = strstr(out, "| tg4 |"), *pp = strstr(out, "| pp4 |");
+    if (rc != 0 || !row || !pp || !strstr(row, note) || strstr(pp, note) < row)
+        fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    free(out);
+    free(err);
+}
+
 /* chat with a first message that does not fit -c said "Type /clear": on an empty conversation it
  * now says the context is too small and the -c it needs; that -c (checked by running with it)
  * holds the message and a one-token reply without any context message. */
@@ -655,6 +681,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_nonfinite_logits),
         cmocka_unit_test(test_damaged_model_refused),
         cmocka_unit_test(test_chat_context_too_small),
+        cmocka_unit_test(test_bench_cache_resident),
         cmocka_unit_test(test_perplexity_short_wording),
     };
     TEST_RUN_SUITE("cli_input", tests);
