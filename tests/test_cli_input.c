@@ -598,6 +598,49 @@ static void test_damaged_model_refused(void **state) {
     remove(ptq);
 }
 
+/* Session 5 trial F10: perplexity past the model's trained context (stories260K: 2048) said
+ * nothing, where run warns. Now -f with -c 2100 and --tokens with 2100 ids warn once on stderr
+ * (and still print PPL); -c 256 does not. */
+static void test_perplexity_past_trained_context(void **state) {
+    (void)state;
+    char model[1024], sample[1024], text[512], ids[512], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    fx_require(sample, sizeof sample, "data/tinystories-sample/tinystories_sample.txt");
+    fx_tmp_path(text, sizeof text, "ctx-text.txt");
+    fx_tmp_path(ids, sizeof ids, "ctx-ids.txt");
+    size_t len = 0;
+    char *t = fx_read_file(sample, &len);
+    assert_non_null(t);
+    FILE *f = fopen(text, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 3; i++) assert_int_equal(fwrite(t, 1, len, f), len);   /* ~5600 tokens */
+    assert_int_equal(fclose(f), 0);
+    free(t);
+    f = fopen(ids, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 2100; i++) fprintf(f, "%d ", i % 2 ? 403 : 5);
+    assert_int_equal(fclose(f), 0);
+    const struct { const char *fmt, *path, *want; } c[] = {
+        {"perplexity -m '%s' -f '%s' -c 2100 --chunks 1 -t 2",  text,
+         "tern perplexity: warning: -c 2100 is longer than the model's trained context (2048 tokens)"},
+        {"perplexity -m '%s' --tokens '%s' -t 2", ids,
+         "tern perplexity: warning: the 2100 ids (one sequence) are longer than the model's trained context (2048 tokens)"},
+        {"perplexity -m '%s' -f '%s' -c 256 --chunks 1 -t 1", text, NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        snprintf(args, sizeof args, c[i].fmt, model, c[i].path);
+        char *out = NULL, *err = NULL;
+        const int rc = ru_tern(&out, &err, "%s", args);
+        const char *w = c[i].want ? strstr(err, c[i].want) : NULL;
+        if (rc != 0 || !strstr(out, "PPL = ") || (c[i].want ? !w || strstr(w + strlen(c[i].want), "warning") : strstr(err, "warning") != NULL))
+            fail_msg("tern %s: exit %d, stdout: %s, stderr: %s(expected %s)", args, rc, out, err, c[i].want ? c[i].want : "no warning");
+        free(out);
+        free(err);
+    }
+    remove(text);
+    remove(ids);
+}
+
 /* Session 5 trial F8: bench printed "312.6%" of the DRAM decode ceiling for stories260K (1 MB of
  * weights: read from cache, not DRAM). Now a model whose bytes per token fit in the last-level
  * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
@@ -681,6 +724,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_nonfinite_logits),
         cmocka_unit_test(test_damaged_model_refused),
         cmocka_unit_test(test_chat_context_too_small),
+        cmocka_unit_test(test_perplexity_past_trained_context),
         cmocka_unit_test(test_bench_cache_resident),
         cmocka_unit_test(test_perplexity_short_wording),
     };

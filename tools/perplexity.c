@@ -152,6 +152,14 @@ int cmd_perplexity(int argc, char **argv) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     const int V = info.n_vocab;
+    if (info.n_ctx_train > 0 && c > info.n_ctx_train) {   /* as tern run's -c warning (opts_ctx_resolve) */
+        if (tok_path)
+            fprintf(stderr, "tern perplexity: warning: the %d ids (one sequence) are longer than the model's trained context "
+                            "(%d tokens); predictions past position %d may degrade\n", n_ids, info.n_ctx_train, info.n_ctx_train);
+        else
+            fprintf(stderr, "tern perplexity: warning: -c %d is longer than the model's trained context (%d tokens); "
+                            "predictions past position %d of each chunk may degrade\n", c, info.n_ctx_train, info.n_ctx_train);
+    }
     double nll = 0.0;
     long count = 0;
 
