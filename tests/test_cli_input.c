@@ -13,6 +13,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,6 +599,41 @@ static void test_damaged_model_refused(void **state) {
     remove(ptq);
 }
 
+/* The number after `key` in s (0 if absent). */
+static double num_after(const char *s, const char *key) {
+    const char *p = strstr(s, key);
+    return p ? atof(p + strlen(key)) : 0.0;
+}
+
+/* Session 5 trial F13: perplexity printed `PPL = x` without llama-perplexity's `+/- error`. Now
+ * `PPL = x +/- se`, se = PPL * sqrt(var(nll) / (n - 1)) (the delta method over the n scored
+ * negative log-likelihoods). Checked on two predictions, whose nlls come from separate runs
+ * (causal: the ids 1 403 give nll1 = ln PPL(1 403), and nll2 = 2 ln PPL(1 403 407) - nll1), so
+ * se = PPL * |nll1 - nll2| / 2; a single prediction prints no +/-. */
+static void test_perplexity_stderr_estimate(void **state) {
+    (void)state;
+    char model[1024], ids[512], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(ids, sizeof ids, "se-ids.txt");
+    double ppl[2] = {0, 0}, se = 0;
+    for (int k = 0; k < 2; k++) {
+        write_file(ids, k ? "1 403 407\n" : "1 403\n", k ? 10 : 6);
+        char *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s' -t 1", model, ids);
+        const int rc = ru_tern(&out, &err, "%s", args);
+        ppl[k] = num_after(out, "PPL = ");
+        if (k) se = num_after(out, " +/- ");
+        if (rc != 0 || !(ppl[k] > 1) || (k == 0) != (strstr(out, "+/-") == NULL))
+            fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+        free(out);
+        free(err);
+    }
+    const double nll1 = log(ppl[0]), nll2 = 2 * log(ppl[1]) - nll1, want = ppl[1] * fabs(nll1 - nll2) / 2;
+    if (!(fabs(se - want) <= 1e-5 * want + 2e-6))
+        fail_msg("PPL %.6f +/- %.6f, expected +/- %.6f (nll %.6f, %.6f)", ppl[1], se, want, nll1, nll2);
+    remove(ids);
+}
+
 /* Session 5 trial F10: perplexity past the model's trained context (stories260K: 2048) said
  * nothing, where run warns. Now -f with -c 2100 and --tokens with 2100 ids warn once on stderr
  * (and still print PPL); -c 256 does not. */
@@ -724,6 +760,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_nonfinite_logits),
         cmocka_unit_test(test_damaged_model_refused),
         cmocka_unit_test(test_chat_context_too_small),
+        cmocka_unit_test(test_perplexity_stderr_estimate),
         cmocka_unit_test(test_perplexity_past_trained_context),
         cmocka_unit_test(test_bench_cache_resident),
         cmocka_unit_test(test_perplexity_short_wording),
