@@ -452,11 +452,11 @@ static void test_empty_api_key_and_vocab_limit(void **state) {
     unlink(path);
     char args[1024];
     snprintf(args, sizeof args, "synth --arch qwen3-tiny --n-vocab 2147483647 --no-weights -o '%s'", path);
-    expect_err(2, "tern synth: --n-vocab: expected an integer in 1..1048576, got '2147483647'", NULL, args);
+    expect_err(2, "tern synth: --n-vocab: expected an integer in 285..1048576, got '2147483647'", NULL, args);
     assert_int_equal(access(path, F_OK), -1);
     char *out = NULL;
     assert_int_equal(ru_tern(&out, NULL, "synth --help"), 0);
-    if (!strstr(out, "2^20, about 4x the largest real vocabulary") || !strstr(out, "[1..1048576]"))
+    if (!strstr(out, "at most 2^20, about 4x the") || !strstr(out, "[285..1048576]"))
         fail_msg("synth --help does not state --n-vocab's maximum:\n%s", out);
     free(out);
 }
@@ -703,6 +703,27 @@ static void test_bench_cache_resident(void **state) {
     free(err);
 }
 
+/* Session 5 trial F13: `tern info -m FILE` (llama.cpp's habit) was an unknown option: now the
+ * same output as `tern info FILE`; two files (one each way) are still a usage error. synth
+ * --n-vocab below the built-in vocabulary (285) was exit 1 at write time: now the parser's usage
+ * error with the real range. */
+static void test_info_m_and_vocab_minimum(void **state) {
+    (void)state;
+    char model[1024], args[4096];
+    fx_require(model, sizeof model, STORIES);
+    char *a = NULL, *b = NULL;
+    assert_int_equal(ru_tern(&a, NULL, "info '%s' --no-tensors", model), 0);
+    assert_int_equal(ru_tern(&b, NULL, "info -m '%s' --no-tensors", model), 0);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "stories260K.gguf"));
+    free(a);
+    free(b);
+    snprintf(args, sizeof args, "info -m '%s' '%s'", model, model);
+    expect_err(2, "tern info: unexpected argument", NULL, args);
+    expect_err(2, "tern synth: --n-vocab: expected an integer in 285..1048576, got '284'", NULL,
+               "synth --arch qwen3-tiny --n-vocab 284 --no-weights -o /nonexistent/x.gguf");
+}
+
 /* chat with a first message that does not fit -c said "Type /clear": on an empty conversation it
  * now says the context is too small and the -c it needs; that -c (checked by running with it)
  * holds the message and a one-token reply without any context message. */
@@ -726,6 +747,16 @@ static void test_chat_context_too_small(void **state) {
     rc = ru_tern(NULL, &err, "chat -m '%s' -c %d -n 1 --temp 0 -t 1 <'%s'", model, need, in);
     if (rc != 0 || strstr(err, "too small") || strstr(err, "context full") || !strstr(err, "[turn 1: "))
         fail_msg("chat -c %d: exit %d, stderr: %s", need, rc, err);
+    free(err);
+    /* session 5 trial F13: the note on how a reply ended ("[context full: ...]") went to stdout
+     * among the replies: now on stderr (3 more positions than needed, 20 tokens asked for) */
+    char *out = NULL;
+    err = NULL;
+    rc = ru_tern(&out, &err, "chat -m '%s' -c %d -n 20 --temp 0 -t 1 <'%s'", model, need + 3, in);
+    if (rc != 0 || strstr(out, "[context full") || !strstr(err, "[context full: type /clear to start a new conversation]"))
+        fail_msg("chat -c %d -n 20: exit %d, stdout: %s, stderr: %s(expected the context-full note on stderr only)", need + 3,
+                 rc, out, err);
+    free(out);
     free(err);
     remove(in);
 }
@@ -763,6 +794,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_stderr_estimate),
         cmocka_unit_test(test_perplexity_past_trained_context),
         cmocka_unit_test(test_bench_cache_resident),
+        cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),
     };
     TEST_RUN_SUITE("cli_input", tests);

@@ -318,6 +318,9 @@ enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 };
 /* A small real byte-level BPE vocabulary: the 256 byte tokens, a few English merges (each
  * adds its merged token), the ChatML control tokens and think tags, then unused [PADi] rows up
  * to n_vocab. Merges are written "a b" in GPT-2 byte-unicode ('Ġ' = space). */
+/* --n-vocab's minimum: the built-in vocabulary's 285 strings (256 bytes, 24 merges, 5 special
+ * tokens: vocab_write_builtin), so the parser refuses fewer as a usage error. */
+#define SYNTH_N_VOCAB_MIN 285
 static const char *const g_merges[][2] = {
     {"\xc4\xa0", "t"}, {"h", "e"}, {"\xc4\xa0", "a"}, {"i", "n"}, {"\xc4\xa0t", "he"}, {"e", "r"},
     {"o", "n"}, {"\xc4\xa0", "s"}, {"r", "e"}, {"a", "t"}, {"\xc4\xa0", "w"}, {"o", "u"},
@@ -334,6 +337,7 @@ static int vocab_write_builtin(gguf_writer *w, const char *pre, int64_t n_vocab,
     enum { N_MERGES = (int)(sizeof g_merges / sizeof g_merges[0]) };
     static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
     const int64_t n_real = 256 + N_MERGES + 5;
+    _Static_assert(256 + N_MERGES + 5 == SYNTH_N_VOCAB_MIN, "--n-vocab's minimum is the built-in vocabulary's size");
     if (n_vocab < n_real)
         return tern_err_set(err, TERN_E_ARG, "--n-vocab: expected at least %" PRId64 " (the built-in vocabulary: 256 bytes, "
                             "merges and 5 special tokens), got %" PRId64, n_real, n_vocab);
@@ -644,9 +648,10 @@ static const opt_def synth_defs[] = {
      "embed a HF tokenizer.json and the tokenizer_config.json beside it (default:\n"
      "                          a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)"},
     {SY_TEMPLATE, "--chat-template", OPT_PATH, "PATH", 0, 0, NULL, "store this template file's text as tokenizer.chat_template"},
-    {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", 1, SYNTH_N_VOCAB_MAX, NULL,
-     "tiny archs: embedding rows (default 512, or the tokenizer's ids; at most\n"
-     "                          2^20, about 4x the largest real vocabulary, qwen35's 248320)"},
+    {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", SYNTH_N_VOCAB_MIN, SYNTH_N_VOCAB_MAX, NULL,
+     "tiny archs: embedding rows (default 512, or the tokenizer's ids; at least 285,\n"
+     "                          the built-in vocabulary's strings; at most 2^20, about 4x the\n"
+     "                          largest real vocabulary, qwen35's 248320)"},
     {SY_N_LAYER, "--n-layer", OPT_INT, "N", 1, 4096, NULL,
      "fewer (or more) blocks than the arch has, same per-layer shapes (benchmarks);\n"
      "                          qwen35: a multiple of its full-attention interval (4)"},
