@@ -254,7 +254,7 @@ static bool slot_emit(srv_sched *s, slot *sl, int32_t tok, const float *logits, 
     j->n_gen++;                                       /* written by this thread only */
     if (j->n_gen == 1) j->t_first = now;
     j->t_last = now;
-    if (tern_token_is_eog(s->m, tok)) {
+    if (!j->req.ignore_eos && tern_token_is_eog(s->m, tok)) {
         slot_finish(s, sl, "stop", NULL);
         return false;
     }

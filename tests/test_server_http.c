@@ -1372,7 +1372,8 @@ static void test_host_names(void **state) {
 
 /* OpenAI fields tern does not implement were accepted and ignored (echo, suffix, best_of,
  * logit_bias, llama-server's n_probs, response_format json_object/json_schema, a forced
- * tool_choice): each now gets 400 with an OpenAI error object naming the field and saying "not
+ * tool_choice, llama-server's grammar and json_schema, the typical_p / mirostat / DRY / XTC /
+ * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each now gets 400 with an OpenAI error object naming the field and saying "not
  * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
  * served. An empty API key is refused by srv_start (it would have let everyone in). */
 static void test_unsupported_fields(void **state) {
@@ -1417,6 +1418,25 @@ static void test_unsupported_fields(void **state) {
         {"response_format", "\"response_format\": {\"type\": \"text\"}", NULL},
         {"response_format", "\"response_format\": \"json\"", "'response_format' must be an object {\"type\": \"text\"}, got a string"},
         {"response_format.type", "\"response_format\": {}", "'response_format.type' must be a string, got nothing"},
+        {"grammar", "\"grammar\": \"root ::= \\\"yes\\\"\"", "'grammar' is not supported (no grammar-constrained decoding)"},
+        {"grammar", "\"grammar\": \"\"", NULL},
+        {"grammar", "\"grammar\": 1", "'grammar' must be a string, got a number"},
+        {"json_schema", "\"json_schema\": {\"type\": \"object\"}", "'json_schema' is not supported (output is not constrained to a schema)"},
+        {"json_schema", "\"json_schema\": {}", "'json_schema' is not supported"},
+        {"json_schema", "\"json_schema\": null", NULL},
+        {"typical_p", "\"typical_p\": 0.5", "'typical_p' is not supported (locally typical sampling is not implemented), got 0.5; send 1"},
+        {"typical_p", "\"typical_p\": 1", NULL},
+        {"typical_p", "\"typical_p\": \"0.5\"", "'typical_p' must be a number, got a string"},
+        {"mirostat", "\"mirostat\": 2", "'mirostat' is not supported (Mirostat sampling is not implemented), got 2; send 0"},
+        {"mirostat", "\"mirostat\": 0", NULL},
+        {"min_tokens", "\"min_tokens\": 5", "'min_tokens' is not supported"},
+        {"repetition_penalty", "\"repetition_penalty\": 1.1", "use repeat_penalty"},
+        {"repetition_penalty", "\"repetition_penalty\": 1.0", NULL},
+        {"dry_multiplier", "\"dry_multiplier\": 0.8", "'dry_multiplier' is not supported"},
+        {"xtc_probability", "\"xtc_probability\": 0.5", "'xtc_probability' is not supported"},
+        {"dynatemp_range", "\"dynatemp_range\": 0.5", "'dynatemp_range' is not supported"},
+        {"ignore_eos", "\"ignore_eos\": \"yes\"", "'ignore_eos' must be true or false, got a string"},
+        {"ignore_eos", "\"ignore_eos\": false", NULL},
     };
     for (int ep = 0; ep < 2; ep++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1462,6 +1482,105 @@ static void test_unsupported_fields(void **state) {
     }
     srv_stop(s);
     tern_model_free(m);
+}
+
+/* A copy of stories260K (at path) whose tokenizer.ggml.eos_token_id (a UINT32 in that file) is eos:
+ * the TinyStories model never ends a story with its own </s> (it starts the next with <s>), so a
+ * token that greedy decoding does produce is made the end-of-generation token instead. */
+static void stories_with_eos(const char *path, uint32_t eos) {
+    char src[1024];
+    fx_require(src, sizeof src, STORIES);
+    FILE *f = fopen(src, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    static const char key[] = "tokenizer.ggml.eos_token_id";
+    unsigned char *k = memmem(b, (size_t)n, key, sizeof key - 1);
+    assert_non_null(k);
+    uint32_t type;
+    memcpy(&type, k + sizeof key - 1, 4);
+    assert_int_equal(type, 4);                        /* GGUF_TYPE_UINT32 */
+    memcpy(k + sizeof key - 1 + 4, &eos, 4);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    free(b);
+}
+
+/* ignore_eos (vLLM's and llama-server's field; it was accepted and not read, so the reply still
+ * ended at the end-of-generation token): with it the end-of-generation token is generated and
+ * counted and the reply goes on to max_tokens, as `tern run --ignore-eos`. On a stories260K whose
+ * EOS is the 4th-or-later new token of the greedy continuation of "Once", the plain request stops
+ * there (finish_reason "stop", k + 1 tokens), and with ignore_eos: true it goes past it: 30 tokens,
+ * finish_reason "length", the same text as the unmodified model's 30 greedy tokens (the token is
+ * an ordinary one, so its text shows), streamed or not. */
+static void test_ignore_eos(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    tern_err err = {0};
+    int32_t ids[64], gen[16];
+    int n_ids = 0;
+    assert_int_equal(tern_tokenize(m, "Once", 4, true, false, ids, 64, &n_ids, &err), TERN_OK);
+    tern_session *ss = mfx_session(m, 128, 64, false);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const float *lg = tern_session_eval(ss, ids, n_ids, &err);
+    for (int i = 0; i < 16; i++) {
+        assert_non_null(lg);
+        gen[i] = mfx_argmax(lg, info.n_vocab);
+        lg = tern_session_eval(ss, &gen[i], 1, &err);
+    }
+    tern_session_free(ss);
+    int k = 3;                                        /* the first new token from index 3 on */
+    for (; k < 16; k++) {
+        bool seen = false;
+        for (int i = 0; i < k; i++) seen |= gen[i] == gen[k];
+        if (!seen) break;
+    }
+    assert_true(k < 16);
+    srv *s = start(m, 1, 128, 4, 0, NULL, 0);
+    const char *body30 = "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0}";
+    cJSON *want = http_json(s, "/v1/completions", body30, 200);
+    assert_int_equal(usage(want, "completion_tokens"), 30);
+    srv_stop(s);
+    tern_model_free(m);
+
+    char path[512];
+    fx_tmp_path(path, sizeof path, "stories-eos.gguf");
+    stories_with_eos(path, (uint32_t)gen[k]);
+    m = mfx_load(path, TERN_NUMERICS_FAST, 1);
+    s = start(m, 1, 128, 4, 0, NULL, 0);
+    cJSON *j = http_json(s, "/v1/completions", body30, 200);
+    assert_string_equal(finish_reason(j), "stop");
+    assert_int_equal(usage(j, "completion_tokens"), k + 1);
+    assert_true(strncmp(choice_text(want), choice_text(j), strlen(choice_text(j))) == 0);
+    assert_true(strlen(choice_text(j)) < strlen(choice_text(want)));
+    cJSON_Delete(j);
+    j = http_json(s, "/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0, \"ignore_eos\": true}", 200);
+    assert_string_equal(finish_reason(j), "length");
+    assert_int_equal(usage(j, "completion_tokens"), 30);
+    assert_string_equal(choice_text(j), choice_text(want));
+    cJSON_Delete(j);
+    int code;
+    char *out = http(s, "POST", "/v1/completions",
+                     "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0, \"ignore_eos\": true, \"stream\": true}", NULL, &code);
+    assert_int_equal(code, 200);
+    sse e;
+    sse_parse(out, &e);
+    assert_true(e.done);
+    assert_string_equal(e.finish, "length");
+    assert_string_equal(e.content, choice_text(want));
+    sse_free(&e);
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+    unlink(path);
+    cJSON_Delete(want);
 }
 
 /* Tools in the prompt by template family (spec section 7: the definitions inside <tools> in the
@@ -1627,6 +1746,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_host_names),
         cmocka_unit_test(test_unsupported_fields),
+        cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_chat_page_in_chromium),
