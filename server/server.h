@@ -26,6 +26,15 @@ typedef struct srv_config {
     int prefill_chunk;      /* prompt tokens per step while other streams decode (default 64; <= n_batch) */
     int queue_max;          /* requests waiting for a slot before 429 (default 32) */
     size_t body_max;        /* request body limit in bytes (default 1 MiB) */
+    int timeout_s;          /* seconds a connection may stay silent in the middle of a request (its body
+                               arriving, its reply not being read; default 600, llama-server's --timeout);
+                               waiting for the model (queue, prefill, tokens) does not count */
+    int idle_timeout_s;     /* seconds a connection may stay silent with no request in progress (before
+                               its headers are complete, or between keep-alive requests; default 10) */
+    int conn_per_ip;        /* connections at once from one IP address, the excess closed at once
+                               (0: parallel + queue_max + 16) */
+    int conn_max;           /* connections at once in all (0: 4 x the per-IP default, at most what the
+                               open-file limit allows) */
     const char *api_key;    /* NULL: no authentication; "" is refused by srv_start (TERN_E_ARG) */
     const char *model_name; /* the id in /v1/models and responses */
     const char *chat_template; /* NULL: the model's */

@@ -18,6 +18,7 @@
 #include "tern.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -727,8 +728,21 @@ static void test_disconnects_free_the_slot(void **state) {
     assert_int_equal(metric(s, "tern_requests_cancelled_total"), 1);
     while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(10 * 1000);
     assert_int_equal(metric(s, "tern_slots_active"), 0);
-    const uint64_t gen = metric(s, "tern_generated_tokens_total");
+    uint64_t gen = metric(s, "tern_generated_tokens_total");
     assert_true(gen < 4000);
+    /* mid-generation, not streamed: tokens come every few ms, so the wait for the next one never
+     * timed out and the socket was never looked at (the whole reply was generated for nobody) */
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 12000, \"temperature\": 0}", "--max-time 0.5", &code);
+    free(out);
+    t0 = now_s();
+    while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(2 * 1000);
+    const double freed = now_s() - t0;
+    print_message("non-streamed request abandoned mid-generation: slot free %.3f s after the client left\n", freed);
+    assert_int_equal(metric(s, "tern_slots_active"), 0);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
+    assert_true(metric(s, "tern_generated_tokens_total") < gen + 12000);
+    assert_true(freed < 0.25);                        /* within a few steps (the socket is looked at every 20 ms) */
+    gen = metric(s, "tern_generated_tokens_total");
     /* mid-prefill: a prompt of about 12000 tokens in 4-token chunks, abandoned after 0.2 s */
     char *longp = malloc(65536);
     strcpy(longp, "{\"prompt\": \"");
@@ -738,8 +752,8 @@ static void test_disconnects_free_the_slot(void **state) {
     free(out);
     free(longp);
     t0 = now_s();
-    while (metric(s, "tern_requests_cancelled_total") != 2 && now_s() - t0 < 5) usleep(10 * 1000);
-    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
+    while (metric(s, "tern_requests_cancelled_total") != 3 && now_s() - t0 < 5) usleep(10 * 1000);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 3);
     assert_int_equal(metric(s, "tern_generated_tokens_total"), gen);   /* it never got to generate */
     /* the slot was freed: no prefill chunk after the cancellation was counted (3000 were left) */
     const uint64_t chunks = metric(s, "tern_prefill_chunks_total");
@@ -917,9 +931,143 @@ static void test_queue_disconnect(void **state) {
     assert_int_equal(metric(s, "tern_queue_depth"), 1);    /* B still waits (D left too) */
     srv_stop(s);                                      /* ends the long stream (503 in the stream) and B */
     pthread_join(tb, NULL);
-    assert_int_equal(b.code, 503);
+    if (b.code != 503) fail_msg("B: status %d after %.2f s", b.code, now_s() - t0);
     pthread_join(th, NULL);
     free(a.raw);
+    tern_model_free(m);
+}
+
+/* A TCP connection to the server from the loopback source address src (127.0.0.2 is loopback too
+ * on Linux: a second client IP on one machine); -1 if the source cannot be bound. */
+static int connect_from(srv *s, const char *src) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0}, b = {0};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, src, &a.sin_addr);
+    b.sin_family = AF_INET;
+    b.sin_port = htons((uint16_t)srv_port(s));
+    b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || connect(fd, (struct sockaddr *)&b, sizeof b) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The server closed fd (EOF or reset) within wait_ms. */
+static bool closed_by_server(int fd, int wait_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, wait_ms) <= 0) return false;
+    char c;
+    const ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Holds the only slot with a long greedy request until curl gives up (a->extra: --max-time). */
+static void *hold_request(void *p) {
+    wait_arg *a = p;
+    char *out = http(a->s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 8000, \"temperature\": 0}",
+                     a->extra, &a->code);
+    free(out);
+    return NULL;
+}
+
+/* One client cannot lock everyone out (before: 52 idle connections from anywhere took every
+ * connection, /health included, for the 120 s timeout, each byte restarting it). With
+ * --conn-per-ip 8: a client at 127.0.0.2 that opens 20 idle connections gets 8, and the other 12
+ * are closed at once (no request read); meanwhile a client at 127.0.0.1 is served (/health, a
+ * completion). What this does not protect: that client's own further requests (a 9th connection
+ * from 127.0.0.2 is closed unanswered while it holds 8), and many addresses together (the total
+ * limit, 4 x (slots + queue + 16) by default). The idle connections are closed after
+ * --idle-timeout (here 1 s; a connection that never sends a byte no longer waits 120 s), after
+ * which 127.0.0.2 is served again. And the request timeout (--timeout, here 1 s) counts only the
+ * client's silence, never the wait for the model: a stream queued 2+ s behind another request
+ * (first bytes: the headers; then nothing until its first token) runs to its end. */
+static void test_connection_limits(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 1;
+    c.n_ctx = 8192;
+    c.queue_max = 2;
+    c.conn_per_ip = 8;
+    c.idle_timeout_s = 1;
+    c.timeout_s = 1;
+    srv *s = NULL;
+    tern_err err = {0};
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    int fds[20];
+    const int probe = connect_from(s, "127.0.0.2");
+    if (probe < 0) {
+        srv_stop(s);
+        tern_model_free(m);
+        test_skip("cannot connect from 127.0.0.2 (not Linux loopback?)");
+    }
+    close(probe);
+    usleep(100 * 1000);                               /* the probe's slot is released */
+    const double t0 = now_s();
+    for (int i = 0; i < 20; i++) {
+        fds[i] = connect_from(s, "127.0.0.2");
+        assert_true(fds[i] >= 0);                     /* the kernel accepts; the server closes the excess */
+    }
+    int n_closed = 0;
+    for (int i = 0; i < 20; i++) n_closed += closed_by_server(fds[i], i < 8 ? 0 : 500);
+    const double t_closed = now_s() - t0;
+    if (n_closed != 12 || t_closed > 0.9) fail_msg("%d of 20 connections from one IP closed after %.2f s, expected 12 at once", n_closed, t_closed);
+    for (int i = 0; i < 8; i++) assert_false(closed_by_server(fds[i], 0));   /* the first 8 are held */
+    int code;
+    char *out = http(s, "GET", "/health", NULL, NULL, &code);   /* another address is served */
+    assert_int_equal(code, 200);
+    free(out);
+    cJSON *j = http_json(s, "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 2}", 200);
+    assert_int_equal(usage(j, "completion_tokens"), 2);
+    cJSON_Delete(j);
+    /* the same address: its 9th connection is closed without an answer */
+    const int extra = connect_from(s, "127.0.0.2");
+    const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    (void)!send(extra, req, sizeof req - 1, MSG_NOSIGNAL);
+    if (!closed_by_server(extra, 500)) fail_msg("a 9th connection from 127.0.0.2 was not closed");
+    char buf[64];
+    assert_true(recv(extra, buf, sizeof buf, MSG_DONTWAIT) <= 0);   /* nothing was answered */
+    close(extra);
+    /* idle connections end after --idle-timeout (1 s) */
+    for (int i = 0; i < 8; i++)
+        if (!closed_by_server(fds[i], 3000)) fail_msg("idle connection %d still open %.1f s after it opened", i, now_s() - t0);
+    const double t_idle = now_s() - t0;
+    print_message("12 excess connections closed within %.2f s, the 8 idle ones after %.2f s\n", t_closed, t_idle);
+    assert_true(t_idle >= 0.9);
+    for (int i = 0; i < 20; i++) close(fds[i]);
+    const int again = connect_from(s, "127.0.0.2");
+    (void)!send(again, req, sizeof req - 1, MSG_NOSIGNAL);
+    struct pollfd p = {.fd = again, .events = POLLIN};
+    assert_true(poll(&p, 1, 5000) == 1);
+    const ssize_t r = recv(again, buf, sizeof buf - 1, 0);
+    assert_true(r > 12);
+    buf[r] = '\0';
+    if (strncmp(buf, "HTTP/1.1 200 ", 13)) fail_msg("127.0.0.2 after its idle connections closed: %s", buf);
+    close(again);
+    /* a stream that waits 2.5 s in the queue (the slot busy until curl gives up on A) is not cut by
+     * the 1 s timeout */
+    wait_arg hold = {s, "--max-time 2.5", -1};
+    pthread_t th;
+    const double t1 = now_s();
+    pthread_create(&th, NULL, hold_request, &hold);
+    while (metric(s, "tern_slots_active") != 1 && now_s() - t1 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_slots_active"), 1);
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 3, \"temperature\": 0, \"stream\": true}",
+               NULL, &code);
+    const double t_stream = now_s() - t1;
+    pthread_join(th, NULL);
+    sse e;
+    sse_parse(out, &e);
+    if (code != 200 || !e.done || !e.finish || strcmp(e.finish, "length") || t_stream < 2.0)
+        fail_msg("a stream queued for %.2f s (timeout 1 s): status %d, done %d:\n%s", t_stream, code, e.done, out);
+    print_message("a stream queued behind another request finished after %.2f s (timeout 1 s)\n", t_stream);
+    sse_free(&e);
+    free(out);
+    srv_stop(s);
     tern_model_free(m);
 }
 
@@ -1736,6 +1884,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_batch_equivalence_and_429),
         cmocka_unit_test(test_disconnects_free_the_slot),
         cmocka_unit_test(test_queue_disconnect),
+        cmocka_unit_test(test_connection_limits),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),
