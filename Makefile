@@ -91,6 +91,12 @@ help:
 deps:
 	@sh scripts/deps.sh
 
+# `make -j2 deps run` (or MAKEFLAGS=-j): the packages must be in place before anything compiles,
+# so with deps among the goals the goals run one after the other, in the order given.
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+.NOTPARALLEL:
+endif
+
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ISA_FLAGS) -c $< -o $@
