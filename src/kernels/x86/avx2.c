@@ -858,14 +858,13 @@ static void mm_f32_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
                 lo = _mm256_fmadd_ps(_mm256_loadu_ps(wr + k), _mm256_loadu_ps(x + k), lo);
                 hi = _mm256_fmadd_ps(_mm256_loadu_ps(wr + k + 8), _mm256_loadu_ps(x + k + 8), hi);
             }
-            if (K16 < K) {   /* tail: zero padding is exact (kern_impl.h) */
-                float tw[16] = {0}, tx[16] = {0};
-                memcpy(tw, wr + K16, sizeof(float) * (size_t)(K - K16));
-                memcpy(tx, x + K16, sizeof(float) * (size_t)(K - K16));
-                lo = _mm256_fmadd_ps(_mm256_loadu_ps(tw), _mm256_loadu_ps(tx), lo);
-                hi = _mm256_fmadd_ps(_mm256_loadu_ps(tw + 8), _mm256_loadu_ps(tx + 8), hi);
-            }
-            m->y[c * m->ldy + r] = lanes_reduce(lo, hi);
+            /* tail lane by lane: a zero-padded tail is not exact (a lane at -0 would become +0:
+             * fmaf(0, 0, -0) = +0; test_arm test_arm_float_edges) */
+            float acc[16];
+            _mm256_storeu_ps(acc, lo);
+            _mm256_storeu_ps(acc + 8, hi);
+            for (int64_t k = K16; k < K; k++) acc[k & 15] = fmaf(wr[k], x[k], acc[k & 15]);
+            m->y[c * m->ldy + r] = kern_lane_reduce(acc);
         }
     }
 }
