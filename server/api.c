@@ -265,7 +265,7 @@ static bool get_bool(const cJSON *root, const char *name, const char *path, bool
  * pass: n 1, best_of 1, echo false, suffix "" and logit_bias {} (null: not given). */
 static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     double d = 1;
-    char g[32];
+    char g[32], a[32];
     if (!get_int(root, "n", 1, 2147483647.0, &d, e)) return false;
     if (d != 1)
         return srv_fail(e, 400, "invalid_request_error", "n", "'n' is not supported above 1 (one choice per request), got %s",
@@ -290,6 +290,47 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     if (f && f->child)
         return srv_fail(e, 400, "invalid_request_error", "logit_bias",
                         "'logit_bias' is not supported (token biases are not applied); send {} or leave it out");
+    d = 0;                                            /* llama-server's token probabilities */
+    if (!get_int(root, "n_probs", 0, 2147483647.0, &d, e)) return false;
+    if (d != 0)
+        return srv_fail(e, 400, "invalid_request_error", "n_probs",
+                        "'n_probs' is not supported: ask for 'logprobs' (chat: \"logprobs\": true, \"top_logprobs\": N; "
+                        "completions: \"logprobs\": N), N at most %d", SRV_MAX_TOP_LOGPROBS);
+    f = field(root, "response_format");               /* structured output: no constrained decoding */
+    if (f && !cJSON_IsObject(f)) return bad_type(e, "response_format", "an object {\"type\": \"text\"}", f);
+    const cJSON *rt = f ? cJSON_GetObjectItemCaseSensitive(f, "type") : NULL;
+    if (f && !cJSON_IsString(rt)) return bad_type(e, "response_format.type", "a string", rt);
+    if (f && strcmp(rt->valuestring, "text"))
+        return srv_fail(e, 400, "invalid_request_error", "response_format",
+                        "'response_format' type '%.40s' is not supported (output is not constrained to JSON); "
+                        "send {\"type\": \"text\"} or leave it out", rt->valuestring);
+    f = field(root, "grammar");                       /* llama-server's GBNF grammar */
+    if (f && !cJSON_IsString(f)) return bad_type(e, "grammar", "a string", f);
+    if (f && *f->valuestring)
+        return srv_fail(e, 400, "invalid_request_error", "grammar",
+                        "'grammar' is not supported (no grammar-constrained decoding); send \"\" or leave it out");
+    f = field(root, "json_schema");                   /* llama-server's schema (even {} constrains to JSON) */
+    if (f)
+        return srv_fail(e, 400, "invalid_request_error", "json_schema",
+                        "'json_schema' is not supported (output is not constrained to a schema); leave it out");
+    /* llama-server's and vLLM's other samplers: a number whose neutral value switches them off */
+    static const struct { const char *name, *what; double neutral; } knobs[] = {
+        {"typical_p", "locally typical sampling is not implemented", 1},
+        {"mirostat", "Mirostat sampling is not implemented", 0},
+        {"min_tokens", "end-of-generation is not held back for a minimum length", 0},
+        {"repetition_penalty", "vLLM's penalty over the prompt and the whole reply; use repeat_penalty, llama.cpp's over the last repeat_last_n tokens", 1},
+        {"dry_multiplier", "DRY sampling is not implemented", 0},
+        {"xtc_probability", "XTC sampling is not implemented", 0},
+        {"dynatemp_range", "dynamic temperature is not implemented", 0},
+    };
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        f = field(root, knobs[i].name);
+        if (!f) continue;
+        if (!cJSON_IsNumber(f)) return bad_type(e, knobs[i].name, "a number", f);
+        if (f->valuedouble != knobs[i].neutral)
+            return srv_fail(e, 400, "invalid_request_error", knobs[i].name, "'%s' is not supported (%s), got %s; send %s or leave it out",
+                            knobs[i].name, knobs[i].what, num_text(f->valuedouble, g), num_text(knobs[i].neutral, a));
+    }
     return true;
 }
 
@@ -301,8 +342,9 @@ static bool get_content(const cJSON *msg, int i, char **out, srv_error *e) {
     const cJSON *role = field(msg, "role");
     if (!c && !(cJSON_IsString(role) && strcmp(role->valuestring, "assistant") == 0))   /* as OpenAI: only an */
         return srv_fail(e, 400, "invalid_request_error", param,                         /* assistant may omit it */
-                        "'%s' is required for a '%.32s' message (a string or an array of text parts), got no field", param,
-                        cJSON_IsString(role) ? role->valuestring : "?");
+                        "'%s' is required for a '%.32s' message (a string or an array of text parts), got %s", param,
+                        cJSON_IsString(role) ? role->valuestring : "?",
+                        cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(msg, "content")) ? "null" : "no field");
     if (!c) {
         *out = strdup("");
         return *out ? true : srv_fail(e, 500, "server_error", NULL, "out of memory");
@@ -369,6 +411,23 @@ static bool append_tool_calls(const cJSON *msg, int i, srv_tools_fmt fmt, char *
             free(buf);
             snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.name", i, k);
             return bad_type(e, param, "a string", name);
+        }
+        if (args && !cJSON_IsNull(args) && !cJSON_IsString(args) && !cJSON_IsObject(args)) {
+            free(buf);
+            snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.arguments", i, k);
+            return bad_type(e, param, "a string (the arguments as JSON text) or an object", args);
+        }
+        if (fmt == SRV_TOOLS_QWEN35 && cJSON_IsString(args)) {   /* written as <parameter=KEY> entries */
+            cJSON *a = cJSON_Parse(args->valuestring);
+            const bool obj = cJSON_IsObject(a);
+            cJSON_Delete(a);
+            if (!obj) {
+                free(buf);
+                snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.arguments", i, k);
+                return srv_fail(e, 400, "invalid_request_error", param,
+                                "'%s' must be the JSON text of an object (the template writes each member as a parameter), got '%.60s'",
+                                param, args->valuestring);
+            }
         }
         if (fmt != SRV_TOOLS_QWEN35) {                /* Qwen3: {"name": ..., "arguments": ...} */
             if (!first || strlen(*content)) ok = pj_add(&buf, &n, &cap, "\n", 1);
@@ -485,6 +544,15 @@ static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r,
 static bool parse_tools(const cJSON *root, srv_tools_fmt fmt, srv_request *r, srv_error *e) {
     const cJSON *tools = field(root, "tools");
     const cJSON *choice = field(root, "tool_choice");
+    /* tool_choice: "auto" (the default) and "none" (no tools in the prompt); the model cannot be
+     * made to call a tool, so "required" and a named function are refused, not ignored */
+    if (choice && !cJSON_IsString(choice) && !cJSON_IsObject(choice))
+        return bad_type(e, "tool_choice", "\"auto\" or \"none\"", choice);
+    if (choice && (cJSON_IsObject(choice) || (strcmp(choice->valuestring, "auto") && strcmp(choice->valuestring, "none"))))
+        return srv_fail(e, 400, "invalid_request_error", "tool_choice",
+                        "'tool_choice' %s%.40s%s is not supported (a tool call cannot be forced); send \"auto\" or \"none\", or leave it out",
+                        cJSON_IsString(choice) ? "'" : "", cJSON_IsString(choice) ? choice->valuestring : "naming a function",
+                        cJSON_IsString(choice) ? "'" : "");
     if (!tools) return true;
     if (!cJSON_IsArray(tools)) return bad_type(e, "tools", "an array of {\"type\": \"function\", \"function\": {...}}", tools);
     int i = 0;
@@ -741,6 +809,70 @@ static bool json_utf8_check(const cJSON *v, char *path, size_t cap, size_t plen,
     return true;
 }
 
+typedef struct key_ref {
+    const char *name;
+    int index;              /* position among the object's members */
+} key_ref;
+
+static int key_ref_cmp(const void *a, const void *b) {
+    const key_ref *x = a, *y = b;
+    const int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* The first member name of object v that repeats an earlier one (the repeat earliest in document
+ * order), or NULL. Sorted copy of the names: O(n log n), so a body of 100k keys stays fast. */
+static const char *json_dup_key(const cJSON *v, bool *oom) {
+    int n = 0;
+    for (const cJSON *c = v->child; c; c = c->next) n++;
+    if (n < 2) return NULL;
+    key_ref *k = malloc((size_t)n * sizeof *k);
+    if (!k) {
+        *oom = true;
+        return NULL;
+    }
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) k[i] = (key_ref){c->string ? c->string : "", i};
+    qsort(k, (size_t)n, sizeof *k, key_ref_cmp);
+    const char *dup = NULL;
+    int at = n;
+    for (i = 1; i < n; i++)
+        if (!strcmp(k[i].name, k[i - 1].name) && k[i].index < at) at = k[i].index, dup = k[i].name;
+    free(k);
+    return dup;
+}
+
+/* A member name given twice in one object, anywhere in v (path: v's own, plen bytes used): 400
+ * naming the key and the object's path. cJSON keeps both and its lookups take the first; Python's
+ * json and JavaScript's JSON.parse (vLLM, the openai clients) take the last, so the same body would
+ * mean different requests: it is refused. False if it found one. */
+static bool json_dup_check(const cJSON *v, char *path, size_t cap, size_t plen, srv_error *e) {
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v)) return true;
+    if (cJSON_IsObject(v)) {
+        bool oom = false;
+        const char *dup = json_dup_key(v, &oom);
+        if (oom) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+        if (dup) {
+            char obj[sizeof e->param];
+            snprintf(obj, sizeof obj, "%.*s", (int)plen, path);
+            snprintf(path + plen, cap - plen, "%s%s", plen ? "." : "", dup);
+            return srv_fail(e, 400, "invalid_request_error", path,
+                            "duplicate key '%.80s' in %s%s%s: each member name may appear once in an object (parsers differ on "
+                            "which one counts); send it once", dup, plen ? "'" : "the request body", obj, plen ? "'" : "");
+        }
+    }
+    int i = 0;
+    for (const cJSON *c = v->child; c; c = c->next, i++) {
+        if (!cJSON_IsArray(c) && !cJSON_IsObject(c)) continue;
+        size_t k;
+        if (cJSON_IsArray(v)) k = (size_t)snprintf(path + plen, cap - plen, "[%d]", i);
+        else k = (size_t)snprintf(path + plen, cap - plen, "%s%s", plen ? "." : "", c->string);
+        if (!json_dup_check(c, path, cap, plen + k < cap ? plen + k : cap - 1, e)) return false;
+        path[plen] = '\0';
+    }
+    return true;
+}
+
 /* Offset of the first \u0000 escape inside a JSON string of body[0..len) (already parsed: well
  * formed), or len. cJSON decodes it to a NUL byte, which ends the C string: the rest of the text
  * would be dropped without a word, so the request is refused instead. */
@@ -793,6 +925,8 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
                  (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
         goto done;
     }
+    path[0] = '\0';
+    if (!json_dup_check(root, path, sizeof path, 0, e)) goto done;
     const size_t nul = json_nul_escape_at(body, len);
     if (nul < len) {
         char where[80];
@@ -847,6 +981,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
         r->top_logprobs = d >= 0 ? (int)d : 0;
     }
     if (!get_bool(root, "stream", "stream", &r->stream, e)) goto done;
+    if (!get_bool(root, "ignore_eos", "ignore_eos", &r->ignore_eos, e)) goto done;
     const cJSON *so = field(root, "stream_options");
     if (so && !cJSON_IsObject(so)) { bad_type(e, "stream_options", "an object", so); goto done; }
     if (so && !get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e)) goto done;

@@ -43,6 +43,9 @@ typedef struct srv_request {
     bool stream, include_usage;
     bool enable_thinking;   /* chat_template_kwargs.enable_thinking (default true) */
     bool has_tools;
+    bool ignore_eos;        /* llama-server/vLLM ignore_eos: an end-of-generation token does not end the
+                               reply (it is generated and counted; a control token shows no text), as tern run
+                               --ignore-eos; the reply ends at max_tokens, a stop string or the context */
     bool logprobs;          /* chat: logprobs true; completions: logprobs N given (N >= 0) */
     int top_logprobs;       /* alternatives per token, 0..SRV_MAX_TOP_LOGPROBS */
     char *model;            /* as sent, or NULL */

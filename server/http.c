@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
@@ -34,6 +35,7 @@ struct srv {
     int port;
     srv_tools_fmt tools_fmt;    /* how tools go into the prompt: by the template's family */
     atomic_uint_fast64_t next_id;
+    atomic_int in_flight;       /* requests whose headers are in and that have not completed */
 };
 
 void srv_config_default(srv_config *c) {
@@ -46,6 +48,8 @@ void srv_config_default(srv_config *c) {
     c->prefill_chunk = 64;
     c->queue_max = 32;
     c->body_max = 1 << 20;
+    c->timeout_s = 600;
+    c->idle_timeout_s = 10;
     tern_spec_params_default(&c->spec_p);
 }
 
@@ -60,6 +64,7 @@ typedef struct conn {
 
 typedef struct stream {
     srv *s;
+    struct MHD_Connection *c;
     srv_job *job;
     int fd;
     sbuf out;               /* SSE bytes not yet handed to MHD */
@@ -68,6 +73,15 @@ typedef struct stream {
     size_t text_off;        /* completions: bytes of text sent (logprobs text_offset) */
     bool sent_role, finished, failed;
 } stream;
+
+/* Restarts the connection's silence timer (libmicrohttpd restarts it when a timeout is set on a
+ * connection whose timeout is 0): called when the model has produced something after a wait, so
+ * the time spent waiting for the model (queue, prefill, the next token) never counts as the
+ * client's silence. */
+static void conn_touch(srv *s, struct MHD_Connection *c) {
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.timeout_s);
+}
 
 static int conn_fd(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -323,6 +337,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         if (st->out.n > 0) break;
         if (!wait_job(st->job, &seen, st->fd)) return MHD_CONTENT_READER_END_WITH_ERROR;
     }
+    conn_touch(st->s, st->c);
     size_t n = st->out.n - st->out_off;
     if (n > max) n = max;
     memcpy(buf, st->out.p + st->out_off, n);
@@ -393,6 +408,7 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
             return MHD_NO;
         }
         st->s = s;
+        st->c = c;
         st->job = j;                                  /* the stream owns the HTTP reference now */
         st->fd = fd;
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
@@ -403,12 +419,21 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
         return ret;
     }
     uint64_t seen = 0;
+    double t_peer = srv_now();
     for (;;) {
         pthread_mutex_lock(&j->mu);
         const bool done = j->state == JOB_DONE;
         pthread_mutex_unlock(&j->mu);
         if (done) break;
-        if (!wait_job(j, &seen, fd)) {                /* client gone: the slot is freed at the next step */
+        bool gone = !wait_job(j, &seen, fd);          /* (checks the socket only while nothing happens) */
+        if (!gone && srv_now() - t_peer >= 0.02) {    /* tokens flowing: look at the socket every 20 ms too */
+            t_peer = srv_now();
+            if (peer_gone(fd)) {
+                srv_job_cancel(j);
+                gone = true;
+            }
+        }
+        if (gone) {                                   /* client gone: the slot is freed at the next step */
             srv_job_unref(j);
             return MHD_NO;
         }
@@ -573,6 +598,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn->s = s;
         cn->c = c;
         *con_cls = cn;
+        atomic_fetch_add(&s->in_flight, 1);
+        /* the headers are in: from now on the request's timeout (body, reply) instead of the idle one */
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.timeout_s);
         /* a declared Content-Length over the limit is answered now, before any of the body is read
          * (libmicrohttpd then closes the connection); the key is checked first, as for any request */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
@@ -629,9 +657,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls, (void)c, (void)toe;
+    (void)toe;
+    const srv *s = cls;
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s);   /* keep-alive: idle again */
     conn *cn = *con_cls;
     if (!cn) return;
+    atomic_fetch_sub(&cn->s->in_flight, 1);
     sbuf_free(&cn->body);
     free(cn);
     *con_cls = NULL;
@@ -646,9 +677,16 @@ int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
-    char serv[16];
+    char serv[16], bare[256];
     snprintf(serv, sizeof serv, "%d", port);
-    const int rc = getaddrinfo(host, serv, &hints, out);
+    const size_t n = strlen(host);
+    const char *name = host;
+    if (n >= 2 && n < sizeof bare && host[0] == '[' && host[n - 1] == ']') {   /* "[::1]", as in a URL */
+        memcpy(bare, host + 1, n - 2);
+        bare[n - 2] = '\0';
+        name = bare;
+    }
+    const int rc = getaddrinfo(name, serv, &hints, out);
     if (rc != 0 || !*out) {
         if (*out) freeaddrinfo(*out);
         *out = NULL;
@@ -661,6 +699,9 @@ int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err
 int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     *out = NULL;
     if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
+    if (cfg->timeout_s < 0 || cfg->idle_timeout_s < 0 || cfg->conn_per_ip < 0 || cfg->conn_max < 0)
+        return srv_err_set(err, TERN_E_ARG, "--timeout %d, --idle-timeout %d, --conn-per-ip %d, --conn-max %d: expected >= 0",
+                           cfg->timeout_s, cfg->idle_timeout_s, cfg->conn_per_ip, cfg->conn_max);
     if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
     if (cfg->api_key && !*cfg->api_key)   /* "" would read as a key and let everyone in */
         return srv_err_set(err, TERN_E_ARG, "--api-key: empty key; expected a non-empty string (or no key: NULL)");
@@ -695,7 +736,16 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
         srv_stop(s);
         return rc;
     }
-    const unsigned limit = (unsigned)(cfg->parallel + cfg->queue_max + 16);
+    /* connection limits: one IP address may hold as many connections as can be served or queued,
+     * plus some slack (keep-alive, /health, /metrics), and the excess is closed at once, so one
+     * client cannot take every connection; all addresses together 4 times that, within the open
+     * file limit (each connection is a socket and a thread) */
+    const unsigned per_ip = cfg->conn_per_ip > 0 ? (unsigned)cfg->conn_per_ip : (unsigned)(cfg->parallel + cfg->queue_max + 16);
+    unsigned limit = 4u * (unsigned)(cfg->parallel + cfg->queue_max + 16);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)limit + 64)
+        limit = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
+    if (cfg->conn_max > 0) limit = (unsigned)cfg->conn_max;
     int bind_errno = 0;
     for (const struct addrinfo *a = ai; a && !s->d; a = a->ai_next) {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
@@ -704,7 +754,8 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
                                                                                                                 : MHD_USE_IPv6;
         errno = 0;
         s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, a->ai_addr,
-                                MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                                MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
         if (!s->d && !bind_errno) bind_errno = errno;
     }
@@ -726,6 +777,12 @@ void srv_stop(srv *s) {
     if (!s) return;
     if (s->d) MHD_quiesce_daemon(s->d);              /* stop accepting */
     srv_sched_shutdown(s->sched);                     /* ends jobs: waiting threads return */
+    /* let the connection threads send what those jobs answer (503, the end of a stream) before the
+     * daemon closes every connection: at most 2 s */
+    for (const double t0 = srv_now(); s->d && atomic_load(&s->in_flight) > 0 && srv_now() - t0 < 2.0;) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     if (s->d) MHD_stop_daemon(s->d);                  /* joins the connection threads */
     srv_sched_free(s->sched);
     pthread_mutex_destroy(&s->mx.mu);

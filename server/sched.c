@@ -254,7 +254,7 @@ static bool slot_emit(srv_sched *s, slot *sl, int32_t tok, const float *logits, 
     j->n_gen++;                                       /* written by this thread only */
     if (j->n_gen == 1) j->t_first = now;
     j->t_last = now;
-    if (tern_token_is_eog(s->m, tok)) {
+    if (!j->req.ignore_eos && tern_token_is_eog(s->m, tok)) {
         slot_finish(s, sl, "stop", NULL);
         return false;
     }
@@ -609,6 +609,41 @@ static slot *pick_slot(srv_sched *s, const srv_job *j) {
     return best;
 }
 
+/* Ends every queued job whose client has gone (cancelled while waiting for a slot), wherever it
+ * is in the queue, so it no longer holds a queue place (429 for others) until it reaches the head.
+ * Called with s->mu held; returns how many left (the caller counts them in /metrics without
+ * s->mu held). */
+static int queue_purge_cancelled(srv_sched *s) {
+    int kept = 0, gone = 0;
+    for (int i = 0; i < s->q_n; i++) {
+        srv_job *j = s->q[(s->q_head + i) % s->q_cap];
+        pthread_mutex_lock(&j->mu);
+        const bool cancelled = j->cancelled;
+        if (cancelled) {
+            j->state = JOB_DONE;
+            j->finish = "cancelled";
+            j->seq++;
+            pthread_cond_broadcast(&j->cv);
+        }
+        pthread_mutex_unlock(&j->mu);
+        if (cancelled) {
+            srv_job_unref(j);
+            gone++;
+        } else {
+            s->q[(s->q_head + kept++) % s->q_cap] = j;
+        }
+    }
+    s->q_n = kept;
+    return gone;
+}
+
+static void count_cancelled(srv_sched *s, int n) {
+    if (n <= 0) return;
+    pthread_mutex_lock(&s->mx->mu);
+    s->mx->requests_cancelled += (uint64_t)n;
+    pthread_mutex_unlock(&s->mx->mu);
+}
+
 static void *sched_main(void *arg) {
     srv_sched *s = arg;
     for (;;) {
@@ -618,6 +653,7 @@ static void *sched_main(void *arg) {
             pthread_mutex_unlock(&s->mu);
             break;
         }
+        const int gone = queue_purge_cancelled(s);   /* clients gone while queued: their places free */
         while (s->q_n > 0) {                          /* admit between steps */
             srv_job *j = s->q[s->q_head];
             slot *sl = NULL;
@@ -643,6 +679,7 @@ static void *sched_main(void *arg) {
             s->n_active++;
         }
         pthread_mutex_unlock(&s->mu);
+        count_cancelled(s, gone);
         sched_step(s);
     }
     /* shutting down: end every job */
@@ -736,7 +773,9 @@ int srv_sched_n_ctx(const srv_sched *s) { return s->n_ctx; }
 
 int srv_sched_submit(srv_sched *s, srv_job *j) {
     pthread_mutex_lock(&s->mu);
-    int rc = 0;
+    int rc = 0, gone = 0;
+    if (!s->stopping && (s->q_n + s->n_active >= s->n_slots + s->queue_max || s->q_n >= s->q_cap))
+        gone = queue_purge_cancelled(s);              /* full? not of clients that have left */
     if (s->stopping) rc = -2;
     else if (s->q_n + s->n_active >= s->n_slots + s->queue_max || s->q_n >= s->q_cap) rc = -1;
     else {
@@ -747,6 +786,7 @@ int srv_sched_submit(srv_sched *s, srv_job *j) {
         pthread_cond_signal(&s->cv);
     }
     pthread_mutex_unlock(&s->mu);
+    count_cancelled(s, gone);
     return rc;
 }
 

@@ -26,6 +26,15 @@ typedef struct srv_config {
     int prefill_chunk;      /* prompt tokens per step while other streams decode (default 64; <= n_batch) */
     int queue_max;          /* requests waiting for a slot before 429 (default 32) */
     size_t body_max;        /* request body limit in bytes (default 1 MiB) */
+    int timeout_s;          /* seconds a connection may stay silent in the middle of a request (its body
+                               arriving, its reply not being read; default 600, llama-server's --timeout);
+                               waiting for the model (queue, prefill, tokens) does not count */
+    int idle_timeout_s;     /* seconds a connection may stay silent with no request in progress (before
+                               its headers are complete, or between keep-alive requests; default 10) */
+    int conn_per_ip;        /* connections at once from one IP address, the excess closed at once
+                               (0: parallel + queue_max + 16) */
+    int conn_max;           /* connections at once in all (0: 4 x the per-IP default, at most what the
+                               open-file limit allows) */
     const char *api_key;    /* NULL: no authentication; "" is refused by srv_start (TERN_E_ARG) */
     const char *model_name; /* the id in /v1/models and responses */
     const char *chat_template; /* NULL: the model's */
@@ -41,7 +50,7 @@ typedef struct srv srv;
 int srv_start(srv **out, tern_model *m, const srv_config *c, tern_err *err);
 int srv_port(const srv *s);
 /* Resolve a --host value (a name such as "localhost", or a numeric IPv4/IPv6 address such as
- * "0.0.0.0", "::1", "::") with getaddrinfo for a passive TCP socket on port; *out (free with
+ * "0.0.0.0", "::1", "::", also in URL brackets "[::1]") with getaddrinfo for a passive TCP socket on port; *out (free with
  * freeaddrinfo) lists the addresses in the resolver's order, which srv_start tries until one binds.
  * Errors: TERN_E_ARG naming the host and the resolver's message (gai_strerror). */
 struct addrinfo;

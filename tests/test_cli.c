@@ -227,7 +227,7 @@ static void test_values_out_of_range(void **state) {
         {"serve", "--port 70000", "tern serve: --port: expected an integer in 0..65535, got '70000'"},
         {"serve", "-np 0", "tern serve: -np: expected an integer in 1..64, got '0'"},
         {"serve", "--body-limit 10", "tern serve: --body-limit: expected an integer in 1024..1073741824, got '10'"},
-        {"synth", "--n-vocab 0", "tern synth: --n-vocab: expected an integer in 1..1048576, got '0'"},
+        {"synth", "--n-vocab 0", "tern synth: --n-vocab: expected an integer in 285..1048576, got '0'"},
         {"synth", "--seed x", "tern synth: --seed: expected an integer in 0..18446744073709551615 or -1 (random), got 'x'"},
         {"bench-kernel", "--threads 0", "tern bench-kernel: --threads: expected a comma-separated list of at most 16 integers in 1.."},
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
@@ -250,7 +250,7 @@ static void test_values_out_of_range(void **state) {
          "tern bench-spec: --spec-ngram-max: expected an integer in 5..16 (at least --spec-ngram-min), got '4'"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
-        {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 1..1048576, got '99999999999'"},
+        {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 285..1048576, got '99999999999'"},
         {"bench", "-p 99999999999", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '99999999999'"},
     };
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
@@ -619,7 +619,8 @@ static void test_invalid_utf8_input(void **state) {
         const char lines[2][16] = {"hi \xFF\xC3 there\n", "hi \0 there\n"};
         const size_t line_len[2] = {12, 11};
         const char *notes[2] = {"tern chat: your message is not valid UTF-8 (first bad byte 0xff at offset 3); invalid bytes were replaced by U+FFFD",
-                                "tern chat: your message is not valid UTF-8 (first bad byte 0x00 at offset 3); invalid bytes were replaced by U+FFFD"};
+                                "tern chat: your message has a NUL byte at offset 3 (no text holds one: it would end the message "
+                                "there); it was replaced by U+FFFD"};
         for (int l = 0; l < (k == 0 ? 2 : 1); l++) {
             char *out = NULL, *err = NULL;
             write_file(input, lines[l], line_len[l]);

@@ -9,9 +9,11 @@
 #include "run_util.h"
 
 #include "format/gguf.h"
+#include "format/qtypes.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +269,158 @@ static void test_failed_write_keeps_existing_output(void **state) {
     rmdir(dir);
 }
 
+/* Whether the files at a and b have the same bytes. */
+static bool same_bytes(const char *a, const char *b) {
+    size_t na = 0, nb = 0;
+    char *x = fx_read_file(a, &na), *y = fx_read_file(b, &nb);
+    const bool eq = x && y && na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return eq;
+}
+
+/* Session 5 trial F1: `tern quantize IN OUT` with OUT naming IN by another path (dir/../, a
+ * symlink, a hard link) truncated the mmapped input under the reader (SIGBUS, the model lost);
+ * only the identical string was refused. Now each is a usage error (exit 2) naming both paths,
+ * and IN keeps its bytes. */
+static void test_quantize_same_file(void **state) {
+    (void)state;
+    char bin[4096], model[1024], dir[512], in[600], alias[3][1200], args[8192];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(dir, sizeof dir, "samedir");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    snprintf(in, sizeof in, "%s/in.gguf", dir);
+    size_t len = 0;
+    char *bytes = fx_read_file(model, &len);
+    assert_non_null(bytes);
+    write_file(in, bytes, len);
+    free(bytes);
+    snprintf(alias[0], sizeof alias[0], "%s/../%s/in.gguf", dir, strrchr(dir, '/') + 1);
+    snprintf(alias[1], sizeof alias[1], "%s/link.gguf", dir);
+    snprintf(alias[2], sizeof alias[2], "%s/hard.gguf", dir);
+    unlink(alias[1]);
+    unlink(alias[2]);
+    if (symlink("in.gguf", alias[1]) != 0) fail_msg("symlink %s: %s", alias[1], strerror(errno));
+    if (link(in, alias[2]) != 0) fail_msg("link %s: %s", alias[2], strerror(errno));
+    for (int i = 0; i < 3; i++) {
+        char want[8192];
+        snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", in, alias[i]);
+        snprintf(want, sizeof want, "tern quantize: IN '%s' and OUT '%s' are the same file", in, alias[i]);
+        expect_err(2, want, NULL, args);
+        if (!same_bytes(in, model)) fail_msg("tern %s changed IN", args);
+    }
+    unlink(alias[1]);
+    unlink(alias[2]);
+    unlink(in);
+    rmdir(dir);
+}
+
+/* Whether dir holds a file whose name contains ".tmp-" (a temporary file left behind). */
+static bool tmp_left(const char *dir) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "ls -a '%s'", dir);
+    int rc = -1;
+    char *out = ru_capture(cmd, &rc);
+    const bool left = strstr(out, ".tmp-") != NULL;
+    free(out);
+    return left;
+}
+
+/* Session 5 trial F2: a failed quantize/synth left an existing OUT truncated (it was written in
+ * place). Now OUT is written to a temporary file beside it and renamed over it on success: under a
+ * file-size limit (SIGXFSZ ignored) both fail with exit 1, OUT keeps its old bytes, the message
+ * says so, and no temporary file is left; a successful run replaces OUT keeping its permission
+ * bits (0640); a symlink OUT stays a symlink and its target gets the new file (as cp). */
+static void test_failed_write_keeps_old_output(void **state) {
+    (void)state;
+    char bin[4096], model[1024], dir[512], out[600], link[600], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(dir, sizeof dir, "replacedir");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    snprintf(link, sizeof link, "%s/link.gguf", dir);
+    const char *old = "the user's previous model\n";
+    const char *runs[] = {"quantize '%s' '%s' --type q8_0", "synth --arch qwen3-tiny --no-weights -o '%s'"};
+    for (int r = 0; r < 2; r++) {
+        write_file(out, old, strlen(old));
+        assert_int_equal(chmod(out, 0640), 0);
+        char args[2048];
+        if (r == 0) snprintf(args, sizeof args, runs[r], model, out);
+        else snprintf(args, sizeof args, runs[r], out);
+        snprintf(cmd, sizeof cmd, "sh -c \"trap '' XFSZ; ulimit -f 1; exec '%s' %s\" 2>&1", bin, args);
+        int rc = -1;
+        char *msg = ru_capture(cmd, &rc);
+        char want[800];
+        snprintf(want, sizeof want, "(OUT '%s' left as it was)", out);
+        size_t len = 0;
+        char *now = fx_read_file(out, &len);
+        if (rc != 1 || !strstr(msg, want) || !now || len != strlen(old) || memcmp(now, old, len) || tmp_left(dir))
+            fail_msg("%s: exit %d, output: %s(expected exit 1, \"%s\", OUT's old bytes and no temporary file)", cmd, rc,
+                     msg, want);
+        free(now);
+        free(msg);
+    }
+    char args[2048];
+    snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", model, out);
+    expect_err(0, "tern quantize: ", NULL, args);
+    struct stat st;
+    assert_int_equal(stat(out, &st), 0);
+    if ((st.st_mode & 07777) != 0640) fail_msg("OUT's mode after quantize: %o, expected 640", (unsigned)(st.st_mode & 07777));
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open(&g, out, GGUF_LOAD_MMAP, &err) != TERN_OK) fail_msg("%s after quantize: %s", out, err.msg);
+    gguf_close(g);
+    assert_false(tmp_left(dir));
+    /* a symlink OUT: the link stays, its target is replaced */
+    write_file(out, old, strlen(old));
+    unlink(link);
+    if (symlink("out.gguf", link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
+    snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", model, link);
+    expect_err(0, "tern quantize: ", NULL, args);
+    if (lstat(link, &st) != 0 || !S_ISLNK(st.st_mode)) fail_msg("%s is no longer a symlink", link);
+    g = NULL;
+    if (gguf_open(&g, out, GGUF_LOAD_MMAP, &err) != TERN_OK) fail_msg("%s (the link's target): %s", out, err.msg);
+    gguf_close(g);
+    assert_false(tmp_left(dir));
+    unlink(link);
+    unlink(out);
+    rmdir(dir);
+}
+
+/* Session 5 trial F12: results written to a full device were lost with exit 0. Now every command
+ * checks stdout at the end: exit 1 and "tern CMD: write error on standard output" on stderr; the
+ * same commands into /dev/null exit 0 (the control). */
+static void test_stdout_write_error(void **state) {
+    (void)state;
+    char bin[4096], model[1024], text[1024];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_require(text, sizeof text, "data/tinystories-sample/tinystories_sample.txt");
+    const char *cmds[][2] = {
+        {"info", "info '%s'"},
+        {"run", "run -m '%s' -p Once -n 20 -t 1"},
+        {"bench", "bench -m '%s' -p 4 -n 4 -r 1 -t 1 --json"},
+        {"perplexity", "perplexity -m '%s' -f '%s' -c 64 --chunks 2 -t 1"},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char args[4096], full[4200], want[200];
+        snprintf(args, sizeof args, cmds[i][1], model, text);
+        for (int dev = 0; dev < 2; dev++) {
+            snprintf(full, sizeof full, "%s >%s", args, dev ? "/dev/full" : "/dev/null");
+            snprintf(want, sizeof want, "tern %s: write error on standard output", cmds[i][0]);
+            char *out = NULL, *err = NULL;
+            const int rc = ru_tern(&out, &err, "%s", full);
+            if (dev ? rc != 1 || !strstr(err, want) : rc != 0 || strstr(err, "write error"))
+                fail_msg("tern %s: exit %d, stderr: %s(expected exit %d%s%s)", full, rc, err, dev, dev ? ", " : "",
+                         dev ? want : "");
+            free(out);
+            free(err);
+        }
+    }
+}
+
 /* `serve --api-key ""` (or TERN_API_KEY set to nothing) said "API key required" and served
  * everyone: now a usage error before the model loads. A non-empty --api-key overrides an empty
  * TERN_API_KEY (the run reaches the model file). --n-vocab has a maximum (2^20) instead of
@@ -298,16 +452,36 @@ static void test_empty_api_key_and_vocab_limit(void **state) {
     unlink(path);
     char args[1024];
     snprintf(args, sizeof args, "synth --arch qwen3-tiny --n-vocab 2147483647 --no-weights -o '%s'", path);
-    expect_err(2, "tern synth: --n-vocab: expected an integer in 1..1048576, got '2147483647'", NULL, args);
+    expect_err(2, "tern synth: --n-vocab: expected an integer in 285..1048576, got '2147483647'", NULL, args);
     assert_int_equal(access(path, F_OK), -1);
     char *out = NULL;
     assert_int_equal(ru_tern(&out, NULL, "synth --help"), 0);
-    if (!strstr(out, "2^20, about 4x the largest real vocabulary") || !strstr(out, "[1..1048576]"))
+    if (!strstr(out, "at most 2^20, about 4x the") || !strstr(out, "[285..1048576]"))
         fail_msg("synth --help does not state --n-vocab's maximum:\n%s", out);
     free(out);
 }
 
-/* A copy of stories260K whose blk.4.ffn_norm.weight data is all 0xff bytes (NaN), at path. */
+/* A copy of model with `bytes` bytes at `at` of tensor `name`'s data set to `val`, at path
+ * (nbytes 0: the whole tensor). */
+static void write_damaged(const char *model, const char *name, uint64_t at, const uint8_t *val, size_t n,
+                          const char *path) {
+    size_t len = 0;
+    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
+    assert_non_null(buf);
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
+    const gguf_tensor *t = gguf_find_tensor(g, name);
+    assert_non_null(t);
+    assert_true(at + n <= t->nbytes);
+    memcpy(t->data + at, val, n);
+    gguf_close(g);
+    write_file(path, (const char *)buf, len);
+    free(buf);
+}
+
+/* A copy of stories260K whose blk.4.ffn_down.weight data (F32, a projection: not scanned at load)
+ * is all 0xff bytes (NaN), at path. (A NaN in a norm weight is refused at load since session 5.) */
 static void write_nan_model(const char *model, const char *path) {
     size_t len = 0;
     uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
@@ -315,9 +489,9 @@ static void write_nan_model(const char *model, const char *path) {
     gguf_ctx *g = NULL;
     tern_err err = {0};
     if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
-    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_norm.weight");
+    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_down.weight");
     assert_non_null(t);
-    assert_true(t->nbytes > 0);
+    assert_true(t->nbytes > 0 && t->type == QT_F32);
     memset(t->data, 0xff, (size_t)t->nbytes);
     gguf_close(g);
     write_file(path, (const char *)buf, len);
@@ -377,6 +551,179 @@ static void test_nonfinite_logits(void **state) {
     remove(ids);
 }
 
+/* Session 5 trial F5: a NaN/Inf fp16 block scale in a PQ2_0/PTQ1_0 model ran with exit 0 and
+ * finite logits on --numerics fast/ggml (the int8 activation path laundered it); a NaN in a norm
+ * weight too. Now the model load refuses such a file whatever the numerics (exit 1), naming the
+ * tensor, row, block (element) and bits. Damaged copies of the golden qwen3-tiny-pq2_0 (n_embd 256, n_ff 768; the trial's
+ * recipe: scale of blk.0.attn_q.weight block 0 -> NaN; row 1 block 2 -> +Inf), of its PTQ1_0
+ * quantization (scale at byte 26 of row 3's block 1 -> -Inf) and of stories260K (element 3 of
+ * blk.4.ffn_norm.weight -> NaN); the undamaged PTQ1_0 copy runs (exit 0, the control). */
+static void test_damaged_model_refused(void **state) {
+    (void)state;
+    char bin[4096], q3[1024], stories[1024], bad[512], ptq[512];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(q3, sizeof q3, QWEN3_TINY);
+    fx_require(stories, sizeof stories, STORIES);
+    fx_tmp_path(bad, sizeof bad, "damaged.gguf");
+    fx_tmp_path(ptq, sizeof ptq, "damaged-src-ptq.gguf");
+    char args[4096];
+    snprintf(args, sizeof args, "quantize '%s' '%s' --type ptq1_0", q3, ptq);
+    expect_err(0, "tern quantize: ", NULL, args);
+    const struct { const char *model, *tensor; uint64_t at; uint8_t v[4]; size_t n; const char *numerics, *want; } c[] = {
+        {q3, "blk.0.attn_q.weight", 0, {0x00, 0x7e}, 2, "fast",
+         "tensor 'blk.0.attn_q.weight': row 0, block 0: scale 0x7e00 is NaN; expected a finite fp16 scale"},
+        {q3, "blk.0.attn_q.weight", 0, {0x00, 0x7e}, 2, "ggml", "tensor 'blk.0.attn_q.weight': row 0, block 0: scale 0x7e00 is NaN"},
+        {q3, "blk.0.attn_q.weight", 0, {0x00, 0x7e}, 2, "f32", "tensor 'blk.0.attn_q.weight': row 0, block 0: scale 0x7e00 is NaN"},
+        {q3, "blk.1.ffn_down.weight", 0, {0x00, 0x7c}, 2, "fast", NULL},   /* at: set below */
+        {ptq, "blk.0.ffn_gate.weight", (3 * 2 + 1) * 28 + 26, {0x00, 0xfc}, 2, "fast",
+         "tensor 'blk.0.ffn_gate.weight': row 3, block 1: scale 0xfc00 is -Inf"},
+        {stories, "blk.4.ffn_norm.weight", 12, {0x00, 0x00, 0xc0, 0x7f}, 4, "fast",
+         "tensor 'blk.4.ffn_norm.weight': element 3 (row 0, column 3) is NaN (bits 0x7fc00000)"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        uint64_t at = c[i].at;
+        char want[300];
+        const char *w = c[i].want;
+        if (!w) {   /* ffn_down: rows of n_ff = 768 weights (6 blocks); row 1, block 2 */
+            at = (768 / 128 * 34) * 1 + 2 * 34;
+            snprintf(want, sizeof want, "tensor 'blk.1.ffn_down.weight': row 1, block 2: scale 0x7c00 is +Inf");
+            w = want;
+        }
+        write_damaged(c[i].model, c[i].tensor, at, c[i].v, c[i].n, bad);
+        snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1 --numerics %s", bad, c[i].numerics);
+        expect_err(1, w, NULL, args);
+    }
+    snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1", ptq);
+    expect_err(0, "generation: ", NULL, args);
+    remove(bad);
+    remove(ptq);
+}
+
+/* The number after `key` in s (0 if absent). */
+static double num_after(const char *s, const char *key) {
+    const char *p = strstr(s, key);
+    return p ? atof(p + strlen(key)) : 0.0;
+}
+
+/* Session 5 trial F13: perplexity printed `PPL = x` without llama-perplexity's `+/- error`. Now
+ * `PPL = x +/- se`, se = PPL * sqrt(var(nll) / (n - 1)) (the delta method over the n scored
+ * negative log-likelihoods). Checked on two predictions, whose nlls come from separate runs
+ * (causal: the ids 1 403 give nll1 = ln PPL(1 403), and nll2 = 2 ln PPL(1 403 407) - nll1), so
+ * se = PPL * |nll1 - nll2| / 2; a single prediction prints no +/-. */
+static void test_perplexity_stderr_estimate(void **state) {
+    (void)state;
+    char model[1024], ids[512], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(ids, sizeof ids, "se-ids.txt");
+    double ppl[2] = {0, 0}, se = 0;
+    for (int k = 0; k < 2; k++) {
+        write_file(ids, k ? "1 403 407\n" : "1 403\n", k ? 10 : 6);
+        char *out = NULL, *err = NULL;
+        snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s' -t 1", model, ids);
+        const int rc = ru_tern(&out, &err, "%s", args);
+        ppl[k] = num_after(out, "PPL = ");
+        if (k) se = num_after(out, " +/- ");
+        if (rc != 0 || !(ppl[k] > 1) || (k == 0) != (strstr(out, "+/-") == NULL))
+            fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+        free(out);
+        free(err);
+    }
+    const double nll1 = log(ppl[0]), nll2 = 2 * log(ppl[1]) - nll1, want = ppl[1] * fabs(nll1 - nll2) / 2;
+    if (!(fabs(se - want) <= 1e-5 * want + 2e-6))
+        fail_msg("PPL %.6f +/- %.6f, expected +/- %.6f (nll %.6f, %.6f)", ppl[1], se, want, nll1, nll2);
+    remove(ids);
+}
+
+/* Session 5 trial F10: perplexity past the model's trained context (stories260K: 2048) said
+ * nothing, where run warns. Now -f with -c 2100 and --tokens with 2100 ids warn once on stderr
+ * (and still print PPL); -c 256 does not. */
+static void test_perplexity_past_trained_context(void **state) {
+    (void)state;
+    char model[1024], sample[1024], text[512], ids[512], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    fx_require(sample, sizeof sample, "data/tinystories-sample/tinystories_sample.txt");
+    fx_tmp_path(text, sizeof text, "ctx-text.txt");
+    fx_tmp_path(ids, sizeof ids, "ctx-ids.txt");
+    size_t len = 0;
+    char *t = fx_read_file(sample, &len);
+    assert_non_null(t);
+    FILE *f = fopen(text, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 3; i++) assert_int_equal(fwrite(t, 1, len, f), len);   /* ~5600 tokens */
+    assert_int_equal(fclose(f), 0);
+    free(t);
+    f = fopen(ids, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 2100; i++) fprintf(f, "%d ", i % 2 ? 403 : 5);
+    assert_int_equal(fclose(f), 0);
+    const struct { const char *fmt, *path, *want; } c[] = {
+        {"perplexity -m '%s' -f '%s' -c 2100 --chunks 1 -t 2",  text,
+         "tern perplexity: warning: -c 2100 is longer than the model's trained context (2048 tokens)"},
+        {"perplexity -m '%s' --tokens '%s' -t 2", ids,
+         "tern perplexity: warning: the 2100 ids (one sequence) are longer than the model's trained context (2048 tokens)"},
+        {"perplexity -m '%s' -f '%s' -c 256 --chunks 1 -t 1", text, NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        snprintf(args, sizeof args, c[i].fmt, model, c[i].path);
+        char *out = NULL, *err = NULL;
+        const int rc = ru_tern(&out, &err, "%s", args);
+        const char *w = c[i].want ? strstr(err, c[i].want) : NULL;
+        if (rc != 0 || !strstr(out, "PPL = ") || (c[i].want ? !w || strstr(w + strlen(c[i].want), "warning") : strstr(err, "warning") != NULL))
+            fail_msg("tern %s: exit %d, stdout: %s, stderr: %s(expected %s)", args, rc, out, err, c[i].want ? c[i].want : "no warning");
+        free(out);
+        free(err);
+    }
+    remove(text);
+    remove(ids);
+}
+
+/* Session 5 trial F8: bench printed "312.6%" of the DRAM decode ceiling for stories260K (1 MB of
+ * weights: read from cache, not DRAM). Now a model whose bytes per token fit in the last-level
+ * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
+ * note beside its tg figure in the table; pp rows have none. */
+static void test_bench_cache_resident(void **state) {
+    (void)state;
+    char model[1024], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1 --json", model);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "%s", args);
+    const char *tg = strstr(out, "\"test\": \"tg4\"");
+    if (rc != 0 || !tg || !strstr(tg, "\"cache_resident\": true") || !strstr(out, "\"cache_resident\": true, \"frac_of_ceiling\": null"))
+        fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1", model);
+    rc = ru_tern(&out, &err, "%s", args);
+    const char *note = "% (model fits in cache: the DRAM ceiling does not apply) |";
+    const char *row = strstr(out, "| tg4 |"), *pp = strstr(out, "| pp4 |");
+    if (rc != 0 || !row || !pp || !strstr(row, note) || strstr(pp, note) < row)
+        fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    free(out);
+    free(err);
+}
+
+/* Session 5 trial F13: `tern info -m FILE` (llama.cpp's habit) was an unknown option: now the
+ * same output as `tern info FILE`; two files (one each way) are still a usage error. synth
+ * --n-vocab below the built-in vocabulary (285) was exit 1 at write time: now the parser's usage
+ * error with the real range. */
+static void test_info_m_and_vocab_minimum(void **state) {
+    (void)state;
+    char model[1024], args[4096];
+    fx_require(model, sizeof model, STORIES);
+    char *a = NULL, *b = NULL;
+    assert_int_equal(ru_tern(&a, NULL, "info '%s' --no-tensors", model), 0);
+    assert_int_equal(ru_tern(&b, NULL, "info -m '%s' --no-tensors", model), 0);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "stories260K.gguf"));
+    free(a);
+    free(b);
+    snprintf(args, sizeof args, "info -m '%s' '%s'", model, model);
+    expect_err(2, "tern info: unexpected argument", NULL, args);
+    expect_err(2, "tern synth: --n-vocab: expected an integer in 285..1048576, got '284'", NULL,
+               "synth --arch qwen3-tiny --n-vocab 284 --no-weights -o /nonexistent/x.gguf");
+}
+
 /* chat with a first message that does not fit -c said "Type /clear": on an empty conversation it
  * now says the context is too small and the -c it needs; that -c (checked by running with it)
  * holds the message and a one-token reply without any context message. */
@@ -400,6 +747,16 @@ static void test_chat_context_too_small(void **state) {
     rc = ru_tern(NULL, &err, "chat -m '%s' -c %d -n 1 --temp 0 -t 1 <'%s'", model, need, in);
     if (rc != 0 || strstr(err, "too small") || strstr(err, "context full") || !strstr(err, "[turn 1: "))
         fail_msg("chat -c %d: exit %d, stderr: %s", need, rc, err);
+    free(err);
+    /* session 5 trial F13: the note on how a reply ended ("[context full: ...]") went to stdout
+     * among the replies: now on stderr (3 more positions than needed, 20 tokens asked for) */
+    char *out = NULL;
+    err = NULL;
+    rc = ru_tern(&out, &err, "chat -m '%s' -c %d -n 20 --temp 0 -t 1 <'%s'", model, need + 3, in);
+    if (rc != 0 || strstr(out, "[context full") || !strstr(err, "[context full: type /clear to start a new conversation]"))
+        fail_msg("chat -c %d -n 20: exit %d, stdout: %s, stderr: %s(expected the context-full note on stderr only)", need + 3,
+                 rc, out, err);
+    free(out);
     free(err);
     remove(in);
 }
@@ -427,9 +784,17 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_no_chat_template_notice),
         cmocka_unit_test(test_bad_input_messages),
         cmocka_unit_test(test_failed_write_keeps_existing_output),
+        cmocka_unit_test(test_quantize_same_file),
+        cmocka_unit_test(test_failed_write_keeps_old_output),
+        cmocka_unit_test(test_stdout_write_error),
         cmocka_unit_test(test_empty_api_key_and_vocab_limit),
         cmocka_unit_test(test_nonfinite_logits),
+        cmocka_unit_test(test_damaged_model_refused),
         cmocka_unit_test(test_chat_context_too_small),
+        cmocka_unit_test(test_perplexity_stderr_estimate),
+        cmocka_unit_test(test_perplexity_past_trained_context),
+        cmocka_unit_test(test_bench_cache_resident),
+        cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),
     };
     TEST_RUN_SUITE("cli_input", tests);

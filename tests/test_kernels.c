@@ -699,6 +699,43 @@ static void test_threads_bit_identical(void **state) {
 
 /* ---- 4. rejected shapes ------------------------------------------------------------------------- */
 
+/* A non-finite fp16 block scale (a damaged file; trial s5 F5: the int8 activation path turned it
+ * into finite logits) is refused by kern_w_init for every block type with a scale, naming the
+ * tensor, row, block and bits: 4 rows x 2 blocks of zeros (scale 0: accepted), then one scale at
+ * row 2, block 1 set to NaN / +Inf / -Inf. The scale's byte offset is qtypes.h's block_*. */
+static void test_nonfinite_scale(void **state) {
+    (void)state;
+    static const struct { int type, d_off; } types[] = {
+        {QT_PQ2_0, 0}, {QT_Q2_0, 0}, {QT_Q8_0, 0}, {QT_Q1_0, 0}, {QT_PTQ1_0, 26}, {QT_TQ1_0, 52}, {QT_TQ2_0, 64},
+    };
+    static const struct { uint16_t h; const char *what; } bad[] = {{0x7e00, "NaN"}, {0x7c00, "+Inf"}, {0xfc00, "-Inf"},
+                                                                    {0xfd01, "NaN"}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const int bs = kern_block_size(types[t].type), bb = kern_block_bytes(types[t].type);
+        uint8_t *buf = calloc(8, (size_t)bb);
+        assert_non_null(buf);
+        kern_w w;
+        tern_err err = {0};
+        assert_int_equal(kern_w_init(&w, "blk.3.ffn_up.weight", types[t].type, buf, 2 * bs, 4, &err), TERN_OK);
+        kern_w_free(&w);
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            memset(buf, 0, 8 * (size_t)bb);
+            uint8_t *d = buf + (2 * 2 + 1) * bb + types[t].d_off;   /* row 2, block 1 */
+            d[0] = (uint8_t)bad[b].h;
+            d[1] = (uint8_t)(bad[b].h >> 8);
+            char want[160];
+            snprintf(want, sizeof want, "tensor 'blk.3.ffn_up.weight': row 2, block 1: scale 0x%04x is %s", bad[b].h,
+                     bad[b].what);
+            const int rc = kern_w_init(&w, "blk.3.ffn_up.weight", types[t].type, buf, 2 * bs, 4, &err);
+            if (rc != TERN_E_FORMAT || !strstr(err.msg, want) || w.aux)
+                fail_msg("type %d, scale 0x%04x: rc %d, '%s' (expected TERN_E_FORMAT, \"%s\")", types[t].type, bad[b].h, rc,
+                         err.msg, want);
+            tern_err_clear(&err);
+        }
+        free(buf);
+    }
+}
+
 static void test_rejects(void **state) {
     (void)state;
     uint8_t buf[34 * 8] = {0};
@@ -802,6 +839,7 @@ int suite_kernels(int *n_tests) {
         cmocka_unit_test(test_narrow_splits),
         cmocka_unit_test(test_threads_bit_identical),
         cmocka_unit_test(test_rejects),
+        cmocka_unit_test(test_nonfinite_scale),
         cmocka_unit_test(test_selfcheck),
         cmocka_unit_test(test_report_isas),
     };

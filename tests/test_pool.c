@@ -1,7 +1,8 @@
 /* test_pool.c: the persistent thread pool. Ranges are disjoint, aligned and cover [0, n)
  * exactly once (checked by counting writes per index); the split is the documented one; results
  * are bit-identical for 1, 2 and 3 threads; many short jobs in a row complete (no lost
- * wake-up), including after the workers fell asleep. */
+ * wake-up), including after the workers fell asleep. pool_for_dyn: every index claimed exactly
+ * once, aligned chunks within their bounds, the caller's claims above the workers', same bits. */
 #include "test.h"
 
 #include "runtime/pool.h"
@@ -118,6 +119,121 @@ static void test_many_short_jobs(void **state) {
     pool_free(NULL);
 }
 
+/* pool_for_dyn: every index claimed exactly once (a per-index counter), chunk boundaries aligned
+ * (but n), no chunk over cmax, no empty call, and the caller's chunks all above the workers' (the
+ * caller claims from the back, the workers from the front); for n not a multiple of the chunk or
+ * of align, n < threads, n <= cmin (the static fallback), n = 0, and 1..8 threads. */
+typedef struct {
+    atomic_int *hits;       /* per index */
+    int64_t n, align, cmax;
+    atomic_int bad;         /* a misaligned boundary, an empty or oversized chunk, a bad ith */
+    atomic_int calls;
+    atomic_llong caller_lo; /* lowest index the caller (ith 0) computed */
+    atomic_llong worker_hi; /* highest index + 1 a worker computed */
+} dyn_ctx;
+
+static void job_dyn_cover(void *ctx, int64_t i0, int64_t i1, int ith) {
+    dyn_ctx *c = ctx;
+    if (i0 % c->align != 0 || i0 >= i1 || (i1 % c->align != 0 && i1 != c->n) || i1 - i0 > c->cmax || ith < 0 || ith >= 8)
+        atomic_fetch_add(&c->bad, 1);
+    atomic_fetch_add(&c->calls, 1);
+    if (ith == 0) {
+        long long cur = atomic_load(&c->caller_lo);
+        while (i0 < cur && !atomic_compare_exchange_weak(&c->caller_lo, &cur, (long long)i0)) {}
+    } else {
+        long long cur = atomic_load(&c->worker_hi);
+        while (i1 > cur && !atomic_compare_exchange_weak(&c->worker_hi, &cur, (long long)i1)) {}
+    }
+    for (int64_t i = i0; i < i1; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+
+static void test_dyn_cover(void **state) {
+    (void)state;
+    static const int64_t ns[] = {0, 1, 3, 7, 8, 13, 64, 65, 1000, 4099, 151669};
+    static const struct { int64_t align, cmin, cmax; } shapes[] = {
+        {1, 1, 1}, {1, 4, 4}, {4, 32, 512}, {8, 64, INT64_MAX}, {128, 128, 512}, {3, 6, 30},
+    };
+    for (int T = 1; T <= 8; T++) {
+        tern_pool *p;
+        assert_int_equal(pool_init(&p, T, NULL), TERN_OK);
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+            for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+                dyn_ctx c = {0};
+                c.n = ns[ni];
+                c.align = shapes[si].align;
+                /* n <= cmin or one thread: pool_for's static split (one range per thread), where
+                 * cmax does not apply */
+                c.cmax = c.n <= shapes[si].cmin || T == 1 ? INT64_MAX : shapes[si].cmax;
+                atomic_init(&c.caller_lo, INT64_MAX);
+                atomic_init(&c.worker_hi, 0);
+                c.hits = calloc((size_t)c.n + 1, sizeof *c.hits);
+                pool_for_dyn(p, c.n, c.align, shapes[si].cmin, shapes[si].cmax, job_dyn_cover, &c);
+                assert_int_equal(atomic_load(&c.bad), 0);
+                for (int64_t i = 0; i < c.n; i++) assert_int_equal(atomic_load(&c.hits[i]), 1);
+                if (c.n == 0) assert_int_equal(atomic_load(&c.calls), 0);
+                if (T == 1 && c.n > 0) assert_int_equal(atomic_load(&c.calls), 1);   /* one thread: one call */
+                /* every chunk the caller claimed lies above every chunk a worker claimed */
+                if (c.n > shapes[si].cmin && T > 1) assert_true(atomic_load(&c.worker_hi) <= atomic_load(&c.caller_lo));
+                /* guided chunks: never more than one per cmin elements, plus the ends */
+                if (c.n > shapes[si].cmin)
+                    assert_true(atomic_load(&c.calls) <= c.n / shapes[si].cmin + 2);
+                free(c.hits);
+            }
+        }
+        pool_free(p);
+    }
+}
+
+/* Many short dynamic jobs in a row (the claims race every time: one-index chunks, 2 and 3
+ * threads, with sleeps so the workers also wake from the condition variable): each index is
+ * computed exactly once per job. */
+static void test_dyn_many_jobs(void **state) {
+    (void)state;
+    enum { N = 37, R = 3000 };
+    for (int T = 2; T <= 3; T++) {
+        tern_pool *p;
+        assert_int_equal(pool_init(&p, T, NULL), TERN_OK);
+        dyn_ctx c = {0};
+        c.n = N;
+        c.align = 1;
+        c.cmax = 1;
+        atomic_init(&c.caller_lo, INT64_MAX);
+        atomic_init(&c.worker_hi, 0);
+        c.hits = calloc(N, sizeof *c.hits);
+        for (int r = 0; r < R; r++) {
+            if (r % 1000 == 999) {
+                struct timespec ts = {0, 3 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+            pool_for_dyn(p, N, 1, 1, 1, job_dyn_cover, &c);
+        }
+        assert_int_equal(atomic_load(&c.bad), 0);
+        assert_int_equal(atomic_load(&c.calls), N * R);
+        for (int i = 0; i < N; i++) assert_int_equal(atomic_load(&c.hits[i]), R);
+        free(c.hits);
+        pool_free(p);
+    }
+}
+
+/* The float reduction above under the dynamic schedule: bit-identical to one thread's. */
+static void test_dyn_bit_identical(void **state) {
+    (void)state;
+    enum { N = 777, M = 97 };
+    float *x = malloc(sizeof(float) * N * M), *y[4];
+    for (int i = 0; i < N * M; i++) x[i] = (float)((i * 2654435761u) % 1000) / 999.0f - 0.5f;
+    for (int T = 1; T <= 4; T++) {
+        tern_pool *p;
+        assert_int_equal(pool_init(&p, T, NULL), TERN_OK);
+        y[T - 1] = malloc(sizeof(float) * N);
+        red_ctx c = {x, y[T - 1], M};
+        for (int r = 0; r < 20; r++) pool_for_dyn(p, N, 4, 8, 64, job_red, &c);
+        pool_free(p);
+    }
+    for (int T = 2; T <= 4; T++) assert_memory_equal(y[0], y[T - 1], sizeof(float) * N);
+    for (int i = 0; i < 4; i++) free(y[i]);
+    free(x);
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -131,6 +247,9 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_cover),
         cmocka_unit_test(test_bit_identical),
         cmocka_unit_test(test_many_short_jobs),
+        cmocka_unit_test(test_dyn_cover),
+        cmocka_unit_test(test_dyn_many_jobs),
+        cmocka_unit_test(test_dyn_bit_identical),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

@@ -6,6 +6,7 @@
 
 #include "../server/api.h"
 #include "../server/reply.h"
+#include "core/core.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -306,6 +307,63 @@ static void test_request_number_messages(void **state) {
     }
 }
 
+/* A member name given twice in one object is refused, naming the key and the object's path (was:
+ * cJSON's first value silently won, while Python's json, JavaScript's JSON.parse and so vLLM take
+ * the last, so one body meant two different requests). The same name in different objects, or a
+ * name that only differs in case, is fine. A body of 50000 distinct keys is checked quickly. */
+static void test_request_duplicate_keys(void **state) {
+    (void)state;
+    const char *tail = "the request body: each member name may appear once in an object (parsers differ on which one counts); send it once";
+    char want[512];
+    snprintf(want, sizeof want, "duplicate key 'max_tokens' in %s", tail);
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"max_tokens\": 3, \"max_tokens\": -1}",
+                   "max_tokens", want);
+    snprintf(want, sizeof want, "duplicate key 'prompt' in %s", tail);
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": \"a\", \"stream\": false, \"prompt\": \"b\"}", "prompt", want);
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"user\", \"content\": \"a\", "
+                   "\"role\": \"system\"}]}", "messages[1].role",
+                   "duplicate key 'role' in 'messages[1]': each member name may appear once in an object (parsers differ on which "
+                   "one counts); send it once");
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"chat_template_kwargs\": "
+                   "{\"enable_thinking\": true, \"x\": 1, \"enable_thinking\": false}}", "chat_template_kwargs.enable_thinking",
+                   "duplicate key 'enable_thinking' in 'chat_template_kwargs': each member name may appear once in an object "
+                   "(parsers differ on which one counts); send it once");
+    /* inside a value tern does not read (a tool's schema) too: the tools JSON goes into the prompt */
+    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"tools\": [{\"type\": \"function\", "
+               "\"function\": {\"name\": \"f\", \"parameters\": {\"a\": 1, \"b\": 2, \"a\": 3}}}]}", "tools[0].function.parameters.a");
+    /* the first repeat in document order is named */
+    expect_400(SRV_COMPLETION, "{\"prompt\": \"a\", \"z\": 1, \"y\": 1, \"y\": 2, \"z\": 2}", "y");
+    /* fine: the same name in sibling objects, names differing in case */
+    const char *ok[] = {
+        "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"}], "
+        "\"stream_options\": null, \"Max_tokens\": 1, \"max_tokens\": 2}",
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        srv_request r;
+        srv_error e;
+        if (!api_parse_request(SRV_CHAT, ok[i], strlen(ok[i]), &r, &e)) fail_msg("refused: %s: %s", ok[i], e.message);
+        api_request_free(&r);
+    }
+    /* many keys: sorted, not compared pairwise */
+    sbuf b = {0};
+    sbuf_add(&b, "{\"prompt\": \"a\"", 14);
+    char k[32];
+    for (int i = 0; i < 50000; i++) {
+        const int n = snprintf(k, sizeof k, ", \"k%d\": %d", i, i);
+        sbuf_add(&b, k, (size_t)n);
+    }
+    sbuf_add(&b, "}", 1);
+    srv_request r;
+    srv_error e;
+    const double t0 = tern_time_s();
+    if (!api_parse_request(SRV_COMPLETION, b.p, b.n, &r, &e)) fail_msg("50000 keys refused: %s", e.message);
+    const double dt = tern_time_s() - t0;
+    api_request_free(&r);
+    print_message("50000 distinct keys parsed and checked in %.3f s\n", dt);
+    assert_true(dt < 2.0);
+    sbuf_free(&b);
+}
+
 /* A value of the wrong type, at any depth, is named by its path (messages[0], not messages[0].role,
  * for a null message), with what was expected and what came (its JSON kind). */
 static void test_request_element_types(void **state) {
@@ -580,6 +638,42 @@ static void test_tools_block_and_history(void **state) {
     api_request_free(&r);
 }
 
+/* Assistant tool calls in the history: arguments must be JSON text or an object (a number was
+ * dropped without a word); for the Qwen3.5 markup, text that is not a JSON object cannot become
+ * <parameter=...> entries (they were silently left out), while the Qwen3 form writes the text as
+ * given (as its template). A null user content says "got null". */
+static void test_tool_call_arguments(void **state) {
+    (void)state;
+    const char *fmt = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"\","
+                      " \"tool_calls\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": %s}}]}]}";
+    char body[512];
+    snprintf(body, sizeof body, fmt, "5");
+    expect_400_msg(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments",
+                   "'messages[1].tool_calls[0].function.arguments' must be a string (the arguments as JSON text) or an object, got a number");
+    snprintf(body, sizeof body, fmt, "[1]");
+    expect_400(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments");
+    snprintf(body, sizeof body, fmt, "\"not json\"");
+    expect_400_msg(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments",
+                   "'messages[1].tool_calls[0].function.arguments' must be the JSON text of an object (the template writes each "
+                   "member as a parameter), got 'not json'");
+    srv_request r;
+    srv_error e;
+    assert_true(api_parse_request_fmt(SRV_CHAT, SRV_TOOLS_QWEN3, body, strlen(body), &r, &e));   /* Qwen3: as given */
+    assert_string_equal(r.msgs[1].content, "<tool_call>\n{\"name\": \"f\", \"arguments\": not json}\n</tool_call>");
+    api_request_free(&r);
+    snprintf(body, sizeof body, fmt, "{\"a\": 0.5}");
+    assert_true(api_parse_request(SRV_CHAT, body, strlen(body), &r, &e));
+    assert_string_equal(r.msgs[1].content, "<tool_call>\n<function=f>\n<parameter=a>\n0.5\n</parameter>\n</function>\n</tool_call>");
+    api_request_free(&r);
+    snprintf(body, sizeof body, fmt, "null");
+    assert_true(api_parse_request(SRV_CHAT, body, strlen(body), &r, &e));
+    api_request_free(&r);
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": null}]}", "messages[0].content",
+                   "'messages[0].content' is required for a 'user' message (a string or an array of text parts), got null");
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content",
+                   "'messages[0].content' is required for a 'user' message (a string or an array of text parts), got no field");
+}
+
 static void test_response_shapes(void **state) {
     (void)state;
     srv_usage u = {10, 3, 4};
@@ -625,7 +719,9 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_request_json_syntax),
         cmocka_unit_test(test_request_utf8),
         cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_request_duplicate_keys),
         cmocka_unit_test(test_tools_block_and_history),
+        cmocka_unit_test(test_tool_call_arguments),
         cmocka_unit_test(test_response_shapes),
     };
     TEST_RUN_SUITE("server", tests);

@@ -18,6 +18,7 @@
 #include "tern.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -727,8 +728,21 @@ static void test_disconnects_free_the_slot(void **state) {
     assert_int_equal(metric(s, "tern_requests_cancelled_total"), 1);
     while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(10 * 1000);
     assert_int_equal(metric(s, "tern_slots_active"), 0);
-    const uint64_t gen = metric(s, "tern_generated_tokens_total");
+    uint64_t gen = metric(s, "tern_generated_tokens_total");
     assert_true(gen < 4000);
+    /* mid-generation, not streamed: tokens come every few ms, so the wait for the next one never
+     * timed out and the socket was never looked at (the whole reply was generated for nobody) */
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 12000, \"temperature\": 0}", "--max-time 0.5", &code);
+    free(out);
+    t0 = now_s();
+    while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(2 * 1000);
+    const double freed = now_s() - t0;
+    print_message("non-streamed request abandoned mid-generation: slot free %.3f s after the client left\n", freed);
+    assert_int_equal(metric(s, "tern_slots_active"), 0);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
+    assert_true(metric(s, "tern_generated_tokens_total") < gen + 12000);
+    assert_true(freed < 0.25);                        /* within a few steps (the socket is looked at every 20 ms) */
+    gen = metric(s, "tern_generated_tokens_total");
     /* mid-prefill: a prompt of about 12000 tokens in 4-token chunks, abandoned after 0.2 s */
     char *longp = malloc(65536);
     strcpy(longp, "{\"prompt\": \"");
@@ -738,8 +752,8 @@ static void test_disconnects_free_the_slot(void **state) {
     free(out);
     free(longp);
     t0 = now_s();
-    while (metric(s, "tern_requests_cancelled_total") != 2 && now_s() - t0 < 5) usleep(10 * 1000);
-    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 2);
+    while (metric(s, "tern_requests_cancelled_total") != 3 && now_s() - t0 < 5) usleep(10 * 1000);
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), 3);
     assert_int_equal(metric(s, "tern_generated_tokens_total"), gen);   /* it never got to generate */
     /* the slot was freed: no prefill chunk after the cancellation was counted (3000 were left) */
     const uint64_t chunks = metric(s, "tern_prefill_chunks_total");
@@ -863,6 +877,196 @@ static void test_chunked_prefill(void **state) {
     assert_string_equal(e.finish, "length");
     sse_free(&e);
     free(a.raw);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* A client that leaves while its request waits in the queue frees its queue place at once: with
+ * one slot busy and a queue of two, a request abandoned behind another waiting one no longer makes
+ * the next one a 429 (before, a cancelled job held its place until it reached the head of the
+ * queue, i.e. until the requests ahead of it were admitted); the cancellation is counted. */
+typedef struct wait_arg {
+    srv *s;
+    const char *extra;
+    int code;
+} wait_arg;
+
+static void *waiting_request(void *p) {
+    wait_arg *a = p;
+    char *out = http(a->s, "POST", "/v1/completions", "{\"prompt\": \"y\", \"max_tokens\": 1}", a->extra, &a->code);
+    free(out);
+    return NULL;
+}
+
+static void test_queue_disconnect(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 1, 8192, 2, 0, NULL, 0);
+    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 6000, \"temperature\": 0, \"stream\": true}", NULL};
+    pthread_t th, tb;
+    pthread_create(&th, NULL, stream_thread, &a);
+    double t0 = now_s();
+    while (metric(s, "tern_slots_active") != 1 && now_s() - t0 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_slots_active"), 1);
+    wait_arg b = {s, "--max-time 60", -1};            /* B waits at the head of the queue (srv_stop ends it) */
+    pthread_create(&tb, NULL, waiting_request, &b);
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);
+    const uint64_t c0 = metric(s, "tern_requests_cancelled_total");
+    int code;
+    char *out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "--max-time 0.3", &code);
+    assert_int_equal(code, 0);                        /* C: curl gave up while it was queued behind B */
+    free(out);
+    t0 = now_s();
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 5) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);   /* only B */
+    assert_int_equal(metric(s, "tern_requests_cancelled_total"), c0 + 1);
+    /* D is queued (curl times out waiting), not refused with 429 */
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"max_tokens\": 1}", "--max-time 0.3", &code);
+    if (code != 0) fail_msg("a request after the abandoned one: status %d: %s", code, out);
+    free(out);
+    assert_int_equal(metric(s, "tern_slots_active"), 1);   /* the long stream is still running */
+    t0 = now_s();
+    while (metric(s, "tern_queue_depth") != 1 && now_s() - t0 < 5) usleep(5000);
+    assert_int_equal(metric(s, "tern_queue_depth"), 1);    /* B still waits (D left too) */
+    srv_stop(s);                                      /* ends the long stream (503 in the stream) and B */
+    pthread_join(tb, NULL);
+    if (b.code != 503) fail_msg("B: status %d after %.2f s", b.code, now_s() - t0);
+    pthread_join(th, NULL);
+    free(a.raw);
+    tern_model_free(m);
+}
+
+/* A TCP connection to the server from the loopback source address src (127.0.0.2 is loopback too
+ * on Linux: a second client IP on one machine); -1 if the source cannot be bound. */
+static int connect_from(srv *s, const char *src) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0}, b = {0};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, src, &a.sin_addr);
+    b.sin_family = AF_INET;
+    b.sin_port = htons((uint16_t)srv_port(s));
+    b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || connect(fd, (struct sockaddr *)&b, sizeof b) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The server closed fd (EOF or reset) within wait_ms. */
+static bool closed_by_server(int fd, int wait_ms) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, wait_ms) <= 0) return false;
+    char c;
+    const ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/* Holds the only slot with a long greedy request until curl gives up (a->extra: --max-time). */
+static void *hold_request(void *p) {
+    wait_arg *a = p;
+    char *out = http(a->s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 8000, \"temperature\": 0}",
+                     a->extra, &a->code);
+    free(out);
+    return NULL;
+}
+
+/* One client cannot lock everyone out (before: 52 idle connections from anywhere took every
+ * connection, /health included, for the 120 s timeout, each byte restarting it). With
+ * --conn-per-ip 8: a client at 127.0.0.2 that opens 20 idle connections gets 8, and the other 12
+ * are closed at once (no request read); meanwhile a client at 127.0.0.1 is served (/health, a
+ * completion). What this does not protect: that client's own further requests (a 9th connection
+ * from 127.0.0.2 is closed unanswered while it holds 8), and many addresses together (the total
+ * limit, 4 x (slots + queue + 16) by default). The idle connections are closed after
+ * --idle-timeout (here 1 s; a connection that never sends a byte no longer waits 120 s), after
+ * which 127.0.0.2 is served again. And the request timeout (--timeout, here 1 s) counts only the
+ * client's silence, never the wait for the model: a stream queued 2+ s behind another request
+ * (first bytes: the headers; then nothing until its first token) runs to its end. */
+static void test_connection_limits(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 1;
+    c.n_ctx = 8192;
+    c.queue_max = 2;
+    c.conn_per_ip = 8;
+    c.idle_timeout_s = 1;
+    c.timeout_s = 1;
+    srv *s = NULL;
+    tern_err err = {0};
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    int fds[20];
+    const int probe = connect_from(s, "127.0.0.2");
+    if (probe < 0) {
+        srv_stop(s);
+        tern_model_free(m);
+        test_skip("cannot connect from 127.0.0.2 (not Linux loopback?)");
+    }
+    close(probe);
+    usleep(100 * 1000);                               /* the probe's slot is released */
+    const double t0 = now_s();
+    for (int i = 0; i < 20; i++) {
+        fds[i] = connect_from(s, "127.0.0.2");
+        assert_true(fds[i] >= 0);                     /* the kernel accepts; the server closes the excess */
+    }
+    int n_closed = 0;
+    for (int i = 0; i < 20; i++) n_closed += closed_by_server(fds[i], i < 8 ? 0 : 500);
+    const double t_closed = now_s() - t0;
+    if (n_closed != 12 || t_closed > 0.9) fail_msg("%d of 20 connections from one IP closed after %.2f s, expected 12 at once", n_closed, t_closed);
+    for (int i = 0; i < 8; i++) assert_false(closed_by_server(fds[i], 0));   /* the first 8 are held */
+    int code;
+    char *out = http(s, "GET", "/health", NULL, NULL, &code);   /* another address is served */
+    assert_int_equal(code, 200);
+    free(out);
+    cJSON *j = http_json(s, "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 2}", 200);
+    assert_int_equal(usage(j, "completion_tokens"), 2);
+    cJSON_Delete(j);
+    /* the same address: its 9th connection is closed without an answer */
+    const int extra = connect_from(s, "127.0.0.2");
+    const char req[] = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+    (void)!send(extra, req, sizeof req - 1, MSG_NOSIGNAL);
+    if (!closed_by_server(extra, 500)) fail_msg("a 9th connection from 127.0.0.2 was not closed");
+    char buf[64];
+    assert_true(recv(extra, buf, sizeof buf, MSG_DONTWAIT) <= 0);   /* nothing was answered */
+    close(extra);
+    /* idle connections end after --idle-timeout (1 s) */
+    for (int i = 0; i < 8; i++)
+        if (!closed_by_server(fds[i], 3000)) fail_msg("idle connection %d still open %.1f s after it opened", i, now_s() - t0);
+    const double t_idle = now_s() - t0;
+    print_message("12 excess connections closed within %.2f s, the 8 idle ones after %.2f s\n", t_closed, t_idle);
+    assert_true(t_idle >= 0.9);
+    for (int i = 0; i < 20; i++) close(fds[i]);
+    const int again = connect_from(s, "127.0.0.2");
+    (void)!send(again, req, sizeof req - 1, MSG_NOSIGNAL);
+    struct pollfd p = {.fd = again, .events = POLLIN};
+    assert_true(poll(&p, 1, 5000) == 1);
+    const ssize_t r = recv(again, buf, sizeof buf - 1, 0);
+    assert_true(r > 12);
+    buf[r] = '\0';
+    if (strncmp(buf, "HTTP/1.1 200 ", 13)) fail_msg("127.0.0.2 after its idle connections closed: %s", buf);
+    close(again);
+    /* a stream that waits 2.5 s in the queue (the slot busy until curl gives up on A) is not cut by
+     * the 1 s timeout */
+    wait_arg hold = {s, "--max-time 2.5", -1};
+    pthread_t th;
+    const double t1 = now_s();
+    pthread_create(&th, NULL, hold_request, &hold);
+    while (metric(s, "tern_slots_active") != 1 && now_s() - t1 < 10) usleep(5000);
+    assert_int_equal(metric(s, "tern_slots_active"), 1);
+    out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 3, \"temperature\": 0, \"stream\": true}",
+               NULL, &code);
+    const double t_stream = now_s() - t1;
+    pthread_join(th, NULL);
+    sse e;
+    sse_parse(out, &e);
+    if (code != 200 || !e.done || !e.finish || strcmp(e.finish, "length") || t_stream < 2.0)
+        fail_msg("a stream queued for %.2f s (timeout 1 s): status %d, done %d:\n%s", t_stream, code, e.done, out);
+    print_message("a stream queued behind another request finished after %.2f s (timeout 1 s)\n", t_stream);
+    sse_free(&e);
+    free(out);
     srv_stop(s);
     tern_model_free(m);
 }
@@ -1276,6 +1480,7 @@ static void test_host_names(void **state) {
         {"::1", "[::1]", true},
         {"::", "[::1]", true},
         {"::", "127.0.0.1", true},                    /* dual stack: IPv4 too */
+        {"[::1]", "[::1]", true},                     /* as written in a URL */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i].ipv6 && !v6) continue;
@@ -1314,7 +1519,9 @@ static void test_host_names(void **state) {
 }
 
 /* OpenAI fields tern does not implement were accepted and ignored (echo, suffix, best_of,
- * logit_bias): each now gets 400 with an OpenAI error object naming the field and saying "not
+ * logit_bias, llama-server's n_probs, response_format json_object/json_schema, a forced
+ * tool_choice, llama-server's grammar and json_schema, the typical_p / mirostat / DRY / XTC /
+ * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each now gets 400 with an OpenAI error object naming the field and saying "not
  * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
  * served. An empty API key is refused by srv_start (it would have let everyone in). */
 static void test_unsupported_fields(void **state) {
@@ -1329,7 +1536,7 @@ static void test_unsupported_fields(void **state) {
     assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
     assert_null(s);
     assert_non_null(strstr(err.msg, "--api-key: empty key; expected a non-empty string"));
-    s = start(m, 1, 256, 4, 0, NULL, 0);
+    s = start(m, 1, 1024, 4, 0, NULL, 0);         /* room for a tools block */
     const char *paths[] = {"/v1/completions", "/v1/chat/completions"};
     const char *heads[] = {"{\"prompt\": \"Once\", \"max_tokens\": 1, ", "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 1, "};
     struct { const char *field, *json, *want; } cases[] = {   /* want NULL: served (200) */
@@ -1349,6 +1556,35 @@ static void test_unsupported_fields(void **state) {
         {"n", "\"n\": 2", "'n' is not supported above 1 (one choice per request), got 2"},
         {"n", "\"n\": 1", NULL},
         {"presence_penalty", "\"presence_penalty\": 0.5", "'presence_penalty' is not supported"},
+        {"n_probs", "\"n_probs\": 5", "'n_probs' is not supported: ask for 'logprobs'"},
+        {"n_probs", "\"n_probs\": 0", NULL},
+        {"n_probs", "\"n_probs\": -1", "'n_probs' must be an integer in [0, 2147483647], got -1"},
+        {"response_format", "\"response_format\": {\"type\": \"json_object\"}",
+         "'response_format' type 'json_object' is not supported (output is not constrained to JSON)"},
+        {"response_format", "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {}}}",
+         "'response_format' type 'json_schema' is not supported"},
+        {"response_format", "\"response_format\": {\"type\": \"text\"}", NULL},
+        {"response_format", "\"response_format\": \"json\"", "'response_format' must be an object {\"type\": \"text\"}, got a string"},
+        {"response_format.type", "\"response_format\": {}", "'response_format.type' must be a string, got nothing"},
+        {"grammar", "\"grammar\": \"root ::= \\\"yes\\\"\"", "'grammar' is not supported (no grammar-constrained decoding)"},
+        {"grammar", "\"grammar\": \"\"", NULL},
+        {"grammar", "\"grammar\": 1", "'grammar' must be a string, got a number"},
+        {"json_schema", "\"json_schema\": {\"type\": \"object\"}", "'json_schema' is not supported (output is not constrained to a schema)"},
+        {"json_schema", "\"json_schema\": {}", "'json_schema' is not supported"},
+        {"json_schema", "\"json_schema\": null", NULL},
+        {"typical_p", "\"typical_p\": 0.5", "'typical_p' is not supported (locally typical sampling is not implemented), got 0.5; send 1"},
+        {"typical_p", "\"typical_p\": 1", NULL},
+        {"typical_p", "\"typical_p\": \"0.5\"", "'typical_p' must be a number, got a string"},
+        {"mirostat", "\"mirostat\": 2", "'mirostat' is not supported (Mirostat sampling is not implemented), got 2; send 0"},
+        {"mirostat", "\"mirostat\": 0", NULL},
+        {"min_tokens", "\"min_tokens\": 5", "'min_tokens' is not supported"},
+        {"repetition_penalty", "\"repetition_penalty\": 1.1", "use repeat_penalty"},
+        {"repetition_penalty", "\"repetition_penalty\": 1.0", NULL},
+        {"dry_multiplier", "\"dry_multiplier\": 0.8", "'dry_multiplier' is not supported"},
+        {"xtc_probability", "\"xtc_probability\": 0.5", "'xtc_probability' is not supported"},
+        {"dynatemp_range", "\"dynatemp_range\": 0.5", "'dynatemp_range' is not supported"},
+        {"ignore_eos", "\"ignore_eos\": \"yes\"", "'ignore_eos' must be true or false, got a string"},
+        {"ignore_eos", "\"ignore_eos\": false", NULL},
     };
     for (int ep = 0; ep < 2; ep++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1367,8 +1603,132 @@ static void test_unsupported_fields(void **state) {
             cJSON_Delete(j);
             free(out);
         }
+    /* tool_choice (chat): "auto" and "none" are served; a forced call cannot be honoured */
+    struct { const char *json, *want; } tc[] = {
+        {"\"tool_choice\": \"auto\"", NULL},
+        {"\"tool_choice\": \"none\"", NULL},
+        {"\"tool_choice\": \"required\"", "'tool_choice' 'required' is not supported (a tool call cannot be forced)"},
+        {"\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"f\"}}",
+         "'tool_choice' naming a function is not supported (a tool call cannot be forced)"},
+        {"\"tool_choice\": 5", "'tool_choice' must be \"auto\" or \"none\", got a number"},
+    };
+    for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "%s\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], %s}", heads[1], tc[i].json);
+        int code;
+        char *out = http(s, "POST", paths[1], body, NULL, &code);
+        cJSON *j = cJSON_Parse(out);
+        cJSON *e = cJSON_GetObjectItem(j, "error");
+        const cJSON *param = cJSON_GetObjectItem(e, "param"), *msg = cJSON_GetObjectItem(e, "message");
+        const bool good = tc[i].want ? code == 400 && cJSON_IsString(param) && !strcmp(param->valuestring, "tool_choice") &&
+                                           cJSON_IsString(msg) && strstr(msg->valuestring, tc[i].want)
+                                     : code == 200 && !e;
+        if (!good) fail_msg("POST %s %s: status %d: %s (expected %s%s)", paths[1], body, code, out, tc[i].want ? "400: " : "200",
+                            tc[i].want ? tc[i].want : "");
+        cJSON_Delete(j);
+        free(out);
+    }
     srv_stop(s);
     tern_model_free(m);
+}
+
+/* A copy of stories260K (at path) whose tokenizer.ggml.eos_token_id (a UINT32 in that file) is eos:
+ * the TinyStories model never ends a story with its own </s> (it starts the next with <s>), so a
+ * token that greedy decoding does produce is made the end-of-generation token instead. */
+static void stories_with_eos(const char *path, uint32_t eos) {
+    char src[1024];
+    fx_require(src, sizeof src, STORIES);
+    FILE *f = fopen(src, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    const long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    static const char key[] = "tokenizer.ggml.eos_token_id";
+    unsigned char *k = memmem(b, (size_t)n, key, sizeof key - 1);
+    assert_non_null(k);
+    uint32_t type;
+    memcpy(&type, k + sizeof key - 1, 4);
+    assert_int_equal(type, 4);                        /* GGUF_TYPE_UINT32 */
+    memcpy(k + sizeof key - 1 + 4, &eos, 4);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    free(b);
+}
+
+/* ignore_eos (vLLM's and llama-server's field; it was accepted and not read, so the reply still
+ * ended at the end-of-generation token): with it the end-of-generation token is generated and
+ * counted and the reply goes on to max_tokens, as `tern run --ignore-eos`. On a stories260K whose
+ * EOS is the 4th-or-later new token of the greedy continuation of "Once", the plain request stops
+ * there (finish_reason "stop", k + 1 tokens), and with ignore_eos: true it goes past it: 30 tokens,
+ * finish_reason "length", the same text as the unmodified model's 30 greedy tokens (the token is
+ * an ordinary one, so its text shows), streamed or not. */
+static void test_ignore_eos(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    tern_err err = {0};
+    int32_t ids[64], gen[16];
+    int n_ids = 0;
+    assert_int_equal(tern_tokenize(m, "Once", 4, true, false, ids, 64, &n_ids, &err), TERN_OK);
+    tern_session *ss = mfx_session(m, 128, 64, false);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const float *lg = tern_session_eval(ss, ids, n_ids, &err);
+    for (int i = 0; i < 16; i++) {
+        assert_non_null(lg);
+        gen[i] = mfx_argmax(lg, info.n_vocab);
+        lg = tern_session_eval(ss, &gen[i], 1, &err);
+    }
+    tern_session_free(ss);
+    int k = 3;                                        /* the first new token from index 3 on */
+    for (; k < 16; k++) {
+        bool seen = false;
+        for (int i = 0; i < k; i++) seen |= gen[i] == gen[k];
+        if (!seen) break;
+    }
+    assert_true(k < 16);
+    srv *s = start(m, 1, 128, 4, 0, NULL, 0);
+    const char *body30 = "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0}";
+    cJSON *want = http_json(s, "/v1/completions", body30, 200);
+    assert_int_equal(usage(want, "completion_tokens"), 30);
+    srv_stop(s);
+    tern_model_free(m);
+
+    char path[512];
+    fx_tmp_path(path, sizeof path, "stories-eos.gguf");
+    stories_with_eos(path, (uint32_t)gen[k]);
+    m = mfx_load(path, TERN_NUMERICS_FAST, 1);
+    s = start(m, 1, 128, 4, 0, NULL, 0);
+    cJSON *j = http_json(s, "/v1/completions", body30, 200);
+    assert_string_equal(finish_reason(j), "stop");
+    assert_int_equal(usage(j, "completion_tokens"), k + 1);
+    assert_true(strncmp(choice_text(want), choice_text(j), strlen(choice_text(j))) == 0);
+    assert_true(strlen(choice_text(j)) < strlen(choice_text(want)));
+    cJSON_Delete(j);
+    j = http_json(s, "/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0, \"ignore_eos\": true}", 200);
+    assert_string_equal(finish_reason(j), "length");
+    assert_int_equal(usage(j, "completion_tokens"), 30);
+    assert_string_equal(choice_text(j), choice_text(want));
+    cJSON_Delete(j);
+    int code;
+    char *out = http(s, "POST", "/v1/completions",
+                     "{\"prompt\": \"Once\", \"max_tokens\": 30, \"temperature\": 0, \"ignore_eos\": true, \"stream\": true}", NULL, &code);
+    assert_int_equal(code, 200);
+    sse e;
+    sse_parse(out, &e);
+    assert_true(e.done);
+    assert_string_equal(e.finish, "length");
+    assert_string_equal(e.content, choice_text(want));
+    sse_free(&e);
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+    unlink(path);
+    cJSON_Delete(want);
 }
 
 /* Tools in the prompt by template family (spec section 7: the definitions inside <tools> in the
@@ -1523,6 +1883,8 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_stop_strings_and_stream),
         cmocka_unit_test(test_batch_equivalence_and_429),
         cmocka_unit_test(test_disconnects_free_the_slot),
+        cmocka_unit_test(test_queue_disconnect),
+        cmocka_unit_test(test_connection_limits),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),
@@ -1533,6 +1895,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_host_names),
         cmocka_unit_test(test_unsupported_fields),
+        cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_chat_page_in_chromium),

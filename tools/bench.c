@@ -12,6 +12,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* The last-level cache in bytes: sysconf(_SC_LEVEL3_CACHE_SIZE), else
+ * /sys/devices/system/cpu/cpu0/cache/index3/size ("32768K"), else 32 MB (a common L3 today). A
+ * model whose decode bytes per token fit in it is read from cache, not DRAM, so the decode
+ * ceiling (DRAM bandwidth / bytes per token) does not bound it (trial s5 F8: 312% of ceiling). */
+static unsigned long long llc_bytes(void) {
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return (unsigned long long)v;
+#endif
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    if (f) {
+        unsigned long long n = 0;
+        char unit = 0;
+        const int k = fscanf(f, "%llu%c", &n, &unit);
+        fclose(f);
+        if (k >= 1 && n > 0) return n * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
+    }
+    return 32ull << 20;
+}
 
 static double now_s(void) {
     struct timespec ts;
@@ -94,6 +115,7 @@ int cmd_bench(int argc, char **argv) {
     int32_t *ids = malloc((size_t)max_len * sizeof *ids);
     double *tv = malloc((size_t)reps * sizeof *tv);
     if (!ids || !tv) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
+    const unsigned long long llc = llc_bytes();
     for (int it = 0; it < n_th; it++) {
         tern_model *m = NULL;
         tern_session *s = NULL;
@@ -120,6 +142,7 @@ int cmd_bench(int argc, char **argv) {
             err.code = TERN_OK;
         }
         const double ceil_tps = info.bytes_per_token ? bw * 1e9 / (double)info.bytes_per_token : 0;
+        const bool in_cache = info.bytes_per_token > 0 && info.bytes_per_token <= llc;
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
         for (int kind = 0; kind < 2; kind++) {
             const int nl = kind == 0 ? n_pp : n_tg;
@@ -150,15 +173,18 @@ int cmd_bench(int argc, char **argv) {
                     printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
                            "\"numerics\": \"%s\", \"test\": \"%s\", \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
                            "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %llu, "
-                           "\"ceiling_t_s\": %.4f, \"frac_of_ceiling\": ",
+                           "\"ceiling_t_s\": %.4f, \"cache_resident\": %s, \"frac_of_ceiling\": ",
                            base, info.arch, (unsigned long long)info.weight_bytes, info.isa,
                            opts_numerics_name(oc.numerics), test, info.n_threads, oc.n_batch, reps, mean, sd, bw,
-                           (unsigned long long)info.bytes_per_token, kind == 1 ? ceil_tps : 0.0);
+                           (unsigned long long)info.bytes_per_token, kind == 1 ? ceil_tps : 0.0,
+                           in_cache ? "true" : "false");
                     if (isnan(frac)) printf("null}\n");
                     else printf("%.4f}\n", frac);
                 } else {
-                    char pct[32] = "-";
-                    if (!isnan(frac)) snprintf(pct, sizeof pct, "%.1f%%", 100 * frac);
+                    char pct[96] = "-";
+                    if (!isnan(frac))
+                        snprintf(pct, sizeof pct, "%.1f%%%s", 100 * frac,
+                                 in_cache ? " (model fits in cache: the DRAM ceiling does not apply)" : "");
                     printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f | %s |\n", base,
                            (double)info.weight_bytes / 1e6, info.arch, info.isa, opts_numerics_name(oc.numerics),
                            info.n_threads, test, mean, sd, bw, pct);
@@ -188,7 +214,9 @@ int cmd_bench(int argc, char **argv) {
         goto out;
     }
     if (!json)
-        printf("\ntg %% of ceiling: tg t/s / (bandwidth / decode bytes per token), bandwidth measured in the same run\n");
+        printf("\ntg %% of ceiling: tg t/s / (bandwidth / decode bytes per token), bandwidth measured in the same run; "
+               "a model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by it\n",
+               (double)llc / 1048576.0);
     status = 0;
 out:
     free(ids);

@@ -14,6 +14,7 @@
 #include "opts.h"
 
 #include "core/core.h"
+#include "core/fp16.h"
 #include "kernels/kernels.h"
 #include "runtime/membw.h"
 #include "runtime/pool.h"
@@ -33,6 +34,7 @@
 typedef struct {
     bool json, quick;
     bool decode_seq;     /* --decode-seq: only bench_decode_seq */
+    bool f16;            /* --f16: the probes, then only bench_f16 (F16 and F32 weights) */
     char isa[128];       /* comma list or "" = every runnable path */
     int threads[8];
     int n_threads;
@@ -390,7 +392,89 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
     return 0;
 }
 
-enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE };
+/* ---- float weights at 1-8 columns (the float path of a batched decode on an F16 / F32 model) ---
+ * 128 MiB each (far above the L3): F16 32768 x 2048 and F32 16384 x 2048, on the best path, 1, 2,
+ * 4 and 8 columns in one call each: weight GB/s over the busy time against the read bandwidth of
+ * the same thread count (the probe above; a batch streams the weights once, so a memory-bound
+ * kernel keeps the same GB/s at every column count), and each column count's time over the
+ * 1-column time (what `tern bench-spec --cost` calls the cost of P columns in single steps, for
+ * this matrix alone). */
+static int bench_f16(const bk_opts *o, tern_pool **pools, const double *bw, int reps) {
+    const int64_t K = 2048;
+    const int cols[] = {1, 2, 4, 8};
+    const struct { const char *label; int type; int64_t N; size_t es; } types[] = {
+        {"f16", 1, 32768, 2},
+        {"f32", 0, 16384, 4},
+    };
+    float *x = tern_alloc_aligned(sizeof(float) * (size_t)(K * 8));
+    float *y = tern_alloc_aligned(sizeof(float) * (size_t)(32768 * 8));
+    int rc = 0;
+    if (!x || !y) {
+        fprintf(stderr, "bench-kernel: out of memory\n");
+        rc = 1;
+    }
+    for (int64_t i = 0; x && i < K * 8; i++) x[i] = (float)((rnd() >> 40) % 2001) / 1000.0f - 1.0f;
+    for (size_t ty = 0; ty < sizeof types / sizeof types[0] && !rc; ty++) {
+        const int64_t N = types[ty].N;
+        uint8_t *data = tern_alloc_aligned(types[ty].es * (size_t)(K * N));
+        tern_err err = {0};
+        kern_w w;
+        if (!data) {
+            fprintf(stderr, "bench-kernel: out of memory\n");
+            rc = 1;
+            break;
+        }
+        for (int64_t i = 0; i < K * N; i++) {   /* finite weights of either sign, |w| in [2^-8, 2^-6) */
+            const uint16_t h = (uint16_t)(((rnd() >> 30) & 0x83ffu) | 0x1c00u);
+            if (types[ty].es == 2) ((uint16_t *)(void *)data)[i] = h;
+            else ((float *)(void *)data)[i] = fp16_to_f32(h);
+        }
+        if (kern_w_init(&w, types[ty].label, types[ty].type, data, K, N, &err) != TERN_OK) {
+            fprintf(stderr, "bench-kernel: %s\n", err.msg);
+            tern_free_aligned(data);
+            rc = 1;
+            break;
+        }
+        for (int ti = 0; ti < o->n_threads; ti++) {
+            double t1 = 0;
+            for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
+                kern_act a = {.x = x, .q = NULL, .K = K, .ncols = cols[ci], .mode = KQ_FAST};
+                stat3 sw;
+                const stat3 s = time_mm(pools[ti], &w, &a, y, N, reps, true, &sw);
+                if (ci == 0) t1 = s.med;
+                const double by = (double)kern_w_bytes(&w), gb = by / s.med / 1e9;
+                char line[256];
+                snprintf(line, sizeof line,
+                         "%s matmul %-10s t%d %5lldx%lld x%d: %6.2f GB/s [%.2f, %.2f] = %5.1f%% of bandwidth; %.2fx the 1-column time",
+                         types[ty].label, kern_isa(), o->threads[ti], (long long)N, (long long)K, cols[ci], gb,
+                         by / s.max / 1e9, by / s.min / 1e9, 100 * gb / bw[ti], s.med / t1);
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "isa", kern_isa());
+                cJSON_AddStringToObject(j, "op", "matmul");
+                cJSON_AddStringToObject(j, "type", types[ty].es == 2 ? "F16" : "F32");
+                cJSON_AddNumberToObject(j, "threads", o->threads[ti]);
+                cJSON_AddNumberToObject(j, "rows", (double)N);
+                cJSON_AddNumberToObject(j, "cols", (double)K);
+                cJSON_AddNumberToObject(j, "ncols", cols[ci]);
+                cJSON_AddNumberToObject(j, "seconds", s.med);
+                cJSON_AddNumberToObject(j, "seconds_min", s.min);
+                cJSON_AddNumberToObject(j, "seconds_max", s.max);
+                cJSON_AddNumberToObject(j, "gbytes_per_s", gb);
+                cJSON_AddNumberToObject(j, "bw_gbytes_per_s", bw[ti]);
+                cJSON_AddNumberToObject(j, "frac_of_ceiling", gb / bw[ti]);
+                cJSON_AddNumberToObject(j, "x_one_column", s.med / t1);
+                emit(o, j, line);
+            }
+        }
+        kern_w_free(&w);
+        tern_free_aligned(data);
+    }
+    tern_free_aligned(x);
+    tern_free_aligned(y);
+    return rc;
+}
+
+enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16 };
 static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
@@ -398,6 +482,8 @@ static const opt_def bk_defs[] = {
     {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts, at most 8 (default 1,2)"},
     {BK_DECODE, "--decode-seq", OPT_FLAG, NULL, 0, 0, NULL,
      "only bonsai-1.7b's decode matvecs: 8 layers as pool jobs, without barriers, lm_head, 71 MB (busy GB/s vs the probe)"},
+    {BK_F16, "--f16", OPT_FLAG, NULL, 0, 0, NULL,
+     "after the probes, only the F16 and F32 matmuls (128 MiB each, K 2048) at 1, 2, 4, 8 columns: weight GB/s vs the bandwidth and time vs 1 column"},
 };
 
 static void usage(FILE *f) {
@@ -421,6 +507,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         case BK_JSON: o.json = true; break;
         case BK_QUICK: o.quick = true; break;
         case BK_DECODE: o.decode_seq = true; break;
+        case BK_F16: o.f16 = true; break;
         case BK_ISA: snprintf(o.isa, sizeof o.isa, "%s", v.str); break;
         case BK_THREADS:
             if (v.n_list < 1 || v.n_list > max_threads) {
@@ -558,6 +645,11 @@ int cmd_bench_kernel(int argc, char **argv) {
         }
     }
 
+    if (o.f16) {
+        const int rc = bench_f16(&o, pools, bw, reps);
+        for (int i = 0; i < o.n_threads; i++) pool_free(pools[i]);
+        return rc;
+    }
     /* 2. matvec and matmul */
     typedef struct { const char *label; int type; unsigned flags; int64_t N, K; } wspec;
     const wspec specs[] = {

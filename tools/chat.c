@@ -304,9 +304,11 @@ static void run_turn(chat *c, const char *user) {
     }
     int k = tern_detok_flush(&dt, buf, sizeof buf);
     put_text(c, in_think, buf, k, &shown_marker);
-    if (why) printf("%s[%s]%s", c->color ? "\x1b[2m" : "", why, c->color ? "\x1b[0m" : "");
     printf("\n");
     fflush(stdout);
+    /* a note on how the reply ended goes to stderr (stdout holds only the replies and the answers
+     * to /commands: a piped transcript stays clean) */
+    if (why) fprintf(stderr, "%s[%s]%s\n", c->color ? "\x1b[2m" : "", why, c->color ? "\x1b[0m" : "");
     const double t_all = srv_now() - t0;
     const double t_gen = t_all - t_first;
     fprintf(stderr, "%s[turn %d: %d new prompt tokens in %.3f s (%.1f t/s), time to first token %.3f s, "
@@ -386,8 +388,12 @@ int cmd_chat(int argc, char **argv) {
         if (nul != (size_t)n || ok != (size_t)n) {
             /* not UTF-8 text (or a NUL byte): sent with U+FFFD for each invalid sequence */
             const size_t bad = nul < ok ? nul : ok;
-            fprintf(stderr, "tern chat: your message is not valid UTF-8 (first bad byte 0x%02x at offset %zu); "
-                    "invalid bytes were replaced by U+FFFD\n", (unsigned)(unsigned char)line[bad], bad);
+            if (bad == nul)   /* U+0000 is valid UTF-8, but a C string (and the tokenizer) ends at it */
+                fprintf(stderr, "tern chat: your message has a NUL byte at offset %zu (no text holds one: it would end the "
+                        "message there); it was replaced by U+FFFD, as any invalid bytes\n", bad);
+            else
+                fprintf(stderr, "tern chat: your message is not valid UTF-8 (first bad byte 0x%02x at offset %zu); "
+                        "invalid bytes were replaced by U+FFFD\n", (unsigned)(unsigned char)line[bad], bad);
             for (ssize_t k = 0; k < n; k++)
                 if (!line[k]) line[k] = (char)0xFF;               /* a NUL byte is no text either */
             char *fixed = malloc(3 * (size_t)n + 1);

@@ -3,6 +3,7 @@
 #include "opts.h"
 #include "tern.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,14 +48,32 @@ static void usage(FILE *f) {
     fprintf(f, "\n`tern <command> --help` for the options of a command.\n");
 }
 
+/* Results on stdout must not be lost silently (`tern info M > /dev/full`, a full disk under
+ * `tern bench --json >> runs.jsonl`): after the command, flush and close stdout and, if any write
+ * failed, say so and exit 1 (a command that failed keeps its own status), as coreutils'
+ * close_stdout does. */
+static int close_stdout(const char *cmd, int rc) {
+    errno = 0;
+    const bool had_error = ferror(stdout) != 0;
+    int e = errno;
+    const int flush_rc = fflush(stdout);
+    if (flush_rc != 0) e = errno;
+    const int close_rc = fclose(stdout);
+    if (close_rc != 0 && !e) e = errno;
+    if (!had_error && flush_rc == 0 && close_rc == 0) return rc;
+    fprintf(stderr, "tern%s%s: write error on standard output%s%s\n", cmd ? " " : "", cmd ? cmd : "", e ? ": " : "",
+            e ? strerror(e) : "");
+    return rc ? rc : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return close_stdout(NULL, argc < 2 ? 2 : 0);
     }
-    if (strcmp(argv[1], "--version") == 0) return cmd_version(argc - 1, argv + 1);
+    if (strcmp(argv[1], "--version") == 0) return close_stdout("version", cmd_version(argc - 1, argv + 1));
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].fn(argc - 1, argv + 1);
+        if (strcmp(argv[1], cmds[i].name) == 0) return close_stdout(cmds[i].name, cmds[i].fn(argc - 1, argv + 1));
     fprintf(stderr, "tern: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

@@ -162,8 +162,9 @@ static const char *type_label(const gguf_tensor *t) {
     return tr ? tr->name : "?";
 }
 
-enum { INFO_BW = 1, INFO_POS, INFO_NO_TENSORS };
+enum { INFO_BW = 1, INFO_POS, INFO_NO_TENSORS, INFO_MODEL };
 static const opt_def info_defs[] = {
+    {INFO_MODEL, "-m, --model", OPT_PATH, "FILE", 0, 0, NULL, "the GGUF FILE (the same as giving it alone; llama.cpp's habit)"},
     {INFO_BW, "--bw", OPT_FLOAT, "GB/s", 0.001, 1e6, NULL,
      "memory bandwidth for the decode ceiling (default 30: an example, not a\n"
      "                          measurement; measure yours with `tern bench-kernel`)"},
@@ -172,7 +173,7 @@ static const opt_def info_defs[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tern info FILE [--bw GB/s] [--pos N] [--no-tensors]\n");
+    fprintf(f, "usage: tern info FILE [--bw GB/s] [--pos N] [--no-tensors]   (or -m FILE)\n");
     opts_help(f, &OPT_TABLE(info_defs), 1);
 }
 
@@ -190,7 +191,7 @@ int cmd_info(int argc, char **argv) {
         if (id == INFO_BW) { bw = v.f; bw_given = true; }
         else if (id == INFO_POS) pos = v.i;
         else if (id == INFO_NO_TENSORS) tensors = false;
-        else if (path) {
+        else if (path) {   /* a second FILE, positional or -m */
             fprintf(stderr, "tern info: unexpected argument '%s' (one FILE only); see tern info --help\n", v.str);
             return 2;
         } else path = v.str;

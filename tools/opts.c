@@ -64,6 +64,104 @@ bool opts_output_is_new(const char *path) {
     return lstat(path, &st) != 0 && errno == ENOENT;
 }
 
+static char *str_dup(const char *s) {
+    const size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+int opts_out_begin(opts_out *o, const char *path) {
+    *o = (opts_out){.path = path};
+    struct stat lst, st;
+    const bool exists = lstat(path, &lst) == 0;
+    const bool regular = exists && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    if (exists && !regular) goto in_place;        /* /dev/full, a FIFO, a dangling link: as before */
+    if (!exists && errno != ENOENT) goto in_place;   /* EACCES, ENOTDIR...: the writer says it */
+    char *target = NULL;
+    if (exists && S_ISLNK(lst.st_mode)) target = realpath(path, NULL);   /* replace the link's target */
+    else target = str_dup(path);
+    if (!target) goto in_place;
+    const size_t n = strlen(target) + sizeof ".tmp-XXXXXX";
+    char *tmp = malloc(n);
+    if (!tmp) { free(target); goto nomem; }
+    snprintf(tmp, n, "%s.tmp-XXXXXX", target);
+    const int fd = mkstemp(tmp);
+    if (fd < 0) { free(tmp); free(target); goto in_place; }
+    mode_t mode;
+    if (exists) mode = st.st_mode & 07777;
+    else {
+        const mode_t mask = umask(0);   /* read the umask (a single-threaded moment of the CLI) */
+        umask(mask);
+        mode = 0666 & ~mask;
+    }
+    (void)fchmod(fd, mode);   /* if refused, mkstemp's 0600 stays: safer than failing the run */
+    close(fd);
+    o->write_path = tmp;
+    o->target = target;
+    o->created = !exists;
+    return 0;
+in_place:
+    o->created = opts_output_is_new(path);
+    if ((o->write_path = str_dup(path))) return 0;
+nomem:
+    fprintf(stderr, "tern %s: out of memory preparing '%s'\n", g_cmd, path);
+    return -1;
+}
+
+/* fsync a file or directory by path; 0 or -1 with errno. */
+static int sync_path(const char *path, int flags) {
+    const int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) return -1;
+    const int rc = fsync(fd);
+    const int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
+int opts_out_commit(opts_out *o, char *msg, size_t n) {
+    int rc = 0;
+    if (o->target) {
+        if (sync_path(o->write_path, O_RDONLY) != 0) {
+            snprintf(msg, n, "cannot sync '%s' (the new '%s'): %s", o->write_path, o->path, strerror(errno));
+            rc = -1;
+        } else if (rename(o->write_path, o->target) != 0) {
+            snprintf(msg, n, "cannot rename '%s' to '%s': %s", o->write_path, o->target, strerror(errno));
+            rc = -1;
+        } else {   /* make the rename durable; a filesystem that cannot sync a directory is no error */
+            char *dir = str_dup(o->target);
+            if (dir) {
+                char *slash = strrchr(dir, '/');
+                if (!slash) strcpy(dir, ".");
+                else if (slash == dir) dir[1] = '\0';
+                else *slash = '\0';
+                (void)sync_path(dir, O_RDONLY | O_DIRECTORY);
+                free(dir);
+            }
+        }
+        if (rc) unlink(o->write_path);
+    }
+    free(o->write_path);
+    free(o->target);
+    *o = (opts_out){0};
+    return rc;
+}
+
+const char *opts_out_note(const opts_out *o) {
+    static char note[1200];
+    if (!o->created && !o->target) return "";
+    snprintf(note, sizeof note, " (OUT '%s' %s)", o->path, o->created ? "not created" : "left as it was");
+    return note;
+}
+
+void opts_out_abort(opts_out *o) {
+    if (o->target || o->created) unlink(o->write_path);   /* never a path that was there before */
+    free(o->write_path);
+    free(o->target);
+    *o = (opts_out){0};
+}
+
 int opts_max_threads(void) {
     const long nc = sysconf(_SC_NPROCESSORS_ONLN);
     long m = nc > 0 ? 4 * nc : 4;

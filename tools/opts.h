@@ -91,6 +91,43 @@ int opts_read_file(const char *path, char **out, size_t *len);
  * so created, never a path that was already there (a file, a symlink, /dev/full). */
 bool opts_output_is_new(const char *path);
 
+/* Writing an output file safely (tern quantize, tern synth). A failed or interrupted write never
+ * leaves a truncated file where a good one was: the data goes to a temporary file beside the
+ * target ("TARGET.tmp-XXXXXX", mkstemp, so on the same filesystem), which opts_out_commit fsyncs
+ * and rename()s over the target only after the writer succeeded; opts_out_abort removes it.
+ *   - OUT does not exist: the target is OUT; the new file gets 0666 & ~umask (as fopen would).
+ *   - OUT is a regular file: the target is OUT; its permission bits (07777) are kept (not its
+ *     owner or group unless the run may set them, nor its other hard links: a hard link of OUT
+ *     keeps the old contents, as after mv).
+ *   - OUT is a symlink to a regular file: the link's target is replaced (as cp writes through a
+ *     link) and the link itself stays; the temporary file lies beside that target.
+ *   - OUT exists but is not a regular file (/dev/null, /dev/full, a FIFO; a dangling symlink),
+ *     or no temporary file can be made beside it (a directory we may not write): written in
+ *     place as before (write_path = OUT), and never removed on failure.
+ * On a failure of the write itself, a new file is never left behind and an existing one is left
+ * as it was. Not signal safe: a run killed mid-write leaves TARGET.tmp-XXXXXX (named in no
+ * message; the target is intact). */
+typedef struct opts_out {
+    const char *path;   /* OUT as given */
+    char *write_path;   /* where the writer writes: the temporary file, or path itself (in place) */
+    char *target;       /* the file rename() replaces; NULL when in place */
+    bool created;       /* nothing was at path before (in place, a failure removes it) */
+} opts_out;
+/* Prepare o for path (no file is written yet beyond the empty temporary file). Returns 0, or -1
+ * (out of memory) after printing "tern CMD: ...". */
+int opts_out_begin(opts_out *o, const char *path);
+/* After the writer closed write_path successfully: fsync it, rename it over the target, fsync the
+ * directory. Returns 0, or -1 after writing "cannot ... 'PATH': REASON" into msg (n bytes) and
+ * removing the temporary file (the target is left as it was). Frees o's memory either way. */
+int opts_out_commit(opts_out *o, char *msg, size_t n);
+/* After a failed write: remove the temporary file (or, in place, a file this run created) and
+ * free o's memory. */
+void opts_out_abort(opts_out *o);
+/* For the message of a failed write (before opts_out_abort): " (OUT 'PATH' left as it was)" when a
+ * temporary file protected an existing OUT, " (OUT 'PATH' not created)" when nothing was there,
+ * "" otherwise (written in place). Points into a static buffer. */
+const char *opts_out_note(const opts_out *o);
+
 /* The largest thread count any -t accepts: 4 x online CPUs, at least 4, at most 1024 (the model
  * loader's limit). */
 int opts_max_threads(void);

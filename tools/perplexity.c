@@ -152,7 +152,15 @@ int cmd_perplexity(int argc, char **argv) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     const int V = info.n_vocab;
-    double nll = 0.0;
+    if (info.n_ctx_train > 0 && c > info.n_ctx_train) {   /* as tern run's -c warning (opts_ctx_resolve) */
+        if (tok_path)
+            fprintf(stderr, "tern perplexity: warning: the %d ids (one sequence) are longer than the model's trained context "
+                            "(%d tokens); predictions past position %d may degrade\n", n_ids, info.n_ctx_train, info.n_ctx_train);
+        else
+            fprintf(stderr, "tern perplexity: warning: -c %d is longer than the model's trained context (%d tokens); "
+                            "predictions past position %d of each chunk may degrade\n", c, info.n_ctx_train, info.n_ctx_train);
+    }
+    double nll = 0.0, nll2 = 0.0;   /* sums of -log p and of its square over the scored predictions */
     long count = 0;
 
     if (tok_path) {
@@ -178,7 +186,9 @@ int cmd_perplexity(int argc, char **argv) {
                     status = nonfinite_error(what, logits + (size_t)j * V, V);
                     goto done;
                 }
-                nll += nll_of(logits + (size_t)j * V, V, ids[i0 + j + 1]);
+                const double l = nll_of(logits + (size_t)j * V, V, ids[i0 + j + 1]);
+                nll += l;
+                nll2 += l * l;
                 count++;
             }
         }
@@ -233,7 +243,9 @@ int cmd_perplexity(int argc, char **argv) {
                     status = nonfinite_error(what, logits + (size_t)(j - first) * V, V);
                     goto done;
                 }
-                nll += nll_of(logits + (size_t)(j - first) * V, V, ids[(size_t)ic * c + j + 1]);
+                const double l = nll_of(logits + (size_t)(j - first) * V, V, ids[(size_t)ic * c + j + 1]);
+                nll += l;
+                nll2 += l * l;
                 count++;
             }
             printf("[%d]%.4f,", ic + 1, exp(nll / (double)count));
@@ -248,7 +260,15 @@ int cmd_perplexity(int argc, char **argv) {
                         "expected a finite value: the logits are out of range\n", nll / (double)count, count);
         goto done;
     }
-    printf("PPL = %.6f\n", ppl);
+    /* The standard error, as llama-perplexity prints it: PPL = exp(mean nll), so by the delta method
+     * SE(PPL) ~= PPL * SE(mean nll) = PPL * sqrt(var(nll) / (n - 1)), var(nll) = mean(nll^2) -
+     * mean(nll)^2 over the n scored predictions (treated as independent: an estimate). */
+    if (count >= 2) {
+        const double mean = nll / (double)count, var = nll2 / (double)count - mean * mean;
+        printf("PPL = %.6f +/- %.6f\n", ppl, ppl * sqrt(var > 0 ? var / (double)(count - 1) : 0.0));
+    } else {
+        printf("PPL = %.6f\n", ppl);   /* one prediction: no spread to estimate */
+    }
     status = 0;
 done:
     if (status && err.code) fprintf(stderr, "tern perplexity: %s: %s\n", tern_strerror(err.code), err.msg);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static bool ends_with(const char *s, const char *suf) {
@@ -142,8 +143,9 @@ static void release_behind(const gguf_ctx *g, uintptr_t *rel, const uint8_t *pos
     }
 }
 
-/* *created: OUT did not exist before this run opened it (so a failure removes only a file we made). */
-static int quantize_file(const char *in, const char *out, int type, bool *created, tern_err *err) {
+/* Writes to out->write_path (opts_out: a temporary file beside OUT, or OUT itself in place); the
+ * caller commits or aborts it. in is the path as given, for messages. */
+static int quantize_file(const char *in, const opts_out *out, int type, tern_err *err) {
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
     int *dst = NULL;
@@ -195,8 +197,7 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     f32 = malloc((size_t)(chunk * max_k) * sizeof(float));
     buf = malloc((size_t)(chunk * max_k) * sizeof(float));
     if (!f32 || !buf) { rc = tern_err_set(err, TERN_E_NOMEM, "quantize: row buffers"); goto done; }
-    *created = opts_output_is_new(out);   /* a path that was there (a file, a symlink, /dev/full) stays */
-    if ((rc = gguf_w_begin(w, out, err)) != TERN_OK) goto done;
+    if ((rc = gguf_w_begin(w, out->write_path, err)) != TERN_OK) goto done;
     uintptr_t rel = (uintptr_t)g->buf;   /* input pages below rel are released (g->buf is page aligned) */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
@@ -223,7 +224,7 @@ static int quantize_file(const char *in, const char *out, int type, bool *create
     }
     rc = gguf_w_end(w, err);
     if (rc == TERN_OK) {
-        fprintf(stderr, "tern quantize: %s -> %s: %d of %" PRIu64 " tensors converted to %s, the rest copied\n", in, out,
+        fprintf(stderr, "tern quantize: %s -> %s: %d of %" PRIu64 " tensors converted to %s, the rest copied\n", in, out->path,
                 n_conv, g->n_tensors, qt_get(type)->name);
         if (n_unfit)
             fprintf(stderr, "tern quantize: note: %d weight matrices kept their type because their rows are not a multiple "
@@ -282,16 +283,28 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "tern quantize: --type '%s': expected pq2_0, ptq1_0, q2_0, q8_0, f16 or f32\n", type_name);
         return 2;
     }
-    if (strcmp(paths[0], paths[1]) == 0) {
-        fprintf(stderr, "tern quantize: IN and OUT are the same file\n");
+    /* OUT that is IN by another name (../, a symlink, a hard link): writing it would truncate the
+     * mmapped input under the reader (SIGBUS, the model lost) */
+    struct stat st_in, st_out;
+    if (strcmp(paths[0], paths[1]) == 0 ||
+        (stat(paths[0], &st_in) == 0 && stat(paths[1], &st_out) == 0 && st_in.st_dev == st_out.st_dev &&
+         st_in.st_ino == st_out.st_ino)) {
+        fprintf(stderr, "tern quantize: IN '%s' and OUT '%s' are the same file; expected a different OUT "
+                "(the input is read while OUT is written)\n", paths[0], paths[1]);
         return 2;
     }
     tern_err err = {0};
-    bool created = false;
-    const int rc = quantize_file(paths[0], paths[1], type, &created, &err);
+    opts_out out;
+    if (opts_out_begin(&out, paths[1]) != 0) return 1;
+    int rc = quantize_file(paths[0], &out, type, &err);
     if (rc != TERN_OK) {
-        fprintf(stderr, "tern quantize: %s\n", err.msg[0] ? err.msg : tern_strerror(rc));
-        if (created) unlink(paths[1]);
+        fprintf(stderr, "tern quantize: %s%s\n", err.msg[0] ? err.msg : tern_strerror(rc), opts_out_note(&out));
+        opts_out_abort(&out);
+        return 1;
+    }
+    char msg[2600];
+    if (opts_out_commit(&out, msg, sizeof msg) != 0) {
+        fprintf(stderr, "tern quantize: %s (OUT '%s' left as it was)\n", msg, paths[1]);
         return 1;
     }
     return 0;

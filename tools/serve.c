@@ -20,7 +20,7 @@ static void on_signal(int sig) {
 }
 
 enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_PREFILL_CHUNK, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
-       SERVE_TEMPLATE };
+       SERVE_TEMPLATE, SERVE_TIMEOUT, SERVE_IDLE_TIMEOUT, SERVE_CONN_PER_IP, SERVE_CONN_MAX };
 static const opt_def serve_defs[] = {
     {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address: a host name or an IPv4/IPv6 address (default 127.0.0.1)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
@@ -30,6 +30,13 @@ static const opt_def serve_defs[] = {
      "prompt tokens per step while other streams decode (default 64, at most -b)"},
     {SERVE_QUEUE, "--queue", OPT_INT, "N", 0, 100000, NULL, "requests waiting for a slot before 429 (default 32)"},
     {SERVE_BODY_LIMIT, "--body-limit", OPT_INT, "BYTES", 1024, 1 << 30, NULL, "request body limit (default 1048576)"},
+    {SERVE_TIMEOUT, "--timeout", OPT_INT, "SECONDS", 0, 86400, NULL,
+     "close a connection silent this long mid-request: body arriving, reply not read (default 600; 0 = never)"},
+    {SERVE_IDLE_TIMEOUT, "--idle-timeout", OPT_INT, "SECONDS", 0, 86400, NULL,
+     "close a connection silent this long with no request in progress (default 10; 0 = never)"},
+    {SERVE_CONN_PER_IP, "--conn-per-ip", OPT_INT, "N", 1, 100000, NULL,
+     "connections at once from one IP address; more are closed at once (default -np + --queue + 16)"},
+    {SERVE_CONN_MAX, "--conn-max", OPT_INT, "N", 1, 100000, NULL, "connections at once in all (default 4 x (-np + --queue + 16))"},
     {SERVE_API_KEY, "--api-key", OPT_TEXT, "KEY", 0, 0, NULL, "require Authorization: Bearer KEY (also $TERN_API_KEY)"},
     {SERVE_ALIAS, "--alias", OPT_TEXT, "NAME", 0, 0, NULL, "model id reported to clients"},
     {SERVE_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's)"},
@@ -68,6 +75,10 @@ int cmd_serve(int argc, char **argv) {
         case SERVE_PREFILL_CHUNK: cfg.prefill_chunk = (int)v.i; break;
         case SERVE_QUEUE: cfg.queue_max = (int)v.i; break;
         case SERVE_BODY_LIMIT: cfg.body_max = (size_t)v.i; break;
+        case SERVE_TIMEOUT: cfg.timeout_s = (int)v.i; break;
+        case SERVE_IDLE_TIMEOUT: cfg.idle_timeout_s = (int)v.i; break;
+        case SERVE_CONN_PER_IP: cfg.conn_per_ip = (int)v.i; break;
+        case SERVE_CONN_MAX: cfg.conn_max = (int)v.i; break;
         case SERVE_API_KEY: cfg.api_key = v.str; key_from_env = false; break;
         case SERVE_ALIAS: cfg.model_name = v.str; break;
         case SERVE_TEMPLATE: cfg.chat_template = v.str; break;
@@ -120,7 +131,7 @@ int cmd_serve(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    const bool v6 = strchr(cfg.host, ':') != NULL;   /* an IPv6 literal goes in brackets in a URL */
+    const bool v6 = strchr(cfg.host, ':') != NULL && cfg.host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
     fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slots, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
             cfg.host, v6 ? "]" : "", srv_port(s), cfg.parallel, cfg.n_ctx, cfg.api_key ? ", API key required" : "");
     fflush(stderr);

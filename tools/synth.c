@@ -318,6 +318,9 @@ enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 };
 /* A small real byte-level BPE vocabulary: the 256 byte tokens, a few English merges (each
  * adds its merged token), the ChatML control tokens and think tags, then unused [PADi] rows up
  * to n_vocab. Merges are written "a b" in GPT-2 byte-unicode ('Ġ' = space). */
+/* --n-vocab's minimum: the built-in vocabulary's 285 strings (256 bytes, 24 merges, 5 special
+ * tokens: vocab_write_builtin), so the parser refuses fewer as a usage error. */
+#define SYNTH_N_VOCAB_MIN 285
 static const char *const g_merges[][2] = {
     {"\xc4\xa0", "t"}, {"h", "e"}, {"\xc4\xa0", "a"}, {"i", "n"}, {"\xc4\xa0t", "he"}, {"e", "r"},
     {"o", "n"}, {"\xc4\xa0", "s"}, {"r", "e"}, {"a", "t"}, {"\xc4\xa0", "w"}, {"o", "u"},
@@ -334,6 +337,7 @@ static int vocab_write_builtin(gguf_writer *w, const char *pre, int64_t n_vocab,
     enum { N_MERGES = (int)(sizeof g_merges / sizeof g_merges[0]) };
     static const char *const specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"};
     const int64_t n_real = 256 + N_MERGES + 5;
+    _Static_assert(256 + N_MERGES + 5 == SYNTH_N_VOCAB_MIN, "--n-vocab's minimum is the built-in vocabulary's size");
     if (n_vocab < n_real)
         return tern_err_set(err, TERN_E_ARG, "--n-vocab: expected at least %" PRId64 " (the built-in vocabulary: 256 bytes, "
                             "merges and 5 special tokens), got %" PRId64, n_real, n_vocab);
@@ -644,9 +648,10 @@ static const opt_def synth_defs[] = {
      "embed a HF tokenizer.json and the tokenizer_config.json beside it (default:\n"
      "                          a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)"},
     {SY_TEMPLATE, "--chat-template", OPT_PATH, "PATH", 0, 0, NULL, "store this template file's text as tokenizer.chat_template"},
-    {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", 1, SYNTH_N_VOCAB_MAX, NULL,
-     "tiny archs: embedding rows (default 512, or the tokenizer's ids; at most\n"
-     "                          2^20, about 4x the largest real vocabulary, qwen35's 248320)"},
+    {SY_N_VOCAB, "--n-vocab", OPT_INT, "N", SYNTH_N_VOCAB_MIN, SYNTH_N_VOCAB_MAX, NULL,
+     "tiny archs: embedding rows (default 512, or the tokenizer's ids; at least 285,\n"
+     "                          the built-in vocabulary's strings; at most 2^20, about 4x the\n"
+     "                          largest real vocabulary, qwen35's 248320)"},
     {SY_N_LAYER, "--n-layer", OPT_INT, "N", 1, 4096, NULL,
      "fewer (or more) blocks than the arch has, same per-layer shapes (benchmarks);\n"
      "                          qwen35: a multiple of its full-attention interval (4)"},
@@ -760,10 +765,15 @@ int cmd_synth(int argc, char **argv) {
         if (idx != i) rc = tern_err_set(&err, idx < 0 ? idx : TERN_E_ARG, "synth: adding tensor '%s'", p.t[i].name);
     }
     const double t0 = tern_time_s();
-    /* a failure removes the partial file, only if this run created it (never a path that was there:
-     * a file, a symlink, /dev/full) */
-    const bool created = rc == TERN_OK && opts_output_is_new(out_path);
-    if (rc == TERN_OK) rc = gguf_w_begin(w, out_path, &err);
+    /* written to a temporary file renamed over OUT at the end (opts_out): a failure leaves an
+     * existing OUT as it was and no new file; /dev/full, a FIFO... are written in place */
+    opts_out out = {0};
+    bool begun = false;
+    if (rc == TERN_OK) {
+        if (opts_out_begin(&out, out_path) != 0) rc = tern_err_set(&err, TERN_E_NOMEM, "synth: out of memory");
+        else begun = true;
+    }
+    if (rc == TERN_OK) rc = gguf_w_begin(w, out.write_path, &err);
     if (rc == TERN_OK && !no_weights) rc = write_weights(w, &p, seed, &err);
     if (rc == TERN_OK) rc = no_weights ? gguf_w_end_sparse(w, &err) : gguf_w_end(w, &err);
     gguf_w_free(w);
@@ -772,8 +782,12 @@ int cmd_synth(int argc, char **argv) {
     free(p.t);
     free(p.signs);
     if (rc != TERN_OK) {
-        fprintf(stderr, "tern synth: %s\n", err.msg[0] ? err.msg : tern_strerror(rc));
-        if (created) unlink(out_path);
+        fprintf(stderr, "tern synth: %s%s\n", err.msg[0] ? err.msg : tern_strerror(rc), begun ? opts_out_note(&out) : "");
+        if (begun) opts_out_abort(&out);
+        return 1;
+    }
+    if (opts_out_commit(&out, err.msg, sizeof err.msg) != 0) {
+        fprintf(stderr, "tern synth: %s (OUT '%s' left as it was)\n", err.msg, out_path);
         return 1;
     }
     fprintf(stderr, "tern synth: wrote %s (%s, %d tensors, %s%s) in %.1f s\n", out_path, a->name, p.n_t,

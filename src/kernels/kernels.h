@@ -63,7 +63,9 @@ enum {
 
 /* Prepare a weight at load. Validates (errors name `name`): type has a kernel (else
  * TERN_E_UNSUPPORTED), n_in, n_out > 0 and n_in a multiple of the block size, byte size does
- * not overflow (else TERN_E_FORMAT); TERN_E_NOMEM for the repack scratch or the PTQ1_0 side
+ * not overflow, every block's fp16 scale is finite (else TERN_E_FORMAT naming the row, block and
+ * the scale's bits: a NaN/Inf scale is a damaged file, which the int8 activation path would turn
+ * into finite logits; F32/F16/BF16 data is not scanned); TERN_E_NOMEM for the repack scratch or the PTQ1_0 side
  * buffer. PQ2_0 is repacked in place into KW_ROWPAIR (rows N & ~3 .. N-1 stay in file layout);
  * PQ2_0/Q2_0 note code 3 in has_code3. data (N rows in file layout, n_out * row bytes) must stay
  * alive and writable for the life of w; w owns only aux. On error w holds no allocation. */

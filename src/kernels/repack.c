@@ -134,19 +134,44 @@ static int transcode_ptq1_0(kern_w *w, const char *name, tern_err *err) {
     return TERN_OK;
 }
 
-/* A 2-bit field is 3 iff both its bits are set: (v & (v >> 1)) & 0x55.. per 8 code bytes. */
-static bool scan_code3(const uint8_t *data, int64_t n_blocks, int bb) {
-    uint64_t any = 0;
-    for (int64_t i = 0; i < n_blocks; i++) {
-        const uint8_t *q = data + i * bb + 2;
-        for (int j = 0; j < bb - 2; j += 8) {
-            uint64_t v;
-            memcpy(&v, q + j, 8);
-            any |= v & (v >> 1) & 0x5555555555555555ull;
-        }
-        if (any) return true;
+/* The byte offset of a block's fp16 scale d (qtypes.h block_*), or -1 for types without one. */
+static int scale_offset(int type, int bb) {
+    switch (type) {
+    case QT_PQ2_0: case QT_Q2_0: case QT_Q8_0: case QT_Q1_0: return 0;
+    case QT_PTQ1_0: case QT_TQ1_0: case QT_TQ2_0: return bb - 2;   /* d last */
+    default: return -1;
     }
-    return false;
+}
+
+/* One pass over n_blocks blocks of bb bytes: returns the index of the first block whose fp16
+ * scale (at byte d_off; exponent all ones = Inf or NaN) is not finite, or -1. With code3 given
+ * (PQ2_0/Q2_0) also sets *code3: whether any 2-bit code is 3 (a field is 3 iff both its bits are
+ * set: (v & (v >> 1)) & 0x55.. per 8 code bytes); once one is found only the scales are read.
+ * The scale test is branch-free ((hi & 0x7c) + 4 sets bit 7 iff the five exponent bits are all
+ * ones), so a good file costs 3 instructions a block; only a bad one is searched again. */
+static int64_t scan_blocks(const uint8_t *data, int64_t n_blocks, int bb, int d_off, bool *code3) {
+    uint64_t any = 0;
+    unsigned bad = 0;
+    const uint8_t *hi = data + d_off + 1;   /* the high byte of the little-endian fp16 */
+    if (code3) {
+        for (int64_t i = 0; i < n_blocks; i++) {
+            bad |= (hi[i * bb] & 0x7cu) + 4u;
+            if (any) continue;
+            const uint8_t *q = data + i * bb + 2;
+            for (int j = 0; j < bb - 2; j += 8) {
+                uint64_t v;
+                memcpy(&v, q + j, 8);
+                any |= v & (v >> 1) & 0x5555555555555555ull;
+            }
+        }
+        *code3 = any != 0;
+    } else {
+        for (int64_t i = 0; i < n_blocks; i++) bad |= (hi[i * bb] & 0x7cu) + 4u;
+    }
+    if (!(bad & 0x80u)) return -1;
+    for (int64_t i = 0; i < n_blocks; i++)
+        if ((hi[i * bb] & 0x7c) == 0x7c) return i;
+    return -1;
 }
 
 static bool ptq_default_transcode(void) {
@@ -182,7 +207,22 @@ int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t
     w->n_in = n_in;
     w->n_out = n_out;
     w->data = data;
-    if (type == QT_PQ2_0 || type == QT_Q2_0) w->has_code3 = scan_code3(data, (int64_t)(bytes / (uint64_t)bb), bb);
+    /* a damaged file's NaN/Inf scale would be laundered into finite logits by the int8 activation
+     * path (a NaN product quantises to 0): refuse it here, where every block is read anyway */
+    const int d_off = scale_offset(type, bb);
+    if (d_off >= 0) {
+        const int64_t nb_row = n_in / bs;
+        const int64_t bad = scan_blocks(data, (int64_t)(bytes / (uint64_t)bb), bb, d_off,
+                                        type == QT_PQ2_0 || type == QT_Q2_0 ? &w->has_code3 : NULL);
+        if (bad >= 0) {
+            const uint8_t *d = data + bad * bb + d_off;
+            const unsigned h = (unsigned)(d[0] | d[1] << 8);
+            memset(w, 0, sizeof *w);
+            return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': row %lld, block %lld: scale 0x%04x is %s; expected a "
+                                "finite fp16 scale (the file is damaged)", name, (long long)(bad / nb_row),
+                                (long long)(bad % nb_row), h, (h & 0x3ff) ? "NaN" : (h & 0x8000) ? "-Inf" : "+Inf");
+        }
+    }
     int rc = TERN_OK;
     if (type == QT_PQ2_0 && !(flags & KW_F_KEEP_FILE)) rc = repack_pq2_0(w, name, err);
     if (type == QT_PTQ1_0) {

@@ -7,7 +7,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <string.h>
 
 /* ---- profiling ------------------------------------------------------------------------------ */
@@ -268,53 +267,13 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
     }
 }
 
-/* ---- dynamic split of a batch's rows -------------------------------------------------------
- * pool_for gives each thread one fixed range: in prefill (many columns, tens of ms per job) a
- * thread that the OS delays, or a range that runs slower (cache, neighbours), makes the other
- * wait at the job's end (the profile's "barrier wait + imbalance", 4.1% of pp512 in session 3's
- * quiet run). Here each thread takes the next chunk of [0, n) from a shared counter until none
- * is left: chunks of at most `cmax`, shrinking to remaining / (2 n_threads) (rounded down to a
- * multiple of `cmin`) near the end but never below `cmin` (cmin, cmax multiples of align, cmax of
- * cmin), so both threads finish within about one small
- * chunk of each other. Which thread computes a row never changes its bits (every output has one
- * writer and the kernels' order does not depend on the range), so results stay identical for
- * every thread count. */
-typedef struct {
-    pool_fn fn;
-    void *ctx;
-    int64_t n, align, cmin, cmax;
-    int nt;
-    _Atomic int64_t next;
-} dyn_job;
-
-static void job_dyn(void *ctx, int64_t t0, int64_t t1, int ith) {
-    (void)t0;
-    (void)t1;
-    dyn_job *d = ctx;
-    for (;;) {
-        int64_t i0 = atomic_load_explicit(&d->next, memory_order_relaxed), i1;
-        do {
-            if (i0 >= d->n) return;
-            int64_t c = (d->n - i0) / (2 * d->nt);
-            c = TERN_MIN(d->cmax, TERN_MAX(d->cmin, c / d->cmin * d->cmin));
-            i1 = TERN_MIN(d->n, i0 + c);
-        } while (!atomic_compare_exchange_weak_explicit(&d->next, &i0, i1, memory_order_relaxed, memory_order_relaxed));
-        d->fn(d->ctx, i0, i1, ith);
-    }
-}
-
-/* fn over [0, n) in dynamic chunks (above); cmin, cmax multiples of align. One thread: one call. */
-static void pool_for_dyn(tern_pool *pool, int64_t n, int64_t align, int64_t cmin, int64_t cmax, pool_fn fn, void *ctx) {
-    const int nt = pool_n_threads(pool);
-    if (nt == 1 || n <= cmin) { pool_for(pool, n, align, fn, ctx); return; }
-    dyn_job d = {.fn = fn, .ctx = ctx, .n = n, .align = align, .cmin = cmin, .cmax = cmax, .nt = nt};
-    atomic_init(&d.next, 0);
-    pool_for(pool, nt, 1, job_dyn, &d);
-}
-
-/* Batches of at least this many columns (prefill) split their projections dynamically, in chunks
- * of 32..512 rows (the AVX2 wide matmul works in row chunks of 256: x86/avx2.c). Fewer columns
- * (decode, verification) keep pool_for's fixed ranges. */
+/* Batches of at least this many columns (prefill) split their projections dynamically
+ * (pool_for_dyn: threads claim row chunks as they finish, so a thread the OS delays, or a range
+ * that runs slower, does not leave the other waiting at the job's end: the profile's "barrier
+ * wait + imbalance" was 4.1% of pp512 with fixed ranges), in chunks of 32..512 rows (the AVX2 wide
+ * matmul works in row chunks of 256: x86/avx2.c). Fewer columns (decode, verification) keep
+ * pool_for's fixed ranges. No split changes a bit (each row is the same kern_matmul computation in
+ * any range: kernels.h). */
 #define BLK_DYN_COLS 16
 #define BLK_DYN_CMIN 32
 #define BLK_DYN_CMAX 512
@@ -500,7 +459,6 @@ typedef struct {
     int il_kv;
     bool qk_norm;
     int n_tiles;                 /* standard attention: tiles in ws->attn_tiles (attn_plan) */
-    _Atomic int next_tile;       /* the next tile a thread takes */
 } attn_job;
 
 /* Per column: QK-norm, RoPE, store K and V at the column's position. */
@@ -550,17 +508,15 @@ static void job_attn_flash(void *ctx, int64_t i0, int64_t i1, int ith) {
     }
 }
 
-/* Standard attention over query tiles: each thread takes the next tile of the plan until none is
- * left (a tile's bits do not depend on who computes it). */
-static void job_attn_tiles(void *ctx, int64_t r0, int64_t r1, int ith) {
-    (void)r0;
-    (void)r1;
-    attn_job *j = ctx;
+/* Standard attention over the query tiles [t0, t1) of the plan (pool_for_dyn: threads claim one
+ * tile at a time as they finish; a tile's bits do not depend on who computes it). */
+static void job_attn_tiles(void *ctx, int64_t t0, int64_t t1, int ith) {
+    const attn_job *j = ctx;
     const model_hparams *hp = &j->m->hp;
     const model_ws *ws = j->ws;
     const int hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v, gqa = hp->n_head / hp->n_head_kv;
     float *scores = ws->scores + (size_t)ith * BLK_ATTN_NQ * ws->n_ctx;
-    for (int t; (t = atomic_fetch_add_explicit(&j->next_tile, 1, memory_order_relaxed)) < j->n_tiles;) {
+    for (int64_t t = t0; t < t1; t++) {
         const int32_t *T = ws->attn_tiles + 4 * (size_t)t;   /* c0, nc, h0, nh */
         const float *q[BLK_ATTN_NQ];
         float *out[BLK_ATTN_NQ];
@@ -699,8 +655,7 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
             pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn_flash, &j);
         } else {
             j.n_tiles = attn_plan(m, ws, b);
-            atomic_init(&j.next_tile, 0);
-            pool_for(m->pool, pool_n_threads(m->pool), 1, job_attn_tiles, &j);
+            pool_for_dyn(m->pool, j.n_tiles, 1, 1, 1, job_attn_tiles, &j);
         }
         prof_add(BLK_PROF_ATTN, t0);
     }

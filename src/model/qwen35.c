@@ -31,7 +31,6 @@
 #include "runtime/rstate.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,8 +413,6 @@ typedef struct {
     const model_layer *L;
     const q35_layer *QL;
     int il;
-    int64_t n_items;           /* job_gdn_heads_dyn: (run, head) items */
-    atomic_int_fast64_t next;  /* job_gdn_heads_dyn: the next unclaimed item */
 } q35_job;
 
 static rstate *run_rs(const model_batch *b, const q35_ws *w, int r) {
@@ -510,21 +507,6 @@ static void job_gdn_heads(void *ctx, int64_t i0, int64_t i1, int ith) {
     }
 }
 
-
-/* job_gdn_heads under the dynamic decode schedule (q35_project): threads claim Q35_HEADS_CLAIM
- * items at a time as they finish (each head's recurrence is the same computation in any range:
- * the split never changes a bit, as 1 vs 2 threads). */
-#define Q35_HEADS_CLAIM 4
-static void job_gdn_heads_dyn(void *ctx, int64_t t0, int64_t t1, int ith) {
-    (void)t0; (void)t1;
-    q35_job *j = ctx;
-    for (;;) {
-        const int64_t i0 = atomic_fetch_add(&j->next, Q35_HEADS_CLAIM);
-        if (i0 >= j->n_items) return;
-        job_gdn_heads(j, i0, TERN_MIN(i0 + Q35_HEADS_CLAIM, j->n_items), ith);
-    }
-}
-
 /* ---- projections with several activations in one pool job -------------------------------- */
 
 static bool is_float_w(const kern_w *w) { return w->type == QT_F32 || w->type == QT_F16 || w->type == QT_BF16; }
@@ -551,85 +533,45 @@ static void job_proj_multi(void *ctx, int64_t i0, int64_t i1, int ith) {
     if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;
 }
 
+/* Decode projections (one column, 2+ threads), dynamic schedule (the default; TERN_Q35_SCHED=static
+ * selects pool_for's fixed split): the virtual rows of all weights, in 8-row units, are claimed by
+ * whichever thread is free (pool_for_dyn: the caller from the back and the workers from the front,
+ * each streaming its own end of the rows; each claim (rows left) / (2 T), at least Q35_DYN_MIN
+ * rows). A thread slowed down for a while (an interrupt, a neighbour, a descheduled vCPU) then
+ * leaves at most its current claim to wait for, instead of its half of the rows. Measured
+ * (bench/RESULTS.md "Session 4 q35"): the fastest instance of each projection streams at the same
+ * 34-37 GB/s under both schedules (the claims cost ~1%), while under disturbance the dynamic one
+ * was 2-37% faster per token. Every row is the same kern_matmul computation whatever range it
+ * falls in (kernels.h: the bits do not depend on the row split), so results depend neither on
+ * who takes which rows nor on the thread count (test_qwen35: both schedules at 2 and 3 threads
+ * == 1 thread). The GDN heads of a decode step are claimed the same way, Q35_HEADS_CLAIM at a
+ * time (gdn_layer). */
+#define Q35_DYN_ALIGN 8
+#define Q35_DYN_MIN 64
+#define Q35_HEADS_CLAIM 4
+
 /* blk_project with one activation per weight (n_w <= 4): y[k] = w[k] a[k], rows of all weights
- * split across the pool in one job (each row the same kern_matmul call as blk_project makes). */
-static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
+ * in one pool job (each row the same kern_matmul call as blk_project makes), split by pool_for
+ * or, dyn, claimed by pool_for_dyn (above). */
+static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y,
+                          bool dyn) {
     TERN_ASSERT(n_w >= 1 && n_w <= 4);
     q35_proj_job j = {.n_w = n_w, .a = a, .w = w, .y = y};
+    const int64_t align = dyn ? Q35_DYN_ALIGN : KERN_ROW_ALIGN;   /* both multiples of KERN_ROW_ALIGN */
     int64_t off = 0;
     for (int k = 0; k < n_w; k++) {
         j.off[k] = off;
-        off += (w[k]->n_out + KERN_ROW_ALIGN - 1) / KERN_ROW_ALIGN * KERN_ROW_ALIGN;
+        off += (w[k]->n_out + align - 1) / align * align;
     }
     j.off[n_w] = off;
     const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
-    pool_for(pool, off, KERN_ROW_ALIGN, job_proj_multi, &j);
+    if (dyn) pool_for_dyn(pool, off, Q35_DYN_ALIGN, Q35_DYN_MIN, INT64_MAX, job_proj_multi, &j);
+    else pool_for(pool, off, KERN_ROW_ALIGN, job_proj_multi, &j);
     if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0;
 }
 
-/* Decode projections (one column, 2+ threads), dynamic schedule (the default; TERN_Q35_SCHED=static
- * selects pool_for's fixed split): the virtual rows of all weights, in 8-row units, are claimed by
- * whichever thread is free, the caller from the back and the workers from the front (each streams
- * its own end of the rows), each claim (rows left) / (2 T) (guided), at least Q35_DYN_MIN rows. A
- * thread slowed down for a while (an interrupt, a neighbour, a descheduled vCPU) then leaves at
- * most its current claim to wait for, instead of its half of the rows. Measured (bench/RESULTS.md
- * "Session 4 q35"): the fastest instance of each projection streams at the same 34-37 GB/s under
- * both schedules (the claims cost ~1%), while under disturbance the dynamic one was 2-37% faster
- * per token. Every row is the same kern_matmul computation whatever range it falls in (kernels.h:
- * the bits do not depend on the row split), so results depend neither on who takes which rows
- * nor on the thread count (test_qwen35: both schedules at 2 and 3 threads == 1 thread). */
-#define Q35_DYN_MIN 64
-
-typedef struct {
-    q35_proj_job p;
-    int64_t n_rows;
-    int n_threads;
-    atomic_uint_fast64_t left;     /* rows not yet claimed, in 8-row units: lo | hi << 32 */
-} q35_dyn_job;
-
-/* Claim the next rows from the front or the back of [lo, hi); false when none are left. */
-static bool dyn_claim(q35_dyn_job *j, bool front, int64_t *r0, int64_t *r1) {
-    uint_fast64_t cur = atomic_load(&j->left), nw;
-    int64_t lo, hi, c;
-    do {
-        lo = (int64_t)(cur & 0xffffffffu);
-        hi = (int64_t)(cur >> 32);
-        if (lo >= hi) return false;
-        c = TERN_MAX((hi - lo + 2 * j->n_threads - 1) / (2 * j->n_threads), (int64_t)Q35_DYN_MIN / 8);
-        c = TERN_MIN(c, hi - lo);
-        nw = front ? (uint_fast64_t)(lo + c) | (uint_fast64_t)hi << 32 : (uint_fast64_t)lo | (uint_fast64_t)(hi - c) << 32;
-    } while (!atomic_compare_exchange_weak(&j->left, &cur, nw));
-    *r0 = 8 * (front ? lo : hi - c);
-    *r1 = TERN_MIN(8 * (front ? lo + c : hi), j->n_rows);
-    return true;
-}
-
-static void job_proj_dyn(void *ctx, int64_t t0, int64_t t1, int ith) {
-    (void)t0; (void)t1;
-    q35_dyn_job *j = ctx;
-    const double tb = g_blk_prof.on ? tern_time_s() : 0.0;
-    int64_t r0, r1;
-    while (dyn_claim(j, ith != 0, &r0, &r1)) job_proj_multi_rows(&j->p, r0, r1);
-    if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - tb;
-}
-
-static void project_dyn(tern_pool *pool, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
-    TERN_ASSERT(n_w >= 1 && n_w <= 4);
-    q35_dyn_job j = {.p = {.n_w = n_w, .a = a, .w = w, .y = y}, .n_threads = pool_n_threads(pool)};
-    int64_t off = 0;
-    for (int k = 0; k < n_w; k++) {
-        j.p.off[k] = off;
-        off += (w[k]->n_out + 7) / 8 * 8;     /* 8-row units: claims start on a multiple of KERN_ROW_ALIGN */
-    }
-    j.p.off[n_w] = off;
-    j.n_rows = off;
-    TERN_ASSERT(off / 8 < ((int64_t)1 << 32));
-    atomic_init(&j.left, (uint_fast64_t)(off / 8) << 32);
-    pool_for(pool, j.n_threads, 1, job_proj_dyn, &j);
-}
-
 /* y[k] = w[k] a[k] (n_w <= 4) for n columns: one column on 2+ threads under the dynamic schedule
- * (project_dyn), else one static pool job (blk_project when all weights read one activation).
+ * (project_multi, dyn), else one static pool job (blk_project when all weights read one activation).
  * cls: the projection class of the profile. */
 static void q35_project(const model_t *m, int n, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y,
                         int cls) {
@@ -638,9 +580,8 @@ static void q35_project(const model_t *m, int n, int n_w, const kern_act *const 
     const bool dyn = n == 1 && pool_n_threads(m->pool) > 1 && (prof.ab ? prof.var == 1 : q->sched == 1);
     bool same = true;
     for (int k = 1; k < n_w; k++) same = same && a[k] == a[0];
-    if (dyn) project_dyn(m->pool, n_w, a, w, y);
-    else if (same) blk_project(m->pool, a[0], n_w, w, y);
-    else project_multi(m->pool, n_w, a, w, y);
+    if (!dyn && same) blk_project(m->pool, a[0], n_w, w, y);
+    else project_multi(m->pool, n_w, a, w, y, dyn);
     if (prof.active) {
         const double dt = tern_time_s() - t0;
         const int v = prof.var;
@@ -929,9 +870,10 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
     pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
     if (n == 1 && pool_n_threads(m->pool) > 1 && (prof.ab ? prof.var == 1 : q->sched == 1)) {
-        j.n_items = hv;
-        atomic_init(&j.next, 0);
-        pool_for(m->pool, pool_n_threads(m->pool), 1, job_gdn_heads_dyn, &j);
+        /* the heads of a decode step under the dynamic schedule (q35_project): threads claim
+         * Q35_HEADS_CLAIM heads at a time as they finish (pool_for_dyn; each head's recurrence is
+         * the same computation in any range, so the split never changes a bit) */
+        pool_for_dyn(m->pool, hv, 1, Q35_HEADS_CLAIM, Q35_HEADS_CLAIM, job_gdn_heads, &j);
     } else {
         pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
     }

@@ -6,12 +6,18 @@
  * Split rule (pool_split): [0, n) in chunks of `align`; thread t of T takes chunks
  * [t * C / T, (t + 1) * C / T), C = ceil(n / align); the last chunk ends at n. Deterministic for
  * (n, align, T), disjoint, and every boundary but n is a multiple of align.
+ * Dynamic jobs (pool_for_dyn): the same publication, with cmin > 0; each thread then claims
+ * chunks from `left` (lo | hi << 32 in units of align: the caller from hi down, workers from lo
+ * up) until lo == hi. The claims are relaxed CAS (only their atomicity matters: each unit goes
+ * to one claimant); `left` is stored before the generation bump, so a worker that sees the new
+ * generation sees it (or a later claim).
  * Memory order: seq_cst atomics throughout (the job fields are written before the generation
  * bump and read after it; the Dekker-style handshake on `caller_waiting`/`pending` needs it). */
 #include "runtime/pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,6 +44,12 @@ struct tern_pool {
     pool_fn fn;
     void *ctx;
     int64_t n, align;
+    int64_t cmin, cmax;        /* dynamic job: chunk limits in units of align (cmin == 0: static job) */
+    /* dynamic job: unclaimed units [lo, hi) as lo | hi << 32, on a cache line of its own (the
+     * claims write it while the others read the job fields) */
+    char pad0[64];
+    atomic_uint_fast64_t left;
+    char pad1[64];
     atomic_uint_fast64_t gen;  /* job generation */
     atomic_int pending;        /* workers that have not finished the current job */
     atomic_int stop;
@@ -54,8 +66,30 @@ void pool_split(int64_t n, int64_t align, int n_threads, int ith, int64_t *i0, i
     *i1 = TERN_MIN(c1 * align, n);
 }
 
+/* Claim the next chunk of a dynamic job (front: from lo, else from hi); false when none is left. */
+static bool dyn_claim(struct tern_pool *p, bool front, int64_t *i0, int64_t *i1) {
+    uint_fast64_t cur = atomic_load_explicit(&p->left, memory_order_relaxed), nw;
+    int64_t lo, hi, c;
+    do {
+        lo = (int64_t)(cur & 0xffffffffu);
+        hi = (int64_t)(cur >> 32);
+        if (lo >= hi) return false;
+        c = (hi - lo + 2 * (int64_t)p->n_threads - 1) / (2 * (int64_t)p->n_threads);
+        c = TERN_MIN(TERN_MIN(TERN_MAX(c, p->cmin), p->cmax), hi - lo);
+        nw = front ? (uint_fast64_t)(lo + c) | (uint_fast64_t)hi << 32 : (uint_fast64_t)lo | (uint_fast64_t)(hi - c) << 32;
+    } while (!atomic_compare_exchange_weak_explicit(&p->left, &cur, nw, memory_order_relaxed, memory_order_relaxed));
+    const int64_t u0 = front ? lo : hi - c;
+    *i0 = u0 * p->align;
+    *i1 = TERN_MIN((u0 + c) * p->align, p->n);
+    return true;
+}
+
 static void run_range(struct tern_pool *p, int ith) {
     int64_t i0, i1;
+    if (p->cmin > 0) {
+        while (dyn_claim(p, ith != 0, &i0, &i1)) p->fn(p->ctx, i0, i1, ith);
+        return;
+    }
     pool_split(p->n, p->align, p->n_threads, ith, &i0, &i1);
     if (i0 < i1) p->fn(p->ctx, i0, i1, ith);
 }
@@ -142,14 +176,8 @@ void pool_free(tern_pool *p) {
 
 int pool_n_threads(const tern_pool *p) { return p ? p->n_threads : 1; }
 
-void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
-    TERN_ASSERT(p && fn && align >= 1 && n >= 0);
-    if (n == 0) return;
-    if (p->n_threads == 1) { fn(ctx, 0, n, 0); return; }
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n = n;
-    p->align = align;
+/* Publish the job (p->fn .. p->left written by the caller), run the caller's share, wait. */
+static void run_job(struct tern_pool *p) {
     atomic_store(&p->caller_waiting, 0);
     atomic_store(&p->pending, p->n_threads - 1);
     atomic_fetch_add(&p->gen, 1);
@@ -166,4 +194,31 @@ void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
         while (atomic_load(&p->pending) != 0) pthread_cond_wait(&p->cv_done, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
+}
+
+void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
+    TERN_ASSERT(p && fn && align >= 1 && n >= 0);
+    if (n == 0) return;
+    if (p->n_threads == 1) { fn(ctx, 0, n, 0); return; }
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n = n;
+    p->align = align;
+    p->cmin = p->cmax = 0;
+    run_job(p);
+}
+
+void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t cmax, pool_fn fn, void *ctx) {
+    TERN_ASSERT(p && fn && align >= 1 && n >= 0 && cmin >= align && cmax >= cmin && cmin % align == 0 &&
+                (cmax == INT64_MAX || cmax % align == 0));
+    const int64_t units = n / align + (n % align != 0);
+    if (n <= cmin || p->n_threads == 1 || units >= ((int64_t)1 << 32)) { pool_for(p, n, align, fn, ctx); return; }
+    p->fn = fn;
+    p->ctx = ctx;
+    p->n = n;
+    p->align = align;
+    p->cmin = cmin / align;
+    p->cmax = cmax == INT64_MAX ? units : cmax / align;
+    atomic_store_explicit(&p->left, (uint_fast64_t)units << 32, memory_order_relaxed);
+    run_job(p);
 }

@@ -836,37 +836,13 @@ static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     mm_ptq1_0_direct(m, r0, r1);
 }
 
-/* Float weights (F32, F16, BF16) in every mode and every type in f32 mode would go here; the
- * 16-lane order of kern_impl.h maps to two ymm accumulators (lanes 0-7, 8-15). F32 only: */
+/* The 16-lane order of kern_impl.h in two ymm accumulators (lanes 0-7, 8-15): the pairwise tree
+ * (mm_block_f32mode; the float weight types' tiles below do it in registers, half_finish). */
 static inline float lanes_reduce(__m256 lo, __m256 hi) {
     float acc[16];
     _mm256_storeu_ps(acc, lo);
     _mm256_storeu_ps(acc + 8, hi);
     return kern_lane_reduce(acc);
-}
-
-static void mm_f32_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
-    const kern_w *w = m->w;
-    const kern_act *a = m->a;
-    const int64_t K = w->n_in, K16 = K & ~(int64_t)15;
-    for (int64_t r = r0; r < r1; r++) {
-        const float *wr = (const float *)(const void *)w->data + r * K;
-        for (int c = 0; c < a->ncols; c++) {
-            const float *x = a->x + (int64_t)c * K;
-            __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
-            for (int64_t k = 0; k < K16; k += 16) {
-                lo = _mm256_fmadd_ps(_mm256_loadu_ps(wr + k), _mm256_loadu_ps(x + k), lo);
-                hi = _mm256_fmadd_ps(_mm256_loadu_ps(wr + k + 8), _mm256_loadu_ps(x + k + 8), hi);
-            }
-            /* tail lane by lane: a zero-padded tail is not exact (a lane at -0 would become +0:
-             * fmaf(0, 0, -0) = +0; test_arm test_arm_float_edges) */
-            float acc[16];
-            _mm256_storeu_ps(acc, lo);
-            _mm256_storeu_ps(acc + 8, hi);
-            for (int64_t k = K16; k < K; k++) acc[k & 15] = fmaf(wr[k], x[k], acc[k & 15]);
-            m->y[c * m->ldy + r] = kern_lane_reduce(acc);
-        }
-    }
 }
 
 /* F16 and BF16 weights (every mode: the float path), the reference's math (ref.c ref_row_float):
@@ -887,58 +863,82 @@ static inline __m256 bf16_round8(__m256 x) {
     return _mm256_castsi256_ps(_mm256_blendv_epi8(rn, qn, nan));
 }
 
-static inline __m256 half8_load(const uint16_t *p, bool bf16) {
+/* The float weight types of the tiles below (compile-time constants at every call). */
+enum { FW_F16 = 0, FW_BF16 = 1, FW_F32 = 2 };
+#define FW_SIZE(wt) ((wt) == FW_F32 ? 4 : 2)
+
+/* 8 weights from p (bytes) as f32. */
+static inline __m256 fw_load8(const uint8_t *p, const int wt) {
+    if (wt == FW_F32) return _mm256_loadu_ps((const float *)(const void *)p);
     const __m128i h = _mm_loadu_si128((const __m128i *)(const void *)p);
-    if (bf16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    if (wt == FW_BF16) return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
     return _mm256_cvtph_ps(h);
 }
+/* Weight k of a row as f32 (the tail). */
+static inline float fw_one(const uint8_t *row, int64_t k, const int wt) {
+    if (wt == FW_F32) return ((const float *)(const void *)row)[k];
+    const uint16_t h = ((const uint16_t *)(const void *)row)[k];
+    return wt == FW_BF16 ? bf16_to_f32(h) : fp16_to_f32(h);
+}
 
-/* One (row, column) output of the F16/BF16 matmul (half_tile) from its two 16-lane accumulators (lanes 0-7, 8-15):
- * the K % 16 tail lane by lane with fmaf, then kern_lane_reduce (ref.c ref_row_float's order). */
-static inline float half_finish(__m256 lo, __m256 hi, const uint16_t *wr, const float *x, int64_t K16,
-                                int64_t K, bool bf16) {
+/* One (row, column) output of the float matmul (half_tile) from its two 16-lane accumulators
+ * (lanes 0-7, 8-15): the K % 16 tail lane by lane with fmaf, then kern_lane_reduce (ref.c
+ * ref_row_float's order). */
+static inline float half_finish(__m256 lo, __m256 hi, const uint8_t *wr, const float *x, int64_t K16,
+                                int64_t K, const int wt) {
+    if (K16 == K) {   /* no tail: kern_lane_reduce's tree in registers, the same adds in the same order */
+        const __m256 s8 = _mm256_add_ps(lo, hi);                                  /* acc[i] + acc[i + 8] */
+        const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));   /* + [i + 4] */
+        const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));                 /* + [i + 2] */
+        return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));                /* [0] + [1] */
+    }
     float acc[16];
     _mm256_storeu_ps(acc, lo);
     _mm256_storeu_ps(acc + 8, hi);
     for (int64_t k = K16; k < K; k++) {
-        const float xv = bf16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
-        acc[k & 15] = fmaf(bf16 ? bf16_to_f32(wr[k]) : fp16_to_f32(wr[k]), xv, acc[k & 15]);
+        const float xv = wt == FW_BF16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
+        acc[k & 15] = fmaf(fw_one(wr, k, wt), xv, acc[k & 15]);
     }
     return kern_lane_reduce(acc);
 }
 
-/* An R-row x C-column tile of the F16/BF16 matmul: rows ra (and rb when R == 2; any two rows)
+/* An R-row x C-column tile of the float (F16, BF16, F32) matmul: rows ra (and rb when R == 2; any two rows)
  * and columns [c, c + C): 2*R*C accumulators (lanes 0-7, 8-15 of the 16-lane order), each weight
  * vector converted once and fed to C FMAs, each activation vector loaded (and, for BF16, rounded)
  * once for the R rows. R and C are compile-time constants at every call, so the loops unroll and
  * the accumulators stay in registers (R, C <= 2: 8 accumulators + 2R weights + 2 activations).
- * Each row stream is prefetched HALF_PF halves ahead (rows are consecutive in memory, so past a
+ * Each row stream is prefetched HALF_PF bytes ahead (rows are consecutive in memory, so past a
  * row's end this is the start of the next row the stream reads). */
-#define HALF_PF 1024   /* halves ahead (2 KB) */
-static inline __attribute__((always_inline)) void half_tile(const kern_mm_args *m, int64_t ra, int64_t rb, int c,
-                                                            const int R, const int C, const bool bf16) {
-    const int64_t K = m->w->n_in, K16 = K & ~(int64_t)15;
-    const uint16_t *base = (const uint16_t *)(const void *)m->w->data;
-    const uint16_t *wr[2] = {base + ra * K, base + rb * K};
-    const int64_t pf_end[2] = {(m->w->n_out - ra) * K - HALF_PF, (m->w->n_out - rb) * K - HALF_PF};
+#define HALF_PF 2048   /* bytes ahead */
+static inline __attribute__((always_inline)) void half_tile_k(const kern_mm_args *m, int64_t ra, int64_t rb, int c,
+                                                              const int R, const int C, const int wt, int64_t k0,
+                                                              int64_t k1, bool pf, __m256 acc[2][2][2]) {
+    const int64_t K = m->w->n_in;
+    const int64_t es = FW_SIZE(wt);
+    const uint8_t *base = m->w->data;
+    const uint8_t *wr[2] = {base + ra * K * es, base + rb * K * es};
+    const int64_t pf_end[2] = {(m->w->n_out - ra) * K * es - HALF_PF, (m->w->n_out - rb) * K * es - HALF_PF};
     const float *x = m->a->x + (int64_t)c * K;
     __m256 lo[2][2], hi[2][2];
 #pragma GCC unroll 2
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
-        for (int j = 0; j < C; j++) { lo[i][j] = _mm256_setzero_ps(); hi[i][j] = lo[i][j]; }
-    for (int64_t k = 0; k < K16; k += 16) {
+        for (int j = 0; j < C; j++) { lo[i][j] = acc[i][j][0]; hi[i][j] = acc[i][j][1]; }
+    for (int64_t k = k0; k < k1; k += 16) {
+        if (pf && (wt == FW_F32 || (k & 31) == 0))   /* one prefetch per 64-byte line of each row */
+#pragma GCC unroll 2
+            for (int i = 0; i < R; i++)
+                if (k * es < pf_end[i]) _mm_prefetch((const char *)(wr[i] + k * es + HALF_PF), _MM_HINT_T0);
         __m256 wl[2], wh[2];
 #pragma GCC unroll 2
         for (int i = 0; i < R; i++) {
-            if (k < pf_end[i]) _mm_prefetch((const char *)(wr[i] + k + HALF_PF), _MM_HINT_T0);
-            wl[i] = half8_load(wr[i] + k, bf16);
-            wh[i] = half8_load(wr[i] + k + 8, bf16);
+            wl[i] = fw_load8(wr[i] + k * es, wt);
+            wh[i] = fw_load8(wr[i] + (k + 8) * es, wt);
         }
 #pragma GCC unroll 2
         for (int j = 0; j < C; j++) {
             __m256 xl = _mm256_loadu_ps(x + j * K + k), xh = _mm256_loadu_ps(x + j * K + k + 8);
-            if (bf16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
+            if (wt == FW_BF16) { xl = bf16_round8(xl); xh = bf16_round8(xh); }
 #pragma GCC unroll 2
             for (int i = 0; i < R; i++) {
                 lo[i][j] = _mm256_fmadd_ps(wl[i], xl, lo[i][j]);
@@ -949,8 +949,59 @@ static inline __attribute__((always_inline)) void half_tile(const kern_mm_args *
 #pragma GCC unroll 2
     for (int i = 0; i < R; i++)
 #pragma GCC unroll 2
+        for (int j = 0; j < C; j++) { acc[i][j][0] = lo[i][j]; acc[i][j][1] = hi[i][j]; }
+}
+
+/* The (row, column) outputs of a tile from its accumulators (half_finish: the K % 16 tail, the
+ * reduction). */
+static inline __attribute__((always_inline)) void half_tile_store(const kern_mm_args *m, int64_t ra, int64_t rb, int c,
+                                                                  const int R, const int C, const int wt,
+                                                                  __m256 acc[2][2][2]) {
+    const int64_t K = m->w->n_in, K16 = K & ~(int64_t)15;
+    const uint8_t *base = m->w->data;
+    const float *x = m->a->x + (int64_t)c * K;
+#pragma GCC unroll 2
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
         for (int j = 0; j < C; j++)
-            m->y[(c + j) * m->ldy + (i ? rb : ra)] = half_finish(lo[i][j], hi[i][j], wr[i], x + j * K, K16, K, bf16);
+            m->y[(c + j) * m->ldy + (i ? rb : ra)] =
+                half_finish(acc[i][j][0], acc[i][j][1], base + (i ? rb : ra) * K * FW_SIZE(wt), x + j * K, K16, K, wt);
+}
+
+/* A whole tile over all of K. */
+static inline __attribute__((always_inline)) void half_tile(const kern_mm_args *m, int64_t ra, int64_t rb, int c,
+                                                            const int R, const int C, const int wt) {
+    __m256 acc[2][2][2];
+#pragma GCC unroll 2
+    for (int i = 0; i < R; i++)
+#pragma GCC unroll 2
+        for (int j = 0; j < C; j++) { acc[i][j][0] = _mm256_setzero_ps(); acc[i][j][1] = acc[i][j][0]; }
+    half_tile_k(m, ra, rb, c, R, C, wt, 0, m->w->n_in & ~(int64_t)15, true, acc);
+    half_tile_store(m, ra, rb, c, R, C, wt, acc);
+}
+
+/* 3 to 8 columns of the row pair (ra, rb): K in chunks of HALF_KC, each chunk through every column
+ * pair's tile in turn, the accumulators kept in a small array between chunks. The first pair of a
+ * chunk streams the two rows from memory (and prefetches), the others re-read the chunk (2 x 1 KB)
+ * from L1, so the rows stream steadily for the whole of the row pair's work; with whole-K passes per
+ * column pair only the first pass read memory and the others left it idle (4 columns from DRAM at
+ * 1.6-1.7x the 1-column time while the same work in cache ran at 1.2x). */
+#define HALF_KC 512   /* halves per chunk */
+static inline __attribute__((always_inline)) void half_rowpair_cols(const kern_mm_args *m, int64_t ra, int64_t rb,
+                                                                    int c0, int nc, const int wt) {
+    const int64_t K16 = m->w->n_in & ~(int64_t)15;
+    __m256 acc[4][2][2][2];
+    const int np = nc / 2;
+    for (int p = 0; p < 4; p++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) { acc[p][i][j][0] = _mm256_setzero_ps(); acc[p][i][j][1] = acc[p][i][j][0]; }
+    for (int64_t k0 = 0; k0 < K16; k0 += HALF_KC) {
+        const int64_t k1 = TERN_MIN(K16, k0 + HALF_KC);
+        for (int p = 0; p < np; p++) half_tile_k(m, ra, rb, c0 + 2 * p, 2, 2, wt, k0, k1, p == 0, acc[p]);
+        if (nc & 1) half_tile_k(m, ra, rb, c0 + 2 * np, 2, 1, wt, k0, k1, np == 0, acc[np]);
+    }
+    for (int p = 0; p < np; p++) half_tile_store(m, ra, rb, c0 + 2 * p, 2, 2, wt, acc[p]);
+    if (nc & 1) half_tile_store(m, ra, rb, c0 + 2 * np, 2, 1, wt, acc[np]);
 }
 
 /* Rows [r0, r1) of every column: row i of the range's first half with row i of its second half
@@ -967,26 +1018,30 @@ static inline __attribute__((always_inline)) void half_tile(const kern_mm_args *
  * the accumulators on the stack, the F16 matvec streamed at ~0.6 of the read bandwidth, and 4
  * columns cost 2.2 single steps on an F16 model. */
 static inline __attribute__((always_inline)) void half_rows(const kern_mm_args *m, int64_t r0, int64_t r1,
-                                                            const bool bf16) {
+                                                            const int wt) {
     const int nc = m->a->ncols;
     const int64_t h = (r1 - r0) / 2;
     for (int64_t i = 0; i < h; i++) {
         const int64_t ra = r0 + i, rb = r0 + h + i;
-        int c = 0;
-        for (; c + 2 <= nc; c += 2) half_tile(m, ra, rb, c, 2, 2, bf16);
-        if (c < nc) half_tile(m, ra, rb, c, 2, 1, bf16);
+        if (nc == 1) half_tile(m, ra, rb, 0, 2, 1, wt);
+        else if (nc == 2) half_tile(m, ra, rb, 0, 2, 2, wt);
+        else
+            for (int c = 0; c < nc; c += 8) half_rowpair_cols(m, ra, rb, c, TERN_MIN(8, nc - c), wt);
     }
     if (r0 + 2 * h < r1) {   /* an odd row count: the last row alone */
         int c = 0;
-        for (; c + 2 <= nc; c += 2) half_tile(m, r1 - 1, r1 - 1, c, 1, 2, bf16);
-        if (c < nc) half_tile(m, r1 - 1, r1 - 1, c, 1, 1, bf16);
+        for (; c + 2 <= nc; c += 2) half_tile(m, r1 - 1, r1 - 1, c, 1, 2, wt);
+        if (c < nc) half_tile(m, r1 - 1, r1 - 1, c, 1, 1, wt);
     }
 }
 
-/* F16 and BF16 weights: one copy of the loops per type, so the weight conversion and the BF16
- * activation rounding are not a runtime branch (the branch had made GCC spill the accumulators). */
-static void mm_f16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, false); }
-static void mm_bf16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, true); }
+/* F16, BF16 and F32 weights: one copy of the loops per type, so the weight conversion and the
+ * BF16 activation rounding are not a runtime branch (the branch had made GCC spill the
+ * accumulators). F32 had its own loop (one row, each column's two accumulators alone: a 4-cycle
+ * FMA latency chain per 8 weights); it now shares the tiles. */
+static void mm_f16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, FW_F16); }
+static void mm_bf16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, FW_BF16); }
+static void mm_f32_tiles(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, FW_F32); }
 
 /* Block types in f32 mode (the reference math): each block is decoded once per (row, column
  * tile) by the shared scalar decoder (kern_block_int, any layout), w_k = (float)t_k * d exactly as
@@ -1370,7 +1425,7 @@ const kern_table kern_table_avx2 = {
         [KT_TQ2_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_Q1_0] = {mm_block8, mm_block8, mm_block_f32mode},
         [KT_Q8_0] = {mm_block8, mm_block8, mm_block_f32mode},
-        [KT_F32] = {mm_f32_float, mm_f32_float, mm_f32_float},
+        [KT_F32] = {mm_f32_tiles, mm_f32_tiles, mm_f32_tiles},
         [KT_F16] = {mm_f16_float, mm_f16_float, mm_f16_float},
         [KT_BF16] = {mm_bf16_float, mm_bf16_float, mm_bf16_float},
     },
