@@ -142,7 +142,9 @@ static enum MHD_Result send_text(srv *s, struct MHD_Connection *c, int status, c
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");   /* CORS: see on_request */
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (status == 429) MHD_add_response_header(r, "Retry-After", "1");   /* seconds; the openai clients honour it */
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     count_status(s, status);
@@ -413,6 +415,7 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
         st->fd = fd;
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
+        MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
         enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
         MHD_destroy_response(r);
         count_status(s, 200);
@@ -557,7 +560,8 @@ static enum MHD_Result reject_upload(srv *s, conn *cn, int status, const srv_err
     }
     char head[320];
     const int nh = snprintf(head, sizeof head,
-                            "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                            "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                            "Access-Control-Allow-Origin: *\r\n%sConnection: close\r\n\r\n",
                             status, MHD_get_reason_phrase_for((unsigned)status), strlen(body),
                             status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
     const char *parts[2] = {head, body};
@@ -585,6 +589,22 @@ static enum MHD_Result reject_upload(srv *s, conn *cn, int status, const srv_err
         if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) break;
     }
     return MHD_NO;
+}
+
+/* 204 to a CORS preflight: any origin, the methods the API takes, the headers the browser asks
+ * for (or Authorization and Content-Type), cached for a day. */
+static enum MHD_Result preflight(srv *s, struct MHD_Connection *c) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    const char *want = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Access-Control-Request-Headers");
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", want && *want ? want : "Authorization, Content-Type");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    const enum MHD_Result ret = MHD_queue_response(c, 204, r);
+    MHD_destroy_response(r);
+    count_status(s, 204);
+    return ret;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -628,7 +648,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         }
         return MHD_YES;
     }
-    const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+    /* HEAD is answered as GET (libmicrohttpd sends the headers only): load balancers and uptime checks */
+    const bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+    /* CORS, as llama-server: every answer carries Access-Control-Allow-Origin: * and a preflight
+     * (OPTIONS) is answered without the key (browsers send none with it), so a front end served from
+     * another origin (a local HTML file, Open WebUI in a tab) can call the API. With --api-key the
+     * key is still required for every request; without one, any page in the user's browser can use
+     * the server, as it can llama-server's (README). */
+    if (!strcmp(method, "OPTIONS")) return preflight(s, c);
     if (get && (!strcmp(url, "/") || !strcmp(url, "/index.html"))) {
         char *page = strdup(srv_page_html);
         return send_text(s, c, 200, "text/html; charset=utf-8", page);
@@ -720,6 +747,26 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
     if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
     free(fixed);
+    /* every slot's caches at once, before the first allocates (tern_session_init checks one at a
+     * time: the first slots were allocated and touched before a later one failed) */
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = cfg->n_ctx;
+    so.n_batch = cfg->n_batch;
+    so.kv_f32 = cfg->kv_f32;
+    uint64_t kv1 = 0, st1 = 0, avail = 0;
+    tern_session_mem(m, &so, &kv1, &st1, &avail);
+    const uint64_t need = (uint64_t)cfg->parallel * (kv1 + st1);
+    if (avail && need > avail) {
+        char stp[96] = "";
+        if (st1) snprintf(stp, sizeof stp, " + %.1f MB recurrent state", (double)st1 / 1e6);
+        pthread_mutex_destroy(&s->mx.mu);
+        free(s);
+        return srv_err_set(err, TERN_E_NOMEM,
+                           "%d slots (-np %d) with context %d (-c) need %.1f MB: per slot %.1f MB KV cache%s; only %.1f MB "
+                           "available: lower -c or -np", cfg->parallel, cfg->parallel, cfg->n_ctx, (double)need / 1e6,
+                           (double)kv1 / 1e6, stp, (double)avail / 1e6);
+    }
     int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch,
                             cfg->prefill_chunk > 0 && cfg->prefill_chunk < cfg->n_batch ? cfg->prefill_chunk : cfg->n_batch,
                             cfg->queue_max, cfg->kv_f32,

@@ -135,6 +135,19 @@ void tern_session_opts_default(tern_session_opts *o) {
     o->n_batch = 512;
 }
 
+void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t *kv_out, uint64_t *state_out,
+                      uint64_t *avail_out) {
+    tern_session_opts def;
+    if (!o) { tern_session_opts_default(&def); o = &def; }
+    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
+    const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
+    const model_hparams *hp = &m->hp;
+    const int dk = hp->n_head_kv * hp->n_embd_head_k, dv = hp->n_head_kv * hp->n_embd_head_v;
+    if (kv_out) *kv_out = m->n_layer_kv > 0 ? kv_bytes(m->n_layer_kv, n_ctx, dk, dv, kv_f32) : 0;
+    if (state_out) *state_out = m->arch->state_bytes ? m->arch->state_bytes(m, n_ctx) : 0;
+    if (avail_out) *avail_out = model_mem_available();
+}
+
 int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts *o, tern_err *err) {
     if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_session_init: NULL argument");
     *out = NULL;

@@ -1071,6 +1071,179 @@ static void test_connection_limits(void **state) {
     tern_model_free(m);
 }
 
+/* HTTP details a new user's trial found missing: HEAD /health answers as GET without a body (it
+ * was 404: load balancers and uptime checks use HEAD); a 429 carries Retry-After: 1 (the openai
+ * clients wait that long before retrying); CORS as llama-server: a preflight OPTIONS gets 204 with
+ * Access-Control-Allow-Origin: *, the methods and the headers asked for, without the API key
+ * (browsers send none with it; it was 405), and every answer (JSON, 401, the SSE stream, the 413
+ * written mid-upload) carries Access-Control-Allow-Origin: *, while the key is still required. */
+/* Waits (at most 5 s) until /metrics (with the key) shows slots_active == want. With --queue 0 a
+ * request sent the moment the previous answer arrived can still find the slot counted busy. */
+static void wait_slots(srv *s, int want) {
+    const double t0 = now_s();
+    char line[64];
+    snprintf(line, sizeof line, "\ntern_slots_active %d\n", want);
+    for (;;) {
+        int code;
+        char *mx = http(s, "GET", "/metrics", NULL, "-H 'Authorization: Bearer sekret'", &code);
+        const bool ok = strstr(mx, line) != NULL;
+        free(mx);
+        if (ok) return;
+        if (now_s() - t0 > 5) fail_msg("slots_active never became %d", want);
+        usleep(5000);
+    }
+}
+
+static void test_http_head_retry_cors(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 1, 8192, 0, 4096, "sekret", 0);
+    double secs;
+    char *out = raw_exchange(s, "HEAD /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0, 5.0, &secs);
+    const char *end = strstr(out, "\r\n\r\n");
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "Content-Type: application/json\r\n") || !end || end[4])
+        fail_msg("HEAD /health:\n%s", out);
+    free(out);
+    out = raw_exchange(s, "OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: x\r\nOrigin: http://example.org\r\n"
+                       "Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: authorization, content-type\r\n"
+                       "Connection: close\r\n\r\n", 0, 5.0, &secs);
+    if (strncmp(out, "HTTP/1.1 204 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n") ||
+        !strstr(out, "Access-Control-Allow-Methods: GET, HEAD, POST, OPTIONS\r\n") ||
+        !strstr(out, "Access-Control-Allow-Headers: authorization, content-type\r\n"))
+        fail_msg("preflight:\n%s", out);
+    free(out);
+    const char *body = "{\"prompt\": \"Hello\", \"max_tokens\": 2}";
+    char head[512];
+    wait_slots(s, 0);
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: http://example.org\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+    out = raw_exchange(s, head, 0, 10.0, &secs);      /* no key: 401, readable by the page */
+    if (strncmp(out, "HTTP/1.1 401 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n")) fail_msg("401:\n%s", out);
+    free(out);
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nOrigin: http://example.org\r\nAuthorization: Bearer sekret\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n") || !strstr(out, "\"completion_tokens\":2"))
+        fail_msg("200:\n%s", out);
+    free(out);
+    const char *sbody = "{\"prompt\": \"Hello\", \"max_tokens\": 2, \"stream\": true}";
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekret\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(sbody), sbody);
+    wait_slots(s, 0);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n") || !strstr(out, "data: [DONE]"))
+        fail_msg("stream:\n%s", out);
+    free(out);
+    out = raw_exchange(s, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekret\r\nContent-Length: 5000\r\n\r\n", 0,
+                       10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 413 ", 13) || !strstr(out, "Access-Control-Allow-Origin: *\r\n")) fail_msg("413:\n%s", out);
+    free(out);
+    /* 429: the only slot busy, no queue */
+    wait_arg hold = {s, "--max-time 3 -H 'Authorization: Bearer sekret'", -1};
+    pthread_t th;
+    pthread_create(&th, NULL, hold_request, &hold);
+    wait_slots(s, 1);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 429 ", 13) || !strstr(out, "Retry-After: 1\r\n") || !strstr(out, "\"rate_limit_error\""))
+        fail_msg("429:\n%s", out);
+    free(out);
+    pthread_join(th, NULL);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* srv_start with avail (TERN_MEM_AVAILABLE) bytes "available": the return code, the server stopped. */
+static int start_with_avail(tern_model *m, int parallel, int n_ctx, uint64_t avail, tern_err *err) {
+    char v[32];
+    snprintf(v, sizeof v, "%llu", (unsigned long long)avail);
+    setenv("TERN_MEM_AVAILABLE", v, 1);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = parallel;
+    c.n_ctx = n_ctx;
+    srv *s = NULL;
+    memset(err, 0, sizeof *err);                      /* (errors are sticky) */
+    const int rc = srv_start(&s, m, &c, err);
+    unsetenv("TERN_MEM_AVAILABLE");
+    if (rc == TERN_OK) assert_non_null(s);
+    else assert_null(s);
+    srv_stop(s);
+    return rc;
+}
+
+/* The memory check covers every slot at once, before any slot allocates (before: each session
+ * checked its own KV alone, so -np 8 with a context whose KV fit once allocated and touched the
+ * first slots and then failed with a bare allocation error, or swapped): -np N needs N x (KV +
+ * recurrent state), as tern_session_init sizes one (tern_session_mem, checked here against
+ * tern_session_init itself), and the message names -c and -np. qwen3-tiny (KV only) and
+ * qwen35-tiny (KV + recurrent state), in process and through `tern serve` (exit 1). */
+static void test_slots_memory(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = 4096;
+    uint64_t kv = 0, st = 1, kv2 = 0;
+    tern_session_mem(m, &so, &kv, &st, NULL);
+    assert_true(kv > 0);
+    assert_int_equal(st, 0);
+    so.n_ctx = 8192;
+    tern_session_mem(m, &so, &kv2, NULL, NULL);
+    assert_int_equal(kv2, 2 * kv);
+    /* the size is what tern_session_init checks: kv - 1 bytes refused, kv accepted */
+    char v[32];
+    so.n_ctx = 4096;
+    for (int k = 0; k < 2; k++) {
+        snprintf(v, sizeof v, "%llu", (unsigned long long)(kv - 1 + (uint64_t)k));
+        setenv("TERN_MEM_AVAILABLE", v, 1);
+        tern_session *ss = NULL;
+        tern_err err = {0};
+        const int rc = tern_session_init(&ss, m, &so, &err);
+        unsetenv("TERN_MEM_AVAILABLE");
+        assert_int_equal(rc, k ? TERN_OK : TERN_E_NOMEM);
+        tern_session_free(ss);
+    }
+    tern_err err = {0};
+    const uint64_t avail = kv * 5 / 2;                /* 2.5 slots' worth */
+    assert_int_equal(start_with_avail(m, 2, 4096, avail, &err), TERN_OK);
+    assert_int_equal(start_with_avail(m, 3, 4096, avail, &err), TERN_E_NOMEM);
+    char want[512];
+    snprintf(want, sizeof want, "3 slots (-np 3) with context 4096 (-c) need %.1f MB: per slot %.1f MB KV cache; only %.1f MB "
+             "available: lower -c or -np", 3.0 * (double)kv / 1e6, (double)kv / 1e6, (double)avail / 1e6);
+    assert_string_equal(err.msg, want);
+    /* the CLI: exit 1 with that message, before a slot allocates */
+    char bin[4096], model[1024], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, QWEN3);
+    so.n_ctx = 65536;
+    uint64_t kvb = 0;
+    tern_session_mem(m, &so, &kvb, NULL, NULL);
+    const uint64_t big = kvb * 5 / 2;
+    snprintf(cmd, sizeof cmd, "TERN_MEM_AVAILABLE=%llu %s serve -m %s -t 1 -c 65536 -np 8 --port 0 --no-progress 2>&1",
+             (unsigned long long)big, bin, model);
+    int rc;
+    char *out = ru_capture(cmd, &rc);
+    snprintf(want, sizeof want, "tern serve: 8 slots (-np 8) with context 65536 (-c) need %.1f MB: per slot %.1f MB KV cache; only "
+             "%.1f MB available: lower -c or -np\n", 8.0 * (double)kvb / 1e6, (double)kvb / 1e6, (double)big / 1e6);
+    assert_int_equal(rc, 1);
+    if (!strstr(out, want)) fail_msg("tern serve -np 8:\n%s\nexpected:\n%s", out, want);
+    free(out);
+    tern_model_free(m);
+    /* a hybrid model: the recurrent state counts too (the KV alone of 2 slots fits) */
+    m = load(QWEN35);
+    so.n_ctx = 1024;
+    tern_session_mem(m, &so, &kv, &st, NULL);
+    assert_true(st > 0);
+    assert_int_equal(start_with_avail(m, 2, 1024, 2 * (kv + st), &err), TERN_OK);
+    assert_int_equal(start_with_avail(m, 2, 1024, 2 * kv + st, &err), TERN_E_NOMEM);
+    snprintf(want, sizeof want, "2 slots (-np 2) with context 1024 (-c) need %.1f MB: per slot %.1f MB KV cache + %.1f MB recurrent "
+             "state; only %.1f MB available: lower -c or -np", 2.0 * (double)(kv + st) / 1e6, (double)kv / 1e6, (double)st / 1e6,
+             (double)(2 * kv + st) / 1e6);
+    assert_string_equal(err.msg, want);
+    tern_model_free(m);
+}
+
 /* Mixed steps (chunked prefill inside the decode pass): while A decodes, B's and C's long prompts
  * go in chunks of prefill_chunk = 8 tokens in the same forward as A's (and then each other's)
  * decode tokens (/metrics: tern_mixed_steps_total), and every greedy text equals the same request
@@ -1885,6 +2058,8 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_disconnects_free_the_slot),
         cmocka_unit_test(test_queue_disconnect),
         cmocka_unit_test(test_connection_limits),
+        cmocka_unit_test(test_http_head_retry_cors),
+        cmocka_unit_test(test_slots_memory),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),

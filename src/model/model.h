@@ -157,6 +157,8 @@ typedef struct model_arch {
      * creation, reset to empty, checkpointed at a position, restored to a checkpointed position
      * (TERN_E_RANGE when pos is not restorable). */
     int (*state_init)(const model_t *m, void **state, int n_ctx, tern_err *err);
+    /* Bytes state_init allocates for one sequence (memory checks; NULL with state_init NULL). */
+    uint64_t (*state_bytes)(const model_t *m, int n_ctx);
     void (*state_free)(void *state);
     void (*state_reset)(void *state);
     int (*state_checkpoint)(void *state, int pos, tern_err *err);

@@ -1039,6 +1039,13 @@ static void q35_state_free(void *state) {
     free(st);
 }
 
+static uint64_t q35_state_bytes(const model_t *m, int n_ctx) {
+    (void)n_ctx;
+    const q35_data *q = m->arch_data;
+    return rstate_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g), Q35_WINDOW) +
+           sizeof(float) * (uint64_t)Q35_WINDOW * (uint64_t)gdn_n_ch(&q->g);   /* + the conv input scratch u */
+}
+
 static int q35_state_init(const model_t *m, void **state, int n_ctx, tern_err *err) {
     (void)n_ctx;
     const q35_data *q = m->arch_data;
@@ -1081,6 +1088,7 @@ const model_arch model_arch_qwen35 = {
     .forward = q35_forward,
     .free = q35_free,
     .state_init = q35_state_init,
+    .state_bytes = q35_state_bytes,
     .state_free = q35_state_free,
     .state_reset = q35_state_reset,
     .state_checkpoint = q35_state_checkpoint,
