@@ -109,3 +109,33 @@ report(f"{B}/src/kernels/arm/neon.o", "neon_mm_ptq_fast", 2, "PTQ1_0 direct matv
 report(f"{B}/src/kernels/arm/neon.o", "neon_mm_ptq_fast", 2, "PTQ1_0 each further column, smlal")
 report(f"{B}/src/kernels/arm/neon_dot.o", "dotprod_mm_ptq_fast", 2, "PTQ1_0 direct matvec: decode + 1 column", need=("cmhs", "cmhi"))
 report(f"{B}/src/kernels/arm/neon_dot.o", "dotprod_mm_ptq_fast", 2, "PTQ1_0 each further column, sdot")
+
+# Float weights (neon.c arm_mm_f32/f16/bf16, the entries of all three tables): every innermost
+# loop holding fmla. One fmla = 4 (weight, column) products; the tile is told by the fmla count
+# (16: 2 rows x 2 columns, 8: 2 x 1 or 1 x 2, 4: 1 x 1), each iteration covering 16 weights of
+# each of its rows. "stack" counts sp-relative loads/stores (register spills).
+print()
+print("| float kernel (loop counted) | fmla | tile | body | insns per (weight, column) product | "
+      "conversions (fcvtl/shll) | loads | stack |")
+print("|---|---|---|---|---|---|---|---|")
+for fn in ("arm_mm_f32", "arm_mm_f16", "arm_mm_bf16"):
+    ins = disasm(f"{B}/src/kernels/arm/neon.o").get(fn)
+    if not ins:
+        print(f"| {fn} | (not found) |")
+        continue
+    lps = loops(ins)
+    for lo, hi in sorted(lps):
+        if any(lo <= l2 and h2 <= hi and (l2, h2) != (lo, hi) for l2, h2 in lps):
+            continue   # not innermost
+        b = body(ins, lo, hi)
+        n_fmla = sum(1 for _, o, _ in b if o == "fmla")
+        if n_fmla == 0:
+            continue
+        conv = sum(1 for _, o, _ in b if o in ("fcvtl", "fcvtl2", "shll", "shll2", "ushll", "ushll2"))
+        tile = {16: "2 x 2", 8: "2 x 1 / 1 x 2", 4: "1 x 1"}.get(n_fmla, "?")
+        if n_fmla == 8 and conv:   # F16/BF16: 4 conversions per row of the tile
+            tile = "2 x 1" if conv == 8 else "1 x 2"
+        loads = sum(1 for _, o, _ in b if o in CLASSES["load"])
+        stack = sum(1 for _, o, g in b if "sp" in re.split(r"[\[\],\s]+", g) and (o.startswith("ld") or o.startswith("st")))
+        print(f"| {fn} (loop 0x{lo:x}-0x{hi:x}) | {n_fmla} | {tile} | {len(b)} | {len(b) / (4 * n_fmla):.2f} | "
+              f"{conv} | {loads} | {stack} |")

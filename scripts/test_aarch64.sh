@@ -71,7 +71,8 @@ p=0; f=0; k=0; status=0
 first_limit=${TERN_A64_PASS_LIMIT:-900}
 pass_limit=$first_limit
 log=$(mktemp "${TMPDIR:-/tmp}/tern-aarch64-XXXXXX")
-trap 'rm -f "$log"' EXIT INT TERM
+trap 'rm -f "$log"' EXIT
+trap 'exit 143' INT TERM   # stop on a signal (a trap that only removed the log let the passes run on)
 pass() { # pass <label> <cpu> <isa or -> <expect or -> <test filter or -> suites...
     label=$1; cpu=$2; isa=$3; expect=$4; filter=$5; shift 5
     [ -n "$*" ] || return 0

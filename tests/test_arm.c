@@ -116,6 +116,44 @@ static void case_free(case_t *c) {
     free(c->a.q);
 }
 
+/* A float-weight case (F32, F16 or BF16): weights from bits[] (f32 bit patterns, or 16-bit
+ * patterns stored as given for F16/BF16), activations x (n_cols x K, copied). */
+static void case_init_float(case_t *c, int type, int64_t K, int64_t N, const uint32_t *bits, int ncols,
+                            const float *x, kern_numerics mode) {
+    memset(c, 0, sizeof *c);
+    const size_t es = type == QT_F32 ? 4 : 2;
+    c->bytes = malloc((size_t)(K * N) * es);
+    assert_non_null(c->bytes);
+    for (int64_t i = 0; i < K * N; i++) {
+        if (es == 4) memcpy(c->bytes + 4 * i, &bits[i], 4);
+        else { c->bytes[2 * i] = (uint8_t)bits[i]; c->bytes[2 * i + 1] = (uint8_t)(bits[i] >> 8); }
+    }
+    tern_err err = {0};
+    assert_int_equal(kern_w_init_ex(&c->w, "test", type, c->bytes, K, N, 0, &err), TERN_OK);
+    c->x = malloc((size_t)(K * ncols) * sizeof *c->x);
+    assert_non_null(c->x);
+    memcpy(c->x, x, (size_t)(K * ncols) * sizeof *c->x);
+    c->a.x = c->x;
+    c->a.K = K;
+    c->a.ncols = ncols;
+    c->a.mode = mode;
+    c->a.q = mode == KQ_F32 ? NULL : malloc(kern_act_bytes(mode, K, ncols));
+    if (mode != KQ_F32) { assert_non_null(c->a.q); kern_quantize(&c->a); }
+    c->nu = 0;
+}
+
+/* Random weights as bit patterns of `type` (values in about [-1, 1]) and activations. */
+static uint32_t *rand_float_bits(int type, int64_t n, uint64_t seed) {
+    uint32_t *b = malloc((size_t)n * sizeof *b);
+    assert_non_null(b);
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 3;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = (rng_unit(&s) - 0.5f) * 2.0f;
+        b[i] = type == QT_F32 ? tern_f32_bits(v) : type == QT_F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+    }
+    return b;
+}
+
 static bool runnable(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }
 
 /* Runs table t over rows [0, N) split at `split` (a multiple of 4, or 0 = one call). */
@@ -129,12 +167,17 @@ static void run_table(const kern_table *t, const case_t *c, float *y, int32_t *i
     }
 }
 
-/* Every runnable table vs ref on one case: exact int32 per (row, unit) and identical float bits. */
+/* Every runnable table vs ref on one case: exact int32 per (row, unit) and identical float bits;
+ * a NaN output must be NaN in both, its payload is not compared: which of two NaN operands an add
+ * returns depends on the operand order the compiler picks for a commutative add (and x86 and ARM
+ * make different default NaNs), so payloads are no part of the cross-ISA contract (the AVX2
+ * register lane tree gives another payload than ref's scalar tree on a row of F16 NaNs). */
 static int check_case(const case_t *c, const char *what) {
-    const int64_t N = c->w.n_out, n_y = N * c->a.ncols, n_is = n_y * c->nu;
+    const int64_t N = c->w.n_out, n_y = N * c->a.ncols, n_is = n_y * c->nu;   /* float weights: nu = 0 */
     float *y_ref = malloc((size_t)n_y * sizeof(float)), *y = malloc((size_t)n_y * sizeof(float));
-    int32_t *is_ref = malloc((size_t)n_is * sizeof(int32_t)), *is = malloc((size_t)n_is * sizeof(int32_t));
+    int32_t *is_ref = malloc((size_t)(n_is + 1) * sizeof(int32_t)), *is = malloc((size_t)(n_is + 1) * sizeof(int32_t));
     assert_true(y_ref && y && is_ref && is);
+    if (!c->nu) { free(is_ref); free(is); is_ref = is = NULL; }
     run_table(&kern_table_ref, c, y_ref, is_ref, 0);
     int n_tables = 0;
     for (const kern_table *const *tp = kern_tables; *tp; tp++) {
@@ -142,7 +185,7 @@ static int check_case(const case_t *c, const char *what) {
         n_tables++;
         for (int split = 0; split < 2; split++) {
             memset(y, 0xff, (size_t)n_y * sizeof(float));
-            memset(is, 0x7f, (size_t)n_is * sizeof(int32_t));
+            if (is) memset(is, 0x7f, (size_t)n_is * sizeof(int32_t));
             run_table(*tp, c, y, is, split ? 4 * ((N / 4 + 1) / 2) : 0);
             for (int64_t i = 0; i < n_is; i++)
                 if (is[i] != is_ref[i])
@@ -150,7 +193,7 @@ static int check_case(const case_t *c, const char *what) {
                              (long long)(i / c->nu / N), (long long)(i / c->nu % N), (long long)(i % c->nu), is[i],
                              is_ref[i]);
             for (int64_t i = 0; i < n_y; i++)
-                if (tern_f32_bits(y[i]) != tern_f32_bits(y_ref[i]))
+                if (tern_f32_bits(y[i]) != tern_f32_bits(y_ref[i]) && !(isnan(y[i]) && isnan(y_ref[i])))
                     fail_msg("%s: %s: y[col %lld, row %lld] = %.9g (0x%08x), ref %.9g (0x%08x)", (*tp)->name, what,
                              (long long)(i / N), (long long)(i % N), (double)y[i], tern_f32_bits(y[i]),
                              (double)y_ref[i], tern_f32_bits(y_ref[i]));
@@ -277,12 +320,133 @@ static void test_arm_oracle_ptq1_0(void **state) {
             }
 }
 
+/* Float weights (F32, F16, BF16; every numerics mode: the same float path): every table equals
+ * ref bit for bit over K with and without a K % 16 tail (K < 16: tail only), 1 to 16 columns (the
+ * 2 x 2 / 2 x 1 tiles and their odd leftovers), odd row counts and row splits (the far-apart row
+ * pairs of a split range). */
+static void test_arm_oracle_float(void **state) {
+    (void)state;
+    static const int types[] = {QT_F32, QT_F16, QT_BF16};
+    static const int64_t K_list[] = {1, 15, 16, 17, 48, 172, 1040};
+    static const int64_t N_list[] = {1, 2, 3, 8, 13};
+    static const int nc_list[] = {1, 2, 3, 4, 5, 7, 16};
+    char what[160];
+    int n = 0;
+    for (int ti = 0; ti < 3; ti++)
+        for (size_t ik = 0; ik < sizeof K_list / sizeof *K_list; ik++)
+            for (size_t in = 0; in < sizeof N_list / sizeof *N_list; in++) {
+                const int64_t K = K_list[ik], N = N_list[in];
+                const int nc = nc_list[(ik + in + (size_t)ti) % (sizeof nc_list / sizeof *nc_list)];
+                const kern_numerics mode = (kern_numerics)((ik + in) % 3);
+                uint32_t *wb = rand_float_bits(types[ti], K * N, 500 + ik * 10 + in);
+                float *x = make_act(K, nc, A_RANDOM, 600 + ik + in);
+                case_t c;
+                case_init_float(&c, types[ti], K, N, wb, nc, x, mode);
+                snprintf(what, sizeof what, "type %d mode %d K=%lld N=%lld ncols=%d", types[ti], (int)mode, (long long)K,
+                         (long long)N, nc);
+                n += check_case(&c, what);
+                case_free(&c);
+                free(wb);
+                free(x);
+            }
+    print_message("arm: float oracle: %d (table, case) pairs checked\n", n);
+}
+
+/* Float edge values. (1) Every 16-bit pattern as an F16 and as a BF16 weight (subnormals, +-0,
+ * +-inf, NaNs): 4096 rows of 16, two columns of finite activations, so a wrong conversion of any
+ * pattern changes its row. (2) Special activations against finite weights, one kind per column:
+ * +-0 and f32 subnormals, bf16 rounding ties (to even), values that round to bf16 infinity, quiet
+ * and signalling NaNs with payloads (the bf16 rounding quiets them), infinities. (3) A row whose
+ * products all underflow to -0: the result is -0, also with a K % 16 tail (a zero-padded tail would
+ * turn those lanes into +0: fmaf(0, 0, -0) = +0), checked against the value, not only ref. */
+static void test_arm_float_edges(void **state) {
+    (void)state;
+    char what[160];
+    /* (1) */
+    {
+        const int64_t K = 16, N = 4096;
+        uint32_t *wb = malloc((size_t)(K * N) * sizeof *wb);
+        assert_non_null(wb);
+        for (int64_t i = 0; i < K * N; i++) wb[i] = (uint32_t)i;
+        float *x = make_act(K, 2, A_RANDOM, 77);
+        for (int t = 0; t < 2; t++) {
+            case_t c;
+            case_init_float(&c, t ? QT_BF16 : QT_F16, K, N, wb, 2, x, KQ_F32);
+            snprintf(what, sizeof what, "every 16-bit pattern as %s", t ? "BF16" : "F16");
+            check_case(&c, what);
+            case_free(&c);
+        }
+        free(wb);
+        free(x);
+    }
+    /* (2) */
+    {
+        const int64_t K = 40, N = 5;
+        const int nc = 6;
+        static const uint32_t special[6][4] = {
+            {0x80000000u, 0x00000000u, 0x00000001u, 0x807fffffu},   /* -0, +0, subnormals */
+            {0x3f808000u, 0x3f818000u, 0xbf808001u, 0x00008000u},   /* bf16 ties: even down, even up; above; a subnormal tie */
+            {0x7f7fffffu, 0xff7f8000u, 0x7f7f7fffu, 0x7f7f8001u},   /* round to bf16 +-inf, or stay finite */
+            {0x7fc12345u, 0xffc00001u, 0x7fffffffu, 0x7fc00000u},   /* quiet NaNs with payloads */
+            {0x7f800001u, 0xff80ffffu, 0x7fa00000u, 0x7f80ffffu},   /* signalling NaNs */
+            {0x7f800000u, 0xff800000u, 0x7f800000u, 0x3f800000u},   /* infinities */
+        };
+        float *x = make_act(K, nc, A_RANDOM, 91);
+        for (int col = 0; col < nc; col++)
+            for (int j = 0; j < 4; j++) {   /* positions in the vector body and in the tail (K % 16 = 8) */
+                const int64_t k = (int64_t)col * K + (j < 3 ? 5 + 11 * j : 37);
+                x[k] = tern_bits_f32(special[col][j]);
+            }
+        for (int ti = 0; ti < 3; ti++) {
+            const int type = ti == 0 ? QT_F32 : ti == 1 ? QT_F16 : QT_BF16;
+            uint32_t *wb = rand_float_bits(type, K * N, 31 + ti);
+            case_t c;
+            case_init_float(&c, type, K, N, wb, nc, x, KQ_FAST);
+            snprintf(what, sizeof what, "special activations, type %d", type);
+            check_case(&c, what);
+            case_free(&c);
+            free(wb);
+        }
+        free(x);
+    }
+    /* (3) -tiny * tiny underflows to -0 in every lane; the lanes start at +0 and fmaf(-tiny, tiny,
+     * +0) = -0 (round to nearest of a negative result below the smallest subnormal) */
+    static const int64_t K3[] = {16, 20, 172};
+    for (int ti = 0; ti < 3; ti++)
+        for (int ik = 0; ik < 3; ik++) {
+            const int type = ti == 0 ? QT_F32 : ti == 1 ? QT_F16 : QT_BF16;
+            const int64_t K = K3[ik], N = 3;
+            /* the smallest negative subnormal weight of each type, times an f32 subnormal */
+            const uint32_t wneg = type == QT_F32 ? 0x80000001u : 0x8001u;
+            uint32_t *wb = malloc((size_t)(K * N) * sizeof *wb);
+            float *x = malloc((size_t)K * sizeof *x);
+            assert_true(wb && x);
+            for (int64_t i = 0; i < K * N; i++) wb[i] = wneg;
+            /* 2^-149 (BF16: 2^-133, the smallest value that survives the rounding of x to bf16) */
+            for (int64_t k = 0; k < K; k++) x[k] = tern_bits_f32(type == QT_BF16 ? 0x00010000u : 0x00000001u);
+            case_t c;
+            case_init_float(&c, type, K, N, wb, 1, x, KQ_GGML);
+            for (const kern_table *const *tp = kern_tables; *tp; tp++) {
+                if (!runnable(*tp)) continue;
+                float y[3];
+                kern_matmul_table(*tp, &c.w, &c.a, y, N, 0, N, NULL);
+                for (int r = 0; r < N; r++)
+                    if (tern_f32_bits(y[r]) != 0x80000000u)
+                        fail_msg("%s: type %d K=%lld row %d: 0x%08x, expected -0 (0x80000000)", (*tp)->name, type,
+                                 (long long)K, r, tern_f32_bits(y[r]));
+            }
+            case_free(&c);
+            free(wb);
+            free(x);
+        }
+}
+
 /* FNV-1a over the output bits and the isums of a fixed case. */
 static uint64_t hash_case(const kern_table *t, const case_t *c) {
     const int64_t N = c->w.n_out, n_y = N * c->a.ncols, n_is = n_y * c->nu;
     float *y = malloc((size_t)n_y * sizeof(float));
-    int32_t *is = malloc((size_t)n_is * sizeof(int32_t));
-    assert_true(y && is);
+    int32_t *is = n_is ? malloc((size_t)n_is * sizeof(int32_t)) : NULL;
+    assert_true(y && (is || !n_is));
     run_table(t, c, y, is, 0);
     uint64_t h = 0xcbf29ce484222325ULL;
     for (int64_t i = 0; i < n_y; i++) {
@@ -329,6 +493,35 @@ static void test_arm_golden_hash(void **state) {
         }
         case_free(&c);
     }
+    /* float weights, the same way (random finite values; K % 16 = 12, odd rows, 5 columns) */
+    static const struct {
+        int type;
+        int64_t K, N;
+        int ncols;
+        kern_numerics mode;
+        uint64_t hash;
+    } fgolden[] = {
+        {QT_F32, 172, 13, 5, KQ_F32, 0x87dcef28b5098270ULL},
+        {QT_F16, 172, 13, 5, KQ_FAST, 0x6f7aa2de69652c88ULL},
+        {QT_BF16, 172, 13, 5, KQ_GGML, 0xd75810c1111eaff1ULL},
+        {QT_BF16, 1040, 7, 1, KQ_F32, 0x537907db24b10467ULL},
+    };
+    for (size_t i = 0; i < sizeof fgolden / sizeof *fgolden; i++) {
+        uint32_t *wb = rand_float_bits(fgolden[i].type, fgolden[i].K * fgolden[i].N, 4300 + i);
+        float *x = make_act(fgolden[i].K, fgolden[i].ncols, A_RANDOM, 4400 + i);
+        case_t c;
+        case_init_float(&c, fgolden[i].type, fgolden[i].K, fgolden[i].N, wb, fgolden[i].ncols, x, fgolden[i].mode);
+        for (const kern_table *const *tp = kern_tables; *tp; tp++) {
+            if (!runnable(*tp)) continue;
+            const uint64_t h = hash_case(*tp, &c);
+            if (h != fgolden[i].hash)
+                fail_msg("float golden case %zu: table %s hash 0x%016llx, expected 0x%016llx", i, (*tp)->name,
+                         (unsigned long long)h, (unsigned long long)fgolden[i].hash);
+        }
+        case_free(&c);
+        free(wb);
+        free(x);
+    }
 }
 
 int suite_arm(int *n_tests) {
@@ -338,6 +531,8 @@ int suite_arm(int *n_tests) {
         cmocka_unit_test(test_arm_oracle_pq2_0),
         cmocka_unit_test(test_arm_oracle_edges),
         cmocka_unit_test(test_arm_oracle_ptq1_0),
+        cmocka_unit_test(test_arm_oracle_float),
+        cmocka_unit_test(test_arm_float_edges),
         cmocka_unit_test(test_arm_golden_hash),
     };
     TEST_RUN_SUITE("arm", tests);

@@ -5,6 +5,8 @@
  * Source: Intel SDM vol. 2 (CPUID leaf 7, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7 opmask/zmm). */
 #include "kernels/kern_impl.h"
 
+#include "core/fp16.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +81,8 @@ static const kern_table *find(const char *name) {
 }
 
 /* Start-up self-check of a table against ref on a small fixed case (PQ2_0 row-pair with code 3
- * and a tail row, PTQ1_0 direct and transcoded, 1 and 5 columns): a table that differs is
+ * and a tail row, PTQ1_0 direct and transcoded, F32/F16/BF16 with a K % 16 tail and an odd row
+ * count, 1 and 5 columns): a table that differs is
  * refused with an error in the log. It guards the one thing the unit tests cannot cover on every
  * machine: an ISA path that the test host could not execute. Allocates a few KB, once. */
 bool kern_table_selfcheck(const kern_table *t) {
@@ -112,6 +115,32 @@ bool kern_table_selfcheck(const kern_table *t) {
         for (int nc = 1; nc <= NC && ok; nc += NC - 1) {
             kern_act a = {.x = x, .q = q, .K = K, .ncols = nc, .mode = KQ_FAST};
             kern_quantize(&a);
+            kern_matmul_table(&kern_table_ref, &w, &a, y0, N, 0, N, NULL);
+            kern_matmul_table(t, &w, &a, y1, N, 0, N, NULL);
+            ok = memcmp(y0, y1, sizeof(float) * (size_t)(N * nc)) == 0;
+        }
+        kern_w_free(&w);
+    }
+    /* float weights (F32, F16, BF16: one path per type in every mode), 9 rows of K - 3 = 253
+     * values (a K % 16 tail), 1 and 5 columns */
+    static const int ftypes[] = {QT_F32, QT_F16, QT_BF16};
+    for (int ti = 0; ti < 3 && ok; ti++) {
+        enum { KF = K - 3 };
+        uint8_t data[N * KF * 4] __attribute__((aligned(16)));
+        for (int i = 0; i < N * KF; i++) {
+            st ^= st << 13; st ^= st >> 7; st ^= st << 17;
+            const float v = (float)((int)(st % 2001) - 1000) / 1024.0f;
+            if (ftypes[ti] == QT_F32) memcpy(data + 4 * i, &v, 4);
+            else {
+                const uint16_t h = ftypes[ti] == QT_F16 ? f32_to_fp16(v) : f32_to_bf16(v);
+                data[2 * i] = (uint8_t)h;
+                data[2 * i + 1] = (uint8_t)(h >> 8);
+            }
+        }
+        kern_w w;
+        if (kern_w_init_ex(&w, "selfcheck", ftypes[ti], data, KF, N, 0, NULL) != TERN_OK) return false;
+        for (int nc = 1; nc <= NC && ok; nc += NC - 1) {
+            const kern_act a = {.x = x, .q = NULL, .K = KF, .ncols = nc, .mode = KQ_F32};
             kern_matmul_table(&kern_table_ref, &w, &a, y0, N, 0, N, NULL);
             kern_matmul_table(t, &w, &a, y1, N, 0, N, NULL);
             ok = memcmp(y0, y1, sizeof(float) * (size_t)(N * nc)) == 0;

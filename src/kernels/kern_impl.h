@@ -36,8 +36,9 @@
  *        then for s = 8, 4, 2, 1: acc[i] = acc[i] + acc[i + s] for i < s. y = acc[0].
  *        w_k = the dequantised weight as f32 ((code - 1) * d and the like are exact products).
  *        BF16 weights: x_k is first rounded to bf16 (spec 8.4; the product is then exact).
- *        Lanes start at +0 and a zero product never turns +0 into -0, so zero padding past K
- *        is exact: a SIMD path may pad the tail with zeros.
+ *        Zero padding past K is NOT exact: a lane whose products all underflowed to -0 holds
+ *        -0, and fmaf(0, 0, -0) = +0; a SIMD path does the K % 16 tail lane by lane with fmaf
+ *        (test_arm test_arm_float_edges checks the -0 case on every table).
  * Column c of a matmul is computed exactly as a matvec of column c.
  *
  * ==== PQ2_0 row-pair layout (KW_ROWPAIR) ======================================================

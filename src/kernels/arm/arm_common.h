@@ -270,8 +270,13 @@ ARM_INLINE void arm_ptq_direct(const kern_mm_args *m, int64_t r0, int64_t r1, ke
         else arm_ptq_direct(m, r0, r1, KQ_GGML, FT);                                                    \
     }
 
+/* The table entries: PQ2_0 and PTQ1_0 of ISA file P (fast, ggml), and the float weights in every
+ * mode (arm_mm_f32/f16/bf16 of neon.c, shared by the three tables). */
 #define ARM_TABLE_MM(P)                                                                                \
     [KT_PQ2_0] = {P##_mm_pq2_fast, P##_mm_pq2_ggml, NULL},                                             \
-    [KT_PTQ1_0] = {P##_mm_ptq_fast, P##_mm_ptq_ggml, NULL}
+    [KT_PTQ1_0] = {P##_mm_ptq_fast, P##_mm_ptq_ggml, NULL},                                            \
+    [KT_F32] = {arm_mm_f32, arm_mm_f32, arm_mm_f32},                                                   \
+    [KT_F16] = {arm_mm_f16, arm_mm_f16, arm_mm_f16},                                                   \
+    [KT_BF16] = {arm_mm_bf16, arm_mm_bf16, arm_mm_bf16}
 
 #endif /* TERN_KERNELS_ARM_ARM_COMMON_H */

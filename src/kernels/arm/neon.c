@@ -11,7 +11,9 @@
  * Bounds: a lane of acc2 sums 4 products (one per word) of u*16 <= 48 by |q| <= 127: 24384,
  * below 32767; t sums 16 products of u <= 3 by 127: 6096. Then t . q over the block is widened
  * (saddlp) and reduced to [row0..row3]; "- sum(q)" turns u back into t = u - 1.
- * PTQ1_0: arm_ptq_decode (threshold compares) and smull/smlal per 32-weight unit. */
+ * PTQ1_0: arm_ptq_decode (threshold compares) and smull/smlal per 32-weight unit.
+ * Float weights (F32, F16, BF16, every numerics mode): arm_mm_f32/f16/bf16 below, the entries of
+ * all three ARM tables (plain AdvSIMD, so the one copy built here serves them all). */
 #include "kernels/arm/arm_common.h"
 
 #if defined(__aarch64__)
@@ -107,6 +109,138 @@ ARM_INLINE int32x4_t neon_ptq_dot(const int8x16_t t[8], const int8_t *const q[4]
 }
 
 ARM_DEFINE_ENTRIES(neon, neon_rp_dot1, NULL, neon_rp_ggml, neon_ptq_dot)
+
+/* ---- float weights: F32, F16, BF16 (every numerics mode; shared by the three tables) -----------
+ * The reference's math (ref.c ref_row_float, kern_impl.h "float"): 16 lanes, lane j accumulates
+ * acc[j] = fmaf(w_k, x_k, acc[j]) for k = j mod 16 in increasing k; a BF16 weight meets x_k
+ * rounded to bf16 first (f32_to_bf16: nearest-even, NaN quieted); the K % 16 tail lane by lane
+ * with fmaf (fmadd); then kern_lane_reduce. Lanes 0-3, 4-7, 8-11, 12-15 of each 16-chunk are the
+ * four float32x4 accumulators of one (row, column); vfmaq_f32 (fmla) is the same single-rounding
+ * fused multiply-add per lane as fmaf. Weight conversions are exact: F16 by fcvtl/fcvtl2 (ARMv8.0
+ * AdvSIMD, subnormals too: Linux runs with FPCR.FZ = 0), BF16 by a 16-bit left shift (ushll).
+ * The tail is not zero-padded: an accumulator lane at -0 would become +0 after fmaf(0, 0, -0).
+ *
+ * Tiling as the AVX2 path (x86/avx2.c half_tile/half_rows): rows in pairs, row i of the range's
+ * first half with row i of its second half (two streams far apart), columns in pairs, so one
+ * 16-weight load (and conversion) of a row feeds two columns and one activation load (and bf16
+ * rounding) feeds two rows: 2 rows x 2 columns x 4 quarter accumulators = 16 registers, + 8 for
+ * the two rows' weights + 4 for one column's activations, within the 32 vector registers. An odd
+ * last column is a 2 x 1 tile, an odd last row a 1 x 2 / 1 x 1 tile. Each (row, column) output is
+ * the same fmaf sequence in every tile, so the bits do not depend on the tiling or the row split.
+ * No software prefetch: two sequential streams per thread are what the cores' hardware
+ * prefetchers follow, and nothing here could measure one (qemu only). */
+enum { AF_F32, AF_F16, AF_BF16 };
+
+/* f32_to_bf16 then back to f32, per lane (core/fp16.h): nearest-even on the bits, NaN quieted.
+ * r = u + 0x7fff + bit 16 of u (the usra adds (u << 15) >> 31); a NaN lane (fcmeq x, x false)
+ * takes u | 0x400000 instead; then the low 16 bits are cleared. 7 instructions, 2 constants. */
+ARM_INLINE float32x4_t af_bf16_round(float32x4_t x) {
+    const uint32x4_t u = vreinterpretq_u32_f32(x);
+    const uint32x4_t r = vsraq_n_u32(vaddq_u32(u, vdupq_n_u32(0x7fffu)), vshlq_n_u32(u, 15), 31);
+    const uint32x4_t q = vorrq_u32(u, vdupq_n_u32(0x400000u));
+    const uint32x4_t v = vbslq_u32(vceqq_f32(x, x), r, q);
+    return vreinterpretq_f32_u32(vandq_u32(v, vdupq_n_u32(0xffff0000u)));
+}
+
+/* Weights k .. k + 15 of a row as 4 x f32x4 (exact). */
+ARM_INLINE void af_load16(const uint8_t *row, int64_t k, const int T, float32x4_t w[4]) {
+    if (T == AF_F32) {
+        const float *p = (const float *)(const void *)row + k;
+        #pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) w[q] = vld1q_f32(p + 4 * q);
+        return;
+    }
+    const uint16_t *p = (const uint16_t *)(const void *)row + k;
+    const uint16x8_t a = vld1q_u16(p), b = vld1q_u16(p + 8);
+    if (T == AF_F16) {
+        w[0] = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(a)));
+        w[1] = vcvt_high_f32_f16(vreinterpretq_f16_u16(a));
+        w[2] = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(b)));
+        w[3] = vcvt_high_f32_f16(vreinterpretq_f16_u16(b));
+    } else {
+        w[0] = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(a), 16));
+        w[1] = vreinterpretq_f32_u32(vshll_high_n_u16(a, 16));
+        w[2] = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(b), 16));
+        w[3] = vreinterpretq_f32_u32(vshll_high_n_u16(b, 16));
+    }
+}
+
+/* Weight k of a row, scalar (exact). */
+ARM_INLINE float af_w1(const uint8_t *row, int64_t k, const int T) {
+    if (T == AF_F32) return ((const float *)(const void *)row)[k];
+    const uint16_t h = ((const uint16_t *)(const void *)row)[k];
+    return T == AF_F16 ? fp16_to_f32(h) : bf16_to_f32(h);
+}
+
+/* One (row, column) output from its four quarter accumulators: the K % 16 tail lane by lane,
+ * then the pairwise lane tree. */
+ARM_INLINE float af_finish(const float32x4_t acc[4], const uint8_t *row, const float *x, int64_t K16, int64_t K,
+                           const int T) {
+    float l[16];
+    for (int q = 0; q < 4; q++) vst1q_f32(l + 4 * q, acc[q]);
+    for (int64_t k = K16; k < K; k++) {
+        const float xv = T == AF_BF16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
+        l[k & 15] = fmaf(af_w1(row, k, T), xv, l[k & 15]);
+    }
+    return kern_lane_reduce(l);
+}
+
+/* An R-row x C-column tile: rows ra (and rb when R == 2) and columns [c, c + C). R, C, T are
+ * constants at every call (the loops unroll and the accumulators stay in registers). */
+ARM_INLINE void af_tile(const kern_mm_args *m, int64_t ra, int64_t rb, int c, const int R, const int C, const int T) {
+    const int64_t K = m->w->n_in, K16 = K & ~(int64_t)15;
+    const size_t rowb = (size_t)K * (T == AF_F32 ? 4 : 2);
+    const uint8_t *wr[2] = {m->w->data + (size_t)ra * rowb, m->w->data + (size_t)rb * rowb};
+    const float *x = m->a->x + (int64_t)c * K;
+    float32x4_t acc[2][2][4];
+    #pragma GCC unroll 2
+    for (int i = 0; i < R; i++)
+        #pragma GCC unroll 2
+        for (int j = 0; j < C; j++)
+            #pragma GCC unroll 4
+            for (int q = 0; q < 4; q++) acc[i][j][q] = vdupq_n_f32(0.0f);
+    for (int64_t k = 0; k < K16; k += 16) {
+        float32x4_t w[2][4];
+        #pragma GCC unroll 2
+        for (int i = 0; i < R; i++) af_load16(wr[i], k, T, w[i]);
+        #pragma GCC unroll 4
+        for (int q = 0; q < 4; q++)
+            #pragma GCC unroll 2
+            for (int j = 0; j < C; j++) {
+                float32x4_t xv = vld1q_f32(x + j * K + k + 4 * q);
+                if (T == AF_BF16) xv = af_bf16_round(xv);
+                #pragma GCC unroll 2
+                for (int i = 0; i < R; i++) acc[i][j][q] = vfmaq_f32(acc[i][j][q], w[i][q], xv);
+            }
+    }
+    #pragma GCC unroll 2
+    for (int i = 0; i < R; i++)
+        #pragma GCC unroll 2
+        for (int j = 0; j < C; j++)
+            m->y[(c + j) * m->ldy + (i ? rb : ra)] = af_finish(acc[i][j], wr[i], x + j * K, K16, K, T);
+}
+
+/* Rows [r0, r1) of every column (see the section comment). */
+ARM_INLINE void af_rows(const kern_mm_args *m, int64_t r0, int64_t r1, const int T) {
+    const int nc = m->a->ncols;
+    const int64_t h = (r1 - r0) / 2;
+    for (int64_t i = 0; i < h; i++) {
+        const int64_t ra = r0 + i, rb = r0 + h + i;
+        int c = 0;
+        for (; c + 2 <= nc; c += 2) af_tile(m, ra, rb, c, 2, 2, T);
+        if (c < nc) af_tile(m, ra, rb, c, 2, 1, T);
+    }
+    if (r0 + 2 * h < r1) {   /* an odd row count: the last row alone */
+        int c = 0;
+        for (; c + 2 <= nc; c += 2) af_tile(m, r1 - 1, r1 - 1, c, 1, 2, T);
+        if (c < nc) af_tile(m, r1 - 1, r1 - 1, c, 1, 1, T);
+    }
+}
+
+/* One copy of the loops per type: no runtime type branch inside them. */
+void arm_mm_f32(const kern_mm_args *m, int64_t r0, int64_t r1) { af_rows(m, r0, r1, AF_F32); }
+void arm_mm_f16(const kern_mm_args *m, int64_t r0, int64_t r1) { af_rows(m, r0, r1, AF_F16); }
+void arm_mm_bf16(const kern_mm_args *m, int64_t r0, int64_t r1) { af_rows(m, r0, r1, AF_BF16); }
 
 const kern_table kern_table_neon = {
     .name = "neon",
