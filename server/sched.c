@@ -130,21 +130,16 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     j->tm.ttft_ms = j->n_gen > 0 ? 1e3 * (j->t_first - j->t_submit) : 0;
     j->tm.predicted_ms = j->n_gen > 0 ? 1e3 * (j->t_last - j->t_first) : 0;
     if (j->t_prefilled == 0 && j->t_admit > 0) j->tm.prompt_ms = 1e3 * (now - j->t_admit);
+    const bool in_think = sl->in_think;
     pthread_mutex_lock(&j->mu);
-    if (k > 0) reply_add_tok(&j->reply, sl->in_think, buf, (size_t)k, j->n_gen);
-    j->finish = finish;
-    if (fail) {
-        j->failed = true;
-        j->error = *fail;
-    }
-    j->usage.completion_tokens = j->n_gen;
-    j->t_done = now;
-    j->state = JOB_DONE;
-    j->seq++;
-    pthread_cond_broadcast(&j->cv);
     const bool cancelled = j->cancelled;
     pthread_mutex_unlock(&j->mu);
 
+    /* The metrics and the slot are released before the job is published as done: a client that
+     * sends its next request the moment this answer arrives must find the slot free (with
+     * --queue 0 it got 429 while n_active still counted this job), and its /metrics read must
+     * already count this request. Only this thread assigns slots, so the slot is not reused
+     * before this function returns. */
     pthread_mutex_lock(&s->mx->mu);
     s->mx->tokens_prompt += (uint64_t)j->usage.prompt_tokens;
     s->mx->tokens_cached += (uint64_t)j->usage.cached_tokens;
@@ -159,10 +154,24 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     sl->job = NULL;
     sl->logits = NULL;
     sl->pending = false;
-    srv_job_unref(j);
     pthread_mutex_lock(&s->mu);
     s->n_active--;
     pthread_mutex_unlock(&s->mu);
+
+    pthread_mutex_lock(&j->mu);
+    if (k > 0) reply_add_tok(&j->reply, in_think, buf, (size_t)k, j->n_gen);
+    j->finish = finish;
+    if (fail) {
+        j->failed = true;
+        j->error = *fail;
+    }
+    j->usage.completion_tokens = j->n_gen;
+    j->t_done = now;
+    j->state = JOB_DONE;
+    j->seq++;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    srv_job_unref(j);
 }
 
 static void slot_fail(srv_sched *s, slot *sl, const tern_err *err) {
