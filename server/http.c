@@ -8,6 +8,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -32,6 +33,7 @@ struct srv {
     srv_sched *sched;
     srv_metrics mx;
     struct MHD_Daemon *d;
+    unsigned conn_limit;   /* MHD_OPTION_CONNECTION_LIMIT as started (srv_conn_limit) */
     int port;
     srv_tools_fmt tools_fmt;    /* how tools go into the prompt: by the template's family */
     atomic_uint_fast64_t next_id;
@@ -789,10 +791,31 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
      * file limit (each connection is a socket and a thread) */
     const unsigned per_ip = cfg->conn_per_ip > 0 ? (unsigned)cfg->conn_per_ip : (unsigned)(cfg->parallel + cfg->queue_max + 16);
     unsigned limit = 4u * (unsigned)(cfg->parallel + cfg->queue_max + 16);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (rlim_t)limit + 64)
-        limit = rl.rlim_cur > 128 ? (unsigned)rl.rlim_cur - 64 : 64;
     if (cfg->conn_max > 0) limit = (unsigned)cfg->conn_max;
+    /* every connection is a descriptor: above the open-file limit accept() fails with EMFILE and
+     * the daemon spins on the listen socket instead of closing the excess, so the limit stays
+     * below it by the descriptors the process holds now (counted) plus the daemon's own (listen
+     * socket, its wake-up pipe) and some slack */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        unsigned open_fds = 0;
+        DIR *dir = opendir("/proc/self/fd");
+        if (dir) {
+            for (struct dirent *de; (de = readdir(dir));) open_fds += de->d_name[0] != '.';
+            closedir(dir);
+        } else open_fds = 16;
+        const rlim_t reserve = (rlim_t)open_fds + 16;
+        const rlim_t room = rl.rlim_cur > reserve ? rl.rlim_cur - reserve : 0;
+        if (room < 4) {
+            srv_stop(s);
+            freeaddrinfo(ai);
+            return srv_err_set(err, TERN_E_ARG, "the open-file limit (%llu, `ulimit -n`) leaves room for %llu connections "
+                               "(%u descriptors in use, %u reserved); expected at least 4: raise `ulimit -n`",
+                               (unsigned long long)rl.rlim_cur, (unsigned long long)room, open_fds, 16u);
+        }
+        if ((rlim_t)limit > room) limit = (unsigned)room;
+    }
+    s->conn_limit = limit;
     int bind_errno = 0;
     for (const struct addrinfo *a = ai; a && !s->d; a = a->ai_next) {
         unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL;
@@ -819,6 +842,8 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
 }
 
 int srv_port(const srv *s) { return s->port; }
+
+unsigned srv_conn_limit(const srv *s) { return s->conn_limit; }
 
 void srv_stop(srv *s) {
     if (!s) return;

@@ -49,6 +49,10 @@ typedef struct srv srv;
  * TERN_E_IO (cannot bind), TERN_E_NOMEM (slots do not fit), TERN_E_ARG. */
 int srv_start(srv **out, tern_model *m, const srv_config *c, tern_err *err);
 int srv_port(const srv *s);
+/* The connection limit in force: conn_max (or its default) lowered to fit the open-file limit
+ * (RLIMIT_NOFILE less the descriptors in use at start and a reserve); srv_start refuses
+ * (TERN_E_ARG naming `ulimit -n`) when that leaves fewer than 4. */
+unsigned srv_conn_limit(const srv *s);
 /* Resolve a --host value (a name such as "localhost", or a numeric IPv4/IPv6 address such as
  * "0.0.0.0", "::1", "::", also in URL brackets "[::1]") with getaddrinfo for a passive TCP socket on port; *out (free with
  * freeaddrinfo) lists the addresses in the resolver's order, which srv_start tries until one binds.

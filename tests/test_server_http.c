@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1697,6 +1699,127 @@ static void test_host_names(void **state) {
  * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each now gets 400 with an OpenAI error object naming the field and saying "not
  * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
  * served. An empty API key is refused by srv_start (it would have let everyone in). */
+
+/* ---- tern serve under a low open-file limit ------------------------------------------------- */
+
+/* Start `tern serve` on stories260K with RLIMIT_NOFILE nofile (set in the child before exec) and
+ * the extra arguments; *err_fd reads its stderr. Returns the child's pid. */
+static pid_t serve_low_nofile(rlim_t nofile, const char *conn_max, int *err_fd) {
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    const char *bin = getenv("TERN_BIN");
+    if (!bin) bin = "./tern";
+    if (access(bin, X_OK) != 0) fail_msg("no tern binary at %s (set TERN_BIN)", bin);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    const pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], 2);
+        for (int fd = 3; fd < 1024; fd++) close(fd);
+        const struct rlimit rl = {nofile, nofile};
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(99);
+        execl(bin, bin, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "-np", "1", "-t", "1", "--no-progress",
+              "--conn-max", conn_max, (char *)NULL);
+        _exit(98);
+    }
+    close(p[1]);
+    *err_fd = p[0];
+    return pid;
+}
+
+/* Read fd until it holds want (or EOF / 30 s); returns what was read (caller frees). */
+static char *read_until(int fd, const char *want) {
+    size_t n = 0, cap = 1 << 16;
+    char *buf = calloc(1, cap);
+    for (const double t0 = now_s(); now_s() - t0 < 30 && !strstr(buf, want) && n + 1 < cap;) {
+        struct pollfd pf = {fd, POLLIN, 0};
+        if (poll(&pf, 1, 200) <= 0) continue;
+        const ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r <= 0) break;
+        n += (size_t)r;
+        buf[n] = '\0';
+    }
+    return buf;
+}
+
+/* utime + stime of pid in seconds (/proc/PID/stat fields 14 and 15) */
+static double cpu_s(pid_t pid) {
+    char path[64], line[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s", path);
+    const size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    const char *q = strrchr(line, ')');              /* the command name may hold spaces */
+    unsigned long ut = 0, st = 0;
+    if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2) fail_msg("bad %s", path);
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static void test_serve_low_nofile(void **state) {
+    (void)state;
+    /* a limit that leaves fewer than 4 connections: refused at start (exit 1), naming ulimit -n */
+    int efd;
+    pid_t pid = serve_low_nofile(16, "1000", &efd);
+    char *err = read_until(efd, "listening on");     /* EOF when it exits (or 30 s) */
+    int st;
+    pid_t w = 0;
+    for (int i = 0; i < 40 && (w = waitpid(pid, &st, WNOHANG)) != pid; i++) usleep(50 * 1000);
+    if (w != pid) {                                   /* still running: it started serving */
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        fail_msg("under ulimit -n 16 tern serve started (expected exit 1 naming ulimit -n): %s", err);
+    }
+    close(efd);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 1 || !strstr(err, "ulimit -n"))
+        fail_msg("under ulimit -n 16: status %d, stderr: %s", st, err);
+    free(err);
+    /* ulimit -n 40 with --conn-max 1000: lowered with a warning; 60 idle connections: the excess
+     * is closed at once (no accept() spinning on EMFILE), then /health answers */
+    pid = serve_low_nofile(40, "1000", &efd);
+    err = read_until(efd, "Ctrl-C stops");
+    const char *at = strstr(err, "listening on http://127.0.0.1:");
+    if (!at || !strstr(err, "warning: --conn-max 1000 lowered to")) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        fail_msg("tern serve under ulimit -n 40 --conn-max 1000: stderr: %s", err);
+    }
+    const int port = atoi(at + strlen("listening on http://127.0.0.1:"));
+    enum { N = 60 };
+    int socks[N];
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (int i = 0; i < N; i++) {
+        socks[i] = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(socks[i] >= 0);
+        assert_int_equal(connect(socks[i], (struct sockaddr *)&sa, sizeof sa), 0);
+    }
+    usleep(500 * 1000);
+    int closed = 0;                                   /* EOF from the server: the excess closed */
+    for (int i = 0; i < N; i++) {
+        struct pollfd pf = {socks[i], POLLIN, 0};
+        char c;
+        if (poll(&pf, 1, 0) == 1 && recv(socks[i], &c, 1, MSG_DONTWAIT) == 0) closed++;
+    }
+    const double c0 = cpu_s(pid);
+    usleep(1500 * 1000);
+    const double busy = cpu_s(pid) - c0;              /* the old code: ~1.5 s (a busy accept loop) */
+    for (int i = 0; i < N; i++) close(socks[i]);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "curl -s --max-time 10 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/health", port);
+    char *code = ru_capture(cmd, NULL);
+    kill(pid, SIGTERM);
+    waitpid(pid, &st, 0);
+    close(efd);
+    if (closed < N - 40 || busy > 0.5 || strcmp(code, "200"))
+        fail_msg("ulimit -n 40, %d idle connections: %d closed by the server (expected >= %d), CPU %.2f s in 1.5 s "
+                 "(expected <= 0.5), /health %s (expected 200); stderr: %s", N, closed, N - 40, busy, code, err);
+    free(code);
+    free(err);
+}
+
 static void test_unsupported_fields(void **state) {
     (void)state;
     tern_model *m = load(STORIES);
@@ -2090,6 +2213,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_host_names),
         cmocka_unit_test(test_unsupported_fields),
+        cmocka_unit_test(test_serve_low_nofile),
         cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_openai_client),

@@ -124,6 +124,9 @@ int cmd_serve(int argc, char **argv) {
         return 1;
     }
     opts_note_chat_template("serve", m, cfg.chat_template);   /* once it is sure to serve */
+    if (cfg.conn_max > 0 && (unsigned)cfg.conn_max > srv_conn_limit(s))
+        fprintf(stderr, "tern serve: warning: --conn-max %d lowered to %u to fit the open-file limit (`ulimit -n`)\n",
+                cfg.conn_max, srv_conn_limit(s));
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
