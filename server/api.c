@@ -313,6 +313,38 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     if (f)
         return srv_fail(e, 400, "invalid_request_error", "json_schema",
                         "'json_schema' is not supported (output is not constrained to a schema); leave it out");
+    /* vLLM's constrained decoding, llama-server's sampler order: refused whenever given */
+    static const struct { const char *name, *what; } constrained[] = {
+        {"guided_json", "output is not constrained to a schema"},
+        {"guided_regex", "output is not constrained to a regular expression"},
+        {"guided_choice", "output is not constrained to a list of choices"},
+        {"guided_grammar", "no grammar-constrained decoding"},
+        {"structured_outputs", "output is not constrained"},
+        {"allowed_token_ids", "the vocabulary is not restricted"},
+        {"samplers", "the sampler chain and its order are fixed"},
+    };
+    for (size_t i = 0; i < sizeof constrained / sizeof constrained[0]; i++)
+        if (field(root, constrained[i].name))
+            return srv_fail(e, 400, "invalid_request_error", constrained[i].name, "'%s' is not supported (%s); leave it out",
+                            constrained[i].name, constrained[i].what);
+    /* vLLM's token lists: an empty list is neutral */
+    static const struct { const char *name, *what; } lists[] = {
+        {"bad_words", "words are not banned from the reply"},
+        {"stop_token_ids", "generation does not stop at given token ids; use 'stop' with text"},
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        f = field(root, lists[i].name);
+        if (f && !cJSON_IsArray(f)) return bad_type(e, lists[i].name, "an array", f);
+        if (f && f->child)
+            return srv_fail(e, 400, "invalid_request_error", lists[i].name, "'%s' is not supported (%s); send [] or leave it out",
+                            lists[i].name, lists[i].what);
+    }
+    f = field(root, "top_n_sigma");                   /* llama-server's: a value <= 0 switches it off */
+    if (f && !cJSON_IsNumber(f)) return bad_type(e, "top_n_sigma", "a number", f);
+    if (f && f->valuedouble > 0)
+        return srv_fail(e, 400, "invalid_request_error", "top_n_sigma",
+                        "'top_n_sigma' is not supported (top-n-sigma sampling is not implemented), got %s; send -1 or leave it out",
+                        num_text(f->valuedouble, g));
     /* llama-server's and vLLM's other samplers: a number whose neutral value switches them off */
     static const struct { const char *name, *what; double neutral; } knobs[] = {
         {"typical_p", "locally typical sampling is not implemented", 1},
@@ -322,6 +354,7 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
         {"dry_multiplier", "DRY sampling is not implemented", 0},
         {"xtc_probability", "XTC sampling is not implemented", 0},
         {"dynatemp_range", "dynamic temperature is not implemented", 0},
+        {"length_penalty", "vLLM's beam-search length penalty; there is no beam search", 1},
     };
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         f = field(root, knobs[i].name);
@@ -942,6 +975,16 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     double v = -1;
     const char *mt = field(root, "max_completion_tokens") ? "max_completion_tokens" : field(root, "max_tokens") ? "max_tokens" : "n_predict";
     if (!get_int(root, mt, -1, 2147483647.0, &v, e)) goto done;
+    if (strcmp(mt, "n_predict") && field(root, "n_predict")) {   /* llama-server's name for the same length */
+        double np = -1;
+        char a[32], b[32];
+        if (!get_int(root, "n_predict", -1, 2147483647.0, &np, e)) goto done;
+        if (np != v) {
+            srv_fail(e, 400, "invalid_request_error", "n_predict", "'n_predict' (%s) and '%s' (%s) differ: send one of them",
+                     num_text(np, a), mt, num_text(v, b));
+            goto done;
+        }
+    }
     r->max_tokens = (int)v;
     double d;
     if (d = r->sp.temp, !get_number(root, "temperature", 0, 2, &d, e)) goto done;
