@@ -736,6 +736,16 @@ static void test_damaged_model_refused(void **state) {
             }
         }
     }
+    /* N7, element types: a NaN in an F32 weight matrix (not scanned at load) is refused by quantize */
+    {
+        const uint8_t nan[4] = {0x00, 0x00, 0xc0, 0x7f};
+        char qout[600];
+        fx_tmp_path(qout, sizeof qout, "damaged-out.gguf");
+        write_damaged(stories, "blk.0.attn_q.weight", (64 + 5) * 4, nan, 4, bad);
+        snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", bad, qout);
+        expect_err(1, "tensor 'blk.0.attn_q.weight': element 69 (row 1, column 5) is NaN (bits 0x7fc00000)", NULL, args);
+        if (access(qout, F_OK) == 0) fail_msg("tern %s left '%s'", args, qout);
+    }
     snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1", ptq);
     expect_err(0, "generation: ", NULL, args);
     remove(bad);
