@@ -18,7 +18,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define STORIES "data/stories260k/stories260K.gguf"
@@ -316,13 +320,13 @@ static void test_quantize_same_file(void **state) {
     rmdir(dir);
 }
 
-/* Whether dir holds a file whose name contains ".tmp-" (a temporary file left behind). */
+/* Whether dir holds a file whose name contains ".tern-" (a temporary file left behind). */
 static bool tmp_left(const char *dir) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "ls -a '%s'", dir);
     int rc = -1;
     char *out = ru_capture(cmd, &rc);
-    const bool left = strstr(out, ".tmp-") != NULL;
+    const bool left = strstr(out, ".tern-") != NULL;
     free(out);
     return left;
 }
@@ -385,6 +389,133 @@ static void test_failed_write_keeps_old_output(void **state) {
     gguf_close(g);
     assert_false(tmp_left(dir));
     unlink(link);
+    unlink(out);
+    rmdir(dir);
+}
+
+/* Session 5 trial 2 N1, N2: the temporary file was "OUT.tmp-XXXXXX", too long for an OUT name of
+ * 245..255 bytes, and when it could not be made OUT was written in place (a failed run truncated
+ * it). Now it is "DIR/.tern-XXXXXX": with a 252-byte OUT name a run under a file-size limit fails
+ * with exit 1, OUT keeps its bytes and no temporary file is left; a successful run replaces OUT
+ * with its permission bits but not set-uid (4750 -> 750, as cp). A read-only OUT is refused naming
+ * OUT, and an OUT in a directory the user may not write is refused, not written in place (both
+ * only when not root: root may write either). */
+static void test_out_temp_beside(void **state) {
+    (void)state;
+    char bin[4096], model[1024], dir[512], out[900], cmd[8192], args[2048], want[1200];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(dir, sizeof dir, "tempbeside");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    char name[300];
+    memset(name, 'y', 247);
+    memcpy(name + 247, ".gguf", 6);
+    snprintf(out, sizeof out, "%s/%s", dir, name);
+    const char *old = "the user's previous model\n";
+    write_file(out, old, strlen(old));
+    assert_int_equal(chmod(out, 04750), 0);
+    snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", model, out);
+    snprintf(cmd, sizeof cmd, "sh -c \"trap '' XFSZ; ulimit -f 1; exec '%s' %s\" 2>&1", bin, args);
+    int rc = -1;
+    char *msg = ru_capture(cmd, &rc);
+    snprintf(want, sizeof want, "(OUT '%s' left as it was)", out);
+    size_t len = 0;
+    char *now = fx_read_file(out, &len);
+    if (rc != 1 || !strstr(msg, want) || !now || len != strlen(old) || memcmp(now, old, len) || tmp_left(dir))
+        fail_msg("%s: exit %d, output: %s(expected exit 1, \"%s\", OUT's old bytes and no temporary file)", cmd, rc,
+                 msg, want);
+    free(now);
+    free(msg);
+    expect_err(0, "tern quantize: ", NULL, args);
+    struct stat st;
+    assert_int_equal(stat(out, &st), 0);
+    if ((st.st_mode & 07777) != 0750) fail_msg("OUT's mode after quantize: %o, expected 750", (unsigned)(st.st_mode & 07777));
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open(&g, out, GGUF_LOAD_MMAP, &err) != TERN_OK) fail_msg("%s after quantize: %s", out, err.msg);
+    gguf_close(g);
+    assert_false(tmp_left(dir));
+    if (geteuid() != 0) {
+        /* a read-only OUT: refused, the message names OUT */
+        write_file(out, old, strlen(old));
+        assert_int_equal(chmod(out, 0444), 0);
+        snprintf(want, sizeof want, "'%s' is not writable", out);
+        expect_err(1, want, ".tern-", args);
+        now = fx_read_file(out, &len);
+        if (!now || len != strlen(old) || memcmp(now, old, len)) fail_msg("a read-only OUT was changed");
+        free(now);
+        /* a writable OUT in a directory we may not write: refused, OUT untouched */
+        assert_int_equal(chmod(out, 0644), 0);
+        assert_int_equal(chmod(dir, 0500), 0);
+        snprintf(want, sizeof want, "cannot create a temporary file beside OUT '%s'", out);
+        expect_err(1, want, NULL, args);
+        assert_int_equal(chmod(dir, 0700), 0);
+        now = fx_read_file(out, &len);
+        if (!now || len != strlen(old) || memcmp(now, old, len)) fail_msg("OUT in a read-only directory was changed");
+        free(now);
+    }
+    unlink(out);
+    rmdir(dir);
+}
+
+/* Whether dir holds a temporary file ".tern-*" of at least min_size bytes. */
+static bool tmp_find(const char *dir, off_t min_size) {
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        if (strncmp(e->d_name, ".tern-", 6)) continue;
+        char p[1200];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        found = stat(p, &st) == 0 && st.st_size >= min_size;
+    }
+    closedir(d);
+    return found;
+}
+
+/* Session 5 trial 2 N9: SIGINT/SIGTERM during synth left a large OUT.tmp-XXXXXX behind. Now the
+ * temporary file is removed and the process dies of the signal; an existing OUT keeps its bytes.
+ * (synth of a 1-layer bonsai-1.7b writes ~100 MB in ~0.4 s: the signal is sent as soon as the
+ * temporary file has 1 MB.) */
+static void test_signal_removes_temp(void **state) {
+    (void)state;
+    char bin[4096], dir[512], out[600];
+    ru_need_tern(bin, sizeof bin);
+    fx_tmp_path(dir, sizeof dir, "sigtemp");
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", dir, strerror(errno));
+    snprintf(out, sizeof out, "%s/out.gguf", dir);
+    const char *old = "the user's previous model\n";
+    const int sigs[2] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        write_file(out, old, strlen(old));
+        const pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            signal(SIGINT, SIG_DFL);
+            signal(SIGTERM, SIG_DFL);
+            if (!freopen("/dev/null", "w", stderr)) _exit(126);
+            execl(bin, bin, "synth", "--arch", "bonsai-1.7b", "--n-layer", "1", "-o", out, (char *)NULL);
+            _exit(127);
+        }
+        bool seen = false;
+        for (int t = 0; t < 20000 && !seen; t++) {   /* up to ~20 s */
+            seen = tmp_find(dir, 1 << 20);
+            if (!seen) nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
+        if (seen) kill(pid, sigs[i]);
+        int st = 0;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (!seen) fail_msg("synth wrote no temporary file of 1 MB in %s (status %d)", dir, st);
+        size_t len = 0;
+        char *now = fx_read_file(out, &len);
+        const bool left = tmp_find(dir, 0);
+        if (!WIFSIGNALED(st) || WTERMSIG(st) != sigs[i] || left || !now || len != strlen(old) || memcmp(now, old, len))
+            fail_msg("synth sent signal %d: status %d, temporary file left: %d, OUT kept: %d (expected death by the "
+                     "signal, no temporary file, OUT's old bytes)", sigs[i], st, left,
+                     now && len == strlen(old) && !memcmp(now, old, len));
+        free(now);
+    }
     unlink(out);
     rmdir(dir);
 }
@@ -592,6 +723,28 @@ static void test_damaged_model_refused(void **state) {
         write_damaged(c[i].model, c[i].tensor, at, c[i].v, c[i].n, bad);
         snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1 --numerics %s", bad, c[i].numerics);
         expect_err(1, w, NULL, args);
+        if (c[i].model != stories && strcmp(c[i].numerics, "ggml")) {
+            /* trial s5-2 N7: quantize wrote the NaN out as F16/F32 weights (exit 0); now it refuses
+             * the damaged block with the same words (f16, and ptq1_0/pq2_0: the lossless paths) */
+            char qout[600];
+            fx_tmp_path(qout, sizeof qout, "damaged-out.gguf");
+            const char *types[] = {"f16", "f32", c[i].model == ptq ? "pq2_0" : "ptq1_0"};
+            for (int k = 0; k < 3; k++) {
+                snprintf(args, sizeof args, "quantize '%s' '%s' --type %s", bad, qout, types[k]);
+                expect_err(1, w, NULL, args);
+                if (access(qout, F_OK) == 0) fail_msg("tern %s left '%s'", args, qout);
+            }
+        }
+    }
+    /* N7, element types: a NaN in an F32 weight matrix (not scanned at load) is refused by quantize */
+    {
+        const uint8_t nan[4] = {0x00, 0x00, 0xc0, 0x7f};
+        char qout[600];
+        fx_tmp_path(qout, sizeof qout, "damaged-out.gguf");
+        write_damaged(stories, "blk.0.attn_q.weight", (64 + 5) * 4, nan, 4, bad);
+        snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", bad, qout);
+        expect_err(1, "tensor 'blk.0.attn_q.weight': element 69 (row 1, column 5) is NaN (bits 0x7fc00000)", NULL, args);
+        if (access(qout, F_OK) == 0) fail_msg("tern %s left '%s'", args, qout);
     }
     snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1", ptq);
     expect_err(0, "generation: ", NULL, args);
@@ -699,6 +852,17 @@ static void test_bench_cache_resident(void **state) {
     const char *row = strstr(out, "| tg4 |"), *pp = strstr(out, "| pp4 |");
     if (rc != 0 || !row || !pp || !strstr(row, note) || strstr(pp, note) < row)
         fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    /* trial s5-2 N4: the cache size is the kernel's (sysfs index3), not glibc's CPUID figure
+     * (256 MB for a 32 MB L3); read here independently when the host has the file */
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    unsigned long long kb = 0;
+    char unit = 0;
+    if (f && fscanf(f, "%lluK%c", &kb, &unit) >= 1 && kb > 0) {
+        char want[64];
+        snprintf(want, sizeof want, "last-level cache (%.1f MB here)", (double)kb / 1024.0);
+        if (!strstr(out, want)) fail_msg("tern %s: stdout: %s(expected \"%s\": sysfs says %lluK)", args, out, want, kb);
+    }
+    if (f) fclose(f);
     free(out);
     free(err);
 }
@@ -786,6 +950,8 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_failed_write_keeps_existing_output),
         cmocka_unit_test(test_quantize_same_file),
         cmocka_unit_test(test_failed_write_keeps_old_output),
+        cmocka_unit_test(test_out_temp_beside),
+        cmocka_unit_test(test_signal_removes_temp),
         cmocka_unit_test(test_stdout_write_error),
         cmocka_unit_test(test_empty_api_key_and_vocab_limit),
         cmocka_unit_test(test_nonfinite_logits),

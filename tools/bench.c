@@ -14,23 +14,25 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The last-level cache in bytes: sysconf(_SC_LEVEL3_CACHE_SIZE), else
- * /sys/devices/system/cpu/cpu0/cache/index3/size ("32768K"), else 32 MB (a common L3 today). A
+/* The last-level cache in bytes: /sys/devices/system/cpu/cpu0/cache/index3/size ("32768K", the
+ * kernel's figure for the L3 cpu0 shares), else sysconf(_SC_LEVEL3_CACHE_SIZE), else 32 MB (a
+ * common L3 today). sysfs first: glibc's sysconf figure comes from CPUID and can be far off (trial
+ * s5-2 N4: 256 MB on a host whose L3 is 32 MB, so a 163 MB model was marked cache resident). A
  * model whose decode bytes per token fit in it is read from cache, not DRAM, so the decode
  * ceiling (DRAM bandwidth / bytes per token) does not bound it (trial s5 F8: 312% of ceiling). */
 static unsigned long long llc_bytes(void) {
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v > 0) return (unsigned long long)v;
-#endif
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
     if (f) {
         unsigned long long n = 0;
         char unit = 0;
         const int k = fscanf(f, "%llu%c", &n, &unit);
         fclose(f);
-        if (k >= 1 && n > 0) return n * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
+        if (k >= 1 && n > 0) return n * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : unit == 'G' ? 1073741824ull : 1ull);
     }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return (unsigned long long)v;
+#endif
     return 32ull << 20;
 }
 

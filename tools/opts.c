@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +72,48 @@ static char *str_dup(const char *s) {
     return d;
 }
 
+/* The temporary file being written (for the signal handler): a fixed buffer, set before the
+ * handlers are installed and cleared before they are removed. */
+static char g_tmp_path[4352];
+static volatile sig_atomic_t g_tmp_set;
+static struct sigaction g_old_act[3];
+static const int g_sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+static bool g_handlers;
+
+/* SIGINT/SIGTERM/SIGHUP while OUT's temporary file exists: remove it (unlink is async-signal
+ * safe), then die of the same signal with its default action. */
+static void out_on_signal(int sig) {
+    if (g_tmp_set) unlink(g_tmp_path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void out_handlers_install(const char *tmp) {
+    const size_t n = strlen(tmp);
+    if (n >= sizeof g_tmp_path) return;   /* cannot happen: PATH_MAX-bounded; then no cleanup */
+    memcpy(g_tmp_path, tmp, n + 1);
+    g_tmp_set = 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = out_on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++) {
+        struct sigaction old;
+        sigaction(g_sigs[i], NULL, &old);
+        g_old_act[i] = old;
+        if (old.sa_handler == SIG_IGN) continue;   /* nohup: leave ignored signals ignored */
+        sigaction(g_sigs[i], &sa, NULL);
+    }
+    g_handlers = true;
+}
+
+static void out_handlers_remove(void) {
+    if (!g_handlers) return;
+    g_tmp_set = 0;
+    for (int i = 0; i < 3; i++) sigaction(g_sigs[i], &g_old_act[i], NULL);
+    g_handlers = false;
+}
+
 int opts_out_begin(opts_out *o, const char *path) {
     *o = (opts_out){.path = path};
     struct stat lst, st;
@@ -81,25 +124,46 @@ int opts_out_begin(opts_out *o, const char *path) {
     char *target = NULL;
     if (exists && S_ISLNK(lst.st_mode)) target = realpath(path, NULL);   /* replace the link's target */
     else target = str_dup(path);
-    if (!target) goto in_place;
-    const size_t n = strlen(target) + sizeof ".tmp-XXXXXX";
+    if (!target) {
+        if (!exists) goto in_place;
+        fprintf(stderr, "tern %s: cannot resolve OUT '%s': %s; OUT not touched\n", g_cmd, path, strerror(errno));
+        return -1;
+    }
+    if (exists && access(target, W_OK) != 0) {   /* as cp: a read-only OUT is refused, named */
+        fprintf(stderr, "tern %s: '%s' is not writable (%s); OUT not touched\n", g_cmd, path, strerror(errno));
+        free(target);
+        return -1;
+    }
+    /* ".tern-XXXXXX" in OUT's directory: hidden, on the same filesystem, and short enough for
+     * any legal OUT name (NAME_MAX) */
+    const char *slash = strrchr(target, '/');
+    const size_t dlen = slash ? (size_t)(slash - target) + 1 : 0;
+    const size_t n = dlen + sizeof ".tern-XXXXXX";
     char *tmp = malloc(n);
     if (!tmp) { free(target); goto nomem; }
-    snprintf(tmp, n, "%s.tmp-XXXXXX", target);
-    const int fd = mkstemp(tmp);
-    if (fd < 0) { free(tmp); free(target); goto in_place; }
-    mode_t mode;
-    if (exists) mode = st.st_mode & 07777;
+    memcpy(tmp, target, dlen);
+    memcpy(tmp + dlen, ".tern-XXXXXX", sizeof ".tern-XXXXXX");
+    const int fd = mkstemp(tmp);   /* mode 0600 until the commit gives it OUT's */
+    if (fd < 0) {
+        const int e = errno;
+        free(tmp);
+        free(target);
+        if (!exists) goto in_place;   /* a new OUT: the writer creates it or says why not */
+        fprintf(stderr, "tern %s: cannot create a temporary file beside OUT '%s' (%s); OUT not touched\n", g_cmd,
+                path, strerror(e));
+        return -1;
+    }
+    close(fd);
+    if (exists) o->mode = st.st_mode & 0777;   /* no set-uid/set-gid/sticky, as cp without -p */
     else {
         const mode_t mask = umask(0);   /* read the umask (a single-threaded moment of the CLI) */
         umask(mask);
-        mode = 0666 & ~mask;
+        o->mode = 0666 & ~mask;
     }
-    (void)fchmod(fd, mode);   /* if refused, mkstemp's 0600 stays: safer than failing the run */
-    close(fd);
     o->write_path = tmp;
     o->target = target;
     o->created = !exists;
+    out_handlers_install(tmp);
     return 0;
 in_place:
     o->created = opts_output_is_new(path);
@@ -126,6 +190,9 @@ int opts_out_commit(opts_out *o, char *msg, size_t n) {
         if (sync_path(o->write_path, O_RDONLY) != 0) {
             snprintf(msg, n, "cannot sync '%s' (the new '%s'): %s", o->write_path, o->path, strerror(errno));
             rc = -1;
+        } else if (chmod(o->write_path, o->mode) != 0) {
+            snprintf(msg, n, "cannot set the mode of '%s' (the new '%s'): %s", o->write_path, o->path, strerror(errno));
+            rc = -1;
         } else if (rename(o->write_path, o->target) != 0) {
             snprintf(msg, n, "cannot rename '%s' to '%s': %s", o->write_path, o->target, strerror(errno));
             rc = -1;
@@ -141,6 +208,7 @@ int opts_out_commit(opts_out *o, char *msg, size_t n) {
             }
         }
         if (rc) unlink(o->write_path);
+        out_handlers_remove();
     }
     free(o->write_path);
     free(o->target);
@@ -157,6 +225,7 @@ const char *opts_out_note(const opts_out *o) {
 
 void opts_out_abort(opts_out *o) {
     if (o->target || o->created) unlink(o->write_path);   /* never a path that was there before */
+    if (o->target) out_handlers_remove();
     free(o->write_path);
     free(o->target);
     *o = (opts_out){0};

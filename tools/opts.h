@@ -93,30 +93,38 @@ bool opts_output_is_new(const char *path);
 
 /* Writing an output file safely (tern quantize, tern synth). A failed or interrupted write never
  * leaves a truncated file where a good one was: the data goes to a temporary file beside the
- * target ("TARGET.tmp-XXXXXX", mkstemp, so on the same filesystem), which opts_out_commit fsyncs
- * and rename()s over the target only after the writer succeeded; opts_out_abort removes it.
+ * target ("DIR/.tern-XXXXXX", mkstemp, mode 0600, so on the same filesystem and short enough for
+ * any legal OUT name), which opts_out_commit gives its final mode, fsyncs and rename()s over the
+ * target only after the writer succeeded; opts_out_abort removes it.
  *   - OUT does not exist: the target is OUT; the new file gets 0666 & ~umask (as fopen would).
- *   - OUT is a regular file: the target is OUT; its permission bits (07777) are kept (not its
- *     owner or group unless the run may set them, nor its other hard links: a hard link of OUT
- *     keeps the old contents, as after mv).
+ *   - OUT is a regular file: the target is OUT; its permission bits (0777, not set-uid, set-gid
+ *     or sticky: as cp without -p) are kept (not its owner or group unless the run may set them,
+ *     nor its other hard links: a hard link of OUT keeps the old contents, as after mv). OUT that
+ *     the user may not write is refused ("'OUT' is not writable"), as cp does.
  *   - OUT is a symlink to a regular file: the link's target is replaced (as cp writes through a
  *     link) and the link itself stays; the temporary file lies beside that target.
- *   - OUT exists but is not a regular file (/dev/null, /dev/full, a FIFO; a dangling symlink),
- *     or no temporary file can be made beside it (a directory we may not write): written in
- *     place as before (write_path = OUT), and never removed on failure.
+ *   - OUT exists and no temporary file can be made beside it (a directory we may not write):
+ *     refused ("cannot create a temporary file beside OUT ...; OUT not touched"), never written
+ *     in place.
+ *   - OUT exists but is not a regular file (/dev/null, /dev/full, a FIFO; a dangling symlink), or
+ *     a new OUT whose temporary file cannot be made: written in place (write_path = OUT), and a
+ *     path that was there before is never removed on failure.
  * On a failure of the write itself, a new file is never left behind and an existing one is left
- * as it was. Not signal safe: a run killed mid-write leaves TARGET.tmp-XXXXXX (named in no
- * message; the target is intact). */
+ * as it was. While the temporary file exists, SIGINT, SIGTERM and SIGHUP (unless ignored) remove
+ * it and then kill the process with the same signal; after SIGKILL a "DIR/.tern-XXXXXX" is left
+ * (the target is intact). */
 typedef struct opts_out {
     const char *path;   /* OUT as given */
     char *write_path;   /* where the writer writes: the temporary file, or path itself (in place) */
     char *target;       /* the file rename() replaces; NULL when in place */
     bool created;       /* nothing was at path before (in place, a failure removes it) */
+    unsigned mode;      /* the mode the temporary file gets at commit (with a target) */
 } opts_out;
 /* Prepare o for path (no file is written yet beyond the empty temporary file). Returns 0, or -1
- * (out of memory) after printing "tern CMD: ...". */
+ * after printing "tern CMD: ..." (out of memory; an existing OUT not writable or without room for
+ * a temporary file beside it: "...; OUT not touched"). */
 int opts_out_begin(opts_out *o, const char *path);
-/* After the writer closed write_path successfully: fsync it, rename it over the target, fsync the
+/* After the writer closed write_path successfully: give it its mode, fsync it, rename it over the target, fsync the
  * directory. Returns 0, or -1 after writing "cannot ... 'PATH': REASON" into msg (n bytes) and
  * removing the temporary file (the target is left as it was). Frees o's memory either way. */
 int opts_out_commit(opts_out *o, char *msg, size_t n);

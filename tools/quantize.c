@@ -22,6 +22,8 @@
 #include "format/qtypes.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,9 +100,51 @@ static int copy_kv(gguf_writer *w, const gguf_kv *kv, tern_err *err) {
 
 /* Convert rows [0, n_rows) of tensor t (source bytes src, row0 = index of the first row, for
  * messages) to type dst into out. f32: scratch of n_rows * ne[0] floats. */
+/* Trial s5-2 N7: a damaged source (NaN/Inf fp16 block scale, NaN/Inf F32/F16/BF16 element) was
+ * converted to NaN weights (which the load check does not scan in F32/F16 matrices). Block types:
+ * the fp16 scale of each block of the n_rows rows at src (rows row0..) is read (exponent all ones
+ * = Inf/NaN); element types: f32 holds those rows dequantised and is scanned. The first
+ * non-finite one is reported with the load check's wording (tensor, row, block, the scale's
+ * bits; or tensor, element, row, column, bits) as TERN_E_FORMAT; TERN_OK when all are finite. */
+static int check_finite(const gguf_tensor *t, const uint8_t *src, int64_t row0, int64_t n_rows, const float *f32,
+                        tern_err *err) {
+    const int64_t K = t->ne[0];
+    const qt_traits *q = qt_get(t->type);
+    if (q && q->block > 1) {
+        const int64_t nb_row = K / q->block, nb = n_rows * nb_row;
+        const bool d_last = t->type == QT_PTQ1_0 || t->type == QT_TQ1_0 || t->type == QT_TQ2_0;
+        const uint8_t *hi = src + (d_last ? q->block_bytes - 2 : 0) + 1;   /* the fp16's high byte */
+        unsigned bad = 0;
+        for (int64_t i = 0; i < nb; i++) bad |= (hi[i * q->block_bytes] & 0x7cu) + 4u;   /* bit 7: exponent 11111 */
+        if (!(bad & 0x80u)) return TERN_OK;
+        int64_t i = 0;
+        while ((hi[i * q->block_bytes] & 0x7c) != 0x7c) i++;
+        const unsigned h = (unsigned)(hi[i * q->block_bytes - 1] | hi[i * q->block_bytes] << 8);
+        return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': row %lld, block %lld: scale 0x%04x is %s; expected a "
+                            "finite fp16 scale (the file is damaged)", t->name, (long long)(row0 + i / nb_row),
+                            (long long)(i % nb_row), h, (h & 0x3ff) ? "NaN" : (h & 0x8000) ? "-Inf" : "+Inf");
+    }
+    const int64_t n = n_rows * K;
+    int64_t e = 0;
+    while (e < n && isfinite(f32[e])) e++;
+    if (e == n) return TERN_OK;
+    const int64_t row = row0 + e / K, col = e % K;
+    const char *what = isnan(f32[e]) ? "NaN" : f32[e] < 0 ? "-Inf" : "+Inf";
+    const int width = q ? q->block_bytes : 4;
+    uint32_t bits = 0;
+    memcpy(&bits, src + e * width, width == 2 ? 2 : 4);
+    return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': element %lld (row %lld, column %lld) is %s (bits 0x%0*x); "
+                        "expected a finite value (the file is damaged)", t->name, (long long)(row * K + col),
+                        (long long)row, (long long)col, what, width == 2 ? 4 : 8, (unsigned)bits);
+}
+
 static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64_t row0, int64_t n_rows,
                         uint8_t *out, float *f32, tern_err *err) {
     const int64_t K = t->ne[0];
+    const bool blocks = qt_get(t->type) && qt_get(t->type)->block > 1;
+    /* refuse a damaged source before converting it (the lossless paths would carry a NaN scale on,
+     * the others would write NaN weights) */
+    if (blocks && check_finite(t, src, row0, n_rows, NULL, err) != TERN_OK) return TERN_E_FORMAT;
     if (t->type == QT_PQ2_0 && dst == QT_PTQ1_0) {
         const int64_t nb = K / QK_PQ2_0;
         for (int64_t r = 0; r < n_rows; r++) {
@@ -115,6 +159,7 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
         return TERN_OK;
     }
     int rc = qt_dequant(t->type, src, f32, n_rows * K);
+    if (rc == TERN_OK && !blocks && check_finite(t, src, row0, n_rows, f32, err) != TERN_OK) return TERN_E_FORMAT;
     if (rc == TERN_OK) rc = qt_quantize(dst, f32, out, n_rows * K);
     if (rc != TERN_OK)
         return tern_err_set(err, rc, "tensor '%s': converting %s to %s", t->name, qt_get(t->type) ? qt_get(t->type)->name : "?",

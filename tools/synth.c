@@ -768,9 +768,9 @@ int cmd_synth(int argc, char **argv) {
     /* written to a temporary file renamed over OUT at the end (opts_out): a failure leaves an
      * existing OUT as it was and no new file; /dev/full, a FIFO... are written in place */
     opts_out out = {0};
-    bool begun = false;
+    bool begun = false, said = false;
     if (rc == TERN_OK) {
-        if (opts_out_begin(&out, out_path) != 0) rc = tern_err_set(&err, TERN_E_NOMEM, "synth: out of memory");
+        if (opts_out_begin(&out, out_path) != 0) rc = TERN_E_IO, said = true;   /* it printed why */
         else begun = true;
     }
     if (rc == TERN_OK) rc = gguf_w_begin(w, out.write_path, &err);
@@ -782,7 +782,7 @@ int cmd_synth(int argc, char **argv) {
     free(p.t);
     free(p.signs);
     if (rc != TERN_OK) {
-        fprintf(stderr, "tern synth: %s%s\n", err.msg[0] ? err.msg : tern_strerror(rc), begun ? opts_out_note(&out) : "");
+        if (!said) fprintf(stderr, "tern synth: %s%s\n", err.msg[0] ? err.msg : tern_strerror(rc), begun ? opts_out_note(&out) : "");
         if (begun) opts_out_abort(&out);
         return 1;
     }
