@@ -530,6 +530,25 @@ static bool authorized(srv *s, struct MHD_Connection *c) {
     return diff == 0;                                 /* no early exit on the first difference */
 }
 
+/* The Content-Length headers of a request (MHD_get_connection_values iterator). */
+typedef struct {
+    int n;
+    bool differ;
+    const char *first, *other;
+} cl_seen;
+static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    cl_seen *c = cls;
+    if (!key || strcasecmp(key, "Content-Length") != 0) return MHD_YES;
+    c->n++;
+    if (!c->first) c->first = value ? value : "";
+    else if (strcmp(c->first, value ? value : "") != 0 && !c->differ) {
+        c->differ = true;
+        c->other = value ? value : "";
+    }
+    return MHD_YES;
+}
+
 /* Routes that answer without the API key. */
 static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
 
@@ -623,6 +642,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         atomic_fetch_add(&s->in_flight, 1);
         /* the headers are in: from now on the request's timeout (body, reply) instead of the idle one */
         MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.timeout_s);
+        /* Content-Length given twice with different values: 400 before any body is read (RFC 9112
+         * 6.3: an unrecoverable framing error; a proxy that took the other value would see the
+         * body's rest as the next request). libmicrohttpd 0.9.75 keeps both and frames by the first. */
+        cl_seen seen = {0};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_content_length, &seen);
+        if (seen.differ) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "the Content-Length header is given %d times with different values ('%.40s', '%.40s'): "
+                     "expected one length", seen.n, seen.first ? seen.first : "", seen.other ? seen.other : "");
+            return fail(s, c, 400, "invalid_request_error", NULL, msg);
+        }
         /* a declared Content-Length over the limit is answered now, before any of the body is read
          * (libmicrohttpd then closes the connection); the key is checked first, as for any request */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");

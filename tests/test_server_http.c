@@ -384,6 +384,41 @@ static char *raw_exchange(srv *s, const char *head, size_t body_bytes, double li
     return got.p;
 }
 
+/* Content-Length given twice with different values (RFC 9112 6.3: a framing error; behind a proxy
+ * that takes the other value, the rest of the body would be read as the next request) gets 400
+ * with an OpenAI error object before any body is read, and the connection closes; the same value
+ * twice is one length. Before: served, framed by the first header. */
+static void test_content_length_twice(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 4096, NULL, 0);
+    const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 1, \"temperature\": 0}";
+    char head[512];
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nContent-Length: 0\r\n\r\n%s", strlen(body), body);
+    double secs;
+    char *out = raw_exchange(s, head, 0, 10.0, &secs);
+    const char *json = strstr(out, "\r\n\r\n");
+    cJSON *j = json ? cJSON_Parse(json + 4) : NULL;
+    cJSON *e = cJSON_GetObjectItem(j, "error");
+    char want[160];
+    snprintf(want, sizeof want, "the Content-Length header is given 2 times with different values ('%zu', '0'): expected one length",
+             strlen(body));
+    if (strncmp(out, "HTTP/1.1 400 ", 13) || !cJSON_IsString(cJSON_GetObjectItem(e, "message")) ||
+        strcmp(cJSON_GetObjectItem(e, "message")->valuestring, want) ||
+        strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "invalid_request_error"))
+        fail_msg("two different Content-Length:\n%s", out);
+    cJSON_Delete(j);
+    free(out);
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\ncontent-length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), strlen(body), body);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "\"completion_tokens\":1")) fail_msg("the same Content-Length twice:\n%s", out);
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* The body limit (4096 here) is enforced as the body arrives: a chunked body that passes it gets
  * 413 with an OpenAI error object as soon as the received bytes pass the limit, even when the
  * client declared a larger chunk and stalls (before: it waited for the 120 s connection timeout);
@@ -2194,6 +2229,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_endpoints_and_errors),
         cmocka_unit_test(test_api_key_scheme),
         cmocka_unit_test(test_body_limit_on_arrival),
+        cmocka_unit_test(test_content_length_twice),
         cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_max_tokens_and_length),
         cmocka_unit_test(test_stop_strings_and_stream),
