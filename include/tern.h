@@ -50,7 +50,7 @@ typedef enum {
 } tern_numerics;
 
 typedef struct tern_model_opts {
-    int n_threads;          /* worker threads incl. the caller; 0 = number of online cores */
+    int n_threads;          /* worker threads incl. the caller; 0 = the CPUs this process may run on */
     bool use_mmap;          /* false (default): read() into anonymous memory; true: private mapping */
     tern_numerics numerics;
     bool progress;          /* draw a progress bar on stderr when loading takes more than a moment */
@@ -80,7 +80,7 @@ typedef struct tern_model_info {
 } tern_model_info;
 void tern_model_get_info(const tern_model *m, tern_model_info *info);
 
-/* Measure memory read bandwidth in GB/s (1e9 bytes/s): n_threads threads (0 = all cores) read
+/* Measure memory read bandwidth in GB/s (1e9 bytes/s): n_threads threads (0 = the CPUs this process may run on) read
  * disjoint slices of a `bytes` buffer (allocated and freed here), best of reps. The decode
  * ceiling of `tern bench` is bytes_per_token / this. Errors: TERN_E_ARG, TERN_E_NOMEM. */
 int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err);

@@ -8,6 +8,7 @@
 #include "core/core.h"
 #include "model/blocks.h"
 #include "model/model.h"
+#include "runtime/pool.h"
 #include "tokenizer/tok.h"
 
 #include <stdlib.h>
@@ -29,10 +30,7 @@ int tern_model_load(tern_model **out, const char *path, const tern_model_opts *o
     if (opts->numerics < TERN_NUMERICS_FAST || opts->numerics > TERN_NUMERICS_F32)
         return tern_err_set(err, TERN_E_ARG, "numerics %d, expected fast, ggml or f32", (int)opts->numerics);
     int nt = opts->n_threads;
-    if (nt <= 0) {
-        const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        nt = nc > 0 ? (int)TERN_MIN(nc, 256) : 1;
-    }
+    if (nt <= 0) nt = TERN_MIN(pool_cpus_available(), 256);
     model_load_opts lo = {
         .n_threads = nt,
         .use_mmap = opts->use_mmap,
@@ -372,10 +370,7 @@ void tern_session_reset(tern_session *s) {
 
 int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err) {
     if (!gbs) return tern_err_set(err, TERN_E_ARG, "tern_membw: gbs is NULL");
-    if (n_threads <= 0) {
-        const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        n_threads = nc > 0 ? (int)TERN_MIN(nc, 256) : 1;
-    }
+    if (n_threads <= 0) n_threads = TERN_MIN(pool_cpus_available(), 256);
     tern_pool *p = NULL;
     int rc = pool_init(&p, n_threads, err);
     if (rc) return rc;

@@ -1,5 +1,5 @@
 /* test_pool.c: the persistent thread pool. Ranges are disjoint, aligned and cover [0, n)
- * exactly once (checked by counting writes per index); the split is the documented one; results
+ * exactly once (checked by counting writes per index); pool_split is the documented split; results
  * are bit-identical for 1, 2 and 3 threads; many short jobs in a row complete (no lost
  * wake-up), including after the workers fell asleep. pool_for_dyn: every index claimed exactly
  * once, aligned chunks within their bounds, the caller's claims above the workers', same bits. */
@@ -7,6 +7,10 @@
 
 #include "runtime/pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,12 +47,10 @@ static void test_cover(void **state) {
                 pool_for(p, c.n, c.align, job_cover, &c);
                 assert_int_equal(atomic_load(&c.bad), 0);
                 for (int64_t i = 0; i < c.n; i++) assert_int_equal(atomic_load(&c.hits[i]), 1);
-                /* the split is the documented one: thread t's range from pool_split */
-                for (int t = 0; t < T; t++) {
-                    int64_t i0, i1;
-                    pool_split(c.n, c.align, T, t, &i0, &i1);
-                    assert_int_equal(atomic_load(&c.calls[t]), i0 < i1 ? 1 : 0);
-                }
+                /* chunks of align: at most ceil(n / align) calls, at least one */
+                int calls = 0;
+                for (int t = 0; t < 8; t++) calls += atomic_load(&c.calls[t]);
+                assert_true(calls >= 1 && calls <= (c.n + c.align - 1) / c.align);
                 free(c.hits);
             }
         pool_free(p);
@@ -234,6 +236,113 @@ static void test_dyn_bit_identical(void **state) {
     free(x);
 }
 
+
+/* pool_run_all: every thread runs its own index exactly once, all of them at the same time
+ * (each waits, bounded, until all have arrived), also with more threads than CPUs. */
+typedef struct { atomic_int arrived; atomic_int runs[8]; atomic_int bad; int T; } all_ctx;
+static void job_all(void *ctx, int64_t i0, int64_t i1, int ith) {
+    all_ctx *c = ctx;
+    if (i0 != ith || i1 != ith + 1 || ith < 0 || ith >= c->T) { atomic_fetch_add(&c->bad, 1); return; }
+    atomic_fetch_add(&c->runs[ith], 1);
+    atomic_fetch_add(&c->arrived, 1);
+    const double t_end = tern_time_s() + 10.0;
+    while (atomic_load(&c->arrived) % c->T != 0 && tern_time_s() < t_end) sched_yield();
+}
+
+static void test_run_all(void **state) {
+    (void)state;
+    for (int T = 1; T <= 5; T++) {
+        tern_pool *p;
+        assert_int_equal(pool_init(&p, T, NULL), TERN_OK);
+        all_ctx c = {.T = T};
+        for (int r = 0; r < 50; r++) {
+            atomic_store(&c.arrived, 0);
+            pool_run_all(p, job_all, &c);
+            assert_int_equal(atomic_load(&c.arrived), T);   /* every thread, and each reached all */
+        }
+        assert_int_equal(atomic_load(&c.bad), 0);
+        for (int t = 0; t < T; t++) assert_int_equal(atomic_load(&c.runs[t]), 50);
+        pool_free(p);
+    }
+}
+
+/* The default thread count follows the affinity mask (taskset, cgroups), not the online count. */
+static void test_cpus_available(void **state) {
+    (void)state;
+    cpu_set_t old, one;
+    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+    assert_int_equal(pool_cpus_available(), CPU_COUNT(&old));
+    int first = 0;
+    while (!CPU_ISSET(first, &old)) first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    const int n1 = pool_cpus_available();
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+    assert_int_equal(n1, 1);
+}
+
+/* A worker that does not run (held in a signal handler, as the OS holds a descheduled thread)
+ * must not stall the jobs: the caller takes all the work, every index is still covered once,
+ * and once the worker is let go the pool goes on as before. The jobs run on a helper thread
+ * joined with a time limit, so a pool that waits for the held worker fails instead of hanging. */
+static sem_t g_hold;
+static void hold_handler(int sig) { (void)sig; while (sem_wait(&g_hold) != 0) {} }
+typedef struct { pthread_t th[2]; } self_ctx;
+static void job_self(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)i0; (void)i1;
+    ((self_ctx *)ctx)->th[ith] = pthread_self();
+}
+typedef struct { tern_pool *p; atomic_int *hits; int64_t n; atomic_int done; } held_ctx;
+static void job_hits(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)ith;
+    held_ctx *c = ctx;
+    for (int64_t i = i0; i < i1; i++) atomic_fetch_add(&c->hits[i], 1);
+}
+static void *held_jobs(void *arg) {
+    held_ctx *c = arg;
+    for (int r = 0; r < 200; r++) pool_for(c->p, c->n, 4, job_hits, c);
+    atomic_store(&c->done, 1);
+    return NULL;
+}
+
+static void test_held_worker(void **state) {
+    (void)state;
+    tern_pool *p;
+    assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
+    self_ctx sc;
+    pool_run_all(p, job_self, &sc);
+    assert_int_equal(sem_init(&g_hold, 0, 0), 0);
+    struct sigaction sa = {0}, old;
+    sa.sa_handler = hold_handler;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &old), 0);
+    assert_int_equal(pthread_kill(sc.th[1], SIGUSR1), 0);
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);                        /* the worker is now inside the handler */
+    held_ctx c = {.p = p, .n = 1000};
+    c.hits = calloc((size_t)c.n, sizeof *c.hits);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, held_jobs, &c), 0);
+    struct timespec lim;
+    clock_gettime(CLOCK_REALTIME, &lim);
+    lim.tv_sec += 20;
+    const int jr = pthread_timedjoin_np(th, NULL, &lim);
+    assert_int_equal(sem_post(&g_hold), 0);      /* let the worker go (also when the join timed out) */
+    if (jr != 0) pthread_join(th, NULL);
+    assert_int_equal(jr, 0);
+    assert_int_equal(atomic_load(&c.done), 1);
+    for (int64_t i = 0; i < c.n; i++) assert_int_equal(atomic_load(&c.hits[i]), 200);
+    /* the released worker takes part again */
+    for (int64_t i = 0; i < c.n; i++) atomic_store(&c.hits[i], 0);
+    for (int r = 0; r < 100; r++) pool_for(p, c.n, 4, job_hits, &c);
+    for (int64_t i = 0; i < c.n; i++) assert_int_equal(atomic_load(&c.hits[i]), 100);
+    assert_int_equal(sigaction(SIGUSR1, &old, NULL), 0);
+    sem_destroy(&g_hold);
+    free(c.hits);
+    pool_free(p);
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -250,6 +359,9 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_dyn_cover),
         cmocka_unit_test(test_dyn_many_jobs),
         cmocka_unit_test(test_dyn_bit_identical),
+        cmocka_unit_test(test_run_all),
+        cmocka_unit_test(test_cpus_available),
+        cmocka_unit_test(test_held_worker),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

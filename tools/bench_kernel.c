@@ -18,8 +18,10 @@
 #include "kernels/kernels.h"
 #include "runtime/membw.h"
 #include "runtime/pool.h"
+#include "tern.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,7 @@ typedef struct {
     bool json, quick;
     bool decode_seq;     /* --decode-seq: only bench_decode_seq */
     bool f16;            /* --f16: the probes, then only bench_f16 (F16 and F32 weights) */
+    bool sampler;        /* --sampler: only bench_sampler */
     char isa[128];       /* comma list or "" = every runnable path */
     int threads[8];
     int n_threads;
@@ -84,7 +87,7 @@ static void job_bw(void *ctx, int64_t i0, int64_t i1, int ith) {
     const double c0 = thread_cpu_s();
     bw_ctx *c = ctx;
     c->sink[ith * 8] += membw_sum(c->buf + i0, i1 - i0, g_avx2);
-    g_busy[ith] = thread_cpu_s() - c0;
+    g_busy[ith] += thread_cpu_s() - c0;   /* a thread may run several chunks of one job */
 }
 
 /* ---- int8 peak ------------------------------------------------------------------------------ */
@@ -148,7 +151,7 @@ static void job_mm(void *ctx, int64_t r0, int64_t r1, int ith) {
     const double c0 = thread_cpu_s();
     const mm_ctx *c = ctx;
     kern_matmul(c->w, c->a, c->y, c->ldy, r0, r1);
-    g_busy[ith] = thread_cpu_s() - c0;
+    g_busy[ith] += thread_cpu_s() - c0;   /* a thread may run several chunks of one job */
 }
 
 static uint64_t g_rng = 88172645463325252ull;
@@ -237,7 +240,7 @@ static void ds_run(const kern_w *const *w, int kind, const kern_act *a, float *c
 static void job_ds(void *ctx, int64_t r0, int64_t r1, int ith) {
     const double c0 = thread_cpu_s();
     job_ds_body(ctx, r0, r1, ith);
-    g_busy[ith] = thread_cpu_s() - c0;
+    g_busy[ith] += thread_cpu_s() - c0;
 }
 static void job_ds_body(void *ctx, int64_t r0, int64_t r1, int ith) {
     const ds_ctx *c = ctx;
@@ -339,7 +342,7 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
                 busy = busy_take(nt);
             } else if (v == 1) {
                 c.kind = -1;
-                pool_for(pool, nt, 1, job_ds, &c);
+                pool_run_all(pool, job_ds, &c);
             } else if (v == 2) {
                 c.kind = DS_O;   /* one projection: lm_head */
                 const kern_w *wo[2] = {&out, NULL};
@@ -474,7 +477,7 @@ static int bench_f16(const bk_opts *o, tern_pool **pools, const double *bw, int 
     return rc;
 }
 
-enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16 };
+enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16, BK_SAMPLER };
 static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
@@ -484,7 +487,78 @@ static const opt_def bk_defs[] = {
      "only bonsai-1.7b's decode matvecs: 8 layers as pool jobs, without barriers, lm_head, 71 MB (busy GB/s vs the probe)"},
     {BK_F16, "--f16", OPT_FLAG, NULL, 0, 0, NULL,
      "after the probes, only the F16 and F32 matmuls (128 MiB each, K 2048) at 1, 2, 4, 8 columns: weight GB/s vs the bandwidth and time vs 1 column"},
+    {BK_SAMPLER, "--sampler", OPT_FLAG, NULL, 0, 0, NULL,
+     "only the sampler: ms per token at 151936 and 248320 logits, flat and peaked, for the llama.cpp defaults and with top-k off"},
 };
+
+/* ---- sampler -------------------------------------------------------------------------------- */
+/* tern_sampler_sample on vocabulary-sized logits (one thread; the sampler is serial): flat
+ * (every logit within 0.01 of the others: top-p keeps ~95% of the vocabulary) and peaked (a
+ * Zipf-like fall-off), per setting; median, min and max ms per token over the repeats. */
+static int bench_sampler(const bk_opts *o) {
+    static const int32_t vocabs[] = {151936, 248320};
+    static const struct { const char *name; float temp; int32_t top_k; float top_p, min_p; } set[] = {
+        {"default(k40,p0.95,minp0.05)", 0.8f, 40, 0.95f, 0.05f},
+        {"top_p0.95", 1.0f, 0, 0.95f, 0.0f},
+        {"top_p0.95,min_p0.05", 1.0f, 0, 0.95f, 0.05f},
+        {"full_softmax", 1.0f, 0, 1.0f, 0.0f},
+        {"greedy", 0.0f, 0, 1.0f, 0.0f},
+    };
+    const int reps = o->quick ? 9 : 41;
+    char line[512];
+    if (!o->json) printf("| vocab | logits | setting | ms/token (median) | min | max |\n|---:|---|---|---:|---:|---:|\n");
+    for (size_t vi = 0; vi < sizeof vocabs / sizeof vocabs[0]; vi++) {
+        const int32_t V = vocabs[vi];
+        float *l = malloc((size_t)V * sizeof *l);
+        if (!l) { fprintf(stderr, "tern bench-kernel: no memory for %d logits\n", V); return 1; }
+        for (int shape = 0; shape < 2; shape++) {
+            for (int32_t i = 0; i < V; i++) {
+                const double u = (double)(rnd() >> 11) / 9007199254740992.0;
+                l[i] = shape == 0 ? (float)(0.01 * u) : (float)(-3.0 * log1p((double)i) + u);
+            }
+            for (size_t si = 0; si < sizeof set / sizeof set[0]; si++) {
+                tern_sampler_params p;
+                tern_sampler_params_default(&p);
+                p.temp = set[si].temp;
+                p.top_k = set[si].top_k;
+                p.top_p = set[si].top_p;
+                p.min_p = set[si].min_p;
+                p.seed = 1;
+                tern_sampler *s = NULL;
+                tern_err err = {0};
+                if (tern_sampler_init_vocab(&s, V, &p, &err) != TERN_OK) {
+                    fprintf(stderr, "tern bench-kernel: %s\n", err.msg);
+                    free(l);
+                    return 1;
+                }
+                double t[64];
+                int32_t sink = 0;
+                for (int r = 0; r < reps + 1; r++) {
+                    const double t0 = tern_time_s();
+                    sink += tern_sampler_sample(s, l);
+                    if (r > 0) t[r - 1] = (tern_time_s() - t0) * 1e3;
+                }
+                tern_sampler_free(s);
+                const stat3 st = stats(t, reps);
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "test", "sampler");
+                cJSON_AddNumberToObject(j, "n_vocab", V);
+                cJSON_AddStringToObject(j, "logits", shape == 0 ? "flat" : "peaked");
+                cJSON_AddStringToObject(j, "setting", set[si].name);
+                cJSON_AddNumberToObject(j, "ms_median", st.med);
+                cJSON_AddNumberToObject(j, "ms_min", st.min);
+                cJSON_AddNumberToObject(j, "ms_max", st.max);
+                cJSON_AddNumberToObject(j, "sink", sink);
+                snprintf(line, sizeof line, "| %d | %s | %s | %.3f | %.3f | %.3f |", V, shape == 0 ? "flat" : "peaked",
+                         set[si].name, st.med, st.min, st.max);
+                emit(o, j, line);
+            }
+        }
+        free(l);
+    }
+    return 0;
+}
+
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avx512vnni] [--threads 1,2]\n"
@@ -508,6 +582,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         case BK_QUICK: o.quick = true; break;
         case BK_DECODE: o.decode_seq = true; break;
         case BK_F16: o.f16 = true; break;
+        case BK_SAMPLER: o.sampler = true; break;
         case BK_ISA: snprintf(o.isa, sizeof o.isa, "%s", v.str); break;
         case BK_THREADS:
             if (v.n_list < 1 || v.n_list > max_threads) {
@@ -526,6 +601,7 @@ int cmd_bench_kernel(int argc, char **argv) {
     g_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
 #endif
     const int reps = o.quick ? 3 : 15;
+    if (o.sampler) return bench_sampler(&o);
     const char *const isas[] = {"ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"};
     const int n_isas = (int)(sizeof isas / sizeof isas[0]);
     const char *best = kern_isa();
@@ -607,7 +683,7 @@ int cmd_bench_kernel(int argc, char **argv) {
             const int prep = o.quick ? 11 : 41;
             busy_take(o.threads[ti]);
             for (int r = 0; r < prep; r++) {
-                pool_for(pools[ti], o.threads[ti], 1, job_peak, &pc);
+                pool_run_all(pools[ti], job_peak, &pc);
                 t[r] = busy_take(o.threads[ti]);
             }
             const stat3 s = stats(t, prep);

@@ -17,7 +17,7 @@ static const opt_def d_model[] = {
     {OPTS_MODEL, "-m, --model", OPT_PATH, "PATH", 0, 0, NULL, "GGUF model"},
 };
 static const opt_def d_threads[] = {
-    {OPTS_THREADS, "-t, --threads", OPT_INT, "N", 1, OPT_HI_THREADS, NULL, "threads (default: all cores)"},
+    {OPTS_THREADS, "-t, --threads", OPT_INT, "N", 1, OPT_HI_THREADS, NULL, "threads (default: the CPUs this process may run on, as taskset or cgroups allow)"},
 };
 static const opt_def d_ctx[] = {
     {OPTS_CTX, "-c, --ctx-size", OPT_INT, "N", 1, 1 << 24, NULL, "context length (default 4096, or the model's trained length if shorter)"},

@@ -11,7 +11,7 @@
 
 typedef struct opts_common {
     const char *model;       /* -m */
-    int n_threads;           /* -t (0 = all cores) */
+    int n_threads;           /* -t (0 = the CPUs this process may run on) */
     int n_ctx;               /* -c; 0 (the default): 4096, or the model's trained context if shorter */
     bool ctx_given;          /* -c was given (opts_apply_common) */
     int n_batch;             /* -b (512) */

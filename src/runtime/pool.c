@@ -1,24 +1,28 @@
-/* pool.c: the persistent thread pool (contract in pool.h). Workers are created once; a job is
- * published by bumping a generation counter; workers spin on it for a short while (about
- * POOL_SPIN pause loops, a few tens of microseconds: decode issues hundreds of jobs per token,
- * each far shorter than a sleep/wake round trip) and then sleep on a condition variable. The
- * caller runs range 0 itself, then waits for the others the same way (spin, then sleep).
- * Split rule (pool_split): [0, n) in chunks of `align`; thread t of T takes chunks
- * [t * C / T, (t + 1) * C / T), C = ceil(n / align); the last chunk ends at n. Deterministic for
- * (n, align, T), disjoint, and every boundary but n is a multiple of align.
- * Dynamic jobs (pool_for_dyn): the same publication, with cmin > 0; each thread then claims
- * chunks from `left` (lo | hi << 32 in units of align: the caller from hi down, workers from lo
- * up) until lo == hi. The claims are relaxed CAS (only their atomicity matters: each unit goes
- * to one claimant); `left` is stored before the generation bump, so a worker that sees the new
- * generation sees it (or a later claim).
- * Memory order: seq_cst atomics throughout (the job fields are written before the generation
- * bump and read after it; the Dekker-style handshake on `caller_waiting`/`pending` needs it). */
+/* pool.c: the persistent thread pool (contract in pool.h).
+ * A job is published in three steps by the caller: the job fields (fn, ctx, n, unit, chunk
+ * limits, the target count of done units), the work word(s) with release, then a bump of the
+ * generation counter that wakes the workers. Work is only ever taken by an atomic
+ * read-modify-write on a work word, and the job fields are read after it:
+ *   left      unclaimed units [lo, hi) of a chunked job as lo | hi << 32 (pool_for, pool_for_dyn)
+ *   each[w]   bit t of word w: thread 64 w + t has still to run its one call (pool_run_all)
+ * Both words are exhausted whenever no job of their kind runs, so a worker that acts on a stale
+ * generation claims nothing, or claims work of the current job (which is then correct work).
+ * `done` counts finished units; the caller returns when it reaches `target`, so a job never
+ * waits for a thread that claimed nothing.
+ * Waiting: a worker waits for a new generation, the caller for done == target; both spin on
+ * the counter for at most spin_ns (then sleep on a condition variable; the Dekker-style
+ * handshakes n_sleeping/gen and caller_waiting/done are seq_cst, so no wake-up is lost).
+ * spin_ns is POOL_SPIN_NS, or 0 when the pool has more threads than the CPUs the process may
+ * run on (a spinning thread would take the CPU from one that works). */
 #include "runtime/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -29,7 +33,32 @@
 #define CPU_RELAX() ((void)0)
 #endif
 
-#define POOL_SPIN 4096
+#define POOL_SPIN_NS 40000      /* 40 us: a few decode jobs; far below a scheduler time slice */
+#define POOL_SPIN_CHECK 16      /* pause loops between two clock reads (a read is ~20 ns) */
+
+/* How many threads take chunked work (adapt_* below): hi = min(n_threads, CPUs the process may
+ * run on), so threads beyond the CPUs stay parked (an explicit oversubscription costs nothing),
+ * or hi - 1, which wins on a machine where another process holds one of our CPUs. The measure is
+ * the caller's wall time per chunked job, gaps included (the code between jobs runs on the same
+ * contended CPUs), over epochs of ADAPT_EPOCH jobs; an epoch with a gap over ADAPT_GAP_NS
+ * between two jobs (the program was idle) is dropped. After each epoch in the current count the
+ * other count is tried for one epoch every `every` epochs; it is kept if it was faster by more
+ * than ADAPT_MARGIN, and every confirmation of the current count doubles `every` (up to
+ * ADAPT_EVERY_MAX), so a quiet machine spends under 1% of its epochs on the slower count. */
+#define ADAPT_EPOCH 64
+#define ADAPT_GAP_NS 2000000
+#define ADAPT_MARGIN 0.90
+#define ADAPT_EVERY_MIN 4
+#define ADAPT_EVERY_MAX 256
+typedef struct pool_adapt {
+    int hi;                    /* min(n_threads, CPUs available): the most threads worth running */
+    int cur;                   /* the chosen active count: hi or hi - 1 */
+    int trying;                /* 1 while the epoch runs the other count */
+    int jobs;                  /* jobs in this epoch */
+    int every, since;          /* epochs between tries, epochs since the last */
+    int64_t t0, last;          /* epoch start, end of the last job (ns) */
+    double per_cur;            /* ns per job in the last epoch of the chosen count (0: none yet) */
+} pool_adapt;
 
 typedef struct worker {
     struct tern_pool *pool;
@@ -39,25 +68,44 @@ typedef struct worker {
 
 struct tern_pool {
     int n_threads;
+    int n_each_words;          /* ceil(n_threads / 64) */
+    int64_t spin_ns;
     worker *w;                 /* n_threads - 1 workers (ith 1 ..) */
-    /* current job (written by the caller before the generation bump) */
+    /* current job (written by the caller before the work word) */
     pool_fn fn;
     void *ctx;
-    int64_t n, align;
-    int64_t cmin, cmax;        /* dynamic job: chunk limits in units of align (cmin == 0: static job) */
-    /* dynamic job: unclaimed units [lo, hi) as lo | hi << 32, on a cache line of its own (the
-     * claims write it while the others read the job fields) */
+    int64_t n, unit;           /* elements, and elements per unit (align or a multiple of it) */
+    /* read by workers before a claim or after the job's end (a late worker), so atomic (relaxed) */
+    atomic_int_fast64_t cmin, cmax;    /* chunk limits in units */
+    atomic_int_fast64_t target;        /* units (chunked job) or threads (pool_run_all) to finish */
     char pad0[64];
-    atomic_uint_fast64_t left;
+    atomic_uint_fast64_t left; /* chunked job: unclaimed units lo | hi << 32 */
     char pad1[64];
+    atomic_int_fast64_t done;  /* finished units of the current job */
+    char pad2[64];
     atomic_uint_fast64_t gen;  /* job generation */
-    atomic_int pending;        /* workers that have not finished the current job */
     atomic_int stop;
     atomic_int n_sleeping;     /* workers waiting on cv_work */
     atomic_int caller_waiting;
+    atomic_uint_fast64_t *each;/* pool_run_all: n_each_words bit words */
+    atomic_int active;         /* threads that take chunked work (ith < active); the rest park */
+    pool_adapt ad;             /* caller-only state of the choice of `active` */
     pthread_mutex_t mu;
-    pthread_cond_t cv_work, cv_done;
+    pthread_cond_t cv_work, cv_done, cv_active;
 };
+
+int pool_cpus_available(void) {
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        const int n = CPU_COUNT(&set);
+        if (n > 0) return n;
+    }
+#endif
+    const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    return nc > 0 ? (int)TERN_MIN(nc, 1024) : 1;
+}
 
 void pool_split(int64_t n, int64_t align, int n_threads, int ith, int64_t *i0, int64_t *i1) {
     const int64_t chunks = (n + align - 1) / align;
@@ -66,32 +114,62 @@ void pool_split(int64_t n, int64_t align, int n_threads, int ith, int64_t *i0, i
     *i1 = TERN_MIN(c1 * align, n);
 }
 
-/* Claim the next chunk of a dynamic job (front: from lo, else from hi); false when none is left. */
-static bool dyn_claim(struct tern_pool *p, bool front, int64_t *i0, int64_t *i1) {
-    uint_fast64_t cur = atomic_load_explicit(&p->left, memory_order_relaxed), nw;
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Claim the next chunk of the chunked job (front: from lo, else from hi); false when none is
+ * left. The chunk size read from the job fields before the claim may belong to a job published
+ * meanwhile: it is clipped to the range the compare-and-swap validates, so the claim is always
+ * a valid unclaimed part of the job then current; unit and n are read after the claim. */
+static bool chunk_claim(struct tern_pool *p, bool front, int64_t *u0, int64_t *cu) {
+    uint_fast64_t cur = atomic_load_explicit(&p->left, memory_order_acquire), nw;
     int64_t lo, hi, c;
     do {
         lo = (int64_t)(cur & 0xffffffffu);
         hi = (int64_t)(cur >> 32);
         if (lo >= hi) return false;
         c = (hi - lo + 2 * (int64_t)p->n_threads - 1) / (2 * (int64_t)p->n_threads);
-        c = TERN_MIN(TERN_MIN(TERN_MAX(c, p->cmin), p->cmax), hi - lo);
+        const int64_t cmin = atomic_load_explicit(&p->cmin, memory_order_relaxed);
+        const int64_t cmax = atomic_load_explicit(&p->cmax, memory_order_relaxed);
+        c = TERN_MIN(TERN_MIN(TERN_MAX(c, cmin), cmax), hi - lo);
+        if (c < 1) c = 1;
         nw = front ? (uint_fast64_t)(lo + c) | (uint_fast64_t)hi << 32 : (uint_fast64_t)lo | (uint_fast64_t)(hi - c) << 32;
-    } while (!atomic_compare_exchange_weak_explicit(&p->left, &cur, nw, memory_order_relaxed, memory_order_relaxed));
-    const int64_t u0 = front ? lo : hi - c;
-    *i0 = u0 * p->align;
-    *i1 = TERN_MIN((u0 + c) * p->align, p->n);
+    } while (!atomic_compare_exchange_weak_explicit(&p->left, &cur, nw, memory_order_acq_rel, memory_order_acquire));
+    *u0 = front ? lo : hi - c;
+    *cu = c;
     return true;
 }
 
-static void run_range(struct tern_pool *p, int ith) {
-    int64_t i0, i1;
-    if (p->cmin > 0) {
-        while (dyn_claim(p, ith != 0, &i0, &i1)) p->fn(p->ctx, i0, i1, ith);
-        return;
+/* Count finished work; the thread that finishes the job wakes a sleeping caller. */
+static void finish(struct tern_pool *p, int64_t units, bool is_caller) {
+    const int64_t d = atomic_fetch_add(&p->done, units) + units;
+    if (!is_caller && d == atomic_load_explicit(&p->target, memory_order_relaxed) && atomic_load(&p->caller_waiting)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_signal(&p->cv_done);
+        pthread_mutex_unlock(&p->mu);
     }
-    pool_split(p->n, p->align, p->n_threads, ith, &i0, &i1);
-    if (i0 < i1) p->fn(p->ctx, i0, i1, ith);
+}
+
+/* Everything thread ith can take of the current job(s). */
+static void take_work(struct tern_pool *p, int ith) {
+    const int w = ith / 64;
+    const uint_fast64_t bit = (uint_fast64_t)1 << (ith % 64);
+    if (atomic_load_explicit(&p->each[w], memory_order_relaxed) & bit) {
+        if (atomic_fetch_and_explicit(&p->each[w], ~bit, memory_order_acq_rel) & bit) {
+            p->fn(p->ctx, ith, ith + 1, ith);
+            finish(p, 1, ith == 0);
+        }
+    }
+    int64_t u0, cu;
+    if (ith >= atomic_load_explicit(&p->active, memory_order_relaxed)) return;
+    while (chunk_claim(p, ith != 0, &u0, &cu)) {
+        const int64_t i0 = u0 * p->unit, i1 = TERN_MIN((u0 + cu) * p->unit, p->n);
+        p->fn(p->ctx, i0, i1, ith);
+        finish(p, cu, ith == 0);
+    }
 }
 
 static void *worker_main(void *arg) {
@@ -99,28 +177,40 @@ static void *worker_main(void *arg) {
     struct tern_pool *p = wk->pool;
     uint_fast64_t seen = 0;
     for (;;) {
+        if (wk->ith >= atomic_load(&p->active)) {   /* parked: no spinning, no wake-up per job */
+            pthread_mutex_lock(&p->mu);
+            while (wk->ith >= atomic_load(&p->active) && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv_active, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+            if (atomic_load(&p->stop)) return NULL;
+            /* the job that made it active may already be published: look at once (a claim
+             * on a finished job's words takes nothing) */
+            seen = atomic_load(&p->gen);
+            take_work(p, wk->ith);
+            continue;
+        }
         uint_fast64_t g = atomic_load(&p->gen);
-        for (int i = 0; i < POOL_SPIN && g == seen && !atomic_load(&p->stop); i++) {
-            CPU_RELAX();
-            g = atomic_load(&p->gen);
+        if (g == seen && p->spin_ns > 0) {
+            const int64_t t_end = now_ns() + p->spin_ns;
+            for (int i = 1; g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed); i++) {
+                CPU_RELAX();
+                g = atomic_load(&p->gen);
+                if (i % POOL_SPIN_CHECK == 0 && now_ns() > t_end) break;
+            }
         }
         if (g == seen) {
-            /* announce the sleep BEFORE re-reading gen: pool_for bumps gen and then reads
+            /* announce the sleep BEFORE re-reading gen: the caller bumps gen and then reads
              * n_sleeping, so one of the two sees the other (no lost wake-up) */
             pthread_mutex_lock(&p->mu);
             atomic_fetch_add(&p->n_sleeping, 1);
-            while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv_work, &p->mu);
+            while ((g = atomic_load(&p->gen)) == seen && !atomic_load(&p->stop) && wk->ith < atomic_load(&p->active))
+                pthread_cond_wait(&p->cv_work, &p->mu);
             atomic_fetch_sub(&p->n_sleeping, 1);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->stop)) return NULL;
+        if (g == seen) continue;                    /* woken to park */
         seen = g;
-        run_range(p, wk->ith);
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waiting)) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->cv_done);
-            pthread_mutex_unlock(&p->mu);
-        }
+        take_work(p, wk->ith);
     }
 }
 
@@ -132,14 +222,27 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     struct tern_pool *p = calloc(1, sizeof *p);
     if (!p) return tern_err_set(err, TERN_E_NOMEM, "pool_init: no memory");
     p->n_threads = n_threads;
+    p->n_each_words = (n_threads + 63) / 64;
+    p->spin_ns = n_threads > pool_cpus_available() ? 0 : POOL_SPIN_NS;
+    atomic_init(&p->left, 0);
+    atomic_init(&p->cmin, 1);
+    atomic_init(&p->cmax, 1);
+    atomic_init(&p->target, 0);
+    atomic_init(&p->done, 0);
     atomic_init(&p->gen, 0);
-    atomic_init(&p->pending, 0);
     atomic_init(&p->stop, 0);
     atomic_init(&p->n_sleeping, 0);
     atomic_init(&p->caller_waiting, 0);
+    atomic_init(&p->active, n_threads);
+    const int hi = TERN_MIN(n_threads, pool_cpus_available());
+    p->ad = (pool_adapt){.hi = hi, .cur = hi, .every = ADAPT_EVERY_MIN};
     pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv_active, NULL);
     pthread_cond_init(&p->cv_work, NULL);
     pthread_cond_init(&p->cv_done, NULL);
+    p->each = calloc((size_t)p->n_each_words, sizeof *p->each);
+    if (!p->each) { pool_free(p); return tern_err_set(err, TERN_E_NOMEM, "pool_init: no memory"); }
+    for (int i = 0; i < p->n_each_words; i++) atomic_init(&p->each[i], 0);
     if (n_threads > 1) {
         p->w = calloc((size_t)n_threads - 1, sizeof *p->w);
         if (!p->w) { pool_free(p); return tern_err_set(err, TERN_E_NOMEM, "pool_init: no memory"); }
@@ -164,61 +267,144 @@ void pool_free(tern_pool *p) {
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->stop, 1);
         pthread_cond_broadcast(&p->cv_work);
+        pthread_cond_broadcast(&p->cv_active);
         pthread_mutex_unlock(&p->mu);
         for (int i = 0; i < p->n_threads - 1; i++) pthread_join(p->w[i].th, NULL);
         free(p->w);
     }
+    free(p->each);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv_work);
     pthread_cond_destroy(&p->cv_done);
+    pthread_cond_destroy(&p->cv_active);
     free(p);
 }
 
 int pool_n_threads(const tern_pool *p) { return p ? p->n_threads : 1; }
 
-/* Publish the job (p->fn .. p->left written by the caller), run the caller's share, wait. */
+/* Wake the workers (the job's fields and work word are stored), take work, wait for the rest. */
 static void run_job(struct tern_pool *p) {
-    atomic_store(&p->caller_waiting, 0);
-    atomic_store(&p->pending, p->n_threads - 1);
     atomic_fetch_add(&p->gen, 1);
     if (atomic_load(&p->n_sleeping) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->cv_work);
         pthread_mutex_unlock(&p->mu);
     }
-    run_range(p, 0);
-    for (int i = 0; i < POOL_SPIN && atomic_load(&p->pending) != 0; i++) CPU_RELAX();
-    if (atomic_load(&p->pending) != 0) {
+    take_work(p, 0);
+    const int64_t target = atomic_load_explicit(&p->target, memory_order_relaxed);
+    if (atomic_load(&p->done) != target && p->spin_ns > 0) {
+        const int64_t t_end = now_ns() + p->spin_ns;
+        for (int i = 1; atomic_load(&p->done) != target; i++) {
+            CPU_RELAX();
+            if (i % POOL_SPIN_CHECK == 0 && now_ns() > t_end) break;
+        }
+    }
+    if (atomic_load(&p->done) != target) {
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->caller_waiting, 1);
-        while (atomic_load(&p->pending) != 0) pthread_cond_wait(&p->cv_done, &p->mu);
+        while (atomic_load(&p->done) != target) pthread_cond_wait(&p->cv_done, &p->mu);
         pthread_mutex_unlock(&p->mu);
     }
+    atomic_store(&p->caller_waiting, 0);
 }
 
-void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
-    TERN_ASSERT(p && fn && align >= 1 && n >= 0);
-    if (n == 0) return;
-    if (p->n_threads == 1) { fn(ctx, 0, n, 0); return; }
+/* Fields of a job, before its work word is stored (the previous job is complete: nothing reads
+ * them until a claim on the new word succeeds). */
+static void set_job(struct tern_pool *p, pool_fn fn, void *ctx, int64_t n, int64_t unit, int64_t target) {
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
-    p->align = align;
-    p->cmin = p->cmax = 0;
-    run_job(p);
+    p->unit = unit;
+    atomic_store_explicit(&p->target, target, memory_order_relaxed);
+    atomic_store(&p->done, 0);
+    atomic_store(&p->caller_waiting, 0);
+}
+
+static void set_active(struct tern_pool *p, int n) {
+    if (atomic_load(&p->active) == n) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->active, n);
+    pthread_cond_broadcast(&p->cv_active);
+    pthread_cond_broadcast(&p->cv_work);   /* a worker asleep on cv_work re-checks `active` */
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Before a chunked job: the active count for it. */
+static int adapt_begin(struct tern_pool *p, int64_t t) {
+    pool_adapt *a = &p->ad;
+    if (a->jobs > 0 && t - a->last > ADAPT_GAP_NS) a->jobs = 0;   /* idle gap: drop the epoch */
+    if (a->jobs == 0) a->t0 = t;
+    if (a->hi == 1) return 1;
+    return a->trying ? (a->cur == a->hi ? a->hi - 1 : a->hi) : a->cur;
+}
+
+/* After it: close the epoch, compare, choose. */
+static void adapt_end(struct tern_pool *p, int64_t t) {
+    pool_adapt *a = &p->ad;
+    a->last = t;
+    if (a->hi == 1 || ++a->jobs < ADAPT_EPOCH) return;
+    const double per = (double)(t - a->t0) / a->jobs;
+    a->jobs = 0;
+    if (a->trying) {
+        a->trying = 0;
+        if (a->per_cur > 0 && per < ADAPT_MARGIN * a->per_cur) {   /* the other count is faster */
+            a->cur = a->cur == a->hi ? a->hi - 1 : a->hi;
+            a->per_cur = per;
+            a->every = ADAPT_EVERY_MIN;
+        } else if (a->every < ADAPT_EVERY_MAX) {
+            a->every *= 2;
+        }
+        a->since = 0;
+        return;
+    }
+    a->per_cur = per;
+    if (++a->since >= a->every) a->trying = 1;
 }
 
 void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t cmax, pool_fn fn, void *ctx) {
     TERN_ASSERT(p && fn && align >= 1 && n >= 0 && cmin >= align && cmax >= cmin && cmin % align == 0 &&
                 (cmax == INT64_MAX || cmax % align == 0));
-    const int64_t units = n / align + (n % align != 0);
-    if (n <= cmin || p->n_threads == 1 || units >= ((int64_t)1 << 32)) { pool_for(p, n, align, fn, ctx); return; }
-    p->fn = fn;
-    p->ctx = ctx;
-    p->n = n;
-    p->align = align;
-    p->cmin = cmin / align;
-    p->cmax = cmax == INT64_MAX ? units : cmax / align;
-    atomic_store_explicit(&p->left, (uint_fast64_t)units << 32, memory_order_relaxed);
+    if (n == 0) return;
+    if (p->n_threads == 1 || n <= cmin) { fn(ctx, 0, n, 0); return; }
+    const int64_t t0 = now_ns();
+    const int act = adapt_begin(p, t0);
+    set_active(p, act);
+    if (act == 1) {                       /* the caller alone, in chunks of at most cmax */
+        const int64_t step = cmax == INT64_MAX ? n : cmax;
+        for (int64_t i = 0; i < n; i += step) fn(ctx, i, TERN_MIN(i + step, n), 0);
+        adapt_end(p, now_ns());
+        return;
+    }
+    /* the unit: align, or the smallest multiple of it that keeps the unit count below 2^32 */
+    int64_t unit = align, units = n / align + (n % align != 0);
+    if (units >= ((int64_t)1 << 32)) {
+        const int64_t k = units / (((int64_t)1 << 32) - 1) + 1;
+        unit = align * k;
+        units = n / unit + (n % unit != 0);
+    }
+    set_job(p, fn, ctx, n, unit, units);
+    const int64_t ucmin = TERN_MAX(cmin / unit, 1);
+    atomic_store_explicit(&p->cmin, ucmin, memory_order_relaxed);
+    atomic_store_explicit(&p->cmax, cmax == INT64_MAX ? units : TERN_MAX(cmax / unit, ucmin), memory_order_relaxed);
+    atomic_store_explicit(&p->left, (uint_fast64_t)units << 32, memory_order_release);
+    run_job(p);
+    adapt_end(p, now_ns());
+}
+
+void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
+    TERN_ASSERT(p && fn && align >= 1 && n >= 0);
+    pool_for_dyn(p, n, align, align, INT64_MAX, fn, ctx);
+}
+
+void pool_run_all(tern_pool *p, pool_fn fn, void *ctx) {
+    TERN_ASSERT(p && fn);
+    if (p->n_threads == 1) { fn(ctx, 0, 1, 0); return; }
+    set_active(p, p->n_threads);          /* every thread: parked ones too */
+    set_job(p, fn, ctx, p->n_threads, 1, p->n_threads);
+    for (int w = 0; w < p->n_each_words; w++) {
+        const int nb = TERN_MIN(64, p->n_threads - 64 * w);
+        atomic_store_explicit(&p->each[w], nb == 64 ? ~(uint_fast64_t)0 : (((uint_fast64_t)1 << nb) - 1),
+                              memory_order_release);
+    }
     run_job(p);
 }
