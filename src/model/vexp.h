@@ -17,25 +17,38 @@
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-#define VEXP_B8(c) ((attn_v8f){c, c, c, c, c, c, c, c})
+/* One body for both widths (the same operations per lane, so the same bits): VF/VI are the
+ * float and int32 vector types, B(c) broadcasts a constant. */
+#define VEXP_LE0_BODY(VF, VI, B)                                                                 \
+    VF x = *xp;                                                                                  \
+    const VI ok = x >= B(-87.0f);                                     /* false for NaN */        \
+    x = (VF)(((VI)x & ok) | ((VI)B(-87.0f) & ~ok));                                              \
+    const VF t = x * B(1.44269504088896341f) + B(12582912.0f);                                   \
+    const VF n = t - B(12582912.0f);                                  /* integer in [-126, 0] */ \
+    const VF r = (x - n * B(0.693359375f)) - n * B(-2.12194440e-4f);                             \
+    VF p = B(1.0f / 5040.0f);                                                                    \
+    p = p * r + B(1.0f / 720.0f);                                                                \
+    p = p * r + B(1.0f / 120.0f);                                                                \
+    p = p * r + B(1.0f / 24.0f);                                                                 \
+    p = p * r + B(1.0f / 6.0f);                                                                  \
+    p = p * r + B(0.5f);                                                                         \
+    p = p * r + B(1.0f);                                                                         \
+    p = p * r + B(1.0f);                                                                         \
+    const VI e = (__builtin_convertvector(n, VI) + 127) << 23;                                   \
+    return (VF)((VI)(p * (VF)e) & ok)
 
+#define VEXP_B8(c) ((attn_v8f){c, c, c, c, c, c, c, c})
 static inline __attribute__((always_inline)) attn_v8f vexp_le0(const attn_v8f *xp) {   /* by pointer: no vector ABI */
-    attn_v8f x = *xp;
-    const attn_v8i ok = x >= VEXP_B8(-87.0f);                               /* false for NaN */
-    x = (attn_v8f)(((attn_v8i)x & ok) | ((attn_v8i)VEXP_B8(-87.0f) & ~ok));
-    const attn_v8f t = x * VEXP_B8(1.44269504088896341f) + VEXP_B8(12582912.0f);
-    const attn_v8f n = t - VEXP_B8(12582912.0f);                            /* integer in [-126, 0] */
-    const attn_v8f r = (x - n * VEXP_B8(0.693359375f)) - n * VEXP_B8(-2.12194440e-4f);
-    attn_v8f p = VEXP_B8(1.0f / 5040.0f);
-    p = p * r + VEXP_B8(1.0f / 720.0f);
-    p = p * r + VEXP_B8(1.0f / 120.0f);
-    p = p * r + VEXP_B8(1.0f / 24.0f);
-    p = p * r + VEXP_B8(1.0f / 6.0f);
-    p = p * r + VEXP_B8(0.5f);
-    p = p * r + VEXP_B8(1.0f);
-    p = p * r + VEXP_B8(1.0f);
-    const attn_v8i e = (__builtin_convertvector(n, attn_v8i) + 127) << 23;
-    return (attn_v8f)((attn_v8i)(p * (attn_v8f)e) & ok);
+    VEXP_LE0_BODY(attn_v8f, attn_v8i, VEXP_B8);
+}
+
+/* The 4-lane form, for code built without ISA flags (4 lanes is the baseline x86-64 and ARM64
+ * register: 8-lane vectors are split there, and compares are not always kept in registers). */
+typedef float vexp_v4f __attribute__((vector_size(16)));
+typedef int32_t vexp_v4i __attribute__((vector_size(16)));
+#define VEXP_B4(c) ((vexp_v4f){c, c, c, c})
+static inline __attribute__((always_inline)) vexp_v4f vexp4_le0(const vexp_v4f *xp) {
+    VEXP_LE0_BODY(vexp_v4f, vexp_v4i, VEXP_B4);
 }
 
 #endif /* TERN_MODEL_VEXP_H */

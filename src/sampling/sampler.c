@@ -4,16 +4,20 @@
  * temperature -> draw. temp <= 0 is greedy: the argmax after the penalty, ties to the lowest id
  * (the later stages always keep the best candidate, so they cannot change it).
  *
- * Cost model ("disabled samplers cost nothing"): one O(n_vocab) copy of the logits into the
- * candidate array (the input is const). top-k selects its k best by quickselect and sorts only
- * those k. top-p on an unsorted array selects and sorts a growing prefix (64, 256, 1024, ...) until
- * the mass is reached, so a peaked distribution never sorts the vocabulary. min-p and temperature
- * are linear filters. Nothing allocates after init (own heapsort: glibc qsort may malloc).
+ * Cost model: no setting sorts the vocabulary; every pass over it runs 4 lanes at a time. One
+ * copy of the logits (sanitised; the input is const), the penalty on at most repeat_last_n ids,
+ * then greedy (one max pass), or top-k <= SAMP_SMALL_K (one heap pass; the k sorted), or the
+ * wide path (top-k off or larger: a quickselect copy for top-k, one max/min pass, one fused
+ * mass + histogram pass and one bin pass for top-p, one weights pass and part of one for the
+ * draw). Nothing allocates after init (own heapsort: glibc qsort may malloc). Figures:
+ * `tern bench-kernel --sampler`.
  *
  * Candidate order is a strict total order: higher logit first, equal logits by lower id. So the
  * kept set is well defined at ties and independent of the selection algorithm. NaN logits count
  * as -inf and +inf as FLT_MAX, so the arithmetic below never meets NaN. */
 #include "sampling/sampler.h"
+
+#include "model/vexp.h"
 
 #include <float.h>
 #include <math.h>
@@ -23,6 +27,7 @@
 typedef struct samp_cand {
     float logit;
     int32_t id;
+    uint32_t q;             /* top-p mass in units of 2^-30 of the best candidate's (topp_target) */
 } samp_cand;
 
 struct tern_sampler {
@@ -34,9 +39,15 @@ struct tern_sampler {
     int n_hist, hist_next;
     uint32_t *seen;         /* (n_vocab) stamp of the last penalty pass that touched the id */
     uint32_t stamp;
-    samp_cand *cand;        /* (n_vocab) candidates of the current call */
+    float *x;               /* (n_vocab) sanitised, penalised logits of the current call */
+    float *w;               /* (n_vocab) scratch: top-k copy, top-p masses, draw weights */
+    uint64_t *bin_mass;     /* (SAMP_BINS) top-p histogram */
+    samp_cand *cand;        /* (n_vocab) small path: the candidates; wide top-p: one bin */
     int n_cand;
     bool sorted;            /* cand[0..n_cand) is in candidate order (best first) */
+    bool wide;              /* this call took the wide path: kept = wide_keep() */
+    float cut_l, mx, mn, thr;   /* wide: mx, mn of the kept; kept iff (l, id) >= (cut_l, cut_id) in candidate order and l >= thr */
+    int32_t cut_id;
 };
 
 void tern_sampler_params_default(tern_sampler_params *p) {
@@ -59,38 +70,6 @@ static inline void cand_swap(samp_cand *a, samp_cand *b) {
     samp_cand t = *a;
     *a = *b;
     *b = t;
-}
-
-/* Rearranges c[0..n) so that c[k] holds the candidate of rank k, everything before it is better
- * and everything after worse (Hoare's FIND with a median-of-three pivot value). k < n. */
-static void cand_select(samp_cand *c, int n, int k) {
-    int l = 0, r = n - 1;
-    while (l < r) {
-        const int m = l + (r - l) / 2;
-        samp_cand x;                                  /* median of c[l], c[m], c[r] */
-        {
-            const samp_cand *a = &c[l], *b = &c[m], *d = &c[r];
-            if (cand_better(a, b)) {
-                if (cand_better(b, d)) x = *b;
-                else x = cand_better(a, d) ? *d : *a;
-            } else {
-                if (cand_better(a, d)) x = *a;
-                else x = cand_better(b, d) ? *d : *b;
-            }
-        }
-        int i = l, j = r;
-        do {                                          /* x is in [l, r]: both scans stop */
-            while (cand_better(&c[i], &x)) i++;
-            while (cand_better(&x, &c[j])) j--;
-            if (i <= j) {
-                cand_swap(&c[i], &c[j]);
-                i++;
-                j--;
-            }
-        } while (i <= j);
-        if (j < k) l = i;
-        if (k < i) r = j;
-    }
 }
 
 /* Sorts c[0..n) best first: insertion sort for short runs, heapsort otherwise (in place,
@@ -124,25 +103,66 @@ static void cand_sort(samp_cand *c, int n) {
     }
 }
 
-/* ---- the stages ------------------------------------------------------------------------------ */
+/* ---- 4-lane helpers (GCC vector extensions: the same operations, so the same bits, on every
+ * ISA; 4 lanes is the baseline register of x86-64 and ARM64, so no ISA flags are needed) ---- */
+typedef vexp_v4f samp_v4f;
+typedef int32_t samp_v4i __attribute__((vector_size(16)));
+typedef uint32_t samp_v4u __attribute__((vector_size(16)));
+static inline __attribute__((always_inline)) samp_v4f v4_load(const float *p) { samp_v4f v; memcpy(&v, p, sizeof v); return v; }
+static inline __attribute__((always_inline)) void v4_store(float *p, samp_v4f v) { memcpy(p, &v, sizeof v); }
+static inline __attribute__((always_inline)) samp_v4f v4_sel(samp_v4i m, samp_v4f a, samp_v4f b) {   /* m ? a : b */
+    return (samp_v4f)(((samp_v4i)a & m) | ((samp_v4i)b & ~m));
+}
+#define V4F(c) ((samp_v4f){c, c, c, c})
+#define V4I(c) ((samp_v4i){c, c, c, c})
+#define V4_IOTA ((samp_v4i){0, 1, 2, 3})
 
-/* Copy the logits into the candidate array in id order, sanitising NaN and +inf. */
-static void stage_load(tern_sampler *s, const float *logits) {
-    samp_cand *c = s->cand;
-    for (int32_t i = 0; i < s->n_vocab; i++) {
-        float l = logits[i];
-        if (isnan(l)) l = -INFINITY;
-        else if (l > FLT_MAX) l = FLT_MAX;
-        c[i].logit = l;
-        c[i].id = i;
+/* Largest of x[0..n) (no NaN in x), 4 lanes at a time. */
+static float v4_max(const float *x, int32_t n) {
+    samp_v4f m = V4F(-INFINITY);
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const samp_v4f v = v4_load(x + i);
+        m = v4_sel(v > m, v, m);
     }
-    s->n_cand = s->n_vocab;
+    float r = -INFINITY;
+    for (int l = 0; l < 4; l++) r = m[l] > r ? m[l] : r;
+    for (; i < n; i++) r = x[i] > r ? x[i] : r;
+    return r;
+}
+
+/* ---- the stages ------------------------------------------------------------------------------ */
+/* Two paths after load + penalty (both on s->x, the sanitised logits in id order):
+ *   small (top-k in 1..SAMP_SMALL_K): the k best are picked by one pass with a heap and sorted;
+ *     top-p, min-p, the weights and the draw then run on those k, best first.
+ *   wide (top-k off or larger): nothing is copied or sorted; each stage narrows a predicate on
+ *     (logit, id): "at least as good as the cut" (top-k, top-p) and "logit >= threshold" (min-p);
+ *     the weights and the draw walk the vocabulary in id order. */
+#define SAMP_SMALL_K 256
+#define SAMP_BINS 4096
+
+/* Copy the logits into s->x, sanitising NaN and +inf. */
+static void stage_load(tern_sampler *s, const float *logits) {
+    float *x = s->x;
+    const int32_t n = s->n_vocab;
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const samp_v4f l = v4_load(logits + i);
+        const samp_v4f c = v4_sel(l > V4F(FLT_MAX), V4F(FLT_MAX), l);
+        v4_store(x + i, v4_sel(l == l, c, V4F(-INFINITY)));
+    }
+    for (; i < n; i++) {
+        const float l = logits[i];
+        x[i] = l != l ? -INFINITY : l > FLT_MAX ? FLT_MAX : l;
+    }
+    s->wide = false;
+    s->n_cand = 0;
     s->sorted = false;
 }
 
 /* llama.cpp's repetition penalty: each distinct id among the last repeat_last_n accepted is
  * penalised once: logit / penalty if positive, logit * penalty otherwise, so its probability
- * drops (for penalty > 1) whatever the sign. Needs cand in id order (cand[id].id == id). */
+ * drops (for penalty > 1) whatever the sign. */
 static void stage_penalty(tern_sampler *s) {
     if (s->p.repeat_penalty == 1.0f || s->n_hist == 0) return;
     if (++s->stamp == 0) {                            /* wrapped: forget all stamps */
@@ -154,26 +174,44 @@ static void stage_penalty(tern_sampler *s) {
         const int32_t id = s->hist[i];
         if (s->seen[id] == s->stamp) continue;
         s->seen[id] = s->stamp;
-        float *l = &s->cand[id].logit;
+        float *l = &s->x[id];
         if (*l <= 0.0f) *l *= pen;
         else *l /= pen;
     }
 }
 
-/* Argmax in id order: strict > keeps the lowest id at ties. */
+/* Argmax: the lowest id holding the largest logit. */
 static int32_t stage_greedy(const tern_sampler *s) {
-    const samp_cand *c = s->cand;
-    int best = 0;
-    for (int i = 1; i < s->n_cand; i++)
-        if (c[i].logit > c[best].logit) best = i;
-    return c[best].id;
+    const float mx = v4_max(s->x, s->n_vocab);
+    int32_t i = 0;
+    while (s->x[i] != mx) i++;
+    return i;
 }
 
-static void stage_top_k(tern_sampler *s) {
-    const int k = s->p.top_k;
-    if (k <= 0 || k >= s->n_cand) return;
-    cand_select(s->cand, s->n_cand, k - 1);
-    cand_sort(s->cand, k);
+/* small path: the k best of x into cand[0..k), best first. A heap of the k best so far with the
+ * worst at its root: in id order a later id never beats an equal logit, so one compare with the
+ * root rejects almost every id. */
+static void heap_sift_worst(samp_cand *h, int root, int n) {   /* min-heap on "better" */
+    for (;;) {
+        int child = 2 * root + 1;
+        if (child >= n) return;
+        if (child + 1 < n && cand_better(&h[child], &h[child + 1])) child++;
+        if (!cand_better(&h[root], &h[child])) return;
+        cand_swap(&h[root], &h[child]);
+        root = child;
+    }
+}
+static void stage_top_k_small(tern_sampler *s, int k) {
+    samp_cand *h = s->cand;
+    const float *x = s->x;
+    for (int i = 0; i < k; i++) h[i] = (samp_cand){x[i], i, 0};
+    for (int i = k / 2 - 1; i >= 0; i--) heap_sift_worst(h, i, k);
+    for (int32_t i = k; i < s->n_vocab; i++)
+        if (x[i] > h[0].logit) {
+            h[0] = (samp_cand){x[i], i, 0};
+            heap_sift_worst(h, 0, k);
+        }
+    cand_sort(h, k);
     s->n_cand = k;
     s->sorted = true;
 }
@@ -185,48 +223,57 @@ static float cand_max_logit(const tern_sampler *s) {
     return mx;
 }
 
-/* Keeps the smallest best-first prefix whose softmax mass (over the current candidates, at
- * temperature 1, as llama.cpp) reaches top_p; at least one. On an unsorted array it selects and
- * sorts a growing prefix, so only the candidates it keeps (and at most 4x more) get sorted. */
-static void stage_top_p(tern_sampler *s) {
+/* e^x for x[0..n) <= 0 (vexp_le0: the same bits on every ISA), 8 at a time; strides in floats. */
+static void exp_le0_n(const float *x, float *out, int n, int stride_in, int stride_out) {
+    int i = 0;
+    if (stride_in == 1 && stride_out == 1)
+        for (; i + 4 <= n; i += 4) {
+            const vexp_v4f v = v4_load(x + i);
+            v4_store(out + i, vexp4_le0(&v));
+        }
+    for (; i < n; i += 8) {
+        attn_v8f v;
+        for (int l = 0; l < 8; l++) v[l] = i + l < n ? x[(size_t)(i + l) * stride_in] : -INFINITY;
+        const attn_v8f e = vexp_le0(&v);
+        for (int l = 0; l < 8 && i + l < n; l++) out[(size_t)(i + l) * stride_out] = e[l];
+    }
+}
+
+/* Top-p mass of a logit l against the best logit mx: q = floor(e^(l - mx) * 2^30), an integer
+ * (sums do not depend on their order; a candidate below 2^-30 of the best weighs 0). Both paths
+ * keep the smallest best-first prefix whose mass reaches ceil(top_p * sum q) (at least one). */
+static uint64_t topp_target(double p, uint64_t total) {
+    const double t = ceil(p * (double)total);         /* total <= 2^48: exact in a double */
+    return t < 1.0 ? 1 : t > (double)total ? total : (uint64_t)t;
+}
+
+/* small path top-p: the sorted candidates are scanned. */
+static void stage_top_p_small(tern_sampler *s) {
     const double p = s->p.top_p;
     if (p >= 1.0 || s->n_cand <= 1) return;
     samp_cand *c = s->cand;
     const int n = s->n_cand;
-    const double mx = cand_max_logit(s);
+    const float mx = c[0].logit;
     if (!(mx > -INFINITY)) return;                   /* all -inf: nothing to weigh */
-    double total = 0.0;
-    for (int i = 0; i < n; i++) total += exp((double)c[i].logit - mx);
-    double cum = 0.0;
-    int done = 0;                                     /* c[0..done) sorted, mass in cum */
-    int m = s->sorted ? n : (n < 64 ? n : 64);
-    for (;;) {
-        if (!s->sorted) {
-            if (m < n) cand_select(c + done, n - done, m - done - 1);
-            cand_sort(c + done, m - done);
-        }
-        for (int i = done; i < m; i++) {
-            cum += exp((double)c[i].logit - mx) / total;
-            if (cum >= p) {
-                s->n_cand = i + 1;
-                s->sorted = true;
-                return;
-            }
-        }
-        if (m == n) break;                            /* rounding left the sum below p: keep all */
-        done = m;
-        m = (m > n / 4) ? n : m * 4;
+    float e[SAMP_SMALL_K];
+    for (int i = 0; i < n; i++) e[i] = c[i].logit - mx;
+    exp_le0_n(e, e, n, 1, 1);
+    uint64_t total = 0;
+    for (int i = 0; i < n; i++) total += c[i].q = (uint32_t)(e[i] * 1073741824.0f);   /* exact: 2^30 */
+    const uint64_t target = topp_target(p, total);
+    uint64_t acc = 0;
+    for (int i = 0; i < n; i++) {
+        acc += c[i].q;
+        if (acc >= target) { s->n_cand = i + 1; return; }
     }
-    s->sorted = true;
 }
 
 /* Keeps candidates whose probability is at least min_p times the best one's, i.e.
  * logit >= max + log(min_p) (llama.cpp compares logits the same way). Order is preserved. */
-static void stage_min_p(tern_sampler *s) {
+static void stage_min_p_small(tern_sampler *s) {
     const float min_p = s->p.min_p;
     if (min_p <= 0.0f || s->n_cand <= 1) return;
-    const float mx = cand_max_logit(s);
-    const float thr = mx + logf(min_p);
+    const float thr = cand_max_logit(s) + logf(min_p);
     samp_cand *c = s->cand;
     int o = 0;
     for (int i = 0; i < s->n_cand; i++)
@@ -234,34 +281,254 @@ static void stage_min_p(tern_sampler *s) {
     s->n_cand = o;                                    /* >= 1: the best always passes */
 }
 
-/* Turns the surviving logits into unnormalised weights exp((l - max) / temp), stored in the
- * logit field; returns their sum (> 0). */
-static double stage_weights(tern_sampler *s) {
+/* ---- wide path ---- */
+static inline bool wide_keep(const tern_sampler *s, float l, int32_t id) {
+    return (l > s->cut_l || (l == s->cut_l && id <= s->cut_id)) && l >= s->thr;
+}
+
+/* top-k above SAMP_SMALL_K: the k-th best logit v by quickselect on a copy, then the cut is v
+ * with the id of the (k - #(x > v))-th id holding v. */
+static void stage_top_k_wide(tern_sampler *s, int k) {
+    float *w = s->w;
+    const int32_t V = s->n_vocab;
+    memcpy(w, s->x, (size_t)V * sizeof *w);
+    int l = 0, r = V - 1;
+    const int kk = k - 1;                             /* rank of the cut, best first */
+    while (l < r) {                                   /* Hoare's FIND, descending */
+        const float a = w[l], b = w[l + (r - l) / 2], c = w[r];
+        const float piv = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+        int i = l, j = r;
+        do {
+            while (w[i] > piv) i++;
+            while (piv > w[j]) j--;
+            if (i <= j) { const float t = w[i]; w[i] = w[j]; w[j] = t; i++; j--; }
+        } while (i <= j);
+        if (j < kk) l = i;
+        if (kk < i) r = j;
+    }
+    const float v = w[kk];
+    int gt = 0;
+    for (int32_t i = 0; i < V; i++) gt += s->x[i] > v;
+    int need = k - gt, id = 0;                        /* 1 <= need: v itself is the k-th */
+    for (int32_t i = 0; i < V && need > 0; i++)
+        if (s->x[i] == v && --need == 0) id = i;
+    s->cut_l = v;
+    s->cut_id = id;
+}
+
+/* wide_keep for ids i .. i + 3. */
+static inline __attribute__((always_inline)) samp_v4i wide_keep4(const tern_sampler *s, samp_v4f l, int32_t i) {
+    const samp_v4i id = V4_IOTA + i;
+    const samp_v4f cl = V4F(s->cut_l);
+    return ((l > cl) | ((l == cl) & (id <= V4I(s->cut_id)))) & (l >= V4F(s->thr));
+}
+
+/* Max (s->mx) and min (s->mn) of the kept logits. */
+static void wide_max(tern_sampler *s) {
+    const int32_t n = s->n_vocab;
+    const float *x = s->x;
+    samp_v4f m = V4F(-INFINITY), lo = V4F(INFINITY);
+    int32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const samp_v4f l = v4_load(x + i);
+        const samp_v4i k = wide_keep4(s, l, i);
+        m = v4_sel(k & (l > m), l, m);
+        lo = v4_sel(k & (l < lo), l, lo);
+    }
+    float mx = -INFINITY, mn = INFINITY;
+    for (int l = 0; l < 4; l++) { mx = m[l] > mx ? m[l] : mx; mn = lo[l] < mn ? lo[l] : mn; }
+    for (; i < n; i++)
+        if (wide_keep(s, x[i], i)) { mx = x[i] > mx ? x[i] : mx; mn = x[i] < mn ? x[i] : mn; }
+    s->mx = mx;
+    s->mn = mn;
+}
+
+/* wide top-p: masses by vexp into w; a histogram of (mx - l) in SAMP_BINS bins over the range
+ * of the candidates that weigh anything finds the bin where the mass is reached; only that bin's
+ * candidates are sorted (into cand) and scanned. Bins are non-decreasing in candidate order, so
+ * the cut equals a full sort's. */
+static void stage_top_p_wide(tern_sampler *s) {
+    const double p = s->p.top_p;
+    if (p >= 1.0) return;
+    const int32_t V = s->n_vocab;
+    const float *x = s->x;
+    float *w = s->w;
+    const float mx = s->mx;
+    if (!(mx > -INFINITY)) return;
+    /* bins over d = mx - l in [0, range]: range covers every candidate that weighs anything
+     * (e^-21 < 2^-30); later ones, and the unkept, fall in the last bin (the unkept with mass 0) */
+    const float range = TERN_MIN(mx - s->mn, 21.0f);
+    const float scale = range > 0.0f ? (float)SAMP_BINS / range : 0.0f;
+    const float last = (float)(SAMP_BINS - 1);
+    uint64_t *bm = s->bin_mass;
+    memset(bm, 0, SAMP_BINS * sizeof *bm);
+    uint64_t total = 0;
+    int32_t i = 0;
+    for (; i + 4 <= V; i += 4) {                      /* masses, their total and histogram: one pass */
+        const samp_v4f l = v4_load(x + i);
+        const samp_v4f d = v4_sel(wide_keep4(s, l, i), l - V4F(mx), V4F(-INFINITY));
+        const samp_v4f e = vexp4_le0(&d) * V4F(1073741824.0f);   /* exact: a power of two */
+        v4_store(w + i, e);                           /* w holds the masses: q = (int32_t)w */
+        samp_v4f bf = (V4F(mx) - l) * V4F(scale);
+        bf = v4_sel(bf < V4F(last), bf, V4F(last));   /* +inf (l = -inf) clamped */
+        const samp_v4i q = __builtin_convertvector(e, samp_v4i), b = __builtin_convertvector(bf, samp_v4i);
+        total += (uint64_t)q[0] + (uint64_t)q[1] + (uint64_t)q[2] + (uint64_t)q[3];
+        bm[b[0]] += (uint64_t)q[0];
+        bm[b[1]] += (uint64_t)q[1];
+        bm[b[2]] += (uint64_t)q[2];
+        bm[b[3]] += (uint64_t)q[3];
+    }
+    for (; i < V; i++) {
+        const float d = wide_keep(s, x[i], i) ? x[i] - mx : -INFINITY;
+        exp_le0_n(&d, &w[i], 1, 1, 1);
+        w[i] *= 1073741824.0f;
+        const uint32_t q = (uint32_t)w[i];
+        float bf = (mx - x[i]) * scale;
+        bf = bf < last ? bf : last;
+        total += q;
+        bm[(int)bf] += q;
+    }
+    const uint64_t target = topp_target(p, total);
+    uint64_t acc = 0;
+    int bstar = 0;
+    while (bstar < SAMP_BINS - 1 && acc + bm[bstar] < target) acc += bm[bstar++];
+    int n = 0;
     samp_cand *c = s->cand;
-    const double mx = cand_max_logit(s);
+    int32_t j = 0;
+    for (; j + 4 <= V; j += 4) {                      /* the candidates of bin bstar that weigh */
+        const samp_v4f l = v4_load(x + j), e = v4_load(w + j);
+        samp_v4f bf = (V4F(mx) - l) * V4F(scale);
+        bf = v4_sel(bf < V4F(last), bf, V4F(last));
+        const samp_v4i hit = (__builtin_convertvector(bf, samp_v4i) == V4I(bstar)) & (e >= V4F(1.0f));
+        if (!(hit[0] | hit[1] | hit[2] | hit[3])) continue;
+        for (int k = 0; k < 4; k++)
+            if (hit[k]) c[n++] = (samp_cand){l[k], j + k, (uint32_t)e[k]};
+    }
+    for (; j < V; j++) {
+        if (!(w[j] >= 1.0f)) continue;
+        float bf = (mx - x[j]) * scale;
+        bf = bf < last ? bf : last;
+        if ((int)bf == bstar) c[n++] = (samp_cand){x[j], j, (uint32_t)w[j]};
+    }
+    cand_sort(c, n);
+    for (int t = 0; t < n; t++) {
+        acc += c[t].q;
+        if (acc >= target) {
+            s->cut_l = c[t].logit;
+            s->cut_id = c[t].id;
+            return;
+        }
+    }
+}
+
+/* Sum of w[0..n) in the draw's order: per group of 8 ids a double sum of its lanes in order,
+ * the groups added in order (wide_draw walks the same way, so u < sum finds an id). */
+static double wide_sum8(const float *w, int32_t n) {
+    double sum = 0.0;
+    for (int32_t i = 0; i < n; i += 8) {
+        double g = 0.0;
+        for (int32_t l = i; l < i + 8 && l < n; l++) g += w[l];
+        sum += g;
+    }
+    return sum;
+}
+
+/* The id whose weight interval holds u (0 <= u < sum), walking as wide_sum8 adds. */
+static int32_t wide_draw(const float *w, int32_t n, double u) {
+    double acc = 0.0;
+    int32_t last = -1;
+    for (int32_t i = 0; i < n; i += 8) {
+        double g = 0.0;
+        for (int32_t l = i; l < i + 8 && l < n; l++) g += w[l];
+        if (g > 0.0) last = i;
+        if (u < acc + g) {                            /* in this group: walk its ids */
+            double a = acc;
+            for (int32_t l = i; l < i + 8 && l < n; l++) {
+                if (w[l] <= 0.0f) continue;
+                a += w[l];
+                if (u < a) return l;
+            }
+        }
+        acc += g;
+    }
+    if (last < 0) return 0;
+    for (int32_t l = TERN_MIN(last + 7, n - 1); l >= last; l--)   /* u within rounding of the sum */
+        if (w[l] > 0.0f) return l;
+    return last;
+}
+
+/* wide weights e^((l - max) / temp) of the kept ids into w (0 elsewhere); returns their sum. */
+static double wide_weights(tern_sampler *s) {
+    const int32_t V = s->n_vocab;
+    float *w = s->w;
+    const float *x = s->x;
+    const float mx = s->mx;
+    if (!(mx > -INFINITY)) {                          /* all -inf: uniform over the kept */
+        double n = 0;
+        for (int32_t i = 0; i < V; i++) n += w[i] = wide_keep(s, x[i], i) ? 1.0f : 0.0f;
+        return n;
+    }
+    const samp_v4f vmx = V4F(mx), vit = V4F(1.0f / s->p.temp);
+    double sum = 0.0;
+    int32_t i = 0;
+    for (; i + 8 <= V; i += 8) {                      /* weights and their sum (as wide_sum8): one pass */
+        const samp_v4f l0 = v4_load(x + i), l1 = v4_load(x + i + 4);
+        const samp_v4f d0 = v4_sel(wide_keep4(s, l0, i), (l0 - vmx) * vit, V4F(-INFINITY));
+        const samp_v4f d1 = v4_sel(wide_keep4(s, l1, i + 4), (l1 - vmx) * vit, V4F(-INFINITY));
+        const samp_v4f e0 = vexp4_le0(&d0), e1 = vexp4_le0(&d1);
+        v4_store(w + i, e0);
+        v4_store(w + i + 4, e1);
+        double g = 0.0;
+        for (int k = 0; k < 4; k++) g += e0[k];
+        for (int k = 0; k < 4; k++) g += e1[k];
+        sum += g;
+    }
+    if (i < V) {
+        for (int32_t j = i; j < V; j++) w[j] = wide_keep(s, x[j], j) ? (x[j] - mx) * (1.0f / s->p.temp) : -INFINITY;
+        exp_le0_n(w + i, w + i, V - i, 1, 1);
+        sum += wide_sum8(w + i, V - i);
+    }
+    return sum;                                       /* >= 1: the best has weight e^0 */
+}
+
+/* Turns the surviving logits into unnormalised weights e^((l - max) / temp) (vexp_le0), stored in
+ * the logit field; returns their sum (> 0). */
+static double stage_weights_small(tern_sampler *s) {
+    samp_cand *c = s->cand;
+    const float mx = cand_max_logit(s);
     if (!(mx > -INFINITY)) {                          /* all -inf: uniform over the survivors */
         for (int i = 0; i < s->n_cand; i++) c[i].logit = 1.0f;
         return s->n_cand;
     }
-    const double inv_t = 1.0 / (double)s->p.temp;
+    const float inv_t = 1.0f / s->p.temp;
+    for (int i = 0; i < s->n_cand; i++) c[i].logit = (c[i].logit - mx) * inv_t;
+    exp_le0_n(&c[0].logit, &c[0].logit, s->n_cand, (int)(sizeof *c / sizeof(float)), (int)(sizeof *c / sizeof(float)));
     double sum = 0.0;
-    for (int i = 0; i < s->n_cand; i++) {
-        const float w = (float)exp(((double)c[i].logit - mx) * inv_t);
-        c[i].logit = w;
-        sum += w;
-    }
-    return sum;                                       /* >= 1: the best has weight exp(0) */
+    for (int i = 0; i < s->n_cand; i++) sum += c[i].logit;
+    return sum;
 }
 
 /* Runs penalty -> top-k -> top-p -> min-p; returns the greedy id if temp <= 0, else -1 with the
- * survivors in s->cand[0..n_cand). */
+ * survivors in s->cand[0..n_cand) (small path) or described by the cut and threshold (wide). */
 static int32_t sampler_chain(tern_sampler *s, const float *logits) {
     stage_load(s, logits);
     stage_penalty(s);
     if (!(s->p.temp > 0.0f)) return stage_greedy(s);
-    stage_top_k(s);
-    stage_top_p(s);
-    stage_min_p(s);
+    const int k = s->p.top_k;
+    if (k > 0 && k <= SAMP_SMALL_K && k < s->n_vocab) {
+        stage_top_k_small(s, k);
+        stage_top_p_small(s);
+        stage_min_p_small(s);
+        return -1;
+    }
+    s->wide = true;
+    s->cut_l = -INFINITY;                             /* keep all (-inf logits too) */
+    s->cut_id = INT32_MAX;
+    s->thr = -INFINITY;
+    if (k > 0 && k < s->n_vocab) stage_top_k_wide(s, k);
+    wide_max(s);
+    stage_top_p_wide(s);
+    if (s->p.min_p > 0.0f && s->mx > -INFINITY) s->thr = s->mx + logf(s->p.min_p);
     return -1;
 }
 
@@ -290,8 +557,11 @@ int tern_sampler_init_vocab(tern_sampler **out, int32_t n_vocab, const tern_samp
     s->p = *p;
     s->n_vocab = n_vocab;
     s->cand = malloc((size_t)n_vocab * sizeof *s->cand);
+    s->x = malloc((size_t)n_vocab * sizeof *s->x);
+    s->w = malloc((size_t)n_vocab * sizeof *s->w);
+    s->bin_mass = malloc(SAMP_BINS * sizeof *s->bin_mass);
     s->seen = calloc((size_t)n_vocab, sizeof *s->seen);
-    if (!s->cand || !s->seen) goto nomem;
+    if (!s->cand || !s->x || !s->w || !s->bin_mass || !s->seen) goto nomem;
     if (p->repeat_last_n > 0) {
         s->hist = malloc((size_t)p->repeat_last_n * sizeof *s->hist);
         if (!s->hist) goto nomem;
@@ -310,6 +580,9 @@ void tern_sampler_free(tern_sampler *s) {
     free(s->hist);
     free(s->seen);
     free(s->cand);
+    free(s->x);
+    free(s->w);
+    free(s->bin_mass);
     free(s);
 }
 
@@ -317,7 +590,11 @@ int32_t tern_sampler_sample(tern_sampler *s, const float *logits) {
     TERN_ASSERT(s && logits);
     const int32_t g = sampler_chain(s, logits);
     if (g >= 0) return g;
-    const double sum = stage_weights(s);
+    if (s->wide) {                                    /* the draw walks the ids in order */
+        const double sum = wide_weights(s);
+        return wide_draw(s->w, s->n_vocab, samp_rng_uniform(&s->rng) * sum);
+    }
+    const double sum = stage_weights_small(s);
     const double u = samp_rng_uniform(&s->rng) * sum;
     double acc = 0.0;
     int last = 0;
@@ -339,8 +616,21 @@ int samp_dist(tern_sampler *s, const float *logits, int32_t *ids, float *probs, 
         probs[0] = 1.0f;
         return 1;
     }
+    if (s->wide) {
+        int n = 0;
+        for (int32_t i = 0; i < s->n_vocab; i++) n += wide_keep(s, s->x[i], i);
+        if (n > cap) return TERN_E_RANGE;
+        const double sum = wide_weights(s);
+        n = 0;
+        for (int32_t i = 0; i < s->n_vocab; i++)
+            if (wide_keep(s, s->x[i], i)) {
+                ids[n] = i;
+                probs[n++] = (float)(s->w[i] / sum);
+            }
+        return n;
+    }
     if (s->n_cand > cap) return TERN_E_RANGE;
-    const double sum = stage_weights(s);
+    const double sum = stage_weights_small(s);
     for (int i = 0; i < s->n_cand; i++) {
         ids[i] = s->cand[i].id;
         probs[i] = (float)(s->cand[i].logit / sum);
