@@ -69,7 +69,7 @@ $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
 
-.PHONY: all help test run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
+.PHONY: all help test test-c test-python lib run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
 
 all: $(TERN_BIN)
 
@@ -203,6 +203,12 @@ $(B)/libtern.map: Makefile
 $(LIB_SO): $(PIC_OBJ) $(B)/libtern.map
 	$(CC) -shared $(LDFLAGS_$(MODE)) -Wl,-soname,libtern.so.$(TERN_SOMAJOR) -Wl,--version-script=$(B)/libtern.map \
 		-Wl,--no-undefined $(PIC_OBJ) $(LDLIBS) -lcjson -o $@
+
+# The name the Python package (python/tern) and other dlopen users look for: build/<mode>/libtern.so.
+$(B)/libtern.so: $(LIB_SO)
+	ln -sf $(notdir $(LIB_SO)) $@
+
+lib: $(B)/libtern.so
 
 $(B)/tern.pc: tern.pc.in include/tern.h Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(TERN_VERSION)|g' tern.pc.in > $@
