@@ -19,7 +19,7 @@ def shared_path(rel):
 
 def require(rel):
     """The path of a shared file; a missing one fails the test in CI (CI=true), skips it elsewhere."""
-    p = shared_path(rel)
+    p = os.path.abspath(shared_path(rel))
     if not os.path.exists(p):
         if os.environ.get("CI") == "true":
             pytest.fail("missing fixture %s (CI: a missing fixture is a failure)" % p)
