@@ -7,7 +7,8 @@
 # WITH_PYTHON: 1 in the rel build (libtern.so is built), 0 otherwise (an ASan build cannot be
 # loaded into an interpreter that was not started with the sanitizer runtime). Suites: the C
 # suite names (tests/main.c); `python` selects the Python tests; none: every C suite and python.
-# Exit status: 0 when everything ran and passed, 1 otherwise.
+# $PYTHON, when set, is tried first for the Python tests. Exit status: 0 when everything ran and
+# passed, 1 otherwise (2: T=python in a build without the shared library).
 set -u
 runner=$1; with_py=$2; shift 2
 c_suites=""; run_c=1; run_py=$with_py
