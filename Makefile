@@ -69,7 +69,7 @@ $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
 
-.PHONY: all help test run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
+.PHONY: all help test test-c test-python lib run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
 
 all: $(TERN_BIN)
 
@@ -78,6 +78,8 @@ help:
 	@echo "make deps         install/check build dependencies (Debian packages)"
 	@echo "make run          build and generate text on the default model (MODEL=$(MODEL))"
 	@echo "make test         build and run the test suite (tests/run; T='gguf kernels' selects suites)"
+	@echo "make test-python  the Python package's tests (pytest, python/tests; also part of make test)"
+	@echo "make lib          build/rel/libtern.so for the Python package (python/, docs/PYTHON.md)"
 	@echo "make debug        build with ASan+UBSan into build/debug"
 	@echo "make test-debug   run the test suite under ASan+UBSan"
 	@echo "make native       build with -march=native into build/native"
@@ -136,9 +138,16 @@ $(TEST_BIN): $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -lmicrohttpd -o $@
 
 # The install test (tests/test_chat.c) runs `make install` into a temporary PREFIX: the shared
-# library is built first so that it only copies files.
-test: $(TEST_BIN) $(TERN_BIN) $(if $(filter rel,$(MODE)),$(LIB_SO))
-	TERN_SHARED=$(SHARED) TERN_BIN=./$(TERN_BIN) ./$(TEST_BIN) $(T)
+# library is built first so that it only copies files. In the rel build `make test` also runs the
+# Python package's tests (python/tests, against build/rel/libtern.so) after the C suites, and
+# scripts/test.sh ends with the summed closing line; T='tok python' selects suites, `python` the
+# Python tests.
+test: $(TEST_BIN) $(TERN_BIN) $(if $(filter rel,$(MODE)),$(B)/libtern.so)
+	TERN_SHARED=$(SHARED) TERN_BIN=./$(TERN_BIN) TERN_LIB= sh scripts/test.sh ./$(TEST_BIN) $(if $(filter rel,$(MODE)),1,0) $(T)
+
+# Only the Python tests (pytest over python/tests; needs the tern binary for the CLI comparisons).
+test-python: $(TERN_BIN) $(B)/libtern.so
+	TERN_SHARED=$(SHARED) TERN_BIN=./$(TERN_BIN) TERN_LIB= sh scripts/test.sh ./$(TEST_BIN) 1 python
 
 run: $(TERN_BIN)
 	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) run -m "$(MODEL)" -p "Once upon a time" -n 200; \
@@ -203,6 +212,12 @@ $(B)/libtern.map: Makefile
 $(LIB_SO): $(PIC_OBJ) $(B)/libtern.map
 	$(CC) -shared $(LDFLAGS_$(MODE)) -Wl,-soname,libtern.so.$(TERN_SOMAJOR) -Wl,--version-script=$(B)/libtern.map \
 		-Wl,--no-undefined $(PIC_OBJ) $(LDLIBS) -lcjson -o $@
+
+# The name the Python package (python/tern) and other dlopen users look for: build/<mode>/libtern.so.
+$(B)/libtern.so: $(LIB_SO)
+	ln -sf $(notdir $(LIB_SO)) $@
+
+lib: $(B)/libtern.so
 
 $(B)/tern.pc: tern.pc.in include/tern.h Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(TERN_VERSION)|g' tern.pc.in > $@

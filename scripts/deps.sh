@@ -53,6 +53,16 @@ if [ "$cross" = 1 ]; then
             fi ;;
     esac
 fi
+# The Python package's tests (part of make test): the system Python 3 with pytest, and setuptools,
+# wheel and pip for the offline install check (pip install --no-build-isolation ./python).
+need /usr/bin/python3 python3
+pymod() { # pymod <module> <package>: a module the system Python must import
+    /usr/bin/python3 -c "import $1" >/dev/null 2>&1 || pkgs="$pkgs $2"
+}
+pymod pytest python3-pytest
+pymod setuptools python3-setuptools
+pymod wheel python3-wheel
+pymod pip python3-pip
 # The server's client tests: Node.js + npm (the official openai client, playwright-core) and
 # Debian's Chromium (the chat page test).
 need node nodejs

@@ -16,6 +16,7 @@ static const cli_cmd cmds[] = {
     {"perplexity", cmd_perplexity, "perplexity of a text (llama-perplexity conventions) or of token ids"},
     {"bench-spec", cmd_bench_spec, "speculative decoding (prompt lookup) vs plain greedy; verification cost"},
     {"bench-kernel", cmd_bench_kernel, "kernel speed vs memory bandwidth and int8 peak (per ISA, threads)"},
+    {"tokenize", cmd_tokenize, "token ids and pieces of a text (llama-tokenize's output), or the text of ids"},
     {"info", cmd_info, "what a GGUF file holds: metadata, tensors, parameters, per-token bytes and decode ceiling"},
     {"synth", cmd_synth, "write a Bonsai-format model with random ternary weights (tests, benchmarks)"},
     {"quantize", cmd_quantize, "convert the weight matrices of a GGUF to another type"},

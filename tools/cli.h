@@ -10,6 +10,7 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_bench_kernel(int argc, char **argv);   /* tools/bench_kernel.c */
 int cmd_bench_spec(int argc, char **argv);     /* tools/bench_spec.c */
 int cmd_info(int argc, char **argv);     /* tools/info.c (owner: gguf) */
+int cmd_tokenize(int argc, char **argv);   /* tools/tokenize.c */
 int cmd_synth(int argc, char **argv);      /* tools/synth.c */
 int cmd_quantize(int argc, char **argv);   /* tools/quantize.c */
 int cmd_chat(int argc, char **argv);       /* tools/chat.c (owner: app) */

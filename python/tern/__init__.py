@@ -1,0 +1,767 @@
+"""tern: Python bindings of the tern inference engine (libtern.so through ctypes).
+
+    import tern
+    m = tern.Model("stories260K.gguf")
+    print(m.generate("Once upon a time", max_tokens=64, temperature=0))
+
+See docs/PYTHON.md for the API, its bounds, errors, threading and how libtern.so is found.
+"""
+
+import array
+import ctypes
+import math
+import os
+import threading
+import weakref
+
+from . import _lib
+
+__all__ = ["Error", "Model", "Session", "library_path"]
+__version__ = "0.1.0"
+
+_LIB = None
+_LIB_PATH = None
+_LIB_LOCK = threading.Lock()
+
+
+def _lib_handle():
+    global _LIB, _LIB_PATH
+    with _LIB_LOCK:
+        if _LIB is None:
+            _LIB, _LIB_PATH = _lib.load()
+    return _LIB
+
+
+def library_path():
+    """The path libtern.so was loaded from (loads it if needed)."""
+    _lib_handle()
+    return _LIB_PATH
+
+
+class Error(Exception):
+    """An error reported by the engine. code: the TERN_E_* value (negative int); name: its name
+    ("TERN_E_IO"); message: the library's text (what, where, expected, got)."""
+
+    def __init__(self, code, message):
+        self.code = code
+        self.name = _lib.ERROR_NAMES.get(code, "TERN_E_%d" % code)
+        self.message = message
+        super().__init__("%s: %s" % (self.name, message))
+
+
+def _raise(err):
+    raise Error(err.code, err.msg.decode("utf-8", "replace"))
+
+
+# ---- argument checks: every value is checked here, before anything reaches C ---------------------
+
+def _int(name, v, lo=None, hi=None, none_ok=False):
+    if v is None and none_ok:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError("%s must be an int, got %s" % (name, type(v).__name__))
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError("%s must be in %s..%s, got %d" % (name, lo if lo is not None else "", hi if hi is not None else "", v))
+    return v
+
+
+def _float(name, v, lo=None, hi=None):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError("%s must be a number, got %s" % (name, type(v).__name__))
+    v = float(v)
+    if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+        raise ValueError("%s must be a finite number in %s..%s, got %r" % (name, lo, hi, v))
+    return v
+
+
+def _text(name, v):
+    """str (encoded as UTF-8) or bytes (any bytes: the tokenizer takes them as they are)."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogatepass")
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v)
+    raise TypeError("%s must be str or bytes, got %s" % (name, type(v).__name__))
+
+
+def _ids(name, v):
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__"):
+        raise TypeError("%s must be a sequence of ints, got %s" % (name, type(v).__name__))
+    out = list(v)
+    for i, t in enumerate(out):
+        if isinstance(t, bool) or not isinstance(t, int):
+            raise TypeError("%s[%d] must be an int, got %s" % (name, i, type(t).__name__))
+        if not -2**31 <= t < 2**31:
+            raise ValueError("%s[%d] = %d does not fit a 32-bit token id" % (name, i, t))
+    return out
+
+
+def _stops(stop):
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        stop = [stop]
+    if not isinstance(stop, (list, tuple)):
+        raise TypeError("stop must be a str or a list of str, got %s" % type(stop).__name__)
+    for i, s in enumerate(stop):
+        if not isinstance(s, str):
+            raise TypeError("stop[%d] must be a str, got %s" % (i, type(s).__name__))
+        if not s:
+            raise ValueError("stop[%d] is empty: a stop string needs at least one character" % i)
+    return list(stop)
+
+
+def _int32_array(ids):
+    return (ctypes.c_int32 * max(1, len(ids)))(*ids)
+
+
+class _Sampling:
+    """Sampler parameters of generate/stream/chat, checked (bounds of tern_sampler_init)."""
+
+    def __init__(self, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop,
+                 speculative, ignore_eos):
+        self.max_tokens = _int("max_tokens", max_tokens, -1, 2**31 - 1)
+        p = _lib.tern_sampler_params()
+        lib = _lib_handle()
+        lib.tern_sampler_params_default(ctypes.byref(p))
+        p.temp = _float("temperature", temperature, 0.0, None)
+        p.top_k = _int("top_k", top_k, -2**31, 2**31 - 1)
+        p.top_p = _float("top_p", top_p, 0.0, None)
+        p.min_p = _float("min_p", min_p, 0.0, 1.0)
+        p.repeat_penalty = _float("repeat_penalty", repeat_penalty, None, None)
+        if p.repeat_penalty <= 0:
+            raise ValueError("repeat_penalty must be > 0, got %r" % repeat_penalty)
+        self.repeat_last_n = _int("repeat_last_n", repeat_last_n, -1, 2**31 - 1)
+        p.seed = _lib.TERN_SEED_RANDOM if seed is None else _int("seed", seed, 0, 2**64 - 2)
+        self.params = p
+        self.stop = _stops(stop)
+        if not isinstance(ignore_eos, bool):
+            raise TypeError("ignore_eos must be a bool, got %s" % type(ignore_eos).__name__)
+        self.ignore_eos = ignore_eos
+        self.spec = None
+        if speculative is not None and speculative is not False:
+            sp = _lib.tern_spec_params()
+            lib.tern_spec_params_default(ctypes.byref(sp))
+            if isinstance(speculative, dict):
+                for k, v in speculative.items():
+                    if k in ("draft_max", "ngram_min", "ngram_max"):
+                        setattr(sp, k, _int("speculative[%r]" % k, v))
+                    elif k == "adaptive":
+                        if not isinstance(v, bool):
+                            raise TypeError("speculative['adaptive'] must be a bool, got %s" % type(v).__name__)
+                        sp.adaptive = v
+                    else:
+                        raise ValueError("speculative: unknown key %r (expected draft_max, ngram_min, ngram_max, "
+                                         "adaptive)" % (k,))
+            elif speculative is not True:
+                raise TypeError("speculative must be a bool or a dict, got %s" % type(speculative).__name__)
+            sp.ignore_eos = ignore_eos
+            self.spec = sp
+
+
+def _chat_msgs(messages):
+    if not isinstance(messages, (list, tuple)):
+        raise TypeError("messages must be a list of {'role': str, 'content': str} dicts, got %s" % type(messages).__name__)
+    keep = []
+    arr = (_lib.tern_chat_msg * max(1, len(messages)))()
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise TypeError("messages[%d] must be a dict, got %s" % (i, type(msg).__name__))
+        for k in ("role", "content"):
+            if not isinstance(msg.get(k), str):
+                raise TypeError("messages[%d][%r] must be a str, got %s" % (i, k, type(msg.get(k)).__name__))
+        role, content = msg["role"].encode("utf-8"), msg["content"].encode("utf-8")
+        if b"\0" in role or b"\0" in content:
+            raise ValueError("messages[%d] holds a NUL character, which the template cannot carry" % i)
+        keep += [role, content]
+        arr[i].role, arr[i].content = role, content
+    return arr, keep
+
+
+class Model:
+    """A loaded GGUF model (read-only, shared by its sessions).
+
+    path: the .gguf file (str or os.PathLike). threads: worker threads including the caller
+    (None: all online cores; 1..1024). numerics: None or "fast", "ggml", "f32" (see tern.h).
+    ctx: the context of the sessions generate/stream/chat use (None: 4096, or the model's trained
+    context when that is shorter, as `tern run`; 1..2**24). mmap: map the file instead of reading
+    it. Raises tern.Error (the file, its format, memory) or TypeError/ValueError (arguments)."""
+
+    def __init__(self, path, threads=None, numerics=None, ctx=None, mmap=False):
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError("path must be a str or os.PathLike, got %s" % type(path).__name__)
+        path = os.fsencode(path)
+        threads = _int("threads", threads, 1, 1024, none_ok=True)
+        if numerics is not None and not isinstance(numerics, str):
+            raise TypeError("numerics must be None or a str, got %s" % type(numerics).__name__)
+        if numerics is not None and numerics not in _lib.NUMERICS:
+            raise ValueError("numerics must be one of fast, ggml, f32, got %r" % numerics)
+        ctx = _int("ctx", ctx, 1, 1 << 24, none_ok=True)
+        if not isinstance(mmap, bool):
+            raise TypeError("mmap must be a bool, got %s" % type(mmap).__name__)
+        lib = _lib_handle()
+        self._lib = lib
+        self._h = None
+        o = _lib.tern_model_opts()
+        lib.tern_model_opts_default(ctypes.byref(o))
+        o.n_threads = threads or 0
+        o.use_mmap = mmap
+        o.numerics = _lib.NUMERICS[numerics or "fast"]
+        if not os.path.exists(path):   # the library's own message for a missing file, with the path
+            raise Error(-1, "cannot open '%s': No such file or directory" % os.fsdecode(path))
+        h = ctypes.c_void_p()
+        err = _lib.tern_err()
+        if lib.tern_model_load(ctypes.byref(h), path, ctypes.byref(o), ctypes.byref(err)) != 0:
+            msg = err.msg.decode("utf-8", "replace")
+            if os.fsdecode(path) not in msg:
+                msg = "'%s': %s" % (os.fsdecode(path), msg)
+            raise Error(err.code, msg)
+        self._h = h
+        self.path = os.fsdecode(path)
+        info = _lib.tern_model_info()
+        lib.tern_model_get_info(h, ctypes.byref(info))
+        self.arch = info.arch.decode()
+        self.name = (info.name or b"").decode("utf-8", "replace")
+        self.n_vocab = info.n_vocab
+        self.n_ctx_train = info.n_ctx_train
+        self.bos = info.bos
+        self.eos = info.eos
+        self.add_bos = info.add_bos
+        self.n_threads = info.n_threads
+        self.isa = info.isa.decode()
+        self.has_chat_template = info.has_chat_template
+        if ctx is None:
+            ctx = 4096 if self.n_ctx_train <= 0 else min(4096, self.n_ctx_train)
+        self.ctx = ctx
+        self._idle = []                      # sessions of generate/stream/chat not in use
+        self._idle_lock = threading.Lock()
+        self._sessions = weakref.WeakSet()   # live Session objects (close() refuses while any exist)
+
+    # ---- lifetime --------------------------------------------------------------------------------
+
+    def close(self):
+        """Free the model. Raises Error (TERN_E_ARG) while a Session of it is open."""
+        if self._h is None:
+            return
+        if len(self._sessions):
+            raise Error(_lib.TERN_E_ARG, "Model.close: %d Session(s) of this model are still open; close them first"
+                        % len(self._sessions))
+        with self._idle_lock:
+            for s in self._idle:
+                s._free()
+            self._idle = []
+        self._lib.tern_model_free(self._h)
+        self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            if self._h is not None and not len(self._sessions):
+                self.close()
+        except Exception:
+            pass
+
+    def _handle(self):
+        if self._h is None:
+            raise Error(_lib.TERN_E_ARG, "the model is closed")
+        return self._h
+
+    # ---- tokens ----------------------------------------------------------------------------------
+
+    def tokenize(self, text, special=False, bos=None):
+        """Token ids of text (str as UTF-8, or bytes). special: control-token text
+        (<|im_start|>) becomes control tokens. bos: prepend BOS (None: when the vocabulary asks
+        for it, as `tern tokenize`)."""
+        b = _text("text", text)
+        if not isinstance(special, bool):
+            raise TypeError("special must be a bool, got %s" % type(special).__name__)
+        if bos is not None and not isinstance(bos, bool):
+            raise TypeError("bos must be None or a bool, got %s" % type(bos).__name__)
+        return self._tokenize(b, special, self.add_bos if bos is None else bos)
+
+    def _tokenize(self, b, special, bos):
+        h = self._handle()
+        n = ctypes.c_int(0)
+        err = _lib.tern_err()
+        cap = len(b) + 2
+        while True:
+            out = (ctypes.c_int32 * cap)()
+            rc = self._lib.tern_tokenize(h, b, len(b), bos, special, out, cap, ctypes.byref(n), ctypes.byref(err))
+            if rc == 0:
+                return list(out[:n.value])
+            if rc != _lib.TERN_E_RANGE or n.value <= cap:
+                _raise(err)
+            cap = n.value
+
+    def token_piece(self, id, special=True):
+        """The bytes of one token (special: control tokens give their text)."""
+        _int("id", id)
+        if not 0 <= id < self.n_vocab:
+            raise Error(_lib.TERN_E_RANGE, "token_piece: id %d: expected 0..%d" % (id, self.n_vocab - 1))
+        buf = ctypes.create_string_buffer(256)
+        n = self._lib.tern_token_piece(self._handle(), id, special, buf, 256)
+        if n > 256:
+            buf = ctypes.create_string_buffer(n)
+            n = self._lib.tern_token_piece(self._handle(), id, special, buf, n)
+        return buf.raw[:n]
+
+    def is_eog(self, id):
+        """Whether id ends a generation (EOS, <|im_end|>, ...)."""
+        _int("id", id)
+        return 0 <= id < self.n_vocab and bool(self._lib.tern_token_is_eog(self._handle(), id))
+
+    def detokenize(self, ids, special=False):
+        """The text of ids: control tokens give no text (special=True: their text, as `tern tokenize
+        --detokenize --parse-special`), a leading BOS drops the SentencePiece space of the next
+        piece, bytes that are not valid UTF-8 become U+FFFD (`tern tokenize --detokenize`). An id
+        outside 0..n_vocab-1 raises Error (TERN_E_RANGE)."""
+        ids = _ids("ids", ids)
+        if not isinstance(special, bool):
+            raise TypeError("special must be a bool, got %s" % type(special).__name__)
+        d = _Detok(self, special)
+        return "".join(d.put(t, i) for i, t in enumerate(ids)) + d.flush()
+
+    # ---- generation ------------------------------------------------------------------------------
+
+    def _acquire_session(self):
+        with self._idle_lock:
+            s = self._idle.pop() if self._idle else None
+        if s is None:
+            s = _RawSession(self, self.ctx, None)
+        s.reset()
+        return s
+
+    def _release_session(self, s):
+        s.reset()
+        with self._idle_lock:
+            self._idle.append(s)
+
+    def generate(self, prompt, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
+                 repeat_penalty=1.0, repeat_last_n=64, seed=None, stop=None, speculative=False, special=False,
+                 ignore_eos=False):
+        """Generate a continuation of prompt (raw text, no chat template, as `tern run`) and return
+        it. Same parameters as stream(); the text is the concatenation of stream()'s pieces."""
+        return "".join(self.stream(prompt, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                                   min_p=min_p, repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n,
+                                   seed=seed, stop=stop, speculative=speculative, special=special,
+                                   ignore_eos=ignore_eos))
+
+    def stream(self, prompt, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
+               repeat_penalty=1.0, repeat_last_n=64, seed=None, stop=None, speculative=False, special=False,
+               ignore_eos=False):
+        """Yield the generated text in pieces as tokens arrive. The prompt is tokenised as `tern run`
+        does (BOS when the vocabulary asks for it or the prompt is empty; special: parse
+        control-token text). Sampling as llama.cpp (tern.h): temperature 0 is greedy; seed None
+        draws one. Stops at an end-of-generation token (unless ignore_eos), after max_tokens
+        tokens (-1: no limit), when the context is full, or before the first occurrence of any
+        stop string (not included). speculative: True or a dict (draft_max, ngram_min,
+        ngram_max, adaptive) for prompt-lookup speculation: with temperature 0 the same text,
+        fewer forward passes on repetitive text. One C call per token, so Ctrl-C
+        (KeyboardInterrupt) stops between tokens; the model stays usable."""
+        b = _text("prompt", prompt)
+        if not isinstance(special, bool):
+            raise TypeError("special must be a bool, got %s" % type(special).__name__)
+        smp = _Sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop,
+                        speculative, ignore_eos)
+        ids = self._tokenize(b, special, self.add_bos or len(b) == 0)
+        if not ids:
+            raise Error(_lib.TERN_E_ARG, "empty prompt and the model has no BOS token: give a prompt")
+        return self._stream_ids(ids, smp)
+
+    def _stream_ids(self, ids, smp):
+        """Generator over the text pieces of a generation from prompt ids (checked before the
+        first next(): errors in the prompt raise at the call)."""
+        if len(ids) >= self.ctx:
+            raise Error(_lib.TERN_E_RANGE, "prompt has %d tokens, context is %d (ctx)" % (len(ids), self.ctx))
+        for i, t in enumerate(ids):
+            if not 0 <= t < self.n_vocab:
+                raise Error(_lib.TERN_E_RANGE, "prompt token %d at index %d: expected 0..%d" % (t, i, self.n_vocab - 1))
+        return _StopFilter(self._gen_tokens(ids, smp), smp.stop).run()
+
+    def _gen_tokens(self, ids, smp):
+        """Yield the text of each generated token (the loop of tools/run.c, token by token)."""
+        lib, h = self._lib, self._handle()
+        s = self._acquire_session()
+        sampler = ctypes.c_void_p()
+        spec = ctypes.c_void_p()
+        err = _lib.tern_err()
+        try:
+            p = smp.params
+            if smp.repeat_last_n < 0:                    # llama.cpp's -1: the whole context
+                p.repeat_last_n = s.n_ctx
+            else:
+                p.repeat_last_n = smp.repeat_last_n
+            if lib.tern_sampler_init(ctypes.byref(sampler), h, ctypes.byref(p), ctypes.byref(err)):
+                _raise(err)
+            if smp.spec is not None and lib.tern_spec_init(ctypes.byref(spec), h, ctypes.byref(smp.spec), ctypes.byref(err)):
+                _raise(err)
+            logits = s.eval(ids)
+            d = _Detok(self)
+            n_max, ignore_eos = smp.max_tokens, smp.ignore_eos
+            if spec and n_max != 0:
+                arr = _int32_array(ids)
+                if lib.tern_spec_add(spec, arr, len(ids), ctypes.byref(err)):
+                    _raise(err)
+                last = lib.tern_sampler_sample(sampler, logits)
+                lib.tern_sampler_accept(sampler, last)
+                n_gen = 1
+                buf = (ctypes.c_int32 * (_lib.TERN_SPEC_DRAFT_LIMIT + 1))()
+                k = ctypes.c_int(0)
+                while True:
+                    if not ignore_eos and lib.tern_token_is_eog(h, last):
+                        break
+                    yield d.put(last)
+                    if n_gen == n_max or s.pos >= s.n_ctx:
+                        break
+                    n_step = _lib.TERN_SPEC_DRAFT_LIMIT + 1
+                    if n_max >= 0 and n_max - n_gen < n_step:
+                        n_step = n_max - n_gen
+                    if lib.tern_spec_step(spec, s.h, sampler, last, n_step, buf, ctypes.byref(k), ctypes.byref(err)):
+                        _raise(err)
+                    for j in range(k.value - 1):        # an end-of-generation token can only be the last
+                        yield d.put(buf[j])
+                    n_gen += k.value
+                    last = buf[k.value - 1]
+            else:
+                i = 0
+                while i < n_max or n_max < 0:
+                    t = lib.tern_sampler_sample(sampler, logits)
+                    lib.tern_sampler_accept(sampler, t)
+                    if not ignore_eos and lib.tern_token_is_eog(h, t):
+                        break
+                    yield d.put(t)
+                    if i + 1 == n_max or s.pos >= s.n_ctx:
+                        break
+                    logits = s.eval([t])
+                    i += 1
+            tail = d.flush()
+            if tail:
+                yield tail
+        finally:
+            lib.tern_spec_free(spec)
+            lib.tern_sampler_free(sampler)
+            self._release_session(s)
+
+    # ---- chat ------------------------------------------------------------------------------------
+
+    def _check_chat(self, template, thinking, add_generation_prompt):
+        if template is not None and not isinstance(template, str):
+            raise TypeError("template must be None or a str, got %s" % type(template).__name__)
+        if thinking is not None and not isinstance(thinking, bool):
+            raise TypeError("thinking must be None or a bool, got %s" % type(thinking).__name__)
+        if not isinstance(add_generation_prompt, bool):
+            raise TypeError("add_generation_prompt must be a bool, got %s" % type(add_generation_prompt).__name__)
+        return None if template is None else template.encode(), True if thinking is None else thinking
+
+    def apply_chat_template(self, messages, add_generation_prompt=True, thinking=None, template=None):
+        """The prompt text the model's chat template makes of messages ([{'role', 'content'}]).
+        template: None (the model's tokenizer.chat_template; ChatML without one) or "chatml",
+        "qwen3", "qwen35". thinking: None (the template's default: thinking on) or a bool; False
+        pre-fills the empty think block where the template does so."""
+        tmpl, think = self._check_chat(template, thinking, add_generation_prompt)
+        arr, keep = _chat_msgs(messages)
+        err = _lib.tern_err()
+        n = ctypes.c_size_t(0)
+        cap = 4096
+        while True:
+            buf = ctypes.create_string_buffer(cap)
+            rc = self._lib.tern_chat_apply(self._handle(), tmpl, arr, len(messages), add_generation_prompt, think, buf,
+                                           cap, ctypes.byref(n), ctypes.byref(err))
+            if rc == 0:
+                return buf.raw[:n.value].decode("utf-8", "replace")
+            if rc != _lib.TERN_E_RANGE or n.value + 1 <= cap:
+                _raise(err)
+            cap = n.value + 1
+
+    def chat_tokens(self, messages, add_generation_prompt=True, thinking=None, template=None):
+        """The prompt ids of messages (tern_chat_tokenize: control text parsed only in the
+        template's scaffolding, message contents tokenised as plain text)."""
+        tmpl, think = self._check_chat(template, thinking, add_generation_prompt)
+        arr, keep = _chat_msgs(messages)
+        err = _lib.tern_err()
+        n = ctypes.c_int(0)
+        cap = 256
+        while True:
+            out = (ctypes.c_int32 * cap)()
+            rc = self._lib.tern_chat_tokenize(self._handle(), tmpl, arr, len(messages), add_generation_prompt, think,
+                                              True, out, cap, ctypes.byref(n), ctypes.byref(err))
+            if rc == 0:
+                return list(out[:n.value])
+            if rc != _lib.TERN_E_RANGE or n.value <= cap:
+                _raise(err)
+            cap = n.value
+
+    def chat(self, messages, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
+             repeat_last_n=64, seed=None, stop=None, speculative=False, thinking=None, template=None, stream=False):
+        """The assistant's reply to messages ([{'role': 'system'|'user'|'assistant'|'tool',
+        'content': str}]) rendered with the model's chat template (see apply_chat_template) and
+        generated as stream() does, ending at the template's end-of-turn token. Returns the text,
+        or with stream=True an iterator of its pieces. The reply includes any <think> block the
+        model writes."""
+        if not isinstance(stream, bool):
+            raise TypeError("stream must be a bool, got %s" % type(stream).__name__)
+        smp = _Sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop,
+                        speculative, False)
+        it = self._stream_ids(self.chat_tokens(messages, True, thinking, template), smp)
+        return it if stream else "".join(it)
+
+    # ---- sessions and scoring --------------------------------------------------------------------
+
+    def session(self, ctx=None, batch=None):
+        """A new Session of this model (see Session)."""
+        return Session(self, ctx=ctx, batch=batch)
+
+    def perplexity(self, text, ctx=512, chunks=None):
+        """Perplexity of text by `tern perplexity -f`'s rules (llama-perplexity's): one trailing
+        newline dropped, the text tokenised whole (BOS when the vocabulary adds it), cut into
+        chunks of ctx tokens (4..2**24; BOS replaces each chunk's first token when the vocabulary
+        adds it), the second half of each chunk scored. chunks: at most that many (None: all).
+        Returns exp(mean -log p). Cost: the forward passes plus O(n_vocab) Python work per scored
+        token. Raises Error (TERN_E_ARG) for a text shorter than one chunk."""
+        b = _text("text", text)
+        c = _int("ctx", ctx, 4, 1 << 24)
+        chunks = _int("chunks", chunks, 1, None, none_ok=True)
+        if b.endswith(b"\n"):
+            b = b[:-1]
+        ids = self._tokenize(b, False, self.add_bos)
+        n_chunk = len(ids) // c
+        if chunks is not None:
+            n_chunk = min(n_chunk, chunks)
+        if n_chunk < 1:
+            raise Error(_lib.TERN_E_ARG, "perplexity: the text is %d tokens, expected at least %d (one chunk of ctx %d)"
+                        % (len(ids), c, c))
+        V = self.n_vocab
+        first = c // 2
+        s = _RawSession(self, c, min(512, c))
+        try:
+            buf = (ctypes.c_float * ((c - first) * V))()
+            rows = memoryview(buf).cast("B").cast("f")
+            nll, count = 0.0, 0
+            for ic in range(n_chunk):
+                chunk = ids[ic * c:(ic + 1) * c]
+                if self.add_bos and self.bos >= 0:
+                    chunk[0] = self.bos
+                s.reset()
+                s.eval(chunk[:first])
+                s.eval_all(chunk[first:], buf)
+                for j in range(first, c - 1):
+                    row = rows[(j - first) * V:(j - first + 1) * V]
+                    mx = max(row)
+                    if not math.isfinite(mx) or any(not math.isfinite(x) for x in row):
+                        raise Error(-2, "perplexity: the logits at chunk %d, position %d are not finite" % (ic + 1, j))
+                    lse = math.log(math.fsum(math.exp(x - mx) for x in row))
+                    nll += -((row[ids[ic * c + j + 1]] - mx) - lse)
+                    count += 1
+            return math.exp(nll / count)
+        finally:
+            s._free()
+
+
+class _Detok:
+    """tern_detok over one sequence: put(id) returns the text it completes."""
+
+    def __init__(self, model, special=False):
+        self.m = model
+        self.special = special
+        self.d = _lib.tern_detok()
+        model._lib.tern_detok_init(ctypes.byref(self.d))
+        self.buf = ctypes.create_string_buffer(1024)
+        self.one = ctypes.create_string_buffer(1)
+
+    def put(self, t, index=None):
+        lib, h = self.m._lib, self.m._handle()
+        if not 0 <= t < self.m.n_vocab:
+            where = "" if index is None else " at index %d" % index
+            raise Error(_lib.TERN_E_RANGE, "detokenize: id %d%s: expected 0..%d" % (t, where, self.m.n_vocab - 1))
+        need = 3 * (lib.tern_token_piece(h, t, False, self.one, 0) + 3)   # tern_detok_put's bound
+        if need > len(self.buf):
+            self.buf = ctypes.create_string_buffer(need)
+        n = lib.tern_detok_put(h, ctypes.byref(self.d), t, self.buf, len(self.buf))
+        if n < 0:
+            raise Error(n, "detokenize: id %d: %s" % (t, lib.tern_strerror(n).decode()))
+        text = self.buf.raw[:n].decode("utf-8", "replace")
+        if self.special and lib.tern_token_piece(h, t, False, self.one, 0) == 0:
+            ctl = self.m.token_piece(t, True)          # a control token's text, after the bytes held before it
+            if ctl:
+                text += self.flush() + ctl.decode("utf-8", "replace")
+        return text
+
+    def flush(self):
+        n = self.m._lib.tern_detok_flush(ctypes.byref(self.d), self.buf, len(self.buf))
+        return self.buf.raw[:max(n, 0)].decode("utf-8", "replace")
+
+
+class _StopFilter:
+    """Text pieces up to the first occurrence of any stop string. A suffix of the text that could
+    be the start of a stop string is held back until the next piece decides it, so no piece
+    yielded ever holds part of a stop string."""
+
+    def __init__(self, pieces, stops):
+        self.pieces, self.stops = pieces, stops
+
+    def run(self):
+        pending = ""
+        try:
+            for p in self.pieces:
+                if not self.stops:
+                    if p:
+                        yield p
+                    continue
+                pending += p
+                cut = min((i for i in (pending.find(s) for s in self.stops) if i >= 0), default=-1)
+                if cut >= 0:
+                    if cut:
+                        yield pending[:cut]
+                    return
+                hold = 0
+                for s in self.stops:   # the longest suffix of pending that is a proper prefix of s
+                    for k in range(min(len(s) - 1, len(pending)), hold, -1):
+                        if pending.endswith(s[:k]):
+                            hold = k
+                            break
+                if len(pending) > hold:
+                    yield pending[:len(pending) - hold]
+                    pending = pending[len(pending) - hold:]
+            if pending:
+                yield pending
+        finally:
+            self.pieces.close()
+
+
+class _RawSession:
+    """A tern_session without the public checks (used by Model and Session)."""
+
+    def __init__(self, model, ctx, batch):
+        self.m = model
+        self.h = None
+        lib = model._lib
+        o = _lib.tern_session_opts()
+        lib.tern_session_opts_default(ctypes.byref(o))
+        o.n_ctx = ctx
+        if batch is not None:
+            o.n_batch = batch
+        h = ctypes.c_void_p()
+        err = _lib.tern_err()
+        if lib.tern_session_init(ctypes.byref(h), model._handle(), ctypes.byref(o), ctypes.byref(err)):
+            _raise(err)
+        self.h = h
+        self.n_ctx = lib.tern_session_n_ctx(h)
+        self.logits_ptr = None
+
+    @property
+    def pos(self):
+        return self.m._lib.tern_session_pos(self.h)
+
+    def eval(self, ids):
+        err = _lib.tern_err()
+        arr = _int32_array(ids)
+        p = self.m._lib.tern_session_eval(self.h, arr, len(ids), ctypes.byref(err))
+        if not p:
+            _raise(err)
+        self.logits_ptr = p
+        return p
+
+    def eval_all(self, ids, out):
+        err = _lib.tern_err()
+        if self.m._lib.tern_session_eval_all(self.h, _int32_array(ids), len(ids), out, ctypes.byref(err)):
+            _raise(err)
+
+    def reset(self):
+        self.m._lib.tern_session_reset(self.h)
+        self.logits_ptr = None
+
+    def _free(self):
+        if self.h is not None:
+            self.m._lib.tern_session_free(self.h)
+            self.h = None
+
+
+class Session:
+    """One sequence over a model, evaluated incrementally: KV cache and state allocated at
+    creation (ctx tokens: None = the model's ctx; batch: most tokens per forward pass, None =
+    512). Not shared between threads: calls from two threads at once are serialised by a lock
+    (use one Session per thread; sessions of one model run in parallel)."""
+
+    def __init__(self, model, ctx=None, batch=None):
+        if not isinstance(model, Model):
+            raise TypeError("model must be a tern.Model, got %s" % type(model).__name__)
+        ctx = _int("ctx", ctx, 1, 1 << 24, none_ok=True)
+        batch = _int("batch", batch, 1, 1 << 16, none_ok=True)
+        self.model = model
+        self._lock = threading.Lock()
+        self._s = _RawSession(model, ctx or model.ctx, batch)
+        model._sessions.add(self)
+
+    @property
+    def n_ctx(self):
+        return self._s.n_ctx
+
+    @property
+    def pos(self):
+        """Tokens in the sequence so far (the position of the next one)."""
+        with self._lock:
+            return self._live().pos
+
+    def _live(self):
+        if self._s is None or self._s.h is None:
+            raise Error(_lib.TERN_E_ARG, "the session is closed")
+        return self._s
+
+    def eval(self, tokens):
+        """Append tokens (a non-empty sequence of ids) and compute the logits of the last one.
+        Raises Error (TERN_E_RANGE: an id outside the vocabulary or pos + len > n_ctx; nothing is
+        appended)."""
+        ids = _ids("tokens", tokens)
+        if not ids:
+            raise ValueError("tokens is empty: eval needs at least one token")
+        with self._lock:
+            self._live().eval(ids)
+
+    def logits(self):
+        """The logits after the last eval: an array('f') of n_vocab floats (a copy: it stays valid
+        after the next eval). Raises Error before the first eval."""
+        with self._lock:
+            s = self._live()
+            if s.logits_ptr is None:
+                raise Error(_lib.TERN_E_ARG, "Session.logits: no eval since the session started or was reset")
+            a = array.array("f", bytes(self.model.n_vocab * 4))
+            ctypes.memmove(a.buffer_info()[0], s.logits_ptr, self.model.n_vocab * 4)
+            return a
+
+    def truncate(self, pos):
+        """Forget every token from pos on (0 <= pos <= self.pos; see tern_session_truncate)."""
+        _int("pos", pos, 0, None)
+        with self._lock:
+            s = self._live()
+            err = _lib.tern_err()
+            if self.model._lib.tern_session_truncate(s.h, pos, ctypes.byref(err)):
+                _raise(err)
+            s.logits_ptr = None
+
+    def reset(self):
+        """Back to an empty sequence."""
+        with self._lock:
+            self._live().reset()
+
+    def close(self):
+        with self._lock:
+            if self._s is not None:
+                self._s._free()
+                self._s = None
+        self.model._sessions.discard(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

@@ -1,0 +1,375 @@
+"""Tests of the tern Python package against independently computed values: the CLI's own output
+(computed here by running ./tern), the reference runtime's token ids (golden/*/prompts.json), the
+Qwen3 tokenizer vectors, and hand-written template renderings."""
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+
+import pytest
+
+from conftest import QWEN3, ROOT, STORIES, require, tern_bin
+
+import tern
+
+PROMPTS = ["Once upon a time", "", "The cat sat on the mat. It was", "Lily and Ben went to the park"]
+
+
+def cli(*args):
+    r = subprocess.run([tern_bin(), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    assert r.returncode == 0, "tern %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.decode())
+    return r.stdout.decode("utf-8")
+
+
+# ---- generation equals the CLI ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_greedy_equals_cli(stories, prompt):
+    want = cli("run", "-m", require(STORIES), "-p", prompt, "-n", "48", "--temp", "0", "-t", "1")
+    assert want.endswith("\n")                        # tern run ends the text with one newline
+    got = stories.generate(prompt, max_tokens=48, temperature=0)
+    assert got == want[:-1]
+    assert len(got) > 20
+
+
+def test_speculative_greedy_equals_cli(stories):
+    prompt = "Once upon a time, there was a little girl. Once upon a time, there was a little"
+    want = cli("run", "-m", require(STORIES), "-p", prompt, "-n", "64", "--temp", "0", "-t", "1", "--spec", "lookup")
+    got = stories.generate(prompt, max_tokens=64, temperature=0, speculative={"draft_max": 4})
+    assert got == want[:-1]
+    assert got == stories.generate(prompt, max_tokens=64, temperature=0)   # greedy: the same text by construction
+
+
+def test_sampled_equals_cli_with_seed(stories):
+    want = cli("run", "-m", require(STORIES), "-p", "Once upon a time", "-n", "40", "--temp", "0.9", "--seed", "7",
+               "-t", "1")
+    assert stories.generate("Once upon a time", max_tokens=40, temperature=0.9, seed=7) == want[:-1]
+
+
+def test_stream_concatenation_equals_generate(stories):
+    for kw in ({"temperature": 0}, {"temperature": 1.0, "seed": 1234, "top_k": 0, "top_p": 1.0, "min_p": 0.0}):
+        pieces = list(stories.stream("Once upon a time", max_tokens=60, **kw))
+        assert len(pieces) > 10 and all(isinstance(p, str) and p for p in pieces)
+        assert "".join(pieces) == stories.generate("Once upon a time", max_tokens=60, **kw)
+
+
+def test_stop_strings(stories):
+    full = stories.generate("Once upon a time", max_tokens=60, temperature=0)
+    i = full.index("Lily")                            # the greedy text names her (test_greedy_equals_cli)
+    got = stories.generate("Once upon a time", max_tokens=60, temperature=0, stop=["Lily", "zzzz"])
+    assert got == full[:i]
+    pieces = list(stories.stream("Once upon a time", max_tokens=60, temperature=0, stop="Lily"))
+    assert "".join(pieces) == full[:i]
+    # a stop string that never occurs changes nothing; one that is the whole text gives ""
+    assert stories.generate("Once upon a time", max_tokens=60, temperature=0, stop="qqq") == full
+    assert stories.generate("Once upon a time", max_tokens=60, temperature=0, stop=full[:3]) == ""
+
+
+def test_max_tokens_counts_tokens(stories):
+    ids = stories.tokenize("Once upon a time")
+    text = stories.generate("Once upon a time", max_tokens=5, temperature=0)
+    # five tokens: their text is the detokenised continuation of the prompt's ids
+    s = stories.session()
+    s.eval(ids)
+    toks = []
+    for _ in range(5):
+        lg = s.logits()
+        t = max(range(len(lg)), key=lambda k: (lg[k], -k))
+        toks.append(t)
+        s.eval([t])
+    s.close()
+    assert text == stories.detokenize(ids + toks)[len(stories.detokenize(ids)):]
+
+
+# ---- tokens ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model_rel,prompts_rel", [(STORIES, "golden/stories260k/prompts.json"),
+                                                   (QWEN3, "golden/qwen3-tiny-pq2_0/prompts.json")])
+def test_tokenize_golden_prompts(model_rel, prompts_rel, stories, qwen3):
+    m = stories if model_rel == STORIES else qwen3
+    j = json.load(open(require(prompts_rel), encoding="utf-8"))
+    n = 0
+    for p in j["prompts"]:
+        if "text" not in p:
+            continue
+        ids = m.tokenize(p["text"], special=True)    # the golden program: add_special, parse_special
+        assert ids == p["token_ids"], p["id"]
+        assert [m.token_piece(t).hex() for t in ids] == p["token_pieces_hex"], p["id"]
+        n += 1
+    assert n >= 3
+
+
+def test_qwen3_vectors(qwen3):
+    lines = open(require("data/qwen3-tokenizer/qwen3_encode_vectors.jsonl"), encoding="utf-8").read().splitlines()
+    assert len(lines) == 54
+    for line in lines:
+        v = json.loads(line)
+        assert qwen3.tokenize(v["text"], special=True, bos=False) == v["ids"], v["text"]
+        assert qwen3.detokenize(v["ids"], special=True) == v["text"]
+
+
+def test_detokenize_rules(stories):
+    assert stories.detokenize([1, 403, 407, 261, 378]) == "Once upon a time"   # BOS drops the first space
+    assert stories.detokenize([403, 407]) == " Once upon"
+    assert stories.detokenize([1, 403, 2]) == "Once"                           # control tokens: no text
+    assert stories.detokenize([1, 403, 2], special=True) == "<s>Once</s>"
+    assert stories.detokenize([]) == ""
+    assert stories.tokenize("Once", bos=False) == [403]
+    assert stories.tokenize(b"Once") == [1, 403]
+
+
+# ---- chat templates -------------------------------------------------------------------------------
+
+def test_chat_template_golden(qwen3):
+    j = json.load(open(require("golden/qwen3-tiny-pq2_0/prompts.json"), encoding="utf-8"))
+    p5 = next(p for p in j["prompts"] if p["id"] == "p5")
+    assert qwen3.apply_chat_template(p5["messages"], thinking=p5["enable_thinking"]) == p5["text"]
+    assert qwen3.chat_tokens(p5["messages"], thinking=p5["enable_thinking"]) == p5["token_ids"]
+
+
+def test_chat_template_forms(qwen3, stories):
+    msgs = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <|im_end|>"}]
+    chatml = ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi <|im_end|><|im_end|>\n"
+              "<|im_start|>assistant\n")
+    assert qwen3.apply_chat_template(msgs, template="chatml") == chatml
+    assert stories.apply_chat_template(msgs) == chatml          # no template in the file: ChatML
+    # Qwen3 with thinking off pre-fills the empty think block
+    assert qwen3.apply_chat_template(msgs[1:], thinking=False) == (
+        "<|im_start|>user\nHi <|im_end|><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    # the user's "<|im_end|>" is text, never the control token: one 151645 per turn end only
+    ids = qwen3.chat_tokens(msgs)
+    assert ids.count(151645) == 2
+    with pytest.raises(tern.Error) as e:
+        qwen3.apply_chat_template(msgs, template="nosuch")
+    assert e.value.code == -3 and "nosuch" in e.value.message
+
+
+def test_chat_generates_after_template(qwen3):
+    msgs = [{"role": "user", "content": "What is 2+2?"}]
+    got = qwen3.chat(msgs, max_tokens=12, temperature=0)
+    ids = qwen3.chat_tokens(msgs)
+    # independently: the prompt ids evaluated and decoded greedily in a Session
+    s = qwen3.session(ctx=256)
+    s.eval(ids)
+    out = []
+    for _ in range(12):
+        lg = s.logits()
+        t = max(range(len(lg)), key=lambda k: (lg[k], -k))
+        if qwen3.is_eog(t):
+            break
+        out.append(t)
+        s.eval([t])
+    s.close()
+    assert got == qwen3.detokenize(ids + out)[len(qwen3.detokenize(ids)):]
+    assert "".join(qwen3.chat(msgs, max_tokens=12, temperature=0, stream=True)) == got
+
+
+# ---- perplexity -----------------------------------------------------------------------------------
+
+def test_perplexity_equals_cli(stories):
+    path = require("data/tinystories-sample/tinystories_sample.txt")
+    out = cli("perplexity", "-m", require(STORIES), "-f", path, "-c", "256", "-t", "1", "--chunks", "3")
+    want = float(re.search(r"^PPL = ([0-9.]+)", out, re.M).group(1))
+    got = stories.perplexity(open(path, encoding="utf-8").read(), ctx=256, chunks=3)
+    assert abs(got - want) <= 1e-5 * want + 1e-6      # the CLI prints 6 decimals; the sums differ in float order only
+    assert 1.0 < got < 20.0
+
+
+# ---- sessions and threads -------------------------------------------------------------------------
+
+def greedy_run(session, ids, n):
+    """Greedy ids after ids in session, and the last logits (a list)."""
+    session.eval(ids)
+    out = []
+    for _ in range(n):
+        lg = session.logits()
+        t = max(range(len(lg)), key=lambda k: (lg[k], -k))
+        out.append(t)
+        session.eval([t])
+    return out, list(session.logits())
+
+
+def test_session_logits_and_truncate(stories):
+    s = stories.session(ctx=128)
+    ids = stories.tokenize("Once upon a time")
+    s.eval(ids)
+    assert s.pos == len(ids)
+    a = s.logits()
+    assert len(a) == stories.n_vocab and a.typecode == "f"
+    assert memoryview(a).format == "f"
+    s.eval([261])
+    assert s.logits() != a and a == a                 # a copy: not changed by the next eval
+    s.truncate(len(ids) - 1)
+    s.eval(ids[-1:])
+    assert list(s.logits()) == list(a)                # the same position again gives the same logits
+    with pytest.raises(tern.Error) as e:
+        s.eval([stories.n_vocab])
+    assert e.value.code == -6
+    s.reset()
+    assert s.pos == 0
+    with pytest.raises(tern.Error):
+        s.logits()
+    s.close()
+    with pytest.raises(tern.Error):
+        s.eval([1])
+
+
+def test_two_sessions_on_two_threads(stories):
+    prompts = [stories.tokenize("Once upon a time"), stories.tokenize("The dog ran to the")]
+    seq = []
+    for ids in prompts:
+        s = stories.session(ctx=256)
+        seq.append(greedy_run(s, ids, 40))
+        s.close()
+    results = [None, None]
+    barrier = threading.Barrier(2)
+
+    def work(i):
+        s = stories.session(ctx=256)
+        barrier.wait()
+        results[i] = greedy_run(s, prompts[i], 40)
+        s.close()
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert results == seq
+    assert seq[0][0] != seq[1][0]                      # the two sequences differ: the check can tell them apart
+    # Model.generate from two threads at once: each gets its own session
+    outs = [None, None]
+
+    def gen(i):
+        barrier.wait()
+        outs[i] = stories.generate(["Once upon a time", "The dog ran"][i], max_tokens=40, temperature=0)
+
+    ts = [threading.Thread(target=gen, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert outs == [stories.generate("Once upon a time", max_tokens=40, temperature=0),
+                    stories.generate("The dog ran", max_tokens=40, temperature=0)]
+
+
+CTRL_C_SCRIPT = r"""
+import os, signal, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import tern
+m = tern.Model(sys.argv[2], threads=1, ctx=2048)
+want = m.generate("Once upon a time", max_tokens=30, temperature=0)
+n = 0
+started = threading.Event()
+def interrupt():
+    started.wait()
+    time.sleep(0.02)
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    for piece in m.stream("Once", max_tokens=-1, ignore_eos=True, temperature=0):
+        n += 1
+        started.set()
+    print("not interrupted", n)
+except KeyboardInterrupt:
+    again = m.generate("Once upon a time", max_tokens=30, temperature=0)
+    print("interrupted after", n, "pieces; clean:", again == want)
+"""
+
+
+def test_ctrl_c_stops_generation_cleanly():
+    model = require(STORIES)
+    r = subprocess.run([sys.executable, "-c", CTRL_C_SCRIPT, os.path.join(ROOT, "python"), model],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, env=dict(os.environ))
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    m = re.match(r"interrupted after (\d+) pieces; clean: True", out)
+    assert m, out
+    assert 0 < int(m.group(1)) < 2047                 # stopped inside the generation (2047 tokens fill ctx 2048)
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+
+def test_missing_file_raises_error_with_path():
+    path = os.path.join(tempfile.gettempdir(), "tern-no-such-model.gguf")
+    with pytest.raises(tern.Error) as e:
+        tern.Model(path)
+    assert path in str(e.value) and e.value.code == -1 and e.value.name == "TERN_E_IO"
+
+
+def test_bad_file_raises_library_message(tmp_path):
+    p = tmp_path / "bad.gguf"
+    p.write_bytes(b"GGUF\x03\x00\x00\x00")
+    with pytest.raises(tern.Error) as e:
+        tern.Model(p)
+    assert e.value.code == -2 and str(p) in str(e.value)
+
+
+def test_bad_types_raise_type_error(stories):
+    with pytest.raises(TypeError):
+        tern.Model(123)
+    with pytest.raises(TypeError):
+        tern.Model(require(STORIES), threads="2")
+    with pytest.raises(TypeError):
+        stories.tokenize(5)
+    with pytest.raises(TypeError):
+        stories.tokenize("x", special="yes")
+    with pytest.raises(TypeError):
+        stories.detokenize([1, "2"])
+    with pytest.raises(TypeError):
+        stories.detokenize("1 2")
+    with pytest.raises(TypeError):
+        stories.generate(b"x", max_tokens="10")
+    with pytest.raises(TypeError):
+        stories.generate("x", stop=[1])
+    with pytest.raises(TypeError):
+        stories.chat([("user", "hi")])
+    with pytest.raises(TypeError):
+        stories.chat([{"role": "user", "content": 3}])
+    with pytest.raises(TypeError):
+        stories.session().eval([1.5])
+    with pytest.raises(ValueError):
+        stories.generate("x", temperature=float("nan"))
+    with pytest.raises(tern.Error) as e:
+        stories.detokenize([1, 512])
+    assert e.value.code == -6 and "512" in e.value.message and "0..511" in e.value.message
+
+
+def test_library_lookup():
+    assert tern.library_path() == (os.environ.get("TERN_LIB") or os.path.join(ROOT, "build", "rel", "libtern.so"))
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import tern; tern.library_path()"
+    env = dict(os.environ, TERN_LIB="/nonexistent/libtern.so")
+    r = subprocess.run([sys.executable, "-c", code, os.path.join(ROOT, "python")], stderr=subprocess.PIPE, env=env)
+    assert r.returncode != 0 and b"TERN_LIB: /nonexistent/libtern.so" in r.stderr
+
+
+def test_pip_install_offline(tmp_path):
+    """pip install --no-build-isolation of ./python works without network; the installed copy runs."""
+    try:
+        import setuptools  # noqa: F401
+        import wheel  # noqa: F401
+    except ImportError as e:
+        if os.environ.get("CI") == "true":
+            pytest.fail("%s: make deps installs python3-setuptools and python3-wheel" % e)
+        pytest.skip(str(e))
+    target = tmp_path / "site"
+    src = tmp_path / "src"                            # a copy: the build leaves build/ and *.egg-info beside it
+    shutil.copytree(os.path.join(ROOT, "python"), src, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps",
+                        "--target", str(target), str(src)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stdout.decode()
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import tern; m = tern.Model(sys.argv[2]); "
+            "print(tern.__file__, m.tokenize('Once upon a time'))")
+    env = dict(os.environ, TERN_LIB=tern.library_path())
+    r = subprocess.run([sys.executable, "-c", code, str(target), require(STORIES)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr.decode()
+    f, ids = r.stdout.decode().split(" ", 1)
+    assert f.startswith(str(target)) and ids.strip() == "[1, 403, 407, 261, 378]"

@@ -1,0 +1,268 @@
+/* tokenize.c: `tern tokenize`: the token ids and pieces of a text, as llama.cpp's llama-tokenize
+ * prints them, and --detokenize: the text of a list of ids.
+ *
+ * Output (stdout; notices and errors on stderr):
+ *   default      one line per token, "%6d -> 'PIECE'" (llama-tokenize's format); PIECE is the
+ *                token's bytes with control-token text shown (BOS is '<s>'); a piece that is not
+ *                valid UTF-8 on its own (a byte token, half a character) is written with each
+ *                byte as \xNN, so stdout stays valid UTF-8 and nothing is hidden
+ *   --ids        one Python-style list, "[1, 2, 3]" (llama-tokenize --ids)
+ *   --pieces     one line per token, "'PIECE'" (the default without the ids)
+ *   --show-count a last line "Total number of tokens: N" (llama-tokenize --show-count)
+ *   --detokenize the text of the ids (-p "1 2 3", -p "[1, 2, 3]", or -f FILE of such ids), then a
+ *                newline: the streaming detokeniser's text (control tokens give no text; a
+ *                leading BOS drops the SentencePiece space of the next piece; invalid UTF-8
+ *                becomes U+FFFD); with --parse-special a control token shows its text
+ *                (<|im_end|>), the inverse of tokenising with --parse-special
+ * BOS is added when the vocabulary asks for it (add_bos), unless --no-bos; control-token text
+ * (<|im_start|>) becomes control tokens only with --parse-special (llama-tokenize parses it by
+ * default: tern keeps `tern run`'s default, user text stays text).
+ * Exit status: 0; 2 a usage error (flags, an -p id list that is not a list of integers); 1 a
+ * runtime error (the model, the file, an id list in a file that does not parse, an id outside
+ * the vocabulary). The weights are mapped, not read: only the vocabulary is used. */
+#include "cli.h"
+#include "model_opts.h"
+#include "tern.h"
+#include "tokenizer/tok.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { TK_PROMPT = 1, TK_FILE, TK_IDS, TK_PIECES, TK_PARSE_SPECIAL, TK_NO_BOS, TK_SHOW_COUNT, TK_DETOKENIZE };
+static const opt_def tk_defs[] = {
+    {TK_PROMPT, "-p, --prompt", OPT_TEXT, "TEXT", 0, 0, NULL, "text to tokenise (--detokenize: the ids, \"1 2 3\" or \"[1, 2, 3]\")"},
+    {TK_FILE, "-f, --file", OPT_PATH, "PATH", 0, 0, NULL, "read the text (or the ids) from a file"},
+    {TK_IDS, "--ids", OPT_FLAG, NULL, 0, 0, NULL, "print only the ids, as a list [1, 2, 3]"},
+    {TK_PIECES, "--pieces", OPT_FLAG, NULL, 0, 0, NULL, "print only the pieces, one 'PIECE' per line"},
+    {TK_PARSE_SPECIAL, "--parse-special", OPT_FLAG, NULL, 0, 0, NULL, "control-token text (<|im_start|>) becomes control tokens\n"
+     "                          (--detokenize: control tokens show their text)"},
+    {TK_NO_BOS, "--no-bos", OPT_FLAG, NULL, 0, 0, NULL, "do not add BOS (added by default when the vocabulary asks for it)"},
+    {TK_SHOW_COUNT, "--show-count", OPT_FLAG, NULL, 0, 0, NULL, "print \"Total number of tokens: N\" last"},
+    {TK_DETOKENIZE, "--detokenize", OPT_FLAG, NULL, 0, 0, NULL, "read token ids and print their text"},
+};
+
+static void tk_usage(FILE *f, const opt_table *t, int n_t) {
+    fprintf(f, "usage: tern tokenize -m MODEL (-p TEXT | -f FILE) [--ids | --pieces] [--show-count]\n"
+               "       tern tokenize -m MODEL --detokenize (-p IDS | -f FILE)\n"
+               "Prints one \"%%6d -> 'PIECE'\" line per token, as llama-tokenize (control tokens as their\n"
+               "text, bytes that are not valid UTF-8 as \\xNN). Exit 2: usage; 1: model, file or id errors.\n");
+    opts_help(f, t, n_t);
+}
+
+/* Write a piece between quotes: valid UTF-8 as is, each byte of an invalid part as \xNN. */
+static void tk_put_piece(const char *p, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        const size_t ok = tok_utf8_valid_len(p + i, n - i);
+        fwrite(p + i, 1, ok, stdout);
+        i += ok;
+        if (i < n) printf("\\x%02x", (unsigned)(unsigned char)p[i++]);
+    }
+}
+
+/* Parse an id list: integers separated by spaces, tabs, newlines or commas, optionally inside
+ * one pair of brackets. what names the source ("-p", "-f PATH") for the message. Returns 0 with
+ * *ids (malloc'd) and *n, or -1 after printing "tern tokenize: WHAT: ... expected ..., got '...'". */
+static int tk_parse_ids(const char *what, const char *s, int32_t **ids, int *n) {
+    *ids = NULL;
+    *n = 0;
+    int cap = 64, k = 0;
+    int32_t *v = malloc((size_t)cap * sizeof *v);
+    if (!v) { fprintf(stderr, "tern tokenize: out of memory\n"); return -1; }
+    const char *p = s;
+    bool open = false, closed = false;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',') p++;
+        if (!*p) break;
+        if (*p == '[' && !open && k == 0) { open = true; p++; continue; }
+        if (*p == ']' && open && !closed) { closed = true; p++; continue; }
+        char *end = NULL;
+        const long long x = closed ? -1 : strtoll(p, &end, 10);
+        if (closed || end == p || x < 0 || x > INT32_MAX || (*end && !strchr(" \t\n\r,]", *end))) {
+            char word[4 * 24 + 1];
+            size_t o = 0;
+            for (size_t w = 0; w < 24 && p[w] && !strchr(" \t\n\r,", p[w]); w++) {
+                const unsigned char b = (unsigned char)p[w];
+                o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
+            }
+            word[o] = '\0';
+            fprintf(stderr, "tern tokenize: %s: id %d at byte %ld: expected %s, got '%s'\n", what, k, (long)(p - s),
+                    closed ? "nothing after ']'" : "an integer id in 0..2147483647 (ids separated by spaces or commas)", word);
+            free(v);
+            return -1;
+        }
+        if (k == cap) {
+            int32_t *nv = cap < (1 << 28) ? realloc(v, (size_t)(cap *= 2) * sizeof *v) : NULL;
+            if (!nv) { free(v); fprintf(stderr, "tern tokenize: out of memory\n"); return -1; }
+            v = nv;
+        }
+        v[k++] = (int32_t)x;
+        p = end;
+    }
+    if (open && !closed) {
+        fprintf(stderr, "tern tokenize: %s: expected ']' to close the list of %d ids, got the end of the text\n", what, k);
+        free(v);
+        return -1;
+    }
+    *ids = v;
+    *n = k;
+    return 0;
+}
+
+/* The text of ids through the streaming detokeniser, then a newline; special: a control token
+ * writes its text (after the bytes held back before it, which it cuts off). Returns 0 or 1. */
+static int tk_detokenize(const tern_model *m, const int32_t *ids, int n, const char *what, bool special) {
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= info.n_vocab) {
+            fprintf(stderr, "tern tokenize: %s: id %d at index %d: expected an id in 0..%d (the model's vocabulary)\n",
+                    what, (int)ids[i], i, info.n_vocab - 1);
+            return 1;
+        }
+    tern_detok dt;
+    tern_detok_init(&dt);
+    int cap = 1024;
+    char *out = malloc((size_t)cap);
+    for (int i = 0; out && i < n; i++) {
+        /* tern_detok_put needs at most 3 x (piece bytes + 3); a control piece fits too */
+        char one[1];
+        const int need = 3 * (tern_token_piece(m, ids[i], true, one, 0) + 3);
+        if (need > cap) {
+            free(out);
+            out = malloc((size_t)(cap = need));
+            if (!out) break;
+        }
+        const int nb = tern_detok_put(m, &dt, ids[i], out, cap);
+        if (nb < 0) {
+            fprintf(stderr, "tern tokenize: %s: id %d at index %d: %s\n", what, (int)ids[i], i, tern_strerror(nb));
+            free(out);
+            return 1;
+        }
+        fwrite(out, 1, (size_t)nb, stdout);
+        const int n_special = special && tern_token_piece(m, ids[i], false, one, 0) == 0
+                                  ? tern_token_piece(m, ids[i], true, out, cap) : 0;
+        if (n_special > 0 && n_special <= cap) {   /* the piece fits: cap >= 3 x (its bytes + 3) */
+            char held[8];
+            const int nh = tern_detok_flush(&dt, held, sizeof held);
+            if (nh > 0) fwrite(held, 1, (size_t)nh, stdout);
+            fwrite(out, 1, (size_t)n_special, stdout);
+        }
+    }
+    if (!out) { fprintf(stderr, "tern tokenize: out of memory\n"); return 1; }
+    const int nb = tern_detok_flush(&dt, out, cap);
+    if (nb > 0) fwrite(out, 1, (size_t)nb, stdout);
+    fputc('\n', stdout);
+    free(out);
+    return 0;
+}
+
+/* The tokens of text: ids and pieces in the chosen form. Returns 0 or 1. */
+static int tk_tokenize(const tern_model *m, const char *text, size_t len, bool add_bos, bool parse_special, bool ids_only,
+                       bool pieces_only, bool show_count, tern_err *err) {
+    int n = 0;
+    if (tern_tokenize(m, text, len, add_bos, parse_special, NULL, 0, &n, err) && err->code != TERN_E_RANGE) return 1;
+    err->code = TERN_OK;
+    int32_t *ids = malloc(((size_t)n + 1) * sizeof *ids);
+    if (!ids) { fprintf(stderr, "tern tokenize: out of memory\n"); return 1; }
+    if (tern_tokenize(m, text, len, add_bos, parse_special, ids, n, &n, err)) { free(ids); return 1; }
+    char small[256];
+    if (ids_only) {
+        putchar('[');
+        for (int i = 0; i < n; i++) printf(i ? ", %d" : "%d", (int)ids[i]);
+        printf("]\n");
+    } else {
+        for (int i = 0; i < n; i++) {
+            const int k = tern_token_piece(m, ids[i], true, small, (int)sizeof small);
+            char *piece = small;
+            if (k > (int)sizeof small) {
+                piece = malloc((size_t)k);
+                if (!piece) { free(ids); fprintf(stderr, "tern tokenize: out of memory\n"); return 1; }
+                tern_token_piece(m, ids[i], true, piece, k);
+            }
+            if (!pieces_only) printf("%6d -> ", (int)ids[i]);
+            putchar('\'');
+            tk_put_piece(piece, k > 0 ? (size_t)k : 0);
+            printf("'\n");
+            if (piece != small) free(piece);
+        }
+    }
+    if (show_count) printf("Total number of tokens: %d\n", n);
+    free(ids);
+    return 0;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    opts_common oc;
+    opts_common_default(&oc);
+    const char *prompt = NULL, *path = NULL, *ids_flag = NULL;
+    bool ids_only = false, pieces_only = false, parse_special = false, no_bos = false, show_count = false, detok = false;
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(tk_defs)};
+    const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
+    for (int i = 1; i < argc; i++) {
+        opt_val v;
+        const int id = opts_next("tokenize", tabs, n_tabs, argc, argv, &i, &v);
+        if (id == OPT_HELP) { tk_usage(stdout, tabs, n_tabs); return 0; }
+        if (id == OPT_ERR) return 2;
+        if (id == OPT_POSITIONAL) return opts_unexpected("tokenize", v.str);
+        if (opts_apply_common(&oc, id, &v)) continue;
+        switch (id) {
+        case TK_PROMPT: prompt = v.str; break;
+        case TK_FILE: path = v.str; break;
+        case TK_IDS: ids_only = true; ids_flag = ids_flag ? ids_flag : "--ids"; break;
+        case TK_PIECES: pieces_only = true; ids_flag = ids_flag ? ids_flag : "--pieces"; break;
+        case TK_PARSE_SPECIAL: parse_special = true; break;
+        case TK_NO_BOS: no_bos = true; break;
+        case TK_SHOW_COUNT: show_count = true; break;
+        case TK_DETOKENIZE: detok = true; break;
+        default: break;
+        }
+    }
+    if (!oc.model) { fprintf(stderr, "tern tokenize: -m MODEL is required; see tern tokenize --help\n"); return 2; }
+    if (!prompt == !path) {   /* one input: never drop one of the two silently */
+        fprintf(stderr, "tern tokenize: need exactly one of -p TEXT or -f FILE%s; see tern tokenize --help\n",
+                prompt ? " (both given)" : "");
+        return 2;
+    }
+    if (ids_only && pieces_only) {
+        fprintf(stderr, "tern tokenize: --ids and --pieces choose different outputs; use one of them; see tern tokenize --help\n");
+        return 2;
+    }
+    if (detok && (ids_flag || show_count || no_bos)) {
+        fprintf(stderr, "tern tokenize: %s: not used with --detokenize (it prints text); see tern tokenize --help\n",
+                ids_flag ? ids_flag : show_count ? "--show-count" : "--no-bos");
+        return 2;
+    }
+    int32_t *ids = NULL;
+    int n_ids = 0;
+    if (detok && prompt && tk_parse_ids("-p", prompt, &ids, &n_ids)) return 2;   /* argv: checked before loading */
+    char *text = NULL;
+    size_t len = prompt ? strlen(prompt) : 0;
+    char what[1100];
+    snprintf(what, sizeof what, "-f %s", path ? path : "");
+    if (path && opts_read_input("-f", path, &text, &len)) { free(ids); return 1; }
+    if (detok && path && tk_parse_ids(what, text, &ids, &n_ids)) { free(text); return 1; }
+    if (!path) text = NULL;
+    if (!detok) opts_warn_utf8("tokenize", path ? path : "the text (-p)", path ? text : prompt, len, true);
+
+    oc.use_mmap = true;        /* only the vocabulary is needed: map the weights, do not read them */
+    oc.n_threads = 1;
+    oc.no_progress = true;
+    tern_err err = {0};
+    tern_model *m = NULL;
+    int status = 1;
+    if (opts_load(&oc, &m, NULL, &err)) goto done;
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    if (detok) status = tk_detokenize(m, ids, n_ids, path ? what : "-p", parse_special);
+    else status = tk_tokenize(m, path ? text : prompt, len, info.add_bos && !no_bos, parse_special, ids_only,
+                              pieces_only, show_count, &err);
+done:
+    if (status && err.code) fprintf(stderr, "tern tokenize: %s: %s\n", tern_strerror(err.code), err.msg);
+    free(ids);
+    free(text);
+    tern_model_free(m);
+    return status;
+}
