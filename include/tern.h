@@ -84,6 +84,9 @@ void tern_model_get_info(const tern_model *m, tern_model_info *info);
  * disjoint slices of a `bytes` buffer (allocated and freed here), best of reps. The decode
  * ceiling of `tern bench` is bytes_per_token / this. Errors: TERN_E_ARG, TERN_E_NOMEM. */
 int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err);
+/* The same probe, writing each of the reps timed passes (GB/s, in run order) into passes[0..reps):
+ * the spread says how steady the machine was while the ceiling was measured. */
+int tern_membw_passes(int n_threads, size_t bytes, int reps, double *passes, tern_err *err);
 
 /* Per-op time profile of forward passes, for benchmarks (process-wide counters; forwards of one
  * model are serialised). tern_profile_enable(true) resets and starts, (false) stops. Fields are

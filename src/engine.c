@@ -368,15 +368,25 @@ void tern_session_reset(tern_session *s) {
 
 #include "runtime/membw.h"
 
-int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err) {
-    if (!gbs) return tern_err_set(err, TERN_E_ARG, "tern_membw: gbs is NULL");
+static int membw_run(int n_threads, size_t bytes, int reps, double *passes, double *gbs, tern_err *err) {
     if (n_threads <= 0) n_threads = TERN_MIN(pool_cpus_available(), 256);
     tern_pool *p = NULL;
     int rc = pool_init(&p, n_threads, err);
     if (rc) return rc;
-    rc = membw_read_gbs(p, bytes, reps, gbs, err);
+    rc = membw_read_passes(p, bytes, reps, passes, gbs, err);
     pool_free(p);
     return rc;
+}
+
+int tern_membw(int n_threads, size_t bytes, int reps, double *gbs, tern_err *err) {
+    if (!gbs) return tern_err_set(err, TERN_E_ARG, "tern_membw: gbs is NULL");
+    return membw_run(n_threads, bytes, reps, NULL, gbs, err);
+}
+
+int tern_membw_passes(int n_threads, size_t bytes, int reps, double *passes, tern_err *err) {
+    if (!passes) return tern_err_set(err, TERN_E_ARG, "tern_membw_passes: passes is NULL");
+    double best;
+    return membw_run(n_threads, bytes, reps, passes, &best, err);
 }
 
 /* ==== chat templates ========================================================================= */

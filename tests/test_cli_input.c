@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -758,6 +759,39 @@ static double num_after(const char *s, const char *key) {
     return p ? atof(p + strlen(key)) : 0.0;
 }
 
+/* bench --busy-cpu N: the competitor is named in the JSON of every row; a CPU outside the range
+ * is a usage error, one this process may not run on a runtime error naming it. */
+static void test_bench_busy_cpu(void **state) {
+    (void)state;
+    char model[1024], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof set, &set), 0);
+    int cpu = 0, off = -1;
+    while (!CPU_ISSET(cpu, &set)) cpu++;
+    for (int c = 0; c < 1024 && off < 0; c++)
+        if (!CPU_ISSET(c, &set)) off = c;
+    snprintf(args, sizeof args, "bench -m '%s' -p 0 -n 4 -r 1 -t 1 --json --busy-cpu %d", model, cpu);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "%s", args);
+    char want[64];
+    snprintf(want, sizeof want, "\"busy_cpu\": %d,", cpu);
+    if (rc != 0 || !strstr(out, want)) fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    free(out);
+    free(err);
+    rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -r 1 -t 1 --busy-cpu 1024", model);
+    if (rc != 2 || !strstr(err, "--busy-cpu")) fail_msg("--busy-cpu 1024: exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+    if (off >= 0) {
+        rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -r 1 -t 1 --busy-cpu %d", model, off);
+        snprintf(want, sizeof want, "--busy-cpu %d: cannot start", off);
+        if (rc != 1 || !strstr(err, want)) fail_msg("--busy-cpu %d: exit %d, stderr: %s", off, rc, err);
+        free(out);
+        free(err);
+    }
+}
+
 /* Session 5 trial F13: perplexity printed `PPL = x` without llama-perplexity's `+/- error`. Now
  * `PPL = x +/- se`, se = PPL * sqrt(var(nll) / (n - 1)) (the delta method over the n scored
  * negative log-likelihoods). Checked on two predictions, whose nlls come from separate runs
@@ -960,6 +994,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_stderr_estimate),
         cmocka_unit_test(test_perplexity_past_trained_context),
         cmocka_unit_test(test_bench_cache_resident),
+        cmocka_unit_test(test_bench_busy_cpu),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),
     };

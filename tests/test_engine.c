@@ -118,6 +118,11 @@ static void test_membw(void **st) {
     assert_int_equal(tern_membw(1, (size_t)16 << 20, 1, &gbs, &err), TERN_OK);
     assert_true(gbs > 0.1 && gbs < 10000);   /* a physical range, not a fixed value */
     assert_int_equal(tern_membw(1, 100, 1, &gbs, &err), TERN_E_ARG);
+    /* every pass is written, each in the physical range */
+    double passes[5] = {0};
+    assert_int_equal(tern_membw_passes(2, (size_t)16 << 20, 5, passes, &err), TERN_OK);
+    for (int i = 0; i < 5; i++) assert_true(passes[i] > 0.1 && passes[i] < 10000);
+    assert_int_equal(tern_membw_passes(1, (size_t)16 << 20, 1, NULL, &err), TERN_E_ARG);
 }
 
 static void test_bad_args(void **st) {

@@ -2,12 +2,20 @@
  * speeds, mean +- stddev over -r repeats after one warm-up, per thread count. tg is also given
  * as a fraction of the decode ceiling = memory bandwidth measured in the same run (tern_membw)
  * / decode byte budget (bytes_per_token, DESIGN.md "Performance model"). Tokens are random ids
- * from a fixed seed; each test starts from an empty context (as llama-bench). */
+ * from a fixed seed; each test starts from an empty context (as llama-bench).
+ * The bandwidth probe runs BW_PASSES passes with the test's own thread count; the ceiling uses
+ * the best, the table shows the spread, and a tg above its ceiling is flagged, not reported as
+ * a fraction (the probe then read low: the machine was busy while it ran).
+ * --busy-cpu N starts a competing busy-loop process pinned to CPU N for the whole run and stops
+ * it at the end: the figure of a busy machine. */
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
 
 #include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +24,10 @@
 
 /* The last-level cache in bytes: /sys/devices/system/cpu/cpu0/cache/index3/size ("32768K", the
  * kernel's figure for the L3 cpu0 shares), else sysconf(_SC_LEVEL3_CACHE_SIZE), else 32 MB (a
- * common L3 today). sysfs first: glibc's sysconf figure comes from CPUID and can be far off (trial
- * s5-2 N4: 256 MB on a host whose L3 is 32 MB, so a 163 MB model was marked cache resident). A
- * model whose decode bytes per token fit in it is read from cache, not DRAM, so the decode
- * ceiling (DRAM bandwidth / bytes per token) does not bound it (trial s5 F8: 312% of ceiling). */
+ * common L3 today). sysfs first: glibc's sysconf figure comes from CPUID and can be far off (256 MB
+ * on a host whose L3 is 32 MB has been seen). A model whose decode bytes per token fit in it is
+ * read from cache, not DRAM, so the decode ceiling (DRAM bandwidth / bytes per token) does not
+ * bound it (such a model can run at several times that ceiling). */
 static unsigned long long llc_bytes(void) {
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
     if (f) {
@@ -42,7 +50,9 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-enum { BENCH_PP = 1, BENCH_TG, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE };
+#define BW_PASSES 7
+
+enum { BENCH_PP = 1, BENCH_TG, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE, BENCH_BUSY };
 static const opt_def bench_defs[] = {
     {BENCH_PP, "-p, --n-prompt", OPT_LIST, "LIST", 0, 1 << 20, NULL, "prompt lengths (pp tests; default 64,512; 0 = none)"},
     {BENCH_TG, "-n, --n-gen", OPT_LIST, "LIST", 0, 1 << 20, NULL, "generation lengths (tg tests; default 128; 0 = none)"},
@@ -51,7 +61,39 @@ static const opt_def bench_defs[] = {
     {BENCH_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line instead of the markdown table"},
     {BENCH_OUTPUT, "-o, --output", OPT_CHOICE, "F", 0, 0, "md|json|jsonl", "md (default) | json | jsonl (json and jsonl: as --json)"},
     {BENCH_PROFILE, "--profile", OPT_FLAG, NULL, 0, 0, NULL, "per-op time profile of each test (kernels, norms, attention, barriers)"},
+    {BENCH_BUSY, "--busy-cpu", OPT_INT, "N", 0, 1023, NULL,
+     "run a competing busy-loop process pinned to CPU N during the whole run (a busy machine)"},
 };
+
+/* A child process that spins on CPU `cpu` until killed; -1 if it cannot be started or pinned. */
+static pid_t busy_start(int cpu) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(3);
+        volatile unsigned long x = 0;
+        for (;;) x++;
+    }
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);                             /* it has pinned itself, or exited */
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) return -1;
+    return pid;
+}
+
+static void busy_stop(pid_t pid) {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 static void bench_usage(FILE *f, const opt_table *t, int n_t) {
     fprintf(f, "usage: tern bench -m MODEL [-p 64,512] [-n 128] [-t 1,2] [-r 5] [--json] [options]\n");
@@ -79,6 +121,8 @@ int cmd_bench(int argc, char **argv) {
     oc.no_progress = true;
     int pp[16] = {64, 512}, n_pp = 2, tg[16] = {128}, n_tg = 1, th[16] = {1, 2}, n_th = 2, reps = 5;
     bool json = false, profile = false;
+    int busy_cpu = -1;
+    pid_t busy = 0;
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bench_defs), opts_tab_load};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
@@ -96,6 +140,7 @@ int cmd_bench(int argc, char **argv) {
         case BENCH_JSON: json = true; break;
         case BENCH_OUTPUT: json = v.choice != 0; break;
         case BENCH_PROFILE: profile = true; break;
+        case BENCH_BUSY: busy_cpu = (int)v.i; break;
         default: break;
         }
     }
@@ -118,6 +163,16 @@ int cmd_bench(int argc, char **argv) {
     double *tv = malloc((size_t)reps * sizeof *tv);
     if (!ids || !tv) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
     const unsigned long long llc = llc_bytes();
+    if (busy_cpu >= 0) {
+        busy = busy_start(busy_cpu);
+        if (busy < 0) {
+            fprintf(stderr, "tern bench: --busy-cpu %d: cannot start a busy loop pinned to CPU %d "
+                            "(expected a CPU this process may run on)\n", busy_cpu, busy_cpu);
+            busy = 0;
+            goto out;
+        }
+        if (!json) printf("competitor: a busy-loop process pinned to CPU %d for the whole run\n\n", busy_cpu);
+    }
     for (int it = 0; it < n_th; it++) {
         tern_model *m = NULL;
         tern_session *s = NULL;
@@ -127,7 +182,7 @@ int cmd_bench(int argc, char **argv) {
             goto out;
         }
         if (!json && it == 0) {   /* after the first load: a model that fails leaves no table header */
-            printf("| model | size | arch | isa | numerics | threads | test | t/s | bw GB/s | %% of ceiling |\n");
+            printf("| model | size | arch | isa | numerics | threads | test | t/s | bw GB/s best (min-median) | %% of ceiling |\n");
             printf("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
         }
         tern_model_info info;
@@ -137,12 +192,14 @@ int cmd_bench(int argc, char **argv) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
             ids[i] = (int32_t)((rng >> 33) % (uint64_t)info.n_vocab);
         }
-        double bw = 0;
-        if (tern_membw(info.n_threads, (size_t)512 << 20, 3, &bw, &err)) {
+        double bw = 0, bwp[BW_PASSES] = {0};
+        if (tern_membw_passes(info.n_threads, (size_t)512 << 20, BW_PASSES, bwp, &err)) {
             fprintf(stderr, "tern bench: bandwidth probe: %s\n", err.msg);
-            bw = 0;
             err.code = TERN_OK;
         }
+        qsort(bwp, BW_PASSES, sizeof bwp[0], cmp_dbl);
+        bw = bwp[BW_PASSES - 1];                      /* best pass: the ceiling */
+        const double bw_lo = bwp[0], bw_med = bwp[BW_PASSES / 2];
         const double ceil_tps = info.bytes_per_token ? bw * 1e9 / (double)info.bytes_per_token : 0;
         const bool in_cache = info.bytes_per_token > 0 && info.bytes_per_token <= llc;
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
@@ -168,28 +225,37 @@ int cmd_bench(int argc, char **argv) {
                 tern_profile prof;
                 tern_profile_get(&prof);
                 tern_profile_enable(false);
-                const double frac = kind == 1 && ceil_tps > 0 ? mean / ceil_tps : NAN;
+                const double frac_raw = kind == 1 && ceil_tps > 0 ? mean / ceil_tps : NAN;
+                /* above 1 and not cache resident: the probe read low, so the fraction is no result */
+                const bool above = !isnan(frac_raw) && frac_raw > 1.0 && !in_cache;
+                const double frac = above ? NAN : frac_raw;
                 char test[32];
                 snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
                 if (json) {
                     printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
                            "\"numerics\": \"%s\", \"test\": \"%s\", \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
                            "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %llu, "
-                           "\"ceiling_t_s\": %.4f, \"cache_resident\": %s, \"frac_of_ceiling\": ",
+                           "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
+                           "\"ceiling_t_s\": %.4f, \"busy_cpu\": %d, \"cache_resident\": %s, ",
                            base, info.arch, (unsigned long long)info.weight_bytes, info.isa,
                            opts_numerics_name(oc.numerics), test, info.n_threads, oc.n_batch, reps, mean, sd, bw,
-                           (unsigned long long)info.bytes_per_token, kind == 1 ? ceil_tps : 0.0,
-                           in_cache ? "true" : "false");
-                    if (isnan(frac)) printf("null}\n");
-                    else printf("%.4f}\n", frac);
+                           (unsigned long long)info.bytes_per_token, bw_lo, bw_med, BW_PASSES,
+                           kind == 1 ? ceil_tps : 0.0, busy_cpu, in_cache ? "true" : "false");
+                    if (isnan(frac)) printf("\"frac_of_ceiling\": null");
+                    else printf("\"frac_of_ceiling\": %.4f", frac);
+                    if (above) printf(", \"above_ceiling\": %.4f", frac_raw);
+                    printf("}\n");
                 } else {
-                    char pct[96] = "-";
-                    if (!isnan(frac))
+                    char pct[160] = "-";
+                    if (above)
+                        snprintf(pct, sizeof pct, "no result: %.0f%% is above the ceiling (the probe read low: "
+                                 "the machine was busy)", 100 * frac_raw);
+                    else if (!isnan(frac))
                         snprintf(pct, sizeof pct, "%.1f%%%s", 100 * frac,
                                  in_cache ? " (model fits in cache: the DRAM ceiling does not apply)" : "");
-                    printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f | %s |\n", base,
+                    printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f-%.1f) | %s |\n", base,
                            (double)info.weight_bytes / 1e6, info.arch, info.isa, opts_numerics_name(oc.numerics),
-                           info.n_threads, test, mean, sd, bw, pct);
+                           info.n_threads, test, mean, sd, bw, bw_lo, bw_med, pct);
                 }
                 if (profile && prof.total_s > 0) {
                     const double T = prof.total_s, nt = info.n_threads;
@@ -216,11 +282,13 @@ int cmd_bench(int argc, char **argv) {
         goto out;
     }
     if (!json)
-        printf("\ntg %% of ceiling: tg t/s / (bandwidth / decode bytes per token), bandwidth measured in the same run; "
-               "a model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by it\n",
-               (double)llc / 1048576.0);
+        printf("\ntg %% of ceiling: tg t/s / (bandwidth / decode bytes per token), bandwidth the best of %d probe passes "
+               "with the test's threads in the same run; a model whose bytes per token fit in the last-level cache "
+               "(%.1f MB here) is not bound by it\n",
+               BW_PASSES, (double)llc / 1048576.0);
     status = 0;
 out:
+    busy_stop(busy);
     free(ids);
     free(tv);
     return status;

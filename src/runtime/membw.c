@@ -54,7 +54,7 @@ static void job_read(void *ctx, int64_t i0, int64_t i1, int ith) {
     j->sums[(ith & 63) * 8] += membw_sum(j->buf + i0 * 8, (i1 - i0) * 8, j->avx2);
 }
 
-int membw_read_gbs(tern_pool *pool, size_t bytes, int reps, double *gbs, tern_err *err) {
+int membw_read_passes(tern_pool *pool, size_t bytes, int reps, double *passes, double *gbs, tern_err *err) {
     const size_t lines = bytes / 64;
     if (lines < 1024 || reps < 1) return tern_err_set(err, TERN_E_ARG, "membw: %zu bytes / %d reps too small", bytes, reps);
     const size_t len = lines * 64;
@@ -74,9 +74,15 @@ int membw_read_gbs(tern_pool *pool, size_t bytes, int reps, double *gbs, tern_er
         const double t0 = tern_time_s();
         pool_for(pool, (int64_t)lines, 64, job_read, &j);
         const double dt = tern_time_s() - t0;
-        if (r > 0 && dt > 0 && (double)len / dt / 1e9 > best) best = (double)len / dt / 1e9;
+        const double g = dt > 0 ? (double)len / dt / 1e9 : 0;
+        if (r > 0 && passes) passes[r - 1] = g;
+        if (r > 0 && g > best) best = g;
     }
     munmap(p, len);
     *gbs = best;
     return TERN_OK;
+}
+
+int membw_read_gbs(tern_pool *pool, size_t bytes, int reps, double *gbs, tern_err *err) {
+    return membw_read_passes(pool, bytes, reps, NULL, gbs, err);
 }

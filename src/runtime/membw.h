@@ -18,5 +18,7 @@
 uint64_t membw_sum(const uint64_t *p, int64_t n, bool avx2);
 
 int membw_read_gbs(tern_pool *pool, size_t bytes, int reps, double *gbs, tern_err *err);
+/* The same, writing every timed pass's GB/s into passes[0..reps) (in run order) and the best into *gbs. */
+int membw_read_passes(tern_pool *pool, size_t bytes, int reps, double *passes, double *gbs, tern_err *err);
 
 #endif /* TERN_RUNTIME_MEMBW_H */
