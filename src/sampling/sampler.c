@@ -46,6 +46,7 @@ struct tern_sampler {
     int n_cand;
     bool sorted;            /* cand[0..n_cand) is in candidate order (best first) */
     bool wide;              /* this call took the wide path: kept = wide_keep() */
+    bool w_masses;          /* wide: w holds top-p's masses e^(l - mx) * 2^30 (0 for the unkept) */
     float cut_l, mx, mn, thr;   /* wide: mx, mn of the kept; kept iff (l, id) >= (cut_l, cut_id) in candidate order and l >= thr */
     int32_t cut_id;
 };
@@ -142,20 +143,33 @@ static float v4_max(const float *x, int32_t n) {
 #define SAMP_BINS 4096
 
 /* Copy the logits into s->x, sanitising NaN and +inf. */
+/* Also the max and min of all of them into s->mx, s->mn (the wide path's, when nothing narrows
+ * the candidates before it). */
 static void stage_load(tern_sampler *s, const float *logits) {
     float *x = s->x;
     const int32_t n = s->n_vocab;
     int32_t i = 0;
+    samp_v4f m = V4F(-INFINITY), lo = V4F(INFINITY);
     for (; i + 4 <= n; i += 4) {
         const samp_v4f l = v4_load(logits + i);
         const samp_v4f c = v4_sel(l > V4F(FLT_MAX), V4F(FLT_MAX), l);
-        v4_store(x + i, v4_sel(l == l, c, V4F(-INFINITY)));
+        const samp_v4f v = v4_sel(l == l, c, V4F(-INFINITY));
+        v4_store(x + i, v);
+        m = v4_sel(v > m, v, m);
+        lo = v4_sel(v < lo, v, lo);
     }
+    float mx = -INFINITY, mn = INFINITY;
+    for (int k = 0; k < 4; k++) { mx = m[k] > mx ? m[k] : mx; mn = lo[k] < mn ? lo[k] : mn; }
     for (; i < n; i++) {
         const float l = logits[i];
         x[i] = l != l ? -INFINITY : l > FLT_MAX ? FLT_MAX : l;
+        mx = x[i] > mx ? x[i] : mx;
+        mn = x[i] < mn ? x[i] : mn;
     }
+    s->mx = mx;
+    s->mn = mn;
     s->wide = false;
+    s->w_masses = false;
     s->n_cand = 0;
     s->sorted = false;
 }
@@ -182,7 +196,8 @@ static void stage_penalty(tern_sampler *s) {
 
 /* Argmax: the lowest id holding the largest logit. */
 static int32_t stage_greedy(const tern_sampler *s) {
-    const float mx = v4_max(s->x, s->n_vocab);
+    const bool penalised = s->p.repeat_penalty != 1.0f && s->n_hist > 0;
+    const float mx = penalised ? v4_max(s->x, s->n_vocab) : s->mx;   /* else stage_load's */
     int32_t i = 0;
     while (s->x[i] != mx) i++;
     return i;
@@ -317,21 +332,29 @@ static void stage_top_k_wide(tern_sampler *s, int k) {
 }
 
 /* wide_keep for ids i .. i + 3. */
-static inline __attribute__((always_inline)) samp_v4i wide_keep4(const tern_sampler *s, samp_v4f l, int32_t i) {
+/* The kept predicate as broadcast vectors, read once before a loop (the loops store floats, which
+ * the compiler must otherwise assume may change s->cut_l). all: nothing narrowed yet. */
+typedef struct { samp_v4f cl, thr; samp_v4i cid; bool all; } wide_pred;
+static wide_pred wide_pred_of(const tern_sampler *s) {
+    return (wide_pred){V4F(s->cut_l), V4F(s->thr), V4I(s->cut_id),
+                       s->cut_l == -INFINITY && s->cut_id == INT32_MAX && s->thr == -INFINITY};
+}
+static inline __attribute__((always_inline)) samp_v4i wide_keep4(const wide_pred *k, samp_v4f l, int32_t i) {
+    if (k->all) return V4I(-1);
     const samp_v4i id = V4_IOTA + i;
-    const samp_v4f cl = V4F(s->cut_l);
-    return ((l > cl) | ((l == cl) & (id <= V4I(s->cut_id)))) & (l >= V4F(s->thr));
+    return ((l > k->cl) | ((l == k->cl) & (id <= k->cid))) & (l >= k->thr);
 }
 
 /* Max (s->mx) and min (s->mn) of the kept logits. */
 static void wide_max(tern_sampler *s) {
     const int32_t n = s->n_vocab;
     const float *x = s->x;
+    const wide_pred kp = wide_pred_of(s);
     samp_v4f m = V4F(-INFINITY), lo = V4F(INFINITY);
     int32_t i = 0;
     for (; i + 4 <= n; i += 4) {
         const samp_v4f l = v4_load(x + i);
-        const samp_v4i k = wide_keep4(s, l, i);
+        const samp_v4i k = wide_keep4(&kp, l, i);
         m = v4_sel(k & (l > m), l, m);
         lo = v4_sel(k & (l < lo), l, lo);
     }
@@ -364,9 +387,11 @@ static void stage_top_p_wide(tern_sampler *s) {
     memset(bm, 0, SAMP_BINS * sizeof *bm);
     uint64_t total = 0;
     int32_t i = 0;
+    const wide_pred kp = wide_pred_of(s);
+    const samp_v4f vmx = V4F(mx);
     for (; i + 4 <= V; i += 4) {                      /* masses, their total and histogram: one pass */
         const samp_v4f l = v4_load(x + i);
-        const samp_v4f d = v4_sel(wide_keep4(s, l, i), l - V4F(mx), V4F(-INFINITY));
+        const samp_v4f d = v4_sel(wide_keep4(&kp, l, i), l - vmx, V4F(-INFINITY));
         const samp_v4f e = vexp4_le0(&d) * V4F(1073741824.0f);   /* exact: a power of two */
         v4_store(w + i, e);                           /* w holds the masses: q = (int32_t)w */
         samp_v4f bf = (V4F(mx) - l) * V4F(scale);
@@ -388,6 +413,7 @@ static void stage_top_p_wide(tern_sampler *s) {
         total += q;
         bm[(int)bf] += q;
     }
+    s->w_masses = true;
     const uint64_t target = topp_target(p, total);
     uint64_t acc = 0;
     int bstar = 0;
@@ -468,14 +494,25 @@ static double wide_weights(tern_sampler *s) {
         for (int32_t i = 0; i < V; i++) n += w[i] = wide_keep(s, x[i], i) ? 1.0f : 0.0f;
         return n;
     }
+    const wide_pred kp = wide_pred_of(s);
     const samp_v4f vmx = V4F(mx), vit = V4F(1.0f / s->p.temp);
+    /* at temperature 1 the weights are top-p's masses (the same vexp of the same l - mx) */
+    const bool masses = s->w_masses && s->p.temp == 1.0f;
     double sum = 0.0;
     int32_t i = 0;
     for (; i + 8 <= V; i += 8) {                      /* weights and their sum (as wide_sum8): one pass */
         const samp_v4f l0 = v4_load(x + i), l1 = v4_load(x + i + 4);
-        const samp_v4f d0 = v4_sel(wide_keep4(s, l0, i), (l0 - vmx) * vit, V4F(-INFINITY));
-        const samp_v4f d1 = v4_sel(wide_keep4(s, l1, i + 4), (l1 - vmx) * vit, V4F(-INFINITY));
-        const samp_v4f e0 = vexp4_le0(&d0), e1 = vexp4_le0(&d1);
+        const samp_v4i k0 = wide_keep4(&kp, l0, i), k1 = wide_keep4(&kp, l1, i + 4);
+        samp_v4f e0, e1;
+        if (masses) {                                 /* e^(l - mx) = mass * 2^-30, exactly */
+            e0 = v4_sel(k0, v4_load(w + i) * V4F(0x1p-30f), V4F(0.0f));
+            e1 = v4_sel(k1, v4_load(w + i + 4) * V4F(0x1p-30f), V4F(0.0f));
+        } else {
+            const samp_v4f d0 = v4_sel(k0, (l0 - vmx) * vit, V4F(-INFINITY));
+            const samp_v4f d1 = v4_sel(k1, (l1 - vmx) * vit, V4F(-INFINITY));
+            e0 = vexp4_le0(&d0);
+            e1 = vexp4_le0(&d1);
+        }
         v4_store(w + i, e0);
         v4_store(w + i + 4, e1);
         double g = 0.0;
@@ -484,8 +521,12 @@ static double wide_weights(tern_sampler *s) {
         sum += g;
     }
     if (i < V) {
-        for (int32_t j = i; j < V; j++) w[j] = wide_keep(s, x[j], j) ? (x[j] - mx) * (1.0f / s->p.temp) : -INFINITY;
-        exp_le0_n(w + i, w + i, V - i, 1, 1);
+        for (int32_t j = i; j < V; j++) {
+            const bool k = wide_keep(s, x[j], j);
+            if (masses) w[j] = k ? w[j] * 0x1p-30f : 0.0f;
+            else w[j] = k ? (x[j] - mx) * (1.0f / s->p.temp) : -INFINITY;
+        }
+        if (!masses) exp_le0_n(w + i, w + i, V - i, 1, 1);
         sum += wide_sum8(w + i, V - i);
     }
     return sum;                                       /* >= 1: the best has weight e^0 */
@@ -525,8 +566,9 @@ static int32_t sampler_chain(tern_sampler *s, const float *logits) {
     s->cut_l = -INFINITY;                             /* keep all (-inf logits too) */
     s->cut_id = INT32_MAX;
     s->thr = -INFINITY;
+    const bool penalised = s->p.repeat_penalty != 1.0f && s->n_hist > 0;
     if (k > 0 && k < s->n_vocab) stage_top_k_wide(s, k);
-    wide_max(s);
+    if ((k > 0 && k < s->n_vocab) || penalised) wide_max(s);   /* else stage_load's max and min hold */
     stage_top_p_wide(s);
     if (s->p.min_p > 0.0f && s->mx > -INFINITY) s->thr = s->mx + logf(s->p.min_p);
     return -1;
