@@ -343,6 +343,40 @@ static void test_held_worker(void **state) {
     pool_free(p);
 }
 
+/* The active count adapts: when the worker's chunks are slow (it sleeps 3 ms in each, as a thread
+ * whose CPU another process holds, while the caller's units take 20 us each), the pool soon runs
+ * such jobs on the caller alone: of 640 jobs after the first 320, under a quarter still reach the
+ * worker (one epoch of 64 jobs tries the other count now and then). Without the adaptation every
+ * job reaches it. Needs 2 CPUs (with 1 the worker never takes work). */
+typedef struct { atomic_int worker_ran; } slow_ctx;
+static void job_slow_worker(void *ctx, int64_t i0, int64_t i1, int ith) {
+    if (ith != 0) {
+        atomic_store(&((slow_ctx *)ctx)->worker_ran, 1);
+        struct timespec ts = {0, 3 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        return;
+    }
+    const double t_end = tern_time_s() + 20e-6 * (double)(i1 - i0);
+    while (tern_time_s() < t_end) {}
+}
+static void test_adapt_slow_worker(void **state) {
+    (void)state;
+    if (pool_cpus_available() < 2) return;
+    tern_pool *p;
+    assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
+    slow_ctx c;
+    atomic_init(&c.worker_ran, 0);
+    for (int r = 0; r < 320; r++) pool_for(p, 64, 1, job_slow_worker, &c);
+    int reached = 0;
+    for (int r = 0; r < 640; r++) {
+        atomic_store(&c.worker_ran, 0);
+        pool_for(p, 64, 1, job_slow_worker, &c);
+        reached += atomic_load(&c.worker_ran);
+    }
+    if (reached >= 160) fail_msg("the worker still ran chunks of %d of 640 jobs", reached);
+    pool_free(p);
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -362,6 +396,7 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_run_all),
         cmocka_unit_test(test_cpus_available),
         cmocka_unit_test(test_held_worker),
+        cmocka_unit_test(test_adapt_slow_worker),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

@@ -38,26 +38,36 @@
 
 /* How many threads take chunked work (adapt_* below): hi = min(n_threads, CPUs the process may
  * run on), so threads beyond the CPUs stay parked (an explicit oversubscription costs nothing),
- * or hi - 1, which wins on a machine where another process holds one of our CPUs. The measure is
- * the caller's wall time per chunked job, gaps included (the code between jobs runs on the same
- * contended CPUs), over epochs of ADAPT_EPOCH jobs; an epoch with a gap over ADAPT_GAP_NS
- * between two jobs (the program was idle) is dropped. After each epoch in the current count the
- * other count is tried for one epoch every `every` epochs; it is kept if it was faster by more
- * than ADAPT_MARGIN, and every confirmation of the current count doubles `every` (up to
- * ADAPT_EVERY_MAX), so a quiet machine spends under 1% of its epochs on the slower count. */
+ * or hi - 1, which wins on a machine where another process holds one of our CPUs.
+ *   The measure: each chunked job's wall time on the caller, the gap since the previous job
+ * included (the code between jobs runs on the same contended CPUs), kept per job kind (its
+ * function and size: a forward pass repeats the same kinds token after token) as a running mean
+ * for each count. Every `every` epochs of ADAPT_EPOCH jobs, one epoch runs the other count; at
+ * its end its jobs' time is compared with what the same kinds took in the current count, and the
+ * other count is kept if that is below ADAPT_MARGIN of it. Each confirmation of the current
+ * count doubles `every` (up to ADAPT_EVERY_MAX), so a quiet machine spends under 1% of its
+ * epochs on the slower count. A gap over ADAPT_GAP_NS before a job (the program was idle) is not
+ * counted, only the job. */
 #define ADAPT_EPOCH 64
 #define ADAPT_GAP_NS 2000000
 #define ADAPT_MARGIN 0.90
 #define ADAPT_EVERY_MIN 4
 #define ADAPT_EVERY_MAX 256
+#define ADAPT_KINDS 64            /* job kinds remembered (a hash of function and size) */
+typedef struct {
+    pool_fn fn;
+    int64_t n;
+    double t_cur;                 /* running mean ns in the current count (0: none yet) */
+} adapt_kind;
 typedef struct pool_adapt {
     int hi;                    /* min(n_threads, CPUs available): the most threads worth running */
     int cur;                   /* the chosen active count: hi or hi - 1 */
     int trying;                /* 1 while the epoch runs the other count */
     int jobs;                  /* jobs in this epoch */
     int every, since;          /* epochs between tries, epochs since the last */
-    int64_t t0, last;          /* epoch start, end of the last job (ns) */
-    double per_cur;            /* ns per job in the last epoch of the chosen count (0: none yet) */
+    int64_t last;              /* end of the last job (ns; 0: none) */
+    double try_t, try_ref;     /* trying: the epoch's job time, and the same kinds' t_cur */
+    adapt_kind kind[ADAPT_KINDS];
 } pool_adapt;
 
 typedef struct worker {
@@ -330,26 +340,39 @@ static void set_active(struct tern_pool *p, int n) {
 }
 
 /* Before a chunked job: the active count for it. */
-static int adapt_begin(struct tern_pool *p, int64_t t) {
-    pool_adapt *a = &p->ad;
-    if (a->jobs > 0 && t - a->last > ADAPT_GAP_NS) a->jobs = 0;   /* idle gap: drop the epoch */
-    if (a->jobs == 0) a->t0 = t;
+static int adapt_begin(struct tern_pool *p) {
+    const pool_adapt *a = &p->ad;
     if (a->hi == 1) return 1;
     return a->trying ? (a->cur == a->hi ? a->hi - 1 : a->hi) : a->cur;
 }
 
-/* After it: close the epoch, compare, choose. */
-static void adapt_end(struct tern_pool *p, int64_t t) {
+/* After it (t0, t: its start and end): account its time to its kind, close the epoch, choose. */
+static void adapt_end(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0, int64_t t) {
     pool_adapt *a = &p->ad;
+    if (a->hi == 1) return;
+    /* the job and the gap before it; after an idle gap the job alone */
+    const int64_t dt = a->last && t0 - a->last <= ADAPT_GAP_NS ? t - a->last : t - t0;
     a->last = t;
-    if (a->hi == 1 || ++a->jobs < ADAPT_EPOCH) return;
-    const double per = (double)(t - a->t0) / a->jobs;
+    {
+        const uint64_t h = ((uint64_t)(uintptr_t)fn * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)n * 0xc2b2ae3d27d4eb4full);
+        adapt_kind *k = &a->kind[(h >> 32) % ADAPT_KINDS];
+        if (k->fn != fn || k->n != n) *k = (adapt_kind){.fn = fn, .n = n};   /* a new kind takes the entry */
+        if (a->trying) {
+            if (k->t_cur > 0) {
+                a->try_t += (double)dt;
+                a->try_ref += k->t_cur;
+            }
+        } else {
+            k->t_cur = k->t_cur > 0 ? k->t_cur + ((double)dt - k->t_cur) / 8 : (double)dt;
+        }
+    }
+    if (++a->jobs < ADAPT_EPOCH) return;
     a->jobs = 0;
     if (a->trying) {
         a->trying = 0;
-        if (a->per_cur > 0 && per < ADAPT_MARGIN * a->per_cur) {   /* the other count is faster */
+        if (a->try_ref > 0 && a->try_t < ADAPT_MARGIN * a->try_ref) {   /* the other count is faster */
             a->cur = a->cur == a->hi ? a->hi - 1 : a->hi;
-            a->per_cur = per;
+            for (int i = 0; i < ADAPT_KINDS; i++) a->kind[i].t_cur = 0;   /* means of the old count */
             a->every = ADAPT_EVERY_MIN;
         } else if (a->every < ADAPT_EVERY_MAX) {
             a->every *= 2;
@@ -357,8 +380,10 @@ static void adapt_end(struct tern_pool *p, int64_t t) {
         a->since = 0;
         return;
     }
-    a->per_cur = per;
-    if (++a->since >= a->every) a->trying = 1;
+    if (++a->since >= a->every) {
+        a->trying = 1;
+        a->try_t = a->try_ref = 0;
+    }
 }
 
 void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t cmax, pool_fn fn, void *ctx) {
@@ -366,13 +391,13 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
                 (cmax == INT64_MAX || cmax % align == 0));
     if (n == 0) return;
     if (p->n_threads == 1 || n <= cmin) { fn(ctx, 0, n, 0); return; }
-    const int64_t t0 = now_ns();
-    const int act = adapt_begin(p, t0);
+    const int64_t t0 = p->ad.hi > 1 ? now_ns() : 0;
+    const int act = adapt_begin(p);
     set_active(p, act);
     if (act == 1) {                       /* the caller alone, in chunks of at most cmax */
         const int64_t step = cmax == INT64_MAX ? n : cmax;
         for (int64_t i = 0; i < n; i += step) fn(ctx, i, TERN_MIN(i + step, n), 0);
-        adapt_end(p, now_ns());
+        adapt_end(p, fn, n, t0, p->ad.hi > 1 ? now_ns() : 0);
         return;
     }
     /* the unit: align, or the smallest multiple of it that keeps the unit count below 2^32 */
@@ -388,7 +413,7 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
     atomic_store_explicit(&p->cmax, cmax == INT64_MAX ? units : TERN_MAX(cmax / unit, ucmin), memory_order_relaxed);
     atomic_store_explicit(&p->left, (uint_fast64_t)units << 32, memory_order_release);
     run_job(p);
-    adapt_end(p, now_ns());
+    adapt_end(p, fn, n, t0, p->ad.hi > 1 ? now_ns() : 0);
 }
 
 void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
