@@ -42,6 +42,7 @@ struct tern_sampler {
     float *x;               /* (n_vocab) sanitised, penalised logits of the current call */
     float *w;               /* (n_vocab) scratch: top-k copy, top-p masses, draw weights */
     uint64_t *bin_mass;     /* (SAMP_BINS) top-p histogram */
+    double *gsum;           /* (n_vocab / 8 + 1) wide draw: the weight sum of each group of 8 ids */
     samp_cand *cand;        /* (n_vocab) small path: the candidates; wide top-p: one bin */
     int n_cand;
     bool sorted;            /* cand[0..n_cand) is in candidate order (best first) */
@@ -447,25 +448,26 @@ static void stage_top_p_wide(tern_sampler *s) {
     }
 }
 
-/* Sum of w[0..n) in the draw's order: per group of 8 ids a double sum of its lanes in order,
- * the groups added in order (wide_draw walks the same way, so u < sum finds an id). */
-static double wide_sum8(const float *w, int32_t n) {
+/* Sum of w[i0..n) (i0 a multiple of 8) in the draw's order: per group of 8 ids a double sum of
+ * its lanes in order, kept in gsum[group], the groups added in order (wide_draw walks gsum). */
+static double wide_sum8(const float *w, int32_t i0, int32_t n, double *gsum) {
     double sum = 0.0;
-    for (int32_t i = 0; i < n; i += 8) {
+    for (int32_t i = i0; i < n; i += 8) {
         double g = 0.0;
         for (int32_t l = i; l < i + 8 && l < n; l++) g += w[l];
+        gsum[i / 8] = g;
         sum += g;
     }
     return sum;
 }
 
-/* The id whose weight interval holds u (0 <= u < sum), walking as wide_sum8 adds. */
-static int32_t wide_draw(const float *w, int32_t n, double u) {
+/* The id whose weight interval holds u (0 <= u < sum): the group sums in order, then the ids of
+ * the group that holds u, with the same additions as wide_weights made. */
+static int32_t wide_draw(const float *w, const double *gsum, int32_t n, double u) {
     double acc = 0.0;
     int32_t last = -1;
     for (int32_t i = 0; i < n; i += 8) {
-        double g = 0.0;
-        for (int32_t l = i; l < i + 8 && l < n; l++) g += w[l];
+        const double g = gsum[i / 8];
         if (g > 0.0) last = i;
         if (u < acc + g) {                            /* in this group: walk its ids */
             double a = acc;
@@ -490,9 +492,8 @@ static double wide_weights(tern_sampler *s) {
     const float *x = s->x;
     const float mx = s->mx;
     if (!(mx > -INFINITY)) {                          /* all -inf: uniform over the kept */
-        double n = 0;
-        for (int32_t i = 0; i < V; i++) n += w[i] = wide_keep(s, x[i], i) ? 1.0f : 0.0f;
-        return n;
+        for (int32_t i = 0; i < V; i++) w[i] = wide_keep(s, x[i], i) ? 1.0f : 0.0f;
+        return wide_sum8(w, 0, V, s->gsum);
     }
     const wide_pred kp = wide_pred_of(s);
     const samp_v4f vmx = V4F(mx), vit = V4F(1.0f / s->p.temp);
@@ -518,6 +519,7 @@ static double wide_weights(tern_sampler *s) {
         double g = 0.0;
         for (int k = 0; k < 4; k++) g += e0[k];
         for (int k = 0; k < 4; k++) g += e1[k];
+        s->gsum[i / 8] = g;
         sum += g;
     }
     if (i < V) {
@@ -527,7 +529,7 @@ static double wide_weights(tern_sampler *s) {
             else w[j] = k ? (x[j] - mx) * (1.0f / s->p.temp) : -INFINITY;
         }
         if (!masses) exp_le0_n(w + i, w + i, V - i, 1, 1);
-        sum += wide_sum8(w + i, V - i);
+        sum += wide_sum8(w, i, V, s->gsum);
     }
     return sum;                                       /* >= 1: the best has weight e^0 */
 }
@@ -602,8 +604,9 @@ int tern_sampler_init_vocab(tern_sampler **out, int32_t n_vocab, const tern_samp
     s->x = malloc((size_t)n_vocab * sizeof *s->x);
     s->w = malloc((size_t)n_vocab * sizeof *s->w);
     s->bin_mass = malloc(SAMP_BINS * sizeof *s->bin_mass);
+    s->gsum = malloc(((size_t)n_vocab / 8 + 1) * sizeof *s->gsum);
     s->seen = calloc((size_t)n_vocab, sizeof *s->seen);
-    if (!s->cand || !s->x || !s->w || !s->bin_mass || !s->seen) goto nomem;
+    if (!s->cand || !s->x || !s->w || !s->bin_mass || !s->gsum || !s->seen) goto nomem;
     if (p->repeat_last_n > 0) {
         s->hist = malloc((size_t)p->repeat_last_n * sizeof *s->hist);
         if (!s->hist) goto nomem;
@@ -625,6 +628,7 @@ void tern_sampler_free(tern_sampler *s) {
     free(s->x);
     free(s->w);
     free(s->bin_mass);
+    free(s->gsum);
     free(s);
 }
 
@@ -634,7 +638,7 @@ int32_t tern_sampler_sample(tern_sampler *s, const float *logits) {
     if (g >= 0) return g;
     if (s->wide) {                                    /* the draw walks the ids in order */
         const double sum = wide_weights(s);
-        return wide_draw(s->w, s->n_vocab, samp_rng_uniform(&s->rng) * sum);
+        return wide_draw(s->w, s->gsum, s->n_vocab, samp_rng_uniform(&s->rng) * sum);
     }
     const double sum = stage_weights_small(s);
     const double u = samp_rng_uniform(&s->rng) * sum;
