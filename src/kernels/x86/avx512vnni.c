@@ -45,6 +45,24 @@ static inline v512 v512_idx64(long long i0, long long i1, long long i2, long lon
 }
 static inline __m256i v512_lo256(v512 a) { return _mm512_castsi512_si256(a); }
 static inline __m256i v512_hi256(v512 a) { return _mm512_extracti64x4_epi64(a, 1); }
+static inline v512 v512_set1_32(int32_t x) { return _mm512_set1_epi32(x); }
+/* a load broadcast to 16 lanes: as a vpdpbusd/vpsubd operand it folds into {1to16} */
+static inline v512 v512_bcast32(const void *p) {
+    int32_t x;
+    memcpy(&x, p, 4);
+    return _mm512_set1_epi32(x);
+}
+static inline v512 v512_add32(v512 a, v512 b) { return _mm512_add_epi32(a, b); }
+static inline v512 v512_sub32(v512 a, v512 b) { return _mm512_sub_epi32(a, b); }
+typedef __m512 v512f;
+static inline v512f v512f_zero(void) { return _mm512_setzero_ps(); }
+static inline v512f v512f_set1(float x) { return _mm512_set1_ps(x); }
+static inline v512f v512f_mul(v512f a, v512f b) { return _mm512_mul_ps(a, b); }
+static inline v512f v512f_fmadd(v512f a, v512f b, v512f c) { return _mm512_fmadd_ps(a, b, c); }
+static inline v512f v512f_cvt32(v512 a) { return _mm512_cvtepi32_ps(a); }
+static inline v512f v512f_ph(const void *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline void v512f_mask_storeu(float *p, unsigned keep, v512f a) { _mm512_mask_storeu_ps(p, (__mmask16)keep, a); }
+static inline void v512_store(void *p, v512 a) { _mm512_storeu_si512(p, a); }
 #define TABLE_NAME kern_table_avx512vnni
 #define TABLE_STR "avx512vnni"
 #define TABLE_NEEDS (KCPU_AVX2 | KCPU_AVX512VNNI)
@@ -143,14 +161,140 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
 
+/* ---- PQ2_0 16-row layout (KW_ROW16, kern_impl.h), fast mode ----------------------------------
+ * Zmm j of a block holds 16 rows x 4 bytes (lane i = row i); slot s of it, u = (v >> 2s) & 3 per
+ * byte (vpsrlw + vpandd: the 16-bit shift moves bits across bytes, the mask drops them), holds in
+ * lane i the codes of weights 16 j + 4 s .. + 3 of row i. One vpdpbusd against those 4
+ * activation bytes broadcast ({1to16}) adds 4 products per row for all 16 rows: 32 per block and
+ * column, no reduction. u is unsigned 0..3 and q signed, summed into int32 with no int16 stage, so
+ * code 3 is exact; |sum u q| <= 128 * 3 * 127 per block. The accumulators start at 0 and the
+ * block's activation sum is subtracted once (isum = sum (u - 1) q = sum u q - sum q, exact), then
+ * the epilogue runs across the 16 rows as one vector: s = d_w * d_a (vcvtph2ps of the 16 fp16
+ * scales, one f32 multiply), acc = fma(s, (float)isum, acc): the float order of kern_impl.h.
+ * A tile is one 16-row group x NC columns (NC = 1..R16_NC, compile-time), so each unpacked slot
+ * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (independent
+ * chains to cover the vpdpbusd latency when NC is small) added in a fixed tree, exact in int32.
+ * Registers: NC * NA int32 + NC f32 accumulators + 4 (at most 28 of 32 for NC = 8, NA = 2). */
+#define R16_NC 8
+
+static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
+                                                          int NC, float *const *out, unsigned keep, int32_t *const *isum,
+                                                          int64_t isum_stride) {
+    enum { NA_MAX = 4 };
+    const int NA = NC <= 4 ? 4 : 2;
+    const v512 m3 = v512_set1_8(3);
+    v512f facc[R16_NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_r16_block *blk = B + b;
+        if (NC == 1) {   /* matvec: prefetch 16 blocks (8.5 KB) ahead, every line of the block */
+            const uintptr_t p = (uintptr_t)blk + 16 * sizeof(kern_r16_block);   /* may pass the end: never faults */
+#pragma GCC unroll 9
+            for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
+        }
+        v512 acc[R16_NC][NA_MAX];
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; c++)
+#pragma GCC unroll 4
+            for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            const v512 v = v512_loadu(blk->qs[j]);
+            const v512 u0 = v512_and(v, m3), u1 = v512_and(v512_srli16(v, 2), m3);
+            const v512 u2 = v512_and(v512_srli16(v, 4), m3), u3 = v512_and(v512_srli16(v, 6), m3);
+#pragma GCC unroll 8
+            for (int c = 0; c < NC; c++) {
+                const int8_t *q = ac[c][b].qs + 16 * j;
+                /* slot s of zmm j goes to accumulator (4 j + s) % NA */
+                acc[c][0] = v512_dpbusd(acc[c][0], u0, v512_bcast32(q));
+                acc[c][1 % NA] = v512_dpbusd(acc[c][1 % NA], u1, v512_bcast32(q + 4));
+                acc[c][2 % NA] = v512_dpbusd(acc[c][2 % NA], u2, v512_bcast32(q + 8));
+                acc[c][3 % NA] = v512_dpbusd(acc[c][3 % NA], u3, v512_bcast32(q + 12));
+            }
+        }
+        const v512f dw = v512f_ph(blk->d);
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; c++) {
+            v512 t = NA == 4 ? v512_add32(v512_add32(acc[c][0], acc[c][1]), v512_add32(acc[c][2], acc[c][3]))
+                             : v512_add32(acc[c][0], acc[c][1]);
+            t = v512_sub32(t, v512_set1_32(ac[c][b].sum));
+            if (isum) {   /* test hook: row i of the group at isum[c][i * stride + b] */
+                int32_t ti[16];
+                v512_store(ti, t);
+                for (int i = 0; i < 16; i++)
+                    if ((keep >> i) & 1) isum[c][i * isum_stride + b] = ti[i];
+            }
+            facc[c] = v512f_fmadd(v512f_mul(dw, v512f_set1(ac[c][b].d)), v512f_cvt32(t), facc[c]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c], keep, facc[c]);
+}
+
+typedef void (*r16_tile_fn)(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,
+                            unsigned keep, int32_t *const *isum, int64_t isum_stride);
+#define R16_TILE(NC)                                                                                               \
+    static void r16_tile_##NC(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,   \
+                              unsigned keep, int32_t *const *isum, int64_t isum_stride) {                          \
+        r16_tile(B, nb, ac, NC, out, keep, isum, isum_stride);                                                     \
+    }
+R16_TILE(1)
+R16_TILE(2)
+R16_TILE(3)
+R16_TILE(4)
+R16_TILE(5)
+R16_TILE(6)
+R16_TILE(7)
+R16_TILE(8)
+static const r16_tile_fn r16_tiles[R16_NC + 1] = {NULL, r16_tile_1, r16_tile_2, r16_tile_3, r16_tile_4,
+                                                  r16_tile_5, r16_tile_6, r16_tile_7, r16_tile_8};
+
+/* Rows [r0, r1) of a 16-row tensor whose groups start at base (PQ2_0 data, or the PTQ1_0
+ * transcode in aux). A group the range covers only in part (r0 or r1 inside it: multiples of 4,
+ * kernels.h KERN_ROW_SPLIT) is computed whole and only its rows in range are stored: every row is
+ * the same computation in any range. For each group, the columns in ceil(ncols / 8) tiles of
+ * near-equal width (9 -> 5 + 4, 16 -> 8 + 8): the group's weights (nb * 544 bytes) stay in L1/L2
+ * across the tiles, the activations stream from L2. Rows N & ~15 .. N-1: file layout, the
+ * reference. */
+static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t nb = w->n_in / 128, N = w->n_out, n16 = N & ~(int64_t)15;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t g1 = TERN_MIN(r1, n16);
+    const int nt = (a->ncols + R16_NC - 1) / R16_NC;
+    const kact_fast *ac[R16_NC];
+    float *out[R16_NC];
+    int32_t *is[R16_NC];
+    for (int64_t g = r0 / 16; g * 16 < g1; g++) {
+        const int64_t lo = TERN_MAX(r0, 16 * g) - 16 * g, hi = TERN_MIN(g1, 16 * g + 16) - 16 * g;
+        const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+        for (int ti = 0, c0 = 0; ti < nt; ti++) {
+            const int nc = (a->ncols - c0) / (nt - ti);   /* the widths differ by at most 1 */
+            for (int c = 0; c < nc; c++) {
+                const int cc = c0 + c;
+                ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                out[c] = m->y + cc * m->ldy + 16 * g;
+                is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
+            }
+            r16_tiles[nc](base + g * nb, nb, ac, out, keep, m->isum ? is : NULL, nb);
+            c0 += nc;
+        }
+    }
+    if (r1 > n16) kern_ref_mm_fast(m, TERN_MAX(r0, n16), r1);   /* N % 16 tail rows: file layout */
+}
+
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_ROW16) { mm_row16_fast(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1); return; }
     if (m->w->layout != KW_ROWPAIR) { kern_ref_mm_fast(m, r0, r1); return; }
     mm_rowpair_fast(m, (const kern_rp_block *)(const void *)m->w->data, r0, r1);
 }
 
-/* PTQ1_0: the transcoded layout runs the row-pair kernel above; the direct (base-3) form runs
- * the AVX2 kernel (same bits by the oracle tests; a zmm base-3 kernel is not written yet). */
+/* PTQ1_0: the transcoded layouts run the kernels above; the direct (base-3) form runs the AVX2
+ * kernel (same bits by the oracle tests; a zmm base-3 kernel is not written yet). */
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_PTQ_ROW16) { mm_row16_fast(m, (const kern_r16_block *)m->w->aux, r0, r1); return; }
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
     kern_table_avx2.mm[KT_PTQ1_0][KQ_FAST](m, r0, r1);
 }
@@ -163,8 +307,9 @@ const kern_table TABLE_NAME = {
         [KT_PTQ1_0] = {mm_ptq1_0_fast, NULL, NULL},
     },
     .fallback = &kern_table_avx2,     /* every other entry: the AVX2 kernel, then ref */
+    .row16 = true,
 };
 
 #elif !defined(KERN_EMU512)
-const kern_table kern_table_avx512vnni = {.name = "avx512vnni", .needs = KCPU_AVX2 | KCPU_AVX512VNNI};
+const kern_table kern_table_avx512vnni = {.name = "avx512vnni", .needs = KCPU_AVX2 | KCPU_AVX512VNNI, .row16 = true};
 #endif
