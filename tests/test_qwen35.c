@@ -622,7 +622,7 @@ static void test_ptq1_0_release(void **state) {
         /* the released pages: the ffn_up file bytes of layer 0 (768 rows of 2 blocks of 28 bytes) */
         const kern_w *w = &mt->layers[0].ffn_up;
         /* ggml numerics keep the row-pair layout (model.c); fast and f32 take the active table's */
-        const bool r16 = nm != TERN_NUMERICS_GGML && strcmp(kern_isa(), "avx512vnni") == 0;
+        const bool r16 = nm != TERN_NUMERICS_GGML && kern_isa_row16();
         assert_int_equal(w->layout, r16 ? KW_PTQ_ROW16 : KW_PTQ_ROWPAIR);
         const uintptr_t a = ((uintptr_t)w->data + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
         const uintptr_t e = ((uintptr_t)w->data + (uintptr_t)(w->n_out * (w->n_in / 128) * 28)) & ~((uintptr_t)pg - 1);

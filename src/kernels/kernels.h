@@ -129,6 +129,9 @@ int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r
 /* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); TERN_ISA=name forces
  * a path ("ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
 const char *kern_isa(void);
+/* True if the active path runs PQ2_0/PTQ1_0 in the 16-row layout: kern_w_init without a layout
+ * flag then prepares that layout (KW_ROW16, KW_PTQ_ROW16), else the row-pair one. */
+bool kern_isa_row16(void);
 /* Force a path by name (tests, benchmarks; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);

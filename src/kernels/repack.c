@@ -252,7 +252,7 @@ int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t
     int rc = TERN_OK;
     /* the layout of the table that will run it, unless a flag says (the dispatcher's self-check
      * passes one: it runs before a table is active) */
-    const bool row16 = (flags & KW_F_ROW16) ? true : (flags & KW_F_ROWPAIR) ? false : kern_active()->row16;
+    const bool row16 = (flags & KW_F_ROW16) ? true : (flags & KW_F_ROWPAIR) ? false : kern_isa_row16();
     if (type == QT_PQ2_0 && !(flags & KW_F_KEEP_FILE)) rc = repack_pq2_0(w, name, row16, err);
     if (type == QT_PTQ1_0) {
         bool tc = (flags & KW_F_PTQ1_0_TRANSCODE) ? true : (flags & KW_F_PTQ1_0_DIRECT) ? false : ptq_default_transcode();

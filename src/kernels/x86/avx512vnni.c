@@ -38,6 +38,12 @@ static inline v512 v512_and(v512 a, v512 b) { return _mm512_and_si512(a, b); }
 static inline v512 v512_set1_8(char c) { return _mm512_set1_epi8(c); }
 static inline v512 v512_zero(void) { return _mm512_setzero_si512(); }
 static inline v512 v512_dpbusd(v512 acc, v512 u, v512 s) { return _mm512_dpbusd_epi32(acc, u, s); }
+/* vpdpbusd with the 4 bytes at p broadcast as its memory operand ({1to16}): one fused uop where
+ * the compiler emits a separate vpbroadcastd + vpdpbusd (GCC does not fold this one). */
+static inline v512 v512_dpbusd_b32(v512 acc, v512 u, const void *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
+    return acc;
+}
 static inline v512 v512_perm2_64(v512 a, v512 idx, v512 b) { return _mm512_permutex2var_epi64(a, idx, b); }
 static inline v512 v512_idx64(long long i0, long long i1, long long i2, long long i3, long long i4, long long i5,
                               long long i6, long long i7) {
@@ -171,20 +177,32 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * block's activation sum is subtracted once (isum = sum (u - 1) q = sum u q - sum q, exact), then
  * the epilogue runs across the 16 rows as one vector: s = d_w * d_a (vcvtph2ps of the 16 fp16
  * scales, one f32 multiply), acc = fma(s, (float)isum, acc): the float order of kern_impl.h.
- * A tile is one 16-row group x NC columns (NC = 1..R16_NC, compile-time), so each unpacked slot
- * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (independent
- * chains to cover the vpdpbusd latency when NC is small) added in a fixed tree, exact in int32.
- * Registers: NC * NA int32 + NC f32 accumulators + 4 (at most 28 of 32 for NC = 8, NA = 2). */
-#define R16_NC 8
+ * A tile is one 16-row group x NC columns (NC = 1..16, compile-time), so each unpacked slot
+ * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (NA = 4, 3, 2, 1
+ * for NC <= 2, 4, 8, 16: at least ~10 independent chains to cover the vpdpbusd latency at two
+ * per cycle) added in a fixed tree, exact in int32. Registers: NC * NA int32 accumulators, one
+ * slot and one block word live, the f32 accumulators (past ~8 columns some live in memory: an
+ * fma from memory and a store per block, off the vector ports). Per block and column the vector
+ * ports see 32 vpdpbusd + 56 / NC unpack ops + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps,
+ * vfmadd): ~80% vpdpbusd at 16 columns. The broadcast is written as vpdpbusd's {1to16} memory
+ * operand (inline asm) because GCC emits a separate vpbroadcastd for the intrinsic form. */
+#define R16_NC 16
+
+/* Slot k (= 4 j + s: weights 4 k .. 4 k + 3 of each row) of block b, unpacked in u, for the NC
+ * columns of the tile: 4 activation bytes q[4 k ..] broadcast per column. */
+static inline __attribute__((always_inline)) void r16_slot(v512 (*acc)[4], int NC, int NA, int k, v512 u,
+                                                          const kact_fast *const *ac, int64_t b) {
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) acc[c][k % NA] = v512_dpbusd_b32(acc[c][k % NA], u, ac[c][b].qs + 4 * k);
+}
 
 static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
                                                           int NC, float *const *out, unsigned keep, int32_t *const *isum,
                                                           int64_t isum_stride) {
-    enum { NA_MAX = 4 };
-    const int NA = NC <= 4 ? 4 : 2;
+    const int NA = NC <= 2 ? 4 : NC <= 4 ? 3 : NC <= 8 ? 2 : 1;
     const v512 m3 = v512_set1_8(3);
-    v512f facc[R16_NC];
-#pragma GCC unroll 8
+    v512f facc[R16_NC];   /* past ~8 columns the compiler keeps some in memory (fma from memory + store) */
+#pragma GCC unroll 16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16_block *blk = B + b;
@@ -193,32 +211,28 @@ static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block 
 #pragma GCC unroll 9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
         }
-        v512 acc[R16_NC][NA_MAX];
-#pragma GCC unroll 8
-        for (int c = 0; c < NC; c++)
+        v512 acc[R16_NC][4];
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; c++) {
 #pragma GCC unroll 4
             for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
+        }
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
+        for (int j = 0; j < 8; j++) {   /* slot s of zmm j: accumulator (4 j + s) % NA; one slot live at a time */
             const v512 v = v512_loadu(blk->qs[j]);
-            const v512 u0 = v512_and(v, m3), u1 = v512_and(v512_srli16(v, 2), m3);
-            const v512 u2 = v512_and(v512_srli16(v, 4), m3), u3 = v512_and(v512_srli16(v, 6), m3);
-#pragma GCC unroll 8
-            for (int c = 0; c < NC; c++) {
-                const int8_t *q = ac[c][b].qs + 16 * j;
-                /* slot s of zmm j goes to accumulator (4 j + s) % NA */
-                acc[c][0] = v512_dpbusd(acc[c][0], u0, v512_bcast32(q));
-                acc[c][1 % NA] = v512_dpbusd(acc[c][1 % NA], u1, v512_bcast32(q + 4));
-                acc[c][2 % NA] = v512_dpbusd(acc[c][2 % NA], u2, v512_bcast32(q + 8));
-                acc[c][3 % NA] = v512_dpbusd(acc[c][3 % NA], u3, v512_bcast32(q + 12));
-            }
+            r16_slot(acc, NC, NA, 4 * j + 0, v512_and(v, m3), ac, b);
+            r16_slot(acc, NC, NA, 4 * j + 1, v512_and(v512_srli16(v, 2), m3), ac, b);
+            r16_slot(acc, NC, NA, 4 * j + 2, v512_and(v512_srli16(v, 4), m3), ac, b);
+            r16_slot(acc, NC, NA, 4 * j + 3, v512_and(v512_srli16(v, 6), m3), ac, b);
         }
         const v512f dw = v512f_ph(blk->d);
-#pragma GCC unroll 8
+#pragma GCC unroll 16
         for (int c = 0; c < NC; c++) {
-            v512 t = NA == 4 ? v512_add32(v512_add32(acc[c][0], acc[c][1]), v512_add32(acc[c][2], acc[c][3]))
-                             : v512_add32(acc[c][0], acc[c][1]);
-            t = v512_sub32(t, v512_set1_32(ac[c][b].sum));
+            v512 t = acc[c][0];   /* exact in int32: the order is free, a fixed tree is chosen */
+            if (NA == 4) t = v512_add32(v512_add32(t, acc[c][1]), v512_add32(acc[c][2], acc[c][3]));
+            if (NA == 3) t = v512_add32(v512_add32(t, acc[c][1]), acc[c][2]);
+            if (NA == 2) t = v512_add32(t, acc[c][1]);
+            t = v512_sub32(t, v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
             if (isum) {   /* test hook: row i of the group at isum[c][i * stride + b] */
                 int32_t ti[16];
                 v512_store(ti, t);
@@ -228,7 +242,7 @@ static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block 
             facc[c] = v512f_fmadd(v512f_mul(dw, v512f_set1(ac[c][b].d)), v512f_cvt32(t), facc[c]);
         }
     }
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c], keep, facc[c]);
 }
 
@@ -247,16 +261,25 @@ R16_TILE(5)
 R16_TILE(6)
 R16_TILE(7)
 R16_TILE(8)
-static const r16_tile_fn r16_tiles[R16_NC + 1] = {NULL, r16_tile_1, r16_tile_2, r16_tile_3, r16_tile_4,
-                                                  r16_tile_5, r16_tile_6, r16_tile_7, r16_tile_8};
+R16_TILE(9)
+R16_TILE(10)
+R16_TILE(11)
+R16_TILE(12)
+R16_TILE(13)
+R16_TILE(14)
+R16_TILE(15)
+R16_TILE(16)
+static const r16_tile_fn r16_tiles[R16_NC + 1] = {
+    NULL,        r16_tile_1,  r16_tile_2,  r16_tile_3,  r16_tile_4,  r16_tile_5,  r16_tile_6,  r16_tile_7, r16_tile_8,
+    r16_tile_9,  r16_tile_10, r16_tile_11, r16_tile_12, r16_tile_13, r16_tile_14, r16_tile_15, r16_tile_16};
 
 /* Rows [r0, r1) of a 16-row tensor whose groups start at base (PQ2_0 data, or the PTQ1_0
  * transcode in aux). A group the range covers only in part (r0 or r1 inside it: multiples of 4,
  * kernels.h KERN_ROW_SPLIT) is computed whole and only its rows in range are stored: every row is
- * the same computation in any range. For each group, the columns in ceil(ncols / 8) tiles of
- * near-equal width (9 -> 5 + 4, 16 -> 8 + 8): the group's weights (nb * 544 bytes) stay in L1/L2
- * across the tiles, the activations stream from L2. Rows N & ~15 .. N-1: file layout, the
- * reference. */
+ * the same computation in any range. The columns go in ceil(ncols / 16) tiles of near-equal
+ * width (17 -> 9 + 8, 64 -> 4 x 16); the groups in chunks whose weights fit in L2 (~256 KB),
+ * each chunk against one tile at a time (that tile's activations stay in L1/L2 across the chunk).
+ * Rows N & ~15 .. N-1: file layout, the reference. */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
@@ -267,18 +290,22 @@ static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int
     const kact_fast *ac[R16_NC];
     float *out[R16_NC];
     int32_t *is[R16_NC];
-    for (int64_t g = r0 / 16; g * 16 < g1; g++) {
-        const int64_t lo = TERN_MAX(r0, 16 * g) - 16 * g, hi = TERN_MIN(g1, 16 * g + 16) - 16 * g;
-        const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+    /* chunks of groups whose weights fit in L2 (~256 KB), each against one column tile at a time */
+    const int64_t cg = TERN_MAX((int64_t)1, (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block)));
+    for (int64_t gc = r0 / 16; gc * 16 < g1; gc += cg) {
         for (int ti = 0, c0 = 0; ti < nt; ti++) {
             const int nc = (a->ncols - c0) / (nt - ti);   /* the widths differ by at most 1 */
-            for (int c = 0; c < nc; c++) {
-                const int cc = c0 + c;
-                ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                out[c] = m->y + cc * m->ldy + 16 * g;
-                is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
+            for (int64_t g = gc; g < gc + cg && g * 16 < g1; g++) {
+                const int64_t lo = TERN_MAX(r0, 16 * g) - 16 * g, hi = TERN_MIN(g1, 16 * g + 16) - 16 * g;
+                const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+                for (int c = 0; c < nc; c++) {
+                    const int cc = c0 + c;
+                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                    out[c] = m->y + cc * m->ldy + 16 * g;
+                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
+                }
+                r16_tiles[nc](base + g * nb, nb, ac, out, keep, m->isum ? is : NULL, nb);
             }
-            r16_tiles[nc](base + g * nb, nb, ac, out, keep, m->isum ? is : NULL, nb);
             c0 += nc;
         }
     }

@@ -63,6 +63,7 @@ static inline v512 v512_bcast32(const void *p) {
     memcpy(&x, p, 4);
     return v512_set1_32(x);
 }
+static inline v512 v512_dpbusd_b32(v512 acc, v512 u, const void *p) { return v512_dpbusd(acc, u, v512_bcast32(p)); }
 static inline v512 v512_add32(v512 a, v512 b) { return (v512){_mm256_add_epi32(a.lo, b.lo), _mm256_add_epi32(a.hi, b.hi)}; }
 static inline v512 v512_sub32(v512 a, v512 b) { return (v512){_mm256_sub_epi32(a.lo, b.lo), _mm256_sub_epi32(a.hi, b.hi)}; }
 
