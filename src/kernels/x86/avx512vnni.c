@@ -187,6 +187,8 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * vfmadd): ~80% vpdpbusd at 16 columns. The broadcast is written as vpdpbusd's {1to16} memory
  * operand (inline asm) because GCC emits a separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
+#define R16_PF 4   /* matvec prefetch distance in blocks (2.2 KB; 16 blocks = 8.7 KB ahead streamed the
+                      * K = 2048 lm_head at ~70% of the bus against ~92%: tern bench-kernel --decode-seq) */
 
 /* Slot k (= 4 j + s: weights 4 k .. 4 k + 3 of each row) of block b, unpacked in u, for the NC
  * columns of the tile: 4 activation bytes q[4 k ..] broadcast per column. */
@@ -206,8 +208,8 @@ static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block 
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16_block *blk = B + b;
-        if (NC == 1) {   /* matvec: prefetch 16 blocks (8.5 KB) ahead, every line of the block */
-            const uintptr_t p = (uintptr_t)blk + 16 * sizeof(kern_r16_block);   /* may pass the end: never faults */
+        if (NC == 1) {   /* matvec: prefetch R16_PF blocks ahead, every line of the block */
+            const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
 #pragma GCC unroll 9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
         }
