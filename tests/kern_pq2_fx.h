@@ -1,6 +1,7 @@
 /* kern_pq2_fx.h: the PQ2_0 fixture shared by the kernel suites that check one ISA path's loop
  * structure against the scalar reference (test_kernels_mv.c: one column; test_kernels_wide.c: 5+
- * columns): N x K random, all-code-3 or ternary weights in file layout (repacked by kern_w_init),
+ * columns): N x K random, all-code-3 or ternary weights in file layout (repacked by kern_w_init_ex
+ * into the row-pair or the 16-row layout, pq2fx_layout),
  * ncols activation columns (random, +-1, or a +-1 pattern), ref's int32 per (row, block) and
  * float outputs, and a check of every table the host runs: isum and y with the test hook, y
  * without it (the production path). Static functions: include once per test file. */
@@ -63,14 +64,17 @@ typedef struct {
     int32_t *i0;       /* ref isum */
 } pq2_fx;
 
+/* The layout pq2fx_make repacks into: KW_F_ROWPAIR or KW_F_ROW16 (pq2fx_each_layout sets it). */
+static unsigned pq2fx_layout = KW_F_ROWPAIR;
+
 static void pq2fx_make(pq2_fx *f, int64_t K, int64_t N, int ncols, int wp, int ap) {
     memset(f, 0, sizeof *f);
     f->K = K; f->N = N; f->ncols = ncols;
     size_t bytes;
     f->data = pq2fx_weights(K, N, wp, &bytes);
     tern_err err = {0};
-    assert_int_equal(kern_w_init(&f->w, "pq2fx", QT_PQ2_0, f->data, K, N, &err), TERN_OK);
-    assert_int_equal(f->w.layout, KW_ROWPAIR);
+    assert_int_equal(kern_w_init_ex(&f->w, "pq2fx", QT_PQ2_0, f->data, K, N, pq2fx_layout, &err), TERN_OK);
+    assert_int_equal(f->w.layout, pq2fx_layout == KW_F_ROW16 ? KW_ROW16 : KW_ROWPAIR);
     f->x = pq2fx_act(K, ncols, ap);
     f->q = tern_alloc_aligned(kern_act_bytes(KQ_FAST, K, ncols));
     assert_non_null(f->q);
@@ -88,6 +92,15 @@ static void pq2fx_free(pq2_fx *f) {
     kern_w_free(&f->w);
     tern_free_aligned(f->q);
     free(f->x); free(f->data); free(f->y0); free(f->i0);
+}
+
+/* Runs body once with each layout (row-pair, then 16-row). */
+static void pq2fx_each_layout(void (*body)(void)) {
+    pq2fx_layout = KW_F_ROWPAIR;
+    body();
+    pq2fx_layout = KW_F_ROW16;
+    body();
+    pq2fx_layout = KW_F_ROWPAIR;
 }
 
 static bool host_runs(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }

@@ -369,7 +369,7 @@ static void test_rowpair_layout(void **state) {
     (void)state;
     rng_seed(9);
     fixture f;
-    fx_make(&f, QT_PQ2_0, 256, 9, 1, WP_CODE3, AP_RANDOM, 0);
+    fx_make(&f, QT_PQ2_0, 256, 9, 1, WP_CODE3, AP_RANDOM, KW_F_ROWPAIR);
     assert_int_equal(f.w.layout, KW_ROWPAIR);
     assert_true(f.w.has_code3);
     for (int g = 0; g < 2; g++)
@@ -401,6 +401,56 @@ static void test_rowpair_layout(void **state) {
     /* no code 3 -> has_code3 false */
     fx_make(&f, QT_PQ2_0, 128, 4, 1, WP_RANDOM, AP_RANDOM, 0);
     assert_false(f.w.has_code3);
+    fx_free(&f);
+}
+
+/* The 16-row layout exactly as kern_impl.h states it: 2 groups, 3 blocks, 5 file-layout tail
+ * rows; the PTQ1_0 transcode into it (the same trits) and the default layout per table. */
+static void test_row16_layout(void **state) {
+    (void)state;
+    rng_seed(10);
+    enum { K = 384, N = 37, NB = K / 128 };
+    fixture f;
+    fx_make(&f, QT_PQ2_0, K, N, 1, WP_CODE3, AP_RANDOM, KW_F_ROW16);
+    assert_int_equal(f.w.layout, KW_ROW16);
+    assert_int_equal(kern_w_grouped_rows(&f.w), 32);
+    for (int g = 0; g < 2; g++)
+        for (int b = 0; b < NB; b++) {
+            const kern_r16_block *rb = (const kern_r16_block *)(const void *)f.data + g * NB + b;
+            for (int i = 0; i < 16; i++) {
+                const uint8_t *blk = f.file + ((16 * g + i) * NB + b) * 34;
+                assert_int_equal(rb->d[i], le16(blk));
+                for (int j = 0; j < 8; j++)
+                    for (int t = 0; t < 4; t++)
+                        for (int s = 0; s < 4; s++) {
+                            const int k = 16 * j + 4 * s + t;
+                            assert_int_equal((rb->qs[j][i][t] >> (2 * s)) & 3, (blk[2 + k / 4] >> (2 * (k % 4))) & 3);
+                        }
+            }
+        }
+    assert_memory_equal(f.data + 32 * NB * 34, f.file + 32 * NB * 34, 5 * NB * 34);   /* tail rows 32..36 */
+    double w[K];
+    float wf[K];
+    for (int r = 0; r < N; r++) {
+        naive_row(QT_PQ2_0, f.file, K, r, w);
+        kern_w_row_f32(&f.w, r, wf);
+        for (int k = 0; k < K; k++) assert_true((double)wf[k] == w[k]);
+    }
+    assert_int_equal(kern_w_bytes(&f.w), N * NB * 34);
+    fx_free(&f);
+    /* PTQ1_0 transcoded: rows 0..31 from aux (checked through kern_w_row_f32), 5 tail rows */
+    fx_make(&f, QT_PTQ1_0, K, N, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16);
+    assert_int_equal(f.w.layout, KW_PTQ_ROW16);
+    assert_int_equal(kern_w_bytes(&f.w), 2 * NB * 544 + 5 * NB * 28);
+    for (int r = 0; r < N; r++) {
+        naive_row(QT_PTQ1_0, f.file, K, r, w);
+        kern_w_row_f32(&f.w, r, wf);
+        for (int k = 0; k < K; k++) assert_true((double)wf[k] == w[k]);
+    }
+    fx_free(&f);
+    /* no flag: the active table's layout */
+    fx_make(&f, QT_PQ2_0, K, N, 1, WP_RANDOM, AP_RANDOM, 0);
+    assert_int_equal(f.w.layout, kern_active()->row16 ? KW_ROW16 : KW_ROWPAIR);
     fx_free(&f);
 }
 
@@ -480,14 +530,20 @@ static void run_shapes(int type, unsigned flags) {
     }
 }
 
-static void test_isa_pq2_0(void **state) { (void)state; rng_seed(21); run_shapes(QT_PQ2_0, 0); }
+static void test_isa_pq2_0(void **state) {
+    (void)state;
+    rng_seed(21);
+    run_shapes(QT_PQ2_0, KW_F_ROWPAIR);
+    run_shapes(QT_PQ2_0, KW_F_ROW16);
+}
 static void test_isa_ptq1_0_direct(void **state) { (void)state; rng_seed(22); run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_DIRECT); }
 static void test_isa_ptq1_0_transcode(void **state) {
     (void)state;
     rng_seed(23);
-    run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_TRANSCODE);
+    run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_TRANSCODE | KW_F_ROWPAIR);
+    run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16);
     fixture f;                      /* bytes streamed: 2 row-pair groups x 2 blocks + 1 tail row */
-    fx_make(&f, QT_PTQ1_0, 256, 9, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_TRANSCODE);
+    fx_make(&f, QT_PTQ1_0, 256, 9, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_TRANSCODE | KW_F_ROWPAIR);
     assert_int_equal(f.w.layout, KW_PTQ_ROWPAIR);
     assert_int_equal(kern_w_bytes(&f.w), 2 * 2 * 136 + 2 * 28);
     fx_free(&f);
@@ -495,6 +551,80 @@ static void test_isa_ptq1_0_transcode(void **state) {
     assert_int_equal(f.w.layout, KW_FILE);
     assert_int_equal(kern_w_bytes(&f.w), 9 * 2 * 28);
     fx_free(&f);
+}
+
+/* The 16-row layout (PQ2_0 KW_ROW16 and the PTQ1_0 transcode KW_PTQ_ROW16) on every table (the
+ * AVX-512 VNNI kernel, its emulation; the others run ref on it): every column count 1..16 (each
+ * tile width, and 9..16 split into two tiles), 17, 24 and 64; N with 1..3 full groups and tails
+ * of 0, 4, 5, 15 rows; codes 3 and activations at +-127 among the patterns. */
+static void test_isa_row16(void **state) {
+    (void)state;
+    rng_seed(27);
+    static const int64_t Ks[] = {128, 640, 5120};
+    static const int64_t Ns[] = {16, 21, 32, 47, 52};
+    static const int cols[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 64};
+    static const unsigned flags[] = {KW_F_ROW16, KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16};
+    static const int types[] = {QT_PQ2_0, QT_PTQ1_0};
+    char what[64];
+    for (int ty = 0; ty < 2; ty++)
+        for (size_t ki = 0; ki < 3; ki++)
+            for (size_t ni = 0; ni < 5; ni++)
+                for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
+                    if (Ks[ki] == 5120 && (ni % 2 == 0 || (cols[ci] != 1 && cols[ci] != 4 && cols[ci] != 8 && cols[ci] != 16)))
+                        continue;   /* keep the suite fast */
+                    const int wp = (int)((ki + ni + ci + (size_t)ty) % 7), ap = (int)((ki * 3 + ci + ni) % 5);
+                    fixture f;
+                    fx_make(&f, types[ty], Ks[ki], Ns[ni], cols[ci], wp, ap, flags[ty]);
+                    assert_int_equal(f.w.layout, ty ? KW_PTQ_ROW16 : KW_ROW16);
+                    snprintf(what, sizeof what, "row16 wp=%d ap=%d", wp, ap);
+                    compare_tables(&f, what);
+                    fx_free(&f);
+                }
+}
+
+/* 16-row weights cut into row ranges at multiples of 4 that start and end inside groups (the
+ * kernel computes such a group whole and keeps the rows in range), one range across two groups,
+ * the file-layout tail: every int32 per (row, block) through the hook and the float bits, for
+ * 1..16 columns, PQ2_0 and PTQ1_0 transcoded, with and without the hook. */
+static void test_row16_splits(void **state) {
+    (void)state;
+    rng_seed(28);
+    enum { K = 384, N = 53, NB = K / 128 };
+    static const int64_t cut[] = {0, 4, 12, 20, 36, 40, 48, 53};
+    for (int ty = 0; ty < 2; ty++)
+        for (int nc = 1; nc <= 16; nc++) {
+            fixture f;
+            fx_make(&f, ty ? QT_PTQ1_0 : QT_PQ2_0, K, N, nc, nc % 2 ? WP_CODE3 : WP_ALL3, nc % 3 ? AP_RANDOM : AP_PM127,
+                    ty ? KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16 : KW_F_ROW16);
+            static float y0[N * 16], y1[N * 16];
+            static int32_t i0[N * 16 * NB], i1[N * 16 * NB];
+            kern_matmul_table(&kern_table_ref, &f.w, &f.act[KQ_FAST], y0, N, 0, N, i0);
+            for (int tj = 0; test_table(tj); tj++) {
+                const kern_table *t = test_table(tj);
+                if ((t->needs & kern_cpu_features()) != t->needs) continue;
+                /* one range at a time: its rows equal ref, every other row is left as it was */
+                for (int hook = 0; hook < 2; hook++)
+                    for (int s = 0; s < 7; s++) {
+                        memset(y1, 0xff, sizeof y1);
+                        memset(i1, 0xa5, sizeof i1);
+                        kern_matmul_table(t, &f.w, &f.act[KQ_FAST], y1, N, cut[s], cut[s + 1], hook ? i1 : NULL);
+                        for (int64_t i = 0; i < N * nc; i++) {
+                            const int64_t r = i % N;
+                            const bool in = r >= cut[s] && r < cut[s + 1];
+                            if (tern_f32_bits(y1[i]) != (in ? tern_f32_bits(y0[i]) : 0xffffffffu))
+                                fail_msg("%s ncols=%d type %d hook=%d rows [%lld, %lld): y[%lld] %.9g, expected %s", t->name, nc,
+                                         f.type, hook, (long long)cut[s], (long long)cut[s + 1], (long long)i, y1[i],
+                                         in ? "ref's" : "untouched");
+                            for (int64_t b = 0; hook && b < NB; b++)
+                                if (i1[i * NB + b] != (in ? i0[i * NB + b] : (int32_t)0xa5a5a5a5))
+                                    fail_msg("%s ncols=%d type %d rows [%lld, %lld): isum[%lld] %d, expected %s", t->name, nc,
+                                             f.type, (long long)cut[s], (long long)cut[s + 1], (long long)(i * NB + b),
+                                             i1[i * NB + b], in ? "ref's" : "untouched");
+                        }
+                    }
+            }
+            fx_free(&f);
+        }
 }
 
 /* Q2_0 (avx2: file layout, slot-major activation copy per K chunk of 272 blocks): every shape of
@@ -565,18 +695,19 @@ static void test_isa_special(void **state) {
     (void)state;
     rng_seed(25);
     static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_Q2_0};
-    for (size_t ti = 0; ti < 3; ti++)
-        for (int wp = 0; wp < 7; wp++)
-            for (int ap = 0; ap < 5; ap++) {
-                fixture f;
-                fx_make(&f, types[ti], 256, 13, 5, wp, ap, 0);
-                compare_tables(&f, "special");
-                fx_free(&f);
-            }
+    for (int lay = 0; lay < 2; lay++)   /* row-pair and 16-row layouts: 13 rows, 37 rows */
+        for (size_t ti = 0; ti < 3; ti++)
+            for (int wp = 0; wp < 7; wp++)
+                for (int ap = 0; ap < 5; ap++) {
+                    fixture f;
+                    fx_make(&f, types[ti], 256, lay ? 37 : 13, 5, wp, ap, lay ? KW_F_ROW16 : KW_F_ROWPAIR);
+                    compare_tables(&f, "special");
+                    fx_free(&f);
+                }
     /* several matmul row chunks (8 groups each) with a padded column tile and a tail row */
-    for (int m3 = 0; m3 < 2; m3++) {
+    for (int m3 = 0; m3 < 4; m3++) {
         fixture fc;
-        fx_make(&fc, QT_PQ2_0, 256, 4 * 8 * 2 + 5, 7, m3 ? WP_CODE3 : WP_RANDOM, AP_RANDOM, 0);
+        fx_make(&fc, QT_PQ2_0, 256, 4 * 8 * 2 + 5, 7, m3 % 2 ? WP_CODE3 : WP_RANDOM, AP_RANDOM, m3 < 2 ? KW_F_ROWPAIR : KW_F_ROW16);
         compare_tables(&fc, "row chunks");
         fx_free(&fc);
     }
@@ -644,13 +775,13 @@ static void test_narrow_splits(void **state) {
     (void)state;
     rng_seed(37);
     static const int64_t cut[] = {0, 4, 12, 24, 28, 44, 45};   /* 1, 2, 3, 1, 4 groups, tail row */
-    for (int wp = 0; wp < 2; wp++)
+    for (int wp = 0; wp < 4; wp++)   /* wp & 2: the 16-row layout (groups cut mid-way) */
         for (int nc = 2; nc <= 4; nc++)
             for (int ty = 0; ty < 2; ty++) {
                 fixture f;
                 const int64_t K = 640, N = 45, nb = K / 128;
-                fx_make(&f, ty ? QT_PTQ1_0 : QT_PQ2_0, K, N, nc, wp ? WP_ALL3 : WP_CODE3, wp ? AP_PM127 : AP_RANDOM,
-                        ty ? KW_F_PTQ1_0_TRANSCODE : 0);
+                fx_make(&f, ty ? QT_PTQ1_0 : QT_PQ2_0, K, N, nc, wp % 2 ? WP_ALL3 : WP_CODE3, wp % 2 ? AP_PM127 : AP_RANDOM,
+                        (ty ? KW_F_PTQ1_0_TRANSCODE : 0) | (wp & 2 ? KW_F_ROW16 : KW_F_ROWPAIR));
                 float y0[45 * 4], y1[45 * 4];
                 int32_t i0[45 * 4 * 5], i1[45 * 4 * 5];
                 kern_matmul_table(&kern_table_ref, &f.w, &f.act[KQ_FAST], y0, N, 0, N, i0);
@@ -827,6 +958,9 @@ int suite_kernels(int *n_tests) {
         cmocka_unit_test(test_ref_vs_naive),
         cmocka_unit_test(test_ggml_order),
         cmocka_unit_test(test_rowpair_layout),
+        cmocka_unit_test(test_row16_layout),
+        cmocka_unit_test(test_isa_row16),
+        cmocka_unit_test(test_row16_splits),
         cmocka_unit_test(test_isa_pq2_0),
         cmocka_unit_test(test_isa_ptq1_0_direct),
         cmocka_unit_test(test_isa_ptq1_0_transcode),

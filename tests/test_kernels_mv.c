@@ -21,8 +21,7 @@
  * block after it), 273 (three chunks); rows: one group (pass4 only), 13 (pass8 + pass4 + a tail
  * row), 20 (two pass8 + pass4), 24 (three pass8), 70 (17 groups: a pass8 pairs group i with group
  * 8 + i, the two halves of the range, then pass4 and two tail rows). */
-static void test_mv_chunks(void **state) {
-    (void)state;
+static void mv_chunks(void) {
     rs = 201;
     static const int64_t Ks[] = {128, 135 * 128, 136 * 128, 137 * 128, 273 * 128};
     static const int64_t Ns[] = {4, 13, 20, 24, 70};
@@ -38,8 +37,7 @@ static void test_mv_chunks(void **state) {
 }
 
 /* The int16 worst case through two K chunks: every code 3 against q = +127 / -127. */
-static void test_mv_code3_bound(void **state) {
-    (void)state;
+static void mv_code3_bound(void) {
     rs = 202;
     static const int aps[] = {A_PLUS, A_MINUS};
     for (int k = 0; k < 2; k++) {
@@ -59,8 +57,7 @@ static void job_mv(void *ctx, int64_t r0, int64_t r1, int ith) {
     kern_matmul(j->w, j->a, j->y, j->w->n_out, r0, r1);
 }
 
-static void test_mv_splits(void **state) {
-    (void)state;
+static void mv_splits(void) {
     rs = 203;
     pq2_fx f;
     pq2fx_make(&f, 137 * 128, 45, 1, W_RANDOM, A_RANDOM);
@@ -87,6 +84,11 @@ static void test_mv_splits(void **state) {
     free(y);
     pq2fx_free(&f);
 }
+
+/* Each case in the row-pair and the 16-row layout. */
+static void test_mv_chunks(void **state) { (void)state; pq2fx_each_layout(mv_chunks); }
+static void test_mv_code3_bound(void **state) { (void)state; pq2fx_each_layout(mv_code3_bound); }
+static void test_mv_splits(void **state) { (void)state; pq2fx_each_layout(mv_splits); }
 
 int suite_kernels_mv(int *n_tests) {
     const struct CMUnitTest tests[] = {

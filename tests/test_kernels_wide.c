@@ -21,8 +21,7 @@
 /* Column counts around every tile boundary (140: two tile groups, the second of one tile, plus
  * 4 leftover columns); 265 rows = a row chunk of 64 groups + one of 2 groups + 1 tail row;
  * K = 768 = one K chunk of 4 blocks + a partial one of 2. */
-static void test_wide_shapes(void **state) {
-    (void)state;
+static void wide_shapes(void) {
     rs = 101;
     static const int cols[] = {5, 6, 7, 8, 9, 12, 13, 16, 17, 21, 64, 66, 69, 72, 77, 130, 140};
     int n = 0;
@@ -45,8 +44,7 @@ static void test_wide_shapes(void **state) {
 
 /* The int16 worst case: every code 3 (t = +2) against q = +127 / -127 (and a mix): the isum of
  * every (row, block) is known without ref: +-2 * 127 * 128 = +-32512 for the constant columns. */
-static void test_wide_code3_bound(void **state) {
-    (void)state;
+static void wide_code3_bound(void) {
     rs = 102;
     static const int aps[] = {A_PLUS, A_MINUS, A_PM};
     for (int k = 0; k < 3; k++) {
@@ -72,8 +70,7 @@ static void job_wide(void *ctx, int64_t r0, int64_t r1, int ith) {
     kern_matmul(j->w, j->a, j->y, j->ldy, r0, r1);
 }
 
-static void test_wide_splits(void **state) {
-    (void)state;
+static void wide_splits(void) {
     rs = 103;
     pq2_fx f;
     pq2fx_make(&f, 768, 265, 72, W_RANDOM, A_RANDOM);
@@ -102,6 +99,11 @@ static void test_wide_splits(void **state) {
     free(y); free(y2);
     pq2fx_free(&f);
 }
+
+/* Each case in the row-pair and the 16-row layout. */
+static void test_wide_shapes(void **state) { (void)state; pq2fx_each_layout(wide_shapes); }
+static void test_wide_code3_bound(void **state) { (void)state; pq2fx_each_layout(wide_code3_bound); }
+static void test_wide_splits(void **state) { (void)state; pq2fx_each_layout(wide_splits); }
 
 int suite_kernels_wide(int *n_tests) {
     const struct CMUnitTest tests[] = {

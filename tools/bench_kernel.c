@@ -193,11 +193,11 @@ static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float 
                      stat3 *wall) {
     mm_ctx c = {w, a, y, w->n_out};
     double t[64], tb[64];
-    if (warm) pool_for(pool, rows, KERN_ROW_ALIGN, job_mm, &c);   /* warm-up (also faults pages in) */
+    if (warm) pool_for(pool, rows, KERN_ROW_SPLIT, job_mm, &c);   /* warm-up (also faults pages in) */
     busy_take(pool_n_threads(pool));
     for (int i = 0; i < reps; i++) {
         const double t0 = tern_time_s();
-        pool_for(pool, rows, KERN_ROW_ALIGN, job_mm, &c);
+        pool_for(pool, rows, KERN_ROW_SPLIT, job_mm, &c);
         t[i] = tern_time_s() - t0;
         tb[i] = busy_take(pool_n_threads(pool));
     }
@@ -742,10 +742,15 @@ int cmd_bench_kernel(int argc, char **argv) {
         size_t bytes;
         uint8_t *data = make_weights(sp->type, sp->K, sp->N, &bytes);
         kern_w w;
+        /* the file bytes, to prepare w again in the layout of each ISA path measured (the 16-row
+         * layout for AVX-512 VNNI, row-pair for AVX2: kernels.h) */
+        uint8_t *file = data ? tern_alloc_aligned(bytes) : NULL;
+        if (file) memcpy(file, data, bytes);
         const double tp0 = tern_time_s();
-        if (!data || kern_w_init_ex(&w, sp->label, sp->type, data, sp->K, sp->N, sp->flags, &err) != TERN_OK) {
-            fprintf(stderr, "bench-kernel: %s\n", data ? err.msg : "out of memory");
+        if (!file || kern_w_init_ex(&w, sp->label, sp->type, data, sp->K, sp->N, sp->flags, &err) != TERN_OK) {
+            fprintf(stderr, "bench-kernel: %s\n", file ? err.msg : "out of memory");
             tern_free_aligned(data);
+            tern_free_aligned(file);
             rc = 1;
             break;
         }
@@ -762,6 +767,8 @@ int cmd_bench_kernel(int argc, char **argv) {
                      (long long)sp->N, (long long)sp->K, tp, tp * 1e9 / ((double)sp->N * (double)sp->K));
             emit(&o, j, line);
         }
+        /* the file bytes, to prepare w again in the layout of each ISA path measured (the 16-row
+         * layout for AVX-512 VNNI, row-pair for AVX2: kern_impl.h) */
         const int max_cols = is_mm ? 64 : 1;
         float *x = tern_alloc_aligned(sizeof(float) * (size_t)(sp->K * max_cols));
         void *q = tern_alloc_aligned(kern_act_bytes(KQ_FAST, sp->K, max_cols));
@@ -771,6 +778,17 @@ int cmd_bench_kernel(int argc, char **argv) {
             if (!isa_wanted(&o, isas[ii])) continue;
             tern_err e2 = {0};
             if (kern_force_isa(isas[ii], &e2) != TERN_OK) continue;   /* not compiled in / not runnable */
+            const bool row16 = kern_isa_row16(), is16 = w.layout == KW_ROW16 || w.layout == KW_PTQ_ROW16;
+            if (w.layout != KW_FILE && row16 != is16) {
+                kern_w_free(&w);
+                memcpy(data, file, bytes);
+                if (kern_w_init_ex(&w, sp->label, sp->type, data, sp->K, sp->N, sp->flags | (row16 ? KW_F_ROW16 : KW_F_ROWPAIR),
+                                   &e2) != TERN_OK) {
+                    fprintf(stderr, "bench-kernel: %s\n", e2.msg);
+                    rc = 1;
+                    break;
+                }
+            }
             for (int ti = 0; ti < o.n_threads; ti++) {
                 const int nc_n = is_mm ? 3 : 1;
                 for (int ci = 0; ci < nc_n; ci++) {
@@ -829,7 +847,8 @@ int cmd_bench_kernel(int argc, char **argv) {
         }
         kern_force_isa(best, NULL);
         kern_w_free(&w);
-        tern_free_aligned(data); tern_free_aligned(x); tern_free_aligned(q); tern_free_aligned(y);
+        tern_free_aligned(data); tern_free_aligned(file); tern_free_aligned(x); tern_free_aligned(q); tern_free_aligned(y);
+        if (rc) break;
     }
     for (int i = 0; i < o.n_threads; i++) pool_free(pools[i]);
     (void)max_t;

@@ -80,16 +80,17 @@ static const kern_table *find(const char *name) {
     return NULL;
 }
 
-/* Start-up self-check of a table against ref on a small fixed case (PQ2_0 row-pair with code 3
- * and a tail row, PTQ1_0 direct and transcoded, F32/F16/BF16 with a K % 16 tail and an odd row
- * count, 1 and 5 columns): a table that differs is
- * refused with an error in the log. It guards the one thing the unit tests cannot cover on every
+/* Start-up self-check of a table against ref on a small fixed case (21 rows: PQ2_0 in the
+ * table's layout with code 3, a full 16-row group and tail rows, PTQ1_0 direct and transcoded,
+ * F32/F16/BF16 with a K % 16 tail, 1 and 5 columns): a table that differs is refused with an
+ * error in the log. It guards the one thing the unit tests cannot cover on every
  * machine: an ISA path that the test host could not execute. Allocates a few KB, once. */
 bool kern_table_selfcheck(const kern_table *t) {
     if (t == &kern_table_ref) return true;
-    enum { K = 256, N = 9, NC = 5 };
+    enum { K = 256, N = 21, NC = 5 };
     static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_PTQ1_0};
     static const unsigned flags[] = {0, KW_F_PTQ1_0_DIRECT, KW_F_PTQ1_0_TRANSCODE};
+    const unsigned layout = t->row16 ? KW_F_ROW16 : KW_F_ROWPAIR;   /* the table's own (no table is active yet) */
     uint64_t st = 0x2545F4914F6CDD1Dull;
     float x[K * NC], y0[N * NC], y1[N * NC];
     for (int i = 0; i < K * NC; i++) {
@@ -111,7 +112,7 @@ bool kern_table_selfcheck(const kern_table *t) {
             data[off + 1] = 0x20;
         }
         kern_w w;
-        if (kern_w_init_ex(&w, "selfcheck", types[ti], data, K, N, flags[ti], NULL) != TERN_OK) return false;
+        if (kern_w_init_ex(&w, "selfcheck", types[ti], data, K, N, flags[ti] | layout, NULL) != TERN_OK) return false;
         for (int nc = 1; nc <= NC && ok; nc += NC - 1) {
             kern_act a = {.x = x, .q = q, .K = K, .ncols = nc, .mode = KQ_FAST};
             kern_quantize(&a);
@@ -121,7 +122,7 @@ bool kern_table_selfcheck(const kern_table *t) {
         }
         kern_w_free(&w);
     }
-    /* float weights (F32, F16, BF16: one path per type in every mode), 9 rows of K - 3 = 253
+    /* float weights (F32, F16, BF16: one path per type in every mode), 21 rows of K - 3 = 253
      * values (a K % 16 tail), 1 and 5 columns */
     static const int ftypes[] = {QT_F32, QT_F16, QT_BF16};
     for (int ti = 0; ti < 3 && ok; ti++) {
@@ -138,7 +139,7 @@ bool kern_table_selfcheck(const kern_table *t) {
             }
         }
         kern_w w;
-        if (kern_w_init_ex(&w, "selfcheck", ftypes[ti], data, KF, N, 0, NULL) != TERN_OK) return false;
+        if (kern_w_init_ex(&w, "selfcheck", ftypes[ti], data, KF, N, layout, NULL) != TERN_OK) return false;
         for (int nc = 1; nc <= NC && ok; nc += NC - 1) {
             const kern_act a = {.x = x, .q = NULL, .K = KF, .ncols = nc, .mode = KQ_F32};
             kern_matmul_table(&kern_table_ref, &w, &a, y0, N, 0, N, NULL);
@@ -176,6 +177,8 @@ const kern_table *kern_active(void) {
 }
 
 const char *kern_isa(void) { return kern_active()->name; }
+
+bool kern_isa_row16(void) { return kern_active()->row16; }
 
 int kern_force_isa(const char *name, tern_err *err) {
     const kern_table *t = name ? find(name) : NULL;

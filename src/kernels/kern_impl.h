@@ -52,6 +52,19 @@
  *                 k = 32 wd + 8 s + (j & 7) of that row (codes as in the file: u = t + 1, 0..3).
  * So a word holds 32 consecutive weights of two rows; slot s of a word is [row a: 8 weights |
  * row b: the same 8], and `byte & (3 << 2s)` = u * 4^s.
+ *
+ * ==== PQ2_0 16-row layout (KW_ROW16; PTQ1_0 transcode KW_PTQ_ROW16) ===========================
+ * The layout of the tables with `row16` set (AVX-512 VNNI): rows 0 .. N16-1 (N16 = N & ~15) are
+ * grouped by 16; group g, block b is the kern_r16_block at byte offset (g * nb + b) * 544: the
+ * bytes the 16 file rows of group g occupied (16 * 34 = 544), so the repack is in place. Rows
+ * N16 .. N-1 keep the file layout at their file offsets. In a kern_r16_block:
+ *   qs[j][i][t]   j = 0..7 (one 64-byte zmm), i = row 16 g + i (one 32-bit lane), t = byte 0..3;
+ *                 bits 2s..2s+1 (slot s = 0..3) hold the code of weight k = 16 j + 4 s + t.
+ *   d[i]          fp16 scale of row 16 g + i, block b (after the codes: the zmm loads start at
+ *                 the block's first byte).
+ * So slot s of zmm j, (v >> 2s) & 3 per byte, holds in lane i the codes of the 4 consecutive
+ * weights 16 j + 4 s .. + 3 of row i: one vpdpbusd against the activation's 4 bytes
+ * q[16 j + 4 s .. + 3] broadcast to all 16 lanes sums them for 16 rows at once.
  */
 #ifndef TERN_KERNELS_KERN_IMPL_H
 #define TERN_KERNELS_KERN_IMPL_H
@@ -91,6 +104,13 @@ typedef struct {
 } kern_rp_block;       /* 136 bytes */
 _Static_assert(sizeof(kern_rp_block) == 136, "row-pair block layout");
 
+/* PQ2_0 16-row block: 16 rows x 128 weights (KW_ROW16). */
+typedef struct {
+    uint8_t qs[8][16][4];
+    uint16_t d[16];
+} kern_r16_block;      /* 544 bytes */
+_Static_assert(sizeof(kern_r16_block) == 544, "16-row block layout");
+
 /* Kernel type index (a weight's type as the tables see it). */
 enum { KT_PQ2_0, KT_Q2_0, KT_PTQ1_0, KT_TQ1_0, KT_TQ2_0, KT_Q1_0, KT_Q8_0, KT_F32, KT_F16, KT_BF16, KT_N };
 
@@ -105,7 +125,8 @@ typedef struct kern_mm_args {
     int32_t *isum;
 } kern_mm_args;
 
-/* Rows [r0, r1) of y for every column. r0 % 4 == 0; r1 % 4 == 0 or r1 == n_out. */
+/* Rows [r0, r1) of y for every column. r0 % 4 == 0; r1 % 4 == 0 or r1 == n_out (a 16-row
+ * kernel handles a range that starts or ends inside a group: kernels.h KERN_ROW_SPLIT). */
 typedef void (*kern_mm_fn)(const kern_mm_args *m, int64_t r0, int64_t r1);
 
 /* CPU feature bits (dispatch.c fills them from CPUID + XGETBV). */
@@ -124,6 +145,8 @@ typedef struct kern_table {
     uint32_t needs;            /* KCPU_* bits required */
     kern_mm_fn mm[KT_N][3];    /* [kernel type][kern_numerics] */
     const struct kern_table *fallback;   /* where a NULL entry goes first (then ref); may be NULL */
+    bool row16;                /* kern_w_init repacks PQ2_0 (and transcodes PTQ1_0) for this table into the
+                                * 16-row layout (KW_ROW16 / KW_PTQ_ROW16) instead of the row-pair one */
 } kern_table;
 
 extern const kern_table kern_table_ref;

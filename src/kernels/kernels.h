@@ -4,8 +4,11 @@
  * ../shared/spec/ternary-gguf.md section 8 (reference numerics).
  *
  * Contract for every path (ref, avx2, avx512vnni, neon, dotprod, i8mm):
- * - A weight W (ne = [K, N]) is prepared once at load (kern_w_init, in place for PQ2_0: the
- *   4-row x 128-weight row-pair block, 136 bytes; rows N & ~3 .. N-1 stay in file layout).
+ * - A weight W (ne = [K, N]) is prepared once at load (kern_w_init, in place for PQ2_0) into the
+ *   layout of the table that will run it: the 4-row x 128-weight row-pair block (136 bytes; rows
+ *   N & ~3 .. N-1 stay in file layout) for AVX2 and ARM, the 16-row x 128-weight block (544
+ *   bytes; rows N & ~15 .. N-1 stay in file layout) for AVX-512 VNNI (kern_impl.h). Every path
+ *   reads every layout (a table without a kernel for one runs the reference on it).
  * - An activation (ncols columns of K floats) is quantised ONCE by kern_quantize and shared by
  *   every weight that reads it.
  * - kern_matmul computes rows [r0, r1) of y for all ncols columns. r0 is a multiple of
@@ -23,6 +26,11 @@
 #include <stdint.h>
 
 #define KERN_ROW_ALIGN 4
+/* Row ranges that start (and end, unless at N) on multiples of KERN_ROW_SPLIT never split a
+ * 16-row group: callers that split rows between threads use it (a range aligned only to
+ * KERN_ROW_ALIGN is correct, same bits, but a 16-row kernel computes the whole group at its
+ * edges and keeps the rows in range). */
+#define KERN_ROW_SPLIT 16
 
 typedef enum {
     KQ_FAST = 0,  /* tern's int8 blocks of 128, f32 scale, 16-value sums (layout: kern_impl.h) */
@@ -45,20 +53,24 @@ enum {
     KW_FILE = 0,        /* the type's own file layout (all types; scalar/generic paths) */
     KW_ROWPAIR = 1,     /* PQ2_0 row-pair interleaved 136-byte blocks (+ tail rows in file layout) */
     KW_PTQ_ROWPAIR = 2, /* PTQ1_0: data in file layout, aux = rows 0..N4-1 transcoded to row-pair */
+    KW_ROW16 = 3,       /* PQ2_0 16-row interleaved 544-byte blocks (+ tail rows N16.. in file layout) */
+    KW_PTQ_ROW16 = 4,   /* PTQ1_0: data in file layout, aux = rows 0..N16-1 transcoded to KW_ROW16 */
 };
 
 /* kern_w_init_ex flags. */
 enum {
     KW_F_KEEP_FILE = 1u << 0,         /* PQ2_0: do not repack (tests, tools that rewrite files) */
     KW_F_PTQ1_0_DIRECT = 1u << 1,     /* PTQ1_0: direct base-3 kernel, no side buffer */
-    KW_F_PTQ1_0_TRANSCODE = 1u << 2,  /* PTQ1_0: transcode to the 2-bit row-pair layout (aux) */
+    KW_F_PTQ1_0_TRANSCODE = 1u << 2,  /* PTQ1_0: transcode to the 2-bit layout (aux) */
+    KW_F_ROWPAIR = 1u << 3,           /* PQ2_0 repack / PTQ1_0 transcode: the row-pair layout */
+    KW_F_ROW16 = 1u << 4,             /* ... the 16-row layout. Neither: the active table's (row16) */
 };
 /* PTQ1_0 default when no flag and no TERN_PTQ1_0=direct|transcode env: chosen by measurement
  * (bench/RESULTS.md, "kern"): the transcode. Memory: the side buffer holds 34/28 of the file
- * bytes of rows 0..N4-1; every path (kernels, kern_block_int: ref, f32 mode, kern_w_row_f32)
- * reads those rows from it and only the N % 4 tail rows from data, so the owner of data may
- * release the file bytes of rows 0..N4-1 (the model loader does); a matvec streams only the
- * side buffer and the tail rows (kern_w_bytes). */
+ * bytes of rows 0..NG-1 (NG = kern_w_grouped_rows: N & ~3 row-pair, N & ~15 16-row); every path
+ * (kernels, kern_block_int: ref, f32 mode, kern_w_row_f32) reads those rows from it and only the
+ * tail rows NG.. from data, so the owner of data may release the file bytes of rows 0..NG-1 (the
+ * model loader does); a matvec streams only the side buffer and the tail rows (kern_w_bytes). */
 #define KERN_PTQ1_0_TRANSCODE_DEFAULT true   /* AVX2: 3-4x faster than direct (bench/RESULTS.md) */
 
 /* Prepare a weight at load. Validates (errors name `name`): type has a kernel (else
@@ -66,13 +78,16 @@ enum {
  * not overflow, every block's fp16 scale is finite (else TERN_E_FORMAT naming the row, block and
  * the scale's bits: a NaN/Inf scale is a damaged file, which the int8 activation path would turn
  * into finite logits; F32/F16/BF16 data is not scanned); TERN_E_NOMEM for the repack scratch or the PTQ1_0 side
- * buffer. PQ2_0 is repacked in place into KW_ROWPAIR (rows N & ~3 .. N-1 stay in file layout);
+ * buffer. PQ2_0 is repacked in place into KW_ROWPAIR or KW_ROW16 (flags KW_F_ROWPAIR /
+ * KW_F_ROW16, else the layout of the active table: kern_impl.h; the tail rows stay in file layout);
  * PQ2_0/Q2_0 note code 3 in has_code3. data (N rows in file layout, n_out * row bytes) must stay
  * alive and writable for the life of w; w owns only aux. On error w holds no allocation. */
 int kern_w_init(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
                 tern_err *err);
 int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
                    unsigned flags, tern_err *err);
+/* Rows 0 .. n-1 of w are in a grouped layout (row-pair: N & ~3, 16-row: N & ~15; file layout: 0). */
+int64_t kern_w_grouped_rows(const kern_w *w);
 /* Releases aux (NULL-safe; data is the caller's). */
 void kern_w_free(kern_w *w);
 /* Bytes a matvec streams from memory for w: the tensor as laid out now; with a PTQ1_0
@@ -114,6 +129,9 @@ int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r
 /* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); TERN_ISA=name forces
  * a path ("ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
 const char *kern_isa(void);
+/* True if the active path runs PQ2_0/PTQ1_0 in the 16-row layout: kern_w_init without a layout
+ * flag then prepares that layout (KW_ROW16, KW_PTQ_ROW16), else the row-pair one. */
+bool kern_isa_row16(void);
 /* Force a path by name (tests, benchmarks; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);

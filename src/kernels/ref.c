@@ -70,6 +70,17 @@ void kern_block_int(const kern_w *w, int64_t r, int64_t b, int8_t *t, float *d) 
                     t[32 * wd + 8 * s + j] = (int8_t)(((rp->qs[p][wd][half + j] >> (2 * s)) & 3) - 1);
         return;
     }
+    /* rows 0 .. N16-1 in 16-row layout (PQ2_0 in place, or the PTQ1_0 transcode in aux) */
+    if (r < (w->n_out & ~(int64_t)15) && ((w->type == QT_PQ2_0 && w->layout == KW_ROW16) || w->layout == KW_PTQ_ROW16)) {
+        const uint8_t *base = w->layout == KW_PTQ_ROW16 ? (const uint8_t *)w->aux : w->data;
+        const kern_r16_block *rb = (const kern_r16_block *)(const void *)base + (r / 16) * nb + b;
+        const int i = (int)(r & 15);
+        *d = fp16_to_f32(rb->d[i]);
+        for (int j = 0; j < 8; j++)
+            for (int s = 0; s < 4; s++)
+                for (int tt = 0; tt < 4; tt++) t[16 * j + 4 * s + tt] = (int8_t)(((rb->qs[j][i][tt] >> (2 * s)) & 3) - 1);
+        return;
+    }
     const uint8_t *blk = w->data + (r * nb + b) * bb;
     switch (w->type) {
     case QT_PQ2_0: case QT_Q2_0:

@@ -1,7 +1,8 @@
 /* repack.c: load-time preparation of weights (kern_w_init): shape checks, the in-place PQ2_0
- * row-pair repack, code-3 detection and the optional PTQ1_0 -> row-pair transcode into an owned
- * side buffer. Layout: kern_impl.h "PQ2_0 row-pair layout". Runs once per tensor at load, so
- * it may allocate (a 4-row scratch, at most 4 * K / 128 * 34 bytes).
+ * repack (row-pair or 16-row, the layout of the table that will run it), code-3 detection and
+ * the optional PTQ1_0 -> 2-bit transcode into an owned side buffer. Layouts: kern_impl.h "PQ2_0
+ * row-pair layout" and "PQ2_0 16-row layout". Runs once per tensor at load, so it may allocate
+ * (a group scratch, at most 16 * K / 128 * 34 bytes).
  * Source: DESIGN.md "Row-pair interleaved block"; spec/ternary-gguf.md 3.1 and 3.4. */
 #include "kernels/kern_impl.h"
 
@@ -65,49 +66,74 @@ static void rp_pack_file(const uint8_t *const blk[4], kern_rp_block *out) {
     }
 }
 
-/* In place: rows 0 .. N4-1 of a PQ2_0 tensor in file layout -> row-pair blocks. */
-static int repack_pq2_0(kern_w *w, const char *name, tern_err *err) {
-    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3;
-    const size_t group_bytes = (size_t)(4 * nb * 34);
+/* 16-row packing from 16 blocks in PQ2_0 file layout. Output byte t of lane i of zmm j holds, in
+ * slot s, the code of weight 16 j + 4 s + t of row i; in the file that is field t of byte
+ * 4 j + s of the row's codes. So with y = the 4 file bytes 4 j .. 4 j + 3 as a u32, output byte t
+ * is slots_of(y, t) (field t of each byte s moved to slot s, as above). */
+static void r16_pack_file(const uint8_t *const blk[16], kern_r16_block *out) {
+    for (int i = 0; i < 16; i++) {
+        out->d[i] = (uint16_t)(blk[i][0] | blk[i][1] << 8);
+        for (int j = 0; j < 8; j++) {
+            uint32_t y;
+            memcpy(&y, blk[i] + 2 + 4 * j, 4);
+            for (int t = 0; t < 4; t++) out->qs[j][i][t] = slots_of(y, t);
+        }
+    }
+}
+
+/* Packs the G (4 or 16) PQ2_0 file blocks blk[0 .. G-1] into one grouped block at out. */
+static void pack_group_block(bool row16, const uint8_t *const *blk, void *out) {
+    if (row16) r16_pack_file(blk, out);
+    else rp_pack_file(blk, out);
+}
+
+static int64_t group_rows(bool row16) { return row16 ? 16 : 4; }
+
+/* In place: rows 0 .. NG-1 (NG = N rounded down to the group size) of a PQ2_0 tensor in file
+ * layout -> row-pair or 16-row blocks (each group's blocks fill exactly its rows' file bytes). */
+static int repack_pq2_0(kern_w *w, const char *name, bool row16, tern_err *err) {
+    const int64_t G = group_rows(row16), nb = w->n_in / 128, ng = w->n_out / G;
+    const size_t group_bytes = (size_t)(G * nb * 34);
     uint8_t *tmp = malloc(group_bytes);
     if (!tmp) return tern_err_set(err, TERN_E_NOMEM, "tensor '%s': no memory for a %zu-byte repack scratch", name, group_bytes);
-    for (int64_t g = 0; g < n4 / 4; g++) {
+    for (int64_t g = 0; g < ng; g++) {
         uint8_t *region = w->data + (size_t)g * group_bytes;
         memcpy(tmp, region, group_bytes);
         for (int64_t b = 0; b < nb; b++) {
-            const uint8_t *blk[4];
-            for (int r = 0; r < 4; r++) blk[r] = tmp + ((int64_t)r * nb + b) * 34;
-            rp_pack_file(blk, (kern_rp_block *)(void *)(region + b * 136));
+            const uint8_t *blk[16];
+            for (int r = 0; r < G; r++) blk[r] = tmp + ((int64_t)r * nb + b) * 34;
+            pack_group_block(row16, blk, region + b * G * 34);
         }
     }
     free(tmp);
-    w->layout = KW_ROWPAIR;
+    w->layout = row16 ? KW_ROW16 : KW_ROWPAIR;
     return TERN_OK;
 }
 
-/* PTQ1_0 rows 0 .. N4-1 -> row-pair 2-bit blocks in an owned buffer (w->aux): each block is
+/* PTQ1_0 rows 0 .. NG-1 -> row-pair or 16-row 2-bit blocks in an owned buffer (w->aux): each block is
  * first rewritten as a PQ2_0 file block (codes u = t + 1, the same fp16 d: lossless), then
  * packed as above. Spec 3.4: qs[m] (m < 16) holds elements 16 n + m (digits n = 0..4), which in
  * PQ2_0 are field m & 3 of byte 4 n + (m >> 2): so with T[v] = the 5 digits of v in bytes 0..4,
  * sum_f T[qs[4 i + f]] << 2f has PQ2_0 byte 4 n + i in its byte n. Likewise qs[16 + m] (m < 8),
  * elements 80 + 8 n + m -> byte 20 + 2 n + (m >> 2); qh[m] (m < 2), elements 120 + 2 n + m. */
-static int transcode_ptq1_0(kern_w *w, const char *name, tern_err *err) {
-    const int64_t nb = w->n_in / 128, n4 = w->n_out & ~(int64_t)3;
-    if (n4 == 0) return TERN_OK;
-    const size_t bytes = (size_t)(n4 / 4) * (size_t)nb * sizeof(kern_rp_block);
-    kern_rp_block *out = tern_alloc_aligned(bytes);
+static int transcode_ptq1_0(kern_w *w, const char *name, bool row16, tern_err *err) {
+    const int64_t G = group_rows(row16), nb = w->n_in / 128, ng = w->n_out / G;
+    if (ng == 0) return TERN_OK;
+    const size_t bytes = (size_t)ng * (size_t)nb * (size_t)(G * 34);
+    uint8_t *out = tern_alloc_aligned(bytes);
     if (!out) return tern_err_set(err, TERN_E_NOMEM, "tensor '%s': no memory for a %zu-byte PTQ1_0 transcode", name, bytes);
     uint64_t T[256];
     for (int v = 0; v < 256; v++) {
         T[v] = 0;
         for (int n = 0; n < 5; n++) T[v] |= (uint64_t)kern_b3_digit((uint8_t)v, n) << (8 * n);
     }
-    uint8_t pq[4][34];
-    const uint8_t *blk[4] = {pq[0], pq[1], pq[2], pq[3]};
-    for (int64_t g = 0; g < n4 / 4; g++)
+    uint8_t pq[16][34];
+    const uint8_t *blk[16];
+    for (int r = 0; r < 16; r++) blk[r] = pq[r];
+    for (int64_t g = 0; g < ng; g++)
         for (int64_t b = 0; b < nb; b++) {
-            for (int r = 0; r < 4; r++) {
-                const uint8_t *src = w->data + ((4 * g + r) * nb + b) * 28;
+            for (int r = 0; r < G; r++) {
+                const uint8_t *src = w->data + ((G * g + r) * nb + b) * 28;
                 uint8_t *q = pq[r] + 2;
                 for (int i = 0; i < 4; i++) {            /* elements 0..79 */
                     const uint64_t a = T[src[4 * i]] | T[src[4 * i + 1]] << 2 | T[src[4 * i + 2]] << 4 | T[src[4 * i + 3]] << 6;
@@ -127,10 +153,10 @@ static int transcode_ptq1_0(kern_w *w, const char *name, tern_err *err) {
                 pq[r][0] = src[26];
                 pq[r][1] = src[27];
             }
-            rp_pack_file(blk, &out[g * nb + b]);
+            pack_group_block(row16, blk, out + (size_t)(g * nb + b) * (size_t)(G * 34));
         }
     w->aux = out;
-    w->layout = KW_PTQ_ROWPAIR;
+    w->layout = row16 ? KW_PTQ_ROW16 : KW_PTQ_ROWPAIR;
     return TERN_OK;
 }
 
@@ -224,10 +250,13 @@ int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t
         }
     }
     int rc = TERN_OK;
-    if (type == QT_PQ2_0 && !(flags & KW_F_KEEP_FILE)) rc = repack_pq2_0(w, name, err);
+    /* the layout of the table that will run it, unless a flag says (the dispatcher's self-check
+     * passes one: it runs before a table is active) */
+    const bool row16 = (flags & KW_F_ROW16) ? true : (flags & KW_F_ROWPAIR) ? false : kern_isa_row16();
+    if (type == QT_PQ2_0 && !(flags & KW_F_KEEP_FILE)) rc = repack_pq2_0(w, name, row16, err);
     if (type == QT_PTQ1_0) {
         bool tc = (flags & KW_F_PTQ1_0_TRANSCODE) ? true : (flags & KW_F_PTQ1_0_DIRECT) ? false : ptq_default_transcode();
-        if (tc) rc = transcode_ptq1_0(w, name, err);
+        if (tc) rc = transcode_ptq1_0(w, name, row16, err);
     }
     return rc;
 }
@@ -242,10 +271,20 @@ void kern_w_free(kern_w *w) {
     w->aux = NULL;
 }
 
+int64_t kern_w_grouped_rows(const kern_w *w) {
+    switch (w->layout) {
+    case KW_ROWPAIR: case KW_PTQ_ROWPAIR: return w->n_out & ~(int64_t)3;
+    case KW_ROW16: case KW_PTQ_ROW16: return w->n_out & ~(int64_t)15;
+    default: return 0;
+    }
+}
+
 size_t kern_w_bytes(const kern_w *w) {
     const int bs = kern_block_size(w->type), bb = kern_block_bytes(w->type);
     const size_t row = (size_t)(w->n_in / bs) * (size_t)bb;
     if (!w->aux) return row * (size_t)w->n_out;
-    /* PTQ1_0 transcode: the kernels stream the side buffer and the N % 4 file-layout tail rows */
-    return (size_t)(w->n_out / 4) * (size_t)(w->n_in / 128) * sizeof(kern_rp_block) + row * (size_t)(w->n_out % 4);
+    /* PTQ1_0 transcode: the kernels stream the side buffer (34 bytes per 128 weights) and the
+     * file-layout tail rows */
+    const int64_t ng = kern_w_grouped_rows(w);
+    return (size_t)ng * (size_t)(w->n_in / 128) * 34 + row * (size_t)(w->n_out - ng);
 }

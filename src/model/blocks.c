@@ -284,7 +284,7 @@ typedef struct {
     const kern_w *const *w;
     float *const *y;
     float *resid;              /* n_w == 1: x += y over the job's rows (column stride n_out), or NULL */
-    int64_t off[5];            /* virtual row offset of each weight (padded to KERN_ROW_ALIGN) */
+    int64_t off[5];            /* virtual row offset of each weight (padded to KERN_ROW_SPLIT) */
 } project_job;
 
 static void job_project(void *ctx, int64_t i0, int64_t i1, int ith) {
@@ -312,12 +312,12 @@ static void project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *c
     int64_t off = 0;
     for (int k = 0; k < n_w; k++) {
         j.off[k] = off;
-        off += (w[k]->n_out + KERN_ROW_ALIGN - 1) / KERN_ROW_ALIGN * KERN_ROW_ALIGN;
+        off += (w[k]->n_out + KERN_ROW_SPLIT - 1) / KERN_ROW_SPLIT * KERN_ROW_SPLIT;
     }
     j.off[n_w] = off;
     const double t0 = prof_t0();
-    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, off, KERN_ROW_ALIGN, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, &j);
-    else pool_for(pool, off, KERN_ROW_ALIGN, job_project, &j);
+    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, &j);
+    else pool_for(pool, off, KERN_ROW_SPLIT, job_project, &j);
     prof_add(BLK_PROF_MATMUL, t0);
 }
 

@@ -104,7 +104,7 @@ void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const 
 
 /* Project one activation through up to 4 weights in ONE pool job: y_j[c * n_out_j + r] for all
  * rows of every weight and all a->ncols columns. Row ranges are split over the pool in multiples
- * of KERN_ROW_ALIGN on a virtual concatenation of the weights (each padded to the alignment). */
+ * of KERN_ROW_SPLIT on a virtual concatenation of the weights (each padded to the alignment). */
 void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y);
 /* x[c * n_out + r] += y[c * n_out + r] after y = w . a (blk_project of one weight), the residual
  * add done by each thread on its own rows inside the same pool job. x: (a->ncols, w->n_out). */

@@ -125,17 +125,17 @@ static void prog_draw(uint64_t add) {
     prog.drawn = true;
 }
 
-/* A PTQ1_0 weight transcoded to the row-pair side buffer (KW_PTQ_ROWPAIR) is read from aux for
- * rows 0 .. N4-1 by every path (kernels, kern_block_int: ref, f32 mode, embedding rows); only
- * the N % 4 tail rows are read from the file bytes. The whole pages inside rows 0 .. N4-1 of
- * the file buffer (private: read() into anonymous memory, or a private mapping) are released
+/* A PTQ1_0 weight transcoded to a 2-bit side buffer (KW_PTQ_ROWPAIR, KW_PTQ_ROW16) is read from
+ * aux for rows 0 .. NG-1 (kern_w_grouped_rows) by every path (kernels, kern_block_int: ref, f32
+ * mode, embedding rows); only the tail rows NG .. N-1 are read from the file bytes. The whole
+ * pages inside rows 0 .. NG-1 of the file buffer (private: read() into anonymous memory, or a private mapping) are released
  * after the transcode, so the file copy and the transcode are not both resident (issue 7: the
  * 27B PTQ1_0 peak RSS). Returns the bytes released ([*lo, *hi) when lo is given). */
 static uint64_t ptq_release_range(const kern_w *w, uint8_t **lo, uint8_t **hi) {
-    if (w->layout != KW_PTQ_ROWPAIR || !w->aux) return 0;
+    if ((w->layout != KW_PTQ_ROWPAIR && w->layout != KW_PTQ_ROW16) || !w->aux) return 0;
     const long pg = sysconf(_SC_PAGESIZE);
     const uintptr_t ps = pg > 0 ? (uintptr_t)pg : 4096;
-    const uintptr_t a = (uintptr_t)w->data, e = a + (uintptr_t)((w->n_out & ~(int64_t)3) * (w->n_in / 128) * 28);
+    const uintptr_t a = (uintptr_t)w->data, e = a + (uintptr_t)(kern_w_grouped_rows(w) * (w->n_in / 128) * 28);
     const uintptr_t a1 = (a + ps - 1) & ~(ps - 1), e1 = e & ~(ps - 1);
     if (e1 <= a1) return 0;
     if (lo) { *lo = (uint8_t *)a1; *hi = (uint8_t *)e1; }
@@ -163,7 +163,9 @@ int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w 
                             "F32/F16/BF16/Q8_0",
                             name, type_name(t->type));
     }
-    rc = kern_w_init(w, t->name, t->type, t->data, ne0, ne1, err);
+    /* ggml numerics keep the row-pair layout: its AVX2 ggml-mode kernel runs it on every x86 host
+     * (the 16-row tables have fast-mode kernels only, so a 16-row weight would run ggml on ref) */
+    rc = kern_w_init_ex(w, t->name, t->type, t->data, ne0, ne1, m->numerics == KQ_GGML ? KW_F_ROWPAIR : 0, err);
     if (rc) return rc;
     rc = register_w(m, w, err);
     if (rc) { kern_w_free(w); return rc; }

@@ -516,7 +516,7 @@ typedef struct {
     const kern_act *const *a;
     const kern_w *const *w;
     float *const *y;
-    int64_t off[5];            /* virtual row offset of each weight (padded to KERN_ROW_ALIGN) */
+    int64_t off[5];            /* virtual row offset of each weight (padded to the split alignment) */
 } q35_proj_job;
 
 /* Virtual rows [i0, i1) of the job's weights (each weight's rows at its offset). */
@@ -546,7 +546,7 @@ static void job_proj_multi(void *ctx, int64_t i0, int64_t i1, int ith) {
  * who takes which rows nor on the thread count (test_qwen35: both schedules at 2 and 3 threads
  * == 1 thread). The GDN heads of a decode step are claimed the same way, Q35_HEADS_CLAIM at a
  * time (gdn_layer). */
-#define Q35_DYN_ALIGN 8
+#define Q35_DYN_ALIGN KERN_ROW_SPLIT   /* claims never split a 16-row kernel group */
 #define Q35_DYN_MIN 64
 #define Q35_HEADS_CLAIM 4
 
@@ -557,7 +557,7 @@ static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, co
                           bool dyn) {
     TERN_ASSERT(n_w >= 1 && n_w <= 4);
     q35_proj_job j = {.n_w = n_w, .a = a, .w = w, .y = y};
-    const int64_t align = dyn ? Q35_DYN_ALIGN : KERN_ROW_ALIGN;   /* both multiples of KERN_ROW_ALIGN */
+    const int64_t align = dyn ? Q35_DYN_ALIGN : KERN_ROW_SPLIT;   /* both multiples of KERN_ROW_ALIGN */
     int64_t off = 0;
     for (int k = 0; k < n_w; k++) {
         j.off[k] = off;
@@ -566,7 +566,7 @@ static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, co
     j.off[n_w] = off;
     const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
     if (dyn) pool_for_dyn(pool, off, Q35_DYN_ALIGN, Q35_DYN_MIN, INT64_MAX, job_proj_multi, &j);
-    else pool_for(pool, off, KERN_ROW_ALIGN, job_proj_multi, &j);
+    else pool_for(pool, off, KERN_ROW_SPLIT, job_proj_multi, &j);
     if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0;
 }
 

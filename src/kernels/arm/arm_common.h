@@ -263,11 +263,13 @@ ARM_INLINE void arm_ptq_direct(const kern_mm_args *m, int64_t r0, int64_t r1, ke
     }                                                                                                   \
     static void P##_mm_ptq_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {                        \
         if (m->w->layout == KW_PTQ_ROWPAIR) arm_rp_fast(m, r0, r1, F1, F4);                             \
-        else arm_ptq_direct(m, r0, r1, KQ_FAST, FT);                                                    \
+        else if (m->w->layout == KW_FILE) arm_ptq_direct(m, r0, r1, KQ_FAST, FT);                       \
+        else kern_ref_mm_fast(m, r0, r1);   /* 16-row transcode: the file rows may be released */      \
     }                                                                                                   \
     static void P##_mm_ptq_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) {                        \
         if (m->w->layout == KW_PTQ_ROWPAIR) arm_rp_ggml(m, r0, r1, FG);                                 \
-        else arm_ptq_direct(m, r0, r1, KQ_GGML, FT);                                                    \
+        else if (m->w->layout == KW_FILE) arm_ptq_direct(m, r0, r1, KQ_GGML, FT);                       \
+        else kern_ref_mm_ggml(m, r0, r1);                                                               \
     }
 
 /* The table entries: PQ2_0 and PTQ1_0 of ISA file P (fast, ggml), and the float weights in every

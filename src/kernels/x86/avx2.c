@@ -833,6 +833,9 @@ static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
 
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
+    /* the direct kernel reads the file bytes, which the loader may have released under a 16-row
+     * transcode (kernels.h): that layout runs the reference, which reads aux */
+    if (m->w->layout != KW_FILE) { kern_ref_mm_fast(m, r0, r1); return; }
     mm_ptq1_0_direct(m, r0, r1);
 }
 

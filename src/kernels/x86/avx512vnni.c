@@ -38,6 +38,12 @@ static inline v512 v512_and(v512 a, v512 b) { return _mm512_and_si512(a, b); }
 static inline v512 v512_set1_8(char c) { return _mm512_set1_epi8(c); }
 static inline v512 v512_zero(void) { return _mm512_setzero_si512(); }
 static inline v512 v512_dpbusd(v512 acc, v512 u, v512 s) { return _mm512_dpbusd_epi32(acc, u, s); }
+/* vpdpbusd with the 4 bytes at p broadcast as its memory operand ({1to16}): one fused uop where
+ * the compiler emits a separate vpbroadcastd + vpdpbusd (GCC does not fold this one). */
+static inline v512 v512_dpbusd_b32(v512 acc, v512 u, const void *p) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)p));
+    return acc;
+}
 static inline v512 v512_perm2_64(v512 a, v512 idx, v512 b) { return _mm512_permutex2var_epi64(a, idx, b); }
 static inline v512 v512_idx64(long long i0, long long i1, long long i2, long long i3, long long i4, long long i5,
                               long long i6, long long i7) {
@@ -45,6 +51,24 @@ static inline v512 v512_idx64(long long i0, long long i1, long long i2, long lon
 }
 static inline __m256i v512_lo256(v512 a) { return _mm512_castsi512_si256(a); }
 static inline __m256i v512_hi256(v512 a) { return _mm512_extracti64x4_epi64(a, 1); }
+static inline v512 v512_set1_32(int32_t x) { return _mm512_set1_epi32(x); }
+/* a load broadcast to 16 lanes: as a vpdpbusd/vpsubd operand it folds into {1to16} */
+static inline v512 v512_bcast32(const void *p) {
+    int32_t x;
+    memcpy(&x, p, 4);
+    return _mm512_set1_epi32(x);
+}
+static inline v512 v512_add32(v512 a, v512 b) { return _mm512_add_epi32(a, b); }
+static inline v512 v512_sub32(v512 a, v512 b) { return _mm512_sub_epi32(a, b); }
+typedef __m512 v512f;
+static inline v512f v512f_zero(void) { return _mm512_setzero_ps(); }
+static inline v512f v512f_set1(float x) { return _mm512_set1_ps(x); }
+static inline v512f v512f_mul(v512f a, v512f b) { return _mm512_mul_ps(a, b); }
+static inline v512f v512f_fmadd(v512f a, v512f b, v512f c) { return _mm512_fmadd_ps(a, b, c); }
+static inline v512f v512f_cvt32(v512 a) { return _mm512_cvtepi32_ps(a); }
+static inline v512f v512f_ph(const void *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline void v512f_mask_storeu(float *p, unsigned keep, v512f a) { _mm512_mask_storeu_ps(p, (__mmask16)keep, a); }
+static inline void v512_store(void *p, v512 a) { _mm512_storeu_si512(p, a); }
 #define TABLE_NAME kern_table_avx512vnni
 #define TABLE_STR "avx512vnni"
 #define TABLE_NEEDS (KCPU_AVX2 | KCPU_AVX512VNNI)
@@ -143,14 +167,163 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
 
+/* ---- PQ2_0 16-row layout (KW_ROW16, kern_impl.h), fast mode ----------------------------------
+ * Zmm j of a block holds 16 rows x 4 bytes (lane i = row i); slot s of it, u = (v >> 2s) & 3 per
+ * byte (vpsrlw + vpandd: the 16-bit shift moves bits across bytes, the mask drops them), holds in
+ * lane i the codes of weights 16 j + 4 s .. + 3 of row i. One vpdpbusd against those 4
+ * activation bytes broadcast ({1to16}) adds 4 products per row for all 16 rows: 32 per block and
+ * column, no reduction. u is unsigned 0..3 and q signed, summed into int32 with no int16 stage, so
+ * code 3 is exact; |sum u q| <= 128 * 3 * 127 per block. The accumulators start at 0 and the
+ * block's activation sum is subtracted once (isum = sum (u - 1) q = sum u q - sum q, exact), then
+ * the epilogue runs across the 16 rows as one vector: s = d_w * d_a (vcvtph2ps of the 16 fp16
+ * scales, one f32 multiply), acc = fma(s, (float)isum, acc): the float order of kern_impl.h.
+ * A tile is one 16-row group x NC columns (NC = 1..16, compile-time), so each unpacked slot
+ * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (NA = 4, 3, 2, 1
+ * for NC <= 2, 4, 8, 16: at least ~10 independent chains to cover the vpdpbusd latency at two
+ * per cycle) added in a fixed tree, exact in int32. Registers: NC * NA int32 accumulators, one
+ * slot and one block word live, the f32 accumulators (past ~8 columns some live in memory: an
+ * fma from memory and a store per block, off the vector ports). Per block and column the vector
+ * ports see 32 vpdpbusd + 56 / NC unpack ops + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps,
+ * vfmadd): ~80% vpdpbusd at 16 columns. The broadcast is written as vpdpbusd's {1to16} memory
+ * operand (inline asm) because GCC emits a separate vpbroadcastd for the intrinsic form. */
+#define R16_NC 16
+#define R16_PF 4   /* matvec prefetch distance in blocks (2.2 KB; 16 blocks = 8.7 KB ahead streamed the
+                      * K = 2048 lm_head at ~70% of the bus against ~92%: tern bench-kernel --decode-seq) */
+
+/* Slot k (= 4 j + s: weights 4 k .. 4 k + 3 of each row) of block b, unpacked in u, for the NC
+ * columns of the tile: 4 activation bytes q[4 k ..] broadcast per column. */
+static inline __attribute__((always_inline)) void r16_slot(v512 (*acc)[4], int NC, int NA, int k, v512 u,
+                                                          const kact_fast *const *ac, int64_t b) {
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) acc[c][k % NA] = v512_dpbusd_b32(acc[c][k % NA], u, ac[c][b].qs + 4 * k);
+}
+
+static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
+                                                          int NC, float *const *out, unsigned keep, int32_t *const *isum,
+                                                          int64_t isum_stride) {
+    const int NA = NC <= 2 ? 4 : NC <= 4 ? 3 : NC <= 8 ? 2 : 1;
+    const v512 m3 = v512_set1_8(3);
+    v512f facc[R16_NC];   /* past ~8 columns the compiler keeps some in memory (fma from memory + store) */
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_r16_block *blk = B + b;
+        if (NC == 1) {   /* matvec: prefetch R16_PF blocks ahead, every line of the block */
+            const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
+#pragma GCC unroll 9
+            for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
+        }
+        v512 acc[R16_NC][4];
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; c++) {
+#pragma GCC unroll 4
+            for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {   /* slot s of zmm j: accumulator (4 j + s) % NA; one slot live at a time */
+            const v512 v = v512_loadu(blk->qs[j]);
+            r16_slot(acc, NC, NA, 4 * j + 0, v512_and(v, m3), ac, b);
+            r16_slot(acc, NC, NA, 4 * j + 1, v512_and(v512_srli16(v, 2), m3), ac, b);
+            r16_slot(acc, NC, NA, 4 * j + 2, v512_and(v512_srli16(v, 4), m3), ac, b);
+            r16_slot(acc, NC, NA, 4 * j + 3, v512_and(v512_srli16(v, 6), m3), ac, b);
+        }
+        const v512f dw = v512f_ph(blk->d);
+#pragma GCC unroll 16
+        for (int c = 0; c < NC; c++) {
+            v512 t = acc[c][0];   /* exact in int32: the order is free, a fixed tree is chosen */
+            if (NA == 4) t = v512_add32(v512_add32(t, acc[c][1]), v512_add32(acc[c][2], acc[c][3]));
+            if (NA == 3) t = v512_add32(v512_add32(t, acc[c][1]), acc[c][2]);
+            if (NA == 2) t = v512_add32(t, acc[c][1]);
+            t = v512_sub32(t, v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
+            if (isum) {   /* test hook: row i of the group at isum[c][i * stride + b] */
+                int32_t ti[16];
+                v512_store(ti, t);
+                for (int i = 0; i < 16; i++)
+                    if ((keep >> i) & 1) isum[c][i * isum_stride + b] = ti[i];
+            }
+            facc[c] = v512f_fmadd(v512f_mul(dw, v512f_set1(ac[c][b].d)), v512f_cvt32(t), facc[c]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c], keep, facc[c]);
+}
+
+typedef void (*r16_tile_fn)(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,
+                            unsigned keep, int32_t *const *isum, int64_t isum_stride);
+#define R16_TILE(NC)                                                                                               \
+    static void r16_tile_##NC(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,   \
+                              unsigned keep, int32_t *const *isum, int64_t isum_stride) {                          \
+        r16_tile(B, nb, ac, NC, out, keep, isum, isum_stride);                                                     \
+    }
+R16_TILE(1)
+R16_TILE(2)
+R16_TILE(3)
+R16_TILE(4)
+R16_TILE(5)
+R16_TILE(6)
+R16_TILE(7)
+R16_TILE(8)
+R16_TILE(9)
+R16_TILE(10)
+R16_TILE(11)
+R16_TILE(12)
+R16_TILE(13)
+R16_TILE(14)
+R16_TILE(15)
+R16_TILE(16)
+static const r16_tile_fn r16_tiles[R16_NC + 1] = {
+    NULL,        r16_tile_1,  r16_tile_2,  r16_tile_3,  r16_tile_4,  r16_tile_5,  r16_tile_6,  r16_tile_7, r16_tile_8,
+    r16_tile_9,  r16_tile_10, r16_tile_11, r16_tile_12, r16_tile_13, r16_tile_14, r16_tile_15, r16_tile_16};
+
+/* Rows [r0, r1) of a 16-row tensor whose groups start at base (PQ2_0 data, or the PTQ1_0
+ * transcode in aux). A group the range covers only in part (r0 or r1 inside it: multiples of 4,
+ * kernels.h KERN_ROW_SPLIT) is computed whole and only its rows in range are stored: every row is
+ * the same computation in any range. The columns go in ceil(ncols / 16) tiles of near-equal
+ * width (17 -> 9 + 8, 64 -> 4 x 16); the groups in chunks whose weights fit in L2 (~256 KB),
+ * each chunk against one tile at a time (that tile's activations stay in L1/L2 across the chunk).
+ * Rows N & ~15 .. N-1: file layout, the reference. */
+static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t nb = w->n_in / 128, N = w->n_out, n16 = N & ~(int64_t)15;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t g1 = TERN_MIN(r1, n16);
+    const int nt = (a->ncols + R16_NC - 1) / R16_NC;
+    const kact_fast *ac[R16_NC];
+    float *out[R16_NC];
+    int32_t *is[R16_NC];
+    /* chunks of groups whose weights fit in L2 (~256 KB), each against one column tile at a time */
+    const int64_t cg = TERN_MAX((int64_t)1, (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block)));
+    for (int64_t gc = r0 / 16; gc * 16 < g1; gc += cg) {
+        for (int ti = 0, c0 = 0; ti < nt; ti++) {
+            const int nc = (a->ncols - c0) / (nt - ti);   /* the widths differ by at most 1 */
+            for (int64_t g = gc; g < gc + cg && g * 16 < g1; g++) {
+                const int64_t lo = TERN_MAX(r0, 16 * g) - 16 * g, hi = TERN_MIN(g1, 16 * g + 16) - 16 * g;
+                const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+                for (int c = 0; c < nc; c++) {
+                    const int cc = c0 + c;
+                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                    out[c] = m->y + cc * m->ldy + 16 * g;
+                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
+                }
+                r16_tiles[nc](base + g * nb, nb, ac, out, keep, m->isum ? is : NULL, nb);
+            }
+            c0 += nc;
+        }
+    }
+    if (r1 > n16) kern_ref_mm_fast(m, TERN_MAX(r0, n16), r1);   /* N % 16 tail rows: file layout */
+}
+
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_ROW16) { mm_row16_fast(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1); return; }
     if (m->w->layout != KW_ROWPAIR) { kern_ref_mm_fast(m, r0, r1); return; }
     mm_rowpair_fast(m, (const kern_rp_block *)(const void *)m->w->data, r0, r1);
 }
 
-/* PTQ1_0: the transcoded layout runs the row-pair kernel above; the direct (base-3) form runs
- * the AVX2 kernel (same bits by the oracle tests; a zmm base-3 kernel is not written yet). */
+/* PTQ1_0: the transcoded layouts run the kernels above; the direct (base-3) form runs the AVX2
+ * kernel (same bits by the oracle tests; a zmm base-3 kernel is not written yet). */
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_PTQ_ROW16) { mm_row16_fast(m, (const kern_r16_block *)m->w->aux, r0, r1); return; }
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
     kern_table_avx2.mm[KT_PTQ1_0][KQ_FAST](m, r0, r1);
 }
@@ -163,8 +336,9 @@ const kern_table TABLE_NAME = {
         [KT_PTQ1_0] = {mm_ptq1_0_fast, NULL, NULL},
     },
     .fallback = &kern_table_avx2,     /* every other entry: the AVX2 kernel, then ref */
+    .row16 = true,
 };
 
 #elif !defined(KERN_EMU512)
-const kern_table kern_table_avx512vnni = {.name = "avx512vnni", .needs = KCPU_AVX2 | KCPU_AVX512VNNI};
+const kern_table kern_table_avx512vnni = {.name = "avx512vnni", .needs = KCPU_AVX2 | KCPU_AVX512VNNI, .row16 = true};
 #endif

@@ -3,7 +3,8 @@
  * reference on hosts without AVX-512 (tests only; never in the library). Semantics follow the
  * Intel SDM: a zmm is 64 bytes = 4 x 128-bit lanes (here lo = lanes 0-1, hi = lanes 2-3);
  * vpdpbusd: each int32 lane += sum of 4 (unsigned byte of u) * (signed byte of s), wrapping;
- * vpermt2q: qword i = concat(a, b)[idx[i] & 15]. */
+ * vpermt2q: qword i = concat(a, b)[idx[i] & 15]; a masked store leaves the masked-off lanes'
+ * memory untouched (the caller's out-of-range rows). */
 #ifndef TERN_KERNELS_X86_EMU512_H
 #define TERN_KERNELS_X86_EMU512_H
 
@@ -55,5 +56,39 @@ static inline v512 v512_idx64(long long i0, long long i1, long long i2, long lon
 }
 static inline __m256i v512_lo256(v512 a) { return a.lo; }
 static inline __m256i v512_hi256(v512 a) { return a.hi; }
+static inline v512 v512_set1_32(int32_t x) { return (v512){_mm256_set1_epi32(x), _mm256_set1_epi32(x)}; }
+/* vpbroadcastd from memory (the {1to16} operand): the 4 bytes at p in every int32 lane */
+static inline v512 v512_bcast32(const void *p) {
+    int32_t x;
+    memcpy(&x, p, 4);
+    return v512_set1_32(x);
+}
+static inline v512 v512_dpbusd_b32(v512 acc, v512 u, const void *p) { return v512_dpbusd(acc, u, v512_bcast32(p)); }
+static inline v512 v512_add32(v512 a, v512 b) { return (v512){_mm256_add_epi32(a.lo, b.lo), _mm256_add_epi32(a.hi, b.hi)}; }
+static inline v512 v512_sub32(v512 a, v512 b) { return (v512){_mm256_sub_epi32(a.lo, b.lo), _mm256_sub_epi32(a.hi, b.hi)}; }
+
+/* 16 f32 lanes (lo = 0-7, hi = 8-15). */
+typedef struct { __m256 lo, hi; } v512f;
+static inline v512f v512f_zero(void) { return (v512f){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+static inline v512f v512f_set1(float x) { return (v512f){_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
+static inline v512f v512f_mul(v512f a, v512f b) { return (v512f){_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+/* vfmadd: a * b + c fused, per lane */
+static inline v512f v512f_fmadd(v512f a, v512f b, v512f c) {
+    return (v512f){_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+static inline v512f v512f_cvt32(v512 a) { return (v512f){_mm256_cvtepi32_ps(a.lo), _mm256_cvtepi32_ps(a.hi)}; }
+/* vcvtph2ps of the 16 fp16 at p (exact) */
+static inline v512f v512f_ph(const void *p) {
+    return (v512f){_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)),
+                   _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint8_t *)p + 16)))};
+}
+/* masked vmovups: lane i stored to p[i] iff bit i of keep; the other lanes' memory is not touched */
+static inline void v512f_mask_storeu(float *p, unsigned keep, v512f a) {
+    float t[16];
+    _mm256_storeu_ps(t, a.lo);
+    _mm256_storeu_ps(t + 8, a.hi);
+    for (int i = 0; i < 16; i++)
+        if ((keep >> i) & 1) p[i] = t[i];
+}
 
 #endif /* TERN_KERNELS_X86_EMU512_H */
