@@ -36,37 +36,36 @@
 #define POOL_SPIN_NS 40000      /* 40 us: a few decode jobs; far below a scheduler time slice */
 #define POOL_SPIN_CHECK 16      /* pause loops between two clock reads (a read is ~20 ns) */
 
-/* How many threads take chunked work (adapt_* below): hi = min(n_threads, CPUs the process may
- * run on), so threads beyond the CPUs stay parked (an explicit oversubscription costs nothing),
- * or hi - 1, which wins on a machine where another process holds one of our CPUs.
- *   The measure: each chunked job's wall time on the caller, the gap since the previous job
- * included (the code between jobs runs on the same contended CPUs), kept per job kind (its
- * function and size: a forward pass repeats the same kinds token after token) as a running mean
- * for each count. Every `every` epochs of ADAPT_EPOCH jobs, one epoch runs the other count; at
- * its end its jobs' time is compared with what the same kinds took in the current count, and the
- * other count is kept if that is below ADAPT_MARGIN of it. Each confirmation of the current
- * count doubles `every` (up to ADAPT_EVERY_MAX), so a quiet machine spends under 1% of its
- * epochs on the slower count. A gap over ADAPT_GAP_NS before a job (the program was idle) is not
- * counted, only the job. */
-#define ADAPT_EPOCH 64
+/* How many threads take a chunked job (adapt_* below): at most hi = min(n_threads, CPUs the
+ * process may run on), so threads beyond the CPUs stay parked (an explicit oversubscription costs
+ * nothing); and per job kind (its function and size: a forward pass repeats the same kinds token
+ * after token) either hi or hi - 1 (with hi = 2: the caller alone, no publication). hi - 1 wins
+ * for jobs shorter than a wake-up, and on a machine where another process holds one of our CPUs.
+ *   The measure: the job's wall time on the caller, the gap since the previous job included (the
+ * code between jobs runs on the same contended CPUs; after an idle gap over ADAPT_GAP_NS, the job
+ * alone), as a running mean per kind and count. Every `every` runs of a kind, ADAPT_TRY runs use
+ * the other count; it is kept if their mean is below ADAPT_MARGIN of the current count's. Each
+ * confirmation doubles that kind's `every` (up to ADAPT_EVERY_MAX), so on a quiet machine a kind
+ * spends about 1% of its runs on the slower count. */
 #define ADAPT_GAP_NS 2000000
 #define ADAPT_MARGIN 0.90
-#define ADAPT_EVERY_MIN 4
-#define ADAPT_EVERY_MAX 256
+#define ADAPT_TRY 4
+#define ADAPT_EVERY_MIN 16
+#define ADAPT_EVERY_MAX 1024
 #define ADAPT_KINDS 64            /* job kinds remembered (a hash of function and size) */
 typedef struct {
     pool_fn fn;
     int64_t n;
     double t_cur;                 /* running mean ns in the current count (0: none yet) */
+    double try_sum;               /* ns summed over the runs of the current try */
+    int alt;                      /* 0: hi threads, 1: hi - 1 */
+    int trying;                   /* runs left in the try of the other count (0: none) */
+    int every, since;             /* runs between tries, runs since the last */
 } adapt_kind;
 typedef struct pool_adapt {
-    int hi;                    /* min(n_threads, CPUs available): the most threads worth running */
-    int cur;                   /* the chosen active count: hi or hi - 1 */
-    int trying;                /* 1 while the epoch runs the other count */
-    int jobs;                  /* jobs in this epoch */
-    int every, since;          /* epochs between tries, epochs since the last */
-    int64_t last;              /* end of the last job (ns; 0: none) */
-    double try_t, try_ref;     /* trying: the epoch's job time, and the same kinds' t_cur */
+    int hi;                       /* min(n_threads, CPUs available): the most threads worth running */
+    int64_t last;                 /* end of the last chunked job (ns; 0: none) */
+    adapt_kind *k;                /* the current job's kind */
     adapt_kind kind[ADAPT_KINDS];
 } pool_adapt;
 
@@ -98,7 +97,10 @@ struct tern_pool {
     atomic_int n_sleeping;     /* workers waiting on cv_work */
     atomic_int caller_waiting;
     atomic_uint_fast64_t *each;/* pool_run_all: n_each_words bit words */
-    atomic_int active;         /* threads that take chunked work (ith < active); the rest park */
+    atomic_int active;         /* threads awake for chunked work (ith < active); the rest park */
+    atomic_int job_threads;    /* threads that take part in the current chunked job (read before a
+                                * claim, so a late worker may read the next job's: only speed
+                                * depends on it) */
     pool_adapt ad;             /* caller-only state of the choice of `active` */
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done, cv_active;
@@ -174,7 +176,9 @@ static void take_work(struct tern_pool *p, int ith) {
         }
     }
     int64_t u0, cu;
-    if (ith >= atomic_load_explicit(&p->active, memory_order_relaxed)) return;
+    if (ith >= atomic_load_explicit(&p->active, memory_order_relaxed) ||
+        ith >= atomic_load_explicit(&p->job_threads, memory_order_relaxed))
+        return;
     while (chunk_claim(p, ith != 0, &u0, &cu)) {
         const int64_t i0 = u0 * p->unit, i1 = TERN_MIN((u0 + cu) * p->unit, p->n);
         p->fn(p->ctx, i0, i1, ith);
@@ -245,7 +249,8 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     atomic_init(&p->caller_waiting, 0);
     atomic_init(&p->active, n_threads);
     const int hi = TERN_MIN(n_threads, pool_cpus_available());
-    p->ad = (pool_adapt){.hi = hi, .cur = hi, .every = ADAPT_EVERY_MIN};
+    p->ad = (pool_adapt){.hi = hi};
+    atomic_init(&p->job_threads, hi);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_active, NULL);
     pthread_cond_init(&p->cv_work, NULL);
@@ -339,50 +344,42 @@ static void set_active(struct tern_pool *p, int n) {
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Before a chunked job: the active count for it. */
-static int adapt_begin(struct tern_pool *p) {
-    const pool_adapt *a = &p->ad;
+/* Before a chunked job: the thread count for it. */
+static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n) {
+    pool_adapt *a = &p->ad;
     if (a->hi == 1) return 1;
-    return a->trying ? (a->cur == a->hi ? a->hi - 1 : a->hi) : a->cur;
+    const uint64_t h = ((uint64_t)(uintptr_t)fn * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)n * 0xc2b2ae3d27d4eb4full);
+    adapt_kind *k = &a->kind[(h >> 32) % ADAPT_KINDS];
+    if (k->fn != fn || k->n != n) *k = (adapt_kind){.fn = fn, .n = n, .every = ADAPT_EVERY_MIN};   /* takes the entry */
+    a->k = k;
+    return (k->trying ? !k->alt : k->alt) ? a->hi - 1 : a->hi;
 }
 
-/* After it (t0, t: its start and end): account its time to its kind, close the epoch, choose. */
-static void adapt_end(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0, int64_t t) {
+/* After it (t0, t: its start and end): account its time to its kind; end a try, choose. */
+static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     pool_adapt *a = &p->ad;
     if (a->hi == 1) return;
-    /* the job and the gap before it; after an idle gap the job alone */
-    const int64_t dt = a->last && t0 - a->last <= ADAPT_GAP_NS ? t - a->last : t - t0;
+    const double dt = (double)(a->last && t0 - a->last <= ADAPT_GAP_NS ? t - a->last : t - t0);
     a->last = t;
-    {
-        const uint64_t h = ((uint64_t)(uintptr_t)fn * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)n * 0xc2b2ae3d27d4eb4full);
-        adapt_kind *k = &a->kind[(h >> 32) % ADAPT_KINDS];
-        if (k->fn != fn || k->n != n) *k = (adapt_kind){.fn = fn, .n = n};   /* a new kind takes the entry */
-        if (a->trying) {
-            if (k->t_cur > 0) {
-                a->try_t += (double)dt;
-                a->try_ref += k->t_cur;
-            }
-        } else {
-            k->t_cur = k->t_cur > 0 ? k->t_cur + ((double)dt - k->t_cur) / 8 : (double)dt;
+    adapt_kind *k = a->k;
+    if (k->trying) {
+        k->try_sum += dt;
+        if (--k->trying > 0) return;
+        const double mean = k->try_sum / ADAPT_TRY;
+        if (k->t_cur > 0 && mean < ADAPT_MARGIN * k->t_cur) {     /* the other count is faster */
+            k->alt = !k->alt;
+            k->t_cur = mean;
+            k->every = ADAPT_EVERY_MIN;
+        } else if (k->every < ADAPT_EVERY_MAX) {
+            k->every *= 2;
         }
-    }
-    if (++a->jobs < ADAPT_EPOCH) return;
-    a->jobs = 0;
-    if (a->trying) {
-        a->trying = 0;
-        if (a->try_ref > 0 && a->try_t < ADAPT_MARGIN * a->try_ref) {   /* the other count is faster */
-            a->cur = a->cur == a->hi ? a->hi - 1 : a->hi;
-            for (int i = 0; i < ADAPT_KINDS; i++) a->kind[i].t_cur = 0;   /* means of the old count */
-            a->every = ADAPT_EVERY_MIN;
-        } else if (a->every < ADAPT_EVERY_MAX) {
-            a->every *= 2;
-        }
-        a->since = 0;
+        k->since = 0;
         return;
     }
-    if (++a->since >= a->every) {
-        a->trying = 1;
-        a->try_t = a->try_ref = 0;
+    k->t_cur = k->t_cur > 0 ? k->t_cur + (dt - k->t_cur) / 8 : dt;
+    if (++k->since >= k->every) {
+        k->trying = ADAPT_TRY;
+        k->try_sum = 0;
     }
 }
 
@@ -392,12 +389,13 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
     if (n == 0) return;
     if (p->n_threads == 1 || n <= cmin) { fn(ctx, 0, n, 0); return; }
     const int64_t t0 = p->ad.hi > 1 ? now_ns() : 0;
-    const int act = adapt_begin(p);
-    set_active(p, act);
+    const int act = adapt_begin(p, fn, n);
+    set_active(p, p->ad.hi);              /* threads beyond the CPUs park (a no-op once set) */
+    atomic_store_explicit(&p->job_threads, act, memory_order_relaxed);
     if (act == 1) {                       /* the caller alone, in chunks of at most cmax */
         const int64_t step = cmax == INT64_MAX ? n : cmax;
         for (int64_t i = 0; i < n; i += step) fn(ctx, i, TERN_MIN(i + step, n), 0);
-        adapt_end(p, fn, n, t0, p->ad.hi > 1 ? now_ns() : 0);
+        adapt_end(p, t0, p->ad.hi > 1 ? now_ns() : 0);
         return;
     }
     /* the unit: align, or the smallest multiple of it that keeps the unit count below 2^32 */
@@ -413,12 +411,15 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
     atomic_store_explicit(&p->cmax, cmax == INT64_MAX ? units : TERN_MAX(cmax / unit, ucmin), memory_order_relaxed);
     atomic_store_explicit(&p->left, (uint_fast64_t)units << 32, memory_order_release);
     run_job(p);
-    adapt_end(p, fn, n, t0, p->ad.hi > 1 ? now_ns() : 0);
+    adapt_end(p, t0, p->ad.hi > 1 ? now_ns() : 0);
 }
 
 void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx) {
     TERN_ASSERT(p && fn && align >= 1 && n >= 0);
-    pool_for_dyn(p, n, align, align, INT64_MAX, fn, ctx);
+    /* chunks of at least 1 / (4 T) of the job: few calls per thread (a matmul re-reads its
+     * activations per call), while a held thread still delays at most a quarter of it */
+    const int64_t units = n / align + (n % align != 0), T = p->n_threads;
+    pool_for_dyn(p, n, align, align * TERN_MAX((int64_t)1, (units + 4 * T - 1) / (4 * T)), INT64_MAX, fn, ctx);
 }
 
 void pool_run_all(tern_pool *p, pool_fn fn, void *ctx) {

@@ -29,8 +29,9 @@ int pool_n_threads(const tern_pool *p);
 int pool_cpus_available(void);
 
 /* Run fn over [0, n) in chunks aligned to align (>= 1); returns when all are done. Chunks are
- * claimed as in pool_for_dyn with cmin = align and no maximum; fn is never called for an empty
- * range. */
+ * claimed as in pool_for_dyn with cmin = ceil(units / 4T) units of align (so at most ~4T + 2
+ * calls: a matmul re-reads its activations per call) and no maximum; fn is never called for an
+ * empty range. */
 void pool_for(tern_pool *p, int64_t n, int64_t align, pool_fn fn, void *ctx);
 
 /* Run fn over [0, n) with chunks claimed at run time: each thread (the caller included) claims

@@ -190,36 +190,54 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
 #define R16_PF 4   /* matvec prefetch distance in blocks (2.2 KB; 16 blocks = 8.7 KB ahead streamed the
                       * K = 2048 lm_head at ~70% of the bus against ~92%: tern bench-kernel --decode-seq) */
 
+/* The emulated build (tests on hosts without AVX-512) compiles one r16_tile with NC at run time
+ * and no unrolling: the same operations in the same order, so the same bits and the same data
+ * movement, but one copy instead of sixteen unrolled ones (the emulated zmm are pairs of ymm, and
+ * sixteen unrolled copies took GCC minutes). The real table keeps one unrolled tile per width. */
+#ifdef KERN_EMU512
+#define R16_TILE_ATTR static __attribute__((noinline))
+#define R16_UNROLL16
+#define R16_UNROLL9
+#define R16_UNROLL8
+#define R16_UNROLL4
+#else
+#define R16_TILE_ATTR static inline __attribute__((always_inline))
+#define R16_UNROLL16 _Pragma("GCC unroll 16")
+#define R16_UNROLL9 _Pragma("GCC unroll 9")
+#define R16_UNROLL8 _Pragma("GCC unroll 8")
+#define R16_UNROLL4 _Pragma("GCC unroll 4")
+#endif
+
 /* Slot k (= 4 j + s: weights 4 k .. 4 k + 3 of each row) of block b, unpacked in u, for the NC
  * columns of the tile: 4 activation bytes q[4 k ..] broadcast per column. */
 static inline __attribute__((always_inline)) void r16_slot(v512 (*acc)[4], int NC, int NA, int k, v512 u,
                                                           const kact_fast *const *ac, int64_t b) {
-#pragma GCC unroll 16
+R16_UNROLL16
     for (int c = 0; c < NC; c++) acc[c][k % NA] = v512_dpbusd_b32(acc[c][k % NA], u, ac[c][b].qs + 4 * k);
 }
 
-static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
+R16_TILE_ATTR void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
                                                           int NC, float *const *out, unsigned keep, int32_t *const *isum,
                                                           int64_t isum_stride) {
     const int NA = NC <= 2 ? 4 : NC <= 4 ? 3 : NC <= 8 ? 2 : 1;
     const v512 m3 = v512_set1_8(3);
     v512f facc[R16_NC];   /* past ~8 columns the compiler keeps some in memory (fma from memory + store) */
-#pragma GCC unroll 16
+R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16_block *blk = B + b;
         if (NC == 1) {   /* matvec: prefetch R16_PF blocks ahead, every line of the block */
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
-#pragma GCC unroll 9
+R16_UNROLL9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
         }
         v512 acc[R16_NC][4];
-#pragma GCC unroll 16
+R16_UNROLL16
         for (int c = 0; c < NC; c++) {
-#pragma GCC unroll 4
+R16_UNROLL4
             for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
         }
-#pragma GCC unroll 8
+R16_UNROLL8
         for (int j = 0; j < 8; j++) {   /* slot s of zmm j: accumulator (4 j + s) % NA; one slot live at a time */
             const v512 v = v512_loadu(blk->qs[j]);
             r16_slot(acc, NC, NA, 4 * j + 0, v512_and(v, m3), ac, b);
@@ -228,7 +246,7 @@ static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block 
             r16_slot(acc, NC, NA, 4 * j + 3, v512_and(v512_srli16(v, 6), m3), ac, b);
         }
         const v512f dw = v512f_ph(blk->d);
-#pragma GCC unroll 16
+R16_UNROLL16
         for (int c = 0; c < NC; c++) {
             v512 t = acc[c][0];   /* exact in int32: the order is free, a fixed tree is chosen */
             if (NA == 4) t = v512_add32(v512_add32(t, acc[c][1]), v512_add32(acc[c][2], acc[c][3]));
@@ -244,7 +262,7 @@ static inline __attribute__((always_inline)) void r16_tile(const kern_r16_block 
             facc[c] = v512f_fmadd(v512f_mul(dw, v512f_set1(ac[c][b].d)), v512f_cvt32(t), facc[c]);
         }
     }
-#pragma GCC unroll 16
+R16_UNROLL16
     for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c], keep, facc[c]);
 }
 
