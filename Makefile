@@ -99,6 +99,7 @@ ifneq ($(filter deps,$(MAKECMDGOALS)),)
 .NOTPARALLEL:
 endif
 
+$(B)/tools/win/%.o: ALL_CFLAGS += -Itools
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ISA_FLAGS) -c $< -o $@
@@ -208,9 +209,10 @@ WIN_SUITES ?= kernels kernels_mv kernels_wide gguf tok
 WIN_DEFS   := CC=$(WIN_CC) AR=$(WIN_AR) MODE=rel B=$(B_WIN) WIN=1 TERN_BIN=$(B_WIN)/tern.exe \
               TEST_BIN=$(B_WIN)/tests/run.exe
 ifeq ($(WIN),1)
-BASE_CFLAGS += -D_FILE_OFFSET_BITS=64 -D__USE_MINGW_ANSI_STDIO=1 -I$(B_WIN)/deps/include
+BASE_CFLAGS += -D_FILE_OFFSET_BITS=64 -D__USE_MINGW_ANSI_STDIO=1 -DUTF8PROC_STATIC -DCJSON_HIDE_SYMBOLS \
+               -I$(B_WIN)/deps/include
 LDLIBS      := -L$(B_WIN)/deps/lib -lutf8proc -lcjson -lm -pthread -static
-TOOL_SRC    := $(filter-out tools/serve.c,$(TOOL_SRC)) tools/win/serve_none.c
+TOOL_SRC    := $(filter-out tools/serve.c,$(TOOL_SRC)) tools/win/serve_none.c server/prompt.c server/util.c
 SUITES      := $(WIN_SUITES)
 TEST_SRC    := tests/main.c tests/model_fx.c $(foreach s,$(WIN_SUITES),tests/test_$(s).c)
 TOOL_OBJ    := $(TOOL_SRC:%.c=$(B)/%.o)

@@ -28,7 +28,7 @@ F="-O2 -std=gnu11 -w"
 $CC $F -DUTF8PROC_STATIC -c "${u}utf8proc.c" -o "$out/obj/utf8proc.o"
 $AR rcs "$out/lib/libutf8proc.a" "$out/obj/utf8proc.o"
 cp "${u}utf8proc.h" "$out/include/"
-$CC $F -c "${j}cJSON.c" -o "$out/obj/cJSON.o"
+$CC $F -DCJSON_HIDE_SYMBOLS -c "${j}cJSON.c" -o "$out/obj/cJSON.o"
 $AR rcs "$out/lib/libcjson.a" "$out/obj/cJSON.o"
 cp "${j}cJSON.h" "$out/include/cjson/"
 # cmocka's CMake config header, reduced to what mingw-w64 has (cmocka.c tests these macros).
@@ -49,7 +49,9 @@ cat > "$out/obj/config.h" <<'H'
 #define HAVE_SNPRINTF 1
 #define HAVE_GCC_THREAD_LOCAL_STORAGE 1
 H
-$CC $F -DHAVE_CONFIG_H -I"$out/obj" -I"${m}include" -c "${m}src/cmocka.c" -o "$out/obj/cmocka.o"
+$CC $F -D__USE_MINGW_ANSI_STDIO=1 -DHAVE_CONFIG_H -I"$out/obj" -I"${m}include" -c "${m}src/cmocka.c" -o "$out/obj/cmocka.o"
 $AR rcs "$out/lib/libcmocka.a" "$out/obj/cmocka.o"
-cp "${m}include/cmocka.h" "$out/include/"
+# cmocka.h declares its printf-style functions with the msvcrt archetype; both sides use
+# mingw-w64's C99 printf (%zu), so the header names that one.
+sed "s/__format__ (__printf__/__format__ (gnu_printf/" "${m}include/cmocka.h" > "$out/include/cmocka.h"
 echo "win_deps: utf8proc, cJSON, cmocka in $out"
