@@ -205,7 +205,7 @@ test-aarch64: cross-aarch64
 WIN_CC     ?= x86_64-w64-mingw32-gcc-posix
 WIN_AR     ?= x86_64-w64-mingw32-ar
 B_WIN      := build/win
-WIN_SUITES ?= kernels kernels_mv kernels_wide gguf tok
+WIN_SUITES ?= kernels kernels_mv kernels_wide gguf tok golden
 WIN_DEFS   := CC=$(WIN_CC) AR=$(WIN_AR) MODE=rel B=$(B_WIN) WIN=1 TERN_BIN=$(B_WIN)/tern.exe \
               TEST_BIN=$(B_WIN)/tests/run.exe
 ifeq ($(WIN),1)

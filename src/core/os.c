@@ -8,7 +8,30 @@
 #ifdef _WIN32
 #include <windows.h>
 #include <malloc.h>
+#include <math.h>
 #include <string.h>
+
+/* fmaf with one rounding, as C11 requires and the kernels' reference order assumes (glibc's is
+ * exact, and -mfma files inline vfmadd): mingw-w64's libmingwex fmaf rounds more than once, so
+ * the scalar oracle disagreed with the AVX2 tables in the last bit. Being defined here, in an
+ * object of the program, it is the one the static link uses. Method: a*b is exact in double
+ * (24 + 24 significant bits <= 53); s = a*b + c rounded to double, and its error e (TwoSum,
+ * exact); when e != 0 the last bit of s is forced odd toward e (round-to-odd), and a
+ * round-to-odd result with 53 >= 24 + 2 bits rounds to the correct float. Finite inputs cannot
+ * overflow or underflow in double; NaN and infinity pass through the plain sum. */
+float fmaf(float a, float b, float c) {
+    const double p = (double)a * (double)b, cd = (double)c;
+    double s = p + cd;
+    if (!isfinite(s)) return (float)s;
+    const double t = s - p, e = (p - (s - t)) + (cd - t);
+    uint64_t u;
+    memcpy(&u, &s, sizeof u);
+    if (e != 0 && !(u & 1)) {
+        u = (e > 0) == (s > 0) ? u + 1 : u - 1;   /* one ulp of s toward the exact sum */
+        memcpy(&s, &u, sizeof s);
+    }
+    return (float)s;
+}
 
 size_t os_page_size(void) {
     SYSTEM_INFO si;
