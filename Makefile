@@ -99,6 +99,7 @@ ifneq ($(filter deps,$(MAKECMDGOALS)),)
 .NOTPARALLEL:
 endif
 
+$(B)/tools/win/%.o: ALL_CFLAGS += -Itools
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ISA_FLAGS) -c $< -o $@
@@ -112,9 +113,11 @@ $(SERVER_A): $(SERVER_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+ifneq ($(WIN),1)   # the Windows build links its own way (below)
 $(TERN_BIN): $(TOOL_OBJ) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TOOL_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) -lcjson -lmicrohttpd -o $@
+endif
 
 # Test runner: suites are discovered from tests/test_<name>.c (each defines suite_<name>).
 $(B)/tests/suites.inc: $(TEST_SRC) Makefile
@@ -133,9 +136,11 @@ $(KERN_EMU_OBJ): src/kernels/x86/avx512vnni.c
 	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -DKERN_EMU512 -c $< -o $@
 endif
 
+ifneq ($(WIN),1)
 $(TEST_BIN): $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS_$(MODE)) $(TEST_OBJ) $(KERN_EMU_OBJ) $(SERVER_A) $(LIB_A) $(LDLIBS) $(TEST_LDLIBS) -lmicrohttpd -o $@
+endif
 
 # The install test (tests/test_chat.c) runs `make install` into a temporary PREFIX: the shared
 # library is built first so that it only copies files. In the rel build `make test` also runs the
@@ -188,6 +193,53 @@ cross-aarch64:
 
 test-aarch64: cross-aarch64
 	TERN_SHARED=$(SHARED) QEMU="$(QEMU_AARCH64)" sh scripts/test_aarch64.sh $(B_AARCH64)/tests/run $(T)
+
+# ---- Windows x86-64: cross build with mingw-w64, tests under wine --------------------------------
+# `make windows` builds build/win/tern.exe, build/win/libtern.dll (+ libtern.dll.a, the import
+# library) and build/win/tests/run.exe with the posix-threads mingw-w64 gcc (winpthreads), linked
+# statically so that wine (or Windows) needs no mingw DLL beside them. utf8proc, cJSON and cmocka
+# are cross-compiled from Debian's source packages by scripts/win_deps.sh into build/win/deps.
+# No server: libmicrohttpd has no mingw build here, so tools/serve.c and server/ are left out and
+# `tern serve` says so (tools/win/serve_none.c). The test runner holds the suites of WIN_SUITES.
+# `make test-windows` runs them and the CLI golden check under wine (scripts/test_windows.sh).
+WIN_CC     ?= x86_64-w64-mingw32-gcc-posix
+WIN_AR     ?= x86_64-w64-mingw32-ar
+B_WIN      := build/win
+WIN_SUITES ?= kernels kernels_mv kernels_wide gguf tok golden
+WIN_DEFS   := CC=$(WIN_CC) AR=$(WIN_AR) MODE=rel B=$(B_WIN) WIN=1 TERN_BIN=$(B_WIN)/tern.exe \
+              TEST_BIN=$(B_WIN)/tests/run.exe
+ifeq ($(WIN),1)
+BASE_CFLAGS += -D_FILE_OFFSET_BITS=64 -D__USE_MINGW_ANSI_STDIO=1 -DUTF8PROC_STATIC -DCJSON_HIDE_SYMBOLS \
+               -I$(B_WIN)/deps/include
+LDLIBS      := -L$(B_WIN)/deps/lib -lutf8proc -lcjson -lm -pthread -static
+TOOL_SRC    := $(filter-out tools/serve.c,$(TOOL_SRC)) tools/win/serve_none.c server/prompt.c server/util.c
+SUITES      := $(WIN_SUITES)
+TEST_SRC    := tests/main.c tests/model_fx.c $(foreach s,$(WIN_SUITES),tests/test_$(s).c)
+TOOL_OBJ    := $(TOOL_SRC:%.c=$(B)/%.o)
+TEST_OBJ    := $(TEST_SRC:%.c=$(B)/%.o)
+endif
+.PHONY: windows test-windows
+windows:
+	sh scripts/win_deps.sh $(B_WIN)/deps
+	$(MAKE) $(WIN_DEFS) $(B_WIN)/tern.exe $(B_WIN)/libtern.dll $(B_WIN)/tests/run.exe
+
+test-windows: windows
+	TERN_SHARED=$(SHARED) sh scripts/test_windows.sh $(B_WIN)
+
+$(B_WIN)/tern.exe: $(TOOL_OBJ) $(LIB_A)
+	$(CC) $(ALL_CFLAGS) $(TOOL_OBJ) $(LIB_A) $(LDLIBS) -o $@
+
+$(B_WIN)/tests/run.exe: $(TEST_OBJ) $(KERN_EMU_OBJ) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_OBJ) $(KERN_EMU_OBJ) $(LIB_A) $(LDLIBS) -lcmocka -o $@
+
+# The DLL exports only the tern_* API (a .def file), like the version script of libtern.so.
+$(B_WIN)/libtern.def: include/tern.h Makefile
+	@mkdir -p $(dir $@)
+	{ echo EXPORTS; sed -n 's/^[a-z].*[ *]\(tern_[a-z0-9_]*\)(.*/    \1/p' include/tern.h | sort -u; } > $@
+
+$(B_WIN)/libtern.dll: $(LIB_OBJ) $(B_WIN)/libtern.def
+	$(CC) -shared $(LIB_OBJ) $(B_WIN)/libtern.def -Wl,--out-implib,$(B_WIN)/libtern.dll.a $(LDLIBS) -o $@
 
 # ---- install: libtern.a, libtern.so, tern.h, tern.pc, the tern binary (owner: app) ----------
 # The shared library is built from a separate -fPIC object set (build/<mode>/pic) and exports

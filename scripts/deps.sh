@@ -4,13 +4,16 @@
 # tools CI uses (clang + libFuzzer runtime, the aarch64 cross compiler and qemu-user).
 # --cross (owner: arm) adds the arm64 build of the libraries for `make cross-aarch64`, through
 # Debian multiarch (dpkg --add-architecture arm64), plus the cross compiler and qemu-user.
+# --windows adds the mingw-w64 cross compiler (posix threads: winpthreads) and wine for
+# `make windows` / `make test-windows`; the libraries come from scripts/win_deps.sh.
 set -eu
-ci=0; cross=0
+ci=0; cross=0; windows=0
 for a in "$@"; do
     case "$a" in
         --ci) ci=1 ;;
         --cross) cross=1 ;;
-        *) echo "deps: unknown option $a (use --ci, --cross)" >&2; exit 2 ;;
+        --windows) windows=1 ;;
+        *) echo "deps: unknown option $a (use --ci, --cross, --windows)" >&2; exit 2 ;;
     esac
 done
 pkgs=""
@@ -52,6 +55,11 @@ if [ "$cross" = 1 ]; then
                 $SUDO apt-get update -q
             fi ;;
     esac
+fi
+if [ "$windows" = 1 ]; then
+    need x86_64-w64-mingw32-gcc-posix gcc-mingw-w64-x86-64
+    need wine wine
+    need wine64 wine64
 fi
 # The Python package's tests (part of make test): the system Python 3 with pytest, and setuptools,
 # wheel and pip for the offline install check (pip install --no-build-isolation ./python).

@@ -4,10 +4,14 @@
 
 #include "tern.h"
 
+#include <stdio.h>
+
 /* As the library's tern_err_set: fill err (if not NULL and not already set) with code and a
  * printf-style message; returns code. */
 int srv_err_set(tern_err *err, int code, const char *fmt, ...)
-#if defined(__GNUC__)
+#if defined(__MINGW_PRINTF_FORMAT)
+    __attribute__((format(__MINGW_PRINTF_FORMAT, 3, 4)))   /* mingw-w64's C99 printf (see core.h) */
+#elif defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;

@@ -6,13 +6,22 @@
 
 #include "test.h"
 
-#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
+#ifdef _WIN32
+/* Windows: popen runs cmd.exe (no POSIX quoting), pclose returns the exit code itself, and there
+ * is no /proc/self/exe: the binary is $TERN_BIN, else tern.exe in the current directory. */
+#define WIFEXITED(st) 1
+#define WEXITSTATUS(st) (st)
+#define readlink(p, b, n) (-1)
+#define dirname(p) (p)
+#else
+#include <libgen.h>
+#include <sys/wait.h>
+#endif
 
 /* The tern binary: $TERN_BIN, else <dir of the runner>/../tern (tests/run -> ./tern,
  * build/debug/tests/run -> build/debug/tern). */

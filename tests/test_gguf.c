@@ -269,7 +269,11 @@ static void test_writer_roundtrip(void **state) {
     for (int mode = 0; mode < 2; mode++) {
         gguf_ctx *g;
         if (gguf_open(&g, path, mode, &err) != TERN_OK) fail_msg("mode %d: %s", mode, err.msg);
+#ifdef _WIN32
+        assert_int_equal(g->mode, GGUF_LOAD_READ);   /* no private file maps there: both modes read */
+#else
         assert_int_equal(g->mode, mode);
+#endif
         check_all_types(g, f32data, pq);
         /* writable buffer (in-place repack) never changes the file */
         gguf_tensor *t = (gguf_tensor *)gguf_find_tensor(g, "blk.0.ffn_up.weight");
@@ -317,7 +321,11 @@ static void test_writer_roundtrip(void **state) {
     assert_non_null(strstr(err.msg, "/nonexistent/x.gguf"));
     tern_err_clear(&err);
     assert_int_equal(gguf_open(&g, "/tmp", GGUF_LOAD_MMAP, &err), TERN_E_IO);
+#ifdef _WIN32
+    assert_non_null(strstr(err.msg, "cannot open '/tmp'"));   /* the CRT's open() refuses a directory */
+#else
     assert_non_null(strstr(err.msg, "not a regular file"));
+#endif
     tern_err_clear(&err);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);

@@ -15,7 +15,9 @@
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
+#ifndef _WIN32
 #include <sys/wait.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +67,12 @@ static const opt_def bench_defs[] = {
      "run a competing busy-loop process pinned to CPU N during the whole run (a busy machine)"},
 };
 
-/* A child process that spins on CPU `cpu` until killed; -1 if it cannot be started or pinned. */
+/* A child process that spins on CPU `cpu` until killed; -1 if it cannot be started or pinned
+ * (always on Windows, which has no fork: --busy-cpu is then refused with that message). */
+#ifdef _WIN32
+static pid_t busy_start(int cpu) { (void)cpu; return -1; }
+static void busy_stop(pid_t pid) { (void)pid; }
+#else
 static pid_t busy_start(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -89,6 +96,7 @@ static void busy_stop(pid_t pid) {
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
 }
+#endif
 
 static int cmp_dbl(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;

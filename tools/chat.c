@@ -28,7 +28,31 @@ static volatile sig_atomic_t g_interrupt;
 static void on_sigint(int sig) {
     (void)sig;
     g_interrupt = 1;
+#ifdef _WIN32
+    signal(SIGINT, on_sigint);   /* the Windows CRT resets the handler to SIG_DFL at each delivery */
+#endif
 }
+
+#ifdef _WIN32
+/* The Windows CRT has no getline: the same contract over fgets (the line with its '\n' in a
+ * growing *line, its length; -1 at end of file or on an error, as fgets says). */
+static ssize_t chat_getline(char **line, size_t *cap, FILE *f) {
+    size_t n = 0;
+    for (;;) {
+        if (!*line || *cap - n < 2) {
+            const size_t nc = *cap ? 2 * *cap : 256;
+            char *nl = realloc(*line, nc);
+            if (!nl) return -1;
+            *line = nl;
+            *cap = nc;
+        }
+        if (!fgets(*line + n, (int)(*cap - n > 1u << 30 ? 1u << 30 : *cap - n), f)) return n ? (ssize_t)n : -1;
+        n += strlen(*line + n);
+        if (n && (*line)[n - 1] == '\n') return (ssize_t)n;
+    }
+}
+#define getline chat_getline
+#endif
 
 typedef struct chat_opts {
     opts_common oc;         /* -m, -c, -t, -b, --numerics, --mmap, ... (model_opts.h) */
@@ -349,12 +373,16 @@ int cmd_chat(int argc, char **argv) {
     c.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
     const bool interactive = isatty(STDIN_FILENO);
 
+#ifdef _WIN32
+    signal(SIGINT, on_sigint);                            /* Ctrl-C: the console's CTRL_C_EVENT */
+#else
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;                                      /* no SA_RESTART: interrupt getline */
     sigaction(SIGINT, &sa, NULL);
+#endif
 
     tern_model_info info;
     tern_model_get_info(c.m, &info);

@@ -7,6 +7,40 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+#include <stdlib.h>
+#include <windows.h>
+#include <shellapi.h>
+
+/* Windows start-up: the console shows UTF-8 (the text we print is UTF-8), the standard streams
+ * are binary (no "\n" -> "\r\n" on output, no "\r\n" and ^Z handling on input: the bytes are
+ * those of Linux), and argv is rebuilt in UTF-8 from the UTF-16 command line (the CRT's argv is
+ * in the ANSI code page). Files are still opened by the CRT with those bytes as ANSI names, so
+ * paths outside the ANSI code page do not open. The rebuilt argv lives until the process ends. */
+static void win_start(int *argc, char ***argv) {
+    SetConsoleOutputCP(CP_UTF8);
+    SetConsoleCP(CP_UTF8);
+    _setmode(_fileno(stdout), _O_BINARY);
+    _setmode(_fileno(stderr), _O_BINARY);
+    _setmode(_fileno(stdin), _O_BINARY);
+    int n = 0;
+    LPWSTR *w = CommandLineToArgvW(GetCommandLineW(), &n);
+    if (!w || n < 1) return;                       /* keep the CRT's argv */
+    char **a = calloc((size_t)n + 1, sizeof *a);
+    for (int i = 0; a && i < n; i++) {
+        const int len = WideCharToMultiByte(CP_UTF8, 0, w[i], -1, NULL, 0, NULL, NULL);
+        if (len <= 0 || !(a[i] = malloc((size_t)len))) return;   /* partial: keep the CRT's argv */
+        WideCharToMultiByte(CP_UTF8, 0, w[i], -1, a[i], len, NULL, NULL);
+    }
+    LocalFree(w);
+    if (!a) return;
+    *argc = n;
+    *argv = a;
+}
+#endif
+
 typedef struct { const char *name; int (*fn)(int, char **); const char *help; } cli_cmd;
 
 static const cli_cmd cmds[] = {
@@ -68,6 +102,9 @@ static int close_stdout(const char *cmd, int rc) {
 }
 
 int main(int argc, char **argv) {
+#ifdef _WIN32
+    win_start(&argc, &argv);
+#endif
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return close_stdout(NULL, argc < 2 ? 2 : 0);

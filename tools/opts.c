@@ -13,6 +13,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifdef _WIN32
+/* Windows (mingw-w64 CRT): no symbolic links, O_CLOEXEC or O_DIRECTORY; _commit is fsync. OUT is
+ * written in place there (opts_out_begin), so the temporary-file half below is not used. */
+#include <io.h>
+#include <windows.h>
+#define lstat stat
+#define S_ISLNK(m) 0
+#define O_CLOEXEC 0
+#define O_DIRECTORY 0
+#define fsync _commit
+#define realpath(p, r) _fullpath((r), (p), 0)
+#endif
+
 static const char *g_cmd = "";      /* the program runs one command: its name, for messages */
 
 const char *opts_cmd(void) { return g_cmd; }
@@ -74,6 +87,7 @@ static char *str_dup(const char *s) {
 
 /* The temporary file being written (for the signal handler): a fixed buffer, set before the
  * handlers are installed and cleared before they are removed. */
+#ifndef _WIN32
 static char g_tmp_path[4352];
 static volatile sig_atomic_t g_tmp_set;
 static struct sigaction g_old_act[3];
@@ -113,9 +127,16 @@ static void out_handlers_remove(void) {
     for (int i = 0; i < 3; i++) sigaction(g_sigs[i], &g_old_act[i], NULL);
     g_handlers = false;
 }
+#else
+static void out_handlers_install(const char *tmp) { (void)tmp; }
+static void out_handlers_remove(void) {}
+#endif
 
 int opts_out_begin(opts_out *o, const char *path) {
     *o = (opts_out){.path = path};
+#ifdef _WIN32
+    goto in_place;   /* the CRT's rename() does not replace an existing file: no atomic replace */
+#endif
     struct stat lst, st;
     const bool exists = lstat(path, &lst) == 0;
     const bool regular = exists && stat(path, &st) == 0 && S_ISREG(st.st_mode);
@@ -232,7 +253,13 @@ void opts_out_abort(opts_out *o) {
 }
 
 int opts_max_threads(void) {
+#ifdef _WIN32
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    const long nc = (long)si.dwNumberOfProcessors;
+#else
     const long nc = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
     long m = nc > 0 ? 4 * nc : 4;
     if (m < 4) m = 4;
     if (m > 1024) m = 1024;

@@ -27,7 +27,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
 #include <sys/mman.h>
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -178,6 +180,9 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
  * only not released. */
 #define RELEASE_LAG ((uintptr_t)8 << 20)
 static void release_behind(const gguf_ctx *g, uintptr_t *rel, const uint8_t *pos) {
+#ifdef _WIN32
+    (void)g; (void)rel; (void)pos;   /* Windows reads the input (gguf_open): nothing is mapped */
+#else
     if (g->mode != GGUF_LOAD_MMAP) return;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), p = (uintptr_t)pos;
     if (p < RELEASE_LAG) return;
@@ -186,6 +191,7 @@ static void release_behind(const gguf_ctx *g, uintptr_t *rel, const uint8_t *pos
         madvise((void *)*rel, target - *rel, MADV_DONTNEED);
         *rel = target;
     }
+#endif
 }
 
 /* Writes to out->write_path (opts_out: a temporary file beside OUT, or OUT itself in place); the
@@ -330,10 +336,17 @@ int cmd_quantize(int argc, char **argv) {
     }
     /* OUT that is IN by another name (../, a symlink, a hard link): writing it would truncate the
      * mmapped input under the reader (SIGBUS, the model lost) */
+#ifdef _WIN32
+    /* no inode numbers in the CRT's stat: the full paths are compared, case-insensitively */
+    char full_in[1024], full_out[1024];
+    if (strcmp(paths[0], paths[1]) == 0 || (_fullpath(full_in, paths[0], sizeof full_in) &&
+                                             _fullpath(full_out, paths[1], sizeof full_out) && _stricmp(full_in, full_out) == 0)) {
+#else
     struct stat st_in, st_out;
     if (strcmp(paths[0], paths[1]) == 0 ||
         (stat(paths[0], &st_in) == 0 && stat(paths[1], &st_out) == 0 && st_in.st_dev == st_out.st_dev &&
          st_in.st_ino == st_out.st_ino)) {
+#endif
         fprintf(stderr, "tern quantize: IN '%s' and OUT '%s' are the same file; expected a different OUT "
                 "(the input is read while OUT is written)\n", paths[0], paths[1]);
         return 2;

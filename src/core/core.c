@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
+#include "core/os.h"
 #include <time.h>
 
 const char *tern_strerror(int code) {
@@ -72,14 +72,11 @@ void *tern_alloc_aligned(size_t n) {
          * (advisory; THP in "madvise" mode gives no huge page otherwise), as gguf.c does for the
          * model file buffer. Fewer TLB misses: ~+40% read bandwidth on the development host. */
         const size_t huge = (size_t)2 << 20, rounded = (n + huge - 1) & ~(huge - 1);
-        void *p = aligned_alloc(huge, rounded);
-#ifdef MADV_HUGEPAGE
-        if (p) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
+        void *p = os_aligned_alloc(huge, rounded);
+        if (p) os_advise_huge(p, rounded);
         return p;
     }
-    const size_t rounded = (n + 63) & ~(size_t)63;   /* aligned_alloc wants a multiple */
-    return aligned_alloc(64, rounded);
+    return os_aligned_alloc(64, n);
 }
 
 void *tern_calloc_aligned(size_t n) {
@@ -88,7 +85,7 @@ void *tern_calloc_aligned(size_t n) {
     return p;
 }
 
-void tern_free_aligned(void *p) { free(p); }
+void tern_free_aligned(void *p) { os_aligned_free(p); }
 
 /* ---- logging ----------------------------------------------------------------------------- */
 

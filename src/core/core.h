@@ -9,12 +9,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+/* The printf format archetype of our formatting functions: mingw-w64 builds with its C99 printf
+ * (__USE_MINGW_ANSI_STDIO, which knows %zu and %lld) and names that archetype here. */
+#ifdef __MINGW_PRINTF_FORMAT
+#define TERN_PRINTF_FMT __MINGW_PRINTF_FORMAT
+#else
+#define TERN_PRINTF_FMT printf
+#endif
 
 /* Fill *err (if not NULL) with code and a printf-style message; returns code. The first error
  * wins: if err->code is already negative it is left unchanged (sticky). */
 int tern_err_set(tern_err *err, int code, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(TERN_PRINTF_FMT, 3, 4)))
 #endif
     ;
 /* Reset an error report to TERN_OK / "". */
@@ -58,7 +67,7 @@ typedef void (*tern_log_fn)(int level, const char *msg, void *user);
 void tern_log_set(tern_log_fn fn, void *user, int min_level);
 void tern_log(int level, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
+    __attribute__((format(TERN_PRINTF_FMT, 2, 3)))
 #endif
     ;
 

@@ -11,6 +11,7 @@
 #include "format/gguf.h"
 
 #include "format/qtypes.h"
+#include "core/os.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,7 +110,7 @@ typedef struct {
 } rd;
 
 #if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
+__attribute__((format(TERN_PRINTF_FMT, 3, 4)))
 #endif
 static bool rd_fail(rd *r, int code, const char *fmt, ...) {
     if (r->code < 0) return false;
@@ -438,7 +438,8 @@ void gguf_close(gguf_ctx *g) {
     free(g->tensors);
     free(c->kv_hash);
     free(c->t_hash);
-    if (g->buf && g->mode != -1 && g->size > 0) munmap(g->buf, g->size);
+    if (g->buf && g->size > 0 && g->mode == GGUF_LOAD_MMAP) os_file_unmap(g->buf, g->size);
+    else if (g->buf && g->size > 0 && g->mode == GGUF_LOAD_READ) os_pages_free(g->buf, g->size);
     free(c);
 }
 
@@ -467,7 +468,7 @@ int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err) {
     if (!out || !path || (mode != GGUF_LOAD_READ && mode != GGUF_LOAD_MMAP))
         return tern_err_set(err, TERN_E_ARG, "gguf_open: bad arguments (mode %d)", mode);
     *out = NULL;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_BINARY);
     if (fd < 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -489,21 +490,22 @@ int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err) {
     void *p;
     if (mode == GGUF_LOAD_MMAP) {
         /* private: in-place repack writes copy-on-write pages, never the file */
-        p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
+        p = os_file_map(fd, (size_t)size);
+        if (!p && errno == ENOSYS) {
+            mode = GGUF_LOAD_READ;                   /* no private file mappings here: read() it */
+        } else if (!p) {
             const int e = errno;
             close(fd); free(c);
             return tern_err_set(err, e == ENOMEM ? TERN_E_NOMEM : TERN_E_IO, "cannot map '%s' (%" PRIu64 " bytes): %s", path, size, strerror(e));
         }
-    } else {
-        p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
+    }
+    if (mode == GGUF_LOAD_READ) {
+        p = os_pages_alloc((size_t)size);
+        if (!p) {
             close(fd); free(c);
             return tern_err_set(err, TERN_E_NOMEM, "cannot allocate %" PRIu64 " bytes to read '%s'", size, path);
         }
-#ifdef MADV_HUGEPAGE
-        madvise(p, (size_t)size, MADV_HUGEPAGE);     /* advisory: fewer TLB misses in the token loop */
-#endif
+        os_advise_huge(p, (size_t)size);             /* advisory: fewer TLB misses in the token loop */
         uint64_t got = 0;
         while (got < size) {
             const size_t chunk = (size_t)TERN_MIN(size - got, (uint64_t)1 << 30);
@@ -511,7 +513,7 @@ int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err) {
             if (k < 0 && errno == EINTR) continue;
             if (k <= 0) {
                 const int e = errno;
-                munmap(p, (size_t)size); close(fd); free(c);
+                os_pages_free(p, (size_t)size); close(fd); free(c);
                 return tern_err_set(err, TERN_E_IO, "read '%s' failed at byte %" PRIu64 " of %" PRIu64 ": %s", path, got, size,
                                     k == 0 ? "unexpected end of file" : strerror(e));
             }

@@ -69,7 +69,7 @@ typedef struct gguf_ctx {
 
 /* Open and validate a file. mode: GGUF_LOAD_READ reads the whole file into anonymous memory
  * (huge-page advised); GGUF_LOAD_MMAP maps it MAP_PRIVATE (copy-on-write, so in-place repack
- * never writes the file). *out owned by the caller (gguf_close). Errors: TERN_E_IO, TERN_E_FORMAT,
+ * never writes the file; on Windows it reads, as GGUF_LOAD_READ, and pub.mode says so). *out owned by the caller (gguf_close). Errors: TERN_E_IO, TERN_E_FORMAT,
  * TERN_E_UNSUPPORTED (unknown tensor type id), TERN_E_NOMEM. */
 int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err);
 /* Same over a caller's buffer (borrowed, must outlive the ctx; tensor data pointers point into

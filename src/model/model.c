@@ -8,13 +8,13 @@
  * llama.cpp's llama hyperparameter defaults (rope.freq_base 10000, rope dims = head dim). */
 #include "model/blocks.h"
 #include "format/qtypes.h"
+#include "core/os.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,8 +133,7 @@ static void prog_draw(uint64_t add) {
  * 27B PTQ1_0 peak RSS). Returns the bytes released ([*lo, *hi) when lo is given). */
 static uint64_t ptq_release_range(const kern_w *w, uint8_t **lo, uint8_t **hi) {
     if ((w->layout != KW_PTQ_ROWPAIR && w->layout != KW_PTQ_ROW16) || !w->aux) return 0;
-    const long pg = sysconf(_SC_PAGESIZE);
-    const uintptr_t ps = pg > 0 ? (uintptr_t)pg : 4096;
+    const uintptr_t ps = (uintptr_t)os_page_size();
     const uintptr_t a = (uintptr_t)w->data, e = a + (uintptr_t)(kern_w_grouped_rows(w) * (w->n_in / 128) * 28);
     const uintptr_t a1 = (a + ps - 1) & ~(ps - 1), e1 = e & ~(ps - 1);
     if (e1 <= a1) return 0;
@@ -170,7 +169,7 @@ int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w 
     rc = register_w(m, w, err);
     if (rc) { kern_w_free(w); return rc; }
     uint8_t *lo, *hi;
-    if (ptq_release_range(w, &lo, &hi)) (void)madvise(lo, (size_t)(hi - lo), MADV_DONTNEED);   /* advisory */
+    if (ptq_release_range(w, &lo, &hi)) os_advise_dontneed(lo, (size_t)(hi - lo));   /* advisory */
     if (found) *found = true;
     prog_draw(t->nbytes);
     return TERN_OK;
@@ -320,15 +319,7 @@ static uint64_t mem_available(void) {
         const unsigned long long v = strtoull(env, &end, 10);
         if (*end == 0) return v;
     }
-    FILE *f = fopen("/proc/meminfo", "r");
-    uint64_t kb = 0;
-    if (f) {
-        char line[256];
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", (unsigned long long *)&kb) == 1) break;
-        fclose(f);
-    }
-    uint64_t avail = kb * 1024, lim, cur;
+    uint64_t avail = os_mem_available(), lim, cur;
     if (read_u64_file("/sys/fs/cgroup/memory.max", &lim) && read_u64_file("/sys/fs/cgroup/memory.current", &cur)) {
         const uint64_t room = lim > cur ? lim - cur : 1;
         if (!avail || room < avail) avail = room;

@@ -8,7 +8,8 @@
 #include "runtime/membw.h"
 
 #include <string.h>
-#include <sys/mman.h>
+
+#include "core/os.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -58,11 +59,9 @@ int membw_read_passes(tern_pool *pool, size_t bytes, int reps, double *passes, d
     const size_t lines = bytes / 64;
     if (lines < 1024 || reps < 1) return tern_err_set(err, TERN_E_ARG, "membw: %zu bytes / %d reps too small", bytes, reps);
     const size_t len = lines * 64;
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return tern_err_set(err, TERN_E_NOMEM, "membw: cannot map %zu bytes", len);
-#ifdef MADV_HUGEPAGE
-    madvise(p, len, MADV_HUGEPAGE);                   /* advisory, as for the model buffer */
-#endif
+    void *p = os_pages_alloc(len);
+    if (!p) return tern_err_set(err, TERN_E_NOMEM, "membw: cannot map %zu bytes", len);
+    os_advise_huge(p, len);                           /* advisory, as for the model buffer */
     memset(p, 1, len);                                /* touch every page before timing */
     membw_job j = {.buf = p};
 #if defined(__x86_64__)
@@ -78,7 +77,7 @@ int membw_read_passes(tern_pool *pool, size_t bytes, int reps, double *passes, d
         if (r > 0 && passes) passes[r - 1] = g;
         if (r > 0 && g > best) best = g;
     }
-    munmap(p, len);
+    os_pages_free(p, len);
     *gbs = best;
     return TERN_OK;
 }

@@ -17,12 +17,12 @@
 #include "runtime/pool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
+
+#include "core/os.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -106,18 +106,7 @@ struct tern_pool {
     pthread_cond_t cv_work, cv_done, cv_active;
 };
 
-int pool_cpus_available(void) {
-#ifdef __linux__
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        const int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-#endif
-    const long nc = sysconf(_SC_NPROCESSORS_ONLN);
-    return nc > 0 ? (int)TERN_MIN(nc, 1024) : 1;
-}
+int pool_cpus_available(void) { return os_cpus_available(); }
 
 void pool_split(int64_t n, int64_t align, int n_threads, int ith, int64_t *i0, int64_t *i1) {
     const int64_t chunks = (n + align - 1) / align;

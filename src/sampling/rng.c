@@ -3,7 +3,8 @@
  * reference constants; splitmix64 from Steele, Lea and Flood (2014). Portable, no libc rand(). */
 #include "sampling/sampler.h"
 
-#include <sys/random.h>
+#include "core/os.h"
+
 #include <time.h>
 #include <unistd.h>
 
@@ -40,7 +41,7 @@ double samp_rng_uniform(samp_rng *r) {
 
 uint64_t samp_rng_os_seed(void) {
     uint64_t v = 0;
-    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+    if (os_random_bytes(&v, sizeof v) != 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         uint64_t x = (uint64_t)ts.tv_sec * 1000000007ULL ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);

@@ -6,6 +6,7 @@
  * strip('\n') strips newlines only, the |trim filter strips whitespace (ASCII here), `tojson`
  * is json.dumps(ensure_ascii=False) with ", " and ": " separators. */
 #include "tokenizer/chat.h"
+#include "core/os.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -21,7 +22,7 @@ static bool sv_empty(sv s) { return s.n == 0; }
 static const char *sv_find(sv s, const char *x) {               /* first occurrence or NULL */
     size_t m = strlen(x);
     if (m == 0 || m > s.n) return NULL;
-    return memmem(s.p, s.n, x, m);
+    return os_memmem(s.p, s.n, x, m);
 }
 static const char *sv_rfind(sv s, const char *x) {              /* last occurrence or NULL */
     size_t m = strlen(x);

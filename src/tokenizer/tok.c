@@ -6,6 +6,7 @@
  * Invariants: every id stored in the tables is in [0, n_vocab); the lookup table holds the
  * "lookup form" of each token (see tok_impl.h); no function recurses or rescans its input. */
 #include "tokenizer/tok_impl.h"
+#include "core/os.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -299,7 +300,7 @@ int tok_build(tok_vocab **out, const tok_desc *d, tern_err *err) {
                 v->special_first[c >> 5] |= 1u << (c & 31);
             }
         }
-        qsort_r(v->special, (size_t)v->n_special, sizeof *v->special, cmp_special, v);
+        os_qsort_r(v->special, (size_t)v->n_special, sizeof *v->special, cmp_special, v);
     }
 
     /* end-of-generation set (llama.cpp's rule, see tok.h) */

@@ -3,7 +3,11 @@
  * getauxval(AT_HWCAP2) bit HWCAP2_I8MM (smmla, FEAT_I8MM); the bit values are the kernel's ABI
  * (Documentation/arch/arm64/elf_hwcaps.rst) and are spelled out when old headers lack them.
  * macOS: sysctlbyname("hw.optional.arm.FEAT_DotProd" / "FEAT_I8MM"), compiled only under
- * __APPLE__ (never run in our CI). AdvSIMD is mandatory in ARMv8-A, so NEON is always present. */
+ * __APPLE__ (never run in our CI). Windows on ARM64: IsProcessorFeaturePresent with
+ * PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE (43) and PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE (53, the
+ * only i8mm flag Windows has: it names SVE's I8MM, so i8mm may be missed on a core without SVE,
+ * never claimed wrongly), compiled only under _WIN32 (no Windows ARM64 toolchain here: never built
+ * in our CI). AdvSIMD is mandatory in ARMv8-A, so NEON is always present. */
 #include "kernels/arm/arm.h"
 
 #if defined(__aarch64__)
@@ -46,6 +50,22 @@ uint32_t arm_cpu_features(void) {
     uint32_t f = KCPU_NEON;
     if (arm_sysctl_flag("hw.optional.arm.FEAT_DotProd")) f |= KCPU_DOTPROD;
     if ((f & KCPU_DOTPROD) && arm_sysctl_flag("hw.optional.arm.FEAT_I8MM")) f |= KCPU_I8MM;
+    return f;
+}
+
+#elif defined(_WIN32)
+#include <windows.h>
+#ifndef PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE
+#define PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE 43
+#endif
+#ifndef PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE
+#define PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE 53
+#endif
+
+uint32_t arm_cpu_features(void) {
+    uint32_t f = KCPU_NEON;
+    if (IsProcessorFeaturePresent(PF_ARM_V82_DP_INSTRUCTIONS_AVAILABLE)) f |= KCPU_DOTPROD;
+    if ((f & KCPU_DOTPROD) && IsProcessorFeaturePresent(PF_ARM_SVE_I8MM_INSTRUCTIONS_AVAILABLE)) f |= KCPU_I8MM;
     return f;
 }
 
