@@ -64,10 +64,56 @@ static void test_shipped_model_golden(void **state) {
     free(err);
 }
 
+/* A FIFO, a device or a directory as the model is refused before it is opened (opening a FIFO
+ * would wait for a writer forever), naming the path and its type; exit 1 within the timeout. */
+static void test_model_not_regular(void **state) {
+    (void)state;
+    char tern[4096], fifo[512];
+    ru_need_tern(tern, sizeof tern);
+    fx_tmp_path(fifo, sizeof fifo, "model.fifo");
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *paths[3] = {fifo, "/dev/null", "."};
+    const char *kinds[3] = {"a FIFO", "a character device", "a directory"};
+    for (int i = 0; i < 3; i++) {
+        char cmd[6000], want[1024];
+        /* timeout 20 (exit 124): the old code blocked in open(2) on the FIFO */
+        snprintf(cmd, sizeof cmd, "timeout 20 '%s' run -m '%s' -n 1 2>&1 >/dev/null", tern, paths[i]);
+        int rc = -1;
+        char *err = ru_capture(cmd, &rc);
+        snprintf(want, sizeof want, "'%s' is %s, expected a regular GGUF file", paths[i], kinds[i]);
+        if (rc != 1 || !strstr(err, want)) fail_msg("tern run -m %s: exit %d (expected 1), stderr: %s; expected '%s'", paths[i], rc, err, want);
+        free(err);
+    }
+    unlink(fifo);
+}
+
+/* "generation: N tokens" counts every generated token: -n N with --ignore-eos generates exactly N
+ * (the option's definition); -n 1 has no decode step, so no rate is printed for it. */
+static void test_run_token_count(void **state) {
+    (void)state;
+    char tern[4096];
+    ru_need_tern(tern, sizeof tern);
+    const int ns[3] = {1, 2, 7};
+    for (int i = 0; i < 3; i++) {
+        char *err = NULL, want[64];
+        const int rc = ru_tern(NULL, &err, "run -m " SHIPPED " --temp 0 --ignore-eos -t 1 -n %d", ns[i]);
+        snprintf(want, sizeof want, "generation: %d tokens", ns[i]);
+        const char *g = strstr(err, want);
+        if (rc != 0 || !g || (g[strlen(want)] != ' ' && g[strlen(want)] != '\n'))
+            fail_msg("-n %d: exit %d, expected '%s' in stderr: %s", ns[i], rc, want, err);
+        if (ns[i] == 1 && strstr(g, "0.00 tokens/s")) fail_msg("-n 1 prints a rate of 0: %s", err);
+        if (ns[i] > 1 && !strstr(g, "tokens/s")) fail_msg("-n %d prints no rate: %s", ns[i], err);
+        free(err);
+    }
+}
+
 int suite_cli_checks(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_checksum),
         cmocka_unit_test(test_shipped_model_golden),
+        cmocka_unit_test(test_model_not_regular),
+        cmocka_unit_test(test_run_token_count),
     };
     TEST_RUN_SUITE("cli_checks", tests);
 }

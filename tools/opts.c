@@ -18,7 +18,9 @@ static const char *g_cmd = "";      /* the program runs one command: its name, f
 const char *opts_cmd(void) { return g_cmd; }
 
 bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n) {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO opens at once (without it, open waits for a writer); what may be read
+     * (a regular file, for a model) is the loader's check */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) { close(fd); return true; }
     snprintf(msg, n, "%s%scannot open '%s': %s", flag ? flag : "", flag ? ": " : "", path, strerror(errno));
     return false;

@@ -64,6 +64,8 @@ static void run_usage(FILE *f, const opt_table *t, int n_t) {
                "A prompt that is not valid UTF-8 is tokenised byte by byte (with a warning naming the first\n"
                "bad byte); printed text (--echo, the generation) has U+FFFD for invalid sequences.\n");
     opts_help(f, t, n_t);
+    fprintf(f, "stderr: \"generation: N tokens\" counts every generated token; its tokens/s covers those after the\n"
+               "first (the first token's time is in \"time to first token\", with the prompt)\n");
     fprintf(f, "sampling follows llama.cpp's order: repeat penalty -> top-k -> top-p -> min-p -> temperature\n");
 }
 
@@ -212,8 +214,14 @@ int cmd_run(int argc, char **argv) {
             info.n_threads, opts_numerics_name(oc.numerics), t_load, oc.use_mmap ? "mmap" : "read");
     fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tokens/s\n", n_tok, t_prompt * 1e3,
             t_prompt > 0 ? n_tok / t_prompt : 0.0);
-    fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tokens/s\n", n_gen > 0 ? n_gen - 1 : 0, t_gen * 1e3,
-            t_gen > 0 ? (n_gen - 1) / t_gen : 0.0);
+    /* n_gen counts every token sampled, the first included; the rate covers the tokens after the
+     * first (their time from the first token's sample to the end), since the first token's time is
+     * the prompt's (time to first token); with one token there is no decode step and no rate */
+    if (n_gen > 1)
+        fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tokens/s (the %d after the first)\n", n_gen, t_gen * 1e3,
+                t_gen > 0 ? (n_gen - 1) / t_gen : 0.0, n_gen - 1);
+    else
+        fprintf(stderr, "generation: %d tokens (no decode step to time: see time to first token)\n", n_gen);
     fprintf(stderr, "time to first token: %.1f ms\n", t_first * 1e3);
     if (spec) {
         tern_spec_stats st;
