@@ -6,6 +6,7 @@
 #include "test.h"
 #include "run_util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,12 +109,36 @@ static void test_run_token_count(void **state) {
     }
 }
 
+/* A streamed reply into a full device: "tern CMD: write error on standard output: REASON" (the
+ * README's form), REASON the C library's text for ENOSPC, exit 1. */
+static void test_write_error_reason(void **state) {
+    (void)state;
+    char tern[4096], in[512];
+    ru_need_tern(tern, sizeof tern);
+    if (access("/dev/full", W_OK) != 0) test_skip("no /dev/full");
+    fx_tmp_path(in, sizeof in, "full-chat-in.txt");
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fputs("Hello\n", f);
+    fclose(f);
+    const char *cmds[2] = {"run", "chat"};
+    for (int i = 0; i < 2; i++) {
+        char *err = NULL, want[256];
+        const int rc = ru_tern(NULL, &err, "%s -m " SHIPPED " --temp 0 -n 8 -t 1 < '%s' > /dev/full", cmds[i], in);
+        snprintf(want, sizeof want, "tern %s: write error on standard output: %s\n", cmds[i], strerror(ENOSPC));
+        if (rc != 1 || !strstr(err, want)) fail_msg("tern %s > /dev/full: exit %d, stderr: %s; expected '%s'", cmds[i], rc, err, want);
+        free(err);
+    }
+    unlink(in);
+}
+
 int suite_cli_checks(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_checksum),
         cmocka_unit_test(test_shipped_model_golden),
         cmocka_unit_test(test_model_not_regular),
         cmocka_unit_test(test_run_token_count),
+        cmocka_unit_test(test_write_error_reason),
     };
     TEST_RUN_SUITE("cli_checks", tests);
 }

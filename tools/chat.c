@@ -179,7 +179,7 @@ static void show_token(chat *c, int32_t tok, tern_detok *dt, bool *in_think, boo
         int k = tern_detok_put(c->m, dt, tok, buf, sizeof buf);
         put_text(c, *in_think, buf, k, shown_marker);
     }
-    fflush(stdout);
+    opts_flush_stdout();
 }
 
 /* The reply with speculative decoding (--spec): the same stops as the plain loop in run_turn -
@@ -305,7 +305,7 @@ static void run_turn(chat *c, const char *user) {
     int k = tern_detok_flush(&dt, buf, sizeof buf);
     put_text(c, in_think, buf, k, &shown_marker);
     printf("\n");
-    fflush(stdout);
+    opts_flush_stdout();
     /* a note on how the reply ended goes to stderr (stdout holds only the replies and the answers
      * to /commands: a piped transcript stays clean) */
     if (why) fprintf(stderr, "%s[%s]%s\n", c->color ? "\x1b[2m" : "", why, c->color ? "\x1b[0m" : "");
@@ -368,7 +368,7 @@ int cmd_chat(int argc, char **argv) {
     for (;;) {
         if (interactive) {
             fputs(c.color ? "\x1b[1m> \x1b[0m" : "> ", stdout);
-            fflush(stdout);
+            opts_flush_stdout();
         }
         g_interrupt = 0;
         errno = 0;

@@ -233,6 +233,17 @@ void opts_out_abort(opts_out *o) {
     *o = (opts_out){0};
 }
 
+static int g_stdout_errno;   /* the first failed flush's errno */
+
+int opts_flush_stdout(void) {
+    errno = 0;
+    const int rc = fflush(stdout);
+    if (rc != 0 && !g_stdout_errno) g_stdout_errno = errno ? errno : EIO;
+    return rc;
+}
+
+int opts_stdout_errno(void) { return g_stdout_errno; }
+
 int opts_max_threads(void) {
     const long nc = sysconf(_SC_NPROCESSORS_ONLN);
     long m = nc > 0 ? 4 * nc : 4;

@@ -136,6 +136,13 @@ void opts_out_abort(opts_out *o);
  * "" otherwise (written in place). Points into a static buffer. */
 const char *opts_out_note(const opts_out *o);
 
+/* ---- standard output ------------------------------------------------------------------------ */
+/* fflush(stdout) for programs that stream (run, chat): returns fflush's result and keeps the errno
+ * of the first failure, since a stream in error later flushes "successfully" with nothing to say
+ * why; opts_stdout_errno() returns it (0: no failure seen). */
+int opts_flush_stdout(void);
+int opts_stdout_errno(void);
+
 /* The largest thread count any -t accepts: 4 x online CPUs, at least 4, at most 1024 (the model
  * loader's limit). */
 int opts_max_threads(void);

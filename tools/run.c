@@ -40,7 +40,7 @@ static const opt_def run_defs[] = {
 static void run_put(const tern_model *m, tern_detok *dt, int32_t id) {
     char out[256];
     const int nb = tern_detok_put(m, dt, id, out, sizeof out);
-    if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); fflush(stdout); }
+    if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); opts_flush_stdout(); }
 }
 
 /* Damaged weights (NaN, Inf) make every logit NaN and the sampler then prints garbage: say so on
@@ -151,7 +151,7 @@ int cmd_run(int argc, char **argv) {
         fail_msg(&err, TERN_E_RANGE, "prompt has %d tokens, context is %d (-c)", n_tok, tern_session_n_ctx(s));
         goto done;
     }
-    if (echo) { opts_write_utf8(stdout, prompt, plen); fflush(stdout); }
+    if (echo) { opts_write_utf8(stdout, prompt, plen); opts_flush_stdout(); }
 
     const double t0 = now_s();
     const float *logits = tern_session_eval(s, toks, n_tok, &err);
@@ -195,7 +195,7 @@ int cmd_run(int argc, char **argv) {
         n_gen++;
         if (!ignore_eos && tern_token_is_eog(m, id)) break;
         const int nb = tern_detok_put(m, &dt, id, out, sizeof out);
-        if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); fflush(stdout); }
+        if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); opts_flush_stdout(); }
         if (i + 1 == n_predict) break;
         if (tern_session_pos(s) >= tern_session_n_ctx(s)) {
             fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
@@ -208,7 +208,7 @@ int cmd_run(int argc, char **argv) {
     const int nb = tern_detok_flush(&dt, out, sizeof out);
     if (nb > 0) fwrite(out, 1, (size_t)nb, stdout);
     fputc('\n', stdout);
-    fflush(stdout);
+    opts_flush_stdout();
     const double t_gen = n_gen > 1 ? now_s() - t_gen0 : 0;
     fprintf(stderr, "\nmodel: %s (%s), %s, %d threads, numerics %s, load %.2f s (%s)\n", oc.model, info.arch, info.isa,
             info.n_threads, opts_numerics_name(oc.numerics), t_load, oc.use_mmap ? "mmap" : "read");
