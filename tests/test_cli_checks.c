@@ -123,8 +123,9 @@ static void test_write_error_reason(void **state) {
     fclose(f);
     const char *cmds[2] = {"run", "chat"};
     for (int i = 0; i < 2; i++) {
-        char *err = NULL, want[256];
-        const int rc = ru_tern(NULL, &err, "%s -m " SHIPPED " --temp 0 -n 8 -t 1 < '%s' > /dev/full", cmds[i], in);
+        char *out = NULL, *err = NULL, want[256];   /* out: no >/dev/null after our redirection */
+        const int rc = ru_tern(&out, &err, "%s -m " SHIPPED " --temp 0 -n 8 -t 1 < '%s' > /dev/full", cmds[i], in);
+        free(out);
         snprintf(want, sizeof want, "tern %s: write error on standard output: %s\n", cmds[i], strerror(ENOSPC));
         if (rc != 1 || !strstr(err, want)) fail_msg("tern %s > /dev/full: exit %d, stderr: %s; expected '%s'", cmds[i], rc, err, want);
         free(err);
