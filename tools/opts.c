@@ -390,6 +390,19 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
         fprintf(stderr, "tern: unknown option %.*s for `tern %s`; see tern %s --help\n", (int)n, a, cmd, cmd);
         return OPT_ERR;
     }
+    /* An option given twice is refused, as the server refuses a JSON key given twice: which one
+     * should count is a guess (getopt programs take the last). No option is repeatable; a list
+     * is one comma-separated value (OPT_LIST). Every command parses argv from index 1, so the
+     * ids seen are forgotten there. */
+    static int seen[128], n_seen;
+    if (*i <= 1) n_seen = 0;
+    for (int k = 0; k < n_seen; k++)
+        if (seen[k] == d->id) {
+            fprintf(stderr, "tern %s: %.*s given twice (as %s); give it once; see tern %s --help\n", cmd, (int)n, a,
+                    d->names, cmd);
+            return OPT_ERR;
+        }
+    if (n_seen < (int)(sizeof seen / sizeof seen[0])) seen[n_seen++] = d->id;
     char what[160];
     if (d->kind == OPT_FLAG) {
         if (eq) {

@@ -59,7 +59,8 @@ enum { OPT_ERR = -1, OPT_POSITIONAL = -2, OPT_HELP = -3 };
 /* Parse argv[*i] against the tables. Returns the matched option's id (value parsed into *v, *i
  * advanced past the value), OPT_POSITIONAL for an argument that is not an option (does not start
  * with '-', or is "-" alone; *v->str = it), OPT_HELP for -h/--help, or OPT_ERR after printing the
- * error (unknown option, missing value, value not of the kind or out of range). cmd is the
+ * error (unknown option, missing value, value not of the kind or out of range, an option given a
+ * second time under any of its spellings: `-p a --prompt b`; no option is repeatable). cmd is the
  * command's name without "tern " ("run"). */
 int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **argv, int *i, opt_val *v);
 /* Print one line per option (names, placeholder, help, range or choices) and -h, --help. */
