@@ -133,6 +133,42 @@ static void test_write_error_reason(void **state) {
     unlink(in);
 }
 
+/* An option given twice, under the same or another spelling, is a usage error (exit 2) naming it,
+ * before any model is read (the model path does not exist). */
+static void test_option_twice(void **state) {
+    (void)state;
+    char tern[4096];
+    ru_need_tern(tern, sizeof tern);
+    const char *args[4] = {"run -m /nonexistent.gguf -p a -p b", "run -m /nonexistent.gguf -p a --prompt=b",
+                           "chat -m /nonexistent.gguf -n 3 -n 4", "serve -m /a.gguf -m /b.gguf"};
+    const char *flag[4] = {"-p given twice", "--prompt given twice", "-n given twice", "-m given twice"};
+    for (int i = 0; i < 4; i++) {
+        char *err = NULL;
+        const int rc = ru_tern(NULL, &err, "%s", args[i]);
+        if (rc != 2 || !strstr(err, flag[i])) fail_msg("tern %s: exit %d (expected 2), stderr: %s", args[i], rc, err);
+        free(err);
+    }
+}
+
+/* stories260K (width 64, ffn 172) has no matrix whose rows fit PQ2_0's block of 128: quantize
+ * converts nothing, so it fails (exit 1) saying why and writes no OUT. Its 48 tensors
+ * (models/PROVENANCE.md, shared/data/stories260k/PROVENANCE.md): 5 blocks x 7 matrices +
+ * token_embd + output = 37 matrices, 11 norms. */
+static void test_quantize_nothing(void **state) {
+    (void)state;
+    char tern[4096], out[512];
+    ru_need_tern(tern, sizeof tern);
+    fx_tmp_path(out, sizeof out, "q-nothing.gguf");
+    unlink(out);
+    char *err = NULL;
+    const int rc = ru_tern(NULL, &err, "quantize " SHIPPED " '%s' --type pq2_0", out);
+    const char *want = "no tensor converted to PQ2_0 (0 matrices are PQ2_0 already, 37 have rows not a multiple of 128";
+    if (rc != 1 || !strstr(err, want) || !strstr(err, "11 keep their type"))
+        fail_msg("tern quantize to pq2_0: exit %d (expected 1), stderr: %s", rc, err);
+    if (access(out, F_OK) == 0) fail_msg("%s was written", out);
+    free(err);
+}
+
 int suite_cli_checks(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_checksum),
@@ -140,6 +176,8 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_model_not_regular),
         cmocka_unit_test(test_run_token_count),
         cmocka_unit_test(test_write_error_reason),
+        cmocka_unit_test(test_option_twice),
+        cmocka_unit_test(test_quantize_nothing),
     };
     TEST_RUN_SUITE("cli_checks", tests);
 }

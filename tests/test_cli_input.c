@@ -246,7 +246,7 @@ static void test_failed_write_keeps_existing_output(void **state) {
     unlink(fresh);
     if (symlink("/dev/full", link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
     const char *runs[] = {"synth --arch qwen3-tiny --no-weights -o '%s'", "synth --arch qwen3-tiny -o '%s'",
-                          "quantize '%s' '%s' --type f32"};
+                          "quantize '%s' '%s' --type q8_0"};
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         if (r == 2) snprintf(args, sizeof args, runs[r], model, link);
         else snprintf(args, sizeof args, runs[r], link);
