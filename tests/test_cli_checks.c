@@ -169,6 +169,41 @@ static void test_quantize_nothing(void **state) {
     free(err);
 }
 
+/* stories260K (SentencePiece llama vocabulary, trained on documents that each start with BOS)
+ * generates BOS where a story ends: that ends the reply, as llama2.c's run.c stops on BOS. The
+ * greedy text from BOS reaches its first generated BOS before 400 tokens (llama2.c's 256-step
+ * sample, shared/data/stories260k/expected_greedy_karpathy_doc.txt, is one story); with
+ * --ignore-eos the run goes on to 400 tokens and starts with the same text. A chat reply is capped
+ * at 1024 tokens by default, so it cannot fill the context. */
+static void test_bos_ends_reply(void **state) {
+    (void)state;
+    char tern[4096], in[512];
+    ru_need_tern(tern, sizeof tern);
+    char *out = NULL, *err = NULL, *out_all = NULL, *err_all = NULL;
+    int rc = ru_tern(&out, &err, "run -m " SHIPPED " --temp 0 -n 400 -t 1");
+    const char *g = strstr(err, "generation: ");
+    const int n = g ? atoi(g + strlen("generation: ")) : -1;
+    if (rc != 0 || n <= 0 || n >= 400) fail_msg("run -n 400: exit %d, %d tokens (expected fewer than 400): %s", rc, n, err);
+    rc = ru_tern(&out_all, &err_all, "run -m " SHIPPED " --temp 0 -n 400 -t 1 --ignore-eos");
+    if (rc != 0 || !strstr(err_all, "generation: 400 tokens")) fail_msg("--ignore-eos: exit %d: %s", rc, err_all);
+    const size_t len = strlen(out) - 1;   /* without the closing newline */
+    if (strncmp(out, out_all, len) != 0 || strlen(out_all) <= len + 1)
+        fail_msg("the reply is not where the --ignore-eos run stops at BOS: '%s' vs '%s'", out, out_all);
+    free(out); free(err); free(out_all); free(err_all);
+    fx_tmp_path(in, sizeof in, "bos-chat-in.txt");
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fputs("Once upon a time\n", f);
+    fclose(f);
+    /* greedy under ChatML this model never generates BOS or EOS: the default cap (chat --help:
+     * 1024 tokens) ends the reply before the 2048-token context fills */
+    rc = ru_tern(&out, &err, "chat -m " SHIPPED " --temp 0 -t 1 < '%s'", in);
+    if (rc != 0 || strstr(err, "context full") || !strstr(err, " 1024 tokens at ") || !*out)
+        fail_msg("chat: exit %d, stderr: %s, stdout: %s", rc, err, out);
+    free(out); free(err);
+    unlink(in);
+}
+
 int suite_cli_checks(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_checksum),
@@ -178,6 +213,7 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_write_error_reason),
         cmocka_unit_test(test_option_twice),
         cmocka_unit_test(test_quantize_nothing),
+        cmocka_unit_test(test_bos_ends_reply),
     };
     TEST_RUN_SUITE("cli_checks", tests);
 }

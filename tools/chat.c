@@ -57,7 +57,7 @@ static const opt_def chat_defs[] = {
     {CHAT_NO_THINK, "--no-think", OPT_FLAG, NULL, 0, 0, NULL, "pre-fill the empty think block (thinking off)"},
     {CHAT_SHOW_THINK, "--show-think", OPT_FLAG, NULL, 0, 0, NULL, "show the thinking text (dimmed); hidden by default"},
     {CHAT_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's, else chatml)"},
-    {CHAT_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "max tokens per reply (default -1: until the end of turn)"},
+    {CHAT_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "max tokens per reply (default 1024; -1: until the end of turn or the context)"},
 };
 
 static void usage(FILE *f, const opt_table *t, int n_t) {
@@ -72,7 +72,7 @@ static void usage(FILE *f, const opt_table *t, int n_t) {
 static int parse_args(chat_opts *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->think = true;
-    o->n_predict = -1;
+    o->n_predict = 1024;   /* a model that never ends its turn cannot fill the context with one reply */
     tern_sampler_params_default(&o->sp);
     spec_opts_default(&o->spec);
     opts_common *oc = &o->oc;
