@@ -934,8 +934,8 @@ static void test_chat_context_too_small(void **state) {
     write_file(in, msg, strlen(msg));
     char *err = NULL;
     int rc = ru_tern(NULL, &err, "chat -m '%s' -c 10 -n 1 --temp 0 -t 1 <'%s'", model, in);
-    const char *p = strstr(err, "[the context (-c 10) is too small for this message: it needs ");
-    int need = p ? atoi(p + strlen("[the context (-c 10) is too small for this message: it needs ")) : 0;
+    const char *p = strstr(err, "[this message is too long for the context (-c 10): it needs ");
+    int need = p ? atoi(p + strlen("[this message is too long for the context (-c 10): it needs ")) : 0;
     char want[160];
     snprintf(want, sizeof want, "start tern chat with -c %d or more, or send a shorter message.]", need);
     if (rc != 0 || !p || need <= 10 || !strstr(err, want) || strstr(err, "Type /clear"))

@@ -233,18 +233,23 @@ static void run_turn(chat *c, const char *user) {
         return;
     }
     const int n_ctx = tern_session_n_ctx(c->s), pos0 = tern_session_pos(c->s);
-    if (pos0 == 0 && ids.n + 1 > n_ctx) {   /* nothing to clear: the context itself is too small */
-        fprintf(stderr, "\n[the context (-c %d) is too small for this message: it needs %d tokens (%s in the chat "
+    /* A refused message is no turn: the next one gets this turn's number. A message that does not
+     * fit even in an empty context (ids.n: its tokens in the template, plus one for the reply) is
+     * too long for -c, and /clear would not help: say so with both numbers. */
+    if (ids.n + 1 > n_ctx) {
+        fprintf(stderr, "\n[this message is too long for the context (-c %d): it needs %d tokens (%s in the chat "
                         "template, plus one for the reply); start tern chat with -c %d or more, or send a shorter "
-                        "message.]\n", n_ctx, ids.n + 1, c->o.system ? "the system prompt and the message" : "the message",
-                ids.n + 1);
+                        "message. It was not sent.]\n", n_ctx, ids.n + 1,
+                pos0 == 0 && c->o.system ? "the system prompt and the message" : "the message", ids.n + 1);
         prompt_ids_free(&ids);
+        c->turn--;
         return;
     }
     if (pos0 + ids.n + 1 > n_ctx) {
         fprintf(stderr, "\n[context full: %d of %d tokens used and this message needs %d more. "
                         "Type /clear to start a new conversation.]\n", pos0, n_ctx, ids.n + 1);
         prompt_ids_free(&ids);
+        c->turn--;
         return;
     }
     g_interrupt = 0;
