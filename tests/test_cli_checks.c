@@ -6,7 +6,10 @@
 #include "test.h"
 #include "run_util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +207,58 @@ static void test_bos_ends_reply(void **state) {
     unlink(in);
 }
 
+/* Mid-conversation, a message that alone needs more than -c is "too long for the context (-c N)"
+ * with its token count M > N (the message is 120 words: more than 100 tokens in any vocabulary
+ * that gives a word at least one token), never "Type /clear" (clearing cannot make it fit); the
+ * refused message is no turn: the next message is turn 2. */
+static void test_chat_message_too_long(void **state) {
+    (void)state;
+    char tern[4096], in[512];
+    ru_need_tern(tern, sizeof tern);
+    fx_tmp_path(in, sizeof in, "chat-long-in.txt");
+    FILE *f = fopen(in, "w");
+    assert_non_null(f);
+    fputs("Hi\n", f);
+    for (int i = 0; i < 120; i++) fputs("dog ", f);
+    fputs("\nHi\n", f);
+    fclose(f);
+    char *out = NULL, *err = NULL;
+    const int rc = ru_tern(&out, &err, "chat -m " SHIPPED " -c 100 -n 2 --temp 0 -t 1 < '%s'", in);
+    const char *key = "[this message is too long for the context (-c 100): it needs ";
+    const char *p = strstr(err, key);
+    const int need = p ? atoi(p + strlen(key)) : 0;
+    if (rc != 0 || !p || need <= 120 || strstr(err, "Type /clear") || !strstr(err, "[turn 2: ") || strstr(err, "[turn 3: "))
+        fail_msg("chat -c 100: exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+    unlink(in);
+}
+
+/* tern serve on a port another socket listens on: exit 1 naming the port, before the model is
+ * read (a model path that does not exist is not reached: its error would come first if the model
+ * loaded before the bind). */
+static void test_serve_busy_port(void **state) {
+    (void)state;
+    char tern[4096];
+    ru_need_tern(tern, sizeof tern);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(fd, 1), 0);
+    socklen_t len = sizeof sa;
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    const int port = ntohs(sa.sin_port);
+    char cmd[6000], want[128];
+    snprintf(cmd, sizeof cmd, "timeout 20 '%s' serve -m /nonexistent/model.gguf --host 127.0.0.1 --port %d 2>&1", tern, port);
+    int rc = -1;
+    char *err = ru_capture(cmd, &rc);
+    snprintf(want, sizeof want, "cannot listen on 127.0.0.1 port %d: %s", port, strerror(EADDRINUSE));
+    if (rc != 1 || !strstr(err, want) || strstr(err, "nonexistent")) fail_msg("serve on busy port %d: exit %d: %s", port, rc, err);
+    free(err);
+    close(fd);
+}
+
 int suite_cli_checks(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_checksum),
@@ -214,6 +269,8 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_option_twice),
         cmocka_unit_test(test_quantize_nothing),
         cmocka_unit_test(test_bos_ends_reply),
+        cmocka_unit_test(test_chat_message_too_long),
+        cmocka_unit_test(test_serve_busy_port),
     };
     TEST_RUN_SUITE("cli_checks", tests);
 }
