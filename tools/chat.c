@@ -239,7 +239,7 @@ static void run_turn(chat *c, const char *user) {
     if (ids.n + 1 > n_ctx) {
         fprintf(stderr, "\n[this message is too long for the context (-c %d): it needs %d tokens (%s in the chat "
                         "template, plus one for the reply); start tern chat with -c %d or more, or send a shorter "
-                        "message. It was not sent.]\n", n_ctx, ids.n + 1,
+                        "message.]\n", n_ctx, ids.n + 1,
                 pos0 == 0 && c->o.system ? "the system prompt and the message" : "the message", ids.n + 1);
         prompt_ids_free(&ids);
         c->turn--;
