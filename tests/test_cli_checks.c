@@ -259,6 +259,27 @@ static void test_serve_busy_port(void **state) {
     close(fd);
 }
 
+/* A synthetic Bonsai 1.7B (one block; 151,936 vocabulary rows: the built-in vocabulary's 285 and
+ * the rest) generates text: every id has a piece, so 8 greedy tokens print at least 8 bytes (the
+ * rows past 285 had no text and the run printed nothing). */
+static void test_synth_output_text(void **state) {
+    (void)state;
+    char tern[4096], model[512];
+    ru_need_tern(tern, sizeof tern);
+    fx_tmp_path(model, sizeof model, "synth-bonsai.gguf");
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(NULL, &err, "synth --arch bonsai-1.7b --n-layer 1 -o '%s'", model);
+    if (rc != 0) fail_msg("synth: exit %d: %s", rc, err);
+    free(err);
+    rc = ru_tern(&out, &err, "run -m '%s' -p 'the' --temp 0 -n 8 --ignore-eos -t 1", model);
+    size_t len = strlen(out);
+    while (len && out[len - 1] == '\n') len--;
+    if (rc != 0 || len < 8) fail_msg("run on the synthetic model: exit %d, %zu bytes of text: '%s', stderr: %s", rc, len, out, err);
+    free(out);
+    free(err);
+    unlink(model);
+}
+
 int suite_cli_checks(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped_model_checksum),
@@ -271,6 +292,7 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_bos_ends_reply),
         cmocka_unit_test(test_chat_message_too_long),
         cmocka_unit_test(test_serve_busy_port),
+        cmocka_unit_test(test_synth_output_text),
     };
     TEST_RUN_SUITE("cli_checks", tests);
 }
