@@ -6,7 +6,7 @@ CC      ?= cc
 ARCH    := $(shell $(CC) -dumpmachine | cut -d- -f1)
 MODE    ?= rel
 SHARED  ?= $(if $(TERN_SHARED),$(TERN_SHARED),../shared)
-MODEL   ?= $(SHARED)/data/stories260k/stories260K.gguf
+MODEL   ?= models/stories260K.gguf
 PREFIX  ?= /usr/local
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
@@ -156,7 +156,7 @@ test-python: $(TERN_BIN) $(B)/libtern.so
 
 run: $(TERN_BIN)
 	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) run -m "$(MODEL)" -p "Once upon a time" -n 200; \
-	else echo "make run: no model at $(MODEL). Put ../shared beside this checkout, set TERN_SHARED, or MODEL=path/to/model.gguf" >&2; exit 1; fi
+	else echo "make run: no model at $(MODEL) (models/stories260K.gguf ships with the repository); give MODEL=path/to/model.gguf" >&2; exit 1; fi
 
 debug:
 	$(MAKE) MODE=debug build/debug/tern build/debug/tests/run

@@ -41,6 +41,11 @@ static const suite_entry suites[] = {
 static const int n_suites = (int)(sizeof suites / sizeof suites[0]);
 
 static int g_skipped;
+/* Suites that skipped a test for a missing shared-data file (fx_require outside CI): listed at the
+ * end with where the data comes from, so a clone without ../shared shows what it did not run. */
+static const char *g_suite = "";
+static char g_no_data[4096];
+static char g_no_data_file[1024];
 
 void test_skip(const char *fmt, ...) {
     char msg[512];
@@ -80,6 +85,13 @@ const char *fx_require(char *buf, size_t n, const char *rel) {
     if (access(buf, R_OK) != 0) {
         const char *ci = getenv("CI");
         if (ci && strcmp(ci, "true") == 0) fail_msg("missing fixture %s (CI: a missing fixture is a failure)", buf);
+        if (!g_no_data_file[0]) snprintf(g_no_data_file, sizeof g_no_data_file, "%s", buf);
+        const size_t k = strlen(g_suite), used = strlen(g_no_data);
+        bool listed = false;   /* the suite's name as a whole word of the list */
+        for (const char *p = strstr(g_no_data, g_suite); p && k; p = strstr(p + 1, g_suite))
+            if ((p == g_no_data || p[-1] == ' ') && (p[k] == ' ' || p[k] == '\0')) listed = true;
+        if (k && !listed && used + k + 2 < sizeof g_no_data)
+            snprintf(g_no_data + used, sizeof g_no_data - used, "%s%s", used ? " " : "", g_suite);
         test_skip("missing fixture %s", buf);
     }
     return buf;
@@ -142,11 +154,18 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_suites; i++) {
         if (any && !want[i]) continue;
         int n = 0;
+        g_suite = suites[i].name;
         int f = suites[i].run(&n);
         total += n;
         failed += f < 0 ? n : f;
         fflush(stdout);
         fflush(stderr);
+    }
+    if (g_no_data[0]) {
+        printf("skipped for lack of the shared test data (first missing: %s): suites %s. Put the test data folder "
+               "shared/ beside this checkout (../shared) or set TERN_SHARED=/path/to/shared; under CI=true a missing "
+               "file fails its test\n",
+               g_no_data_file, g_no_data);
     }
     int passed = total - failed - g_skipped;
     printf("%d passed, %d failed, %d skipped\n", passed, failed, g_skipped);

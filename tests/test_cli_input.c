@@ -246,7 +246,7 @@ static void test_failed_write_keeps_existing_output(void **state) {
     unlink(fresh);
     if (symlink("/dev/full", link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
     const char *runs[] = {"synth --arch qwen3-tiny --no-weights -o '%s'", "synth --arch qwen3-tiny -o '%s'",
-                          "quantize '%s' '%s' --type f32"};
+                          "quantize '%s' '%s' --type q8_0"};
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         if (r == 2) snprintf(args, sizeof args, runs[r], model, link);
         else snprintf(args, sizeof args, runs[r], link);
@@ -934,8 +934,8 @@ static void test_chat_context_too_small(void **state) {
     write_file(in, msg, strlen(msg));
     char *err = NULL;
     int rc = ru_tern(NULL, &err, "chat -m '%s' -c 10 -n 1 --temp 0 -t 1 <'%s'", model, in);
-    const char *p = strstr(err, "[the context (-c 10) is too small for this message: it needs ");
-    int need = p ? atoi(p + strlen("[the context (-c 10) is too small for this message: it needs ")) : 0;
+    const char *p = strstr(err, "[this message is too long for the context (-c 10): it needs ");
+    int need = p ? atoi(p + strlen("[this message is too long for the context (-c 10): it needs ")) : 0;
     char want[160];
     snprintf(want, sizeof want, "start tern chat with -c %d or more, or send a shorter message.]", need);
     if (rc != 0 || !p || need <= 10 || !strstr(err, want) || strstr(err, "Type /clear"))

@@ -732,7 +732,7 @@ static void test_batch_equivalence_and_429(void **state) {
     srv *s;
     /* one slot, no queue: a second request while the first runs gets 429 */
     s = start(m, 1, 4096, 0, 0, NULL, 0);
-    req_arg slow = {s, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 3000, \"temperature\": 0}", NULL};
+    req_arg slow = {s, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 3000, \"temperature\": 0, \"ignore_eos\": true}", NULL};
     pthread_t t1;
     pthread_create(&t1, NULL, req_thread, &slow);
     int code = 0;

@@ -81,7 +81,7 @@ static const opt_def chat_defs[] = {
     {CHAT_NO_THINK, "--no-think", OPT_FLAG, NULL, 0, 0, NULL, "pre-fill the empty think block (thinking off)"},
     {CHAT_SHOW_THINK, "--show-think", OPT_FLAG, NULL, 0, 0, NULL, "show the thinking text (dimmed); hidden by default"},
     {CHAT_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's, else chatml)"},
-    {CHAT_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "max tokens per reply (default -1: until the end of turn)"},
+    {CHAT_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "max tokens per reply (default 1024; -1: until the end of turn or the context)"},
 };
 
 static void usage(FILE *f, const opt_table *t, int n_t) {
@@ -96,7 +96,7 @@ static void usage(FILE *f, const opt_table *t, int n_t) {
 static int parse_args(chat_opts *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->think = true;
-    o->n_predict = -1;
+    o->n_predict = 1024;   /* a model that never ends its turn cannot fill the context with one reply */
     tern_sampler_params_default(&o->sp);
     spec_opts_default(&o->spec);
     opts_common *oc = &o->oc;
@@ -203,7 +203,7 @@ static void show_token(chat *c, int32_t tok, tern_detok *dt, bool *in_think, boo
         int k = tern_detok_put(c->m, dt, tok, buf, sizeof buf);
         put_text(c, *in_think, buf, k, shown_marker);
     }
-    fflush(stdout);
+    opts_flush_stdout();
 }
 
 /* The reply with speculative decoding (--spec): the same stops as the plain loop in run_turn -
@@ -257,18 +257,23 @@ static void run_turn(chat *c, const char *user) {
         return;
     }
     const int n_ctx = tern_session_n_ctx(c->s), pos0 = tern_session_pos(c->s);
-    if (pos0 == 0 && ids.n + 1 > n_ctx) {   /* nothing to clear: the context itself is too small */
-        fprintf(stderr, "\n[the context (-c %d) is too small for this message: it needs %d tokens (%s in the chat "
+    /* A refused message is no turn: the next one gets this turn's number. A message that does not
+     * fit even in an empty context (ids.n: its tokens in the template, plus one for the reply) is
+     * too long for -c, and /clear would not help: say so with both numbers. */
+    if (ids.n + 1 > n_ctx) {
+        fprintf(stderr, "\n[this message is too long for the context (-c %d): it needs %d tokens (%s in the chat "
                         "template, plus one for the reply); start tern chat with -c %d or more, or send a shorter "
-                        "message.]\n", n_ctx, ids.n + 1, c->o.system ? "the system prompt and the message" : "the message",
-                ids.n + 1);
+                        "message.]\n", n_ctx, ids.n + 1,
+                pos0 == 0 && c->o.system ? "the system prompt and the message" : "the message", ids.n + 1);
         prompt_ids_free(&ids);
+        c->turn--;
         return;
     }
     if (pos0 + ids.n + 1 > n_ctx) {
         fprintf(stderr, "\n[context full: %d of %d tokens used and this message needs %d more. "
                         "Type /clear to start a new conversation.]\n", pos0, n_ctx, ids.n + 1);
         prompt_ids_free(&ids);
+        c->turn--;
         return;
     }
     g_interrupt = 0;
@@ -329,7 +334,7 @@ static void run_turn(chat *c, const char *user) {
     int k = tern_detok_flush(&dt, buf, sizeof buf);
     put_text(c, in_think, buf, k, &shown_marker);
     printf("\n");
-    fflush(stdout);
+    opts_flush_stdout();
     /* a note on how the reply ended goes to stderr (stdout holds only the replies and the answers
      * to /commands: a piped transcript stays clean) */
     if (why) fprintf(stderr, "%s[%s]%s\n", c->color ? "\x1b[2m" : "", why, c->color ? "\x1b[0m" : "");
@@ -396,7 +401,7 @@ int cmd_chat(int argc, char **argv) {
     for (;;) {
         if (interactive) {
             fputs(c.color ? "\x1b[1m> \x1b[0m" : "> ", stdout);
-            fflush(stdout);
+            opts_flush_stdout();
         }
         g_interrupt = 0;
         errno = 0;

@@ -96,6 +96,7 @@ static int close_stdout(const char *cmd, int rc) {
     const int close_rc = fclose(stdout);
     if (close_rc != 0 && !e) e = errno;
     if (!had_error && flush_rc == 0 && close_rc == 0) return rc;
+    if (!e) e = opts_stdout_errno();   /* the stream's error came from a flush during the command */
     fprintf(stderr, "tern%s%s: write error on standard output%s%s\n", cmd ? " " : "", cmd ? cmd : "", e ? ": " : "",
             e ? strerror(e) : "");
     return rc ? rc : 1;

@@ -31,7 +31,9 @@ static const char *g_cmd = "";      /* the program runs one command: its name, f
 const char *opts_cmd(void) { return g_cmd; }
 
 bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n) {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO opens at once (without it, open waits for a writer); what may be read
+     * (a regular file, for a model) is the loader's check */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) { close(fd); return true; }
     snprintf(msg, n, "%s%scannot open '%s': %s", flag ? flag : "", flag ? ": " : "", path, strerror(errno));
     return false;
@@ -252,6 +254,17 @@ void opts_out_abort(opts_out *o) {
     *o = (opts_out){0};
 }
 
+static int g_stdout_errno;   /* the first failed flush's errno */
+
+int opts_flush_stdout(void) {
+    errno = 0;
+    const int rc = fflush(stdout);
+    if (rc != 0 && !g_stdout_errno) g_stdout_errno = errno ? errno : EIO;
+    return rc;
+}
+
+int opts_stdout_errno(void) { return g_stdout_errno; }
+
 int opts_max_threads(void) {
 #ifdef _WIN32
     SYSTEM_INFO si;
@@ -404,6 +417,19 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
         fprintf(stderr, "tern: unknown option %.*s for `tern %s`; see tern %s --help\n", (int)n, a, cmd, cmd);
         return OPT_ERR;
     }
+    /* An option given twice is refused, as the server refuses a JSON key given twice: which one
+     * should count is a guess (getopt programs take the last). No option is repeatable; a list
+     * is one comma-separated value (OPT_LIST). Every command parses argv from index 1, so the
+     * ids seen are forgotten there. */
+    static int seen[128], n_seen;
+    if (*i <= 1) n_seen = 0;
+    for (int k = 0; k < n_seen; k++)
+        if (seen[k] == d->id) {
+            fprintf(stderr, "tern %s: %.*s given twice (as %s); give it once; see tern %s --help\n", cmd, (int)n, a,
+                    d->names, cmd);
+            return OPT_ERR;
+        }
+    if (n_seen < (int)(sizeof seen / sizeof seen[0])) seen[n_seen++] = d->id;
     char what[160];
     if (d->kind == OPT_FLAG) {
         if (eq) {

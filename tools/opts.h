@@ -59,7 +59,8 @@ enum { OPT_ERR = -1, OPT_POSITIONAL = -2, OPT_HELP = -3 };
 /* Parse argv[*i] against the tables. Returns the matched option's id (value parsed into *v, *i
  * advanced past the value), OPT_POSITIONAL for an argument that is not an option (does not start
  * with '-', or is "-" alone; *v->str = it), OPT_HELP for -h/--help, or OPT_ERR after printing the
- * error (unknown option, missing value, value not of the kind or out of range). cmd is the
+ * error (unknown option, missing value, value not of the kind or out of range, an option given a
+ * second time under any of its spellings: `-p a --prompt b`; no option is repeatable). cmd is the
  * command's name without "tern " ("run"). */
 int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **argv, int *i, opt_val *v);
 /* Print one line per option (names, placeholder, help, range or choices) and -h, --help. */
@@ -135,6 +136,13 @@ void opts_out_abort(opts_out *o);
  * temporary file protected an existing OUT, " (OUT 'PATH' not created)" when nothing was there,
  * "" otherwise (written in place). Points into a static buffer. */
 const char *opts_out_note(const opts_out *o);
+
+/* ---- standard output ------------------------------------------------------------------------ */
+/* fflush(stdout) for programs that stream (run, chat): returns fflush's result and keeps the errno
+ * of the first failure, since a stream in error later flushes "successfully" with nothing to say
+ * why; opts_stdout_errno() returns it (0: no failure seen). */
+int opts_flush_stdout(void);
+int opts_stdout_errno(void);
 
 /* The largest thread count any -t accepts: 4 x online CPUs, at least 4, at most 1024 (the model
  * loader's limit). */

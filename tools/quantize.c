@@ -230,18 +230,29 @@ static int quantize_file(const char *in, const opts_out *out, int type, tern_err
         goto done;
     }
     int64_t max_k = 1;
-    int n_conv = 0, n_unfit = 0;
+    int n_conv = 0, n_unfit = 0, n_same = 0;   /* n_same: projections already of the type */
     const char *unfit = NULL;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         dst[i] = quant_converts(t, type) ? type : t->type;
-        if (is_projection(t) && dst[i] != type) {   /* a projection whose rows do not fit the block */
+        if (is_projection(t) && t->type == type) n_same++;
+        else if (is_projection(t) && dst[i] != type) {   /* a projection whose rows do not fit the block */
             n_unfit++;
             if (!unfit) unfit = t->name;
         }
         if (dst[i] != t->type) { n_conv++; max_k = TERN_MAX(max_k, t->ne[0]); }
         const int idx = gguf_w_add_tensor(w, t->name, dst[i], t->n_dims, t->ne, NULL);
         if (idx < 0) { rc = tern_err_set(err, idx, "quantize: adding tensor '%s'", t->name); goto done; }
+    }
+    /* Nothing to convert: writing a copy would look like success, so say why and write no OUT */
+    if (n_conv == 0) {
+        rc = tern_err_set(err, TERN_E_ARG,
+                          "no tensor converted to %s (%d matrices are %s already, %d have rows not a multiple of %d%s%s%s, "
+                          "%" PRIu64 " keep their type by rule); OUT not written",
+                          qt_get(type)->name, n_same, qt_get(type)->name, n_unfit, qt_get(type)->block,
+                          unfit ? ", e.g. '" : "", unfit ? unfit : "", unfit ? "'" : "",
+                          g->n_tensors - (uint64_t)n_same - (uint64_t)n_unfit);
+        goto done;
     }
     /* chunks of about 1M weights: f32 scratch and an output buffer of at most 4 MB each */
     const int64_t chunk = TERN_MAX((int64_t)1, ((int64_t)1 << 20) / max_k);
@@ -301,7 +312,8 @@ static void quantize_usage(FILE *f) {
             "Converts every projection weight (2-D '*.weight' whose row length fits the type's block,\n"
             "except ssm_conv1d, ssm_alpha, ssm_beta); norms, 1-D tensors, conv taps, ssm_a, ssm_dt.bias\n"
             "and BF16 alpha/beta keep their type. PQ2_0 <-> PTQ1_0 is lossless and refuses a block with\n"
-            "code 3. Metadata is copied (general.file_type updated).\n");
+            "code 3. Metadata is copied (general.file_type updated). When no tensor can be converted\n"
+            "(all are of the type already or none fits its block) it says why and exits 1, writing no OUT.\n");
     opts_help(f, &OPT_TABLE(quantize_defs), 1);
 }
 

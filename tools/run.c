@@ -40,7 +40,7 @@ static const opt_def run_defs[] = {
 static void run_put(const tern_model *m, tern_detok *dt, int32_t id) {
     char out[256];
     const int nb = tern_detok_put(m, dt, id, out, sizeof out);
-    if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); fflush(stdout); }
+    if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); opts_flush_stdout(); }
 }
 
 /* Damaged weights (NaN, Inf) make every logit NaN and the sampler then prints garbage: say so on
@@ -64,6 +64,8 @@ static void run_usage(FILE *f, const opt_table *t, int n_t) {
                "A prompt that is not valid UTF-8 is tokenised byte by byte (with a warning naming the first\n"
                "bad byte); printed text (--echo, the generation) has U+FFFD for invalid sequences.\n");
     opts_help(f, t, n_t);
+    fprintf(f, "stderr: \"generation: N tokens\" counts every generated token; its tokens/s covers those after the\n"
+               "first (the first token's time is in \"time to first token\", with the prompt)\n");
     fprintf(f, "sampling follows llama.cpp's order: repeat penalty -> top-k -> top-p -> min-p -> temperature\n");
 }
 
@@ -149,7 +151,7 @@ int cmd_run(int argc, char **argv) {
         fail_msg(&err, TERN_E_RANGE, "prompt has %d tokens, context is %d (-c)", n_tok, tern_session_n_ctx(s));
         goto done;
     }
-    if (echo) { opts_write_utf8(stdout, prompt, plen); fflush(stdout); }
+    if (echo) { opts_write_utf8(stdout, prompt, plen); opts_flush_stdout(); }
 
     const double t0 = now_s();
     const float *logits = tern_session_eval(s, toks, n_tok, &err);
@@ -193,7 +195,7 @@ int cmd_run(int argc, char **argv) {
         n_gen++;
         if (!ignore_eos && tern_token_is_eog(m, id)) break;
         const int nb = tern_detok_put(m, &dt, id, out, sizeof out);
-        if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); fflush(stdout); }
+        if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); opts_flush_stdout(); }
         if (i + 1 == n_predict) break;
         if (tern_session_pos(s) >= tern_session_n_ctx(s)) {
             fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
@@ -206,14 +208,20 @@ int cmd_run(int argc, char **argv) {
     const int nb = tern_detok_flush(&dt, out, sizeof out);
     if (nb > 0) fwrite(out, 1, (size_t)nb, stdout);
     fputc('\n', stdout);
-    fflush(stdout);
+    opts_flush_stdout();
     const double t_gen = n_gen > 1 ? now_s() - t_gen0 : 0;
     fprintf(stderr, "\nmodel: %s (%s), %s, %d threads, numerics %s, load %.2f s (%s)\n", oc.model, info.arch, info.isa,
             info.n_threads, opts_numerics_name(oc.numerics), t_load, oc.use_mmap ? "mmap" : "read");
     fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tokens/s\n", n_tok, t_prompt * 1e3,
             t_prompt > 0 ? n_tok / t_prompt : 0.0);
-    fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tokens/s\n", n_gen > 0 ? n_gen - 1 : 0, t_gen * 1e3,
-            t_gen > 0 ? (n_gen - 1) / t_gen : 0.0);
+    /* n_gen counts every token sampled, the first included; the rate covers the tokens after the
+     * first (their time from the first token's sample to the end), since the first token's time is
+     * the prompt's (time to first token); with one token there is no decode step and no rate */
+    if (n_gen > 1)
+        fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tokens/s (the %d after the first)\n", n_gen, t_gen * 1e3,
+                t_gen > 0 ? (n_gen - 1) / t_gen : 0.0, n_gen - 1);
+    else
+        fprintf(stderr, "generation: %d tokens (no decode step to time: see time to first token)\n", n_gen);
     fprintf(stderr, "time to first token: %.1f ms\n", t_first * 1e3);
     if (spec) {
         tern_spec_stats st;

@@ -7,7 +7,11 @@
 #include "../server/server.h"
 
 #include <netdb.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +108,28 @@ int cmd_serve(int argc, char **argv) {
             fprintf(stderr, "tern serve: %s\n", herr.msg);
             return 2;
         }
+        /* A busy port fails here, in milliseconds, not after the model loads (minutes for a big
+         * one): a trial bind of each resolved address, released at once (SO_REUSEADDR as the HTTP
+         * library binds). It cannot reserve the port: one taken between this check and the
+         * server's own bind fails there, after the load. Port 0 (any free port) cannot be busy. */
+        int bind_err = 0;
+        bool bound = cfg.port == 0;
+        for (struct addrinfo *a = ai; a && !bound; a = a->ai_next) {
+            const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+            if (fd < 0) { bind_err = errno; continue; }
+            const int one = 1;
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+            if (a->ai_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &(int){0}, sizeof(int));
+            if (bind(fd, a->ai_addr, a->ai_addrlen) == 0) bound = true;
+            else bind_err = errno;
+            close(fd);
+        }
         freeaddrinfo(ai);
+        if (!bound) {
+            fprintf(stderr, "tern serve: cannot listen on %s port %d: %s%s (nothing loaded)\n", cfg.host, cfg.port,
+                    strerror(bind_err), bind_err == EADDRINUSE ? "; another program holds it: stop it or give --port" : "");
+            return 1;
+        }
     }
     cfg.n_batch = oc.n_batch;
     cfg.spec = so.on;

@@ -316,8 +316,8 @@ static int utf8_put(char *o, int cp) {
 enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 };
 
 /* A small real byte-level BPE vocabulary: the 256 byte tokens, a few English merges (each
- * adds its merged token), the ChatML control tokens and think tags, then unused [PADi] rows up
- * to n_vocab. Merges are written "a b" in GPT-2 byte-unicode ('Ġ' = space). */
+ * adds its merged token), the ChatML control tokens and think tags, then NORMAL rows " w<id>" up
+ * to n_vocab (text, not UNUSED padding: a random model generates every id and each must print). Merges are written "a b" in GPT-2 byte-unicode ('Ġ' = space). */
 /* --n-vocab's minimum: the built-in vocabulary's 285 strings (256 bytes, 24 merges, 5 special
  * tokens: vocab_write_builtin), so the parser refuses fewer as a usage error. */
 #define SYNTH_N_VOCAB_MIN 285
@@ -358,9 +358,9 @@ static int vocab_write_builtin(gguf_writer *w, const char *pre, int64_t n_vocab,
             const int k = (int)(i - 256 - N_MERGES);
             n = snprintf(buf, sizeof buf, "%s", specials[k]);
             type = k < 3 ? TT_CONTROL : TT_USER_DEFINED;
-        } else {
-            n = snprintf(buf, sizeof buf, "[PAD%" PRId64 "]", i);
-            type = TT_UNUSED;
+        } else {   /* every row has text, so a random model's output (any id) prints: " w<id>" in
+                    * GPT-2 byte-unicode (U+0120 is the space); digits are in no merge, so each is unique */
+            n = snprintf(buf, sizeof buf, "\xc4\xa0w%" PRId64, i);
         }
         if (!(toks[i] = malloc((size_t)n))) goto done;
         memcpy(toks[i], buf, (size_t)n);

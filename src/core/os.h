@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <stdint.h>
 
 /* open() flags that only one side has: Windows opens files in text mode (CR LF translation)
@@ -13,6 +14,15 @@
  * programs we start, since we start none). */
 #ifndef O_BINARY
 #define O_BINARY 0
+#endif
+#ifndef O_NONBLOCK
+#define O_NONBLOCK 0   /* Windows: no FIFOs to block on */
+#endif
+#ifndef S_ISSOCK
+#define S_ISSOCK(m) 0
+#endif
+#ifndef S_ISBLK
+#define S_ISBLK(m) 0
 #endif
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0

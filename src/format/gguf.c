@@ -468,7 +468,17 @@ int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err) {
     if (!out || !path || (mode != GGUF_LOAD_READ && mode != GGUF_LOAD_MMAP))
         return tern_err_set(err, TERN_E_ARG, "gguf_open: bad arguments (mode %d)", mode);
     *out = NULL;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_BINARY);
+    /* stat before open: opening a FIFO blocks until a writer comes, and a device or socket is
+     * no GGUF file; fstat below checks the file actually opened again */
+    struct stat pst;
+    if (stat(path, &pst) != 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    if (!S_ISREG(pst.st_mode)) {
+        const char *kind = S_ISFIFO(pst.st_mode) ? "a FIFO" : S_ISSOCK(pst.st_mode) ? "a socket"
+                           : S_ISCHR(pst.st_mode) ? "a character device" : S_ISBLK(pst.st_mode) ? "a block device"
+                           : S_ISDIR(pst.st_mode) ? "a directory" : "not a regular file";
+        return tern_err_set(err, TERN_E_IO, "'%s' is %s, expected a regular GGUF file", path, kind);
+    }
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_BINARY | O_NONBLOCK);   /* never blocks (a file swapped for a FIFO) */
     if (fd < 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s': %s", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0) {

@@ -321,6 +321,11 @@ int tok_build(tok_vocab **out, const tok_desc *d, tern_err *err) {
     eog_add(v, v->eos);
     eog_add(v, v->eot);
     eog_add(v, v->eom);
+    /* SentencePiece llama vocabularies (llama2.c's models: stories260K) are trained on documents
+     * that each start with BOS and have no EOS; a generated BOS is the start of the next
+     * document, so it ends the reply, as llama2.c's run.c stops on BOS. Only for this kind:
+     * byte-level BPE models do not generate their BOS. */
+    if (v->kind == TOK_KIND_SPM) eog_add(v, v->bos);
     for (int i = 1; i < v->n_eog; i++)                        /* insertion sort: at most 16 */
         for (int j = i; j > 0 && v->eog[j - 1] > v->eog[j]; j--) { int32_t t = v->eog[j]; v->eog[j] = v->eog[j - 1]; v->eog[j - 1] = t; }
 

@@ -72,7 +72,8 @@ const char *tok_model_name(const tok_vocab *v);
 /* The end-of-generation set: writes up to n ids to out, returns the set's size. llama.cpp's
  * rule: eos, eot, eom; the FIM pad/repo/sep tokens; and every token whose text is one of
  * <|eot_id|> <|im_end|> <|end|> <|return|> <|call|> <end_of_turn> <|endoftext|> <|eom_id|>
- * <EOT> _<EOT> <|end_of_text|> <end_of_utterance> </s>. */
+ * <EOT> _<EOT> <|end_of_text|> <end_of_utterance> </s>; for a SentencePiece ("llama") vocabulary
+ * also bos (llama2.c's rule: a generated BOS starts the next document). */
 int tok_eog_ids(const tok_vocab *v, int32_t *out, int n);
 
 /* Encode len bytes of text. parse_special: text of CONTROL/USER_DEFINED tokens becomes those
