@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #ifdef _WIN32
-/* Windows (mingw-w64 CRT): no symbolic links, O_CLOEXEC or O_DIRECTORY; _commit is fsync. OUT is
+/* Windows (mingw-w64 CRT): no symbolic links, O_CLOEXEC, O_DIRECTORY or O_NONBLOCK; _commit is fsync. OUT is
  * written in place there (opts_out_begin), so the temporary-file half below is not used. */
 #include <io.h>
 #include <windows.h>
@@ -22,6 +22,7 @@
 #define S_ISLNK(m) 0
 #define O_CLOEXEC 0
 #define O_DIRECTORY 0
+#define O_NONBLOCK 0   /* no FIFOs to block on */
 #define fsync _commit
 #define realpath(p, r) _fullpath((r), (p), 0)
 #endif
