@@ -260,22 +260,17 @@ def test_two_sessions_on_two_threads(stories):
 
 
 CTRL_C_SCRIPT = r"""
-import os, signal, sys, threading, time
+import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 import tern
 m = tern.Model(sys.argv[2], threads=1, ctx=2048)
 want = m.generate("Once upon a time", max_tokens=30, temperature=0)
 n = 0
-started = threading.Event()
-def interrupt():
-    started.wait()
-    time.sleep(0.02)
-    os.kill(os.getpid(), signal.SIGINT)
-threading.Thread(target=interrupt, daemon=True).start()
 try:
     for piece in m.stream("Once", max_tokens=-1, ignore_eos=True, temperature=0):
         n += 1
-        started.set()
+        if n == 5:                                   # a real SIGINT, as Ctrl-C sends, mid-generation
+            os.kill(os.getpid(), signal.SIGINT)
     print("not interrupted", n)
 except KeyboardInterrupt:
     again = m.generate("Once upon a time", max_tokens=30, temperature=0)
@@ -291,7 +286,7 @@ def test_ctrl_c_stops_generation_cleanly():
     assert r.returncode == 0, r.stderr.decode()
     m = re.match(r"interrupted after (\d+) pieces; clean: True", out)
     assert m, out
-    assert 0 < int(m.group(1)) < 2047                 # stopped inside the generation (2047 tokens fill ctx 2048)
+    assert 5 <= int(m.group(1)) < 10                  # stopped within a few tokens of the signal (2047 fill ctx 2048)
 
 
 # ---- errors ---------------------------------------------------------------------------------------
