@@ -66,7 +66,7 @@ enum {
     KW_F_ROW16 = 1u << 4,             /* ... the 16-row layout. Neither: the active table's (row16) */
 };
 /* PTQ1_0 default when no flag and no TERN_PTQ1_0=direct|transcode env: chosen by measurement
- * (bench/RESULTS.md, "kern"): the transcode. Memory: the side buffer holds 34/28 of the file
+ * (bench/RESULTS.md, "PTQ1_0"): the transcode. Memory: the side buffer holds 34/28 of the file
  * bytes of rows 0..NG-1 (NG = kern_w_grouped_rows: N & ~3 row-pair, N & ~15 16-row); every path
  * (kernels, kern_block_int: ref, f32 mode, kern_w_row_f32) reads those rows from it and only the
  * tail rows NG.. from data, so the owner of data may release the file bytes of rows 0..NG-1 (the
