@@ -205,27 +205,17 @@ static int32_t stage_greedy(const tern_sampler *s) {
 }
 
 /* small path: the k best of x into cand[0..k), best first. A heap of the k best so far with the
- * worst at its root: in id order a later id never beats an equal logit, so one compare with the
- * root rejects almost every id. */
-static void heap_sift_worst(samp_cand *h, int root, int n) {   /* min-heap on "better" */
-    for (;;) {
-        int child = 2 * root + 1;
-        if (child >= n) return;
-        if (child + 1 < n && cand_better(&h[child], &h[child + 1])) child++;
-        if (!cand_better(&h[root], &h[child])) return;
-        cand_swap(&h[root], &h[child]);
-        root = child;
-    }
-}
+ * worst at its root (cand_sift's heap): in id order a later id never beats an equal logit, so one
+ * compare with the root rejects almost every id. */
 static void stage_top_k_small(tern_sampler *s, int k) {
     samp_cand *h = s->cand;
     const float *x = s->x;
     for (int i = 0; i < k; i++) h[i] = (samp_cand){x[i], i, 0};
-    for (int i = k / 2 - 1; i >= 0; i--) heap_sift_worst(h, i, k);
+    for (int i = k / 2 - 1; i >= 0; i--) cand_sift(h, i, k);
     for (int32_t i = k; i < s->n_vocab; i++)
         if (x[i] > h[0].logit) {
             h[0] = (samp_cand){x[i], i, 0};
-            heap_sift_worst(h, 0, k);
+            cand_sift(h, 0, k);
         }
     cand_sort(h, k);
     s->n_cand = k;
