@@ -263,6 +263,9 @@ CTRL_C_SCRIPT = r"""
 import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 import tern
+# Python keeps SIGINT ignored when it started ignored (a background job, as under CI); a terminal's
+# Ctrl-C meets Python's default handler, which is what this test needs
+signal.signal(signal.SIGINT, signal.default_int_handler)
 m = tern.Model(sys.argv[2], threads=1, ctx=2048)
 want = m.generate("Once upon a time", max_tokens=30, temperature=0)
 n = 0
