@@ -7,7 +7,7 @@ secs=${1:-60}
 CC=${FUZZ_CC:-clang}
 out=build/fuzz
 mkdir -p "$out/corpus"
-srcs="src/format/gguf.c src/format/qtypes.c src/format/budget.c src/core/core.c"
+srcs="src/format/gguf.c src/format/qtypes.c src/format/budget.c src/core/core.c src/core/os.c"
 flags="-std=c11 -D_GNU_SOURCE -g -O1 -Iinclude -Isrc -ffp-contract=off -fno-sanitize-recover=undefined"
 shared=${TERN_SHARED:-../shared}
 if ! $CC $flags -fsanitize=fuzzer,address,undefined fuzz/fuzz_gguf.c $srcs -lm -o "$out/fuzz_gguf" ||
