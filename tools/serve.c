@@ -109,7 +109,7 @@ int cmd_serve(int argc, char **argv) {
             return 2;
         }
         /* A busy port fails here, in milliseconds, not after the model loads (minutes for a big
-         * one): a trial bind of each resolved address, released at once (SO_REUSEADDR as the HTTP
+         * one): a test bind of each resolved address, released at once (SO_REUSEADDR as the HTTP
          * library binds). It cannot reserve the port: one taken between this check and the
          * server's own bind fails there, after the load. Port 0 (any free port) cannot be busy. */
         int bind_err = 0;
