@@ -49,15 +49,34 @@ typedef enum {
     TERN_NUMERICS_F32 = 2,  /* dequantised weights, f32 activations, f32 KV (the reference math) */
 } tern_numerics;
 
+/* How PTQ1_0 (1.75-bit) matrices run: AUTO is the transcode (measured faster on every kernel
+ * path; it costs a side buffer of 34/28 of those matrices' bytes); DIRECT runs the base-3 blocks
+ * as stored (no side buffer). Both give the same bits. */
+typedef enum {
+    TERN_PTQ1_0_AUTO = 0,
+    TERN_PTQ1_0_TRANSCODE = 1,
+    TERN_PTQ1_0_DIRECT = 2,
+} tern_ptq1_0_mode;
+
 typedef struct tern_model_opts {
     int n_threads;          /* worker threads incl. the caller; 0 = the CPUs this process may run on */
     bool use_mmap;          /* false (default): read() into anonymous memory; true: private mapping */
     tern_numerics numerics;
     bool progress;          /* draw a progress bar on stderr when loading takes more than a moment */
+    uint64_t mem_available; /* 0 (default): memory checks use what the OS reports (MemAvailable, a
+                               cgroup v2 limit); else they assume this many bytes are available */
+    tern_ptq1_0_mode ptq1_0;
 } tern_model_opts;
 
-/* Fill o with the defaults (n_threads 0, read(), fast numerics, no progress bar). */
+/* Fill o with the defaults (n_threads 0, read(), fast numerics, no progress bar, the OS's
+ * memory figure, PTQ1_0 auto). */
 void tern_model_opts_default(tern_model_opts *o);
+/* Choose the kernel path for the whole process by name ("ref", "avx2", "avx512vnni", "neon",
+ * "dotprod", "i8mm"; NULL or "" keeps the automatic choice: the fastest path this CPU runs).
+ * Call it before loading any model: weights are laid out at load for the path then active.
+ * Errors (nothing changes): TERN_E_UNSUPPORTED when the path is not compiled in, this CPU cannot
+ * run it, or it disagrees with the scalar reference on this CPU. */
+int tern_set_isa(const char *name, tern_err *err);
 /* Load a GGUF model: validates every tensor's shape and type (error names the tensor, expected,
  * got), repacks ternary weights in place, checks the weights fit in available memory.
  * Errors: TERN_E_IO, TERN_E_FORMAT, TERN_E_UNSUPPORTED, TERN_E_NOMEM, TERN_E_ARG. */

@@ -20,6 +20,12 @@
 void tern_model_opts_default(tern_model_opts *o) {
     memset(o, 0, sizeof *o);
     o->numerics = TERN_NUMERICS_FAST;
+    o->ptq1_0 = TERN_PTQ1_0_AUTO;
+}
+
+int tern_set_isa(const char *name, tern_err *err) {
+    if (!name || !*name) return TERN_OK;
+    return kern_force_isa(name, err);
 }
 
 int tern_model_load(tern_model **out, const char *path, const tern_model_opts *opts, tern_err *err) {
@@ -29,6 +35,8 @@ int tern_model_load(tern_model **out, const char *path, const tern_model_opts *o
     if (!opts) { tern_model_opts_default(&def); opts = &def; }
     if (opts->numerics < TERN_NUMERICS_FAST || opts->numerics > TERN_NUMERICS_F32)
         return tern_err_set(err, TERN_E_ARG, "numerics %d, expected fast, ggml or f32", (int)opts->numerics);
+    if (opts->ptq1_0 < TERN_PTQ1_0_AUTO || opts->ptq1_0 > TERN_PTQ1_0_DIRECT)
+        return tern_err_set(err, TERN_E_ARG, "ptq1_0 %d, expected auto, transcode or direct", (int)opts->ptq1_0);
     int nt = opts->n_threads;
     if (nt <= 0) nt = TERN_MIN(pool_cpus_available(), 256);
     model_load_opts lo = {
@@ -36,6 +44,10 @@ int tern_model_load(tern_model **out, const char *path, const tern_model_opts *o
         .use_mmap = opts->use_mmap,
         .numerics = opts->numerics == TERN_NUMERICS_GGML ? KQ_GGML : opts->numerics == TERN_NUMERICS_F32 ? KQ_F32 : KQ_FAST,
         .progress = opts->progress,
+        .mem_available = opts->mem_available,
+        .ptq1_0 = opts->ptq1_0 == TERN_PTQ1_0_DIRECT      ? MODEL_PTQ1_0_DIRECT
+                  : opts->ptq1_0 == TERN_PTQ1_0_TRANSCODE ? MODEL_PTQ1_0_TRANSCODE
+                                                          : MODEL_PTQ1_0_AUTO,
     };
     (void)kern_isa();   /* choose the kernel table now: its start-up self-check allocates, and the first
                            kern_matmul would otherwise run it inside a token loop (debug no-alloc guard) */
@@ -143,7 +155,7 @@ void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t 
     const int dk = hp->n_head_kv * hp->n_embd_head_k, dv = hp->n_head_kv * hp->n_embd_head_v;
     if (kv_out) *kv_out = m->n_layer_kv > 0 ? kv_bytes(m->n_layer_kv, n_ctx, dk, dv, kv_f32) : 0;
     if (state_out) *state_out = m->arch->state_bytes ? m->arch->state_bytes(m, n_ctx) : 0;
-    if (avail_out) *avail_out = model_mem_available();
+    if (avail_out) *avail_out = model_mem_available(m);
 }
 
 int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts *o, tern_err *err) {
@@ -160,7 +172,7 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     const model_hparams *hp = &m->hp;
     const int dk = hp->n_head_kv * hp->n_embd_head_k, dv = hp->n_head_kv * hp->n_embd_head_v;
     const uint64_t need = kv_bytes(m->n_layer_kv, n_ctx, dk, dv, kv_f32);
-    const uint64_t avail = model_mem_available();
+    const uint64_t avail = model_mem_available(m);
     if (avail && need > avail)
         return tern_err_set(err, TERN_E_NOMEM,
                             "KV cache for n_ctx %d needs %.1f MB (%s), only %.1f MB available: lower -c", n_ctx,

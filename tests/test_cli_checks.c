@@ -153,6 +153,28 @@ static void test_option_twice(void **state) {
     }
 }
 
+/* The environment the programs read (TERN_MEM_AVAILABLE, TERN_PTQ1_0) is checked like a flag: a
+ * malformed value is exit 1 naming the variable and what it expects, before the model loads;
+ * TERN_MEM_AVAILABLE smaller than the file refuses the load naming both sizes. */
+static void test_env_values(void **state) {
+    (void)state;
+    char tern[4096];
+    ru_need_tern(tern, sizeof tern);
+    const char *var[4] = {"TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_PTQ1_0", "TERN_MEM_AVAILABLE"};
+    const char *val[4] = {"12x", "-5", "fast", "1000"};
+    const char *want[4] = {"TERN_MEM_AVAILABLE='12x': expected a positive number of bytes",
+                           "TERN_MEM_AVAILABLE='-5': expected a positive number of bytes",
+                           "TERN_PTQ1_0='fast': expected auto, transcode or direct", "only 0.0 MB available"};
+    for (int i = 0; i < 4; i++) {
+        setenv(var[i], val[i], 1);
+        char *err = NULL;
+        const int rc = ru_tern(NULL, &err, "run -m " SHIPPED " -n 1 -t 1");
+        unsetenv(var[i]);
+        if (rc != 1 || !strstr(err, want[i])) fail_msg("%s=%s tern run: exit %d (expected 1), stderr: %s", var[i], val[i], rc, err);
+        free(err);
+    }
+}
+
 /* stories260K (width 64, ffn 172) has no matrix whose rows fit PQ2_0's block of 128: quantize
  * converts nothing, so it fails (exit 1) saying why and writes no OUT. Its 48 tensors
  * (models/PROVENANCE.md, shared/data/stories260k/PROVENANCE.md): 5 blocks x 7 matrices +
@@ -288,6 +310,7 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_run_token_count),
         cmocka_unit_test(test_write_error_reason),
         cmocka_unit_test(test_option_twice),
+        cmocka_unit_test(test_env_values),
         cmocka_unit_test(test_quantize_nothing),
         cmocka_unit_test(test_bos_ends_reply),
         cmocka_unit_test(test_chat_message_too_long),

@@ -6,6 +6,8 @@
 #include "model_fx.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +149,119 @@ static void test_bad_args(void **st) {
     tern_session_free(NULL);
 }
 
+
+/* ---- two models on two threads ------------------------------------------------------------- */
+
+/* One thread's work: load its model (f32 numerics, 2 pool threads) while the other thread loads
+ * its own, then follow the golden greedy path of the first golden prompt (teacher forced, so the
+ * path does not depend on this run's choices) and record the argmax and the logits of every step.
+ * Errors are recorded, not asserted: cmocka's checks belong to the main thread. */
+#define TWO_STEPS 24
+typedef struct two_job {
+    const char *gguf, *golden;   /* paths under shared/ */
+    char path[1024];
+    int32_t *prompt, want[TWO_STEPS];
+    int n_prompt, n_steps, n_vocab;
+    int32_t got[TWO_STEPS];
+    float *logits;               /* [n_steps][n_vocab] */
+    char err[1400];
+} two_job;
+
+static void two_follow(two_job *j, tern_model *m, int32_t *got, float *logits) {
+    tern_session *s = NULL;
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = 256;
+    tern_err e = {0};
+    if (tern_session_init(&s, m, &so, &e)) { snprintf(j->err, sizeof j->err, "session: %s", e.msg); return; }
+    const float *l = tern_session_eval(s, j->prompt, j->n_prompt, &e);
+    for (int k = 0; l && k < j->n_steps; k++) {
+        got[k] = mfx_argmax(l, j->n_vocab);
+        memcpy(logits + (size_t)k * (size_t)j->n_vocab, l, sizeof(float) * (size_t)j->n_vocab);
+        if (k + 1 < j->n_steps) l = tern_session_eval(s, &j->want[k], 1, &e);
+    }
+    if (!l) snprintf(j->err, sizeof j->err, "eval: %s", e.msg);
+    tern_session_free(s);
+}
+
+static tern_model *two_load(two_job *j) {
+    tern_model_opts o;
+    tern_model_opts_default(&o);
+    o.numerics = TERN_NUMERICS_F32;
+    o.n_threads = 2;
+    tern_model *m = NULL;
+    tern_err e = {0};
+    if (tern_model_load(&m, j->path, &o, &e)) snprintf(j->err, sizeof j->err, "load %s: %s", j->path, e.msg);
+    return m;
+}
+
+static void *two_thread(void *arg) {
+    two_job *j = arg;
+    tern_model *m = two_load(j);
+    if (m) two_follow(j, m, j->got, j->logits);
+    tern_model_free(m);
+    return NULL;
+}
+
+/* Two models (stories260K, llama; qwen3-tiny PQ2_0, qwen3) loaded and run at the same time on two
+ * threads, each with its own 2-thread pool: every step's argmax is the golden greedy token where
+ * the golden top-2 margin exceeds 0.5 (f32 numerics are within ~1e-3 of the reference logits),
+ * and the logits are bit-identical to the same model run alone afterwards. A shared mutable
+ * global in the loader or the forward (progress state, profiler, scratch) breaks one or both. */
+static void test_two_models_two_threads(void **st) {
+    (void)st;
+    two_job jobs[2] = {{.gguf = "data/stories260k/stories260K.gguf", .golden = "golden/stories260k/greedy.json"},
+                       {.gguf = "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf",
+                        .golden = "golden/qwen3-tiny-pq2_0/greedy.json"}};
+    cJSON *gold[2];
+    for (int i = 0; i < 2; i++) {
+        two_job *j = &jobs[i];
+        fx_require(j->path, sizeof j->path, j->gguf);
+        gold[i] = mfx_json(j->golden);
+        const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItem(gold[i], "greedy"), 0);
+        j->prompt = mfx_ids(cJSON_GetObjectItem(e, "prompt_ids"), &j->n_prompt);
+        const cJSON *steps = cJSON_GetObjectItem(e, "steps");
+        j->n_steps = cJSON_GetArraySize(steps) < TWO_STEPS ? cJSON_GetArraySize(steps) : TWO_STEPS;
+        for (int k = 0; k < j->n_steps; k++)
+            j->want[k] = (int32_t)cJSON_GetObjectItem(cJSON_GetArrayItem(steps, k), "token")->valuedouble;
+        j->n_vocab = (int)cJSON_GetObjectItem(gold[i], "n_vocab")->valuedouble;
+        j->logits = malloc(sizeof(float) * (size_t)j->n_steps * (size_t)j->n_vocab);
+        assert_non_null(j->logits);
+    }
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, two_thread, &jobs[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        two_job *j = &jobs[i];
+        if (j->err[0]) fail_msg("%s: %s", j->gguf, j->err);
+        const cJSON *steps = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(gold[i], "greedy"), 0), "steps");
+        int checked = 0;
+        for (int k = 0; k < j->n_steps; k++) {
+            if (cJSON_GetObjectItem(cJSON_GetArrayItem(steps, k), "margin12")->valuedouble <= 0.5) continue;
+            if (j->got[k] != j->want[k]) fail_msg("%s step %d: argmax %d, golden %d", j->gguf, k, j->got[k], j->want[k]);
+            checked++;
+        }
+        assert_true(checked >= 8);
+        /* alone, afterwards: the same bits */
+        tern_model *m = two_load(j);
+        if (!m) fail_msg("%s", j->err);
+        int32_t got[TWO_STEPS];
+        float *alone = malloc(sizeof(float) * (size_t)j->n_steps * (size_t)j->n_vocab);
+        assert_non_null(alone);
+        two_follow(j, m, got, alone);
+        if (j->err[0]) fail_msg("%s alone: %s", j->gguf, j->err);
+        assert_memory_equal(got, j->got, sizeof(int32_t) * (size_t)j->n_steps);
+        assert_memory_equal(alone, j->logits, sizeof(float) * (size_t)j->n_steps * (size_t)j->n_vocab);
+        print_message("%s: %d steps on the golden path (%d with margin > 0.5 equal), bit-identical alone\n", j->gguf,
+                      j->n_steps, checked);
+        free(alone);
+        tern_model_free(m);
+        free(j->logits);
+        free(j->prompt);
+        cJSON_Delete(gold[i]);
+    }
+}
+
 int suite_engine(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info),
@@ -154,6 +269,7 @@ int suite_engine(int *n_tests) {
         cmocka_unit_test(test_tokenize_detok),
         cmocka_unit_test(test_membw),
         cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_two_models_two_threads),
     };
     TEST_RUN_SUITE("engine", tests);
 }

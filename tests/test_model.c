@@ -423,19 +423,17 @@ static void test_session_errors(void **st) {
 /* ---- memory check ---------------------------------------------------------------------------- */
 
 /* The check before the weights (file size vs available memory) and before the KV cache (its
- * bytes vs what is left), with the available amount forced through TERN_MEM_AVAILABLE. */
+ * bytes vs what is left), with the available amount given in tern_model_opts.mem_available. */
 static void test_memory_check(void **st) {
     (void)st;
     char path[1024];
     fx_require(path, sizeof path, STORIES);
     struct stat sb;
     assert_int_equal(stat(path, &sb), 0);
-    char v[32];
-    snprintf(v, sizeof v, "%lld", (long long)sb.st_size - 1);
-    setenv("TERN_MEM_AVAILABLE", v, 1);
     tern_model_opts o;
     tern_model_opts_default(&o);
     o.n_threads = 1;
+    o.mem_available = (uint64_t)sb.st_size - 1;
     tern_model *m = NULL;
     tern_err err = {0};
     assert_int_equal(tern_model_load(&m, path, &o, &err), TERN_E_NOMEM);
@@ -445,7 +443,7 @@ static void test_memory_check(void **st) {
     assert_non_null(strstr(err.msg, "available"));
     /* 100 MB: the weights fit; a KV cache for 2^24 positions (5 layers x 2 x 32 fp16 = 640 bytes
      * a position: 10.7 GB) does not */
-    setenv("TERN_MEM_AVAILABLE", "100000000", 1);
+    o.mem_available = 100000000;
     err = (tern_err){0};
     assert_int_equal(tern_model_load(&m, path, &o, &err), TERN_OK);
     tern_session_opts so;
@@ -461,7 +459,7 @@ static void test_memory_check(void **st) {
     tern_session_free(s);
     tern_model_free(m);
     /* a PTQ1_0 matrix also needs its row-pair transcode (34 bytes per 128 weights: 64 rows x 8
-     * blocks = 17408 bytes) unless TERN_PTQ1_0=direct; the check runs before anything else is
+     * blocks = 17408 bytes) unless ptq1_0 is direct; the check runs before anything else is
      * read from the file (the header below has no hyperparameters at all) */
     char ppath[128];
     snprintf(ppath, sizeof ppath, "/tmp/tern-test-memptq-%ld.gguf", (long)getpid());
@@ -474,24 +472,19 @@ static void test_memory_check(void **st) {
     assert_int_equal(gguf_w_write_file(w, ppath, &err), TERN_OK);
     gguf_w_free(w);
     assert_int_equal(stat(ppath, &sb), 0);
-    snprintf(v, sizeof v, "%lld", (long long)sb.st_size + 17407);
-    setenv("TERN_MEM_AVAILABLE", v, 1);
-    setenv("TERN_PTQ1_0", "transcode", 1);
+    o.mem_available = (uint64_t)sb.st_size + 17407;
+    o.ptq1_0 = TERN_PTQ1_0_TRANSCODE;
     err = (tern_err){0};
     assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_NOMEM);
     print_message("ptq1_0: %s\n", err.msg);
-    assert_non_null(strstr(err.msg, "PTQ1_0 row-pair transcode 17408 bytes"));
-    snprintf(v, sizeof v, "%lld", (long long)sb.st_size + 17408);   /* exactly enough: next error */
-    setenv("TERN_MEM_AVAILABLE", v, 1);
+    assert_non_null(strstr(err.msg, "PTQ1_0 transcode 17408 bytes"));
+    o.mem_available = (uint64_t)sb.st_size + 17408;   /* exactly enough: next error */
     err = (tern_err){0};
     assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_FORMAT);
-    setenv("TERN_PTQ1_0", "direct", 1);                              /* no side buffer */
-    snprintf(v, sizeof v, "%lld", (long long)sb.st_size);
-    setenv("TERN_MEM_AVAILABLE", v, 1);
+    o.ptq1_0 = TERN_PTQ1_0_DIRECT;                              /* no side buffer */
+    o.mem_available = (uint64_t)sb.st_size;
     err = (tern_err){0};
     assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_FORMAT);
-    unsetenv("TERN_PTQ1_0");
-    unsetenv("TERN_MEM_AVAILABLE");
     unlink(ppath);
 }
 

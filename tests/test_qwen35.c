@@ -551,16 +551,19 @@ static void test_context_memory_check(void **state) {
     tern_session_free(s);
 }
 
-static tern_model *load_path(const char *path, tern_numerics nm) {
+static tern_model *load_path_ptq(const char *path, tern_numerics nm, tern_ptq1_0_mode ptq) {
     tern_model_opts o;
     tern_model_opts_default(&o);
     o.n_threads = 2;
     o.numerics = nm;
+    o.ptq1_0 = ptq;
     tern_err err = {0};
     tern_model *m = NULL;
     if (tern_model_load(&m, path, &o, &err) != TERN_OK) fail_msg("load %s: %s", path, err.msg);
     return m;
 }
+
+static tern_model *load_path(const char *path, tern_numerics nm) { return load_path_ptq(path, nm, TERN_PTQ1_0_AUTO); }
 
 /* Folded rotation (inverse-rotated embedding rows, rot() before every folded projection, the
  * grouped V-head permutation before ssm_out, untied rotated head) vs the same model stored
@@ -604,12 +607,6 @@ static void test_rotation_equivalence(void **state) {
  * the direct base-3 kernels (which read the file bytes) in fast, ggml and f32 numerics, with a
  * vocabulary of 1022 rows (N % 4 = 2 tail rows in the tied embedding/head: the lookup reads
  * rows of both kinds). */
-static tern_model *load_ptq(const char *path, tern_numerics nm, const char *mode) {
-    setenv("TERN_PTQ1_0", mode, 1);
-    tern_model *m = load_path(path, nm);
-    unsetenv("TERN_PTQ1_0");
-    return m;
-}
 
 static void test_ptq1_0_release(void **state) {
     (void)state;
@@ -618,7 +615,8 @@ static void test_ptq1_0_release(void **state) {
     ST_RUN_OK("synth --arch qwen35-tiny --type ptq1_0 --n-vocab 1022 --seed 3 -o '%s'", pp);
     const long pg = sysconf(_SC_PAGESIZE);
     for (int nm = TERN_NUMERICS_FAST; nm <= TERN_NUMERICS_F32; nm++) {
-        tern_model *md = load_ptq(pp, (tern_numerics)nm, "direct"), *mt = load_ptq(pp, (tern_numerics)nm, "transcode");
+        tern_model *md = load_path_ptq(pp, (tern_numerics)nm, TERN_PTQ1_0_DIRECT),
+                   *mt = load_path_ptq(pp, (tern_numerics)nm, TERN_PTQ1_0_TRANSCODE);
         /* the released pages: the ffn_up file bytes of layer 0 (768 rows of 2 blocks of 28 bytes) */
         const kern_w *w = &mt->layers[0].ffn_up;
         /* ggml numerics keep the row-pair layout (model.c); fast and f32 take the active table's */

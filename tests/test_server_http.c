@@ -13,6 +13,7 @@
 #include "../server/api.h"
 #include "../server/prompt.h"
 #include "../server/reply.h"
+#include "model/model.h"
 #include "tokenizer/chat.h"
 #include "../server/server.h"
 #include "tern.h"
@@ -1189,11 +1190,13 @@ static void test_http_head_retry_cors(void **state) {
     tern_model_free(m);
 }
 
-/* srv_start with avail (TERN_MEM_AVAILABLE) bytes "available": the return code, the server stopped. */
+/* The bytes m's memory checks assume available (what tern_model_opts.mem_available sets at
+ * load), changed in place so one loaded model serves every case; 0: the OS's figure. */
+static void set_avail(tern_model *m, uint64_t avail) { m->mem_given = avail; }
+
+/* srv_start with avail bytes "available": the return code, the server stopped. */
 static int start_with_avail(tern_model *m, int parallel, int n_ctx, uint64_t avail, tern_err *err) {
-    char v[32];
-    snprintf(v, sizeof v, "%llu", (unsigned long long)avail);
-    setenv("TERN_MEM_AVAILABLE", v, 1);
+    set_avail(m, avail);
     srv_config c;
     srv_config_default(&c);
     c.port = 0;
@@ -1202,7 +1205,7 @@ static int start_with_avail(tern_model *m, int parallel, int n_ctx, uint64_t ava
     srv *s = NULL;
     memset(err, 0, sizeof *err);                      /* (errors are sticky) */
     const int rc = srv_start(&s, m, &c, err);
-    unsetenv("TERN_MEM_AVAILABLE");
+    set_avail(m, 0);
     if (rc == TERN_OK) assert_non_null(s);
     else assert_null(s);
     srv_stop(s);
@@ -1229,15 +1232,13 @@ static void test_slots_memory(void **state) {
     tern_session_mem(m, &so, &kv2, NULL, NULL);
     assert_int_equal(kv2, 2 * kv);
     /* the size is what tern_session_init checks: kv - 1 bytes refused, kv accepted */
-    char v[32];
     so.n_ctx = 4096;
     for (int k = 0; k < 2; k++) {
-        snprintf(v, sizeof v, "%llu", (unsigned long long)(kv - 1 + (uint64_t)k));
-        setenv("TERN_MEM_AVAILABLE", v, 1);
+        set_avail(m, kv - 1 + (uint64_t)k);
         tern_session *ss = NULL;
         tern_err err = {0};
         const int rc = tern_session_init(&ss, m, &so, &err);
-        unsetenv("TERN_MEM_AVAILABLE");
+        set_avail(m, 0);
         assert_int_equal(rc, k ? TERN_OK : TERN_E_NOMEM);
         tern_session_free(ss);
     }

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef _WIN32
@@ -109,6 +110,15 @@ int main(int argc, char **argv) {
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
         return close_stdout(NULL, argc < 2 ? 2 : 0);
+    }
+    /* TERN_ISA=name forces a kernel path for the whole process (tests, benchmarks, a CPU whose
+     * fastest path should be avoided); a path this build or CPU cannot run is a warning, and the
+     * automatic choice stays. */
+    const char *isa = getenv("TERN_ISA");
+    if (isa && *isa) {
+        tern_err e = {0};
+        if (tern_set_isa(isa, &e) != TERN_OK)
+            fprintf(stderr, "tern: warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);
     }
     if (strcmp(argv[1], "--version") == 0) return close_stdout("version", cmd_version(argc - 1, argv + 1));
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

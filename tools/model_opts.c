@@ -3,6 +3,7 @@
 #include "tokenizer/chat.h"
 #include "tokenizer/tok.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,17 +103,39 @@ int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given) {
     return n_ctx;
 }
 
+int opts_env_model(tern_model_opts *mo, tern_err *err) {
+    const char *mem = getenv("TERN_MEM_AVAILABLE");
+    if (mem && *mem) {
+        char *end;
+        errno = 0;
+        const unsigned long long v = strtoull(mem, &end, 10);
+        if (*end || errno || v == 0 || mem[0] == '-')
+            return tern_err_set(err, TERN_E_ARG, "TERN_MEM_AVAILABLE='%s': expected a positive number of bytes", mem);
+        mo->mem_available = v;
+    }
+    const char *ptq = getenv("TERN_PTQ1_0");
+    if (ptq && *ptq) {
+        if (!strcmp(ptq, "transcode")) mo->ptq1_0 = TERN_PTQ1_0_TRANSCODE;
+        else if (!strcmp(ptq, "direct")) mo->ptq1_0 = TERN_PTQ1_0_DIRECT;
+        else if (!strcmp(ptq, "auto")) mo->ptq1_0 = TERN_PTQ1_0_AUTO;
+        else return tern_err_set(err, TERN_E_ARG, "TERN_PTQ1_0='%s': expected auto, transcode or direct", ptq);
+    }
+    return TERN_OK;
+}
+
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err) {
     *m = NULL;
     if (s) *s = NULL;
     tern_model_opts mo;
     tern_model_opts_default(&mo);
+    int rc = opts_env_model(&mo, err);
+    if (rc) return rc;
     mo.n_threads = o->n_threads;
     mo.use_mmap = o->use_mmap;
     mo.numerics = o->numerics;
     mo.progress = !o->no_progress;
     if (!opts_input_ok("-m", o->model, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
-    int rc = tern_model_load(m, o->model, &mo, err);
+    rc = tern_model_load(m, o->model, &mo, err);
     if (rc || !s) return rc;
     tern_session_opts so;
     tern_session_opts_default(&so);

@@ -44,9 +44,13 @@ bool opts_apply_common(opts_common *o, int id, const opt_val *v);
 int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given);
 bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v);
 const char *opts_numerics_name(tern_numerics n);
-/* Load the model and (when s != NULL) a session from the options, its context by
- * opts_ctx_resolve. A model path that cannot be opened is TERN_E_IO "-m: cannot open 'PATH':
- * REASON" (the OS's reason). */
+/* The model options the environment sets for every program: TERN_MEM_AVAILABLE (bytes the memory
+ * checks assume available) and TERN_PTQ1_0 (auto | transcode | direct). TERN_E_ARG naming the
+ * variable when a value is malformed. */
+int opts_env_model(tern_model_opts *mo, tern_err *err);
+/* Load the model and (when s != NULL) a session from the options and the environment
+ * (opts_env_model), its context by opts_ctx_resolve. A model path that cannot be opened is
+ * TERN_E_IO "-m: cannot open 'PATH': REASON" (the OS's reason). */
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err);
 /* --chat-template NAME checked before any model loads: NULL (the model's own) or a name the
  * tokenizer knows (chatml, qwen3, qwen35 and its aliases). Prints the usage error naming the

@@ -28,7 +28,8 @@ class tern_err(ctypes.Structure):
 
 
 class tern_model_opts(ctypes.Structure):
-    _fields_ = [("n_threads", c_int), ("use_mmap", c_bool), ("numerics", c_int), ("progress", c_bool)]
+    _fields_ = [("n_threads", c_int), ("use_mmap", c_bool), ("numerics", c_int), ("progress", c_bool),
+                ("mem_available", c_uint64), ("ptq1_0", c_int)]
 
 
 class tern_model_info(ctypes.Structure):

@@ -1,6 +1,6 @@
 /* dispatch.c: CPU feature detection (CPUID + XGETBV on x86: the CPU must have the instructions
  * AND the OS must save the registers), the list of compiled tables, the choice of the active
- * table (once; TERN_ISA=name forces one), and kern_matmul, which routes each (type, mode) to the
+ * table (once; kern_force_isa forces one), and kern_matmul, which routes each (type, mode) to the
  * active table's entry or, where that entry is NULL, to the reference.
  * Source: Intel SDM vol. 2 (CPUID leaf 7, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7 opmask/zmm). */
 #include "kernels/kern_impl.h"
@@ -152,14 +152,8 @@ bool kern_table_selfcheck(const kern_table *t) {
     return ok;
 }
 
+/* The fastest table this CPU runs that agrees with the reference (tables are listed slowest first). */
 static const kern_table *choose(void) {
-    const char *env = getenv("TERN_ISA");
-    if (env && *env) {
-        const kern_table *t = find(env);
-        if (t && runnable(t) && kern_table_selfcheck(t)) return t;
-        tern_log(TERN_LOG_WARN, "TERN_ISA=%s: %s; using the best available path", env,
-                 t ? "this CPU cannot run it" : "unknown path");
-    }
     const kern_table *best = &kern_table_ref;
     for (const kern_table *const *t = kern_tables; *t; t++)
         if (runnable(*t) && kern_table_selfcheck(*t)) best = *t;

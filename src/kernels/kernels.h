@@ -65,7 +65,7 @@ enum {
     KW_F_ROWPAIR = 1u << 3,           /* PQ2_0 repack / PTQ1_0 transcode: the row-pair layout */
     KW_F_ROW16 = 1u << 4,             /* ... the 16-row layout. Neither: the active table's (row16) */
 };
-/* PTQ1_0 default when no flag and no TERN_PTQ1_0=direct|transcode env: chosen by measurement
+/* PTQ1_0 default when neither PTQ1_0 flag is given: chosen by measurement
  * (bench/RESULTS.md, "PTQ1_0"): the transcode. Memory: the side buffer holds 34/28 of the file
  * bytes of rows 0..NG-1 (NG = kern_w_grouped_rows: N & ~3 row-pair, N & ~15 16-row); every path
  * (kernels, kern_block_int: ref, f32 mode, kern_w_row_f32) reads those rows from it and only the
@@ -126,13 +126,13 @@ void kern_matmul(const kern_w *w, const kern_act *a, float *y, int64_t ldy, int6
  * KERN_ROW_ALIGN (r1 may be N). */
 int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r0, int64_t r1, tern_err *err);
 
-/* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); TERN_ISA=name forces
+/* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); kern_force_isa forces
  * a path ("ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
 const char *kern_isa(void);
 /* True if the active path runs PQ2_0/PTQ1_0 in the 16-row layout: kern_w_init without a layout
  * flag then prepares that layout (KW_ROW16, KW_PTQ_ROW16), else the row-pair one. */
 bool kern_isa_row16(void);
-/* Force a path by name (tests, benchmarks; process-wide): TERN_E_UNSUPPORTED if it is not
+/* Force a path by name (tern_set_isa; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);
 

@@ -1,4 +1,4 @@
-/* ref.c: the scalar reference kernels (the oracle). Always compiled, forced with TERN_ISA=ref,
+/* ref.c: the scalar reference kernels (the oracle). Always compiled, forced with tern_set_isa("ref") (TERN_ISA=ref in the programs),
  * and complete: every weight type and numerics mode has an entry, so a faster table may leave
  * any entry NULL. Written for obviousness, not speed: decode a block to its integer values
  * t_k, then sum t_k * q_k directly (no "+1 removal" trick, so the tricks of the fast paths are

@@ -200,13 +200,6 @@ static int64_t scan_blocks(const uint8_t *data, int64_t n_blocks, int bb, int d_
     return -1;
 }
 
-static bool ptq_default_transcode(void) {
-    const char *e = getenv("TERN_PTQ1_0");
-    if (e && strcmp(e, "transcode") == 0) return true;
-    if (e && strcmp(e, "direct") == 0) return false;
-    return KERN_PTQ1_0_TRANSCODE_DEFAULT;
-}
-
 int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
                    unsigned flags, tern_err *err) {
     if (!name) name = "?";
@@ -255,7 +248,7 @@ int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t
     const bool row16 = (flags & KW_F_ROW16) ? true : (flags & KW_F_ROWPAIR) ? false : kern_isa_row16();
     if (type == QT_PQ2_0 && !(flags & KW_F_KEEP_FILE)) rc = repack_pq2_0(w, name, row16, err);
     if (type == QT_PTQ1_0) {
-        bool tc = (flags & KW_F_PTQ1_0_TRANSCODE) ? true : (flags & KW_F_PTQ1_0_DIRECT) ? false : ptq_default_transcode();
+        bool tc = (flags & KW_F_PTQ1_0_TRANSCODE) ? true : (flags & KW_F_PTQ1_0_DIRECT) ? false : KERN_PTQ1_0_TRANSCODE_DEFAULT;
         if (tc) rc = transcode_ptq1_0(w, name, row16, err);
     }
     return rc;

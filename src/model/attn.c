@@ -3,7 +3,7 @@
  * compiles the same body with -mavx2 -mf16c. Both copies give the same bits (see attn_impl.h),
  * so the choice never changes a result: the AVX2 copy runs when the kernels run an x86 SIMD path
  * (avx2, avx512vnni: those need AVX2 + F16C with OS support), the portable copy otherwise (so
- * TERN_ISA=ref also exercises it). */
+ * the ref ISA path also exercises it). */
 #include "model/blocks.h"
 
 #include "core/fp16.h"

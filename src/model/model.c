@@ -107,22 +107,22 @@ static int register_w(model_t *m, kern_w *w, tern_err *err) {
     return TERN_OK;
 }
 
-/* Progress: bytes of prepared weights against the total; drawn on stderr after 0.5 s. */
-static struct { bool on, drawn; double t0; uint64_t done, total; int last; } prog;
-
-static void prog_draw(uint64_t add) {
-    if (!prog.on) return;
-    prog.done += add;
-    const double dt = tern_time_s() - prog.t0;
+/* Progress: bytes of prepared weights against the total; drawn on stderr after 0.5 s. The state
+ * lives in the model being loaded, so two loads on two threads keep separate counts. */
+static void prog_draw(model_t *m, uint64_t add) {
+    model_progress *prog = &m->prog;
+    if (!prog->on) return;
+    prog->done += add;
+    const double dt = tern_time_s() - prog->t0;
     if (dt < 0.5) return;
-    const int pct = prog.total ? (int)(100.0 * (double)prog.done / (double)prog.total) : 100;
-    if (pct == prog.last) return;
-    prog.last = pct;
+    const int pct = prog->total ? (int)(100.0 * (double)prog->done / (double)prog->total) : 100;
+    if (pct == prog->last) return;
+    prog->last = pct;
     char bar[41];
     for (int i = 0; i < 40; i++) bar[i] = i < pct * 40 / 100 ? '#' : ' ';
     bar[40] = 0;
     fprintf(stderr, "\rloading [%s] %3d%% %.1fs", bar, pct, dt);
-    prog.drawn = true;
+    prog->drawn = true;
 }
 
 /* A PTQ1_0 weight transcoded to a 2-bit side buffer (KW_PTQ_ROWPAIR, KW_PTQ_ROW16) is read from
@@ -164,14 +164,18 @@ int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w 
     }
     /* ggml numerics keep the row-pair layout: its AVX2 ggml-mode kernel runs it on every x86 host
      * (the 16-row tables have fast-mode kernels only, so a 16-row weight would run ggml on ref) */
-    rc = kern_w_init_ex(w, t->name, t->type, t->data, ne0, ne1, m->numerics == KQ_GGML ? KW_F_ROWPAIR : 0, err);
+    const unsigned flags = (m->numerics == KQ_GGML ? KW_F_ROWPAIR : 0u) |
+                           (m->ptq1_0 == MODEL_PTQ1_0_DIRECT      ? KW_F_PTQ1_0_DIRECT
+                            : m->ptq1_0 == MODEL_PTQ1_0_TRANSCODE ? KW_F_PTQ1_0_TRANSCODE
+                                                                  : 0u);
+    rc = kern_w_init_ex(w, t->name, t->type, t->data, ne0, ne1, flags, err);
     if (rc) return rc;
     rc = register_w(m, w, err);
     if (rc) { kern_w_free(w); return rc; }
     uint8_t *lo, *hi;
     if (ptq_release_range(w, &lo, &hi)) os_advise_dontneed(lo, (size_t)(hi - lo));   /* advisory */
     if (found) *found = true;
-    prog_draw(t->nbytes);
+    prog_draw(m, t->nbytes);
     return TERN_OK;
 }
 
@@ -309,16 +313,11 @@ static bool read_u64_file(const char *path, uint64_t *v) {
     return ok;
 }
 
-/* Memory this process may still allocate, in bytes; 0 if unknown (then no check):
- * TERN_MEM_AVAILABLE (bytes) when set, else MemAvailable of /proc/meminfo, lowered to the room
- * left under a cgroup v2 limit (memory.max - memory.current) when there is one (containers). */
-static uint64_t mem_available(void) {
-    const char *env = getenv("TERN_MEM_AVAILABLE");
-    if (env && *env) {
-        char *end;
-        const unsigned long long v = strtoull(env, &end, 10);
-        if (*end == 0) return v;
-    }
+/* Memory this process may still allocate, in bytes; 0 if unknown (then no check): `given` when
+ * the caller set one (tern_model_opts.mem_available), else MemAvailable of /proc/meminfo, lowered
+ * to the room left under a cgroup v2 limit (memory.max - memory.current) when there is one. */
+static uint64_t mem_available(uint64_t given) {
+    if (given) return given;
     uint64_t avail = os_mem_available(), lim, cur;
     if (read_u64_file("/sys/fs/cgroup/memory.max", &lim) && read_u64_file("/sys/fs/cgroup/memory.current", &cur)) {
         const uint64_t room = lim > cur ? lim - cur : 1;
@@ -327,7 +326,7 @@ static uint64_t mem_available(void) {
     return avail;
 }
 
-uint64_t model_mem_available(void) { return mem_available(); }
+uint64_t model_mem_available(const model_t *m) { return mem_available(m ? m->mem_given : 0); }
 
 /* ---- load / free ---------------------------------------------------------------------------- */
 
@@ -339,7 +338,7 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     blk_init();
     struct stat st;
     if (stat(path, &st) != 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s': %s", path, strerror(errno));
-    const uint64_t avail = mem_available();
+    const uint64_t avail = mem_available(o->mem_available);
     if (avail && (uint64_t)st.st_size > avail)
         return tern_err_set(err, TERN_E_NOMEM, "model '%s' needs %.1f MB of memory, only %.1f MB available", path,
                             (double)st.st_size / 1e6, (double)avail / 1e6);
@@ -348,12 +347,11 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     int rc = gguf_open(&m->g, path, o->use_mmap ? GGUF_LOAD_MMAP : GGUF_LOAD_READ, err);
     if (rc) goto fail;
     /* The kernels' side buffers, allocated at bind time: each PTQ1_0 matrix is transcoded into
-     * the 2-bit row-pair layout (34 bytes per 128 weights of rows 0 .. (N & ~3) - 1) unless
-     * TERN_PTQ1_0=direct (kernels.h). File + side buffers must fit in what was available. */
-    const char *pe = getenv("TERN_PTQ1_0");
-    const bool transcode = pe && !strcmp(pe, "direct") ? false
-                           : pe && !strcmp(pe, "transcode") ? true
-                                                            : KERN_PTQ1_0_TRANSCODE_DEFAULT;
+     * the 2-bit layout (34 bytes per 128 weights of its grouped rows) unless the options ask for
+     * the direct kernel (kernels.h). File + side buffers must fit in what was available. */
+    const bool transcode = o->ptq1_0 == MODEL_PTQ1_0_DIRECT      ? false
+                           : o->ptq1_0 == MODEL_PTQ1_0_TRANSCODE ? true
+                                                                 : KERN_PTQ1_0_TRANSCODE_DEFAULT;
     uint64_t side = 0;
     for (uint64_t i = 0; transcode && i < m->g->n_tensors; i++) {
         const gguf_tensor *t = &m->g->tensors[i];
@@ -362,8 +360,8 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     }
     if (avail && side && (uint64_t)st.st_size + side > avail) {
         rc = tern_err_set(err, TERN_E_NOMEM,
-                          "model '%s' needs %.1f MB of memory (file %llu bytes + PTQ1_0 row-pair transcode %llu "
-                          "bytes; TERN_PTQ1_0=direct avoids the transcode), only %.1f MB available",
+                          "model '%s' needs %.1f MB of memory (file %llu bytes + PTQ1_0 transcode %llu "
+                          "bytes; the direct PTQ1_0 mode, TERN_PTQ1_0=direct in the programs, avoids it), only %.1f MB available",
                           path, (double)(st.st_size + side) / 1e6, (unsigned long long)st.st_size,
                           (unsigned long long)side, (double)avail / 1e6);
         goto fail;
@@ -382,19 +380,16 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     if (gguf_get_str(m->g, "general.name", false, &nm, NULL) == TERN_OK && nm.p)
         snprintf(m->name, sizeof m->name, "%.*s", (int)TERN_MIN(nm.n, 95u), nm.p);
     m->numerics = o->numerics;
+    m->mem_given = o->mem_available;
+    m->ptq1_0 = o->ptq1_0;
     m->n_threads = o->n_threads;
 
-    prog.on = o->progress && isatty(2);
-    prog.drawn = false;
-    prog.t0 = t0;
-    prog.done = 0;
-    prog.total = 0;
-    prog.last = -1;
-    for (uint64_t i = 0; i < m->g->n_tensors; i++) prog.total += m->g->tensors[i].nbytes;
+    m->prog = (model_progress){.on = o->progress && isatty(2), .t0 = t0, .last = -1};
+    for (uint64_t i = 0; i < m->g->n_tensors; i++) m->prog.total += m->g->tensors[i].nbytes;
 
     rc = m->arch->load(m, err);
-    if (prog.drawn) fprintf(stderr, "\r%60s\r", "");
-    prog.on = false;
+    if (m->prog.drawn) fprintf(stderr, "\r%60s\r", "");
+    m->prog.on = false;
     if (rc) goto fail;
     if ((rc = tok_load(&m->vocab, m->g, err))) goto fail;
     if ((rc = pool_init(&m->pool, o->n_threads, err))) goto fail;

@@ -71,6 +71,13 @@ typedef struct model_layer {
     kern_w ffn_down;             /* [n_ff, n_embd] */
 } model_layer;
 
+/* Progress of one load (model_load draws it on stderr when asked and slow). */
+typedef struct model_progress { bool on, drawn; double t0; uint64_t done, total; int last; } model_progress;
+
+/* How PTQ1_0 matrices run: the load-time transcode to the 2-bit layout (KERN_PTQ1_0_TRANSCODE_DEFAULT
+ * decides AUTO) or the direct base-3 kernel. */
+enum { MODEL_PTQ1_0_AUTO = 0, MODEL_PTQ1_0_TRANSCODE = 1, MODEL_PTQ1_0_DIRECT = 2 };
+
 struct model_ws;
 struct model_batch;
 struct model_arch;
@@ -82,6 +89,9 @@ struct tern_model {
     const struct model_arch *arch;
     model_hparams hp;
     kern_numerics numerics;
+    int ptq1_0;                   /* MODEL_PTQ1_0_* */
+    uint64_t mem_given;           /* bytes the memory checks assume available; 0: ask the OS */
+    model_progress prog;          /* during load only */
     tok_vocab *vocab;
     tern_pool *pool;
     pthread_mutex_t eval_lock;    /* one forward at a time per model (the pool is shared) */
@@ -176,15 +186,18 @@ typedef struct model_load_opts {
     bool use_mmap;
     kern_numerics numerics;
     bool progress;
+    uint64_t mem_available;   /* 0: ask the OS; else the bytes every memory check assumes available */
+    int ptq1_0;               /* MODEL_PTQ1_0_* */
 } model_load_opts;
 /* Open, dispatch on general.architecture, read hparams, bind and prepare weights, load the
  * vocab, start the pool. Refuses when the file does not fit in MemAvailable (TERN_E_NOMEM). */
 int model_load(model_t **out, const char *path, const model_load_opts *o, tern_err *err);
 void model_free(model_t *m);
-/* Memory still available to this process in bytes (0 when unknown: no check): TERN_MEM_AVAILABLE
- * (bytes) if set, else MemAvailable of /proc/meminfo lowered to the room under a cgroup v2
- * memory.max. Checked before the weights (model_load) and before the KV cache (session init). */
-uint64_t model_mem_available(void);
+/* Memory still available to this process in bytes (0 when unknown: no check): the model's
+ * mem_available option if set, else MemAvailable of /proc/meminfo lowered to the room under a
+ * cgroup v2 memory.max. Checked before the weights (model_load) and before the KV cache and the
+ * recurrent state (session init). m may be NULL (then the OS's figure). */
+uint64_t model_mem_available(const model_t *m);
 
 /* Helpers for the arch load hooks. Key names are formatted with the arch prefix:
  * model_key(m, buf, "attention.head_count") -> "qwen3.attention.head_count". */

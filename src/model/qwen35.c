@@ -1052,7 +1052,7 @@ static int q35_state_init(const model_t *m, void **state, int n_ctx, tern_err *e
     *state = NULL;
     const uint64_t need = rstate_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g),
                                        Q35_WINDOW);
-    const uint64_t avail = model_mem_available();
+    const uint64_t avail = model_mem_available(m);
     if (avail && need > avail)
         return tern_err_set(err, TERN_E_NOMEM, "recurrent state needs %.1f MB, only %.1f MB available",
                             (double)need / 1e6, (double)avail / 1e6);
