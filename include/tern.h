@@ -98,6 +98,10 @@ typedef struct tern_model_info {
     bool has_chat_template; /* the file has tokenizer.chat_template (without one, chat uses ChatML) */
 } tern_model_info;
 void tern_model_get_info(const tern_model *m, tern_model_info *info);
+/* The string value of GGUF metadata `key` ("tokenizer.chat_template", "general.name", ...) into buf
+ * (cap bytes, NUL-terminated, cut to fit when cap is too small; buf may be NULL with cap 0).
+ * Returns its whole length in bytes, or TERN_E_RANGE when the key is absent or not a string. */
+int tern_model_meta_str(const tern_model *m, const char *key, char *buf, size_t cap);
 
 /* Measure memory read bandwidth in GB/s (1e9 bytes/s): n_threads threads (0 = the CPUs this process may run on) read
  * disjoint slices of a `bytes` buffer (allocated and freed here), best of reps. The decode

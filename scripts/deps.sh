@@ -71,6 +71,8 @@ pymod pytest python3-pytest
 pymod setuptools python3-setuptools
 pymod wheel python3-wheel
 pymod pip python3-pip
+# The router-metrics test parses /metrics with the Prometheus client library's own parser.
+pymod prometheus_client python3-prometheus-client
 # The server's client tests: Node.js + npm (the official openai client, playwright-core) and
 # Debian's Chromium (the chat page test).
 need node nodejs

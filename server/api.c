@@ -15,6 +15,7 @@
 bool srv_fail(srv_error *e, int status, const char *type, const char *param, const char *fmt, ...) {
     e->status = status;
     e->type = type;
+    e->code = NULL;
     snprintf(e->param, sizeof e->param, "%s", param ? param : "");
     char raw[sizeof e->message];
     va_list ap;
@@ -249,6 +250,33 @@ static bool get_int(const cJSON *root, const char *name, double lo, double hi, d
 /* "'PARAM' must be EXPECTED, got KIND" (400, the field in e->param); returns false. */
 static bool bad_type(srv_error *e, const char *param, const char *expected, const cJSON *got) {
     return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be %s, got %s", param, expected, json_kind(got));
+}
+
+/* A completion prompt given as token ids (OpenAI's and vLLM's array of integers) into
+ * r->prompt_ids. Several prompts at once (an array of arrays or of strings) are batching, which
+ * tern serve does not do: 400 saying to send one prompt per request. Ids are checked against the
+ * vocabulary later (api_check_prompt_ids), when the model is known. */
+static bool parse_prompt_ids(const cJSON *p, srv_request *r, srv_error *e) {
+    const int n = cJSON_GetArraySize(p);
+    if (n == 0) return srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is an empty array; expected token ids");
+    if (n > (1 << 24)) return srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' has %d token ids, at most %d", n, 1 << 24);
+    r->prompt_ids = malloc(sizeof *r->prompt_ids * (size_t)n);
+    if (!r->prompt_ids) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+    int i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, p) {
+        if (cJSON_IsArray(v) || cJSON_IsString(v))
+            return srv_fail(e, 400, "invalid_request_error", "prompt",
+                            "'prompt' holds several prompts (element %d is %s); send one prompt per request", i,
+                            json_kind(v));
+        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble || v->valuedouble < 0 ||
+            v->valuedouble > 2147483647.0)
+            return srv_fail(e, 400, "invalid_request_error", "prompt",
+                            "'prompt[%d]' must be a token id (an integer >= 0), got %s", i, json_kind(v));
+        r->prompt_ids[i++] = (int32_t)v->valuedouble;
+    }
+    r->n_prompt_ids = n;
+    return true;
 }
 
 /* A boolean field of root; path names it in errors ("stream", "stream_options.include_usage"). */
@@ -925,49 +953,58 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
     return api_parse_request_fmt(kind, SRV_TOOLS_QWEN35, body, len, r, e);
 }
 
-bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, size_t len, srv_request *r, srv_error *e) {
-    memset(r, 0, sizeof *r);
-    r->kind = kind;
-    r->max_tokens = -1;
-    r->enable_thinking = true;
-    tern_sampler_params_default(&r->sp);
+cJSON *api_parse_body(const char *body, size_t len, srv_error *e) {
     cJSON *root = NULL;
     size_t end = json_stop(body, len, &root);
-    bool ok = false;
     if (!root) {
         json_syntax_error(body, len, end, false, e);
-        goto done;
+        return NULL;
     }
     while (end < len && json_ws(body[end])) end++;
     if (end < len) {                                   /* cJSON stops after one value: refuse the rest */
         json_syntax_error(body, len, end, true, e);
-        goto done;
+        goto fail;
     }
     if (!cJSON_IsObject(root)) {
         srv_fail(e, 400, "invalid_request_error", NULL, "the request body must be a JSON object, got %s", json_kind(root));
-        goto done;
+        goto fail;
     }
     /* RFC 8259: JSON text is UTF-8; llama-server and vLLM refuse a body that is not (no text is
      * silently changed). Strings first, to name the field; then any other byte of the body. */
     char path[sizeof e->param] = "";
-    if (!json_utf8_check(root, path, sizeof path, 0, e)) goto done;
+    if (!json_utf8_check(root, path, sizeof path, 0, e)) goto fail;
     const size_t bad = utf8_bad_at(body, len);
     if (bad < len) {
         char where[80];
         srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid UTF-8: byte 0x%02x at %s",
                  (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
-        goto done;
+        goto fail;
     }
     path[0] = '\0';
-    if (!json_dup_check(root, path, sizeof path, 0, e)) goto done;
+    if (!json_dup_check(root, path, sizeof path, 0, e)) goto fail;
     const size_t nul = json_nul_escape_at(body, len);
     if (nul < len) {
         char where[80];
         srv_fail(e, 400, "invalid_request_error", NULL,
                  "a string of the request holds \\u0000 (U+0000) at %s: NUL characters are not supported in text",
                  json_where(body, nul, where, sizeof where));
-        goto done;
+        goto fail;
     }
+    return root;
+fail:
+    cJSON_Delete(root);
+    return NULL;
+}
+
+bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, size_t len, srv_request *r, srv_error *e) {
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->max_tokens = -1;
+    r->enable_thinking = true;
+    tern_sampler_params_default(&r->sp);
+    bool ok = false;
+    cJSON *root = api_parse_body(body, len, e);
+    if (!root) goto done;
     const cJSON *model = field(root, "model");
     if (model && !cJSON_IsString(model)) { bad_type(e, "model", "a string", model); goto done; }
     if (model && !(r->model = api_utf8_dup(model->valuestring, strlen(model->valuestring)))) goto oom;
@@ -993,7 +1030,8 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     r->sp.top_p = (float)d;
     if (d = r->sp.min_p, !get_number(root, "min_p", 0, 1, &d, e)) goto done;
     r->sp.min_p = (float)d;
-    if (d = r->sp.top_k, !get_int(root, "top_k", 0, 1e9, &d, e)) goto done;
+    /* top_k <= 0 disables the stage: 0 is llama-server's "off", -1 vLLM's */
+    if (d = r->sp.top_k, !get_int(root, "top_k", -1, 1e9, &d, e)) goto done;
     r->sp.top_k = (int32_t)d;
     if (d = r->sp.repeat_penalty, !get_number(root, "repeat_penalty", 1e-3, 100, &d, e)) goto done;
     r->sp.repeat_penalty = (float)d;
@@ -1038,10 +1076,17 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
         if (!parse_tools(root, fmt, r, e)) goto done;
     } else {
         const cJSON *p = field(root, "prompt");
-        if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
+        if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && (cJSON_IsString(p->child) || cJSON_IsArray(p->child)))
+            p = p->child;   /* ["text"] and [[ids]]: one prompt */
         if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required: a string"); goto done; }
-        if (!cJSON_IsString(p)) { bad_type(e, "prompt", "a string (or an array of one string)", p); goto done; }
-        if (!(r->prompt = strdup(p->valuestring))) goto oom;
+        if (cJSON_IsArray(p)) {
+            if (!parse_prompt_ids(p, r, e)) goto done;
+        } else if (!cJSON_IsString(p)) {
+            bad_type(e, "prompt", "a string or an array of token ids (or an array of one of those)", p);
+            goto done;
+        } else if (!(r->prompt = strdup(p->valuestring))) goto oom;
+        r->parse_special = true;
+        if (!get_bool(root, "parse_special", "parse_special", &r->parse_special, e)) goto done;
     }
     ok = true;
     goto done;
@@ -1061,6 +1106,7 @@ void api_request_free(srv_request *r) {
     free(r->msgs);
     free(r->trusted);
     free(r->prompt);
+    free(r->prompt_ids);
     free(r->model);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     memset(r, 0, sizeof *r);
@@ -1086,7 +1132,8 @@ char *api_error_json(const srv_error *e) {
     cJSON_AddStringToObject(err, "type", e->type ? e->type : "server_error");
     if (e->param[0]) cJSON_AddStringToObject(err, "param", e->param);
     else cJSON_AddNullToObject(err, "param");
-    cJSON_AddNullToObject(err, "code");
+    if (e->code) cJSON_AddStringToObject(err, "code", e->code);
+    else cJSON_AddNullToObject(err, "code");
     return print_free(root);
 }
 

@@ -20,6 +20,7 @@ typedef struct srv_error {
     const char *type;       /* "invalid_request_error", "authentication_error", ... (static) */
     char param[64];         /* offending field or "" */
     char message[320];      /* valid UTF-8 */
+    const char *code;       /* OpenAI's machine-readable code ("model_not_found", static) or NULL */
 } srv_error;
 /* Fill e; returns false (so parsers can `return srv_fail(...)`). */
 bool srv_fail(srv_error *e, int status, const char *type, const char *param, const char *fmt, ...)
@@ -35,7 +36,11 @@ typedef struct srv_request {
     tern_chat_msg *msgs;    /* chat: role and content strings owned by the request */
     bool *trusted;          /* msgs[i] is server-made scaffolding (the tools block) */
     int n_msgs;
-    char *prompt;           /* completion */
+    char *prompt;           /* completion as text, or NULL when given as token ids */
+    int32_t *prompt_ids;    /* completion as token ids (n_prompt_ids > 0), used as given: no BOS added */
+    int n_prompt_ids;
+    bool parse_special;     /* completion text: control-token text becomes control tokens (default true,
+                               as llama-server and vLLM); chat contents are always plain text */
     int max_tokens;         /* -1: until the end of generation or the context */
     tern_sampler_params sp;
     char *stop[SRV_MAX_STOP];
@@ -109,6 +114,11 @@ typedef struct srv_timings {
 } srv_timings;
 
 char *api_error_json(const srv_error *e);
+/* A request body as a JSON object, checked as every endpoint checks it: one JSON value and
+ * nothing after it, an object, valid UTF-8 (the field named), no duplicate key (its path named),
+ * no U+0000 in strings. NULL with e set (400) otherwise; the caller frees with cJSON_Delete. */
+struct cJSON;
+struct cJSON *api_parse_body(const char *body, size_t len, srv_error *e);
 /* Whole responses. reasoning/tool_calls_json/logprobs_json/t may be NULL; finish: "stop",
  * "length", "tool_calls". logprobs_json: the choice's "logprobs" object (null if NULL). */
 char *api_chat_response(const char *id, long created, const char *model, const char *content, size_t n_content,

@@ -4,6 +4,7 @@
  * one JSON object, or Server-Sent Events in OpenAI's chunk format ending with `data: [DONE]`.
  * A waiting connection thread polls its socket, so a client that disconnects (mid-prefill or
  * mid-stream) cancels its job, which frees the slot at the scheduler's next step. */
+#include "info.h"
 #include "sched.h"
 #include "util.h"
 
@@ -166,22 +167,93 @@ static enum MHD_Result fail(srv *s, struct MHD_Connection *c, int status, const 
 
 /* ---- /metrics -------------------------------------------------------------------------------- */
 
-static void hist_text(sbuf *b, const char *name, const char *help, const srv_hist *h, const double *bounds) {
-    char line[256];
+/* A histogram in the exposition format; labels ("" or `k="v"` pairs) go on every series. */
+static void hist_text(sbuf *b, const char *name, const char *labels, const char *help, const srv_hist *h,
+                      const double *bounds) {
+    char line[512];
+    const char *sep = *labels ? "," : "";
     snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
     sbuf_add(b, line, strlen(line));
     for (int i = 0; i < SRV_HIST_N; i++) {
-        snprintf(line, sizeof line, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i], (unsigned long long)h->count[i]);
+        snprintf(line, sizeof line, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, bounds[i],
+                 (unsigned long long)h->count[i]);
         sbuf_add(b, line, strlen(line));
     }
-    snprintf(line, sizeof line, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
-             (unsigned long long)h->n, name, h->sum, name, (unsigned long long)h->n);
+    snprintf(line, sizeof line, "%s_bucket{%s%sle=\"+Inf\"} %llu\n%s_sum%s%s%s %.6f\n%s_count%s%s%s %llu\n", name, labels,
+             sep, (unsigned long long)h->n, name, *labels ? "{" : "", labels, *labels ? "}" : "", h->sum, name,
+             *labels ? "{" : "", labels, *labels ? "}" : "", (unsigned long long)h->n);
+    sbuf_add(b, line, strlen(line));
+}
+
+/* The series routers read, under the names vLLM and llama-server export (counters as the
+ * family name with the _total sample, as Prometheus clients write them), so the Gateway API
+ * Inference Extension's endpoint picker and the vLLM / SGLang routers balance tern replicas as
+ * they balance those servers. vLLM's carry model_name. KV-cache use is the tokens the slots hold
+ * over their capacity (n_slots x n_ctx); prefix-cache queries and hits count prompt tokens and
+ * the prompt tokens reused from a slot's cache. Caller holds s->mx.mu; si: the slots' snapshot. */
+static void metrics_router(srv *s, sbuf *b, int active, int queued, const srv_slot_info *si, int n) {
+    uint64_t held = 0;
+    for (int i = 0; i < n && i < 64; i++) held += (uint64_t)si[i].n_cached;
+    const double cap = (double)srv_sched_n_ctx(s->sched) * (double)(n < 64 ? n : 64);
+    const double usage = cap > 0 ? (double)held / cap : 0;
+    char lab[320], esc[256];
+    size_t k = 0;   /* the model name as a label value: backslash, quote and newline escaped */
+    for (const char *p = s->model_name; *p && k + 2 < sizeof esc; p++) {
+        if (*p == '\\' || *p == '"') esc[k++] = '\\', esc[k++] = *p;
+        else if (*p == '\n') esc[k++] = '\\', esc[k++] = 'n';
+        else esc[k++] = *p;
+    }
+    esc[k] = '\0';
+    snprintf(lab, sizeof lab, "model_name=\"%s\"", esc);
+    char line[4096];
+    snprintf(line, sizeof line,
+             "# HELP vllm:num_requests_running requests in a slot (prefill or decode)\n"
+             "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{%s} %d\n"
+             "# HELP vllm:num_requests_waiting requests waiting for a slot\n"
+             "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{%s} %d\n"
+             "# HELP vllm:kv_cache_usage_perc KV-cache use, 0..1 (tokens the slots hold / slots x n_ctx)\n"
+             "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{%s} %.6f\n"
+             "# HELP vllm:prefix_cache_queries prompt tokens looked up in the prefix cache\n"
+             "# TYPE vllm:prefix_cache_queries counter\nvllm:prefix_cache_queries_total{%s} %llu\n"
+             "# HELP vllm:prefix_cache_hits prompt tokens reused from the prefix cache\n"
+             "# TYPE vllm:prefix_cache_hits counter\nvllm:prefix_cache_hits_total{%s} %llu\n"
+             "# HELP vllm:prompt_tokens prompt tokens of finished requests\n"
+             "# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{%s} %llu\n"
+             "# HELP vllm:generation_tokens generated tokens\n"
+             "# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{%s} %llu\n",
+             lab, active, lab, queued, lab, usage, lab, (unsigned long long)s->mx.tokens_prompt, lab,
+             (unsigned long long)s->mx.tokens_cached, lab, (unsigned long long)s->mx.tokens_prompt, lab,
+             (unsigned long long)s->mx.tokens_generated);
+    sbuf_add(b, line, strlen(line));
+    hist_text(b, "vllm:time_to_first_token_seconds", lab, "time from submission to the first generated token",
+              &s->mx.ttft, srv_ttft_bounds);
+    hist_text(b, "vllm:inter_token_latency_seconds", lab, "time between two generated tokens of a request", &s->mx.itl,
+              srv_tpot_bounds);
+    snprintf(line, sizeof line,
+             "# HELP llamacpp:prompt_tokens_total prompt tokens of finished requests\n"
+             "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total %llu\n"
+             "# HELP llamacpp:tokens_predicted_total generated tokens\n"
+             "# TYPE llamacpp:tokens_predicted_total counter\nllamacpp:tokens_predicted_total %llu\n"
+             "# HELP llamacpp:n_decode_total decode forward passes\n"
+             "# TYPE llamacpp:n_decode_total counter\nllamacpp:n_decode_total %llu\n"
+             "# HELP llamacpp:requests_processing requests in a slot\n"
+             "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing %d\n"
+             "# HELP llamacpp:requests_deferred requests waiting for a slot\n"
+             "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred %d\n"
+             "# HELP llamacpp:kv_cache_usage_ratio KV-cache use, 0..1\n"
+             "# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio %.6f\n"
+             "# HELP llamacpp:kv_cache_tokens tokens held in the KV caches of the slots\n"
+             "# TYPE llamacpp:kv_cache_tokens gauge\nllamacpp:kv_cache_tokens %llu\n",
+             (unsigned long long)s->mx.tokens_prompt, (unsigned long long)s->mx.tokens_generated,
+             (unsigned long long)s->mx.decode_steps, active, queued, usage, (unsigned long long)held);
     sbuf_add(b, line, strlen(line));
 }
 
 static char *metrics_text(srv *s) {
     int active, queued;
     srv_sched_load(s->sched, &active, &queued);
+    srv_slot_info si[64];   /* before s->mx.mu: the scheduler's lock is never taken inside the metrics' */
+    const int n_si = srv_sched_slots(s->sched, si, 64);
     sbuf b = {0};
     char line[2048];
     static const char *cls[10] = {"2xx", "400", "401", "404", "405", "413", "415", "429", "503", "5xx"};
@@ -205,8 +277,8 @@ static char *metrics_text(srv *s) {
              (unsigned long long)s->mx.requests_cancelled, (unsigned long long)s->mx.tokens_prompt,
              (unsigned long long)s->mx.tokens_cached, (unsigned long long)s->mx.tokens_generated);
     sbuf_add(&b, line, strlen(line));
-    hist_text(&b, "tern_time_to_first_token_seconds", "time from submission to the first generated token", &s->mx.ttft, srv_ttft_bounds);
-    hist_text(&b, "tern_time_per_output_token_seconds", "mean time between generated tokens of a request", &s->mx.tpot, srv_tpot_bounds);
+    hist_text(&b, "tern_time_to_first_token_seconds", "", "time from submission to the first generated token", &s->mx.ttft, srv_ttft_bounds);
+    hist_text(&b, "tern_time_per_output_token_seconds", "", "mean time between generated tokens of a request", &s->mx.tpot, srv_tpot_bounds);
     snprintf(line, sizeof line,
              "# HELP tern_decode_steps_total decode forward passes (all decoding sequences of a scheduler step in one)\n"
              "# TYPE tern_decode_steps_total counter\ntern_decode_steps_total %llu\n"
@@ -244,6 +316,7 @@ static char *metrics_text(srv *s) {
              (unsigned long long)s->mx.decode_only_steps, (unsigned long long)s->mx.decode_only_tokens,
              s->mx.decode_only_seconds);
     sbuf_add(&b, line, strlen(line));
+    metrics_router(s, &b, active, queued, si, n_si);
     pthread_mutex_unlock(&s->mx.mu);
     snprintf(line, sizeof line,
              "# HELP tern_queue_depth requests waiting for a slot\n# TYPE tern_queue_depth gauge\ntern_queue_depth %d\n"
@@ -373,8 +446,25 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
     if (kind == SRV_CHAT)
         rc = prompt_chat_append_ex(s->m, s->cfg.chat_template, j->req.msgs, j->req.trusted, j->req.n_msgs, true,
                                    j->req.enable_thinking, true, &j->prompt, NULL, &err);
-    else
-        rc = prompt_tokenize_append(s->m, j->req.prompt, strlen(j->req.prompt), true, false, &j->prompt, &err);
+    else if (j->req.n_prompt_ids > 0) {
+        tern_model_info info;
+        tern_model_get_info(s->m, &info);
+        const int32_t n_vocab = info.n_vocab;
+        for (int i = 0; i < j->req.n_prompt_ids; i++)
+            if (j->req.prompt_ids[i] >= n_vocab) {
+                srv_fail(&e, 400, "invalid_request_error", "prompt", "'prompt[%d]' is token id %d; the vocabulary has ids 0..%d",
+                         i, j->req.prompt_ids[i], n_vocab - 1);
+                srv_job_unref(j);
+                return send_error(s, c, &e);
+            }
+        if (prompt_ids_push(&j->prompt, j->req.prompt_ids, j->req.n_prompt_ids) != TERN_OK) {
+            srv_job_unref(j);
+            return fail(s, c, 500, "server_error", NULL, "out of memory");
+        }
+        rc = TERN_OK;
+    } else
+        rc = prompt_tokenize_append(s->m, j->req.prompt, strlen(j->req.prompt), true, j->req.parse_special, &j->prompt,
+                                    &err);
     if (rc != TERN_OK) {
         srv_job_unref(j);
         return fail(s, c, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt", err.msg);
@@ -711,6 +801,38 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!strcmp(url, "/metrics")) {
         if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
         return send_text(s, c, 200, "text/plain; version=0.0.4", metrics_text(s));
+    }
+    if (!strncmp(url, "/v1/models/", 11) || !strncmp(url, "/models/", 8)) {
+        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
+        srv_error e;
+        const char *id = url + (url[1] == 'v' ? strlen("/v1/models/") : strlen("/models/"));
+        char *j = info_model(s->model_name, id, (long)time(NULL), &e);
+        return j ? send_text(s, c, 200, "application/json", j) : send_error(s, c, &e);
+    }
+    if (!strcmp(url, "/props") || !strcmp(url, "/slots")) {
+        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
+        if (url[1] == 'p') {
+            const info_props_in in = {s->model_name, s->cfg.model_path, srv_sched_n_ctx(s->sched), s->cfg.parallel,
+                                      s->cfg.chat_template};
+            return send_text(s, c, 200, "application/json", info_props(s->m, &in));
+        }
+        srv_slot_info si[64];
+        const int n = srv_sched_slots(s->sched, si, 64);
+        return send_text(s, c, 200, "application/json", info_slots(si, n < 64 ? n : 64));
+    }
+    const bool is_tok = !strcmp(url, "/tokenize"), is_detok = !strcmp(url, "/detokenize"),
+               is_tmpl = !strcmp(url, "/apply-template");
+    if (is_tok || is_detok || is_tmpl) {
+        if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        char why[256];
+        if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
+            return fail(s, c, 415, "invalid_request_error", NULL, why);
+        const char *body = cn->body.p ? cn->body.p : "";
+        srv_error e;
+        char *j = is_tok     ? info_tokenize(s->m, body, cn->body.n, &e)
+                  : is_detok ? info_detokenize(s->m, body, cn->body.n, &e)
+                             : info_apply_template(s->m, s->cfg.chat_template, s->tools_fmt, body, cn->body.n, &e);
+        return j ? send_text(s, c, 200, "application/json", j) : send_error(s, c, &e);
     }
     return fail(s, c, 404, "invalid_request_error", NULL, "no such endpoint");
 }

@@ -45,6 +45,7 @@ struct srv_sched {
     int32_t think_open, think_close;
     int split_block, split_min;   /* tern_model_split_rule: how prompts may be cut */
     slot *slots;
+    srv_slot_info *pub;     /* n_slots: the slots as of the last step, guarded by mu */
     int n_slots;
     bool batch_ok;          /* tern_batch_eval accepts this model (false after TERN_E_UNSUPPORTED) */
     float *blogits;         /* n_slots * n_vocab: logits of the batched pass */
@@ -120,6 +121,20 @@ static bool ends_in_think(const srv_sched *s, const prompt_ids *p) {
     return false;
 }
 
+/* One slot's state for readers on other threads (/slots, /metrics; the caller holds mu). The
+ * scheduler thread is the only writer of the slots, so it reads them here without a race. */
+static void slot_publish(srv_sched *s, const slot *sl) {
+    const int i = (int)(sl - s->slots);
+    srv_slot_info *p = &s->pub[i];
+    *p = (srv_slot_info){.id = i, .busy = sl->job != NULL, .n_ctx = s->n_ctx, .n_cached = sl->cache.n};
+    if (sl->job) {
+        p->n_prompt = sl->job->prompt.n;
+        p->n_prefilled = sl->fresh ? 0 : sl->n_prefilled;
+        p->n_decoded = sl->job->n_gen;
+        snprintf(p->job_id, sizeof p->job_id, "%s", sl->job->id);
+    }
+}
+
 /* Ends the slot's job: flushes the detokeniser, publishes the result, frees the slot. */
 static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_error *fail) {
     srv_job *j = sl->job;
@@ -156,6 +171,7 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     sl->pending = false;
     pthread_mutex_lock(&s->mu);
     s->n_active--;
+    slot_publish(s, sl);
     pthread_mutex_unlock(&s->mu);
 
     pthread_mutex_lock(&j->mu);
@@ -262,6 +278,11 @@ static bool slot_emit(srv_sched *s, slot *sl, int32_t tok, const float *logits, 
     const double now = srv_now();
     j->n_gen++;                                       /* written by this thread only */
     if (j->n_gen == 1) j->t_first = now;
+    else {                                            /* every gap between two tokens of a request */
+        pthread_mutex_lock(&s->mx->mu);
+        hist_add(&s->mx->itl, srv_tpot_bounds, now - j->t_last);
+        pthread_mutex_unlock(&s->mx->mu);
+    }
     j->t_last = now;
     if (!j->req.ignore_eos && tern_token_is_eog(s->m, tok)) {
         slot_finish(s, sl, "stop", NULL);
@@ -653,6 +674,10 @@ static void count_cancelled(srv_sched *s, int n) {
     pthread_mutex_unlock(&s->mx->mu);
 }
 
+static void slots_publish(srv_sched *s) {
+    for (int i = 0; i < s->n_slots; i++) slot_publish(s, &s->slots[i]);
+}
+
 static void *sched_main(void *arg) {
     srv_sched *s = arg;
     for (;;) {
@@ -687,6 +712,7 @@ static void *sched_main(void *arg) {
             sl->admitted = ++s->n_admitted;
             s->n_active++;
         }
+        slots_publish(s);
         pthread_mutex_unlock(&s->mu);
         count_cancelled(s, gone);
         sched_step(s);
@@ -733,7 +759,8 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->q_cap = queue_max + n_slots + 1;
     s->q = calloc((size_t)s->q_cap, sizeof *s->q);
     s->slots = calloc((size_t)n_slots, sizeof *s->slots);
-    if (!s->q || !s->slots) {
+    s->pub = calloc((size_t)n_slots, sizeof *s->pub);
+    if (!s->q || !s->slots || !s->pub) {
         srv_sched_free(s);
         return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     }
@@ -769,6 +796,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->n_ctx = tern_session_n_ctx(s->slots[0].s);
     s->n_batch = tern_session_n_batch(s->slots[0].s);   /* <= n_batch (clamped to n_ctx): columns per pass */
     if (s->prefill_chunk > s->n_batch) s->prefill_chunk = s->n_batch;
+    slots_publish(s);   /* idle slots, before the thread starts */
     if (pthread_create(&s->th, NULL, sched_main, s) != 0) {
         srv_sched_free(s);
         return srv_err_set(err, TERN_E_NOMEM, "cannot start the scheduler thread");
@@ -799,6 +827,13 @@ int srv_sched_submit(srv_sched *s, srv_job *j) {
     return rc;
 }
 
+int srv_sched_slots(srv_sched *s, srv_slot_info *out, int cap) {
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->n_slots && i < cap; i++) out[i] = s->pub[i];
+    pthread_mutex_unlock(&s->mu);
+    return s->n_slots;
+}
+
 void srv_sched_load(srv_sched *s, int *n_active, int *n_queued) {
     pthread_mutex_lock(&s->mu);
     *n_active = s->n_active;
@@ -826,6 +861,7 @@ void srv_sched_free(srv_sched *s) {
         prompt_ids_free(&s->slots[i].cache);
     }
     free(s->slots);
+    free(s->pub);
     free(s->q);
     free(s->blogits);
     free(s->bsess);

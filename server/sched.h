@@ -57,6 +57,7 @@ typedef struct srv_metrics {
     uint64_t requests_cancelled;
     uint64_t tokens_prompt, tokens_cached, tokens_generated;
     srv_hist ttft, tpot;        /* per request: submission -> first token; mean gap between tokens */
+    srv_hist itl;               /* per generated token after a request's first: the gap since the one before */
     uint64_t decode_steps;      /* decode forward passes (one per scheduler step with a decoding slot) */
     uint64_t decode_batched;    /* of those, passes over 2 or more sequences (tern_batch_eval) */
     uint64_t decode_seqs;       /* sequences summed over decode passes (mean batch = seqs / steps) */
@@ -89,6 +90,19 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
 int srv_sched_submit(srv_sched *s, srv_job *j);
 int srv_sched_n_ctx(const srv_sched *s);
 void srv_sched_load(srv_sched *s, int *n_active, int *n_queued);
+/* One slot as the scheduler left it after its last step (a snapshot: /slots, /metrics). */
+typedef struct srv_slot_info {
+    int id;
+    bool busy;              /* a request holds it */
+    int n_ctx;
+    int n_cached;           /* tokens whose KV the slot holds (a later request may reuse a prefix) */
+    int n_prompt;           /* the request's prompt tokens (0 when idle) */
+    int n_prefilled;        /* of those, evaluated or reused */
+    int n_decoded;          /* tokens generated so far */
+    char job_id[48];        /* the request's id ("chatcmpl-...", "" when idle) */
+} srv_slot_info;
+/* Copies the snapshot of every slot (at most cap) into out; returns the number of slots. */
+int srv_sched_slots(srv_sched *s, srv_slot_info *out, int cap);
 /* Stop the thread: running and queued jobs end with a 503 error, later submissions get -2. */
 void srv_sched_shutdown(srv_sched *s);
 /* Shut down (if not yet) and free the sessions. */

@@ -37,6 +37,7 @@ typedef struct srv_config {
                                open-file limit allows) */
     const char *api_key;    /* NULL: no authentication; "" is refused by srv_start (TERN_E_ARG) */
     const char *model_name; /* the id in /v1/models and responses */
+    const char *model_path; /* the file, as /props reports it (NULL: not reported) */
     const char *chat_template; /* NULL: the model's */
     bool kv_f32;
     bool spec;              /* speculative decoding (prompt lookup) for a slot decoding alone */

@@ -56,6 +56,18 @@ int tern_model_load(tern_model **out, const char *path, const tern_model_opts *o
 
 void tern_model_free(tern_model *m) { model_free(m); }
 
+int tern_model_meta_str(const tern_model *m, const char *key, char *buf, size_t cap) {
+    const gguf_kv *kv = m && key ? gguf_find_kv(m->g, key) : NULL;
+    if (!kv || kv->type != GGUF_T_STRING) return TERN_E_RANGE;
+    const gguf_str v = kv->v.s;
+    if (buf && cap) {
+        const size_t k = v.n < cap - 1 ? v.n : cap - 1;
+        memcpy(buf, v.p, k);
+        buf[k] = '\0';
+    }
+    return v.n > (uint64_t)INT32_MAX ? TERN_E_RANGE : (int)v.n;
+}
+
 void tern_model_get_info(const tern_model *m, tern_model_info *info) {
     memset(info, 0, sizeof *info);
     info->arch = m->arch->name;

@@ -288,8 +288,8 @@ static void test_request_number_messages(void **state) {
         {"\"max_tokens\": 99999999999", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got 99999999999"},
         {"\"max_completion_tokens\": -2", "max_completion_tokens",
          "'max_completion_tokens' must be an integer in [-1, 2147483647], got -2"},
-        {"\"top_k\": 10000000000", "top_k", "'top_k' must be an integer in [0, 1000000000], got 10000000000"},
-        {"\"top_k\": 2.5", "top_k", "'top_k' must be an integer in [0, 1000000000], got 2.5"},
+        {"\"top_k\": 10000000000", "top_k", "'top_k' must be an integer in [-1, 1000000000], got 10000000000"},
+        {"\"top_k\": 2.5", "top_k", "'top_k' must be an integer in [-1, 1000000000], got 2.5"},
         {"\"repeat_last_n\": 1000001", "repeat_last_n", "'repeat_last_n' must be an integer in [0, 1000000], got 1000001"},
         {"\"seed\": 100000000000000000", "seed",
          "'seed' must be an integer in [-9007199254740992, 9007199254740992], got 100000000000000000"},
@@ -405,7 +405,7 @@ static void test_request_element_types(void **state) {
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": {\"include_usage\": 1}}",
          "stream_options.include_usage", "'stream_options.include_usage' must be true or false, got a number"},
         {SRV_COMPLETION, "{\"prompt\": null}", "prompt", "'prompt' is required: a string"},
-        {SRV_COMPLETION, "{\"prompt\": {}}", "prompt", "'prompt' must be a string (or an array of one string), got an object"},
+        {SRV_COMPLETION, "{\"prompt\": {}}", "prompt", "'prompt' must be a string or an array of token ids (or an array of one of those), got an object"},
         {SRV_COMPLETION, "{\"prompt\": \"x\", \"model\": false}", "model", "'model' must be a string, got false"},
         {SRV_COMPLETION, "[1, 2]", "", "the request body must be a JSON object, got an array"},
         {SRV_COMPLETION, "null", "", "the request body must be a JSON object, got null"},
@@ -529,7 +529,7 @@ static void test_request_errors(void **state) {
         {"\"temperature\": -0.1", "temperature"},
         {"\"top_p\": 1.5", "top_p"},
         {"\"top_k\": 2.5", "top_k"},
-        {"\"top_k\": -1", "top_k"},
+        {"\"top_k\": -2", "top_k"},
         {"\"min_p\": 2", "min_p"},
         {"\"max_tokens\": -5", "max_tokens"},
         {"\"max_tokens\": 1.5", "max_tokens"},
@@ -560,7 +560,7 @@ static void test_request_errors(void **state) {
         expect_400(SRV_CHAT, body, cases[i].param);
     }
     expect_400(SRV_COMPLETION, "{}", "prompt");
-    expect_400(SRV_COMPLETION, "{\"prompt\": [1, 2, 3]}", "prompt");
+    expect_400(SRV_COMPLETION, "{\"prompt\": [[1, 2], [3]]}", "prompt");   /* several prompts: one per request */
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"max_tokens\": 1e300}", "max_tokens");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": true}", "logprobs");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": 21}", "logprobs");

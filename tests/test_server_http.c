@@ -13,6 +13,7 @@
 #include "../server/api.h"
 #include "../server/prompt.h"
 #include "../server/reply.h"
+#include "format/gguf.h"
 #include "model/model.h"
 #include "tokenizer/chat.h"
 #include "../server/server.h"
@@ -873,7 +874,8 @@ static void test_chunked_prefill(void **state) {
     srv *s = NULL;
     tern_err err = {0};
     if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
-    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 160, \"temperature\": 0, \"stream\": true,"
+    /* A's reply is long enough to outlast B's arrival on a loaded machine (about a second here) */
+    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 1500, \"temperature\": 0, \"stream\": true,"
                        " \"stream_options\": {\"include_usage\": true}}", NULL};
     pthread_t th;
     pthread_create(&th, NULL, stream_thread, &a);
@@ -911,7 +913,7 @@ static void test_chunked_prefill(void **state) {
     sse e;
     sse_parse(a.raw, &e);
     assert_true(e.done && e.usage);
-    assert_int_equal(cJSON_GetObjectItem(e.usage, "completion_tokens")->valueint, 160);
+    assert_int_equal(cJSON_GetObjectItem(e.usage, "completion_tokens")->valueint, 1500);
     assert_string_equal(e.finish, "length");
     sse_free(&e);
     free(a.raw);
@@ -2225,9 +2227,238 @@ static void test_chat_page_in_chromium(void **state) {
     tern_model_free(m);
 }
 
+
+/* ---- endpoints without generation, token-id prompts ------------------------------------------ */
+
+/* The first vector of the Qwen3 tokenizer's published set whose text needs byte-level pieces
+ * (" this is 🦙.cpp": the emoji is three tokens, none of them valid UTF-8 alone). */
+static cJSON *qwen3_split_vector(void) {
+    char path[1024];
+    size_t n = 0;
+    char *all = fx_read_file(fx_require(path, sizeof path, "data/qwen3-tokenizer/qwen3_encode_vectors.jsonl"), &n);
+    cJSON *found = NULL;
+    for (char *line = strtok(all, "\n"); line && !found; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (j && strstr(cJSON_GetObjectItem(j, "text")->valuestring, "\xf0\x9f\xa6\x99")) found = j;
+        else cJSON_Delete(j);
+    }
+    free(all);
+    if (!found) fail_msg("no vector with the llama emoji in qwen3_encode_vectors.jsonl");
+    return found;
+}
+
+/* /tokenize and /detokenize against the tokenizer's published vector (ids and text), pieces that
+ * concatenate to the text (byte arrays where a piece is not UTF-8), special-token parsing on by
+ * default and off on request, /apply-template against the reference runtime's rendering (golden
+ * prompts p5), and the errors of each. */
+static void test_tokenize_detokenize_template(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    cJSON *vec = qwen3_split_vector();
+    const char *text = cJSON_GetObjectItem(vec, "text")->valuestring;
+    const cJSON *ids = cJSON_GetObjectItem(vec, "ids");
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "content", text);
+    char *body = cJSON_PrintUnformatted(req);
+    cJSON *r = http_json(s, "/tokenize", body, 200);
+    free(body);
+    const cJSON *toks = cJSON_GetObjectItem(r, "tokens");
+    assert_int_equal(cJSON_GetArraySize(toks), cJSON_GetArraySize(ids));
+    for (int i = 0; i < cJSON_GetArraySize(ids); i++)
+        assert_int_equal(cJSON_GetArrayItem(toks, i)->valueint, cJSON_GetArrayItem(ids, i)->valueint);
+    cJSON_Delete(r);
+    /* with_pieces: the pieces in order are the text's bytes */
+    cJSON_AddBoolToObject(req, "with_pieces", true);
+    body = cJSON_PrintUnformatted(req);
+    r = http_json(s, "/tokenize", body, 200);
+    free(body);
+    char joined[256] = "";
+    size_t nj = 0;
+    int n_bytes_pieces = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItem(r, "tokens")) {
+        const cJSON *pc = cJSON_GetObjectItem(t, "piece");
+        assert_true(cJSON_IsNumber(cJSON_GetObjectItem(t, "id")));
+        if (cJSON_IsString(pc)) {
+            const size_t k = strlen(pc->valuestring);
+            assert_true(nj + k < sizeof joined);
+            memcpy(joined + nj, pc->valuestring, k);
+            nj += k;
+        } else {
+            assert_true(cJSON_IsArray(pc));
+            n_bytes_pieces++;
+            const cJSON *b;
+            cJSON_ArrayForEach(b, pc) joined[nj++] = (char)b->valueint;
+        }
+    }
+    joined[nj] = '\0';
+    assert_string_equal(joined, text);
+    assert_int_equal(n_bytes_pieces, 3);
+    cJSON_Delete(r);
+    cJSON_Delete(req);
+    /* /detokenize: the ids give the text back */
+    req = cJSON_CreateObject();
+    cJSON_AddItemToObject(req, "tokens", cJSON_Duplicate(ids, true));
+    body = cJSON_PrintUnformatted(req);
+    r = http_json(s, "/detokenize", body, 200);
+    free(body);
+    assert_string_equal(cJSON_GetObjectItem(r, "content")->valuestring, text);
+    cJSON_Delete(r);
+    cJSON_Delete(req);
+    cJSON_Delete(vec);
+    /* control-token text: one token by default (llama-server's parse_special), text tokens when off */
+    r = http_json(s, "/tokenize", "{\"content\":\"<|im_end|>\"}", 200);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(r, "tokens")), 1);
+    assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "tokens"), 0)->valueint, 151645);
+    cJSON_Delete(r);
+    r = http_json(s, "/tokenize", "{\"content\":\"<|im_end|>\",\"parse_special\":false}", 200);
+    assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(r, "tokens")) > 1);
+    cJSON_Delete(r);
+    /* /apply-template: the golden rendering of p5 */
+    cJSON *pj = mfx_json("golden/qwen3-tiny-pq2_0/prompts.json");
+    const cJSON *p5 = NULL, *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(pj, "prompts"))
+        if (!strcmp(cJSON_GetObjectItem(e, "id")->valuestring, "p5")) p5 = e;
+    assert_non_null(p5);
+    req = cJSON_CreateObject();
+    cJSON_AddItemToObject(req, "messages", cJSON_Duplicate(cJSON_GetObjectItem(p5, "messages"), true));
+    body = cJSON_PrintUnformatted(req);
+    r = http_json(s, "/apply-template", body, 200);
+    free(body);
+    assert_string_equal(cJSON_GetObjectItem(r, "prompt")->valuestring, cJSON_GetObjectItem(p5, "text")->valuestring);
+    cJSON_Delete(r);
+    cJSON_Delete(req);
+    cJSON_Delete(pj);
+    /* errors */
+    expect_error(s, "POST", "/tokenize", "{\"content\":5}", NULL, 400, "content");
+    expect_error(s, "POST", "/tokenize", "{}", NULL, 400, "content");
+    expect_error(s, "POST", "/tokenize", "{\"content\":\"a\",\"with_pieces\":\"yes\"}", NULL, 400, "with_pieces");
+    expect_error(s, "POST", "/tokenize", "{\"content\":\"a\"", NULL, 400, NULL);
+    expect_error(s, "POST", "/tokenize", "{\"content\":\"a\",\"content\":\"b\"}", NULL, 400, NULL);
+    expect_error(s, "POST", "/tokenize", "{\"content\":\"\xff\"}", NULL, 400, "content");
+    expect_error(s, "GET", "/tokenize", NULL, NULL, 405, NULL);
+    int code;
+    char *o415 = http_ct(s, "/tokenize", "{\"content\":\"a\"}", "text/plain", &code);
+    assert_int_equal(code, 415);
+    free(o415);
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[1,\"x\"]}", NULL, 400, "tokens");
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[151936]}", NULL, 400, "tokens");
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[-1]}", NULL, 400, "tokens");
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":5}", NULL, 400, "tokens");
+    expect_error(s, "POST", "/apply-template", "{\"messages\":[]}", NULL, 400, "messages");
+    expect_error(s, "POST", "/apply-template", "{\"messages\":[{\"role\":\"user\",\"content\":7}]}", NULL, 400, NULL);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* /props reports the slots, the context and the file's chat template (read from the GGUF here
+ * with the reader); /slots follows a request (its prompt's tokens cached afterwards, idle again);
+ * /v1/models/{id} answers the served id and 404 model_not_found for any other. */
+static void test_props_slots_model(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN3);
+    srv *s = start(m, 2, 384, 4, 0, NULL, 0);
+    int code;
+    char *out = http(s, "GET", "/props", NULL, NULL, &code);
+    assert_int_equal(code, 200);
+    cJSON *p = cJSON_Parse(out);
+    free(out);
+    assert_int_equal(cJSON_GetObjectItem(p, "total_slots")->valueint, 2);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "default_generation_settings"), "n_ctx")->valueint, 384);
+    char path[1024];
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    assert_int_equal(gguf_open(&g, fx_require(path, sizeof path, QWEN3), GGUF_LOAD_MMAP, &err), TERN_OK);
+    gguf_str tmpl;
+    assert_int_equal(gguf_get_str(g, "tokenizer.chat_template", true, &tmpl, &err), TERN_OK);
+    const char *got = cJSON_GetObjectItem(p, "chat_template")->valuestring;
+    assert_int_equal(strlen(got), tmpl.n);
+    assert_memory_equal(got, tmpl.p, tmpl.n);
+    gguf_close(g);
+    cJSON_Delete(p);
+    /* a request: afterwards one slot caches at least its prompt, none is busy */
+    cJSON *r = http_json(s, "/v1/completions", "{\"prompt\":\"The cat sat on the mat\",\"max_tokens\":4,\"temperature\":0}", 200);
+    const int n_prompt = usage(r, "prompt_tokens");
+    cJSON_Delete(r);
+    out = http(s, "GET", "/slots", NULL, NULL, &code);
+    assert_int_equal(code, 200);
+    cJSON *sl = cJSON_Parse(out);
+    free(out);
+    assert_int_equal(cJSON_GetArraySize(sl), 2);
+    int cached = 0;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, sl) {
+        assert_int_equal(cJSON_GetObjectItem(o, "n_ctx")->valueint, 384);
+        assert_false(cJSON_IsTrue(cJSON_GetObjectItem(o, "is_processing")));
+        const int c = cJSON_GetObjectItem(o, "n_cached_tokens")->valueint;
+        if (c >= n_prompt) cached++;
+    }
+    assert_int_equal(cached, 1);
+    cJSON_Delete(sl);
+    out = http(s, "GET", "/v1/models/test-model", NULL, NULL, &code);
+    assert_int_equal(code, 200);
+    cJSON *mo = cJSON_Parse(out);
+    free(out);
+    assert_string_equal(cJSON_GetObjectItem(mo, "id")->valuestring, "test-model");
+    assert_string_equal(cJSON_GetObjectItem(mo, "object")->valuestring, "model");
+    cJSON_Delete(mo);
+    out = http(s, "GET", "/v1/models/other", NULL, NULL, &code);
+    assert_int_equal(code, 404);
+    assert_non_null(strstr(out, "\"code\":\"model_not_found\""));
+    free(out);
+    expect_error(s, "POST", "/props", "{}", NULL, 405, NULL);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* A completion prompt given as token ids generates what the same ids give as text (greedy, the
+ * text's own ids, BOS included as the text path adds it); top_k -1 is vLLM's "off"; control-token
+ * text in a completion prompt is a control token unless parse_special is false; several prompts,
+ * an empty array, a negative id and an id past the vocabulary are 400 naming the prompt. */
+static void test_prompt_token_ids(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 0, NULL, 0);
+    int32_t ids[32];
+    int n = 0;
+    tern_err err = {0};
+    assert_int_equal(tern_tokenize(m, "Once upon a time", 16, true, false, ids, 32, &n, &err), TERN_OK);
+    cJSON *a = http_json(s, "/v1/completions", "{\"prompt\":\"Once upon a time\",\"max_tokens\":12,\"temperature\":0}", 200);
+    char body[512];
+    int k = snprintf(body, sizeof body, "{\"prompt\":[");
+    for (int i = 0; i < n; i++) k += snprintf(body + k, sizeof body - (size_t)k, "%s%d", i ? "," : "", ids[i]);
+    snprintf(body + k, sizeof body - (size_t)k, "],\"max_tokens\":12,\"temperature\":0,\"top_k\":-1}");
+    cJSON *b = http_json(s, "/v1/completions", body, 200);
+    assert_string_equal(choice_text(a), choice_text(b));
+    assert_int_equal(usage(a, "prompt_tokens"), n);
+    assert_int_equal(usage(b, "prompt_tokens"), n);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    a = http_json(s, "/v1/completions", "{\"prompt\":\"</s>\",\"max_tokens\":1,\"temperature\":0}", 200);
+    b = http_json(s, "/v1/completions", "{\"prompt\":\"</s>\",\"max_tokens\":1,\"temperature\":0,\"parse_special\":false}", 200);
+    assert_int_equal(usage(a, "prompt_tokens"), 2);   /* BOS + </s> */
+    assert_true(usage(b, "prompt_tokens") > 2);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":[[1,2],[1,3]]}", NULL, 400, "prompt");
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":[\"a\",\"b\"]}", NULL, 400, "prompt");
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":[]}", NULL, 400, "prompt");
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":[1,-2]}", NULL, 400, "prompt");
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":[1,2.5]}", NULL, 400, "prompt");
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":[1,512]}", NULL, 400, "prompt");
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":\"a\",\"top_k\":-2}", NULL, 400, "top_k");
+    expect_error(s, "POST", "/v1/completions", "{\"prompt\":\"a\",\"parse_special\":1}", NULL, 400, "parse_special");
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 int suite_server_http(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_endpoints_and_errors),
+        cmocka_unit_test(test_tokenize_detokenize_template),
+        cmocka_unit_test(test_props_slots_model),
+        cmocka_unit_test(test_prompt_token_ids),
         cmocka_unit_test(test_api_key_scheme),
         cmocka_unit_test(test_body_limit_on_arrival),
         cmocka_unit_test(test_content_length_twice),

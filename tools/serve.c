@@ -132,6 +132,7 @@ int cmd_serve(int argc, char **argv) {
         }
     }
     cfg.n_batch = oc.n_batch;
+    cfg.model_path = oc.model;
     cfg.spec = so.on;
     cfg.spec_p = so.p;
     cfg.kv_f32 = oc.kv_f32;
