@@ -71,8 +71,12 @@ pymod pytest python3-pytest
 pymod setuptools python3-setuptools
 pymod wheel python3-wheel
 pymod pip python3-pip
-# The router-metrics test parses /metrics with the Prometheus client library's own parser.
+# The router-metrics test parses /metrics with the Prometheus client library's own parser; the
+# load-balancer test runs HAProxy in front of three replicas; the deployment test reads the
+# Kubernetes manifests with PyYAML.
 pymod prometheus_client python3-prometheus-client
+pymod yaml python3-yaml
+need /usr/sbin/haproxy haproxy
 # The server's client tests: Node.js + npm (the official openai client, playwright-core) and
 # Debian's Chromium (the chat page test).
 need node nodejs

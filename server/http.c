@@ -39,6 +39,7 @@ struct srv {
     srv_tools_fmt tools_fmt;    /* how tools go into the prompt: by the template's family */
     atomic_uint_fast64_t next_id;
     atomic_int in_flight;       /* requests whose headers are in and that have not completed */
+    atomic_bool draining;       /* srv_drain: /health is 503 and new generation requests are refused */
 };
 
 void srv_config_default(srv_config *c) {
@@ -782,13 +783,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         char *page = strdup(srv_page_html);
         return send_text(s, c, 200, "text/html; charset=utf-8", page);
     }
-    if (get && !strcmp(url, "/health")) return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
+    if (get && !strcmp(url, "/health")) {
+        if (atomic_load(&s->draining))   /* load balancers take the replica out before it stops */
+            return send_text(s, c, 503, "application/json", strdup("{\"status\":\"draining\"}"));
+        return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
+    }
     if (!authorized(s, c)) return fail_auth(s, c);
     if (cn->too_large) return fail_too_large(s, c, "");
     const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {
         if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        if (atomic_load(&s->draining))
+            return fail(s, c, 503, "unavailable_error", NULL, "the server is draining (stopping after its running requests)");
         char why[256];
         if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
             return fail(s, c, 415, "invalid_request_error", NULL, why);
@@ -996,6 +1003,16 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
 int srv_port(const srv *s) { return s->port; }
 
 unsigned srv_conn_limit(const srv *s) { return s->conn_limit; }
+
+void srv_drain(srv *s) {
+    if (s) atomic_store(&s->draining, true);
+}
+
+bool srv_idle(srv *s) {
+    int active, queued;
+    srv_sched_load(s->sched, &active, &queued);
+    return active == 0 && queued == 0;
+}
 
 void srv_stop(srv *s) {
     if (!s) return;

@@ -60,6 +60,11 @@ unsigned srv_conn_limit(const srv *s);
  * Errors: TERN_E_ARG naming the host and the resolver's message (gai_strerror). */
 struct addrinfo;
 int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err *err);
+/* Start draining: /health answers 503 {"status":"draining"} (a load balancer's health check takes
+ * the replica out), new completion requests get 503, and the requests already running or queued
+ * go on to their end. srv_idle tells when none is left; srv_stop then ends the server. */
+void srv_drain(srv *s);
+bool srv_idle(srv *s);
 /* Stop accepting, end all jobs, join the threads, free everything. NULL is fine. */
 void srv_stop(srv *s);
 

@@ -1,5 +1,7 @@
-/* serve.c: `tern serve`: an OpenAI-compatible HTTP server for one model (server/, issue 9).
- * Loopback by default; the server runs until SIGINT or SIGTERM. */
+/* serve.c: `tern serve`: an OpenAI-compatible HTTP server for one model (server/).
+ * Loopback by default. SIGINT stops at once; SIGTERM (what Kubernetes and systemd send) drains:
+ * /health turns 503, new requests are refused, the running ones finish (at most --drain-timeout
+ * seconds), then the server stops; a second signal stops at once. */
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
@@ -15,16 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_stop, g_term;
 static void on_signal(int sig) {
-    (void)sig;
-    g_stop = 1;
+    if (sig == SIGTERM && !g_term && !g_stop) g_term = 1;   /* the first SIGTERM drains */
+    else g_stop = 1;
 }
 
 enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_PREFILL_CHUNK, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
-       SERVE_TEMPLATE, SERVE_TIMEOUT, SERVE_IDLE_TIMEOUT, SERVE_CONN_PER_IP, SERVE_CONN_MAX };
+       SERVE_TEMPLATE, SERVE_TIMEOUT, SERVE_IDLE_TIMEOUT, SERVE_CONN_PER_IP, SERVE_CONN_MAX, SERVE_DRAIN_TIMEOUT };
 static const opt_def serve_defs[] = {
     {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address: a host name or an IPv4/IPv6 address (default 127.0.0.1)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
@@ -41,6 +44,8 @@ static const opt_def serve_defs[] = {
     {SERVE_CONN_PER_IP, "--conn-per-ip", OPT_INT, "N", 1, 100000, NULL,
      "connections at once from one IP address; more are closed at once (default -np + --queue + 16)"},
     {SERVE_CONN_MAX, "--conn-max", OPT_INT, "N", 1, 100000, NULL, "connections at once in all (default 4 x (-np + --queue + 16))"},
+    {SERVE_DRAIN_TIMEOUT, "--drain-timeout", OPT_INT, "SECONDS", 0, 86400, NULL,
+     "on SIGTERM, let running requests finish for at most this long (default 30; 0 = stop at once)"},
     {SERVE_API_KEY, "--api-key", OPT_TEXT, "KEY", 0, 0, NULL, "require Authorization: Bearer KEY (also $TERN_API_KEY)"},
     {SERVE_ALIAS, "--alias", OPT_TEXT, "NAME", 0, 0, NULL, "model id reported to clients"},
     {SERVE_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's)"},
@@ -56,6 +61,7 @@ int cmd_serve(int argc, char **argv) {
     srv_config_default(&cfg);
     cfg.api_key = getenv("TERN_API_KEY");
     bool key_from_env = cfg.api_key != NULL;
+    int drain_s = 30;
     opts_common oc;
     opts_common_default(&oc);
     oc.n_batch = cfg.n_batch;
@@ -83,6 +89,7 @@ int cmd_serve(int argc, char **argv) {
         case SERVE_IDLE_TIMEOUT: cfg.idle_timeout_s = (int)v.i; break;
         case SERVE_CONN_PER_IP: cfg.conn_per_ip = (int)v.i; break;
         case SERVE_CONN_MAX: cfg.conn_max = (int)v.i; break;
+        case SERVE_DRAIN_TIMEOUT: drain_s = (int)v.i; break;
         case SERVE_API_KEY: cfg.api_key = v.str; key_from_env = false; break;
         case SERVE_ALIAS: cfg.model_name = v.str; break;
         case SERVE_TEMPLATE: cfg.chat_template = v.str; break;
@@ -164,7 +171,13 @@ int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slots, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
             cfg.host, v6 ? "]" : "", srv_port(s), cfg.parallel, cfg.n_ctx, cfg.api_key ? ", API key required" : "");
     fflush(stderr);
-    while (!g_stop) pause();
+    while (!g_stop && !g_term) pause();
+    if (g_term && !g_stop && drain_s > 0) {
+        fprintf(stderr, "tern serve: SIGTERM: draining (at most %d s; a second signal stops at once)\n", drain_s);
+        srv_drain(s);
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        for (int waited_ms = 0; !g_stop && !srv_idle(s) && waited_ms < drain_s * 1000; waited_ms += 20) nanosleep(&ts, NULL);
+    }
     fprintf(stderr, "tern serve: stopping\n");
     srv_stop(s);
     tern_model_free(m);
