@@ -1012,6 +1012,17 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     double v = -1;
     const char *mt = field(root, "max_completion_tokens") ? "max_completion_tokens" : field(root, "max_tokens") ? "max_tokens" : "n_predict";
     if (!get_int(root, mt, -1, 2147483647.0, &v, e)) goto done;
+    if (!strcmp(mt, "max_completion_tokens") && field(root, "max_tokens")) {   /* OpenAI's older name */
+        double mx = -1;
+        char a[32], b[32];
+        if (!get_int(root, "max_tokens", -1, 2147483647.0, &mx, e)) goto done;
+        if (mx != v) {
+            srv_fail(e, 400, "invalid_request_error", "max_tokens",
+                     "'max_tokens' (%s) and 'max_completion_tokens' (%s) differ: send one of them", num_text(mx, a),
+                     num_text(v, b));
+            goto done;
+        }
+    }
     if (strcmp(mt, "n_predict") && field(root, "n_predict")) {   /* llama-server's name for the same length */
         double np = -1;
         char a[32], b[32];

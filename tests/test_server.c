@@ -299,12 +299,23 @@ static void test_request_number_messages(void **state) {
         {"\"temperature\": \"hot\"", "temperature", "'temperature' must be a number in [0, 2], got a string"},
         {"\"max_tokens\": null, \"n\": 2", "n", "'n' is not supported above 1 (one choice per request), got 2"},
         {"\"max_tokens\": [5]", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got an array"},
+        {"\"max_tokens\": 5, \"max_completion_tokens\": 7", "max_tokens",
+         "'max_tokens' (5) and 'max_completion_tokens' (7) differ: send one of them"},
+        {"\"max_completion_tokens\": 7, \"max_tokens\": \"7\"", "max_tokens",
+         "'max_tokens' must be an integer in [-1, 2147483647], got a string"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char body[512];
         snprintf(body, sizeof body, "{%s, %s}", m, cases[i].extra);
         expect_400_msg(SRV_CHAT, body, cases[i].param, cases[i].message);
     }
+    /* max_tokens and max_completion_tokens with one value are one request */
+    const char *same = "{\"prompt\": \"a\", \"max_tokens\": 7, \"max_completion_tokens\": 7}";
+    srv_request r;
+    srv_error e;
+    assert_true(api_parse_request(SRV_COMPLETION, same, strlen(same), &r, &e));
+    assert_int_equal(r.max_tokens, 7);
+    api_request_free(&r);
 }
 
 /* A member name given twice in one object is refused, naming the key and the object's path (was:

@@ -1939,6 +1939,8 @@ static void test_unsupported_fields(void **state) {
         {"n_predict", "\"n_predict\": 2", "'n_predict' (2) and 'max_tokens' (1) differ"},
         {"n_predict", "\"n_predict\": 1", NULL},
         {"n_predict", "\"n_predict\": \"1\"", "'n_predict' must be an integer"},
+        {"max_tokens", "\"max_completion_tokens\": 2", "'max_tokens' (1) and 'max_completion_tokens' (2) differ"},
+        {"max_tokens", "\"max_completion_tokens\": 1", NULL},
     };
     for (int ep = 0; ep < 2; ep++)
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
