@@ -1,6 +1,9 @@
 /* page.c: the built-in chat page served at `/` (plain HTML and JavaScript, no external files):
  * a message box, a streamed reply through /v1/chat/completions (SSE), reasoning shown dimmed,
- * an optional API key field. */
+ * an optional API key field, and a reply cap (max_tokens, 512 unless edited; empty or 0 sends
+ * none). The cap keeps one reply from filling the context: a model that seldom ends a reply
+ * (stories260K) would otherwise take all 2048 positions in its first turn and every later turn
+ * would be refused. */
 const char srv_page_html[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>tern chat</title>\n<style>\n"
@@ -15,6 +18,7 @@ const char srv_page_html[] =
     "<form id=\"f\"><textarea id=\"in\" placeholder=\"Type a message (Enter sends, Shift+Enter new line)\"></textarea>"
     "<button id=\"send\" type=\"submit\">Send</button></form>\n"
     "<div id=\"opts\"><label><input type=\"checkbox\" id=\"think\" checked> thinking</label> "
+    "<label>max tokens <input id=\"maxtok\" type=\"number\" min=\"0\" step=\"1\" value=\"512\" style=\"width:5em\"></label> "
     "<label>API key <input id=\"key\" type=\"password\" size=\"16\"></label> "
     "<button id=\"clear\" type=\"button\">Clear</button></div>\n"
     "<script>\n"
@@ -32,9 +36,10 @@ const char srv_page_html[] =
     "const out=document.createElement('div');box.append(th,out);box.classList.add('pending');\n"
     " const headers={'Content-Type':'application/json'};const key=document.getElementById('key').value;"
     "if(key)headers['Authorization']='Bearer '+key;\n"
+    " const req={messages:history,stream:true,chat_template_kwargs:{enable_thinking:document.getElementById('think').checked}};\n"
+    " const cap=parseInt(document.getElementById('maxtok').value,10);if(cap>0)req.max_tokens=cap;\n"
     " try{\n"
-    "  const r=await fetch('/v1/chat/completions',{method:'POST',headers,body:JSON.stringify({messages:history,"
-    "stream:true,chat_template_kwargs:{enable_thinking:document.getElementById('think').checked}})});\n"
+    "  const r=await fetch('/v1/chat/completions',{method:'POST',headers,body:JSON.stringify(req)});\n"
     "  if(!r.ok){const j=await r.json().catch(()=>({}));throw new Error((j.error&&j.error.message)||r.statusText);}\n"
     "  const rd=r.body.getReader(),dec=new TextDecoder();let buf='',content='',fin=null;\n"
     "  for(;;){const {value,done}=await rd.read();if(done)break;buf+=dec.decode(value,{stream:true});\n"
