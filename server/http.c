@@ -5,6 +5,7 @@
  * A waiting connection thread polls its socket, so a client that disconnects (mid-prefill or
  * mid-stream) cancels its job, which frees the slot at the scheduler's next step. */
 #include "info.h"
+#include "wire.h"
 #include "sched.h"
 #include "util.h"
 
@@ -76,6 +77,9 @@ typedef struct stream {
     int lp_sent;            /* logprob entries already sent */
     size_t text_off;        /* completions: bytes of text sent (logprobs text_offset) */
     bool sent_role, finished, failed;
+    srv_wire wire;          /* WIRE_OPENAI: chat or completion chunks; else the Messages / Responses events */
+    wire_stream ws;
+    bool ws_started;
 } stream;
 
 /* Restarts the connection's silence timer (libmicrohttpd restarts it when a timeout is set on a
@@ -164,6 +168,18 @@ static enum MHD_Result fail(srv *s, struct MHD_Connection *c, int status, const 
     srv_error e;
     srv_fail(&e, status, type, param, "%s", msg);
     return send_error(s, c, &e);
+}
+
+/* The same in a request format's own error shape (wire.h). */
+static enum MHD_Result send_error_w(srv *s, struct MHD_Connection *c, srv_wire w, const srv_error *e) {
+    return send_text(s, c, e->status, "application/json", wire_error_json(w, e));
+}
+
+static enum MHD_Result fail_w(srv *s, struct MHD_Connection *c, srv_wire w, int status, const char *type,
+                              const char *param, const char *msg) {
+    srv_error e;
+    srv_fail(&e, status, type, param, "%s", msg);
+    return send_error_w(s, c, w, &e);
 }
 
 /* ---- /metrics -------------------------------------------------------------------------------- */
@@ -353,12 +369,56 @@ static char *stream_logprobs(stream *st, int upto) {
 /* Appends the events for whatever the job has produced since the last call: one chunk per
  * generated token's text (llama-server's granularity), text that could begin a stop string or a
  * partial UTF-8 character held back until it is decided. */
+/* The finished job's reply as wire.h's summary (under j->mu; calls: reply_tool_calls_json's). */
+/* The reply's content: up to the tool markup when it parsed into calls; the whole text (markup
+ * included) when it did not, so nothing the model wrote is dropped. Under j->mu. */
+static size_t job_content_len(const srv_job *j, const char *calls) {
+    return j->reply.tool_started && calls ? j->reply.tool_pos : j->reply.content.n;
+}
+
+static wire_reply job_wire_reply(srv_job *j, const char *calls) {
+    const size_t n_content = job_content_len(j, calls);
+    return (wire_reply){j->reply.content.p, n_content, j->reply.reasoning.p, j->reply.reasoning.n, calls,
+                        j->finish ? j->finish : "stop", j->reply.stopped, j->usage};
+}
+
+/* stream_collect for the Messages and Responses formats. Under j->mu. */
+static void stream_collect_wire(stream *st, bool done) {
+    srv_job *j = st->job;
+    if (!st->ws_started) {
+        wire_stream_start(&st->ws, st->wire, j->id, j->created, st->s->model_name, j->prompt.n, &st->out);
+        st->ws_started = true;
+    }
+    bool think;
+    const char *t;
+    size_t n;
+    int tok_end;
+    while (reply_next(&j->reply, done, &think, &t, &n, &tok_end)) wire_stream_text(&st->ws, think, t, n, &st->out);
+    if (!done) return;
+    if (j->failed) wire_stream_error(&st->ws, &j->error, &st->out);
+    else {
+        char *calls = reply_tool_calls_json(&j->reply, j->id);
+        if (j->reply.tool_started && !calls)          /* markup that parsed into no call: sent as text */
+            wire_stream_text(&st->ws, false, j->reply.content.p + j->reply.tool_pos,
+                             j->reply.content.n - j->reply.tool_pos, &st->out);
+        const wire_reply r = job_wire_reply(j, calls);
+        wire_stream_end(&st->ws, &r, &st->out);
+        free(calls);
+    }
+    st->finished = true;
+}
+
 static void stream_collect(stream *st) {
     srv_job *j = st->job;
     srv *s = st->s;
     const bool chat = j->req.kind == SRV_CHAT;
     pthread_mutex_lock(&j->mu);
     const bool done = j->state == JOB_DONE;
+    if (st->wire != WIRE_OPENAI) {
+        stream_collect_wire(st, done);
+        pthread_mutex_unlock(&j->mu);
+        return;
+    }
     bool think;
     const char *t;
     size_t n;
@@ -383,6 +443,9 @@ static void stream_collect(stream *st) {
             sse_add(st, api_error_json(&j->error));
         } else {
             char *calls = chat ? reply_tool_calls_json(&j->reply, j->id) : NULL;
+            if (chat && j->reply.tool_started && !calls)   /* markup that parsed into no call: sent as text */
+                sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, j->reply.content.p + j->reply.tool_pos,
+                                           j->reply.content.n - j->reply.tool_pos, NULL, 0, NULL, NULL, NULL, NULL, NULL));
             const char *finish = calls ? "tool_calls" : j->finish;
             char *lp = j->req.logprobs && st->lp_sent < j->n_lp ? stream_logprobs(st, j->n_lp) : NULL;
             if (calls) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, calls, NULL, NULL, NULL, NULL));
@@ -428,19 +491,32 @@ static void stream_free(void *cls) {
     srv_job_cancel(st->job);                          /* no-op for a finished job */
     srv_job_unref(st->job);
     sbuf_free(&st->out);
+    wire_stream_free(&st->ws);
     free(st);
 }
 
 /* ---- completions ---------------------------------------------------------------------------- */
 
-static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
+/* A chat or text completion; w: the request's format (Messages and Responses requests are
+ * translated into chat requests first, and answered in their own shapes). */
+static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wire w) {
     struct MHD_Connection *c = cn->c;
     srv_error e;
     srv_job *j = srv_job_new();
-    if (!j) return fail(s, c, 500, "server_error", NULL, "out of memory");
-    if (!api_parse_request_fmt(kind, s->tools_fmt, cn->body.p ? cn->body.p : "", cn->body.n, &j->req, &e)) {
+    if (!j) return fail_w(s, c, w, 500, "server_error", NULL, "out of memory");
+    const char *body = cn->body.p ? cn->body.p : "";
+    size_t n_body = cn->body.n;
+    char *chat = NULL;
+    if (w != WIRE_OPENAI && !(chat = wire_to_chat(w, body, n_body, &e))) {
         srv_job_unref(j);
-        return send_error(s, c, &e);
+        return send_error_w(s, c, w, &e);
+    }
+    if (chat) body = chat, n_body = strlen(chat);
+    const bool parsed = api_parse_request_fmt(kind, s->tools_fmt, body, n_body, &j->req, &e);
+    free(chat);
+    if (!parsed) {
+        srv_job_unref(j);
+        return send_error_w(s, c, w, &e);
     }
     tern_err err = {0};
     int rc;
@@ -456,11 +532,11 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
                 srv_fail(&e, 400, "invalid_request_error", "prompt", "'prompt[%d]' is token id %d; the vocabulary has ids 0..%d",
                          i, j->req.prompt_ids[i], n_vocab - 1);
                 srv_job_unref(j);
-                return send_error(s, c, &e);
+                return send_error_w(s, c, w, &e);
             }
         if (prompt_ids_push(&j->prompt, j->req.prompt_ids, j->req.n_prompt_ids) != TERN_OK) {
             srv_job_unref(j);
-            return fail(s, c, 500, "server_error", NULL, "out of memory");
+            return fail_w(s, c, w, 500, "server_error", NULL, "out of memory");
         }
         rc = TERN_OK;
     } else
@@ -468,19 +544,19 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
                                     &err);
     if (rc != TERN_OK) {
         srv_job_unref(j);
-        return fail(s, c, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt", err.msg);
+        return fail_w(s, c, w, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt", err.msg);
     }
     const int n_ctx = srv_sched_n_ctx(s->sched);
     if (j->prompt.n == 0) {
         srv_job_unref(j);
-        return fail(s, c, 400, "invalid_request_error", "prompt", "the prompt is empty and the model has no BOS token to start from");
+        return fail_w(s, c, w, 400, "invalid_request_error", "prompt", "the prompt is empty and the model has no BOS token to start from");
     }
     if (j->prompt.n >= n_ctx) {
         srv_fail(&e, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt",
                  "the prompt is %d tokens; the context is %d tokens (it must leave room for at least one generated token)",
                  j->prompt.n, n_ctx);
         srv_job_unref(j);
-        return send_error(s, c, &e);
+        return send_error_w(s, c, w, &e);
     }
     reply_init(&j->reply, j->req.stop, j->req.n_stop, j->req.has_tools);
     snprintf(j->id, sizeof j->id, "%s-%llx%06llx", kind == SRV_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)time(NULL),
@@ -490,7 +566,7 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
     if (rc != 0) {
         srv_job_unref(j);
         return rc == -1 ? fail(s, c, 429, "rate_limit_error", NULL, "too many requests: the queue is full, retry later")
-                        : fail(s, c, 503, "unavailable_error", NULL, "the server is shutting down");
+                        : fail_w(s, c, w, 503, "unavailable_error", NULL, "the server is shutting down");
     }
     const int fd = conn_fd(c);
     if (j->req.stream) {
@@ -506,6 +582,7 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
         st->c = c;
         st->job = j;                                  /* the stream owns the HTTP reference now */
         st->fd = fd;
+        st->wire = w;
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
@@ -538,18 +615,27 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind) {
     int status = 200;
     pthread_mutex_lock(&j->mu);
     if (j->failed) {
-        out = api_error_json(&j->error);
+        out = wire_error_json(w, &j->error);
         status = j->error.status;
+    } else if (w != WIRE_OPENAI) {
+        const char *cc, *rr;
+        size_t nc, nr;
+        reply_take(&j->reply, true, &cc, &nc, &rr, &nr);
+        (void)cc, (void)rr, (void)nc, (void)nr;
+        char *calls = reply_tool_calls_json(&j->reply, j->id);
+        const wire_reply r = job_wire_reply(j, calls);
+        out = wire_response(w, j->id, j->created, s->model_name, &r);
+        free(calls);
     } else {
         const char *cc, *rr;
         size_t nc, nr;
         reply_take(&j->reply, true, &cc, &nc, &rr, &nr);
         (void)cc, (void)rr, (void)nc, (void)nr;       /* the whole texts are used below */
-        const size_t n_content = j->reply.tool_started ? j->reply.tool_pos : j->reply.content.n;
+        char *calls = kind == SRV_CHAT ? reply_tool_calls_json(&j->reply, j->id) : NULL;
+        const size_t n_content = job_content_len(j, calls);
         size_t off = 0;
         char *lp = j->req.logprobs ? api_logprobs_json(s->m, kind, j->lp, j->n_lp, &off) : NULL;
         if (kind == SRV_CHAT) {
-            char *calls = reply_tool_calls_json(&j->reply, j->id);
             out = api_chat_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->reply.reasoning.p,
                                     j->reply.reasoning.n, calls, calls ? "tool_calls" : j->finish, lp, &j->usage, &j->tm);
             free(calls);
@@ -604,13 +690,17 @@ static bool content_type_ok(const char *ct, char *why, size_t n) {
  * clients send "Bearer"; some proxies and curl users write "bearer"); one or more spaces (or
  * tabs) separate it from the key, and whitespace around the key is not part of it. The key
  * compare takes the same time wherever the first difference is (no early exit). */
+/* The key: "Authorization: Bearer KEY" (OpenAI's clients) or "x-api-key: KEY" (Anthropic's). */
 static bool authorized(srv *s, struct MHD_Connection *c) {
     if (!s->cfg.api_key || !*s->cfg.api_key) return true;
     const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (!h) return false;
-    while (*h == ' ' || *h == '\t') h++;
-    if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t')) return false;
-    const char *k = h + 6;
+    const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+    if (h) {
+        while (*h == ' ' || *h == '\t') h++;
+        if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t')) return false;
+        k = h + 6;
+    }
+    if (!k) return false;
     while (*k == ' ' || *k == '\t') k++;
     size_t lk = strlen(k);
     while (lk > 0 && (k[lk - 1] == ' ' || k[lk - 1] == '\t')) lk--;
@@ -799,7 +889,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         char why[256];
         if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
             return fail(s, c, 415, "invalid_request_error", NULL, why);
-        return handle_completion(s, cn, is_chat ? SRV_CHAT : SRV_COMPLETION);
+        return handle_completion(s, cn, is_chat ? SRV_CHAT : SRV_COMPLETION, WIRE_OPENAI);
+    }
+    const bool is_msgs = !strcmp(url, "/v1/messages"), is_resp = !strcmp(url, "/v1/responses");
+    if (is_msgs || is_resp) {
+        const srv_wire w = is_msgs ? WIRE_ANTHROPIC : WIRE_RESPONSES;
+        if (!post) return fail_w(s, c, w, 405, "invalid_request_error", NULL, "use POST");
+        if (atomic_load(&s->draining))
+            return fail_w(s, c, w, 503, "unavailable_error", NULL, "the server is draining (stopping after its running requests)");
+        char why[256];
+        if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
+            return fail_w(s, c, w, 415, "invalid_request_error", NULL, why);
+        return handle_completion(s, cn, SRV_CHAT, w);
     }
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
         if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");

@@ -38,6 +38,58 @@ def tern_bin():
     return b
 
 
+def free_port():
+    """A TCP port on the loopback interface that nothing listens on now."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url, deadline, proc=None):
+    """Polls url until it answers (any status) or time.time() passes deadline (then fails)."""
+    import time
+    import urllib.error
+    import urllib.request
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            if proc is not None and proc.poll() is not None:
+                pytest.fail("process exited while starting: %s" % url)
+            time.sleep(0.05)
+    pytest.fail("no answer from %s" % url)
+
+
+class Serve:
+    """`tern serve -m MODEL ARGS` on a free loopback port, up and answering /health, stopped on
+    exit from the with-block (SIGTERM, then SIGKILL past 30 s)."""
+
+    def __init__(self, model_rel, *args):
+        import subprocess
+        import time
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.proc = subprocess.Popen([tern_bin(), "serve", "-m", require(model_rel), "-t", "1", "--port", str(self.port),
+                                      "--no-progress", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_http(self.url + "/health", time.time() + 30, self.proc)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()
+
+
 STORIES = "data/stories260k/stories260K.gguf"
 QWEN3 = "golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf"
 

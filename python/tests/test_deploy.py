@@ -4,18 +4,15 @@ its --help lists, gives SIGTERM's drain room before the kill, and points the end
 metric names a running `tern serve` exports; deploy/Dockerfile's runtime image installs the
 Debian packages that hold every shared library ./tern links."""
 
-import json
 import os
 import re
-import socket
 import subprocess
-import time
 import urllib.request
 
 import pytest
 import yaml
 
-from conftest import ROOT, STORIES, require, tern_bin
+from conftest import ROOT, STORIES, Serve, tern_bin
 
 MANIFEST = os.path.join(ROOT, "deploy", "kubernetes", "tern.yaml")
 DOCKERFILE = os.path.join(ROOT, "deploy", "Dockerfile")
@@ -79,35 +76,16 @@ def test_kubernetes_manifest_consistent():
     assert _checked_manifest()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_epp_metric_names_exported():
     eargs = _checked_manifest()
     names = [_arg(eargs, f) for f in ("--total-queued-requests-metric", "--total-running-requests-metric",
                                       "--kv-cache-usage-percentage-metric")]
     path = _arg(eargs, "--model-server-metrics-path")
-    port = _free_port()
-    p = subprocess.Popen([tern_bin(), "serve", "-m", require(STORIES), "-t", "1", "--port", str(port), "--no-progress"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        text = None
-        for _ in range(200):
-            try:
-                text = urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=1).read().decode()
-                break
-            except OSError:
-                time.sleep(0.05)
-        assert text is not None
-        series = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
-        for n in names:
-            assert n in series, n
-    finally:
-        p.terminate()
-        p.wait(timeout=30)
+    with Serve(STORIES) as srv:
+        text = urllib.request.urlopen(srv.url + path, timeout=10).read().decode()
+    series = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
+    for n in names:
+        assert n in series, n
 
 
 def test_dockerfile_runtime_libraries():

@@ -9,7 +9,6 @@ deploy/haproxy.cfg, the configuration docs/DEPLOY.md gives, with its addresses r
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -17,28 +16,10 @@ import urllib.request
 
 import pytest
 
-from conftest import QWEN3, require, tern_bin
+from conftest import QWEN3, free_port, require, tern_bin, wait_http
 
 HAPROXY = "/usr/sbin/haproxy"
 LIMIT_S = 120                                         # the whole test stops by itself past this
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_http(url, deadline, proc=None):
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=1).read()
-            return
-        except (OSError, urllib.error.HTTPError):
-            if proc is not None and proc.poll() is not None:
-                pytest.fail("process exited while starting: %s" % url)
-            time.sleep(0.05)
-    pytest.fail("no answer from %s" % url)
 
 
 def _post(url, body, session, timeout=60):
@@ -89,20 +70,20 @@ def fleet(tmp_path):
     procs = []
     try:
         for _ in range(3):
-            port = _free_port()
+            port = free_port()
             p = subprocess.Popen([tern_bin(), "serve", "-m", model, "-t", "1", "-np", "2", "-c", "2048",
                                   "--port", str(port), "--no-progress", "--drain-timeout", "30"],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             procs.append(p)
             replicas.append((port, p))
         for port, p in replicas:
-            _wait_http("http://127.0.0.1:%d/health" % port, deadline, p)
-        lb_port = _free_port()
+            wait_http("http://127.0.0.1:%d/health" % port, deadline, p)
+        lb_port = free_port()
         cfg = tmp_path / "haproxy.cfg"
         cfg.write_text(_haproxy_cfg(lb_port, [port for port, _ in replicas]))
         lb = subprocess.Popen([HAPROXY, "-f", str(cfg), "-db"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         procs.append(lb)
-        _wait_http("http://127.0.0.1:%d/health" % lb_port, deadline, lb)
+        wait_http("http://127.0.0.1:%d/health" % lb_port, deadline, lb)
         time.sleep(0.6)                               # every server's first health checks pass (rise 2 x 200 ms)
         yield "http://127.0.0.1:%d" % lb_port, replicas
     finally:

@@ -3,42 +3,18 @@ parser (a malformed line fails the parse), with vLLM's and llama-server's series
 their values equal to what the requests' own usage and the /slots endpoint report."""
 
 import json
-import os
-import socket
-import subprocess
-import time
 import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import STORIES, require, tern_bin
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import STORIES, Serve
 
 
 @pytest.fixture()
 def server():
-    port = _free_port()
-    p = subprocess.Popen([tern_bin(), "serve", "-m", require(STORIES), "-t", "1", "-np", "2", "-c", "256",
-                          "--port", str(port), "--alias", "stories", "--no-progress"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = "http://127.0.0.1:%d" % port
-    for _ in range(200):                              # at most 10 s for the model to load
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1).read()
-            break
-        except OSError:
-            if p.poll() is not None:
-                pytest.fail("tern serve exited: %s" % p.stderr.read().decode())
-            time.sleep(0.05)
-    yield url
-    p.terminate()
-    p.wait(timeout=30)
+    with Serve(STORIES, "-np", "2", "-c", "256", "--alias", "stories") as srv:
+        yield srv.url
 
 
 def _post(url, path, body):

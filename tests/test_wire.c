@@ -1,0 +1,287 @@
+/* test_wire.c: server/wire.c, the Messages and Responses formats: requests translated into chat
+ * requests (roles, tool use and tool results, fields), refusals, whole responses with tool calls
+ * (one whose arguments are not a JSON object kept as text), and the event streams (names, order,
+ * indexes, sequence numbers), each checked against structures written out here from the two APIs'
+ * references. */
+#include "test.h"
+#include "../server/wire.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cJSON *to_chat(srv_wire w, const char *body) {
+    srv_error e;
+    char *t = wire_to_chat(w, body, strlen(body), &e);
+    if (!t) fail_msg("refused: %s (%s)", e.message, e.param);
+    cJSON *j = cJSON_Parse(t);
+    free(t);
+    assert_non_null(j);
+    return j;
+}
+
+static void refused(srv_wire w, const char *body, const char *param) {
+    srv_error e;
+    char *t = wire_to_chat(w, body, strlen(body), &e);
+    if (t) fail_msg("accepted: %s -> %s", body, t);
+    assert_int_equal(e.status, 400);
+    if (strcmp(e.param, param)) fail_msg("%s: param '%s', expected '%s' (%s)", body, e.param, param, e.message);
+}
+
+static const char *str(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    if (!cJSON_IsString(v)) fail_msg("no string '%s'", k);
+    return v->valuestring;
+}
+
+static void test_messages_request(void **state) {
+    (void)state;
+    cJSON *c = to_chat(WIRE_ANTHROPIC,
+        "{\"model\":\"m\",\"max_tokens\":50,\"stop_sequences\":[\"END\"],\"temperature\":0.5,"
+        "\"system\":[{\"type\":\"text\",\"text\":\"Be brief.\"}],\"thinking\":{\"type\":\"disabled\"},"
+        "\"tool_choice\":{\"type\":\"auto\"},"
+        "\"tools\":[{\"name\":\"get_weather\",\"description\":\"d\",\"input_schema\":{\"type\":\"object\"}}],"
+        "\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\"},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"thinking\",\"thinking\":\"hm\",\"signature\":\"\"},"
+        "{\"type\":\"text\",\"text\":\"Checking.\"},"
+        "{\"type\":\"tool_use\",\"id\":\"tu1\",\"name\":\"get_weather\",\"input\":{\"city\":\"Paris\"}}]},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"tu1\",\"content\":\"Sunny\"},"
+        "{\"type\":\"text\",\"text\":\"Thanks\"}]}]}");
+    assert_int_equal(cJSON_GetObjectItem(c, "max_tokens")->valueint, 50);
+    assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "stop"), 0)->valuestring, "END");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "chat_template_kwargs"), "enable_thinking")));
+    assert_string_equal(str(c, "tool_choice"), "auto");
+    const cJSON *fn = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "tools"), 0), "function");
+    assert_string_equal(str(fn, "name"), "get_weather");
+    assert_string_equal(str(cJSON_GetObjectItem(fn, "parameters"), "type"), "object");
+    const cJSON *m = cJSON_GetObjectItem(c, "messages");
+    assert_int_equal(cJSON_GetArraySize(m), 5);
+    static const char *roles[5] = {"system", "user", "assistant", "tool", "user"};
+    for (int i = 0; i < 5; i++) assert_string_equal(str(cJSON_GetArrayItem(m, i), "role"), roles[i]);
+    assert_string_equal(str(cJSON_GetArrayItem(m, 0), "content"), "Be brief.");
+    const cJSON *a = cJSON_GetArrayItem(m, 2);
+    assert_string_equal(str(a, "content"), "Checking.");  /* the thinking block is dropped */
+    const cJSON *call = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "tool_calls"), 0);
+    assert_string_equal(str(call, "id"), "tu1");
+    assert_string_equal(str(cJSON_GetObjectItem(call, "function"), "arguments"), "{\"city\":\"Paris\"}");
+    assert_string_equal(str(cJSON_GetArrayItem(m, 3), "tool_call_id"), "tu1");
+    assert_string_equal(str(cJSON_GetArrayItem(m, 3), "content"), "Sunny");
+    assert_string_equal(str(cJSON_GetArrayItem(m, 4), "content"), "Thanks");
+    cJSON_Delete(c);
+    const char *ok = "\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]";
+    char b[512];
+    refused(WIRE_ANTHROPIC, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens");
+    snprintf(b, sizeof b, "{%s,\"top_logprobs\":3}", ok);
+    refused(WIRE_ANTHROPIC, b, "top_logprobs");
+    snprintf(b, sizeof b, "{%s,\"tool_choice\":{\"type\":\"any\"}}", ok);
+    refused(WIRE_ANTHROPIC, b, "tool_choice");
+    snprintf(b, sizeof b, "{%s,\"thinking\":{\"type\":\"on\"}}", ok);
+    refused(WIRE_ANTHROPIC, b, "thinking");
+    refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\"}]}]}",
+            "messages[0].content[0]");
+    refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", "messages[0].role");
+    refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[]}", "messages");
+    refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"system\":7}", "system");
+}
+
+static void test_responses_request(void **state) {
+    (void)state;
+    cJSON *c = to_chat(WIRE_RESPONSES,
+        "{\"model\":\"m\",\"instructions\":\"Be brief.\",\"max_output_tokens\":9,\"store\":false,"
+        "\"tools\":[{\"type\":\"function\",\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}],"
+        "\"input\":[{\"role\":\"developer\",\"content\":\"Rules.\"},"
+        "{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"Go\"}]},"
+        "{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+        "{\"type\":\"function_call\",\"call_id\":\"c2\",\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r1\"},"
+        "{\"type\":\"function_call_output\",\"call_id\":\"c2\",\"output\":\"r2\"}]}");
+    assert_int_equal(cJSON_GetObjectItem(c, "max_tokens")->valueint, 9);
+    const cJSON *m = cJSON_GetObjectItem(c, "messages");
+    static const char *roles[6] = {"system", "system", "user", "assistant", "tool", "tool"};
+    assert_int_equal(cJSON_GetArraySize(m), 6);
+    for (int i = 0; i < 6; i++) assert_string_equal(str(cJSON_GetArrayItem(m, i), "role"), roles[i]);
+    assert_string_equal(str(cJSON_GetArrayItem(m, 2), "content"), "Go");
+    const cJSON *calls = cJSON_GetObjectItem(cJSON_GetArrayItem(m, 3), "tool_calls");
+    assert_int_equal(cJSON_GetArraySize(calls), 2);           /* consecutive calls: one assistant turn */
+    assert_string_equal(str(cJSON_GetArrayItem(calls, 1), "id"), "c2");
+    assert_string_equal(str(cJSON_GetArrayItem(m, 5), "tool_call_id"), "c2");
+    assert_string_equal(str(cJSON_GetArrayItem(m, 5), "content"), "r2");
+    cJSON_Delete(c);
+    c = to_chat(WIRE_RESPONSES, "{\"input\":\"Hello\"}");
+    assert_string_equal(str(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "messages"), 0), "content"), "Hello");
+    cJSON_Delete(c);
+    refused(WIRE_RESPONSES, "{\"input\":\"x\",\"previous_response_id\":\"resp_1\"}", "previous_response_id");
+    refused(WIRE_RESPONSES, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\"}}}", "text.format");
+    refused(WIRE_RESPONSES, "{\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"}]}", "tools[0]");
+    refused(WIRE_RESPONSES, "{\"input\":[{\"type\":\"web_search_call\"}]}", "input[0]");
+    refused(WIRE_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\"}]}]}", "input[0].content");
+    refused(WIRE_RESPONSES, "{\"input\":[]}", "input");
+    refused(WIRE_RESPONSES, "{}", "input");
+}
+
+/* two calls: one with object arguments, one whose arguments are a string that is no object */
+static const char *CALLS = "[{\"id\":\"call_0\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+                           "\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}},"
+                           "{\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"oops\"}}]";
+
+static void test_whole_responses(void **state) {
+    (void)state;
+    const wire_reply r = {"Hi", 2, "think", 5, CALLS, "tool_calls", false, {10, 7, 4}};
+    char *t = wire_response(WIRE_ANTHROPIC, "chatcmpl-abc", 1, "m", &r);
+    cJSON *j = cJSON_Parse(t);
+    free(t);
+    assert_string_equal(str(j, "id"), "msg_abc");
+    assert_string_equal(str(j, "stop_reason"), "tool_use");
+    const cJSON *c = cJSON_GetObjectItem(j, "content");
+    assert_int_equal(cJSON_GetArraySize(c), 4);
+    assert_string_equal(str(cJSON_GetArrayItem(c, 0), "type"), "thinking");
+    assert_string_equal(str(cJSON_GetArrayItem(c, 0), "thinking"), "think");
+    assert_string_equal(str(cJSON_GetArrayItem(c, 1), "text"), "Hi");
+    const cJSON *tu = cJSON_GetArrayItem(c, 2);
+    assert_string_equal(str(tu, "type"), "tool_use");
+    assert_string_equal(str(tu, "id"), "call_0");
+    assert_string_equal(str(cJSON_GetObjectItem(tu, "input"), "city"), "Paris");
+    assert_string_equal(str(cJSON_GetArrayItem(c, 3), "type"), "text");   /* kept, as text */
+    assert_string_equal(str(cJSON_GetArrayItem(c, 3), "text"), "{\"name\":\"f\",\"arguments\":\"oops\"}");
+    const cJSON *u = cJSON_GetObjectItem(j, "usage");
+    assert_int_equal(cJSON_GetObjectItem(u, "input_tokens")->valueint, 6);
+    assert_int_equal(cJSON_GetObjectItem(u, "cache_read_input_tokens")->valueint, 4);
+    assert_int_equal(cJSON_GetObjectItem(u, "output_tokens")->valueint, 7);
+    cJSON_Delete(j);
+
+    t = wire_response(WIRE_RESPONSES, "chatcmpl-abc", 1, "m", &r);
+    j = cJSON_Parse(t);
+    free(t);
+    assert_string_equal(str(j, "id"), "resp_abc");
+    assert_string_equal(str(j, "status"), "completed");
+    const cJSON *o = cJSON_GetObjectItem(j, "output");
+    assert_int_equal(cJSON_GetArraySize(o), 4);
+    assert_string_equal(str(cJSON_GetArrayItem(o, 0), "type"), "reasoning");
+    assert_string_equal(str(cJSON_GetArrayItem(o, 1), "type"), "message");
+    assert_string_equal(str(cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(o, 1), "content"), 0), "text"), "Hi");
+    assert_string_equal(str(cJSON_GetArrayItem(o, 2), "call_id"), "call_0");
+    assert_string_equal(str(cJSON_GetArrayItem(o, 3), "arguments"), "oops");
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "usage"), "total_tokens")->valueint, 17);
+    cJSON_Delete(j);
+
+    const wire_reply len = {"abc", 3, NULL, 0, NULL, "length", false, {3, 5, 0}};
+    t = wire_response(WIRE_RESPONSES, "chatcmpl-x", 1, "m", &len);
+    j = cJSON_Parse(t);
+    free(t);
+    assert_string_equal(str(j, "status"), "incomplete");
+    assert_string_equal(str(cJSON_GetObjectItem(j, "incomplete_details"), "reason"), "max_output_tokens");
+    cJSON_Delete(j);
+    t = wire_response(WIRE_ANTHROPIC, "chatcmpl-x", 1, "m", &len);
+    j = cJSON_Parse(t);
+    free(t);
+    assert_string_equal(str(j, "stop_reason"), "max_tokens");
+    cJSON_Delete(j);
+    const wire_reply stop = {"abc", 3, NULL, 0, NULL, "stop", true, {3, 5, 0}};
+    t = wire_response(WIRE_ANTHROPIC, "chatcmpl-x", 1, "m", &stop);
+    j = cJSON_Parse(t);
+    free(t);
+    assert_string_equal(str(j, "stop_reason"), "stop_sequence");
+    cJSON_Delete(j);
+    srv_error e;
+    srv_fail(&e, 429, "rate_limit_error", NULL, "busy");
+    t = wire_error_json(WIRE_ANTHROPIC, &e);
+    j = cJSON_Parse(t);
+    free(t);
+    assert_string_equal(str(j, "type"), "error");
+    assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "type"), "rate_limit_error");
+    assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "message"), "busy");
+    cJSON_Delete(j);
+}
+
+/* The events of a stream: "event: NAME" lines and their data objects, in order. */
+static int events(const sbuf *b, char names[][48], cJSON **data, int cap) {
+    int n = 0;
+    const char *p = b->p;
+    while (p && (p = strstr(p, "event: ")) && n < cap) {
+        const char *nl = strchr(p, '\n');
+        snprintf(names[n], 48, "%.*s", (int)(nl - p - 7), p + 7);
+        const char *d = nl + 1 + 6;                  /* "data: " */
+        const char *end = strstr(d, "\n\n");
+        char *js = strndup(d, (size_t)(end - d));
+        data[n++] = cJSON_Parse(js);
+        free(js);
+        p = end;
+    }
+    return n;
+}
+
+static void test_streams(void **state) {
+    (void)state;
+    const wire_reply r = {"Hi!", 3, "hm", 2, CALLS, "tool_calls", false, {10, 7, 0}};
+    wire_stream ws;
+    sbuf out = {0};
+    wire_stream_start(&ws, WIRE_ANTHROPIC, "chatcmpl-s", 1, "m", 10, &out);
+    wire_stream_text(&ws, true, "hm", 2, &out);
+    wire_stream_text(&ws, false, "Hi", 2, &out);
+    wire_stream_text(&ws, false, "!", 1, &out);
+    wire_stream_end(&ws, &r, &out);
+    char names[64][48];
+    cJSON *data[64];
+    int n = events(&out, names, data, 64);
+    static const char *want[] = {"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+                                 "content_block_start", "content_block_delta", "content_block_delta", "content_block_stop",
+                                 "content_block_start", "content_block_delta", "content_block_stop",
+                                 "content_block_start", "content_block_delta", "content_block_stop",
+                                 "message_delta", "message_stop"};
+    assert_int_equal(n, (int)(sizeof want / sizeof want[0]));
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(names[i], want[i]);
+        assert_string_equal(str(data[i], "type"), want[i]);
+    }
+    assert_string_equal(str(cJSON_GetObjectItem(data[1], "content_block"), "type"), "thinking");
+    assert_int_equal(cJSON_GetObjectItem(data[4], "index")->valueint, 1);
+    assert_string_equal(str(cJSON_GetObjectItem(data[8], "content_block"), "type"), "tool_use");
+    assert_int_equal(cJSON_GetObjectItem(data[8], "index")->valueint, 2);
+    assert_string_equal(str(cJSON_GetObjectItem(data[9], "delta"), "partial_json"), "{\"city\":\"Paris\"}");
+    assert_string_equal(str(cJSON_GetObjectItem(data[11], "content_block"), "type"), "text");   /* the "oops" call */
+    assert_string_equal(str(cJSON_GetObjectItem(data[14], "delta"), "stop_reason"), "tool_use");
+    for (int i = 0; i < n; i++) cJSON_Delete(data[i]);
+    wire_stream_free(&ws);
+    out.n = 0;
+
+    wire_stream_start(&ws, WIRE_RESPONSES, "chatcmpl-s", 1, "m", 10, &out);
+    wire_stream_text(&ws, true, "hm", 2, &out);
+    wire_stream_text(&ws, false, "Hi", 2, &out);
+    wire_stream_text(&ws, false, "!", 1, &out);
+    wire_stream_end(&ws, &r, &out);
+    n = events(&out, names, data, 64);
+    static const char *rwant[] = {"response.created", "response.in_progress",
+                                  "response.output_item.added", "response.output_item.done",          /* reasoning */
+                                  "response.output_item.added", "response.content_part.added",        /* message */
+                                  "response.output_text.delta", "response.output_text.delta", "response.output_text.done",
+                                  "response.content_part.done", "response.output_item.done",
+                                  "response.output_item.added", "response.function_call_arguments.delta",
+                                  "response.function_call_arguments.done", "response.output_item.done",
+                                  "response.output_item.added", "response.function_call_arguments.delta",
+                                  "response.function_call_arguments.done", "response.output_item.done",
+                                  "response.completed"};
+    assert_int_equal(n, (int)(sizeof rwant / sizeof rwant[0]));
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(names[i], rwant[i]);
+        assert_int_equal(cJSON_GetObjectItem(data[i], "sequence_number")->valueint, i);
+    }
+    assert_int_equal(cJSON_GetObjectItem(data[6], "output_index")->valueint, 1);
+    assert_string_equal(str(data[8], "text"), "Hi!");
+    assert_int_equal(cJSON_GetObjectItem(data[11], "output_index")->valueint, 2);
+    assert_string_equal(str(data[13], "arguments"), "{\"city\":\"Paris\"}");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(data[19], "response"), "output")), 4);
+    for (int i = 0; i < n; i++) cJSON_Delete(data[i]);
+    wire_stream_free(&ws);
+    sbuf_free(&out);
+}
+
+int suite_wire(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_messages_request),
+        cmocka_unit_test(test_responses_request),
+        cmocka_unit_test(test_whole_responses),
+        cmocka_unit_test(test_streams),
+    };
+    TEST_RUN_SUITE("wire", tests);
+}
