@@ -1197,7 +1197,10 @@ char *api_chat_response(const char *id, long created, const char *model, const c
     cJSON *calls = tool_calls_json ? cJSON_Parse(tool_calls_json) : NULL;
     if (calls && n_content == 0) cJSON_AddNullToObject(msg, "content");
     else add_text(msg, "content", content, n_content);
-    if (reasoning && n_reasoning) add_text(msg, "reasoning_content", reasoning, n_reasoning);
+    if (reasoning && n_reasoning) {                   /* llama-server's name and vLLM's, both filled */
+        add_text(msg, "reasoning_content", reasoning, n_reasoning);
+        add_text(msg, "reasoning", reasoning, n_reasoning);
+    }
     if (calls) cJSON_AddItemToObject(msg, "tool_calls", calls);
     add_logprobs(c, logprobs_json);
     cJSON_AddStringToObject(c, "finish_reason", finish);
@@ -1259,7 +1262,10 @@ char *api_chat_chunk(const char *id, long created, const char *model, bool role,
     cJSON *delta = cJSON_AddObjectToObject(c, "delta");
     if (role) cJSON_AddStringToObject(delta, "role", "assistant");
     if (content && n_content) add_text(delta, "content", content, n_content);
-    if (reasoning && n_reasoning) add_text(delta, "reasoning_content", reasoning, n_reasoning);
+    if (reasoning && n_reasoning) {
+        add_text(delta, "reasoning_content", reasoning, n_reasoning);
+        add_text(delta, "reasoning", reasoning, n_reasoning);
+    }
     if (tool_calls_json) {
         cJSON *calls = cJSON_Parse(tool_calls_json);
         int i = 0;

@@ -695,10 +695,19 @@ static void test_response_shapes(void **state) {
     cJSON *msg = cJSON_GetObjectItem(c, "message");
     assert_string_equal(cJSON_GetObjectItem(msg, "content")->valuestring, "Hi");
     assert_string_equal(cJSON_GetObjectItem(msg, "reasoning_content")->valuestring, "hmm");
+    assert_string_equal(cJSON_GetObjectItem(msg, "reasoning")->valuestring, "hmm");   /* vLLM's name */
     assert_string_equal(cJSON_GetObjectItem(c, "finish_reason")->valuestring, "stop");
     cJSON *us = cJSON_GetObjectItem(j, "usage");
     assert_int_equal(cJSON_GetObjectItem(us, "total_tokens")->valueint, 13);
     assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(us, "prompt_tokens_details"), "cached_tokens")->valueint, 4);
+    cJSON_Delete(j);
+    free(s);
+    s = api_chat_chunk("chatcmpl-1", 1, "tern", false, NULL, 0, "why", 3, NULL, NULL, NULL, NULL, NULL);
+    j = cJSON_Parse(s);
+    c = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "reasoning_content")->valuestring, "why");
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "reasoning")->valuestring, "why");
+    assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "delta"), "content"));
     cJSON_Delete(j);
     free(s);
     s = api_chat_chunk("chatcmpl-1", 1, "tern", true, "x", 1, NULL, 0, NULL, NULL, NULL, NULL, NULL);
