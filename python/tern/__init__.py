@@ -16,7 +16,7 @@ import weakref
 
 from . import _lib
 
-__all__ = ["Error", "Model", "Session", "library_path"]
+__all__ = ["Error", "Model", "Session", "library_path", "set_isa"]
 __version__ = "0.1.0"
 
 _LIB = None
@@ -36,6 +36,19 @@ def library_path():
     """The path libtern.so was loaded from (loads it if needed)."""
     _lib_handle()
     return _LIB_PATH
+
+
+def set_isa(name):
+    """Choose the kernel path for the whole process by name ("ref", "avx2", "avx512vnni", "neon",
+    "dotprod", "i8mm", ...; None or "": the fastest this CPU runs). Call it before loading models:
+    weights are laid out at load for the path then active. Raises tern.Error when the path is not
+    built in, this CPU cannot run it, or it disagrees with the scalar reference here."""
+    if name is not None and not isinstance(name, str):
+        raise TypeError("name must be None or a str, got %s" % type(name).__name__)
+    lib = _lib_handle()
+    err = _lib.tern_err()
+    if lib.tern_set_isa((name or "").encode(), ctypes.byref(err)) != 0:
+        _raise(err)
 
 
 class Error(Exception):
@@ -184,9 +197,11 @@ class Model:
     (None: all online cores; 1..1024). numerics: None or "fast", "ggml", "f32" (see tern.h).
     ctx: the context of the sessions generate/stream/chat use (None: 4096, or the model's trained
     context when that is shorter, as `tern run`; 1..2**24). mmap: map the file instead of reading
-    it. Raises tern.Error (the file, its format, memory) or TypeError/ValueError (arguments)."""
+    it. mem_available: None (the OS's figure) or the bytes the memory checks assume available.
+    ptq1_0: None/"auto", "transcode" or "direct" (how PTQ1_0 matrices run; the same bits).
+    Raises tern.Error (the file, its format, memory) or TypeError/ValueError (arguments)."""
 
-    def __init__(self, path, threads=None, numerics=None, ctx=None, mmap=False):
+    def __init__(self, path, threads=None, numerics=None, ctx=None, mmap=False, mem_available=None, ptq1_0=None):
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise TypeError("path must be a str or os.PathLike, got %s" % type(path).__name__)
         path = os.fsencode(path)
@@ -198,6 +213,11 @@ class Model:
         ctx = _int("ctx", ctx, 1, 1 << 24, none_ok=True)
         if not isinstance(mmap, bool):
             raise TypeError("mmap must be a bool, got %s" % type(mmap).__name__)
+        mem_available = _int("mem_available", mem_available, 1, (1 << 64) - 1, none_ok=True)
+        if ptq1_0 is not None and not isinstance(ptq1_0, str):
+            raise TypeError("ptq1_0 must be None or a str, got %s" % type(ptq1_0).__name__)
+        if ptq1_0 is not None and ptq1_0 not in _lib.PTQ1_0:
+            raise ValueError("ptq1_0 must be one of auto, transcode, direct, got %r" % ptq1_0)
         lib = _lib_handle()
         self._lib = lib
         self._h = None
@@ -206,6 +226,8 @@ class Model:
         o.n_threads = threads or 0
         o.use_mmap = mmap
         o.numerics = _lib.NUMERICS[numerics or "fast"]
+        o.mem_available = mem_available or 0
+        o.ptq1_0 = _lib.PTQ1_0[ptq1_0 or "auto"]
         if not os.path.exists(path):   # the library's own message for a missing file, with the path
             raise Error(-1, "cannot open '%s': No such file or directory" % os.fsdecode(path))
         h = ctypes.c_void_p()

@@ -21,6 +21,7 @@ TERN_E_ARG, TERN_E_RANGE = -5, -6
 TERN_SEED_RANDOM = 2**64 - 1
 TERN_SPEC_DRAFT_LIMIT = 14
 NUMERICS = {"fast": 0, "ggml": 1, "f32": 2}
+PTQ1_0 = {"auto": 0, "transcode": 1, "direct": 2}
 
 
 class tern_err(ctypes.Structure):
@@ -72,6 +73,7 @@ _PROTOS = {
     "tern_model_opts_default": (None, [P(tern_model_opts)]),
     "tern_model_load": (c_int, [P(c_void_p), c_char_p, P(tern_model_opts), P(tern_err)]),
     "tern_model_free": (None, [c_void_p]),
+    "tern_set_isa": (c_int, [c_char_p, P(tern_err)]),
     "tern_model_get_info": (None, [c_void_p, P(tern_model_info)]),
     "tern_tokenize": (c_int, [c_void_p, c_char_p, c_size_t, c_bool, c_bool, P(c_int32), c_int, P(c_int), P(tern_err)]),
     "tern_token_piece": (c_int, [c_void_p, c_int32, c_bool, ctypes.c_char_p, c_int]),

@@ -371,3 +371,26 @@ def test_pip_install_offline(tmp_path):
     assert r.returncode == 0, r.stderr.decode()
     f, ids = r.stdout.decode().split(" ", 1)
     assert f.startswith(str(target)) and ids.strip() == "[1, 403, 407, 261, 378]"
+
+
+def test_isa_and_load_options():
+    """set_isa names what it refuses; mem_available smaller than the file refuses the load with the
+    library's memory message (the file's size from the OS here); ptq1_0 modes give the same text."""
+    with pytest.raises(tern.Error) as e:
+        tern.set_isa("no-such-isa")
+    assert e.value.name == "TERN_E_UNSUPPORTED" and "no-such-isa" in str(e.value)
+    with pytest.raises(TypeError):
+        tern.set_isa(3)
+    tern.set_isa(None)                                # keeps the automatic choice
+    path = require(STORIES)
+    size = os.path.getsize(path)
+    with pytest.raises(tern.Error) as e:
+        tern.Model(path, threads=1, mem_available=size - 1)
+    assert e.value.name == "TERN_E_NOMEM" and "available" in str(e.value)
+    m = tern.Model(path, threads=1, mem_available=size + (64 << 20))
+    assert m.generate("Once", max_tokens=4, temperature=0) == tern.Model(path, threads=1).generate(
+        "Once", max_tokens=4, temperature=0)
+    with pytest.raises(ValueError):
+        tern.Model(path, ptq1_0="fast")
+    with pytest.raises(ValueError):
+        tern.Model(path, mem_available=0)
