@@ -5,6 +5,7 @@
  * A waiting connection thread polls its socket, so a client that disconnects (mid-prefill or
  * mid-stream) cancels its job, which frees the slot at the scheduler's next step. */
 #include "info.h"
+#include "models.h"
 #include "wire.h"
 #include "sched.h"
 #include "util.h"
@@ -12,6 +13,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -30,14 +32,11 @@ extern const char srv_page_html[];
 
 struct srv {
     srv_config cfg;
-    tern_model *m;
-    char model_name[256];
-    srv_sched *sched;
-    srv_metrics mx;
+    srv_models *models;         /* the model given at start, or a folder's (--models-dir) */
+    srv_metrics mx;             /* the HTTP layer's counts (requests by status); the models keep the rest */
     struct MHD_Daemon *d;
     unsigned conn_limit;   /* MHD_OPTION_CONNECTION_LIMIT as started (srv_conn_limit) */
     int port;
-    srv_tools_fmt tools_fmt;    /* how tools go into the prompt: by the template's family */
     atomic_uint_fast64_t next_id;
     atomic_int in_flight;       /* requests whose headers are in and that have not completed */
     atomic_bool draining;       /* srv_drain: /health is 503 and new generation requests are refused */
@@ -69,6 +68,7 @@ typedef struct conn {
 
 typedef struct stream {
     srv *s;
+    srv_backend *b;         /* the model the request holds until the stream ends */
     struct MHD_Connection *c;
     srv_job *job;
     int fd;
@@ -184,13 +184,16 @@ static enum MHD_Result fail_w(srv *s, struct MHD_Connection *c, srv_wire w, int 
 
 /* ---- /metrics -------------------------------------------------------------------------------- */
 
-/* A histogram in the exposition format; labels ("" or `k="v"` pairs) go on every series. */
+/* A histogram in the exposition format; labels ("" or `k="v"` pairs) go on every series; help
+ * NULL: the HELP and TYPE lines are the caller's (several label sets in one family). */
 static void hist_text(sbuf *b, const char *name, const char *labels, const char *help, const srv_hist *h,
                       const double *bounds) {
-    char line[512];
+    char line[1024];
     const char *sep = *labels ? "," : "";
-    snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
-    sbuf_add(b, line, strlen(line));
+    if (help) {
+        snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+        sbuf_add(b, line, strlen(line));
+    }
     for (int i = 0; i < SRV_HIST_N; i++) {
         snprintf(line, sizeof line, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, bounds[i],
                  (unsigned long long)h->count[i]);
@@ -202,50 +205,115 @@ static void hist_text(sbuf *b, const char *name, const char *labels, const char 
     sbuf_add(b, line, strlen(line));
 }
 
-/* The series routers read, under the names vLLM and llama-server export (counters as the
- * family name with the _total sample, as Prometheus clients write them), so the Gateway API
- * Inference Extension's endpoint picker and the vLLM / SGLang routers balance tern replicas as
- * they balance those servers. vLLM's carry model_name. KV-cache use is the tokens the slots hold
- * over their capacity (n_slots x n_ctx); prefix-cache queries and hits count prompt tokens and
- * the prompt tokens reused from a slot's cache. Caller holds s->mx.mu; si: the slots' snapshot. */
-static void metrics_router(srv *s, sbuf *b, int active, int queued, const srv_slot_info *si, int n) {
-    uint64_t held = 0;
-    for (int i = 0; i < n && i < 64; i++) held += (uint64_t)si[i].n_cached;
-    const double cap = (double)srv_sched_n_ctx(s->sched) * (double)(n < 64 ? n : 64);
-    const double usage = cap > 0 ? (double)held / cap : 0;
-    char lab[320], esc[256];
-    size_t k = 0;   /* the model name as a label value: backslash, quote and newline escaped */
-    for (const char *p = s->model_name; *p && k + 2 < sizeof esc; p++) {
-        if (*p == '\\' || *p == '"') esc[k++] = '\\', esc[k++] = *p;
-        else if (*p == '\n') esc[k++] = '\\', esc[k++] = 'n';
-        else esc[k++] = *p;
+/* One loaded model's figures for /metrics, taken under its locks. */
+typedef struct model_snap {
+    const char *name;
+    int active, queued;
+    uint64_t held;          /* tokens its slots hold */
+    double cap;             /* slots x n_ctx */
+    srv_metrics mx;         /* a copy (its mutex unused) */
+} model_snap;
+
+static void hist_sum(srv_hist *d, const srv_hist *x) {
+    for (int i = 0; i < SRV_HIST_N; i++) d->count[i] += x->count[i];
+    d->n += x->n;
+    d->sum += x->sum;
+}
+
+static void mx_sum(srv_metrics *d, const srv_metrics *x) {
+    d->requests_cancelled += x->requests_cancelled;
+    d->tokens_prompt += x->tokens_prompt;
+    d->tokens_cached += x->tokens_cached;
+    d->tokens_generated += x->tokens_generated;
+    hist_sum(&d->ttft, &x->ttft);
+    hist_sum(&d->tpot, &x->tpot);
+    hist_sum(&d->itl, &x->itl);
+    d->decode_steps += x->decode_steps;
+    d->decode_batched += x->decode_batched;
+    d->decode_seqs += x->decode_seqs;
+    if (x->decode_batch_max > d->decode_batch_max) d->decode_batch_max = x->decode_batch_max;
+    d->prefill_chunks += x->prefill_chunks;
+    d->shared_passes += x->shared_passes;
+    d->mixed_steps += x->mixed_steps;
+    d->decode_only_steps += x->decode_only_steps;
+    d->decode_only_tokens += x->decode_only_tokens;
+    d->decode_only_seconds += x->decode_only_seconds;
+    d->spec_steps += x->spec_steps;
+    d->spec_drafted += x->spec_drafted;
+    d->spec_accepted += x->spec_accepted;
+}
+
+/* A Prometheus label value: backslash, quote and newline escaped. */
+static void label_value(char *out, size_t cap, const char *v) {
+    size_t k = 0;
+    for (; *v && k + 3 < cap; v++) {
+        if (*v == '\\' || *v == '"') out[k++] = '\\', out[k++] = *v;
+        else if (*v == '\n') out[k++] = '\\', out[k++] = 'n';
+        else out[k++] = *v;
     }
-    esc[k] = '\0';
-    snprintf(lab, sizeof lab, "model_name=\"%s\"", esc);
-    char line[4096];
-    snprintf(line, sizeof line,
-             "# HELP vllm:num_requests_running requests in a slot (prefill or decode)\n"
-             "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{%s} %d\n"
-             "# HELP vllm:num_requests_waiting requests waiting for a slot\n"
-             "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{%s} %d\n"
-             "# HELP vllm:kv_cache_usage_perc KV-cache use, 0..1 (tokens the slots hold / slots x n_ctx)\n"
-             "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{%s} %.6f\n"
-             "# HELP vllm:prefix_cache_queries prompt tokens looked up in the prefix cache\n"
-             "# TYPE vllm:prefix_cache_queries counter\nvllm:prefix_cache_queries_total{%s} %llu\n"
-             "# HELP vllm:prefix_cache_hits prompt tokens reused from the prefix cache\n"
-             "# TYPE vllm:prefix_cache_hits counter\nvllm:prefix_cache_hits_total{%s} %llu\n"
-             "# HELP vllm:prompt_tokens prompt tokens of finished requests\n"
-             "# TYPE vllm:prompt_tokens counter\nvllm:prompt_tokens_total{%s} %llu\n"
-             "# HELP vllm:generation_tokens generated tokens\n"
-             "# TYPE vllm:generation_tokens counter\nvllm:generation_tokens_total{%s} %llu\n",
-             lab, active, lab, queued, lab, usage, lab, (unsigned long long)s->mx.tokens_prompt, lab,
-             (unsigned long long)s->mx.tokens_cached, lab, (unsigned long long)s->mx.tokens_prompt, lab,
-             (unsigned long long)s->mx.tokens_generated);
+    out[k] = '\0';
+}
+
+/* One gauge or counter family with a sample per model (vLLM's, labelled model_name). */
+static void family(sbuf *b, const char *name, const char *sample, const char *type, const char *help,
+                   const model_snap *ms, int n, double (*value)(const model_snap *)) {
+    char line[1024], lab[600];
+    snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
     sbuf_add(b, line, strlen(line));
-    hist_text(b, "vllm:time_to_first_token_seconds", lab, "time from submission to the first generated token",
-              &s->mx.ttft, srv_ttft_bounds);
-    hist_text(b, "vllm:inter_token_latency_seconds", lab, "time between two generated tokens of a request", &s->mx.itl,
-              srv_tpot_bounds);
+    for (int i = 0; i < n; i++) {
+        label_value(lab, sizeof lab, ms[i].name);
+        snprintf(line, sizeof line, "%s{model_name=\"%s\"} %.6g\n", sample, lab, value(&ms[i]));
+        sbuf_add(b, line, strlen(line));
+    }
+}
+
+static double v_running(const model_snap *m) { return m->active; }
+static double v_waiting(const model_snap *m) { return m->queued; }
+static double v_kv(const model_snap *m) { return m->cap > 0 ? (double)m->held / m->cap : 0; }
+static double v_queries(const model_snap *m) { return (double)m->mx.tokens_prompt; }
+static double v_hits(const model_snap *m) { return (double)m->mx.tokens_cached; }
+static double v_generated(const model_snap *m) { return (double)m->mx.tokens_generated; }
+
+/* The series routers read, under the names vLLM and llama-server export (counters as the family
+ * name with the _total sample, as Prometheus clients write them), so the Gateway API Inference
+ * Extension's endpoint picker and the vLLM / SGLang routers balance tern replicas as they
+ * balance those servers. vLLM's carry model_name, one sample per loaded model; llama-server's are
+ * the server's sums. KV-cache use is the tokens the slots hold over their capacity (n_slots x
+ * n_ctx); prefix-cache queries and hits count prompt tokens and the prompt tokens reused from a
+ * slot's cache. */
+static void metrics_router(sbuf *b, const model_snap *ms, int n, const srv_metrics *sum) {
+    family(b, "vllm:num_requests_running", "vllm:num_requests_running", "gauge", "requests in a slot (prefill or decode)",
+           ms, n, v_running);
+    family(b, "vllm:num_requests_waiting", "vllm:num_requests_waiting", "gauge", "requests waiting for a slot", ms, n,
+           v_waiting);
+    family(b, "vllm:kv_cache_usage_perc", "vllm:kv_cache_usage_perc", "gauge",
+           "KV-cache use, 0..1 (tokens the slots hold / slots x n_ctx)", ms, n, v_kv);
+    family(b, "vllm:prefix_cache_queries", "vllm:prefix_cache_queries_total", "counter",
+           "prompt tokens looked up in the prefix cache", ms, n, v_queries);
+    family(b, "vllm:prefix_cache_hits", "vllm:prefix_cache_hits_total", "counter", "prompt tokens reused from the prefix cache",
+           ms, n, v_hits);
+    family(b, "vllm:prompt_tokens", "vllm:prompt_tokens_total", "counter", "prompt tokens of finished requests", ms, n,
+           v_queries);
+    family(b, "vllm:generation_tokens", "vllm:generation_tokens_total", "counter", "generated tokens", ms, n, v_generated);
+    static const struct { const char *name, *help; } hs[2] = {
+        {"vllm:time_to_first_token_seconds", "time from submission to the first generated token"},
+        {"vllm:inter_token_latency_seconds", "time between two generated tokens of a request"}};
+    for (int h = 0; h < 2; h++) {
+        char line[512], lab[600];
+        snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s histogram\n", hs[h].name, hs[h].help, hs[h].name);
+        sbuf_add(b, line, strlen(line));
+        for (int i = 0; i < n; i++) {
+            char l2[640];
+            label_value(lab, sizeof lab, ms[i].name);
+            snprintf(l2, sizeof l2, "model_name=\"%s\"", lab);
+            hist_text(b, hs[h].name, l2, NULL, h ? &ms[i].mx.itl : &ms[i].mx.ttft, h ? srv_tpot_bounds : srv_ttft_bounds);
+        }
+    }
+    uint64_t held = 0;
+    double cap = 0;
+    int active = 0, queued = 0;
+    for (int i = 0; i < n; i++) held += ms[i].held, cap += ms[i].cap, active += ms[i].active, queued += ms[i].queued;
+    char line[4096];
     snprintf(line, sizeof line,
              "# HELP llamacpp:prompt_tokens_total prompt tokens of finished requests\n"
              "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total %llu\n"
@@ -261,25 +329,47 @@ static void metrics_router(srv *s, sbuf *b, int active, int queued, const srv_sl
              "# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio %.6f\n"
              "# HELP llamacpp:kv_cache_tokens tokens held in the KV caches of the slots\n"
              "# TYPE llamacpp:kv_cache_tokens gauge\nllamacpp:kv_cache_tokens %llu\n",
-             (unsigned long long)s->mx.tokens_prompt, (unsigned long long)s->mx.tokens_generated,
-             (unsigned long long)s->mx.decode_steps, active, queued, usage, (unsigned long long)held);
+             (unsigned long long)sum->tokens_prompt, (unsigned long long)sum->tokens_generated,
+             (unsigned long long)sum->decode_steps, active, queued, cap > 0 ? (double)held / cap : 0,
+             (unsigned long long)held);
     sbuf_add(b, line, strlen(line));
 }
 
 static char *metrics_text(srv *s) {
-    int active, queued;
-    srv_sched_load(s->sched, &active, &queued);
-    srv_slot_info si[64];   /* before s->mx.mu: the scheduler's lock is never taken inside the metrics' */
-    const int n_si = srv_sched_slots(s->sched, si, 64);
+    srv_backend *bk[64];
+    const int nb = srv_models_loaded(s->models, bk, 64);
+    model_snap ms[64];
+    srv_metrics sum;
+    memset(&sum, 0, sizeof sum);
+    int active = 0, queued = 0, slots = 0;
+    for (int i = 0; i < nb; i++) {                    /* each model under its own locks, one at a time */
+        model_snap *m = &ms[i];
+        m->name = bk[i]->name;
+        srv_sched_load(bk[i]->sched, &m->active, &m->queued);
+        srv_slot_info si[64];
+        const int n = srv_sched_slots(bk[i]->sched, si, 64);
+        m->held = 0;
+        for (int k = 0; k < n && k < 64; k++) m->held += (uint64_t)si[k].n_cached;
+        m->cap = (double)bk[i]->n_ctx * (double)(n < 64 ? n : 64);
+        pthread_mutex_lock(&bk[i]->mx.mu);
+        m->mx = bk[i]->mx;
+        pthread_mutex_unlock(&bk[i]->mx.mu);
+        mx_sum(&sum, &m->mx);
+        active += m->active;
+        queued += m->queued;
+        slots += n;
+    }
+    pthread_mutex_lock(&s->mx.mu);
+    memcpy(sum.requests, s->mx.requests, sizeof sum.requests);
+    pthread_mutex_unlock(&s->mx.mu);
     sbuf b = {0};
     char line[2048];
     static const char *cls[10] = {"2xx", "400", "401", "404", "405", "413", "415", "429", "503", "5xx"};
-    pthread_mutex_lock(&s->mx.mu);
     static const char req_head[] = "# HELP tern_requests_total HTTP requests answered, by status class\n"
                                    "# TYPE tern_requests_total counter\n";
     sbuf_add(&b, req_head, sizeof req_head - 1);
     for (int i = 0; i < 10; i++) {
-        snprintf(line, sizeof line, "tern_requests_total{status=\"%s\"} %llu\n", cls[i], (unsigned long long)s->mx.requests[i]);
+        snprintf(line, sizeof line, "tern_requests_total{status=\"%s\"} %llu\n", cls[i], (unsigned long long)sum.requests[i]);
         sbuf_add(&b, line, strlen(line));
     }
     snprintf(line, sizeof line,
@@ -291,11 +381,11 @@ static char *metrics_text(srv *s) {
              "# TYPE tern_prompt_tokens_cached_total counter\ntern_prompt_tokens_cached_total %llu\n"
              "# HELP tern_generated_tokens_total generated tokens\n# TYPE tern_generated_tokens_total counter\n"
              "tern_generated_tokens_total %llu\n",
-             (unsigned long long)s->mx.requests_cancelled, (unsigned long long)s->mx.tokens_prompt,
-             (unsigned long long)s->mx.tokens_cached, (unsigned long long)s->mx.tokens_generated);
+             (unsigned long long)sum.requests_cancelled, (unsigned long long)sum.tokens_prompt,
+             (unsigned long long)sum.tokens_cached, (unsigned long long)sum.tokens_generated);
     sbuf_add(&b, line, strlen(line));
-    hist_text(&b, "tern_time_to_first_token_seconds", "", "time from submission to the first generated token", &s->mx.ttft, srv_ttft_bounds);
-    hist_text(&b, "tern_time_per_output_token_seconds", "", "mean time between generated tokens of a request", &s->mx.tpot, srv_tpot_bounds);
+    hist_text(&b, "tern_time_to_first_token_seconds", "", "time from submission to the first generated token", &sum.ttft, srv_ttft_bounds);
+    hist_text(&b, "tern_time_per_output_token_seconds", "", "mean time between generated tokens of a request", &sum.tpot, srv_tpot_bounds);
     snprintf(line, sizeof line,
              "# HELP tern_decode_steps_total decode forward passes (all decoding sequences of a scheduler step in one)\n"
              "# TYPE tern_decode_steps_total counter\ntern_decode_steps_total %llu\n"
@@ -317,11 +407,11 @@ static char *metrics_text(srv *s) {
              "tern_spec_drafted_total %llu\n"
              "# HELP tern_spec_accepted_total drafted tokens accepted\n# TYPE tern_spec_accepted_total counter\n"
              "tern_spec_accepted_total %llu\n",
-             (unsigned long long)s->mx.decode_steps, (unsigned long long)s->mx.decode_batched,
-             (unsigned long long)s->mx.decode_seqs, (unsigned long long)s->mx.decode_batch_max,
-             (unsigned long long)s->mx.prefill_chunks, (unsigned long long)s->mx.shared_passes,
-             (unsigned long long)s->mx.mixed_steps, (unsigned long long)s->mx.spec_steps,
-             (unsigned long long)s->mx.spec_drafted, (unsigned long long)s->mx.spec_accepted);
+             (unsigned long long)sum.decode_steps, (unsigned long long)sum.decode_batched,
+             (unsigned long long)sum.decode_seqs, (unsigned long long)sum.decode_batch_max,
+             (unsigned long long)sum.prefill_chunks, (unsigned long long)sum.shared_passes,
+             (unsigned long long)sum.mixed_steps, (unsigned long long)sum.spec_steps,
+             (unsigned long long)sum.spec_drafted, (unsigned long long)sum.spec_accepted);
     sbuf_add(&b, line, strlen(line));
     snprintf(line, sizeof line,
              "# HELP tern_decode_only_steps_total scheduler steps that only decoded (no prompt chunk, no speculation)\n"
@@ -330,16 +420,17 @@ static char *metrics_text(srv *s) {
              "# TYPE tern_decode_only_tokens_total counter\ntern_decode_only_tokens_total %llu\n"
              "# HELP tern_decode_only_seconds_total wall time of those steps (steady-state decode rate = tokens / seconds)\n"
              "# TYPE tern_decode_only_seconds_total counter\ntern_decode_only_seconds_total %.6f\n",
-             (unsigned long long)s->mx.decode_only_steps, (unsigned long long)s->mx.decode_only_tokens,
-             s->mx.decode_only_seconds);
+             (unsigned long long)sum.decode_only_steps, (unsigned long long)sum.decode_only_tokens,
+             sum.decode_only_seconds);
     sbuf_add(&b, line, strlen(line));
-    metrics_router(s, &b, active, queued, si, n_si);
-    pthread_mutex_unlock(&s->mx.mu);
+    metrics_router(&b, ms, nb, &sum);
+    for (int i = 0; i < nb; i++) srv_models_release(s->models, bk[i]);
     snprintf(line, sizeof line,
              "# HELP tern_queue_depth requests waiting for a slot\n# TYPE tern_queue_depth gauge\ntern_queue_depth %d\n"
              "# HELP tern_slots_active slots generating\n# TYPE tern_slots_active gauge\ntern_slots_active %d\n"
-             "# HELP tern_slots_total slots\n# TYPE tern_slots_total gauge\ntern_slots_total %d\n",
-             queued, active, s->cfg.parallel);
+             "# HELP tern_slots_total slots of the loaded models\n# TYPE tern_slots_total gauge\ntern_slots_total %d\n"
+             "# HELP tern_models_loaded models loaded\n# TYPE tern_models_loaded gauge\ntern_models_loaded %d\n",
+             queued, active, slots, nb);
     sbuf_add(&b, line, strlen(line));
     return b.p;
 }
@@ -361,7 +452,7 @@ static char *stream_logprobs(stream *st, int upto) {
     if (upto > j->n_lp) upto = j->n_lp;
     if (upto < st->lp_sent) upto = st->lp_sent;
     size_t off = st->text_off;
-    char *js = api_logprobs_json(st->s->m, j->req.kind, j->lp + st->lp_sent, upto - st->lp_sent, &off);
+    char *js = api_logprobs_json(st->b->m, j->req.kind, j->lp + st->lp_sent, upto - st->lp_sent, &off);
     st->lp_sent = upto;
     return js;
 }
@@ -386,7 +477,7 @@ static wire_reply job_wire_reply(srv_job *j, const char *calls) {
 static void stream_collect_wire(stream *st, bool done) {
     srv_job *j = st->job;
     if (!st->ws_started) {
-        wire_stream_start(&st->ws, st->wire, j->id, j->created, st->s->model_name, j->prompt.n, &st->out);
+        wire_stream_start(&st->ws, st->wire, j->id, j->created, st->b->name, j->prompt.n, &st->out);
         st->ws_started = true;
     }
     bool think;
@@ -410,7 +501,7 @@ static void stream_collect_wire(stream *st, bool done) {
 
 static void stream_collect(stream *st) {
     srv_job *j = st->job;
-    srv *s = st->s;
+    const srv_backend *b = st->b;
     const bool chat = j->req.kind == SRV_CHAT;
     pthread_mutex_lock(&j->mu);
     const bool done = j->state == JOB_DONE;
@@ -426,16 +517,16 @@ static void stream_collect(stream *st) {
     while (reply_next(&j->reply, done, &think, &t, &n, &tok_end)) {
         char *lp = stream_logprobs(st, tok_end);
         if (chat)
-            sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, !st->sent_role, think ? NULL : t, think ? 0 : n,
+            sse_add(st, api_chat_chunk(j->id, j->created, b->name, !st->sent_role, think ? NULL : t, think ? 0 : n,
                                        think ? t : NULL, think ? n : 0, NULL, NULL, lp, NULL, NULL));
         else
-            sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, t, n, NULL, lp, NULL, NULL));
+            sse_add(st, api_completion_chunk(j->id, j->created, b->name, t, n, NULL, lp, NULL, NULL));
         free(lp);
         st->sent_role = true;
         if (!think) st->text_off += n;
     }
     if (chat && !st->sent_role) {                     /* the role comes first, before any text */
-        sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, true, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL));
+        sse_add(st, api_chat_chunk(j->id, j->created, b->name, true, NULL, 0, NULL, 0, NULL, NULL, NULL, NULL, NULL));
         st->sent_role = true;
     }
     if (done) {
@@ -444,17 +535,17 @@ static void stream_collect(stream *st) {
         } else {
             char *calls = chat ? reply_tool_calls_json(&j->reply, j->id) : NULL;
             if (chat && j->reply.tool_started && !calls)   /* markup that parsed into no call: sent as text */
-                sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, j->reply.content.p + j->reply.tool_pos,
+                sse_add(st, api_chat_chunk(j->id, j->created, b->name, false, j->reply.content.p + j->reply.tool_pos,
                                            j->reply.content.n - j->reply.tool_pos, NULL, 0, NULL, NULL, NULL, NULL, NULL));
             const char *finish = calls ? "tool_calls" : j->finish;
             char *lp = j->req.logprobs && st->lp_sent < j->n_lp ? stream_logprobs(st, j->n_lp) : NULL;
-            if (calls) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, calls, NULL, NULL, NULL, NULL));
-            if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, finish, lp, NULL, &j->tm));
-            else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, "", 0, finish, lp, NULL, &j->tm));
+            if (calls) sse_add(st, api_chat_chunk(j->id, j->created, b->name, false, NULL, 0, NULL, 0, calls, NULL, NULL, NULL, NULL));
+            if (chat) sse_add(st, api_chat_chunk(j->id, j->created, b->name, false, NULL, 0, NULL, 0, NULL, finish, lp, NULL, &j->tm));
+            else sse_add(st, api_completion_chunk(j->id, j->created, b->name, "", 0, finish, lp, NULL, &j->tm));
             free(lp);
             if (j->req.include_usage) {
-                if (chat) sse_add(st, api_chat_chunk(j->id, j->created, s->model_name, false, NULL, 0, NULL, 0, NULL, NULL, NULL, &j->usage, NULL));
-                else sse_add(st, api_completion_chunk(j->id, j->created, s->model_name, NULL, 0, NULL, NULL, &j->usage, NULL));
+                if (chat) sse_add(st, api_chat_chunk(j->id, j->created, b->name, false, NULL, 0, NULL, 0, NULL, NULL, NULL, &j->usage, NULL));
+                else sse_add(st, api_completion_chunk(j->id, j->created, b->name, NULL, 0, NULL, NULL, &j->usage, NULL));
             }
             free(calls);
         }
@@ -490,6 +581,7 @@ static void stream_free(void *cls) {
     stream *st = cls;
     srv_job_cancel(st->job);                          /* no-op for a finished job */
     srv_job_unref(st->job);
+    srv_models_release(st->s->models, st->b);
     sbuf_free(&st->out);
     wire_stream_free(&st->ws);
     free(st);
@@ -497,75 +589,91 @@ static void stream_free(void *cls) {
 
 /* ---- completions ---------------------------------------------------------------------------- */
 
-/* A chat or text completion; w: the request's format (Messages and Responses requests are
- * translated into chat requests first, and answered in their own shapes). */
-static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wire w) {
-    struct MHD_Connection *c = cn->c;
+/* The "model" string of a request body (NULL when absent or not a string; malloc'd). */
+static char *body_model(const char *body, size_t n) {
     srv_error e;
-    srv_job *j = srv_job_new();
-    if (!j) return fail_w(s, c, w, 500, "server_error", NULL, "out of memory");
-    const char *body = cn->body.p ? cn->body.p : "";
-    size_t n_body = cn->body.n;
-    char *chat = NULL;
-    if (w != WIRE_OPENAI && !(chat = wire_to_chat(w, body, n_body, &e))) {
-        srv_job_unref(j);
-        return send_error_w(s, c, w, &e);
-    }
-    if (chat) body = chat, n_body = strlen(chat);
-    const bool parsed = api_parse_request_fmt(kind, s->tools_fmt, body, n_body, &j->req, &e);
-    free(chat);
-    if (!parsed) {
-        srv_job_unref(j);
-        return send_error_w(s, c, w, &e);
-    }
+    cJSON *root = api_parse_body(body, n, &e);
+    const cJSON *m = root ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
+    char *out = cJSON_IsString(m) ? strdup(m->valuestring) : NULL;
+    cJSON_Delete(root);
+    return out;
+}
+
+/* The job of a parsed request on model b, tokenised and checked against b's context; NULL with e
+ * set when the prompt cannot run. */
+static srv_job *completion_job(srv *s, srv_backend *b, srv_job *j, srv_kind kind, srv_error *e) {
     tern_err err = {0};
     int rc;
     if (kind == SRV_CHAT)
-        rc = prompt_chat_append_ex(s->m, s->cfg.chat_template, j->req.msgs, j->req.trusted, j->req.n_msgs, true,
+        rc = prompt_chat_append_ex(b->m, s->cfg.chat_template, j->req.msgs, j->req.trusted, j->req.n_msgs, true,
                                    j->req.enable_thinking, true, &j->prompt, NULL, &err);
     else if (j->req.n_prompt_ids > 0) {
         tern_model_info info;
-        tern_model_get_info(s->m, &info);
-        const int32_t n_vocab = info.n_vocab;
+        tern_model_get_info(b->m, &info);
         for (int i = 0; i < j->req.n_prompt_ids; i++)
-            if (j->req.prompt_ids[i] >= n_vocab) {
-                srv_fail(&e, 400, "invalid_request_error", "prompt", "'prompt[%d]' is token id %d; the vocabulary has ids 0..%d",
-                         i, j->req.prompt_ids[i], n_vocab - 1);
-                srv_job_unref(j);
-                return send_error_w(s, c, w, &e);
+            if (j->req.prompt_ids[i] >= info.n_vocab) {
+                srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt[%d]' is token id %d; the vocabulary has ids 0..%d",
+                         i, j->req.prompt_ids[i], info.n_vocab - 1);
+                return NULL;
             }
         if (prompt_ids_push(&j->prompt, j->req.prompt_ids, j->req.n_prompt_ids) != TERN_OK) {
-            srv_job_unref(j);
-            return fail_w(s, c, w, 500, "server_error", NULL, "out of memory");
+            srv_fail(e, 500, "server_error", NULL, "out of memory");
+            return NULL;
         }
         rc = TERN_OK;
     } else
-        rc = prompt_tokenize_append(s->m, j->req.prompt, strlen(j->req.prompt), true, j->req.parse_special, &j->prompt,
+        rc = prompt_tokenize_append(b->m, j->req.prompt, strlen(j->req.prompt), true, j->req.parse_special, &j->prompt,
                                     &err);
     if (rc != TERN_OK) {
-        srv_job_unref(j);
-        return fail_w(s, c, w, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt", err.msg);
+        srv_fail(e, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt", "%s", err.msg);
+        return NULL;
     }
-    const int n_ctx = srv_sched_n_ctx(s->sched);
+    const int n_ctx = srv_sched_n_ctx(b->sched);
     if (j->prompt.n == 0) {
-        srv_job_unref(j);
-        return fail_w(s, c, w, 400, "invalid_request_error", "prompt", "the prompt is empty and the model has no BOS token to start from");
+        srv_fail(e, 400, "invalid_request_error", "prompt", "the prompt is empty and the model has no BOS token to start from");
+        return NULL;
     }
     if (j->prompt.n >= n_ctx) {
-        srv_fail(&e, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt",
+        srv_fail(e, 400, "invalid_request_error", kind == SRV_CHAT ? "messages" : "prompt",
                  "the prompt is %d tokens; the context is %d tokens (it must leave room for at least one generated token)",
                  j->prompt.n, n_ctx);
+        return NULL;
+    }
+    return j;
+}
+
+/* A chat or text completion; w: the request's format (Messages and Responses requests are
+ * translated into chat requests first, and answered in their own shapes). The request holds its
+ * model from here to its last byte (a stream releases it when it ends). */
+static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wire w) {
+    struct MHD_Connection *c = cn->c;
+    srv_error e;
+    const char *body = cn->body.p ? cn->body.p : "";
+    size_t n_body = cn->body.n;
+    char *chat = NULL;
+    if (w != WIRE_OPENAI && !(chat = wire_to_chat(w, body, n_body, &e))) return send_error_w(s, c, w, &e);
+    if (chat) body = chat, n_body = strlen(chat);
+    char *want = srv_models_multi(s->models) ? body_model(body, n_body) : NULL;
+    srv_backend *b = srv_models_acquire(s->models, want, &e);
+    free(want);
+    srv_job *j = b ? srv_job_new() : NULL;
+    if (b && !j) srv_fail(&e, 500, "server_error", NULL, "out of memory");
+    const bool parsed = j && api_parse_request_fmt(kind, b->tools_fmt, body, n_body, &j->req, &e);
+    free(chat);
+    if (!parsed || !completion_job(s, b, j, kind, &e)) {
         srv_job_unref(j);
+        srv_models_release(s->models, b);
         return send_error_w(s, c, w, &e);
     }
     reply_init(&j->reply, j->req.stop, j->req.n_stop, j->req.has_tools);
     snprintf(j->id, sizeof j->id, "%s-%llx%06llx", kind == SRV_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)time(NULL),
              (unsigned long long)atomic_fetch_add(&s->next_id, 1));
     j->created = (long)time(NULL);
-    rc = srv_sched_submit(s->sched, j);
+    const int rc = srv_sched_submit(b->sched, j);
     if (rc != 0) {
         srv_job_unref(j);
-        return rc == -1 ? fail(s, c, 429, "rate_limit_error", NULL, "too many requests: the queue is full, retry later")
+        srv_models_release(s->models, b);
+        return rc == -1 ? fail_w(s, c, w, 429, "rate_limit_error", NULL, "too many requests: the queue is full, retry later")
                         : fail_w(s, c, w, 503, "unavailable_error", NULL, "the server is shutting down");
     }
     const int fd = conn_fd(c);
@@ -575,10 +683,12 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
         if (!r) {
             srv_job_cancel(j);
             srv_job_unref(j);
+            srv_models_release(s->models, b);
             free(st);
             return MHD_NO;
         }
         st->s = s;
+        st->b = b;                                    /* released by stream_free */
         st->c = c;
         st->job = j;                                  /* the stream owns the HTTP reference now */
         st->fd = fd;
@@ -608,6 +718,7 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
         }
         if (gone) {                                   /* client gone: the slot is freed at the next step */
             srv_job_unref(j);
+            srv_models_release(s->models, b);
             return MHD_NO;
         }
     }
@@ -617,36 +728,32 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
     if (j->failed) {
         out = wire_error_json(w, &j->error);
         status = j->error.status;
-    } else if (w != WIRE_OPENAI) {
-        const char *cc, *rr;
-        size_t nc, nr;
-        reply_take(&j->reply, true, &cc, &nc, &rr, &nr);
-        (void)cc, (void)rr, (void)nc, (void)nr;
-        char *calls = reply_tool_calls_json(&j->reply, j->id);
-        const wire_reply r = job_wire_reply(j, calls);
-        out = wire_response(w, j->id, j->created, s->model_name, &r);
-        free(calls);
     } else {
         const char *cc, *rr;
         size_t nc, nr;
         reply_take(&j->reply, true, &cc, &nc, &rr, &nr);
         (void)cc, (void)rr, (void)nc, (void)nr;       /* the whole texts are used below */
         char *calls = kind == SRV_CHAT ? reply_tool_calls_json(&j->reply, j->id) : NULL;
-        const size_t n_content = job_content_len(j, calls);
-        size_t off = 0;
-        char *lp = j->req.logprobs ? api_logprobs_json(s->m, kind, j->lp, j->n_lp, &off) : NULL;
-        if (kind == SRV_CHAT) {
-            out = api_chat_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->reply.reasoning.p,
-                                    j->reply.reasoning.n, calls, calls ? "tool_calls" : j->finish, lp, &j->usage, &j->tm);
-            free(calls);
+        if (w != WIRE_OPENAI) {
+            const wire_reply r = job_wire_reply(j, calls);
+            out = wire_response(w, j->id, j->created, b->name, &r);
         } else {
-            out = api_completion_response(j->id, j->created, s->model_name, j->reply.content.p, n_content, j->finish, lp,
-                                          &j->usage, &j->tm);
+            const size_t n_content = job_content_len(j, calls);
+            size_t off = 0;
+            char *lp = j->req.logprobs ? api_logprobs_json(b->m, kind, j->lp, j->n_lp, &off) : NULL;
+            if (kind == SRV_CHAT)
+                out = api_chat_response(j->id, j->created, b->name, j->reply.content.p, n_content, j->reply.reasoning.p,
+                                        j->reply.reasoning.n, calls, calls ? "tool_calls" : j->finish, lp, &j->usage, &j->tm);
+            else
+                out = api_completion_response(j->id, j->created, b->name, j->reply.content.p, n_content, j->finish, lp,
+                                              &j->usage, &j->tm);
+            free(lp);
         }
-        free(lp);
+        free(calls);
     }
     pthread_mutex_unlock(&j->mu);
     srv_job_unref(j);
+    srv_models_release(s->models, b);
     return send_text(s, c, status, "application/json", out);
 }
 
@@ -904,42 +1011,70 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
         if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
-        return send_text(s, c, 200, "application/json", api_models_json(s->model_name, (long)time(NULL)));
+        return send_text(s, c, 200, "application/json", srv_models_list_json(s->models, (long)time(NULL)));
     }
     if (!strcmp(url, "/metrics")) {
         if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
         return send_text(s, c, 200, "text/plain; version=0.0.4", metrics_text(s));
     }
+    const bool is_load = !strcmp(url, "/models/load"), is_unload = !strcmp(url, "/models/unload");
+    if (is_load || is_unload) {                        /* llama-server's router: {"model": id} */
+        if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        char *name = body_model(cn->body.p ? cn->body.p : "", cn->body.n);
+        srv_error e;
+        bool ok;
+        if (!name) ok = srv_fail(&e, 400, "invalid_request_error", "model", "'model' is required: a model id (GET /v1/models)");
+        else if (is_unload) ok = srv_models_unload(s->models, name, &e);
+        else {
+            srv_backend *b = srv_models_acquire(s->models, name, &e);
+            srv_models_release(s->models, b);
+            ok = b != NULL;
+        }
+        free(name);
+        return ok ? send_text(s, c, 200, "application/json", strdup("{\"success\":true}")) : send_error(s, c, &e);
+    }
     if (!strncmp(url, "/v1/models/", 11) || !strncmp(url, "/models/", 8)) {
         if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
         srv_error e;
         const char *id = url + (url[1] == 'v' ? strlen("/v1/models/") : strlen("/models/"));
-        char *j = info_model(s->model_name, id, (long)time(NULL), &e);
+        char *list = srv_models_list_json(s->models, (long)time(NULL));
+        char *j = info_model(list, id, &e);
+        free(list);
         return j ? send_text(s, c, 200, "application/json", j) : send_error(s, c, &e);
     }
-    if (!strcmp(url, "/props") || !strcmp(url, "/slots")) {
-        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
-        if (url[1] == 'p') {
-            const info_props_in in = {s->model_name, s->cfg.model_path, srv_sched_n_ctx(s->sched), s->cfg.parallel,
-                                      s->cfg.chat_template};
-            return send_text(s, c, 200, "application/json", info_props(s->m, &in));
-        }
-        srv_slot_info si[64];
-        const int n = srv_sched_slots(s->sched, si, 64);
-        return send_text(s, c, 200, "application/json", info_slots(si, n < 64 ? n : 64));
-    }
     const bool is_tok = !strcmp(url, "/tokenize"), is_detok = !strcmp(url, "/detokenize"),
-               is_tmpl = !strcmp(url, "/apply-template");
-    if (is_tok || is_detok || is_tmpl) {
-        if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+               is_tmpl = !strcmp(url, "/apply-template"), is_props = !strcmp(url, "/props"), is_slots = !strcmp(url, "/slots");
+    if (is_tok || is_detok || is_tmpl || is_props || is_slots) {
+        const bool is_get = is_props || is_slots;
+        if (is_get ? !get : !post) return fail(s, c, 405, "invalid_request_error", NULL, is_get ? "use GET" : "use POST");
         char why[256];
-        if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
+        if (!is_get && !content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
             return fail(s, c, 415, "invalid_request_error", NULL, why);
         const char *body = cn->body.p ? cn->body.p : "";
+        /* which model: the body's "model" (POST) or ?model= (GET); with one model, that one */
+        char *want = NULL;
+        if (srv_models_multi(s->models)) {
+            const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "model");
+            want = is_get ? (q ? strdup(q) : NULL) : body_model(body, cn->body.n);
+        }
         srv_error e;
-        char *j = is_tok     ? info_tokenize(s->m, body, cn->body.n, &e)
-                  : is_detok ? info_detokenize(s->m, body, cn->body.n, &e)
-                             : info_apply_template(s->m, s->cfg.chat_template, s->tools_fmt, body, cn->body.n, &e);
+        srv_backend *b = srv_models_acquire(s->models, want, &e);
+        free(want);
+        if (!b) return send_error(s, c, &e);
+        char *j;
+        if (is_props) {
+            const info_props_in in = {b->name, b->path[0] ? b->path : s->cfg.model_path, b->n_ctx, s->cfg.parallel,
+                                      s->cfg.chat_template};
+            j = info_props(b->m, &in);
+        } else if (is_slots) {
+            srv_slot_info si[64];
+            const int n = srv_sched_slots(b->sched, si, 64);
+            j = info_slots(si, n < 64 ? n : 64);
+        } else
+            j = is_tok     ? info_tokenize(b->m, body, cn->body.n, &e)
+                : is_detok ? info_detokenize(b->m, body, cn->body.n, &e)
+                           : info_apply_template(b->m, s->cfg.chat_template, b->tools_fmt, body, cn->body.n, &e);
+        srv_models_release(s->models, b);
         return j ? send_text(s, c, 200, "application/json", j) : send_error(s, c, &e);
     }
     return fail(s, c, 404, "invalid_request_error", NULL, "no such endpoint");
@@ -985,8 +1120,11 @@ int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err
     return TERN_OK;
 }
 
-int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
-    *out = NULL;
+/* The server around a table of models: checks the configuration, then listens. Takes models
+ * (freed on failure). */
+static int srv_listen(srv **out, srv_models *models, const srv_config *cfg, tern_err *err);
+
+static int check_config(const srv_config *cfg, tern_err *err) {
     if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
     if (cfg->timeout_s < 0 || cfg->idle_timeout_s < 0 || cfg->conn_per_ip < 0 || cfg->conn_max < 0)
         return srv_err_set(err, TERN_E_ARG, "--timeout %d, --idle-timeout %d, --conn-per-ip %d, --conn-max %d: expected >= 0",
@@ -994,49 +1132,44 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
     if (cfg->api_key && !*cfg->api_key)   /* "" would read as a key and let everyone in */
         return srv_err_set(err, TERN_E_ARG, "--api-key: empty key; expected a non-empty string (or no key: NULL)");
-    srv *s = calloc(1, sizeof *s);
-    if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
-    s->cfg = *cfg;
-    s->m = m;
-    pthread_mutex_init(&s->mx.mu, NULL);
+    return TERN_OK;
+}
+
+int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
+    *out = NULL;
+    int rc = check_config(cfg, err);
+    if (rc != TERN_OK) return rc;
     tern_model_info info;
     tern_model_get_info(m, &info);
-    snprintf(s->model_name, sizeof s->model_name, "%s",
-             cfg->model_name && *cfg->model_name ? cfg->model_name : info.name && *info.name ? info.name : "tern");
-    tern_err ferr = {0};                              /* an unknown template fails each chat request instead */
-    const int family = prompt_chat_family(m, cfg->chat_template, &ferr);
-    s->tools_fmt = family == PROMPT_FAMILY_QWEN3 ? SRV_TOOLS_QWEN3 : family == PROMPT_FAMILY_CHATML ? SRV_TOOLS_CHATML : SRV_TOOLS_QWEN35;
-    char *fixed = api_utf8_dup(s->model_name, strlen(s->model_name));
-    if (fixed) snprintf(s->model_name, sizeof s->model_name, "%s", fixed);
+    const char *name = cfg->model_name && *cfg->model_name ? cfg->model_name : info.name && *info.name ? info.name : "tern";
+    char *fixed = api_utf8_dup(name, strlen(name));
+    srv_models *models = NULL;
+    rc = srv_models_init_one(&models, m, cfg, fixed ? fixed : "tern", err);
     free(fixed);
-    /* every slot's caches at once, before the first allocates (tern_session_init checks one at a
-     * time: the first slots were allocated and touched before a later one failed) */
-    tern_session_opts so;
-    tern_session_opts_default(&so);
-    so.n_ctx = cfg->n_ctx;
-    so.n_batch = cfg->n_batch;
-    so.kv_f32 = cfg->kv_f32;
-    uint64_t kv1 = 0, st1 = 0, avail = 0;
-    tern_session_mem(m, &so, &kv1, &st1, &avail);
-    const uint64_t need = (uint64_t)cfg->parallel * (kv1 + st1);
-    if (avail && need > avail) {
-        char stp[96] = "";
-        if (st1) snprintf(stp, sizeof stp, " + %.1f MB recurrent state", (double)st1 / 1e6);
-        pthread_mutex_destroy(&s->mx.mu);
-        free(s);
-        return srv_err_set(err, TERN_E_NOMEM,
-                           "%d slots (-np %d) with context %d (-c) need %.1f MB: per slot %.1f MB KV cache%s; only %.1f MB "
-                           "available: lower -c or -np", cfg->parallel, cfg->parallel, cfg->n_ctx, (double)need / 1e6,
-                           (double)kv1 / 1e6, stp, (double)avail / 1e6);
+    if (rc != TERN_OK) return rc;
+    return srv_listen(out, models, cfg, err);
+}
+
+int srv_start_dir(srv **out, const char *dir, const tern_model_opts *mo, const srv_config *cfg, tern_err *err) {
+    *out = NULL;
+    int rc = check_config(cfg, err);
+    if (rc != TERN_OK) return rc;
+    srv_models *models = NULL;
+    rc = srv_models_init_dir(&models, dir, mo, cfg, err);
+    if (rc != TERN_OK) return rc;
+    return srv_listen(out, models, cfg, err);
+}
+
+static int srv_listen(srv **out, srv_models *models, const srv_config *cfg, tern_err *err) {
+    srv *s = calloc(1, sizeof *s);
+    if (!s) {
+        srv_models_free(models);
+        return srv_err_set(err, TERN_E_NOMEM, "out of memory");
     }
-    int rc = srv_sched_init(&s->sched, m, &s->mx, cfg->parallel, cfg->n_ctx, cfg->n_batch,
-                            cfg->prefill_chunk > 0 && cfg->prefill_chunk < cfg->n_batch ? cfg->prefill_chunk : cfg->n_batch,
-                            cfg->queue_max, cfg->kv_f32,
-                            cfg->spec ? &cfg->spec_p : NULL, err);
-    if (rc != TERN_OK) {
-        free(s);
-        return rc;
-    }
+    s->cfg = *cfg;
+    s->models = models;
+    pthread_mutex_init(&s->mx.mu, NULL);
+    int rc;
     /* bind address: a name or a numeric IPv4/IPv6 address; each address it resolves to is tried
      * in the resolver's order until one can be bound */
     struct addrinfo *ai = NULL;
@@ -1109,16 +1242,12 @@ void srv_drain(srv *s) {
     if (s) atomic_store(&s->draining, true);
 }
 
-bool srv_idle(srv *s) {
-    int active, queued;
-    srv_sched_load(s->sched, &active, &queued);
-    return active == 0 && queued == 0;
-}
+bool srv_idle(srv *s) { return srv_models_idle(s->models); }
 
 void srv_stop(srv *s) {
     if (!s) return;
     if (s->d) MHD_quiesce_daemon(s->d);              /* stop accepting */
-    srv_sched_shutdown(s->sched);                     /* ends jobs: waiting threads return */
+    srv_models_shutdown(s->models);                   /* ends jobs: waiting threads return */
     /* let the connection threads send what those jobs answer (503, the end of a stream) before the
      * daemon closes every connection: at most 2 s */
     for (const double t0 = srv_now(); s->d && atomic_load(&s->in_flight) > 0 && srv_now() - t0 < 2.0;) {
@@ -1126,7 +1255,7 @@ void srv_stop(srv *s) {
         nanosleep(&ts, NULL);
     }
     if (s->d) MHD_stop_daemon(s->d);                  /* joins the connection threads */
-    srv_sched_free(s->sched);
+    srv_models_free(s->models);
     pthread_mutex_destroy(&s->mx.mu);
     free(s);
 }

@@ -255,19 +255,22 @@ char *info_slots(const srv_slot_info *si, int n) {
     return print_free(root);
 }
 
-char *info_model(const char *served, const char *id, long created, srv_error *e) {
-    if (strcmp(served, id) != 0) {
+char *info_model(const char *list_json, const char *id, srv_error *e) {
+    cJSON *list = list_json ? cJSON_Parse(list_json) : NULL;
+    const cJSON *m;
+    cJSON *found = NULL;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(list, "data")) {
+        const cJSON *mid = cJSON_GetObjectItem(m, "id");
+        if (!found && cJSON_IsString(mid) && !strcmp(mid->valuestring, id)) found = cJSON_Duplicate(m, true);
+    }
+    cJSON_Delete(list);
+    if (!found) {
         char *shown = api_utf8_dup(id, strlen(id));
-        srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist; this server serves '%.80s'",
-                 shown ? shown : "", served);
-        e->code = "model_not_found";
+        srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist (GET /v1/models lists them)",
+                 shown ? shown : "");
         free(shown);
+        e->code = "model_not_found";
         return NULL;
     }
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "id", served);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", (double)created);
-    cJSON_AddStringToObject(m, "owned_by", "tern");
-    return print_free(m);
+    return print_free(found);
 }

@@ -34,7 +34,7 @@ char *info_props(const tern_model *m, const info_props_in *in);
 /* GET /slots: one object per slot {"id", "n_ctx", "is_processing", "id_task", "n_prompt_tokens",
  * "n_prompt_tokens_processed", "n_decoded", "n_cached_tokens"}. */
 char *info_slots(const srv_slot_info *si, int n);
-/* GET /v1/models/{id}: the model object when id is the served model's, else 404 (model_not_found). */
-char *info_model(const char *served, const char *id, long created, srv_error *e);
+/* GET /v1/models/{id}: the entry of /v1/models (list_json) whose id is id, else 404 (model_not_found). */
+char *info_model(const char *list_json, const char *id, srv_error *e);
 
 #endif /* TERN_SERVER_INFO_H */

@@ -49,6 +49,11 @@ typedef struct srv srv;
 /* Start the scheduler and the HTTP daemon on m (which must outlive the server). Errors:
  * TERN_E_IO (cannot bind), TERN_E_NOMEM (slots do not fit), TERN_E_ARG. */
 int srv_start(srv **out, tern_model *m, const srv_config *c, tern_err *err);
+/* The same for every .gguf file of dir (tern serve --models-dir): models load on first use
+ * (mo: how), each with c's slots and context (capped at its trained context), and the least
+ * recently used idle one is unloaded when memory would not hold the next. Errors: those of
+ * srv_start, and TERN_E_IO / TERN_E_ARG for a folder that cannot be read or holds no .gguf. */
+int srv_start_dir(srv **out, const char *dir, const tern_model_opts *mo, const srv_config *c, tern_err *err);
 int srv_port(const srv *s);
 /* The connection limit in force: conn_max (or its default) lowered to fit the open-file limit
  * (RLIMIT_NOFILE less the descriptors in use at start and a reserve); srv_start refuses

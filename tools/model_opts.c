@@ -123,17 +123,23 @@ int opts_env_model(tern_model_opts *mo, tern_err *err) {
     return TERN_OK;
 }
 
+int opts_model_opts(const opts_common *o, tern_model_opts *mo, tern_err *err) {
+    tern_model_opts_default(mo);
+    const int rc = opts_env_model(mo, err);
+    if (rc) return rc;
+    mo->n_threads = o->n_threads;
+    mo->use_mmap = o->use_mmap;
+    mo->numerics = o->numerics;
+    mo->progress = !o->no_progress;
+    return TERN_OK;
+}
+
 int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *err) {
     *m = NULL;
     if (s) *s = NULL;
     tern_model_opts mo;
-    tern_model_opts_default(&mo);
-    int rc = opts_env_model(&mo, err);
+    int rc = opts_model_opts(o, &mo, err);
     if (rc) return rc;
-    mo.n_threads = o->n_threads;
-    mo.use_mmap = o->use_mmap;
-    mo.numerics = o->numerics;
-    mo.progress = !o->no_progress;
     if (!opts_input_ok("-m", o->model, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
     rc = tern_model_load(m, o->model, &mo, err);
     if (rc || !s) return rc;

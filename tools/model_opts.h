@@ -48,6 +48,8 @@ const char *opts_numerics_name(tern_numerics n);
  * checks assume available) and TERN_PTQ1_0 (auto | transcode | direct). TERN_E_ARG naming the
  * variable when a value is malformed. */
 int opts_env_model(tern_model_opts *mo, tern_err *err);
+/* The model options of o and the environment (opts_env_model). */
+int opts_model_opts(const opts_common *o, tern_model_opts *mo, tern_err *err);
 /* Load the model and (when s != NULL) a session from the options and the environment
  * (opts_env_model), its context by opts_ctx_resolve. A model path that cannot be opened is
  * TERN_E_IO "-m: cannot open 'PATH': REASON" (the OS's reason). */

@@ -27,7 +27,8 @@ static void on_signal(int sig) {
 }
 
 enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_PREFILL_CHUNK, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
-       SERVE_TEMPLATE, SERVE_TIMEOUT, SERVE_IDLE_TIMEOUT, SERVE_CONN_PER_IP, SERVE_CONN_MAX, SERVE_DRAIN_TIMEOUT };
+       SERVE_TEMPLATE, SERVE_TIMEOUT, SERVE_IDLE_TIMEOUT, SERVE_CONN_PER_IP, SERVE_CONN_MAX, SERVE_DRAIN_TIMEOUT,
+       SERVE_MODELS_DIR };
 static const opt_def serve_defs[] = {
     {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address: a host name or an IPv4/IPv6 address (default 127.0.0.1)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
@@ -44,6 +45,9 @@ static const opt_def serve_defs[] = {
     {SERVE_CONN_PER_IP, "--conn-per-ip", OPT_INT, "N", 1, 100000, NULL,
      "connections at once from one IP address; more are closed at once (default -np + --queue + 16)"},
     {SERVE_CONN_MAX, "--conn-max", OPT_INT, "N", 1, 100000, NULL, "connections at once in all (default 4 x (-np + --queue + 16))"},
+    {SERVE_MODELS_DIR, "--models-dir", OPT_PATH, "DIR", 0, 0, NULL,
+     "serve every .gguf in DIR instead of -m: a request's \"model\" picks one (its file name without .gguf); "
+     "models load on first use, the least recently used idle one unloads when memory runs short"},
     {SERVE_DRAIN_TIMEOUT, "--drain-timeout", OPT_INT, "SECONDS", 0, 86400, NULL,
      "on SIGTERM, let running requests finish for at most this long (default 30; 0 = stop at once)"},
     {SERVE_API_KEY, "--api-key", OPT_TEXT, "KEY", 0, 0, NULL, "require Authorization: Bearer KEY (also $TERN_API_KEY)"},
@@ -56,12 +60,44 @@ static void usage(FILE *f, const opt_table *t, int n_t) {
     opts_help(f, t, n_t);
 }
 
+/* Serves until a signal: SIGINT stops at once; the first SIGTERM drains (at most drain_s
+ * seconds). Then stops the server and frees m (the -m model; NULL with --models-dir). */
+static int serve_until_signal(srv *s, const srv_config *cfg, int drain_s, tern_model *m) {
+    if (cfg->conn_max > 0 && (unsigned)cfg->conn_max > srv_conn_limit(s))
+        fprintf(stderr, "tern serve: warning: --conn-max %d lowered to %u to fit the open-file limit (`ulimit -n`)\n",
+                cfg->conn_max, srv_conn_limit(s));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    const bool v6 = strchr(cfg->host, ':') != NULL && cfg->host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
+    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slots%s, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
+            cfg->host, v6 ? "]" : "", srv_port(s), cfg->parallel, m ? "" : " per model", cfg->n_ctx,
+            cfg->api_key ? ", API key required" : "");
+    fflush(stderr);
+    while (!g_stop && !g_term) pause();
+    if (g_term && !g_stop && drain_s > 0) {
+        fprintf(stderr, "tern serve: SIGTERM: draining (at most %d s; a second signal stops at once)\n", drain_s);
+        srv_drain(s);
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        for (int waited_ms = 0; !g_stop && !srv_idle(s) && waited_ms < drain_s * 1000; waited_ms += 20) nanosleep(&ts, NULL);
+    }
+    fprintf(stderr, "tern serve: stopping\n");
+    srv_stop(s);
+    tern_model_free(m);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv) {
     srv_config cfg;
     srv_config_default(&cfg);
     cfg.api_key = getenv("TERN_API_KEY");
     bool key_from_env = cfg.api_key != NULL;
     int drain_s = 30;
+    const char *models_dir = NULL;
     opts_common oc;
     opts_common_default(&oc);
     oc.n_batch = cfg.n_batch;
@@ -90,15 +126,20 @@ int cmd_serve(int argc, char **argv) {
         case SERVE_CONN_PER_IP: cfg.conn_per_ip = (int)v.i; break;
         case SERVE_CONN_MAX: cfg.conn_max = (int)v.i; break;
         case SERVE_DRAIN_TIMEOUT: drain_s = (int)v.i; break;
+        case SERVE_MODELS_DIR: models_dir = v.str; break;
         case SERVE_API_KEY: cfg.api_key = v.str; key_from_env = false; break;
         case SERVE_ALIAS: cfg.model_name = v.str; break;
         case SERVE_TEMPLATE: cfg.chat_template = v.str; break;
         default: break;
         }
     }
-    const char *model = oc.model;
-    if (!model) {
-        fprintf(stderr, "tern serve: -m MODEL is required; see tern serve --help\n");
+    if (!oc.model == !models_dir) {
+        fprintf(stderr, "tern serve: %s; see tern serve --help\n",
+                models_dir ? "-m and --models-dir exclude each other: give one" : "-m MODEL or --models-dir DIR is required");
+        return 2;
+    }
+    if (models_dir && cfg.model_name) {
+        fprintf(stderr, "tern serve: --alias names the one model of -m; with --models-dir the ids are the file names\n");
         return 2;
     }
     if (spec_opts_check(&so)) return 2;
@@ -145,41 +186,25 @@ int cmd_serve(int argc, char **argv) {
     cfg.kv_f32 = oc.kv_f32;
     tern_err err = {0};
     tern_model *m = NULL;
+    srv *s = NULL;
+    if (models_dir) {
+        tern_model_opts mo;
+        if (opts_model_opts(&oc, &mo, &err) != TERN_OK || srv_start_dir(&s, models_dir, &mo, &cfg, &err) != TERN_OK) {
+            fprintf(stderr, "tern serve: %s\n", err.msg);
+            return 1;
+        }
+        return serve_until_signal(s, &cfg, drain_s, NULL);
+    }
     if (opts_load(&oc, &m, NULL, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
         return 1;
     }
     cfg.n_ctx = opts_ctx_resolve(m, ctx_given ? cfg.n_ctx : 0, ctx_given);
-    srv *s = NULL;
     if (srv_start(&s, m, &cfg, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
         tern_model_free(m);
         return 1;
     }
     opts_note_chat_template("serve", m, cfg.chat_template);   /* once it is sure to serve */
-    if (cfg.conn_max > 0 && (unsigned)cfg.conn_max > srv_conn_limit(s))
-        fprintf(stderr, "tern serve: warning: --conn-max %d lowered to %u to fit the open-file limit (`ulimit -n`)\n",
-                cfg.conn_max, srv_conn_limit(s));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    const bool v6 = strchr(cfg.host, ':') != NULL && cfg.host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
-    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slots, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
-            cfg.host, v6 ? "]" : "", srv_port(s), cfg.parallel, cfg.n_ctx, cfg.api_key ? ", API key required" : "");
-    fflush(stderr);
-    while (!g_stop && !g_term) pause();
-    if (g_term && !g_stop && drain_s > 0) {
-        fprintf(stderr, "tern serve: SIGTERM: draining (at most %d s; a second signal stops at once)\n", drain_s);
-        srv_drain(s);
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        for (int waited_ms = 0; !g_stop && !srv_idle(s) && waited_ms < drain_s * 1000; waited_ms += 20) nanosleep(&ts, NULL);
-    }
-    fprintf(stderr, "tern serve: stopping\n");
-    srv_stop(s);
-    tern_model_free(m);
-    return 0;
+    return serve_until_signal(s, &cfg, drain_s, m);
 }

@@ -1,0 +1,132 @@
+"""tern serve --models-dir: every .gguf of a folder behind one address. /v1/models lists them with
+their state; a request's "model" picks one (none: 400; unknown: 404 model_not_found); a model
+loads on first use and answers as the same model served alone; with a memory budget that holds
+one model at a time (TERN_MEM_AVAILABLE) the least recently used idle model is unloaded for the
+next; a model with a request running is never unloaded (/models/unload is 409, and a load that
+would need its memory is 503 until the request ends); requests that arrive while a model loads
+wait for it."""
+
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import QWEN3, STORIES, Serve, free_port, require, tern_bin, wait_http
+
+
+def _post(url, path, body):
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def _states(url):
+    data = json.loads(urllib.request.urlopen(url + "/v1/models", timeout=10).read())["data"]
+    return {m["id"]: m["status"]["value"] for m in data}
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    d = tmp_path / "models"
+    d.mkdir()
+    os.symlink(require(STORIES), d / "stories.gguf")
+    os.symlink(require(QWEN3), d / "qwen3.gguf")
+    (d / "notes.txt").write_text("not a model")
+    return d
+
+
+def _serve_dir(folder, budget):
+    port = free_port()
+    env = dict(os.environ, TERN_MEM_AVAILABLE=str(budget))
+    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(folder), "-t", "1", "-np", "1", "-c", "512",
+                          "--port", str(port), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    wait_http("http://127.0.0.1:%d/health" % port, time.time() + 30, p)
+    return p, "http://127.0.0.1:%d" % port
+
+
+def test_models_dir(folder):
+    # a budget for qwen3 (file + one 512-token slot) or stories, not both at once
+    budget = os.path.getsize(require(QWEN3)) + 1_400_000
+    p, url = _serve_dir(folder, budget)
+    try:
+        assert _states(url) == {"qwen3": "unloaded", "stories": "unloaded"}
+        req = {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0}
+        st, r = _post(url, "/v1/completions", req)
+        assert st == 400 and r["error"]["param"] == "model"
+        st, r = _post(url, "/v1/completions", dict(req, model="nope"))
+        assert st == 404 and r["error"]["code"] == "model_not_found"
+        st, a = _post(url, "/v1/completions", dict(req, model="stories"))
+        assert st == 200 and a["model"] == "stories"
+        with Serve(STORIES) as alone:                 # the same model served by itself
+            st, b = _post(alone.url, "/v1/completions", req)
+        assert a["choices"][0]["text"] == b["choices"][0]["text"]
+        assert _states(url) == {"qwen3": "unloaded", "stories": "loaded"}
+        st, r = _post(url, "/v1/chat/completions",
+                      {"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
+        assert st == 200 and r["model"] == "qwen3"
+        assert _states(url) == {"qwen3": "loaded", "stories": "unloaded"}   # least recently used, idle: out
+
+        # a model with a request running is never unloaded: qwen3 generates a long reply meanwhile
+        done = []
+        longreq = {"model": "qwen3", "prompt": "Once", "max_tokens": 400, "temperature": 0, "ignore_eos": True}
+        th = threading.Thread(target=lambda: done.append(_post(url, "/v1/completions", longreq)))
+        th.start()
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            slots = json.loads(urllib.request.urlopen(url + "/slots?model=qwen3", timeout=10).read())
+            if any(x["is_processing"] and x["n_decoded"] > 0 for x in slots):
+                break
+            time.sleep(0.01)
+        st, r = _post(url, "/models/unload", {"model": "qwen3"})
+        assert st == 409, r
+        st, r = _post(url, "/v1/completions", dict(req, model="stories"))
+        assert st == 503 and "could not be loaded" in r["error"]["message"], r
+        th.join(timeout=120)
+        assert done and done[0][0] == 200 and done[0][1]["usage"]["completion_tokens"] == 400
+        st, r = _post(url, "/v1/completions", dict(req, model="stories"))   # now qwen3 is idle: it goes
+        assert st == 200 and r["choices"][0]["text"] == a["choices"][0]["text"]
+        assert _states(url) == {"qwen3": "unloaded", "stories": "loaded"}
+
+        # two requests for a model that is not loaded: one loads it, the other waits for it
+        out = []
+        th = [threading.Thread(target=lambda: out.append(_post(url, "/v1/completions", dict(req, model="qwen3"))))
+              for _ in range(2)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join(timeout=60)
+        assert [s for s, _ in out] == [200, 200]
+        assert out[0][1]["choices"][0]["text"] == out[1][1]["choices"][0]["text"]
+        assert _states(url) == {"qwen3": "loaded", "stories": "unloaded"}
+        st, r = _post(url, "/models/unload", {"model": "qwen3"})
+        assert st == 200 and r == {"success": True}
+        st, r = _post(url, "/models/load", {"model": "stories"})
+        assert st == 200 and _states(url)["stories"] == "loaded"
+        st, r = _post(url, "/models/load", {"model": "nope"})
+        assert st == 404
+        st, r = _post(url, "/models/unload", {})
+        assert st == 400
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
+def test_models_dir_refusals(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for args, code, text in (
+            (["--models-dir", str(empty)], 1, "no .gguf file"),
+            (["--models-dir", str(tmp_path / "missing")], 1, "--models-dir"),
+            (["--models-dir", str(empty), "-m", require(STORIES)], 2, "exclude each other"),
+            (["--models-dir", str(empty), "--alias", "x"], 2, "--alias")):
+        r = subprocess.run([tern_bin(), "serve", "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=30)
+        assert r.returncode == code and text in r.stderr.decode(), (args, r.returncode, r.stderr)

@@ -1,0 +1,369 @@
+/* models.c: the models a server holds (see models.h). */
+#include "models.h"
+#include "util.h"
+
+#include <cjson/cJSON.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+enum { MODELS_MAX = 256, LOAD_WAIT_S = 600 };
+
+struct srv_models {
+    srv_config cfg;
+    tern_model_opts mo;
+    bool multi;             /* a folder of models (else the one given loaded) */
+    srv_backend *b;
+    int n;
+    pthread_mutex_t mu;     /* guards every backend's state, users, last_used, error */
+    pthread_cond_t cv;      /* a load finished */
+    uint64_t clock;
+};
+
+static void metrics_init(srv_metrics *mx) {
+    memset(mx, 0, sizeof *mx);
+    pthread_mutex_init(&mx->mu, NULL);
+}
+
+/* The scheduler of a loaded model, after the slots' memory check (every slot's caches at once,
+ * before the first allocates). n_ctx: the server's, capped at the model's trained context in a
+ * folder of models (where -c cannot be chosen per model). */
+static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
+    const srv_config *cfg = &t->cfg;
+    tern_err ferr = {0};                              /* an unknown template fails each chat request instead */
+    const int family = prompt_chat_family(b->m, cfg->chat_template, &ferr);
+    b->tools_fmt = family == PROMPT_FAMILY_QWEN3    ? SRV_TOOLS_QWEN3
+                   : family == PROMPT_FAMILY_CHATML ? SRV_TOOLS_CHATML
+                                                    : SRV_TOOLS_QWEN35;
+    tern_model_info info;
+    tern_model_get_info(b->m, &info);
+    b->n_ctx = cfg->n_ctx;
+    if (t->multi && info.n_ctx_train > 0 && info.n_ctx_train < b->n_ctx) b->n_ctx = info.n_ctx_train;
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = b->n_ctx;
+    so.n_batch = cfg->n_batch;
+    so.kv_f32 = cfg->kv_f32;
+    uint64_t kv1 = 0, st1 = 0, avail = 0;
+    tern_session_mem(b->m, &so, &kv1, &st1, &avail);
+    if (t->multi && t->mo.mem_available)              /* a given budget: this model's file takes its share too */
+        avail = avail > b->file_bytes ? avail - b->file_bytes : 1;
+    const uint64_t need = (uint64_t)cfg->parallel * (kv1 + st1);
+    if (avail && need > avail) {
+        char stp[96] = "";
+        if (st1) snprintf(stp, sizeof stp, " + %.1f MB recurrent state", (double)st1 / 1e6);
+        return srv_err_set(err, TERN_E_NOMEM,
+                           "%d slots (-np %d) with context %d (-c) need %.1f MB: per slot %.1f MB KV cache%s; only %.1f MB "
+                           "available: lower -c or -np", cfg->parallel, cfg->parallel, b->n_ctx, (double)need / 1e6,
+                           (double)kv1 / 1e6, stp, (double)avail / 1e6);
+    }
+    b->resident = b->file_bytes + need;
+    metrics_init(&b->mx);
+    const int chunk = cfg->prefill_chunk > 0 && cfg->prefill_chunk < cfg->n_batch ? cfg->prefill_chunk : cfg->n_batch;
+    const int rc = srv_sched_init(&b->sched, b->m, &b->mx, cfg->parallel, b->n_ctx, cfg->n_batch, chunk, cfg->queue_max,
+                                  cfg->kv_f32, cfg->spec ? &cfg->spec_p : NULL, err);
+    if (rc != TERN_OK) pthread_mutex_destroy(&b->mx.mu);
+    return rc;
+}
+
+/* Stops and frees a loaded model's scheduler (its jobs end with 503) and, when owned, the model. */
+static void backend_stop(srv_backend *b) {
+    if (b->sched) {
+        srv_sched_free(b->sched);
+        pthread_mutex_destroy(&b->mx.mu);
+    }
+    b->sched = NULL;
+    if (b->owned) tern_model_free(b->m);
+    if (b->owned) b->m = NULL;
+}
+
+static srv_models *table_new(const srv_config *cfg, int n) {
+    srv_models *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->b = calloc((size_t)(n > 0 ? n : 1), sizeof *t->b);
+    if (!t->b) {
+        free(t);
+        return NULL;
+    }
+    t->cfg = *cfg;
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    return t;
+}
+
+int srv_models_init_one(srv_models **out, tern_model *m, const srv_config *cfg, const char *name, tern_err *err) {
+    *out = NULL;
+    srv_models *t = table_new(cfg, 1);
+    if (!t) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
+    srv_backend *b = &t->b[0];
+    t->n = 1;
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->m = m;
+    const int rc = backend_start(t, b, err);
+    if (rc != TERN_OK) {
+        srv_models_free(t);
+        return rc;
+    }
+    b->state = SRV_MODEL_READY;
+    *out = t;
+    return TERN_OK;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const srv_backend *)a)->name, ((const srv_backend *)b)->name);
+}
+
+int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts *mo, const srv_config *cfg,
+                        tern_err *err) {
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d) return srv_err_set(err, TERN_E_IO, "--models-dir '%s': %s", dir, strerror(errno));
+    srv_models *t = table_new(cfg, MODELS_MAX);
+    if (!t) {
+        closedir(d);
+        return srv_err_set(err, TERN_E_NOMEM, "out of memory");
+    }
+    t->multi = true;
+    t->mo = *mo;
+    int skipped = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        const size_t k = strlen(de->d_name);
+        if (k <= 5 || strcmp(de->d_name + k - 5, ".gguf") != 0) continue;
+        if (t->n == MODELS_MAX) { skipped++; continue; }
+        srv_backend *b = &t->b[t->n];
+        struct stat st;
+        if (snprintf(b->path, sizeof b->path, "%s/%s", dir, de->d_name) >= (int)sizeof b->path ||
+            stat(b->path, &st) != 0 || !S_ISREG(st.st_mode) || k - 5 >= sizeof b->name)
+            continue;
+        memcpy(b->name, de->d_name, k - 5);
+        b->name[k - 5] = '\0';
+        b->file_bytes = (uint64_t)st.st_size;
+        b->owned = true;
+        t->n++;
+    }
+    closedir(d);
+    if (t->n == 0) {
+        srv_models_free(t);
+        return srv_err_set(err, TERN_E_ARG, "--models-dir '%s': no .gguf file in it", dir);
+    }
+    if (skipped) fprintf(stderr, "tern serve: --models-dir: %d files past the first %d are not served\n", skipped, MODELS_MAX);
+    qsort(t->b, (size_t)t->n, sizeof *t->b, by_name);
+    *out = t;
+    return TERN_OK;
+}
+
+bool srv_models_multi(const srv_models *t) { return t->multi; }
+
+/* Unloads the least recently used loaded model that no request holds, other than keep; false
+ * when there is none. Called without the lock. */
+static bool evict_one(srv_models *t, const srv_backend *keep) {
+    pthread_mutex_lock(&t->mu);
+    srv_backend *v = NULL;
+    for (int i = 0; i < t->n; i++) {
+        srv_backend *b = &t->b[i];
+        if (b != keep && b->owned && b->state == SRV_MODEL_READY && b->users == 0 && (!v || b->last_used < v->last_used))
+            v = b;
+    }
+    if (v) v->state = SRV_MODEL_UNLOADED;             /* no request can take it from here on */
+    pthread_mutex_unlock(&t->mu);
+    if (!v) return false;
+    fprintf(stderr, "tern serve: unloading '%s' to make room\n", v->name);
+    backend_stop(v);
+    return true;
+}
+
+/* Loads b (state LOADING, held by the caller): the file, then its scheduler; when either does not
+ * fit in memory, the least recently used idle model is unloaded and the step tried again. */
+static int backend_load(srv_models *t, srv_backend *b, srv_error *e) {
+    tern_err err = {0};
+    int rc;
+    for (;;) {
+        /* A memory figure given in the options (TERN_MEM_AVAILABLE) is the whole budget: the
+         * models loaded already take their share of it (the OS's own figure counts them itself). */
+        tern_model_opts mo = t->mo;
+        if (mo.mem_available) {
+            uint64_t used = 0;
+            pthread_mutex_lock(&t->mu);
+            for (int i = 0; i < t->n; i++)
+                if (t->b[i].state == SRV_MODEL_READY) used += t->b[i].resident;
+            pthread_mutex_unlock(&t->mu);
+            mo.mem_available = mo.mem_available > used ? mo.mem_available - used : 1;
+        }
+        err = (tern_err){0};
+        rc = tern_model_load(&b->m, b->path, &mo, &err);
+        if (rc == TERN_E_NOMEM && evict_one(t, b)) continue;
+        if (rc != TERN_OK) break;
+        for (;;) {
+            err = (tern_err){0};
+            rc = backend_start(t, b, &err);
+            if (rc == TERN_E_NOMEM && evict_one(t, b)) continue;
+            break;
+        }
+        if (rc != TERN_OK) {
+            tern_model_free(b->m);
+            b->m = NULL;
+        }
+        break;
+    }
+    if (rc != TERN_OK)
+        srv_fail(e, rc == TERN_E_NOMEM ? 503 : 500, rc == TERN_E_NOMEM ? "unavailable_error" : "server_error", "model",
+                 "model '%.100s' could not be loaded: %s", b->name, err.msg);
+    else fprintf(stderr, "tern serve: loaded '%s' (%d slots, context %d)\n", b->name, t->cfg.parallel, b->n_ctx);
+    return rc;
+}
+
+srv_backend *srv_models_acquire(srv_models *t, const char *name, srv_error *e) {
+    srv_backend *b = NULL;
+    if (!t->multi) b = &t->b[0];                      /* one model: the request's "model" is a label */
+    else if (!name || !*name) {
+        srv_fail(e, 400, "invalid_request_error", "model", "'model' is required: this server serves several models "
+                                                           "(GET /v1/models lists them)");
+        return NULL;
+    } else
+        for (int i = 0; i < t->n && !b; i++)
+            if (!strcmp(t->b[i].name, name)) b = &t->b[i];
+    if (!b) {
+        char *shown = api_utf8_dup(name, strlen(name));
+        srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist (GET /v1/models lists them)",
+                 shown ? shown : "");
+        free(shown);
+        e->code = "model_not_found";
+        return NULL;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += LOAD_WAIT_S;
+    pthread_mutex_lock(&t->mu);
+    for (;;) {
+        if (b->state == SRV_MODEL_READY) {
+            b->users++;
+            b->last_used = ++t->clock;
+            pthread_mutex_unlock(&t->mu);
+            return b;
+        }
+        if (b->state == SRV_MODEL_LOADING) {          /* another request loads it: wait, bounded */
+            if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT) {
+                pthread_mutex_unlock(&t->mu);
+                srv_fail(e, 503, "unavailable_error", "model", "the model '%.200s' is still loading after %d s", b->name,
+                         LOAD_WAIT_S);
+                return NULL;
+            }
+            continue;
+        }
+        b->state = SRV_MODEL_LOADING;                 /* unloaded or failed before: this request loads it */
+        pthread_mutex_unlock(&t->mu);
+        srv_error le;
+        const int rc = backend_load(t, b, &le);
+        pthread_mutex_lock(&t->mu);
+        b->state = rc == TERN_OK ? SRV_MODEL_READY : SRV_MODEL_FAILED;
+        if (rc != TERN_OK) b->error = le;
+        pthread_cond_broadcast(&t->cv);
+        if (rc != TERN_OK) {
+            pthread_mutex_unlock(&t->mu);
+            *e = le;
+            return NULL;
+        }
+    }
+}
+
+void srv_models_release(srv_models *t, srv_backend *b) {
+    if (!b) return;
+    pthread_mutex_lock(&t->mu);
+    b->users--;
+    pthread_mutex_unlock(&t->mu);
+}
+
+bool srv_models_unload(srv_models *t, const char *name, srv_error *e) {
+    srv_backend *b = NULL;
+    for (int i = 0; i < t->n && !b; i++)
+        if (name && !strcmp(t->b[i].name, name)) b = &t->b[i];
+    if (!b) {
+        srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist", name ? name : "");
+        e->code = "model_not_found";
+        return false;
+    }
+    pthread_mutex_lock(&t->mu);
+    if (!b->owned || b->state != SRV_MODEL_READY || b->users > 0) {
+        const int users = b->users, state = b->state;
+        pthread_mutex_unlock(&t->mu);
+        if (!b->owned) return srv_fail(e, 400, "invalid_request_error", "model", "'%.200s' was given at start and stays loaded", b->name);
+        if (state != SRV_MODEL_READY) return srv_fail(e, 400, "invalid_request_error", "model", "'%.200s' is not loaded", b->name);
+        return srv_fail(e, 409, "invalid_request_error", "model", "'%.200s' is in use by %d request%s; unload it when idle",
+                        b->name, users, users == 1 ? "" : "s");
+    }
+    b->state = SRV_MODEL_UNLOADED;
+    pthread_mutex_unlock(&t->mu);
+    backend_stop(b);
+    return true;
+}
+
+int srv_models_loaded(srv_models *t, srv_backend **out, int cap) {
+    int k = 0;
+    pthread_mutex_lock(&t->mu);
+    for (int i = 0; i < t->n && k < cap; i++)
+        if (t->b[i].state == SRV_MODEL_READY) {
+            t->b[i].users++;
+            out[k++] = &t->b[i];
+        }
+    pthread_mutex_unlock(&t->mu);
+    return k;
+}
+
+char *srv_models_list_json(srv_models *t, long created) {
+    static const char *names[] = {"unloaded", "loading", "loaded", "failed"};
+    cJSON *root = cJSON_CreateObject(), *data;
+    cJSON_AddStringToObject(root, "object", "list");
+    data = cJSON_AddArrayToObject(root, "data");
+    pthread_mutex_lock(&t->mu);
+    for (int i = 0; i < t->n; i++) {
+        cJSON *m = cJSON_CreateObject();
+        char *id = api_utf8_dup(t->b[i].name, strlen(t->b[i].name));
+        cJSON_AddStringToObject(m, "id", id ? id : "");
+        free(id);
+        cJSON_AddStringToObject(m, "object", "model");
+        cJSON_AddNumberToObject(m, "created", (double)created);
+        cJSON_AddStringToObject(m, "owned_by", "tern");
+        if (t->multi) cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "status"), "value", names[t->b[i].state]);
+        cJSON_AddItemToArray(data, m);
+    }
+    pthread_mutex_unlock(&t->mu);
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+bool srv_models_idle(srv_models *t) {
+    srv_backend *b[MODELS_MAX];
+    const int n = srv_models_loaded(t, b, MODELS_MAX);
+    bool idle = true;
+    for (int i = 0; i < n; i++) {
+        int active, queued;
+        srv_sched_load(b[i]->sched, &active, &queued);
+        idle = idle && active == 0 && queued == 0;
+        srv_models_release(t, b[i]);
+    }
+    return idle;
+}
+
+void srv_models_shutdown(srv_models *t) {
+    if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    for (int i = 0; i < t->n; i++)
+        if (t->b[i].sched) srv_sched_shutdown(t->b[i].sched);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void srv_models_free(srv_models *t) {
+    if (!t) return;
+    for (int i = 0; i < t->n; i++) backend_stop(&t->b[i]);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    free(t->b);
+    free(t);
+}
