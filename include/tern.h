@@ -93,10 +93,12 @@ int tern_membw_passes(int n_threads, size_t bytes, int reps, double *passes, ter
  * wall seconds summed over forwards: embed (lookup + RoPE angles), norm (QK-norm, RoPE, KV
  * store, residual adds; RMSNorms not fused below), quant (activation quantisation, fused with the
  * RMSNorm or SwiGLU that feeds it in the dense archs), matmul (projections incl. the LM head,
- * wall), attn (attention over the KV cache), swiglu (unfused SwiGLU); matmul_busy_s = thread-seconds
- * inside the kernels (matmul_s * threads - matmul_busy_s = barrier wait + imbalance). */
+ * wall), attn (attention over the KV cache), swiglu (unfused SwiGLU), recur (qwen35's conv + delta rule
+ * + gated norm); matmul_busy_s = thread-seconds inside the kernels (matmul_s * threads -
+ * matmul_busy_s = barrier wait + imbalance). In qwen35, quant also holds the Hadamard rotation
+ * fused with it, and norm the residual adds. */
 typedef struct tern_profile {
-    double total_s, embed_s, norm_s, quant_s, matmul_s, matmul_busy_s, attn_s, swiglu_s;
+    double total_s, embed_s, norm_s, quant_s, matmul_s, matmul_busy_s, attn_s, swiglu_s, recur_s;
     long n_forward;
 } tern_profile;
 void tern_profile_enable(bool on);
