@@ -14,7 +14,7 @@
 #include "../server/prompt.h"
 #include "../server/reply.h"
 #include "tokenizer/chat.h"
-#include "../server/server.h"
+#include "tern_server.h"
 #include "tern.h"
 
 #include <cjson/cJSON.h>
