@@ -116,10 +116,12 @@ int tern_membw_passes(int n_threads, size_t bytes, int reps, double *passes, ter
  * wall seconds summed over forwards: embed (lookup + RoPE angles), norm (QK-norm, RoPE, KV
  * store, residual adds; RMSNorms not fused below), quant (activation quantisation, fused with the
  * RMSNorm or SwiGLU that feeds it in the dense archs), matmul (projections incl. the LM head,
- * wall), attn (attention over the KV cache), swiglu (unfused SwiGLU); matmul_busy_s = thread-seconds
- * inside the kernels (matmul_s * threads - matmul_busy_s = barrier wait + imbalance). */
+ * wall), attn (attention over the KV cache), swiglu (unfused SwiGLU), recur (qwen35's conv + delta rule
+ * + gated norm); matmul_busy_s = thread-seconds inside the kernels (matmul_s * threads -
+ * matmul_busy_s = barrier wait + imbalance). In qwen35, quant also holds the Hadamard rotation
+ * fused with it, and norm the residual adds. */
 typedef struct tern_profile {
-    double total_s, embed_s, norm_s, quant_s, matmul_s, matmul_busy_s, attn_s, swiglu_s;
+    double total_s, embed_s, norm_s, quant_s, matmul_s, matmul_busy_s, attn_s, swiglu_s, recur_s;
     long n_forward;
 } tern_profile;
 void tern_profile_enable(bool on);
@@ -407,6 +409,109 @@ int tern_spec_step(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t la
  * the adaptive length. */
 int tern_spec_verify(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, const int32_t *draft,
                      int n_draft, int n_max, int32_t *out, int *n_out, tern_err *err);
+
+/* ==== Generation ===============================================================================
+ * The loop every program runs after a prompt (tern run, tern chat, tern bench-spec, the server's
+ * scheduler): sample a token, apply the stop rules, detokenise, append it to the session, repeat;
+ * plainly (one tern_session_eval per token) or speculatively (tern_spec_step, when a tern_spec is
+ * given). A tern_gen holds one reply's state (detokeniser, think-block state, the token to append,
+ * counters, times); it allocates nothing after tern_gen_init.
+ *
+ * Stop rules, for each sampled token t in order:
+ *   1. t is an end-of-generation token (tern_token_is_eog) and ignore_eos is off: TERN_STOP_EOG
+ *      (t is counted and reported with eog set, has no text, and is not appended);
+ *   2. t's text goes to on_token; a non-zero return stops: TERN_STOP_CALLER (a stop string, an
+ *      interrupt);
+ *   3. n_predict tokens sampled: TERN_STOP_LENGTH;
+ *   4. the session is full, so t cannot be appended: TERN_STOP_CTX.
+ * Otherwise t is pending: the next step appends it. Every sampled token is passed to
+ * tern_sampler_accept (a speculative step does that itself), as are the prompt's tokens.
+ *
+ * Use: tern_gen_begin, then either tern_gen_prompt (evaluates the prompt) + tern_gen_run (the
+ * whole loop, ends the reply), or, to batch several sequences' forwards (the server), the steps:
+ * tern_gen_sample on logits the caller computed, appending tern_gen_pending itself, or
+ * tern_gen_step (appends it here: plain or speculative), and tern_gen_end at the stop. */
+typedef struct tern_gen tern_gen;
+
+typedef enum tern_stop {
+    TERN_STOP_NONE = 0,     /* still generating: a token is pending */
+    TERN_STOP_EOG,          /* an end-of-generation token was sampled */
+    TERN_STOP_LENGTH,       /* n_predict tokens */
+    TERN_STOP_CTX,          /* the context is full */
+    TERN_STOP_CALLER,       /* on_token returned non-zero */
+    TERN_STOP_ERROR,        /* a forward or truncation failed: see the tern_err; reset the session */
+} tern_stop;
+
+/* One event of a reply, passed to on_token: a sampled token, or the end (id -1: the text the
+ * detokeniser held back). Pointers are valid during the call only. */
+typedef struct tern_gen_token {
+    int32_t id;             /* the token, or -1 at the end of the reply */
+    const char *text;       /* its text (n_text bytes, complete UTF-8; may be empty) */
+    int n_text;
+    bool eog;               /* an end-of-generation token that stops the reply (no text) */
+    bool in_think;          /* split_think: text lies inside a <think> block */
+    int think;              /* split_think: +1 the token is <think>, -1 </think> (their text is not
+                               emitted; text holds what the detokeniser flushed), else 0 */
+    int n_gen;              /* tokens sampled in this reply, this one included */
+    const float *logits;    /* the logits id was sampled from (n_vocab), or NULL (speculative) */
+} tern_gen_token;
+typedef int (*tern_gen_cb)(void *user, const tern_gen_token *t);
+
+typedef struct tern_gen_params {
+    int n_predict;          /* most tokens sampled per reply; -1: until a stop (default -1) */
+    bool ignore_eos;        /* end-of-generation tokens are ordinary tokens (default false) */
+    bool split_think;       /* <think> / </think> switch in_think and are not shown (chat replies) */
+    bool eval_last;         /* at TERN_STOP_LENGTH or _CALLER, tern_gen_end appends the last token,
+                               so the session holds the whole reply (a chat that continues) */
+    tern_gen_cb on_token;   /* NULL: tokens are only counted */
+    void *user;
+} tern_gen_params;
+void tern_gen_params_default(tern_gen_params *p);
+
+typedef struct tern_gen_stats {
+    int n_prompt;           /* tokens given to tern_gen_prompt / tern_gen_prompt_seen */
+    int n_gen;              /* tokens sampled, a stopping end-of-generation token included */
+    double t_prompt_s;      /* time in tern_gen_prompt's forward */
+    double t_first_s;       /* from tern_gen_begin to the first token sampled */
+    double t_gen_s;         /* from the first token sampled to the last, or to tern_gen_end */
+    int bad_logits_pos;     /* the first position whose logits held a NaN or Inf, -1: none (plain
+                               steps are checked: damaged weights make the text meaningless) */
+    int32_t bad_logits_id;  /* the first such logit and its value */
+    float bad_logits_val;
+} tern_gen_stats;
+
+/* Create a generator for m (the end-of-generation set, think tags, n_vocab; m must outlive it).
+ * Errors: TERN_E_ARG, TERN_E_NOMEM. */
+int tern_gen_init(tern_gen **out, const tern_model *m, tern_err *err);
+void tern_gen_free(tern_gen *g);
+/* Start a reply on s, sampling with smp; spec non-NULL: speculative steps (its history must be
+ * the session's tokens before each step). p is copied (NULL: defaults). Not owned. */
+void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *spec, const tern_gen_params *p);
+/* Evaluate n prompt tokens into the session and return the logits of the last one (as
+ * tern_session_eval), and record them as tern_gen_prompt_seen does; with a spec, also add them to
+ * its history. NULL with err set on failure (TERN_E_RANGE: nothing was appended). */
+const float *tern_gen_prompt(tern_gen *g, const int32_t *tok, int n, tern_err *err);
+/* Record n prompt tokens the caller evaluated: the sampler's history, whether the reply starts
+ * inside a <think> block (split_think), the prompt count. */
+void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n);
+/* Sample a token from logits (the session's last logits, or a batched forward's column) and apply
+ * the stop rules. TERN_STOP_NONE: the token is pending (tern_gen_pending); append it with
+ * tern_gen_step or yourself, then sample again from its logits. */
+tern_stop tern_gen_sample(tern_gen *g, const float *logits);
+/* The pending token (sampled, not yet in the session), or -1. */
+int32_t tern_gen_pending(const tern_gen *g);
+/* Append the pending token and sample the next: plain, one tern_session_eval; speculative, one
+ * tern_spec_step (several tokens per forward, each through the stop rules in order; tokens after
+ * a stop stay in the session). Returns the stop, TERN_STOP_ERROR with err set on a failed
+ * forward. *tok / *n_tok (may be NULL) receive the tokens this step appended to the session. */
+tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *err);
+/* End the reply: with eval_last, append the last token where a stop left it pending; then report
+ * the detokeniser's held-back text (on_token with id -1). Returns the stop (TERN_STOP_ERROR if the
+ * append failed). */
+tern_stop tern_gen_end(tern_gen *g, tern_err *err);
+/* tern_gen_sample on logits, tern_gen_step until a stop, tern_gen_end. */
+tern_stop tern_gen_run(tern_gen *g, const float *logits, tern_err *err);
+void tern_gen_get_stats(const tern_gen *g, tern_gen_stats *st);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* sched.c: the scheduler of `tern serve` (server.h, sched.h): one thread owns every session.
+/* sched.c: the scheduler of `tern serve` (tern_server.h, sched.h): one thread owns every session.
  * Jobs come from the HTTP threads through a bounded FIFO (srv_sched_submit); the scheduler
  * admits them into free slots (longest cached prefix first) between steps (continuous batching).
  * A step: drop cancelled jobs; sample one token for every slot with fresh logits, each with its
@@ -27,14 +27,15 @@ typedef struct slot {
     uint64_t admitted;      /* admission order (prefill goes oldest first) */
     bool fresh;             /* assigned, not set up yet */
     tern_sampler *smp;
-    tern_detok dt;
+    tern_gen *gen;          /* the reply: sampling, stop rules, detokenisation (tern_gen_*) */
+    bool gen_on;            /* tern_gen_begin was called for this job */
     int n_prefilled;        /* prompt tokens evaluated (incl. reused) */
     const float *logits;    /* logits of the last evaluated token: ready to sample when not NULL */
     int32_t next;           /* the last sampled token, to evaluate (when pending) */
     bool pending;
     tern_spec *sp;          /* speculative decoding (NULL: off) */
     int sp_n;               /* cache tokens the drafter's history holds (a prefix of cache) */
-    bool in_think;
+    srv_sched *sched;
 } slot;
 
 struct srv_sched {
@@ -42,7 +43,6 @@ struct srv_sched {
     srv_metrics *mx;
     int n_ctx, n_batch, prefill_chunk, queue_max;
     int32_t n_vocab;
-    int32_t think_open, think_close;
     int split_block, split_min;   /* tern_model_split_rule: how prompts may be cut */
     slot *slots;
     srv_slot_info *pub;     /* n_slots: the slots as of the last step, guarded by mu */
@@ -113,13 +113,7 @@ static void hist_add(srv_hist *h, const double *bounds, double v) {
 
 /* ---- scheduler ------------------------------------------------------------------------------ */
 
-static bool ends_in_think(const srv_sched *s, const prompt_ids *p) {
-    for (int i = p->n - 1; i >= 0; i--) {
-        if (p->ids[i] == s->think_close) return false;
-        if (p->ids[i] == s->think_open) return true;
-    }
-    return false;
-}
+static int slot_on_token(void *user, const tern_gen_token *t);
 
 /* One slot's state for readers on other threads (/slots, /metrics; the caller holds mu). The
  * scheduler thread is the only writer of the slots, so it reads them here without a race. */
@@ -135,17 +129,17 @@ static void slot_publish(srv_sched *s, const slot *sl) {
     }
 }
 
-/* Ends the slot's job: flushes the detokeniser, publishes the result, frees the slot. */
+/* Ends the slot's job: ends the reply (the detokeniser's held-back text goes to the reply),
+ * publishes the result, frees the slot. */
 static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_error *fail) {
     srv_job *j = sl->job;
-    char buf[16];
-    int k = tern_detok_flush(&sl->dt, buf, sizeof buf);
+    if (sl->gen_on) tern_gen_end(sl->gen, NULL);      /* eval_last is off: nothing is evaluated */
+    sl->gen_on = false;
     const double now = srv_now();
     j->tm.predicted_n = j->n_gen;
     j->tm.ttft_ms = j->n_gen > 0 ? 1e3 * (j->t_first - j->t_submit) : 0;
     j->tm.predicted_ms = j->n_gen > 0 ? 1e3 * (j->t_last - j->t_first) : 0;
     if (j->t_prefilled == 0 && j->t_admit > 0) j->tm.prompt_ms = 1e3 * (now - j->t_admit);
-    const bool in_think = sl->in_think;
     pthread_mutex_lock(&j->mu);
     const bool cancelled = j->cancelled;
     pthread_mutex_unlock(&j->mu);
@@ -175,7 +169,6 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     pthread_mutex_unlock(&s->mu);
 
     pthread_mutex_lock(&j->mu);
-    if (k > 0) reply_add_tok(&j->reply, in_think, buf, (size_t)k, j->n_gen);
     j->finish = finish;
     if (fail) {
         j->failed = true;
@@ -228,9 +221,17 @@ static bool slot_setup(srv_sched *s, slot *sl) {
         slot_finish(s, sl, "error", &e);
         return false;
     }
-    for (int i = 0; i < j->prompt.n; i++) tern_sampler_accept(sl->smp, j->prompt.ids[i]);
-    tern_detok_init(&sl->dt);
-    sl->in_think = j->req.kind == SRV_CHAT && ends_in_think(s, &j->prompt);
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = j->req.max_tokens > 0 ? j->req.max_tokens : -1;
+    gp.ignore_eos = j->req.ignore_eos;
+    gp.split_think = j->req.kind == SRV_CHAT;         /* completions: the raw text, tags included */
+    gp.on_token = slot_on_token;
+    gp.user = sl;
+    /* speculative steps only for a request without logprobs (a step's logits are internal) */
+    tern_gen_begin(sl->gen, sl->s, sl->smp, j->req.logprobs ? NULL : sl->sp, &gp);
+    sl->gen_on = true;
+    tern_gen_prompt_seen(sl->gen, j->prompt.ids, j->prompt.n);
     j->tm.prompt_n = j->prompt.n - common;
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
@@ -269,39 +270,30 @@ static int slot_prefill(srv_sched *s, slot *sl, int budget) {
     return n;
 }
 
-/* Hands a generated token to the job: counts it, its text to the reply (logprobs from logits
- * when asked and given), and ends the job at EOG, a stop string, max_tokens or a full context.
- * Returns true if the slot continues with tok pending (sampled, not yet evaluated: sl->next).
- * accept: record tok in the sampler's history (false when the caller already did). */
-static bool slot_emit(srv_sched *s, slot *sl, int32_t tok, const float *logits, bool accept) {
+/* A reply's event (tern_gen's on_token): counts the token, adds its text to the reply (logprobs
+ * from logits when asked and given) and wakes the HTTP thread. Returns non-zero when the reply
+ * has reached a stop string (tern_gen then stops: TERN_STOP_CALLER). */
+static int slot_on_token(void *user, const tern_gen_token *t) {
+    slot *sl = user;
+    srv_sched *s = sl->sched;
     srv_job *j = sl->job;
-    const double now = srv_now();
-    j->n_gen++;                                       /* written by this thread only */
-    if (j->n_gen == 1) j->t_first = now;
-    else {                                            /* every gap between two tokens of a request */
-        pthread_mutex_lock(&s->mx->mu);
-        hist_add(&s->mx->itl, srv_tpot_bounds, now - j->t_last);
-        pthread_mutex_unlock(&s->mx->mu);
-    }
-    j->t_last = now;
-    if (!j->req.ignore_eos && tern_token_is_eog(s->m, tok)) {
-        slot_finish(s, sl, "stop", NULL);
-        return false;
+    if (t->id >= 0) {
+        const double now = srv_now();
+        j->n_gen = t->n_gen;                          /* written by this thread only */
+        if (j->n_gen == 1) j->t_first = now;
+        else {                                        /* every gap between two tokens of a request */
+            pthread_mutex_lock(&s->mx->mu);
+            hist_add(&s->mx->itl, srv_tpot_bounds, now - j->t_last);
+            pthread_mutex_unlock(&s->mx->mu);
+        }
+        j->t_last = now;
+        if (t->eog) return 0;
     }
     srv_logprob lpe;
-    const bool lp = j->req.logprobs && logits;
-    if (lp) api_logprob_compute(logits, s->n_vocab, tok, j->req.top_logprobs, &lpe);
-    char buf[256];
-    int k = 0;
-    bool was_think = sl->in_think;
-    if (j->req.kind == SRV_CHAT && (tok == s->think_open || tok == s->think_close)) {   /* completions: raw text */
-        k = tern_detok_flush(&sl->dt, buf, sizeof buf);
-        sl->in_think = tok == s->think_open;
-    } else {
-        k = tern_detok_put(s->m, &sl->dt, tok, buf, sizeof buf);
-    }
+    const bool lp = t->id >= 0 && j->req.logprobs && t->logits;
+    if (lp) api_logprob_compute(t->logits, s->n_vocab, t->id, j->req.top_logprobs, &lpe);
     pthread_mutex_lock(&j->mu);
-    if (k > 0) reply_add_tok(&j->reply, was_think, buf, (size_t)k, j->n_gen);
+    if (t->n_text > 0) reply_add_tok(&j->reply, t->in_think, t->text, (size_t)t->n_text, j->n_gen);
     if (lp) {
         if (j->n_lp == j->cap_lp) {
             const int cap = j->cap_lp ? 2 * j->cap_lp : 32;
@@ -314,37 +306,34 @@ static bool slot_emit(srv_sched *s, slot *sl, int32_t tok, const float *logits, 
     j->seq++;
     pthread_cond_broadcast(&j->cv);
     pthread_mutex_unlock(&j->mu);
-    if (stopped) {
-        slot_finish(s, sl, "stop", NULL);
+    return stopped;
+}
+
+/* The job's finish_reason for a stop of its reply. */
+static const char *finish_reason(tern_stop stop) {
+    return stop == TERN_STOP_EOG || stop == TERN_STOP_CALLER ? "stop" : "length";   /* LENGTH, CTX */
+}
+
+/* Samples the next token from the slot's logits (its own sampler and settings): the slot
+ * continues with it pending, or the job ends (end of generation, stop string, max_tokens, a full
+ * context). */
+static bool slot_sample(srv_sched *s, slot *sl) {
+    const float *logits = sl->logits;
+    sl->logits = NULL;
+    const tern_stop stop = tern_gen_sample(sl->gen, logits);
+    if (stop != TERN_STOP_NONE) {
+        slot_finish(s, sl, finish_reason(stop), NULL);
         return false;
     }
-    if (j->req.max_tokens > 0 && j->n_gen >= j->req.max_tokens) {
-        slot_finish(s, sl, "length", NULL);
-        return false;
-    }
-    if (tern_session_pos(sl->s) + 1 > s->n_ctx) {     /* the context is full: tok cannot be evaluated */
-        slot_finish(s, sl, "length", NULL);
-        return false;
-    }
-    if (accept) tern_sampler_accept(sl->smp, tok);
-    sl->next = tok;
+    sl->next = tern_gen_pending(sl->gen);
     sl->pending = true;
     return true;
 }
 
-/* Samples the next token from the slot's logits (its own sampler and settings) and emits it. */
-static bool slot_sample(srv_sched *s, slot *sl) {
-    const float *logits = sl->logits;
-    sl->logits = NULL;
-    const int32_t tok = tern_sampler_sample(sl->smp, logits);
-    return slot_emit(s, sl, tok, logits, true);
-}
-
-/* A speculative step for a slot decoding alone: tern_spec_step evaluates its pending token and a
- * prompt-lookup draft in one forward and returns the accepted tokens plus the target's own (each
- * already recorded by the sampler), which are emitted in order; the last one is pending. */
+/* A speculative step for a slot decoding alone: tern_gen_step (tern_spec_step) evaluates its
+ * pending token and a prompt-lookup draft in one forward; the accepted tokens plus the target's
+ * own go through the stop rules in order; the last one is pending. */
 static void slot_spec(srv_sched *s, slot *sl) {
-    srv_job *j = sl->job;
     tern_err err = {0};
     if (sl->sp_n < sl->cache.n &&                     /* the drafter's history = the session's tokens */
         tern_spec_add(sl->sp, sl->cache.ids + sl->sp_n, sl->cache.n - sl->sp_n, &err) != TERN_OK) {
@@ -352,22 +341,18 @@ static void slot_spec(srv_sched *s, slot *sl) {
         return;
     }
     sl->sp_n = sl->cache.n;
-    int n_max = TERN_SPEC_DRAFT_LIMIT + 1;
-    if (j->req.max_tokens > 0 && j->req.max_tokens - j->n_gen < n_max) n_max = j->req.max_tokens - j->n_gen;
-    if (n_max < 1) n_max = 1;
-    int32_t out[TERN_SPEC_DRAFT_LIMIT + 1];
-    int k = 0;
     tern_spec_stats st0, st1;
     tern_spec_get_stats(sl->sp, &st0);
-    const int32_t last = sl->next;
     sl->pending = false;
-    if (tern_spec_step(sl->sp, sl->s, sl->smp, last, n_max, out, &k, &err) != TERN_OK) {
+    const int32_t *added = NULL;
+    int n_added = 0;
+    const tern_stop stop = tern_gen_step(sl->gen, &added, &n_added, &err);
+    if (stop == TERN_STOP_ERROR) {
         slot_fail(s, sl, &err);
         return;
     }
     tern_spec_get_stats(sl->sp, &st1);
-    prompt_ids_push(&sl->cache, &last, 1);           /* the session: history + last + out[0..k-1) */
-    if (k > 1) prompt_ids_push(&sl->cache, out, k - 1);
+    prompt_ids_push(&sl->cache, added, n_added);      /* the session: history + last + out[0..k-1) */
     sl->sp_n = sl->cache.n;
     if (tern_spec_n_history(sl->sp) != sl->cache.n || tern_session_pos(sl->s) != sl->cache.n) {
         tern_spec_reset(sl->sp);                      /* never expected: rebuild the history next time */
@@ -380,8 +365,12 @@ static void slot_spec(srv_sched *s, slot *sl) {
     s->mx->spec_drafted += (uint64_t)(st1.n_drafted - st0.n_drafted);
     s->mx->spec_accepted += (uint64_t)(st1.n_accepted - st0.n_accepted);
     pthread_mutex_unlock(&s->mx->mu);
-    for (int i = 0; i < k; i++)
-        if (!slot_emit(s, sl, out[i], NULL, false)) return;   /* the job ended (stop, EOG, length) */
+    if (stop != TERN_STOP_NONE) {                     /* the job ended (stop, EOG, length) */
+        slot_finish(s, sl, finish_reason(stop), NULL);
+        return;
+    }
+    sl->next = tern_gen_pending(sl->gen);
+    sl->pending = true;
 }
 
 /* Appends each slot's sampled token (returns true if it went through the batched call): one batched forward over all of them (in groups of at most
@@ -752,8 +741,6 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->prefill_chunk = prefill_chunk;
     s->queue_max = queue_max;
     tern_model_split_rule(m, &s->split_block, &s->split_min);
-    s->think_open = prompt_special_id(m, "<think>");
-    s->think_close = prompt_special_id(m, "</think>");
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->q_cap = queue_max + n_slots + 1;
@@ -786,8 +773,10 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
         so.n_ctx = n_ctx;
         so.n_batch = n_batch;
         so.kv_f32 = kv_f32;
+        s->slots[i].sched = s;
         int rc = tern_session_init(&s->slots[i].s, m, &so, err);
         if (rc == TERN_OK && spec) rc = tern_spec_init(&s->slots[i].sp, m, spec, err);
+        if (rc == TERN_OK) rc = tern_gen_init(&s->slots[i].gen, m, err);
         if (rc != TERN_OK) {
             srv_sched_free(s);
             return rc;
@@ -857,6 +846,7 @@ void srv_sched_free(srv_sched *s) {
     for (int i = 0; i < s->n_slots; i++) {
         tern_session_free(s->slots[i].s);
         tern_spec_free(s->slots[i].sp);
+        tern_gen_free(s->slots[i].gen);
         tern_sampler_free(s->slots[i].smp);
         prompt_ids_free(&s->slots[i].cache);
     }

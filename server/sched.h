@@ -1,11 +1,11 @@
-/* sched.h: jobs, metrics and the scheduler thread of `tern serve` (see server.h for the model). */
+/* sched.h: jobs, metrics and the scheduler thread of `tern serve` (see tern_server.h for the model). */
 #ifndef TERN_SERVER_SCHED_H
 #define TERN_SERVER_SCHED_H
 
 #include "api.h"
 #include "prompt.h"
 #include "reply.h"
-#include "server.h"
+#include "tern_server.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -498,5 +498,6 @@ void tern_profile_get(tern_profile *p) {
     p->matmul_s = g_blk_prof.s[BLK_PROF_MATMUL];
     p->attn_s = g_blk_prof.s[BLK_PROF_ATTN];
     p->swiglu_s = g_blk_prof.s[BLK_PROF_SWIGLU];
+    p->recur_s = g_blk_prof.s[BLK_PROF_RECUR];
     for (int i = 0; i < 64; i++) p->matmul_busy_s += g_blk_prof.busy[i];
 }

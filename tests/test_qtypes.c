@@ -49,6 +49,25 @@ static void test_traits(void **state) {
     assert_null(qt_get(2));      /* Q4_0: not supported */
     assert_null(qt_get(999));
     assert_true(qt_get(QT_PTQ1_0)->ternary && qt_get(QT_PQ2_0)->ternary && !qt_get(QT_F32)->ternary);
+    assert_int_equal(qt_get(QT_PQ2_0)->file_type, 141);
+    assert_int_equal(qt_get(QT_Q2_0)->file_type, -1);
+    /* the table is complete: exactly the rows above, each with both codecs (a type added
+     * without them, or without a row here, fails) */
+    assert_int_equal(qt_count(), (int)(sizeof want / sizeof want[0]));
+    assert_null(qt_at(-1));
+    assert_null(qt_at(qt_count()));
+    for (int i = 0; i < qt_count(); i++) {
+        const qt_traits *t = qt_at(i);
+        assert_ptr_equal(qt_get(t->type), t);
+        if (!t->dequant || !t->quantize) fail_msg("type %s: a codec is missing", t->name);
+        float x[256], y[256];
+        uint8_t b[4 * 256];
+        for (int k = 0; k < 256; k++) x[k] = (float)((k * 7) % 5) - 2.0f;   /* ternary-friendly values */
+        assert_int_equal(qt_quantize(t->type, x, b, 256), TERN_OK);
+        assert_int_equal(qt_dequant(t->type, b, y, 256), TERN_OK);
+        for (int k = 0; k < 256; k++)
+            if (!isfinite(y[k])) fail_msg("type %s: value %d decodes to %g", t->name, k, (double)y[k]);
+    }
 }
 
 static void test_row_bytes(void **state) {

@@ -16,7 +16,7 @@
 #include "format/gguf.h"
 #include "model/model.h"
 #include "tokenizer/chat.h"
-#include "../server/server.h"
+#include "tern_server.h"
 #include "tern.h"
 
 #include <cjson/cJSON.h>

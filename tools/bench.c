@@ -269,13 +269,13 @@ int cmd_bench(int argc, char **argv) {
                     const double T = prof.total_s, nt = info.n_threads;
                     const double wait = prof.matmul_s * nt - prof.matmul_busy_s;
                     const double other = T - prof.embed_s - prof.norm_s - prof.quant_s - prof.matmul_s - prof.attn_s -
-                                         prof.swiglu_s;
+                                         prof.swiglu_s - prof.recur_s;
                     printf("%sprofile %s t=%d: %.3f s in %ld forwards: matmul %.1f%% (of which barrier wait + imbalance "
                            "%.1f%%), attention %.1f%%, qk-norm/rope/kv-store/residual %.1f%%, rmsnorm|swiglu+quantise %.1f%%, "
-                           "swiglu %.1f%%, embed %.1f%%, other %.1f%%\n",
+                           "swiglu %.1f%%, recurrence %.1f%%, embed %.1f%%, other %.1f%%\n",
                            json ? "# " : "", test, info.n_threads, T, prof.n_forward, 100 * prof.matmul_s / T,
                            100 * wait / nt / T, 100 * prof.attn_s / T, 100 * prof.norm_s / T, 100 * prof.quant_s / T,
-                           100 * prof.swiglu_s / T, 100 * prof.embed_s / T, 100 * other / T);
+                           100 * prof.swiglu_s / T, 100 * prof.recur_s / T, 100 * prof.embed_s / T, 100 * other / T);
                 }
                 fflush(stdout);
             }

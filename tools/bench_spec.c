@@ -142,45 +142,36 @@ static int prompt_tokens(tern_model *m, const char *text, bool raw, int max_tok,
 
 /* ---- generation ------------------------------------------------------------------------------- */
 
-/* Greedy generation of up to n tokens after the prompt (stops at EOG and the context like tern
- * run). Speculative when sp != NULL. Returns the token count (< 0: error), *t_gen the seconds
- * from the first token to the last. */
-static int generate(tern_model *m, tern_session *s, tern_sampler *smp, tern_spec *sp, const int32_t *prompt, int np,
+/* Collects the tokens of a reply (tern_gen's on_token) into out[0 .. n). */
+typedef struct gen_out { int32_t *out; int n; } gen_out;
+
+static int collect(void *user, const tern_gen_token *t) {
+    gen_out *o = user;
+    if (t->id >= 0) o->out[o->n++] = t->id;
+    return 0;
+}
+
+/* Greedy generation of up to n tokens after the prompt (the end-of-generation token included, as
+ * tern_gen counts it), through tern_gen (the loop of tern run). Speculative when sp != NULL.
+ * Returns the token count (< 0: error), *t_gen the seconds from the first sample to the end. */
+static int generate(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *sp, const int32_t *prompt, int np,
                     int n, int32_t *out, double *t_gen, tern_err *err) {
     tern_session_reset(s);
     tern_sampler_reset(smp);
-    const float *l = tern_session_eval(s, prompt, np, err);
+    tern_spec_reset(sp);
+    gen_out o = {.out = out};
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = n;
+    gp.on_token = collect;
+    gp.user = &o;
+    tern_gen_begin(g, s, smp, sp, &gp);
+    const float *l = tern_gen_prompt(g, prompt, np, err);
     if (!l) return err->code;
     const double t0 = now_s();
-    int32_t last = tern_sampler_sample(smp, l);
-    tern_sampler_accept(smp, last);
-    int k = 0;
-    out[k++] = last;
-    if (sp) {
-        tern_spec_reset(sp);
-        int rc = tern_spec_add(sp, prompt, np, err);
-        if (rc) return rc;
-    }
-    while (!tern_token_is_eog(m, last) && k < n && tern_session_pos(s) < tern_session_n_ctx(s)) {
-        if (sp) {
-            int32_t buf[TERN_SPEC_DRAFT_LIMIT + 1];
-            int got = 0;
-            const int n_max = n - k < TERN_SPEC_DRAFT_LIMIT + 1 ? n - k : TERN_SPEC_DRAFT_LIMIT + 1;
-            int rc = tern_spec_step(sp, s, smp, last, n_max, buf, &got, err);
-            if (rc) return rc;
-            memcpy(out + k, buf, (size_t)got * sizeof *buf);
-            k += got;
-            last = buf[got - 1];
-        } else {
-            l = tern_session_eval(s, &last, 1, err);
-            if (!l) return err->code;
-            last = tern_sampler_sample(smp, l);
-            tern_sampler_accept(smp, last);
-            out[k++] = last;
-        }
-    }
+    if (tern_gen_run(g, l, err) == TERN_STOP_ERROR) return err->code;
     *t_gen = now_s() - t0;
-    return k;
+    return o.n;
 }
 
 static int run_generation(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps) {
@@ -196,9 +187,12 @@ static int run_generation(const bs_args *a, tern_model *m, tern_session *s, doub
     spp.temp = 0;
     tern_sampler *smp = NULL;
     tern_spec *sp = NULL;
+    tern_gen *gen = NULL;
     int32_t *ga = malloc((size_t)a->n_predict * sizeof *ga), *gb = malloc((size_t)a->n_predict * sizeof *gb);
     int status = 1;
-    if (!ga || !gb || tern_sampler_init(&smp, m, &spp, &err) || tern_spec_init(&sp, m, &a->so.p, &err)) goto done;
+    if (!ga || !gb || tern_sampler_init(&smp, m, &spp, &err) || tern_spec_init(&sp, m, &a->so.p, &err) ||
+        tern_gen_init(&gen, m, &err))
+        goto done;
     printf("bench-spec: %s (%s), %d threads, prompts %s%s%s (%d), -n %d, %s, draft-max %d, n-gram %d..%d\n",
            a->oc.model, info.arch, info.n_threads, a->prompts, a->category ? " category " : "",
            a->category ? a->category : "", n_p, a->n_predict, raw ? "raw text" : "chat template", a->so.p.draft_max,
@@ -223,10 +217,10 @@ static int run_generation(const bs_args *a, tern_model *m, tern_session *s, doub
         tern_spec_stats st = {0};
         for (int r = 0; r < a->reps; r++) {
             double ta = 0, tb = 0;
-            na = generate(m, s, smp, NULL, ids, np, a->n_predict, ga, &ta, &err);
+            na = generate(gen, s, smp, NULL, ids, np, a->n_predict, ga, &ta, &err);
             if (na < 0) { free(ids); goto done; }
             tern_spec_reset_stats(sp);
-            nb = generate(m, s, smp, sp, ids, np, a->n_predict, gb, &tb, &err);
+            nb = generate(gen, s, smp, sp, ids, np, a->n_predict, gb, &tb, &err);
             if (nb < 0) { free(ids); goto done; }
             tern_spec_get_stats(sp, &st);
             if (ta < best_a) best_a = ta;
@@ -267,6 +261,7 @@ done:
     free(ga);
     free(gb);
     tern_spec_free(sp);
+    tern_gen_free(gen);
     tern_sampler_free(smp);
     return status;
 }

@@ -3,7 +3,7 @@
  * The conversation lives in one session: each turn evaluates only its new tokens (the closing of
  * the previous reply, the user's message in the template's scaffolding, the generation prompt);
  * the reply is generated in place, so the KV cache holds it exactly as generated. Control tokens
- * are parsed only in the template's scaffolding (server/prompt.c). Ctrl-C stops the current reply
+ * are parsed only in the template's scaffolding (tern_chat_tokenize). Ctrl-C stops the current reply
  * and keeps the session; /clear starts over; /exit or Ctrl-D quits. When the context is full the
  * reply stops with a message and the next message asks for /clear instead of crashing.
  * Thinking (<think>...</think>) is hidden by default and shown dimmed with --show-think. */
@@ -12,8 +12,6 @@
 #include "model_opts.h"
 #include "spec_opts.h"
 #include "tokenizer/tok.h"
-#include "../server/prompt.h"
-#include "../server/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -69,7 +67,7 @@ typedef struct chat {
     tern_session *s;
     tern_sampler *smp;
     tern_spec *spec;        /* speculative decoding (--spec lookup) or NULL; its history = the session's tokens */
-    int32_t think_open, think_close;
+    tern_gen *gen;          /* the reply loop */
     bool need_close;        /* the previous reply is not closed yet (its end-of-turn text is due) */
     bool color;             /* stdout is a terminal: ANSI dim for thinking */
     int turn;
@@ -136,41 +134,100 @@ static void dim(const chat *c, bool on) {
     if (c->color) fputs(on ? "\x1b[2m" : "\x1b[0m", stdout);
 }
 
+/* A growable array of token ids. */
+typedef struct chat_ids {
+    int32_t *ids;
+    int n, cap;
+} chat_ids;
+
+static void ids_free(chat_ids *p) {
+    free(p->ids);
+    *p = (chat_ids){0};
+}
+
+/* Fill err with code and a message; returns code. */
+static int chat_fail(tern_err *err, int code, const char *msg) {
+    err->code = code;
+    snprintf(err->msg, sizeof err->msg, "chat: %s", msg);
+    return code;
+}
+
+static int ids_reserve(chat_ids *p, int extra, tern_err *err) {
+    if (extra < 0 || p->n > (1 << 28) - extra) return chat_fail(err, TERN_E_RANGE, "too many tokens");
+    if (p->n + extra <= p->cap) return TERN_OK;
+    const int cap = p->n + extra + 256;
+    int32_t *q = realloc(p->ids, (size_t)cap * sizeof *q);
+    if (!q) return chat_fail(err, TERN_E_NOMEM, "out of memory");
+    p->ids = q;
+    p->cap = cap;
+    return TERN_OK;
+}
+
+/* Append the ids of msgs in the chat template (tern_chat_tokenize: control tokens parsed only in
+ * the scaffolding). */
+static int chat_append(const chat *c, const tern_chat_msg *msgs, int n, bool gen, bool bos, chat_ids *out,
+                       tern_err *err) {
+    int need = 0;
+    int rc = tern_chat_tokenize(c->m, c->o.tmpl, msgs, n, gen, c->o.think, bos, NULL, 0, &need, err);
+    if (rc != TERN_OK && rc != TERN_E_RANGE) return rc;
+    *err = (tern_err){0};
+    if ((rc = ids_reserve(out, need, err)) != TERN_OK) return rc;
+    rc = tern_chat_tokenize(c->m, c->o.tmpl, msgs, n, gen, c->o.think, bos, out->ids + out->n, need, &need, err);
+    if (rc == TERN_OK) out->n += need;
+    return rc;
+}
+
+/* Append the ids of the text the template puts after an assistant message's content to close
+ * the turn (ChatML: "<|im_end|>\n"): the reply was generated in place, so the next turn starts
+ * with its closing. That text is scaffolding only: control tokens parsed. */
+static int chat_close_reply(const chat *c, chat_ids *out, tern_err *err) {
+    static const char mark[] = "TERNCLOSEMARKER7f3aZ";
+    const tern_chat_msg msgs[2] = {{"user", "hi"}, {"assistant", mark}};
+    char buf[1024];
+    size_t len = 0;
+    int rc = tern_chat_apply(c->m, c->o.tmpl, msgs, 2, false, true, buf, sizeof buf, &len, err);
+    if (rc != TERN_OK) return rc;
+    const char *hit = strstr(buf, mark);
+    if (!hit) return chat_fail(err, TERN_E_FORMAT, "the chat template dropped the assistant message");
+    const char *tail = hit + sizeof mark - 1;
+    const size_t n_tail = len - (size_t)(tail - buf);
+    if ((rc = ids_reserve(out, (int)n_tail + 8, err)) != TERN_OK) return rc;
+    int n = 0;
+    rc = tern_tokenize(c->m, tail, n_tail, false, true, out->ids + out->n, (int)n_tail + 8, &n, err);
+    if (rc == TERN_OK) out->n += n;
+    return rc;
+}
+
 /* Token ids of the user's message for this turn, appended to ids: on an empty session the whole
  * prompt (system, user, generation prompt); later the closing of the previous reply and the new
  * user turn only. */
-static int build_turn(chat *c, const char *user, prompt_ids *ids, tern_err *err) {
+static int build_turn(chat *c, const char *user, chat_ids *ids, tern_err *err) {
     const bool fresh = tern_session_pos(c->s) == 0;
     tern_chat_msg msgs[2];
     int n = 0;
     if (c->o.system) msgs[n++] = (tern_chat_msg){"system", c->o.system};
     msgs[n++] = (tern_chat_msg){"user", user};
-    if (fresh) return prompt_chat_append(c->m, c->o.tmpl, msgs, n, true, c->o.think, true, ids, NULL, err);
+    if (fresh) return chat_append(c, msgs, n, true, true, ids, err);
 
     int rc = TERN_OK;
-    if (c->need_close && (rc = prompt_chat_close_assistant(c->m, c->o.tmpl, ids, err)) != TERN_OK) return rc;
-    if (!c->o.system) return prompt_chat_append(c->m, c->o.tmpl, msgs, n, true, c->o.think, false, ids, NULL, err);
+    if (c->need_close && (rc = chat_close_reply(c, ids, err)) != TERN_OK) return rc;
+    if (!c->o.system) return chat_append(c, msgs, n, true, false, ids, err);
     /* with a system prompt: the user turn is what [system, user] adds to [system] */
-    prompt_ids base = {0}, both = {0};
-    rc = prompt_chat_append(c->m, c->o.tmpl, msgs, 1, false, c->o.think, false, &base, NULL, err);
-    if (rc == TERN_OK) rc = prompt_chat_append(c->m, c->o.tmpl, msgs, 2, true, c->o.think, false, &both, NULL, err);
+    chat_ids base = {0}, both = {0};
+    rc = chat_append(c, msgs, 1, false, false, &base, err);
+    if (rc == TERN_OK) rc = chat_append(c, msgs, 2, true, false, &both, err);
     if (rc == TERN_OK) {
-        bool prefix = base.n <= both.n && memcmp(base.ids, both.ids, (size_t)base.n * sizeof *base.ids) == 0;
-        if (!prefix) rc = srv_err_set(err, TERN_E_UNSUPPORTED, "chat: this template renders the system turn differently when a user turn follows");
-        else rc = prompt_ids_push(ids, both.ids + base.n, both.n - base.n);
+        const bool prefix = base.n <= both.n && memcmp(base.ids, both.ids, (size_t)base.n * sizeof *base.ids) == 0;
+        if (!prefix)
+            rc = chat_fail(err, TERN_E_UNSUPPORTED, "this template renders the system turn differently when a user turn follows");
+        else if ((rc = ids_reserve(ids, both.n - base.n, err)) == TERN_OK) {
+            memcpy(ids->ids + ids->n, both.ids + base.n, (size_t)(both.n - base.n) * sizeof *ids->ids);
+            ids->n += both.n - base.n;
+        }
     }
-    prompt_ids_free(&base);
-    prompt_ids_free(&both);
+    ids_free(&base);
+    ids_free(&both);
     return rc;
-}
-
-/* Whether the text generated next is inside a think block: the last think tag among ids. */
-static bool ends_in_think(const chat *c, const prompt_ids *ids) {
-    for (int i = ids->n - 1; i >= 0; i--) {
-        if (ids->ids[i] == c->think_close) return false;
-        if (ids->ids[i] == c->think_open) return true;
-    }
-    return false;
 }
 
 static void put_text(chat *c, bool in_think, const char *buf, int n, bool *shown_marker) {
@@ -188,72 +245,39 @@ static void put_text(chat *c, bool in_think, const char *buf, int n, bool *shown
     }
 }
 
-/* Show one generated token (not an end-of-generation one): think tags switch the display mode. */
-static void show_token(chat *c, int32_t tok, tern_detok *dt, bool *in_think, bool *shown_marker) {
-    char buf[256];
-    if (tok == c->think_open || tok == c->think_close) {
-        int k = tern_detok_flush(dt, buf, sizeof buf);
-        put_text(c, *in_think, buf, k, shown_marker);
-        if (tok == c->think_close && *in_think && !c->o.show_think && *shown_marker && c->color)
-            fputs("\r\x1b[K", stdout);                /* erase the [thinking...] marker */
-        else if (tok == c->think_close && *in_think && c->o.show_think)
-            fputs("\n", stdout);
-        *in_think = tok == c->think_open;
-    } else {
-        int k = tern_detok_put(c->m, dt, tok, buf, sizeof buf);
-        put_text(c, *in_think, buf, k, shown_marker);
-    }
-    opts_flush_stdout();
+typedef struct chat_reply {
+    chat *c;
+    bool shown_marker;      /* "[thinking...]" is on the screen */
+} chat_reply;
+
+/* Show one event of the reply (tern_gen's on_token): think tags switch the display mode; Ctrl-C
+ * stops the reply (the token just shown stays in the conversation: eval_last). */
+static int show_token(void *user, const tern_gen_token *t) {
+    chat_reply *r = user;
+    chat *c = r->c;
+    put_text(c, t->in_think, t->text, t->n_text, &r->shown_marker);
+    if (t->think < 0 && t->in_think && !c->o.show_think && r->shown_marker && c->color)
+        fputs("\r\x1b[K", stdout);                   /* erase the [thinking...] marker */
+    else if (t->think < 0 && t->in_think && c->o.show_think)
+        fputs("\n", stdout);
+    if (t->id >= 0) opts_flush_stdout();
+    return g_interrupt != 0;
 }
 
-/* The reply with speculative decoding (--spec): the same stops as the plain loop in run_turn -
- * end of generation (not evaluated), -n (the last token evaluated), Ctrl-C (evaluated), full
- * context (not evaluated) - with tokens coming from tern_spec_step. Returns the reason shown, or
- * NULL. */
-static const char *spec_reply(chat *c, const float *logits, tern_detok *dt, bool *in_think, bool *shown_marker,
-                              double t0, double *t_first, int *n_gen) {
-    tern_err err = {0};
-    const int n_ctx = tern_session_n_ctx(c->s);
-    if (c->o.n_predict == 0) return NULL;
-    int32_t last = tern_sampler_sample(c->smp, logits);
-    tern_sampler_accept(c->smp, last);
-    *t_first = srv_now() - t0;
-    *n_gen = 1;
-    const char *why = NULL;
-    bool eval_last = false;
-    for (;;) {
-        if (tern_token_is_eog(c->m, last)) break;
-        show_token(c, last, dt, in_think, shown_marker);
-        if (g_interrupt) { why = "stopped"; eval_last = true; break; }
-        if (c->o.n_predict >= 0 && *n_gen >= c->o.n_predict) { eval_last = true; break; }
-        if (tern_session_pos(c->s) + 1 > n_ctx) { why = "context full: type /clear to start a new conversation"; break; }
-        int32_t out[TERN_SPEC_DRAFT_LIMIT + 1];
-        int n_max = TERN_SPEC_DRAFT_LIMIT + 1, k = 0;
-        if (c->o.n_predict >= 0 && c->o.n_predict - *n_gen < n_max) n_max = c->o.n_predict - *n_gen;
-        if (tern_spec_step(c->spec, c->s, c->smp, last, n_max, out, &k, &err) != TERN_OK) break;
-        for (int i = 0; i + 1 < k; i++) show_token(c, out[i], dt, in_think, shown_marker);   /* EOG only last */
-        *n_gen += k;
-        last = out[k - 1];
-    }
-    if (eval_last && !err.code) {
-        if (tern_session_eval(c->s, &last, 1, &err)) tern_spec_add(c->spec, &last, 1, &err);
-    }
-    if (err.code) {
-        fprintf(stderr, "\ntern chat: %s\n", err.msg);
-        tern_session_reset(c->s);
-        tern_spec_reset(c->spec);
-        c->need_close = false;
-    }
-    return why;
+/* The session could be in any state after a failed forward: start the conversation over. */
+static void chat_drop(chat *c) {
+    tern_session_reset(c->s);
+    tern_spec_reset(c->spec);
+    c->need_close = false;
 }
 
 static void run_turn(chat *c, const char *user) {
     tern_err err = {0};
-    prompt_ids ids = {0};
+    chat_ids ids = {0};
     c->turn++;
     if (build_turn(c, user, &ids, &err) != TERN_OK) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
-        prompt_ids_free(&ids);
+        ids_free(&ids);
         return;
     }
     const int n_ctx = tern_session_n_ctx(c->s), pos0 = tern_session_pos(c->s);
@@ -265,91 +289,64 @@ static void run_turn(chat *c, const char *user) {
                         "template, plus one for the reply); start tern chat with -c %d or more, or send a shorter "
                         "message.]\n", n_ctx, ids.n + 1,
                 pos0 == 0 && c->o.system ? "the system prompt and the message" : "the message", ids.n + 1);
-        prompt_ids_free(&ids);
+        ids_free(&ids);
         c->turn--;
         return;
     }
     if (pos0 + ids.n + 1 > n_ctx) {
         fprintf(stderr, "\n[context full: %d of %d tokens used and this message needs %d more. "
                         "Type /clear to start a new conversation.]\n", pos0, n_ctx, ids.n + 1);
-        prompt_ids_free(&ids);
+        ids_free(&ids);
         c->turn--;
         return;
     }
     g_interrupt = 0;
-    const double t0 = srv_now();
-    const float *logits = tern_session_eval(c->s, ids.ids, ids.n, &err);
+    chat_reply r = {.c = c};
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = c->o.n_predict;
+    gp.split_think = true;
+    gp.eval_last = true;
+    gp.on_token = show_token;
+    gp.user = &r;
+    tern_gen_begin(c->gen, c->s, c->smp, c->spec, &gp);
+    const float *logits = tern_gen_prompt(c->gen, ids.ids, ids.n, &err);
+    ids_free(&ids);
     if (!logits) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
         /* nothing was appended on a range error; anything else leaves an unknown state */
-        if (err.code != TERN_E_RANGE) {
-            tern_session_reset(c->s);
-            tern_spec_reset(c->spec);
-            c->need_close = false;
-        }
-        prompt_ids_free(&ids);
-        return;
-    }
-    const double t_prompt = srv_now() - t0;
-    for (int i = 0; i < ids.n; i++) tern_sampler_accept(c->smp, ids.ids[i]);
-    if (c->spec && tern_spec_add(c->spec, ids.ids, ids.n, &err) != TERN_OK) {
-        fprintf(stderr, "tern chat: %s\n", err.msg);
-        tern_session_reset(c->s);
-        tern_spec_reset(c->spec);
-        c->need_close = false;
-        prompt_ids_free(&ids);
+        if (err.code != TERN_E_RANGE) chat_drop(c);
         return;
     }
     tern_spec_reset_stats(c->spec);
     c->need_close = true;
-    bool in_think = ends_in_think(c, &ids), shown_marker = false;
-    const int n_prompt = ids.n;
-    prompt_ids_free(&ids);
-
-    tern_detok dt;
-    tern_detok_init(&dt);
-    char buf[256];
-    double t_first = 0;
-    int n_gen = 0;
-    const char *why = NULL;
-    if (c->spec) why = spec_reply(c, logits, &dt, &in_think, &shown_marker, t0, &t_first, &n_gen);
-    for (; !c->spec;) {
-        if (g_interrupt) { why = "stopped"; break; }
-        if (c->o.n_predict >= 0 && n_gen >= c->o.n_predict) break;
-        const int32_t tok = tern_sampler_sample(c->smp, logits);
-        if (n_gen == 0) t_first = srv_now() - t0;
-        n_gen++;
-        if (tern_token_is_eog(c->m, tok)) break;
-        show_token(c, tok, &dt, &in_think, &shown_marker);
-        if (tern_session_pos(c->s) + 1 > n_ctx) { why = "context full: type /clear to start a new conversation"; break; }
-        logits = tern_session_eval(c->s, &tok, 1, &err);
-        if (!logits) {
-            fprintf(stderr, "\ntern chat: %s\n", err.msg);
-            tern_session_reset(c->s);
-            c->need_close = false;
-            break;
-        }
-        tern_sampler_accept(c->smp, tok);
-    }
-    int k = tern_detok_flush(&dt, buf, sizeof buf);
-    put_text(c, in_think, buf, k, &shown_marker);
+    const tern_stop stop = tern_gen_run(c->gen, logits, &err);
     printf("\n");
     opts_flush_stdout();
+    if (stop == TERN_STOP_ERROR) {
+        fprintf(stderr, "tern chat: %s\n", err.msg);
+        chat_drop(c);
+    }
     /* a note on how the reply ended goes to stderr (stdout holds only the replies and the answers
      * to /commands: a piped transcript stays clean) */
+    const char *why = stop == TERN_STOP_CALLER ? "stopped"
+                    : stop == TERN_STOP_CTX    ? "context full: type /clear to start a new conversation"
+                                               : NULL;
     if (why) fprintf(stderr, "%s[%s]%s\n", c->color ? "\x1b[2m" : "", why, c->color ? "\x1b[0m" : "");
-    const double t_all = srv_now() - t0;
-    const double t_gen = t_all - t_first;
+    tern_gen_stats st;
+    tern_gen_get_stats(c->gen, &st);
+    const double t_gen = st.t_gen_s;
     fprintf(stderr, "%s[turn %d: %d new prompt tokens in %.3f s (%.1f t/s), time to first token %.3f s, "
                     "%d tokens at %.1f t/s, context %d/%d]%s\n",
-            c->color ? "\x1b[2m" : "", c->turn, n_prompt, t_prompt, t_prompt > 0 ? n_prompt / t_prompt : 0.0,
-            t_first, n_gen, n_gen > 1 && t_gen > 0 ? (n_gen - 1) / t_gen : 0.0,
-            tern_session_pos(c->s), n_ctx, c->color ? "\x1b[0m" : "");
+            c->color ? "\x1b[2m" : "", c->turn, st.n_prompt, st.t_prompt_s,
+            st.t_prompt_s > 0 ? st.n_prompt / st.t_prompt_s : 0.0, st.t_first_s, st.n_gen,
+            st.n_gen > 1 && t_gen > 0 ? (st.n_gen - 1) / t_gen : 0.0, tern_session_pos(c->s), n_ctx,
+            c->color ? "\x1b[0m" : "");
     if (c->spec) {
-        tern_spec_stats st;
-        tern_spec_get_stats(c->spec, &st);
+        tern_spec_stats sst;
+        tern_spec_get_stats(c->spec, &sst);
         if (c->color) fputs("\x1b[2m", stderr);
-        spec_opts_print_stats(stderr, &st, 0);
+        spec_opts_print_stats(stderr, &sst, 0);
         if (c->color) fputs("\x1b[0m", stderr);
     }
 }
@@ -365,16 +362,15 @@ int cmd_chat(int argc, char **argv) {
     if (c.o.sp.repeat_last_n < 0) c.o.sp.repeat_last_n = tern_session_n_ctx(c.s);
     if (tern_sampler_init(&c.smp, c.m, &c.o.sp, &err) != TERN_OK) goto fail;
     if (c.o.spec.on && tern_spec_init(&c.spec, c.m, &c.o.spec.p, &err) != TERN_OK) goto fail;
+    if (tern_gen_init(&c.gen, c.m, &err) != TERN_OK) goto fail;
     opts_note_chat_template("chat", c.m, c.o.tmpl);
     {   /* fail early on an unknown template name, before the user types anything */
         tern_chat_msg probe = {"user", "hi"};
-        prompt_ids p = {0};
-        rc = prompt_chat_append(c.m, c.o.tmpl, &probe, 1, true, c.o.think, true, &p, NULL, &err);
-        prompt_ids_free(&p);
+        chat_ids p = {0};
+        rc = chat_append(&c, &probe, 1, true, true, &p, &err);
+        ids_free(&p);
         if (rc != TERN_OK) goto fail;
     }
-    c.think_open = prompt_special_id(c.m, "<think>");
-    c.think_close = prompt_special_id(c.m, "</think>");
     c.color = isatty(STDOUT_FILENO) && !getenv("NO_COLOR");
     const bool interactive = isatty(STDIN_FILENO);
 
@@ -465,6 +461,7 @@ int cmd_chat(int argc, char **argv) {
     free(line);
     tern_sampler_free(c.smp);
     tern_spec_free(c.spec);
+    tern_gen_free(c.gen);
     tern_session_free(c.s);
     tern_model_free(c.m);
     return 0;
@@ -472,6 +469,7 @@ fail:
     fprintf(stderr, "tern chat: %s\n", err.msg);
     tern_sampler_free(c.smp);
     tern_spec_free(c.spec);
+    tern_gen_free(c.gen);
     tern_session_free(c.s);
     tern_model_free(c.m);
     return 1;

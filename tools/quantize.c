@@ -51,14 +51,8 @@ static bool quant_converts(const gguf_tensor *t, int type) {
 }
 
 static int file_type_of(int type) {   /* general.file_type for a file of `type` weights; -1 none */
-    switch (type) {
-    case QT_F32: return 0;
-    case QT_F16: return 1;
-    case QT_Q8_0: return 7;
-    case QT_PQ2_0: return 141;
-    case QT_PTQ1_0: return 143;
-    default: return -1;
-    }
+    const qt_traits *q = qt_get(type);
+    return q ? q->file_type : -1;
 }
 
 /* Copy one metadata pair into the writer, keeping its value type. */

@@ -36,27 +36,14 @@ static const opt_def run_defs[] = {
     {RUN_IGNORE_EOS, "--ignore-eos", OPT_FLAG, NULL, 0, 0, NULL, "keep generating past end-of-generation tokens"},
 };
 
-/* Print a generated token (streaming detokeniser). */
-static void run_put(const tern_model *m, tern_detok *dt, int32_t id) {
-    char out[256];
-    const int nb = tern_detok_put(m, dt, id, out, sizeof out);
-    if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); opts_flush_stdout(); }
-}
-
-/* Damaged weights (NaN, Inf) make every logit NaN and the sampler then prints garbage: say so on
- * stderr the first time (*warned), and the run exits 1. pos: the position the logits predict. */
-static void check_logits(const float *l, int n_vocab, int pos, bool *warned) {
-    if (*warned) return;
-    for (int i = 0; i < n_vocab; i++)
-        if (!isfinite(l[i])) {
-            fprintf(stderr, "\ntern run: warning: the logits for position %d are not finite (logit %d of %d is %s); "
-                            "expected finite logits: the model's weights may be damaged (NaN or Inf), the text is "
-                            "not meaningful and the run will exit with status 1\n",
-                    pos, i, n_vocab, isnan(l[i]) ? "NaN" : l[i] > 0 ? "+Inf" : "-Inf");
-            fflush(stderr);
-            *warned = true;
-            return;
-        }
+/* Print a generated token's text as it comes (tern_gen's on_token). */
+static int run_put(void *user, const tern_gen_token *t) {
+    (void)user;
+    if (t->n_text > 0) {
+        fwrite(t->text, 1, (size_t)t->n_text, stdout);
+        opts_flush_stdout();
+    }
+    return 0;
 }
 
 static void run_usage(FILE *f, const opt_table *t, int n_t) {
@@ -124,6 +111,7 @@ int cmd_run(int argc, char **argv) {
     tern_session *s = NULL;
     tern_sampler *smp = NULL;
     tern_spec *spec = NULL;
+    tern_gen *gen = NULL;
     int32_t *toks = NULL;
     const double t_load0 = now_s();
     if (opts_load(&oc, &m, &s, &err)) goto done;
@@ -134,6 +122,7 @@ int cmd_run(int argc, char **argv) {
     if (tern_sampler_init(&smp, m, &sp, &err)) goto done;
     so.p.ignore_eos = ignore_eos;
     if (so.on && tern_spec_init(&spec, m, &so.p, &err)) goto done;
+    if (tern_gen_init(&gen, m, &err)) goto done;
 
     int n_tok = 0;
     const bool add_bos = info.add_bos || plen == 0;
@@ -153,63 +142,33 @@ int cmd_run(int argc, char **argv) {
     }
     if (echo) { opts_write_utf8(stdout, prompt, plen); opts_flush_stdout(); }
 
-    const double t0 = now_s();
-    const float *logits = tern_session_eval(s, toks, n_tok, &err);
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = n_predict;
+    gp.ignore_eos = ignore_eos;
+    gp.on_token = run_put;
+    tern_gen_begin(gen, s, smp, spec, &gp);
+    const float *logits = tern_gen_prompt(gen, toks, n_tok, &err);
     if (!logits) goto done;
-    const double t_prompt = now_s() - t0;
-    check_logits(logits, info.n_vocab, tern_session_pos(s), &bad_logits);   /* --spec: its steps' logits are internal */
-    double t_first = 0, t_gen0 = 0;
-    int n_gen = 0;
-    tern_detok dt;
-    tern_detok_init(&dt);
-    char out[256];
-    if (spec && n_predict != 0) {   /* speculative: same tokens and stops as the plain loop below */
-        if (tern_spec_add(spec, toks, n_tok, &err)) goto done;
-        int32_t last = tern_sampler_sample(smp, logits);
-        t_first = now_s() - t0;
-        t_gen0 = now_s();
-        tern_sampler_accept(smp, last);
-        n_gen = 1;
-        for (;;) {
-            if (!ignore_eos && tern_token_is_eog(m, last)) break;
-            run_put(m, &dt, last);
-            if (n_gen == n_predict) break;
-            if (tern_session_pos(s) >= tern_session_n_ctx(s)) {
-                fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
-                break;
-            }
-            int32_t buf[TERN_SPEC_DRAFT_LIMIT + 1];
-            int k = 0;
-            int n_max = TERN_SPEC_DRAFT_LIMIT + 1;
-            if (n_predict >= 0 && n_predict - n_gen < n_max) n_max = n_predict - n_gen;
-            if (tern_spec_step(spec, s, smp, last, n_max, buf, &k, &err)) goto done;
-            for (int j = 0; j + 1 < k; j++) run_put(m, &dt, buf[j]);   /* an EOG can only be the last */
-            n_gen += k;
-            last = buf[k - 1];
-        }
-    }
-    for (int i = 0; !spec && (i < n_predict || n_predict < 0); i++) {
-        const int32_t id = tern_sampler_sample(smp, logits);
-        if (i == 0) { t_first = now_s() - t0; t_gen0 = now_s(); }
-        tern_sampler_accept(smp, id);
-        n_gen++;
-        if (!ignore_eos && tern_token_is_eog(m, id)) break;
-        const int nb = tern_detok_put(m, &dt, id, out, sizeof out);
-        if (nb > 0) { fwrite(out, 1, (size_t)nb, stdout); opts_flush_stdout(); }
-        if (i + 1 == n_predict) break;
-        if (tern_session_pos(s) >= tern_session_n_ctx(s)) {
-            fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
-            break;
-        }
-        logits = tern_session_eval(s, &id, 1, &err);
-        if (!logits) goto done;
-        check_logits(logits, info.n_vocab, tern_session_pos(s), &bad_logits);
-    }
-    const int nb = tern_detok_flush(&dt, out, sizeof out);
-    if (nb > 0) fwrite(out, 1, (size_t)nb, stdout);
+    const tern_stop stop = tern_gen_run(gen, logits, &err);
+    if (stop == TERN_STOP_ERROR) goto done;
     fputc('\n', stdout);
     opts_flush_stdout();
-    const double t_gen = n_gen > 1 ? now_s() - t_gen0 : 0;
+    if (stop == TERN_STOP_CTX) fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
+    tern_gen_stats gs;
+    tern_gen_get_stats(gen, &gs);
+    /* damaged weights (NaN, Inf) make every logit NaN and the sampler then prints garbage: the run
+     * says where and exits 1 */
+    bad_logits = gs.bad_logits_pos >= 0;
+    if (bad_logits)
+        fprintf(stderr, "\ntern run: warning: the logits for position %d are not finite (logit %d of %d is %s); "
+                        "expected finite logits: the model's weights may be damaged (NaN or Inf), the text is "
+                        "not meaningful and the run will exit with status 1\n",
+                gs.bad_logits_pos, (int)gs.bad_logits_id, info.n_vocab,
+                isnan(gs.bad_logits_val) ? "NaN" : gs.bad_logits_val > 0 ? "+Inf" : "-Inf");
+    const int n_gen = gs.n_gen;
+    const double t_prompt = gs.t_prompt_s, t_first = gs.t_first_s;
+    const double t_gen = n_gen > 1 ? gs.t_gen_s : 0;
     fprintf(stderr, "\nmodel: %s (%s), %s, %d threads, numerics %s, load %.2f s (%s)\n", oc.model, info.arch, info.isa,
             info.n_threads, opts_numerics_name(oc.numerics), t_load, oc.use_mmap ? "mmap" : "read");
     fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tokens/s\n", n_tok, t_prompt * 1e3,
@@ -228,13 +187,14 @@ int cmd_run(int argc, char **argv) {
         tern_spec_get_stats(spec, &st);
         spec_opts_print_stats(stderr, &st, 0);
     }
-    status = bad_logits ? 1 : 0;   /* the warning was printed when it happened */
+    status = bad_logits ? 1 : 0;   /* the warning above says why */
 done:
     if (status && (err.code || !bad_logits)) fprintf(stderr, "tern run: %s: %s\n", tern_strerror(err.code), err.msg);
     free(toks);
     free(file_text);
     tern_sampler_free(smp);
     tern_spec_free(spec);
+    tern_gen_free(gen);
     tern_session_free(s);
     tern_model_free(m);
     return status;

@@ -6,7 +6,7 @@
 #include "tern.h"
 #include "model_opts.h"
 #include "spec_opts.h"
-#include "../server/server.h"
+#include "tern_server.h"
 
 #include <netdb.h>
 #include <errno.h>

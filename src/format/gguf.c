@@ -1026,7 +1026,6 @@ int gguf_w_end_sparse(gguf_writer *w, tern_err *err) {
     return w_close(w, err);
 }
 
-uint64_t gguf_w_data_offset(const gguf_writer *w) { return w ? w->data_offset : 0; }
 
 int gguf_w_write_file(gguf_writer *w, const char *path, tern_err *err) {
     int rc = gguf_w_begin(w, path, err);

@@ -150,7 +150,5 @@ int gguf_w_end(gguf_writer *w, tern_err *err);
  * ftruncate to its full size, so unwritten tensors read as zeros and take no disk space
  * (a sparse hole). For header-only fixtures (27B tensor table) and `synth --no-weights`. */
 int gguf_w_end_sparse(gguf_writer *w, tern_err *err);
-/* After gguf_w_begin: the file offset of the data section (= header bytes incl. padding). */
-uint64_t gguf_w_data_offset(const gguf_writer *w);
 
 #endif /* TERN_FORMAT_GGUF_H */

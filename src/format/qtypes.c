@@ -22,42 +22,6 @@ _Static_assert(sizeof(block_q1_0) == 18, "Q1_0 block is 18 bytes");
 _Static_assert(sizeof(block_tq2_0) == 66, "TQ2_0 block is 66 bytes");
 _Static_assert(sizeof(block_tq1_0) == 54, "TQ1_0 block is 54 bytes");
 
-static const qt_traits traits[] = {
-    {QT_F32, "F32", 1, 4, false},
-    {QT_F16, "F16", 1, 2, false},
-    {QT_Q8_0, "Q8_0", QK_Q8_0, 34, false},
-    {QT_BF16, "BF16", 1, 2, false},
-    {QT_TQ1_0, "TQ1_0", QK_TQ, 54, true},
-    {QT_TQ2_0, "TQ2_0", QK_TQ, 66, true},
-    {QT_Q1_0, "Q1_0", QK_Q1_0, 18, false},
-    {QT_Q2_0, "Q2_0", QK_Q2_0, 18, true},
-    {QT_PQ2_0, "PQ2_0", QK_PQ2_0, 34, true},
-    {QT_PTQ1_0, "PTQ1_0", QK_PTQ1_0, 28, true},
-};
-enum { N_TRAITS = (int)(sizeof traits / sizeof traits[0]) };
-
-const qt_traits *qt_get(int type) {
-    for (int i = 0; i < N_TRAITS; i++)
-        if (traits[i].type == type) return &traits[i];
-    return NULL;
-}
-
-int qt_from_name(const char *name) {
-    if (!name) return -1;
-    for (int i = 0; i < N_TRAITS; i++) {
-        const char *a = traits[i].name, *b = name;
-        while (*a && *b && toupper((unsigned char)*a) == toupper((unsigned char)*b)) { a++; b++; }
-        if (!*a && !*b) return traits[i].type;
-    }
-    return -1;
-}
-
-bool qt_row_bytes(int type, uint64_t n_per_row, uint64_t *out) {
-    const qt_traits *t = qt_get(type);
-    if (!t || n_per_row % (uint64_t)t->block != 0) return false;
-    return ck_mul_u64(n_per_row / (uint64_t)t->block, (uint64_t)t->block_bytes, out);
-}
-
 /* ---- element decoders ------------------------------------------------------------------------ */
 
 static inline uint16_t rd_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
@@ -146,36 +110,28 @@ static void dq_tq2_0(const uint8_t *p, float *y, int64_t nb) {
     }
 }
 
-int qt_dequant(int type, const void *src, float *dst, int64_t n) {
-    const qt_traits *t = qt_get(type);
-    if (!t || n < 0 || n % t->block != 0 || (n > 0 && (!src || !dst))) return TERN_E_ARG;
-    const uint8_t *p = src;
-    const int64_t nb = n / t->block;
-    switch (type) {
-    case QT_F32: if (n) memcpy(dst, p, (size_t)n * 4); break;
-    case QT_F16: for (int64_t i = 0; i < n; i++) dst[i] = fp16_to_f32(rd_u16(p + 2 * i)); break;
-    case QT_BF16: for (int64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(rd_u16(p + 2 * i)); break;
-    case QT_Q8_0:
-        for (int64_t ib = 0; ib < nb; ib++, p += 34) {
-            const float d = fp16_to_f32(rd_u16(p));
-            for (int j = 0; j < 32; j++) dst[ib * 32 + j] = (float)(int8_t)p[2 + j] * d;
-        }
-        break;
-    case QT_Q1_0:
-        for (int64_t ib = 0; ib < nb; ib++, p += 18) {
-            const float d = fp16_to_f32(rd_u16(p));
-            for (int j = 0; j < 128; j++) dst[ib * 128 + j] = ((p[2 + (j >> 3)] >> (j & 7)) & 1) ? d : -d;
-        }
-        break;
-    case QT_Q2_0: dq_2bit(p, dst, nb, 16); break;
-    case QT_PQ2_0: dq_2bit(p, dst, nb, 32); break;
-    case QT_PTQ1_0: dq_ptq1_0(p, dst, nb); break;
-    case QT_TQ1_0: dq_tq1_0(p, dst, nb); break;
-    case QT_TQ2_0: dq_tq2_0(p, dst, nb); break;
-    default: return TERN_E_ARG;
-    }
-    return TERN_OK;
+/* Whole-block decoders for the type table: nb blocks at p to f32 (F32/F16/BF16: nb values). */
+static void dq_f32(const uint8_t *p, float *y, int64_t nb) { if (nb) memcpy(y, p, (size_t)nb * 4); }
+static void dq_f16(const uint8_t *p, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++) y[i] = fp16_to_f32(rd_u16(p + 2 * i));
 }
+static void dq_bf16(const uint8_t *p, float *y, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++) y[i] = bf16_to_f32(rd_u16(p + 2 * i));
+}
+static void dq_q8_0(const uint8_t *p, float *y, int64_t nb) {
+    for (int64_t ib = 0; ib < nb; ib++, p += 34) {
+        const float d = fp16_to_f32(rd_u16(p));
+        for (int j = 0; j < 32; j++) y[ib * 32 + j] = (float)(int8_t)p[2 + j] * d;
+    }
+}
+static void dq_q1_0(const uint8_t *p, float *y, int64_t nb) {
+    for (int64_t ib = 0; ib < nb; ib++, p += 18) {
+        const float d = fp16_to_f32(rd_u16(p));
+        for (int j = 0; j < 128; j++) y[ib * 128 + j] = ((p[2 + (j >> 3)] >> (j & 7)) & 1) ? d : -d;
+    }
+}
+static void dq_q2_0(const uint8_t *p, float *y, int64_t nb) { dq_2bit(p, y, nb, 16); }
+static void dq_pq2_0(const uint8_t *p, float *y, int64_t nb) { dq_2bit(p, y, nb, 32); }
 
 /* ---- reference encoders ---------------------------------------------------------------------- */
 
@@ -301,24 +257,73 @@ static void q_q1_0(const float *x, uint8_t *p, int64_t nb) {
     }
 }
 
+/* Whole-block encoders for the type table (F32/F16/BF16: nb values). */
+static void q_f32(const float *x, uint8_t *p, int64_t nb) { if (nb) memcpy(p, x, (size_t)nb * 4); }
+static void q_f16(const float *x, uint8_t *p, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++) wr_u16(p + 2 * i, f32_to_fp16(x[i]));
+}
+static void q_bf16(const float *x, uint8_t *p, int64_t nb) {
+    for (int64_t i = 0; i < nb; i++) wr_u16(p + 2 * i, f32_to_bf16(x[i]));
+}
+static void q_q2_0(const float *x, uint8_t *p, int64_t nb) { q_2bit(x, p, nb, 16); }
+static void q_pq2_0(const float *x, uint8_t *p, int64_t nb) { q_2bit(x, p, nb, 32); }
+
+/* ---- the type table -------------------------------------------------------------------------- */
+
+/* One row per supported type: every fact about a block type that the format layer, the loader
+ * and the tools look up. file_type: llama.cpp's general.file_type for a file of these weights
+ * (-1: none is defined). */
+static const qt_traits traits[] = {
+    {QT_F32, "F32", 1, 4, false, 0, dq_f32, q_f32},
+    {QT_F16, "F16", 1, 2, false, 1, dq_f16, q_f16},
+    {QT_Q8_0, "Q8_0", QK_Q8_0, 34, false, 7, dq_q8_0, q_q8_0},
+    {QT_BF16, "BF16", 1, 2, false, -1, dq_bf16, q_bf16},
+    {QT_TQ1_0, "TQ1_0", QK_TQ, 54, true, -1, dq_tq1_0, q_tq1_0},
+    {QT_TQ2_0, "TQ2_0", QK_TQ, 66, true, -1, dq_tq2_0, q_tq2_0},
+    {QT_Q1_0, "Q1_0", QK_Q1_0, 18, false, -1, dq_q1_0, q_q1_0},
+    {QT_Q2_0, "Q2_0", QK_Q2_0, 18, true, -1, dq_q2_0, q_q2_0},
+    {QT_PQ2_0, "PQ2_0", QK_PQ2_0, 34, true, 141, dq_pq2_0, q_pq2_0},
+    {QT_PTQ1_0, "PTQ1_0", QK_PTQ1_0, 28, true, 143, dq_ptq1_0, q_ptq1_0},
+};
+enum { N_TRAITS = (int)(sizeof traits / sizeof traits[0]) };
+
+const qt_traits *qt_get(int type) {
+    for (int i = 0; i < N_TRAITS; i++)
+        if (traits[i].type == type) return &traits[i];
+    return NULL;
+}
+
+int qt_count(void) { return N_TRAITS; }
+
+const qt_traits *qt_at(int i) { return i >= 0 && i < N_TRAITS ? &traits[i] : NULL; }
+
+int qt_from_name(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < N_TRAITS; i++) {
+        const char *a = traits[i].name, *b = name;
+        while (*a && *b && toupper((unsigned char)*a) == toupper((unsigned char)*b)) { a++; b++; }
+        if (!*a && !*b) return traits[i].type;
+    }
+    return -1;
+}
+
+bool qt_row_bytes(int type, uint64_t n_per_row, uint64_t *out) {
+    const qt_traits *t = qt_get(type);
+    if (!t || n_per_row % (uint64_t)t->block != 0) return false;
+    return ck_mul_u64(n_per_row / (uint64_t)t->block, (uint64_t)t->block_bytes, out);
+}
+
+int qt_dequant(int type, const void *src, float *dst, int64_t n) {
+    const qt_traits *t = qt_get(type);
+    if (!t || n < 0 || n % t->block != 0 || (n > 0 && (!src || !dst))) return TERN_E_ARG;
+    t->dequant(src, dst, n / t->block);
+    return TERN_OK;
+}
+
 int qt_quantize(int type, const float *src, void *dst, int64_t n) {
     const qt_traits *t = qt_get(type);
     if (!t || n < 0 || n % t->block != 0 || (n > 0 && (!src || !dst))) return TERN_E_ARG;
-    uint8_t *p = dst;
-    const int64_t nb = n / t->block;
-    switch (type) {
-    case QT_F32: if (n) memcpy(p, src, (size_t)n * 4); break;
-    case QT_F16: for (int64_t i = 0; i < n; i++) wr_u16(p + 2 * i, f32_to_fp16(src[i])); break;
-    case QT_BF16: for (int64_t i = 0; i < n; i++) wr_u16(p + 2 * i, f32_to_bf16(src[i])); break;
-    case QT_Q8_0: q_q8_0(src, p, nb); break;
-    case QT_Q1_0: q_q1_0(src, p, nb); break;
-    case QT_Q2_0: q_2bit(src, p, nb, 16); break;
-    case QT_PQ2_0: q_2bit(src, p, nb, 32); break;
-    case QT_PTQ1_0: q_ptq1_0(src, p, nb); break;
-    case QT_TQ1_0: q_tq1_0(src, p, nb); break;
-    case QT_TQ2_0: q_tq2_0(src, p, nb); break;
-    default: return TERN_E_ARG;
-    }
+    t->quantize(src, dst, n / t->block);
     return TERN_OK;
 }
 

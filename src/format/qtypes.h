@@ -45,16 +45,26 @@ typedef struct { uint16_t d; uint8_t qs[16]; } block_q1_0;                  /* 1
 typedef struct { uint8_t qs[64]; uint16_t d; } block_tq2_0;                 /* 66 bytes */
 typedef struct { uint8_t qs[48]; uint8_t qh[4]; uint16_t d; } block_tq1_0;  /* 54 bytes */
 
+/* Everything the format layer, the loader and the tools need to know about one block type: one
+ * row per type in qtypes.c's table, read instead of switching over type ids. */
 typedef struct qt_traits {
     int type;              /* ggml type id */
     const char *name;      /* "PQ2_0" */
     int block;             /* weights per block */
     int block_bytes;       /* bytes per block */
     bool ternary;          /* a ternary weight type the integer kernels take */
+    int file_type;         /* general.file_type of a file of these weights (llama.cpp's ids); -1 none */
+    /* The scalar reference codecs over nb whole blocks (unaligned bytes): decode to f32, and the
+     * spec's encoder (see qt_quantize). */
+    void (*dequant)(const uint8_t *p, float *y, int64_t nb);
+    void (*quantize)(const float *x, uint8_t *p, int64_t nb);
 } qt_traits;
 
 /* Traits of a type id, or NULL if the id is not supported. */
 const qt_traits *qt_get(int type);
+/* The table itself: qt_count() rows, qt_at(i) for i in [0, count) (NULL outside). */
+int qt_count(void);
+const qt_traits *qt_at(int i);
 /* Lower-case or upper-case name ("pq2_0", "PQ2_0") -> type id; -1 if unknown. */
 int qt_from_name(const char *name);
 

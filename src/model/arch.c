@@ -1,5 +1,7 @@
 /* arch.c: architecture name (general.architecture) -> hooks. To add an architecture, define
- * `const model_arch model_arch_<name>` in src/model/<name>.c and list it here. */
+ * `const model_arch model_arch_<name>` in src/model/<name>.c, list it in archs[] and in
+ * model_arch_names(), and give it a fixture in tests/test_arch.c (which fails until every step is
+ * done). */
 #include "model/model.h"
 
 #include <string.h>
@@ -19,5 +21,9 @@ const model_arch *model_arch_find(const char *name) {
         if (strcmp(archs[i]->name, name) == 0) return archs[i];
     return NULL;
 }
+
+int model_arch_count(void) { return (int)(sizeof archs / sizeof archs[0]); }
+
+const model_arch *model_arch_at(int i) { return i >= 0 && i < model_arch_count() ? archs[i] : NULL; }
 
 const char *model_arch_names(void) { return "llama, qwen3, qwen35"; }

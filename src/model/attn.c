@@ -24,9 +24,6 @@ static void f16_table_fill(void) {
     for (uint32_t h = 0; h < 65536; h++) f16_table[h] = fp16_to_f32((uint16_t)h);
 }
 void blk_init(void) { pthread_once(&f16_once, f16_table_fill); }
-void blk_f16_row(float *dst, const uint16_t *src, int n) {
-    for (int i = 0; i < n; i++) dst[i] = f16_table[src[i]];
-}
 
 static inline __attribute__((always_inline)) attn_v8f attn_ld_f16_table(const uint16_t *p) {
     const attn_v8f v = {f16_table[p[0]], f16_table[p[1]], f16_table[p[2]], f16_table[p[3]],

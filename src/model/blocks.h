@@ -14,7 +14,7 @@
  * runs under the model's eval lock (one forward at a time); `on` is set by tern_profile_enable.
  * s[]: wall seconds per category; busy[ith]: seconds thread ith spent inside kern_matmul (the
  * rest of the matmul wall time, times the thread count, is barrier wait and imbalance). */
-enum { BLK_PROF_EMBED, BLK_PROF_NORM, BLK_PROF_QUANT, BLK_PROF_MATMUL, BLK_PROF_ATTN, BLK_PROF_SWIGLU, BLK_PROF_N };
+enum { BLK_PROF_EMBED, BLK_PROF_NORM, BLK_PROF_QUANT, BLK_PROF_MATMUL, BLK_PROF_ATTN, BLK_PROF_SWIGLU, BLK_PROF_RECUR, BLK_PROF_N };
 typedef struct blk_prof {
     bool on;
     double s[BLK_PROF_N];
@@ -30,8 +30,6 @@ void blk_f16_from_f32(uint16_t *dst, const float *src, int n);
 void blk_f16_from_f32_avx2(uint16_t *dst, const float *src, int n);
 /* One-time tables (fp16 -> f32); called by model_load. Thread-safe. */
 void blk_init(void);
-/* dst[i] = fp16 src[i] widened to f32 (exact; table lookup after blk_init). */
-void blk_f16_row(float *dst, const uint16_t *src, int n);
 
 /* y = RMSNorm_eps(x) * w over n values (y may alias x). Order as ggml_compute_forward_rms_norm
  * then ggml_mul: sum of float squares in double, mean rounded to float, scale = 1/sqrtf(mean +

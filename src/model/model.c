@@ -152,16 +152,11 @@ int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w 
     }
     int rc = check_shape(t, ne0, ne1, err);
     if (rc) return rc;
-    switch (t->type) {
-    case QT_F32: case QT_F16: case QT_BF16: case QT_Q8_0: case QT_PQ2_0: case QT_Q2_0: case QT_PTQ1_0:
-    case QT_TQ1_0: case QT_TQ2_0: case QT_Q1_0:
-        break;
-    default:
+    if (!qt_get(t->type))                            /* every type of the table has a kernel path */
         return tern_err_set(err, TERN_E_UNSUPPORTED,
                             "tensor '%s': type %s, expected a ternary type (PQ2_0, PTQ1_0, Q2_0, TQ1_0, TQ2_0) or "
                             "F32/F16/BF16/Q8_0",
                             name, type_name(t->type));
-    }
     /* ggml numerics keep the row-pair layout: its AVX2 ggml-mode kernel runs it on every x86 host
      * (the 16-row tables have fast-mode kernels only, so a 16-row weight would run ggml on ref) */
     const unsigned flags = (m->numerics == KQ_GGML ? KW_F_ROWPAIR : 0u) |

@@ -179,6 +179,10 @@ typedef struct model_arch {
 const model_arch *model_arch_find(const char *name);
 /* Comma-separated names of the supported architectures (static string). */
 const char *model_arch_names(void);
+/* The arch table itself: model_arch_count() entries, model_arch_at(i) for i in [0, count) (NULL
+ * outside), in the order model_arch_names lists them. */
+int model_arch_count(void);
+const model_arch *model_arch_at(int i);
 
 /* ---- loading (model.c) ------------------------------------------------------------------- */
 typedef struct model_load_opts {

@@ -65,7 +65,6 @@ typedef struct q35_data {
     had_cfg had;
     q35_rot rot_embd_inv;      /* inverse rotation of embedding rows */
     q35_rot rot_logits;        /* forward rotation before the LM head */
-    int sched;                 /* decode projections: 1 dynamic (q35_project, default), 0 static (pool_for's split: TERN_Q35_SCHED=static) */
 } q35_data;
 
 /* Workspace beyond the generic model_ws (float buffers, each rounded to 64 bytes). */
@@ -90,81 +89,14 @@ typedef struct q35_state {
     tern_pool *pool;           /* set while q35_forward owns the pool: replays split across it */
 } q35_state;
 
-/* ---- optional per-op profile (TERN_PROF=1): wall time per category of the single-token (decode)
- * forwards, summed and logged when the model is freed. Two clock reads per timed section. ------ */
-enum { PR_MATMUL, PR_ROT, PR_RECUR, PR_ATTN, PR_OTHER, PR_N };
-static const char *const pr_name[PR_N] = {"matmul (projections, quantise of non-norm inputs)", "norm + rotation + quantise (fused)",
-                                          "recurrence (conv + delta rule + gated norm)", "attention", "other"};
-/* TERN_Q35_AB=1 (with TERN_PROF): decode forwards alternate between the two row schedules of the
- * projections (q35_project: var 0 static, var 1 dynamic), each reported apart (an interleaved A/B
- * in one process, as bench/RESULTS.md asks for under a shared machine). Per projection class:
- * time, bytes and GB/s, and the fastest single instance (undisturbed rate). */
-#define PROF_AB_MAX 4096
-enum { PC_GDN_IN, PC_SSM_OUT, PC_ATTN_IN, PC_ATTN_OUT, PC_FFN_UP, PC_FFN_DOWN, PC_OUTPUT, PC_N };
-static const char *const pc_name[PC_N] = {"gdn qkv+gate+alpha+beta", "ssm_out", "attn q+k+v", "attn_output", "ffn gate+up", "ffn_down",
-                                          "output"};
-static struct {
-    int on, active, ab, var;
-    double t[PR_N], per_pool, f0;
-    long n_fwd, n_tok, n_pool;
-    long nv[2];                            /* forwards per variant */
-    double tv[2][PR_N];                    /* per variant: time per category */
-    float fwd[2][PROF_AB_MAX];             /* per variant: each forward's time (medians) */
-    double ct[2][PC_N], cb[2][PC_N], cmin[2][PC_N];   /* per class: time, bytes, fastest instance */
-    long cn[2][PC_N];                                 /* per class: instances */
-} prof;   /* active: this forward is profiled (decode: 1 token) */
-#define PROF_T0() double pr_t0_ = prof.active ? tern_time_s() : 0.0
-#define PROF_ADD(cat) do { if (prof.active) { const double pr_t1_ = tern_time_s(); prof.t[cat] += pr_t1_ - pr_t0_; prof.tv[prof.var][cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
-#define PROF_POOL(k) do { if (prof.active) prof.n_pool += (k); } while (0)
-
-static int cmp_float(const void *a, const void *b) {
-    const float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* the end of a profiled forward: its time, for the per-variant medians */
-static void prof_fwd_end(void) {
-    if (prof.active && prof.nv[prof.var] <= PROF_AB_MAX) prof.fwd[prof.var][prof.nv[prof.var] - 1] = (float)(tern_time_s() - prof.f0);
-}
-
-static void empty_job(void *ctx, int64_t i0, int64_t i1, int ith) { (void)ctx; (void)i0; (void)i1; (void)ith; }
-
-/* barrier estimate: the measured cost of an empty pool_for (once, at the first profiled forward) */
-static void prof_calibrate(const model_t *m) {
-    const double t0 = tern_time_s();
-    for (int i = 0; i < 2000; i++) pool_for(m->pool, 2 * pool_n_threads(m->pool), 1, empty_job, NULL);
-    prof.per_pool = (tern_time_s() - t0) / 2000;
-}
-
-static void prof_report(void) {
-    if (!prof.on || prof.n_fwd == 0) return;
-    double tot = 0;
-    for (int i = 0; i < PR_N; i++) tot += prof.t[i];
-    const double per = prof.per_pool;
-    tern_log(TERN_LOG_WARN, "qwen35 profile (single-token forwards): %ld forwards, %ld tokens, %.3f ms per forward, %.1f pool jobs per forward",
-             prof.n_fwd, prof.n_tok, 1e3 * tot / (double)prof.n_fwd, (double)prof.n_pool / (double)prof.n_fwd);
-    for (int i = 0; i < PR_N; i++)
-        tern_log(TERN_LOG_WARN, "qwen35 profile:   %-46s %8.3f ms/fwd %5.1f%%", pr_name[i],
-                 1e3 * prof.t[i] / (double)prof.n_fwd, 100.0 * prof.t[i] / tot);
-    tern_log(TERN_LOG_WARN, "qwen35 profile:   (barriers: empty pool_for %.2f us x %.1f jobs = %.3f ms/fwd, inside the above)",
-             1e6 * per, (double)prof.n_pool / (double)prof.n_fwd, 1e3 * per * (double)prof.n_pool / (double)prof.n_fwd);
-    for (int v = 0; v < (prof.ab ? 2 : 1); v++) {
-        const long nv = prof.nv[v];
-        if (nv == 0) continue;
-        const char *vn = prof.ab ? (v ? "dynamic: " : "static: ") : "";
-        for (int c = 0; c < PC_N; c++)
-            if (prof.ct[v][c] > 0)
-                tern_log(TERN_LOG_WARN, "qwen35 profile:   %s%-24s %8.3f ms/fwd %8.1f MB/fwd %6.2f GB/s (fastest instance %6.2f GB/s)", vn,
-                         pc_name[c], 1e3 * prof.ct[v][c] / (double)nv, 1e-6 * prof.cb[v][c] / (double)nv, 1e-9 * prof.cb[v][c] / prof.ct[v][c],
-                         1e-9 * prof.cb[v][c] / (double)prof.cn[v][c] / prof.cmin[v][c]);
-        const long nf = TERN_MIN(nv, (long)PROF_AB_MAX);
-        qsort(prof.fwd[v], (size_t)nf, sizeof(float), cmp_float);
-        double tv = 0.0;
-        for (int i = 0; i < PR_N; i++) tv += prof.tv[v][i];
-        tern_log(TERN_LOG_WARN, "qwen35 profile:   %s%ld forwards: mean %.3f ms, median %.3f ms, fastest %.3f ms; matmul %.3f ms/fwd", vn, nv,
-                 1e3 * tv / (double)nv, 1e3 * prof.fwd[v][nf / 2], 1e3 * prof.fwd[v][0], 1e3 * prof.tv[v][PR_MATMUL] / (double)nv);
-    }
-}
+/* Per-op profile (tern_profile_enable): the wall time of each section of a forward is added to
+ * g_blk_prof (blocks.h) under the dense archs' categories: norm + rotation + quantise -> quant,
+ * the conv + delta rule + gated norm -> recur, attention -> attn, residual adds and run setup ->
+ * norm, embedding -> embed. Projections are timed inside blk_project / project_multi (matmul);
+ * prof_skip restarts the clock after them. Two clock reads per section while profiling. */
+#define PROF_T0() double pr_t0_ = g_blk_prof.on ? tern_time_s() : 0.0
+#define PROF_ADD(cat) do { if (g_blk_prof.on) { const double pr_t1_ = tern_time_s(); g_blk_prof.s[cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
+#define PROF_SKIP() do { if (g_blk_prof.on) pr_t0_ = tern_time_s(); } while (0)
 
 /* ---- load ------------------------------------------------------------------------------------ */
 
@@ -321,12 +253,6 @@ static int q35_load(model_t *m, tern_err *err) {
     /* every folded width needs signs (explicit mode): had_load checked each listed weight */
     /* decode byte budget: the recurrent state is read and written once per token (model.c adds
      * the weights on top of this) */
-    const char *pe = getenv("TERN_PROF");
-    prof.on = pe && *pe && *pe != '0';
-    const char *pab = getenv("TERN_Q35_AB");
-    prof.ab = prof.on && pab && *pab && *pab != '0';
-    const char *ps = getenv("TERN_Q35_SCHED");
-    q->sched = !(ps && strcmp(ps, "static") == 0);   /* dynamic unless TERN_Q35_SCHED=static */
     m->bytes_per_token = 2 * sizeof(float) * (uint64_t)q->n_gdn *
                          (uint64_t)(gdn_state_floats(&q->g) + gdn_conv_floats(&q->g));
     return TERN_OK;
@@ -335,7 +261,6 @@ static int q35_load(model_t *m, tern_err *err) {
 static void q35_free(model_t *m) {
     q35_data *q = m->arch_data;
     if (!q) return;
-    prof_report();   /* (the pool is already gone here) */
     had_free(&q->had);
     /* model_free releases every registered kern_w after this hook: release the ones that live in
      * q->L now and drop them from its list, so nothing reads q->L after it is freed */
@@ -533,19 +458,16 @@ static void job_proj_multi(void *ctx, int64_t i0, int64_t i1, int ith) {
     if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;
 }
 
-/* Decode projections (one column, 2+ threads), dynamic schedule (the default; TERN_Q35_SCHED=static
- * selects pool_for's fixed split): the virtual rows of all weights, in 8-row units, are claimed by
- * whichever thread is free (pool_for_dyn: the caller from the back and the workers from the front,
- * each streaming its own end of the rows; each claim (rows left) / (2 T), at least Q35_DYN_MIN
- * rows). A thread slowed down for a while (an interrupt, a neighbour, a descheduled vCPU) then
- * leaves at most its current claim to wait for, instead of its half of the rows. Measured
- * (bench/RESULTS.md "Session 4 q35"): the fastest instance of each projection streams at the same
- * 34-37 GB/s under both schedules (the claims cost ~1%), while under disturbance the dynamic one
- * was 2-37% faster per token. Every row is the same kern_matmul computation whatever range it
- * falls in (kernels.h: the bits do not depend on the row split), so results depend neither on
- * who takes which rows nor on the thread count (test_qwen35: both schedules at 2 and 3 threads
- * == 1 thread). The GDN heads of a decode step are claimed the same way, Q35_HEADS_CLAIM at a
- * time (gdn_layer). */
+/* Decode projections (one column, 2+ threads), dynamic schedule: the virtual rows of all weights,
+ * in 8-row units, are claimed by whichever thread is free (pool_for_dyn: the caller from the back
+ * and the workers from the front, each streaming its own end of the rows; each claim (rows left)
+ * / (2 T), at least Q35_DYN_MIN rows). A thread slowed down for a while (an interrupt, a
+ * neighbour, a descheduled vCPU) then leaves at most its current claim to wait for, instead of
+ * its half of the rows; undisturbed, the claims cost about 1% against the fixed split. Every row
+ * is the same kern_matmul computation whatever range it falls in (kernels.h: the bits do not
+ * depend on the row split), so results depend neither on who takes which rows nor on the thread
+ * count (test_qwen35: 2 and 3 threads == 1 thread). The GDN heads of a decode step are claimed
+ * the same way, Q35_HEADS_CLAIM at a time (gdn_layer). */
 #define Q35_DYN_ALIGN KERN_ROW_SPLIT   /* claims never split a 16-row kernel group */
 #define Q35_DYN_MIN 64
 #define Q35_HEADS_CLAIM 4
@@ -571,28 +493,13 @@ static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, co
 }
 
 /* y[k] = w[k] a[k] (n_w <= 4) for n columns: one column on 2+ threads under the dynamic schedule
- * (project_multi, dyn), else one static pool job (blk_project when all weights read one activation).
- * cls: the projection class of the profile. */
-static void q35_project(const model_t *m, int n, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y,
-                        int cls) {
-    const double t0 = prof.active ? tern_time_s() : 0.0;
-    const q35_data *q = m->arch_data;
-    const bool dyn = n == 1 && pool_n_threads(m->pool) > 1 && (prof.ab ? prof.var == 1 : q->sched == 1);
+ * (project_multi, dyn), else one static pool job (blk_project when all weights read one activation). */
+static void q35_project(const model_t *m, int n, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
+    const bool dyn = n == 1 && pool_n_threads(m->pool) > 1;
     bool same = true;
     for (int k = 1; k < n_w; k++) same = same && a[k] == a[0];
     if (!dyn && same) blk_project(m->pool, a[0], n_w, w, y);
     else project_multi(m->pool, n_w, a, w, y, dyn);
-    if (prof.active) {
-        const double dt = tern_time_s() - t0;
-        const int v = prof.var;
-        prof.ct[v][cls] += dt;
-        prof.cn[v][cls]++;
-        if (prof.cmin[v][cls] == 0.0 || dt < prof.cmin[v][cls]) prof.cmin[v][cls] = dt;
-        for (int k = 0; k < n_w; k++) {
-            uint64_t rb = 0;
-            if (qt_row_bytes(w[k]->type, (uint64_t)w[k]->n_in, &rb)) prof.cb[v][cls] += (double)rb * (double)w[k]->n_out;
-        }
-    }
 }
 
 /* ---- ggml numerics: the reference runtime's BF16 dot and SwiGLU ------------------------------ */
@@ -678,7 +585,7 @@ static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, 
     a->mode = m->numerics;
     a->q = m->numerics == KQ_F32 ? NULL : aq;
     nrq_job j = {.y = dst, .yn = yn, .q = a->q, .x = src, .w = w, .K = K, .eps = eps, .rot = rot, .mode = m->numerics};
-    if (n > 1) { pool_for(m->pool, n, 1, job_norm_rot_quant, &j); PROF_POOL(1); }
+    if (n > 1) pool_for(m->pool, n, 1, job_norm_rot_quant, &j);
     else job_norm_rot_quant(&j, 0, n, 0);
 }
 
@@ -778,27 +685,26 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     PROF_T0();
     kern_act a;
     norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
-    PROF_ADD(PR_ROT);
+    PROF_ADD(BLK_PROF_QUANT);
     const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
     float *y3[3] = {w->qg, ws->k, ws->v};
     const kern_act *a3[3] = {&a, &a, &a};
-    q35_project(m, n, 3, a3, w3, y3, PC_ATTN_IN);
-    PROF_ADD(PR_MATMUL);
+    q35_project(m, n, 3, a3, w3, y3);
+    PROF_SKIP();
     q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
     pool_for(m->pool, n, 1, job_attn_prep, &j);
     pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
-    PROF_ADD(PR_ATTN);
+    PROF_ADD(BLK_PROF_ATTN);
     rq_job rq = {.op = RQ_COPY, .dst = ws->att, .src = ws->att, .q = w->aq, .K = dq, .rot = &QL->rot_out};
     rot_quant(m, &a, &rq, n);
-    PROF_ADD(PR_ROT);
+    PROF_ADD(BLK_PROF_QUANT);
     const kern_w *wo[1] = {&L->attn_output};
     float *yo[1] = {ws->xb};
     const kern_act *a1[1] = {&a};
-    q35_project(m, n, 1, a1, wo, yo, PC_ATTN_OUT);
-    PROF_ADD(PR_MATMUL);
+    q35_project(m, n, 1, a1, wo, yo);
+    PROF_SKIP();
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    PROF_ADD(PR_OTHER);
-    PROF_POOL(4);
+    PROF_ADD(BLK_PROF_NORM);
 }
 
 static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
@@ -816,7 +722,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         norm_rot_quant(m, &a, w->xr, w->aq, ws->xb, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
     else
         norm_rot_quant(m, &a, ws->xb, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
-    PROF_ADD(PR_ROT);
+    PROF_ADD(BLK_PROF_QUANT);
     /* alpha/beta: BF16 (or any float) weights on the unrotated h; the float kernel path rounds
      * the activation to bf16 for BF16 weights (spec 8.4) */
     const bool float_ab = is_float_w(&QL->ssm_alpha) && is_float_w(&QL->ssm_beta);
@@ -831,7 +737,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         const kern_act *acts[4] = {&af, &a, &af, &a};
         const kern_w *w4[4] = {&QL->ssm_alpha, &QL->attn_qkv, &QL->ssm_beta, &QL->attn_gate};
         float *y4[4] = {w->ga, w->qkv, w->gb, w->z};
-        q35_project(m, n, 4, acts, w4, y4, PC_GDN_IN);
+        q35_project(m, n, 4, acts, w4, y4);
     } else {
         const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};
         float *y2[2] = {w->qkv, w->z};
@@ -856,7 +762,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         float *yab[2] = {w->ga, w->gb};
         blk_project(m->pool, &af, 2, wab, yab);
     }
-    PROF_ADD(PR_MATMUL);
+    PROF_SKIP();
     gdn_gates(g, n, w->ga, w->gb, QL->ssm_dt_bias, QL->ssm_a, w->ga, w->gb);   /* -> gam, beta */
 
     /* the recurrence: log the inputs of logged runs, then conv and delta rule of every run */
@@ -869,7 +775,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     }
     q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
     pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
-    if (n == 1 && pool_n_threads(m->pool) > 1 && (prof.ab ? prof.var == 1 : q->sched == 1)) {
+    if (n == 1 && pool_n_threads(m->pool) > 1) {
         /* the heads of a decode step under the dynamic schedule (q35_project): threads claim
          * Q35_HEADS_CLAIM heads at a time as they finish (pool_for_dyn; each head's recurrence is
          * the same computation in any range, so the split never changes a bit) */
@@ -877,21 +783,19 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     } else {
         pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
     }
-    PROF_POOL(2);
-    PROF_ADD(PR_RECUR);
+    PROF_ADD(BLK_PROF_RECUR);
     const bool vg = q->had.gdn_v_grouped;
     rq_job rq = {.op = vg ? RQ_VGROUP : RQ_COPY, .dst = vg || QL->rot_out.n ? w->y2 : w->y, .src = w->y, .q = w->aq,
                  .K = dz, .rot = &QL->rot_out, .n_k_head = g->n_k_head, .n_v_head = hv, .d_head = g->d_head};
     rot_quant(m, &a, &rq, n);
-    PROF_ADD(PR_ROT);
+    PROF_ADD(BLK_PROF_QUANT);
     const kern_w *wo[1] = {&QL->ssm_out};
     float *yy[1] = {ws->xb};
     const kern_act *a1[1] = {&a};
-    q35_project(m, n, 1, a1, wo, yy, PC_SSM_OUT);
-    PROF_ADD(PR_MATMUL);
+    q35_project(m, n, 1, a1, wo, yy);
+    PROF_SKIP();
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    PROF_ADD(PR_OTHER);
-    PROF_POOL(merged ? 2 : 3);   /* projections: qkv+gate(+alpha+beta), (alpha+beta), ssm_out */
+    PROF_ADD(BLK_PROF_NORM);
 }
 
 static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
@@ -903,24 +807,23 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     PROF_T0();
     kern_act a;
     norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_ffn);
-    PROF_ADD(PR_ROT);
+    PROF_ADD(BLK_PROF_QUANT);
     const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
     float *y2[2] = {ws->hg, ws->hu};
     const kern_act *a2[2] = {&a, &a};
-    q35_project(m, n, 2, a2, w2, y2, PC_FFN_UP);
-    PROF_ADD(PR_MATMUL);
+    q35_project(m, n, 2, a2, w2, y2);
+    PROF_SKIP();
     rq_job rq = {.op = RQ_SWIGLU, .dst = ws->hg, .src = ws->hg, .aux = ws->hu, .q = w->aq, .K = F, .rot = &QL->rot_down,
                  .ggml = q->g.ggml};
     rot_quant(m, &a, &rq, n);
-    PROF_ADD(PR_ROT);
+    PROF_ADD(BLK_PROF_QUANT);
     const kern_w *wd[1] = {&L->ffn_down};
     float *yd[1] = {ws->xb};
     const kern_act *a1[1] = {&a};
-    q35_project(m, n, 1, a1, wd, yd, PC_FFN_DOWN);
-    PROF_ADD(PR_MATMUL);
+    q35_project(m, n, 1, a1, wd, yd);
+    PROF_SKIP();
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    PROF_ADD(PR_OTHER);
-    PROF_POOL(2);
+    PROF_ADD(BLK_PROF_NORM);
 }
 
 static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
@@ -931,15 +834,6 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
     ws_layout(m, ws->n_batch, ws->arch_ws, &w, &total);
     const int n = b->n;
     const int64_t D = hp->n_embd;
-    prof.active = prof.on && n == 1;        /* the split of one decode token */
-    if (prof.active) {
-        if (prof.per_pool == 0) prof_calibrate(m);
-        prof.n_fwd++;
-        prof.n_tok += n;
-        prof.var = prof.ab ? (int)(prof.n_fwd & 1) : 0;
-        prof.nv[prof.var]++;
-        prof.f0 = tern_time_s();
-    }
     PROF_T0();
     for (int c = 0; c < n; c++) {
         float *xc = ws->x + (int64_t)c * D;
@@ -947,6 +841,7 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         if (q->rot_embd_inv.n) had_rot_inv(xc, D, q->rot_embd_inv.n, q->rot_embd_inv.s);
         blk_rope_cache(ws->rope_cs + (int64_t)c * hp->n_rot, b->pos[c], hp);
     }
+    PROF_ADD(BLK_PROF_EMBED);
     /* runs of consecutive columns of one sequence; each begins a batch of its recurrent state */
     w.n_run = 0;
     for (int c0 = 0; c0 < n;) {
@@ -961,14 +856,14 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         c0 = c1;
     }
     w.run[w.n_run] = n;
-    PROF_ADD(PR_OTHER);
+    PROF_ADD(BLK_PROF_NORM);
     for (int il = 0; il < hp->n_layer; il++) {
         if (q->L[il].recurrent) gdn_layer(m, ws, &w, b, il);
         else attn_layer(m, ws, &w, b, il);
         ffn_layer(m, ws, &w, n, il);
     }
     for (int r = 0; r < w.n_run; r++) rstate_end(run_rs(b, &w, r));
-    if (prof.active) pr_t0_ = tern_time_s();
+    PROF_SKIP();
     /* logits of the wanted columns (gathered into lx) */
     int nl = 0;
     const size_t qcol = kern_act_bytes(m->numerics, D, 1);
@@ -980,16 +875,13 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
                               q->rot_logits.s);
         nl++;
     }
-    PROF_ADD(PR_ROT);
-    if (nl == 0) { prof_fwd_end(); return TERN_OK; }
+    PROF_ADD(BLK_PROF_QUANT);
+    if (nl == 0) return TERN_OK;
     const kern_act a = {.x = ws->lx, .q = m->numerics == KQ_F32 ? NULL : w.aq, .K = D, .ncols = nl, .mode = m->numerics};
     const kern_w *w1[1] = {&m->output};
     float *y1[1] = {b->logits};
     const kern_act *a1[1] = {&a};
-    q35_project(m, nl, 1, a1, w1, y1, PC_OUTPUT);
-    PROF_ADD(PR_MATMUL);
-    PROF_POOL(1);
-    prof_fwd_end();
+    q35_project(m, nl, 1, a1, w1, y1);
     return TERN_OK;
 }
 

@@ -72,14 +72,3 @@ void kv_store_part(kv_cache *kv, int il, int pos, int k0, int nk, const float *k
     for (int i = 0; i < nv; i++) vh[i] = f32_to_fp16(v[i]);
 }
 
-int kv_copy(kv_cache *dst, const kv_cache *src, int n_pos, tern_err *err) {
-    if (dst->n_layer != src->n_layer || dst->n_embd_k != src->n_embd_k || dst->n_embd_v != src->n_embd_v ||
-        dst->f32 != src->f32 || n_pos < 0 || n_pos > dst->n_ctx || n_pos > src->n_ctx)
-        return tern_err_set(err, TERN_E_ARG, "kv_copy: shapes differ or n_pos %d out of range", n_pos);
-    for (int il = 0; il < src->n_layer; il++) {
-        if (n_pos == 0) break;
-        memcpy(kv_k_row(dst, il, 0), kv_k_row(src, il, 0), (size_t)n_pos * (size_t)src->n_embd_k * src->elt);
-        memcpy(kv_v_row(dst, il, 0), kv_v_row(src, il, 0), (size_t)n_pos * (size_t)src->n_embd_v * src->elt);
-    }
-    return TERN_OK;
-}

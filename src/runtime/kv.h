@@ -44,7 +44,5 @@ void kv_store(kv_cache *kv, int il, int pos, const float *k, const float *v);
  * (k, v: those elements only), converted as kv_store does: storing a row in parts (e.g. one head per
  * thread) writes the same bytes as kv_store of the whole row. Trusts its ranges (debug asserts). */
 void kv_store_part(kv_cache *kv, int il, int pos, int k0, int nk, const float *k, int v0, int nv, const float *v);
-/* Copy rows [0, n_pos) of every layer from src to dst (same shapes): session checkpoints. */
-int kv_copy(kv_cache *dst, const kv_cache *src, int n_pos, tern_err *err);
 
 #endif /* TERN_RUNTIME_KV_H */

@@ -82,6 +82,3 @@ int membw_read_passes(tern_pool *pool, size_t bytes, int reps, double *passes, d
     return TERN_OK;
 }
 
-int membw_read_gbs(tern_pool *pool, size_t bytes, int reps, double *gbs, tern_err *err) {
-    return membw_read_passes(pool, bytes, reps, NULL, gbs, err);
-}

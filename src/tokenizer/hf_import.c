@@ -285,26 +285,3 @@ int tok_hf_write(const tok_hf *h, gguf_writer *w, tern_err *err) {
     return rc;
 }
 
-void tok_hf_desc(const tok_hf *h, tok_desc *d) {
-    tok_desc_init(d);
-    d->model = "gpt2";
-    d->pre = h->pre;
-    d->n_vocab = h->n_vocab;
-    d->tokens = h->tokens;
-    d->types = h->types;
-    d->n_merges = h->n_merges;
-    d->merges = h->merges;
-    d->bos = h->bos;
-    d->eos = h->eos;
-    d->pad = h->pad;
-    d->add_bos = h->add_bos;
-}
-
-int tok_hf_import(gguf_writer *w, const char *path, const tok_hf_opts *opts, tern_err *err) {
-    tok_hf *h;
-    int rc = tok_hf_load(&h, path, opts, err);
-    if (rc) return rc;
-    rc = tok_hf_write(h, w, err);
-    tok_hf_free(h);
-    return rc;
-}

@@ -58,10 +58,4 @@ void tok_hf_free(tok_hf *h);
  * chat_template). Errors: TERN_E_NOMEM / what the writer returns. */
 int tok_hf_write(const tok_hf *h, gguf_writer *w, tern_err *err);
 
-/* Describe the imported vocabulary for tok_build (d borrows h's arrays). */
-void tok_hf_desc(const tok_hf *h, tok_desc *d);
-
-/* One call for `tern synth --tokenizer`: load, write into w, free. */
-int tok_hf_import(gguf_writer *w, const char *tokenizer_json_path, const tok_hf_opts *opts, tern_err *err);
-
 #endif /* TERN_TOKENIZER_HF_IMPORT_H */

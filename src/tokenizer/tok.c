@@ -439,7 +439,6 @@ int32_t tok_n_vocab(const tok_vocab *v) { return v->n_vocab; }
 int32_t tok_bos(const tok_vocab *v) { return v->bos; }
 int32_t tok_eos(const tok_vocab *v) { return v->eos; }
 bool tok_add_bos(const tok_vocab *v) { return v->add_bos; }
-const char *tok_model_name(const tok_vocab *v) { return v->kind == TOK_KIND_BPE ? "gpt2" : "llama"; }
 const char *tok_chat_template(const tok_vocab *v) { return v->chat_template; }
 int tok_type(const tok_vocab *v, int32_t id) { return id >= 0 && id < v->n_vocab ? v->type[id] : -1; }
 bool tok_is_eog(const tok_vocab *v, int32_t id) {

@@ -67,8 +67,6 @@ int32_t tok_find(const tok_vocab *v, const char *text);
 const char *tok_chat_template(const tok_vocab *v);
 /* Token type (TOK_TYPE_*) of id, or -1 for an id outside the vocabulary. */
 int tok_type(const tok_vocab *v, int32_t id);
-/* "gpt2" or "llama". */
-const char *tok_model_name(const tok_vocab *v);
 /* The end-of-generation set: writes up to n ids to out, returns the set's size. llama.cpp's
  * rule: eos, eot, eom; the FIM pad/repo/sep tokens; and every token whose text is one of
  * <|eot_id|> <|im_end|> <|end|> <|return|> <|call|> <end_of_turn> <|endoftext|> <|eom_id|>

@@ -1,4 +1,5 @@
-/* server.h: `tern serve`, an OpenAI-compatible HTTP server (issue 9).
+/* tern_server.h: the server library (server/, built as libtern_server.a; not installed) that
+ * `tern serve` (tools/serve.c) runs: an OpenAI-compatible HTTP server.
  * Threads: libmicrohttpd runs one thread per connection; those threads parse and validate
  * requests, tokenise prompts and enqueue jobs, then wait for output. One scheduler thread owns
  * every session (a fixed set of slots): between steps it admits queued jobs into free slots (the
@@ -8,8 +9,8 @@
  * prefill_chunk tokens while other streams decode (so a long prompt does not stall them), n_batch
  * when none does. A cancelled job (client gone) frees its slot at
  * the scheduler's next step. Only tern.h is used. */
-#ifndef TERN_SERVER_SERVER_H
-#define TERN_SERVER_SERVER_H
+#ifndef TERN_TERN_SERVER_H
+#define TERN_TERN_SERVER_H
 
 #include "tern.h"
 
@@ -77,4 +78,4 @@ void srv_stop(srv *s);
 typedef struct srv_job srv_job;
 typedef struct srv_sched srv_sched;
 
-#endif /* TERN_SERVER_SERVER_H */
+#endif /* TERN_TERN_SERVER_H */

@@ -1,0 +1,234 @@
+/* gen.c: the generation loop of every program (tern_gen_* in tern.h): sampling, the stop rules,
+ * detokenisation and the reply's counters, over plain decoding (tern_session_eval of one token)
+ * or speculative steps (tern_spec_step).
+ *
+ * Layer 7, on the public session, sampler, spec and token API only. State of one reply: the
+ * pending token (sampled, not in the session) and whether the last reported token is in the
+ * session (a speculative step appends several at once), so tern_gen_end knows what eval_last
+ * must still append. */
+#include "tern.h"
+
+#include "core/core.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GEN_TEXT_CAP 256     /* one token's text: the longest piece plus 3 held-back UTF-8 bytes */
+
+struct tern_gen {
+    const tern_model *m;
+    int32_t n_vocab;
+    int32_t think_open, think_close;   /* single-token <think> / </think>, or -1 */
+    tern_session *s;
+    tern_sampler *smp;
+    tern_spec *spec;
+    tern_gen_params p;
+    tern_detok dt;
+    bool in_think;
+    tern_stop stop;
+    int32_t pending;         /* sampled, not yet in the session; -1: none */
+    int32_t last;            /* the last token reported; -1: none */
+    bool last_in_session;
+    int32_t step[TERN_SPEC_DRAFT_LIMIT + 2];   /* the tokens the last step appended */
+    int n_step;
+    tern_gen_stats st;
+    double t_begin, t_first, t_last;
+    char text[GEN_TEXT_CAP];
+};
+
+void tern_gen_params_default(tern_gen_params *p) {
+    memset(p, 0, sizeof *p);
+    p->n_predict = -1;
+}
+
+/* The id of text when it is exactly one control token of the vocabulary, else -1. */
+static int32_t single_token(const tern_model *m, const char *text) {
+    int32_t ids[4];
+    int n = 0;
+    tern_err e = {0};
+    if (tern_tokenize(m, text, strlen(text), false, true, ids, 4, &n, &e) != TERN_OK || n != 1) return -1;
+    return ids[0];
+}
+
+int tern_gen_init(tern_gen **out, const tern_model *m, tern_err *err) {
+    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_gen_init: NULL argument");
+    *out = NULL;
+    tern_gen *g = calloc(1, sizeof *g);
+    if (!g) return tern_err_set(err, TERN_E_NOMEM, "tern_gen_init: out of memory");
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    g->m = m;
+    g->n_vocab = info.n_vocab;
+    g->think_open = single_token(m, "<think>");
+    g->think_close = single_token(m, "</think>");
+    g->pending = g->last = -1;
+    tern_gen_params_default(&g->p);
+    *out = g;
+    return TERN_OK;
+}
+
+void tern_gen_free(tern_gen *g) { free(g); }
+
+void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *spec, const tern_gen_params *p) {
+    g->s = s;
+    g->smp = smp;
+    g->spec = spec;
+    if (p) g->p = *p;
+    else tern_gen_params_default(&g->p);
+    tern_detok_init(&g->dt);
+    g->in_think = false;
+    g->stop = TERN_STOP_NONE;
+    g->pending = g->last = -1;
+    g->last_in_session = false;
+    g->n_step = 0;
+    memset(&g->st, 0, sizeof g->st);
+    g->st.bad_logits_pos = -1;
+    g->t_begin = tern_time_s();
+    g->t_first = g->t_last = 0;
+}
+
+void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n) {
+    for (int i = 0; i < n; i++) {
+        tern_sampler_accept(g->smp, tok[i]);
+        if (!g->p.split_think) continue;
+        if (tok[i] == g->think_open) g->in_think = true;   /* the last tag decides */
+        else if (tok[i] == g->think_close) g->in_think = false;
+    }
+    g->st.n_prompt += n;
+}
+
+const float *tern_gen_prompt(tern_gen *g, const int32_t *tok, int n, tern_err *err) {
+    tern_err e_local = {0};
+    tern_err *e = err ? err : &e_local;
+    const double t0 = tern_time_s();
+    const float *logits = tern_session_eval(g->s, tok, n, e);
+    g->st.t_prompt_s += tern_time_s() - t0;
+    if (!logits) return NULL;
+    if (g->spec && tern_spec_add(g->spec, tok, n, e) != TERN_OK) return NULL;
+    tern_gen_prompt_seen(g, tok, n);
+    return logits;
+}
+
+/* Record the first non-finite logit of the first damaged position. */
+static void check_logits(tern_gen *g, const float *logits) {
+    if (g->st.bad_logits_pos >= 0) return;
+    for (int32_t i = 0; i < g->n_vocab; i++)
+        if (!isfinite(logits[i])) {
+            g->st.bad_logits_pos = tern_session_pos(g->s);
+            g->st.bad_logits_id = i;
+            g->st.bad_logits_val = logits[i];
+            return;
+        }
+}
+
+static int report(tern_gen *g, const tern_gen_token *t) {
+    return g->p.on_token ? g->p.on_token(g->p.user, t) : 0;
+}
+
+/* The stop rules for token t (already passed to tern_sampler_accept); in_session: a speculative
+ * step appended it already. Sets g->stop, or leaves t pending. */
+static tern_stop emit(tern_gen *g, int32_t t, const float *logits, bool in_session) {
+    g->t_last = tern_time_s();
+    if (g->st.n_gen++ == 0) g->t_first = g->t_last;
+    g->last = t;
+    g->last_in_session = in_session;
+    tern_gen_token ev = {.id = t, .text = g->text, .n_gen = g->st.n_gen, .logits = logits, .in_think = g->in_think};
+    if (!g->p.ignore_eos && tern_token_is_eog(g->m, t)) {
+        ev.eog = true;
+        report(g, &ev);
+        g->last_in_session = true;   /* nothing to append */
+        return g->stop = TERN_STOP_EOG;
+    }
+    if (g->p.split_think && (t == g->think_open || t == g->think_close)) {
+        const int k = tern_detok_flush(&g->dt, g->text, GEN_TEXT_CAP);
+        ev.n_text = k > 0 ? k : 0;
+        ev.think = t == g->think_open ? 1 : -1;
+        g->in_think = t == g->think_open;
+    } else {
+        const int k = tern_detok_put(g->m, &g->dt, t, g->text, GEN_TEXT_CAP);
+        ev.n_text = k > 0 ? k : 0;
+    }
+    if (report(g, &ev) != 0) return g->stop = TERN_STOP_CALLER;
+    if (g->p.n_predict >= 0 && g->st.n_gen >= g->p.n_predict) return g->stop = TERN_STOP_LENGTH;
+    if (!in_session) {
+        if (tern_session_pos(g->s) >= tern_session_n_ctx(g->s)) return g->stop = TERN_STOP_CTX;
+        g->pending = t;
+    }
+    return TERN_STOP_NONE;
+}
+
+tern_stop tern_gen_sample(tern_gen *g, const float *logits) {
+    if (g->stop != TERN_STOP_NONE) return g->stop;
+    if (g->p.n_predict >= 0 && g->st.n_gen >= g->p.n_predict) return g->stop = TERN_STOP_LENGTH;
+    if (g->spec == NULL || g->st.n_gen == 0) check_logits(g, logits);
+    const int32_t t = tern_sampler_sample(g->smp, logits);
+    tern_sampler_accept(g->smp, t);
+    g->pending = -1;
+    return emit(g, t, logits, false);
+}
+
+int32_t tern_gen_pending(const tern_gen *g) { return g->stop == TERN_STOP_NONE ? g->pending : -1; }
+
+tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *err) {
+    if (tok) *tok = g->step;
+    if (n_tok) *n_tok = 0;
+    g->n_step = 0;
+    if (g->stop != TERN_STOP_NONE) return g->stop;
+    if (g->pending < 0) {
+        tern_err_set(err, TERN_E_ARG, "tern_gen_step: no pending token (call tern_gen_sample first)");
+        return g->stop = TERN_STOP_ERROR;
+    }
+    const int32_t last = g->pending;
+    g->pending = -1;
+    if (!g->spec) {
+        tern_err e_local = {0};
+        tern_err *e = err ? err : &e_local;
+        const float *logits = tern_session_eval(g->s, &last, 1, e);
+        if (!logits) return g->stop = TERN_STOP_ERROR;
+        g->step[g->n_step++] = last;
+        if (n_tok) *n_tok = g->n_step;
+        return tern_gen_sample(g, logits);
+    }
+    int32_t out[TERN_SPEC_DRAFT_LIMIT + 1];
+    int k = 0, n_max = TERN_SPEC_DRAFT_LIMIT + 1;
+    if (g->p.n_predict >= 0 && g->p.n_predict - g->st.n_gen < n_max) n_max = g->p.n_predict - g->st.n_gen;
+    if (n_max < 1) n_max = 1;
+    if (tern_spec_step(g->spec, g->s, g->smp, last, n_max, out, &k, err) != TERN_OK) return g->stop = TERN_STOP_ERROR;
+    g->step[g->n_step++] = last;                      /* the session: + last + out[0 .. k-1) */
+    for (int i = 0; i + 1 < k; i++) g->step[g->n_step++] = out[i];
+    if (n_tok) *n_tok = g->n_step;
+    for (int i = 0; i < k; i++)                       /* only the last one is not in the session */
+        if (emit(g, out[i], NULL, i + 1 < k) != TERN_STOP_NONE) break;
+    return g->stop;
+}
+
+tern_stop tern_gen_end(tern_gen *g, tern_err *err) {
+    if (g->p.eval_last && (g->stop == TERN_STOP_LENGTH || g->stop == TERN_STOP_CALLER) && g->last >= 0 &&
+        !g->last_in_session) {
+        tern_err e_local = {0};
+        tern_err *e = err ? err : &e_local;
+        if (!tern_session_eval(g->s, &g->last, 1, e) || (g->spec && tern_spec_add(g->spec, &g->last, 1, e) != TERN_OK))
+            g->stop = TERN_STOP_ERROR;
+        g->last_in_session = true;
+    }
+    g->pending = -1;
+    const int k = tern_detok_flush(&g->dt, g->text, GEN_TEXT_CAP);
+    const tern_gen_token ev = {.id = -1, .text = g->text, .n_text = k > 0 ? k : 0, .in_think = g->in_think,
+                               .n_gen = g->st.n_gen};
+    report(g, &ev);
+    if (g->st.n_gen > 0) g->t_last = tern_time_s();
+    return g->stop;
+}
+
+tern_stop tern_gen_run(tern_gen *g, const float *logits, tern_err *err) {
+    tern_stop stop = tern_gen_sample(g, logits);
+    while (stop == TERN_STOP_NONE) stop = tern_gen_step(g, NULL, NULL, err);
+    return tern_gen_end(g, err);
+}
+
+void tern_gen_get_stats(const tern_gen *g, tern_gen_stats *st) {
+    *st = g->st;
+    st->t_first_s = g->st.n_gen > 0 ? g->t_first - g->t_begin : 0.0;
+    st->t_gen_s = g->st.n_gen > 0 ? g->t_last - g->t_first : 0.0;
+}

@@ -1,0 +1,259 @@
+/* test_gen.c: the generation loop (tern_gen_*, src/gen/gen.c) that tern run, tern chat, tern
+ * bench-spec and the server's scheduler share.
+ * - plain greedy tern_gen_run gives the tokens of an independent argmax + one-token-eval loop
+ *   written here (stories260K, llama; qwen35-tiny, hybrid);
+ * - speculative (a tern_spec) gives the same tokens and the same session position as plain;
+ * - driven step by step with the caller appending the pending token (the server's way) it gives
+ *   the same tokens as tern_gen_run;
+ * - the stop rules: n_predict 0 and 1, a callback stop with and without eval_last (what the
+ *   session then holds), a full context, and the events' counts and the final flush. */
+#include "model_fx.h"
+#include "test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STORIES "data/stories260k/stories260K.gguf"
+#define QWEN35 "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf"
+#define MAXG 64
+
+static tern_model *load_fx(const char *rel) {
+    char path[1024];
+    fx_require(path, sizeof path, rel);
+    return mfx_load(path, TERN_NUMERICS_FAST, 1);
+}
+
+/* The events of a reply: token ids (the end event not included), how many end events, and a
+ * stop request at token stop_at (1-based; 0: never). */
+typedef struct rec {
+    int32_t ids[MAXG + 8];
+    int n, n_end, stop_at, last_n_gen;
+} rec;
+
+static int on_token(void *user, const tern_gen_token *t) {
+    rec *r = user;
+    if (t->id < 0) {
+        r->n_end++;
+        return 0;
+    }
+    assert_true(r->n < MAXG + 8);
+    r->ids[r->n++] = t->id;
+    assert_int_equal(t->n_gen, r->n);
+    r->last_n_gen = t->n_gen;
+    return r->stop_at > 0 && r->n == r->stop_at;
+}
+
+static tern_sampler *greedy(tern_model *m) {
+    tern_sampler_params sp;
+    tern_sampler_params_default(&sp);
+    sp.temp = 0;
+    tern_sampler *smp = NULL;
+    tern_err err = {0};
+    assert_int_equal(tern_sampler_init(&smp, m, &sp, &err), TERN_OK);
+    return smp;
+}
+
+static int prompt_of(tern_model *m, int32_t *ids, int cap) {
+    int n = 0;
+    tern_err err = {0};
+    assert_int_equal(tern_tokenize(m, "Once upon a time", 16, true, false, ids, cap, &n, &err), TERN_OK);
+    return n;
+}
+
+/* tern_gen_run from a fresh session: the recorded tokens, the stop, the session's position. */
+static tern_stop run_gen(tern_model *m, tern_session *s, tern_spec *spec, const tern_gen_params *base, rec *r,
+                         int *pos) {
+    int32_t p[32];
+    const int np = prompt_of(m, p, 32);
+    tern_session_reset(s);
+    if (spec) tern_spec_reset(spec);
+    tern_sampler *smp = greedy(m);
+    tern_gen *g = NULL;
+    tern_err err = {0};
+    assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
+    tern_gen_params gp = *base;
+    gp.on_token = on_token;
+    gp.user = r;
+    tern_gen_begin(g, s, smp, spec, &gp);
+    const float *l = tern_gen_prompt(g, p, np, &err);
+    assert_non_null(l);
+    const tern_stop stop = tern_gen_run(g, l, &err);
+    tern_gen_stats st;
+    tern_gen_get_stats(g, &st);
+    assert_int_equal(st.n_prompt, np);
+    assert_int_equal(st.n_gen, r->n);
+    assert_int_equal(st.bad_logits_pos, -1);
+    assert_int_equal(r->n_end, 1);
+    *pos = tern_session_pos(s) - np;
+    tern_gen_free(g);
+    tern_sampler_free(smp);
+    return stop;
+}
+
+/* Plain greedy against an argmax loop written here, then speculative against plain. */
+static void check_model(const char *rel) {
+    tern_model *m = load_fx(rel);
+    tern_session *s = mfx_session(m, 256, 64, false);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = 40;
+    gp.ignore_eos = true;
+    rec a = {0};
+    int pos_a = 0;
+    assert_int_equal(run_gen(m, s, NULL, &gp, &a, &pos_a), TERN_STOP_LENGTH);
+    assert_int_equal(a.n, 40);
+    assert_int_equal(pos_a, 39);                      /* the 40th token is not appended */
+
+    int32_t p[32], want[MAXG];
+    const int np = prompt_of(m, p, 32);
+    tern_err err = {0};
+    tern_session_reset(s);
+    const float *l = tern_session_eval(s, p, np, &err);
+    for (int i = 0; i < 40; i++) {
+        assert_non_null(l);
+        want[i] = mfx_argmax(l, info.n_vocab);
+        if (i + 1 < 40) l = tern_session_eval(s, &want[i], 1, &err);
+    }
+    assert_memory_equal(a.ids, want, 40 * sizeof *want);
+
+    tern_spec_params spp;
+    tern_spec_params_default(&spp);
+    spp.draft_max = 6;
+    spp.ignore_eos = true;
+    tern_spec *spec = NULL;
+    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    rec b = {0};
+    int pos_b = 0;
+    assert_int_equal(run_gen(m, s, spec, &gp, &b, &pos_b), TERN_STOP_LENGTH);
+    assert_int_equal(b.n, a.n);
+    assert_memory_equal(b.ids, a.ids, (size_t)a.n * sizeof *a.ids);
+    assert_int_equal(pos_b, pos_a);
+    tern_spec_free(spec);
+    tern_session_free(s);
+    tern_model_free(m);
+}
+
+static void test_plain_and_spec_stories(void **state) {
+    (void)state;
+    check_model(STORIES);
+}
+
+static void test_plain_and_spec_qwen35(void **state) {
+    (void)state;
+    check_model(QWEN35);
+}
+
+/* The server's way: tern_gen_sample on logits the caller computed, appending the pending token
+ * itself; the same tokens as tern_gen_run. */
+static void test_stepwise_equals_run(void **state) {
+    (void)state;
+    tern_model *m = load_fx(STORIES);
+    tern_session *s = mfx_session(m, 256, 64, false);
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = 30;
+    gp.ignore_eos = true;
+    rec a = {0};
+    int pos = 0;
+    run_gen(m, s, NULL, &gp, &a, &pos);
+
+    int32_t p[32];
+    const int np = prompt_of(m, p, 32);
+    tern_session_reset(s);
+    tern_sampler *smp = greedy(m);
+    tern_gen *g = NULL;
+    tern_err err = {0};
+    assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
+    rec b = {0};
+    gp.on_token = on_token;
+    gp.user = &b;
+    tern_gen_begin(g, s, smp, NULL, &gp);
+    const float *l = tern_session_eval(s, p, np, &err);
+    tern_gen_prompt_seen(g, p, np);
+    tern_stop stop;
+    while ((stop = tern_gen_sample(g, l)) == TERN_STOP_NONE) {
+        const int32_t t = tern_gen_pending(g);
+        assert_true(t >= 0);
+        l = tern_session_eval(s, &t, 1, &err);
+        assert_non_null(l);
+    }
+    assert_int_equal(stop, TERN_STOP_LENGTH);
+    assert_int_equal(tern_gen_pending(g), -1);
+    assert_int_equal(tern_gen_end(g, &err), TERN_STOP_LENGTH);
+    assert_int_equal(b.n, a.n);
+    assert_memory_equal(b.ids, a.ids, (size_t)a.n * sizeof *a.ids);
+    assert_int_equal(tern_session_pos(s) - np, pos);
+    tern_gen_free(g);
+    tern_sampler_free(smp);
+    tern_session_free(s);
+    tern_model_free(m);
+}
+
+/* n_predict 0 and 1, a callback stop (with and without eval_last, plain and speculative), and a
+ * full context. */
+static void test_stop_rules(void **state) {
+    (void)state;
+    tern_model *m = load_fx(STORIES);
+    tern_session *s = mfx_session(m, 256, 64, false);
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.ignore_eos = true;
+    int pos = 0;
+    rec r0 = {0};
+    gp.n_predict = 0;
+    assert_int_equal(run_gen(m, s, NULL, &gp, &r0, &pos), TERN_STOP_LENGTH);
+    assert_int_equal(r0.n, 0);
+    assert_int_equal(pos, 0);
+    rec r1 = {0};
+    gp.n_predict = 1;
+    assert_int_equal(run_gen(m, s, NULL, &gp, &r1, &pos), TERN_STOP_LENGTH);
+    assert_int_equal(r1.n, 1);
+    assert_int_equal(pos, 0);
+
+    tern_err err = {0};
+    tern_spec_params spp;
+    tern_spec_params_default(&spp);
+    spp.ignore_eos = true;
+    tern_spec *spec = NULL;
+    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    gp.n_predict = 20;
+    for (int sv = 0; sv < 2; sv++)
+        for (int ev = 0; ev < 2; ev++) {
+            rec r = {.stop_at = 5};
+            gp.eval_last = ev;
+            assert_int_equal(run_gen(m, s, sv ? spec : NULL, &gp, &r, &pos), TERN_STOP_CALLER);
+            assert_int_equal(r.n, 5);
+            /* eval_last: the session holds every reported token; a speculative step may have
+             * appended tokens after the stopping one */
+            if (ev) assert_true(sv ? pos >= 5 : pos == 5);
+            else if (!sv) assert_int_equal(pos, 4);
+            if (sv) assert_int_equal(tern_spec_n_history(spec), tern_session_pos(s));
+        }
+    tern_spec_free(spec);
+    gp.eval_last = false;
+
+    /* a context of prompt + 5: the 6th token cannot be appended */
+    int32_t p[32];
+    const int np = prompt_of(m, p, 32);
+    tern_session *sc = mfx_session(m, np + 5, 64, false);
+    rec rc = {0};
+    gp.n_predict = -1;
+    assert_int_equal(run_gen(m, sc, NULL, &gp, &rc, &pos), TERN_STOP_CTX);
+    assert_int_equal(rc.n, 6);
+    assert_int_equal(pos, 5);
+    tern_session_free(sc);
+    tern_session_free(s);
+    tern_model_free(m);
+}
+
+int suite_gen(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_and_spec_stories),
+        cmocka_unit_test(test_plain_and_spec_qwen35),
+        cmocka_unit_test(test_stepwise_equals_run),
+        cmocka_unit_test(test_stop_rules),
+    };
+    TEST_RUN_SUITE("gen", tests);
+}
