@@ -54,8 +54,8 @@
  * row b: the same 8], and `byte & (3 << 2s)` = u * 4^s.
  *
  * ==== PQ2_0 16-row layout (KW_ROW16; PTQ1_0 transcode KW_PTQ_ROW16) ===========================
- * The layout of the tables with `row16` set (AVX-512 VNNI; AVX-VNNI, which reads each zmm j as two
- * ymm: bytes 0-31 = rows 0-7, bytes 32-63 = rows 8-15, x86/r16_ymm.h): rows 0 .. N16-1 (N16 = N & ~15) are
+ * The layout of the tables with `row16` set (AVX-512 VNNI; AVX-VNNI and AVX2, which read each zmm j
+ * as two ymm: bytes 0-31 = rows 0-7, bytes 32-63 = rows 8-15, x86/r16_ymm.h): rows 0 .. N16-1 (N16 = N & ~15) are
  * grouped by 16; group g, block b is the kern_r16_block at byte offset (g * nb + b) * 544: the
  * bytes the 16 file rows of group g occupied (16 * 34 = 544), so the repack is in place. Rows
  * N16 .. N-1 keep the file layout at their file offsets. In a kern_r16_block:

@@ -6,8 +6,8 @@
  * Contract for every path (ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm):
  * - A weight W (ne = [K, N]) is prepared once at load (kern_w_init, in place for PQ2_0) into the
  *   layout of the table that will run it: the 4-row x 128-weight row-pair block (136 bytes; rows
- *   N & ~3 .. N-1 stay in file layout) for AVX2 and ARM, the 16-row x 128-weight block (544
- *   bytes; rows N & ~15 .. N-1 stay in file layout) for AVX-512 VNNI and AVX-VNNI (kern_impl.h). Every path
+ *   N & ~3 .. N-1 stay in file layout) for ARM, the 16-row x 128-weight block (544 bytes; rows
+ *   N & ~15 .. N-1 stay in file layout) for AVX2, AVX-VNNI and AVX-512 VNNI (kern_impl.h). Every path
  *   reads every layout (a table without a kernel for one runs the reference on it).
  * - An activation (ncols columns of K floats) is quantised ONCE by kern_quantize and shared by
  *   every weight that reads it.

@@ -2,6 +2,11 @@
  * kern_table_avx2; every helper is static. Entries left NULL use the reference (ref.c).
  * Integer and float order: kern_impl.h; every entry here reproduces it exactly (tested ==).
  *
+ * PQ2_0 (and the PTQ1_0 transcode) in fast numerics are prepared for this table in the 16-row
+ * layout (row16): x86/r16_ymm.h, rows interleaved per 32-bit lane, vpmaddubsw summed in int16 for
+ * a whole block, no reduction in the K loop. The row-pair kernels below run ggml numerics (the
+ * model keeps the row-pair layout there) and a row-pair weight prepared under KW_F_ROWPAIR.
+ *
  * PQ2_0 row-pair layout (fast numerics: matvec and matmul; ggml numerics). One ymm = word wd of
  * pair 0 (lane 0) and of pair 1 (lane 1), i.e. 4 rows x 32 weights; both lanes need the same
  * activation bytes, so slot s's activation is one vpbroadcastq of q[32 wd + 8 s .. +8] from
@@ -826,12 +831,25 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
 
+/* ---- PQ2_0 16-row layout (KW_ROW16), fast mode: the layout this table prepares -------------------
+ * Rows interleaved per 32-bit lane, vpmaddubsw pairs summed in int16 for a whole block, one
+ * vpmaddwd per block and row half, no reduction in the K loop: x86/r16_ymm.h (the bound is
+ * written there). */
+#define R16Y_VNNI 0
+#ifndef R16Y_TH
+#define R16Y_TH 2   /* 16 rows x up to 4 columns: 8 int16 accumulators */
+#define R16Y_TW 4
+#endif
+#include "kernels/x86/r16_ymm.h"
+
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_ROW16) { r16y_mm_fast(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1); return; }
     if (m->w->layout != KW_ROWPAIR) { kern_ref_mm_fast(m, r0, r1); return; }
     mm_rowpair_fast(m, (const kern_rp_block *)(const void *)m->w->data, r0, r1);
 }
 
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_PTQ_ROW16) { r16y_mm_fast(m, (const kern_r16_block *)m->w->aux, r0, r1); return; }
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
     /* the direct kernel reads the file bytes, which the loader may have released under a 16-row
      * transcode (kernels.h): that layout runs the reference, which reads aux */
@@ -1432,6 +1450,7 @@ const kern_table kern_table_avx2 = {
         [KT_F16] = {mm_f16_float, mm_f16_float, mm_f16_float},
         [KT_BF16] = {mm_bf16_float, mm_bf16_float, mm_bf16_float},
     },
+    .row16 = true,   /* PQ2_0 / PTQ1_0 transcode in fast numerics: the 16-row kernels above */
 };
 
 #else

@@ -5,7 +5,7 @@
  *
  * PQ2_0 (and PTQ1_0 transcoded) in the 16-row layout, fast numerics: x86/r16_ymm.h, each ymm an
  * 8-row interleave (one 32-bit lane per row), the activation broadcast 4 bytes at a time, no
- * reduction in the K loop, tiles of 8 rows x 1-8 columns. A row-pair weight (ggml numerics keeps
+ * reduction in the K loop, tiles of 16 rows x 1-6 columns. A row-pair weight (ggml numerics keeps
  * that layout; a layout forced by a flag) and every other entry run the AVX2 table, then ref.
  *
  * The same file is also compiled with -DKERN_EMUVNNI and only AVX2 flags into
@@ -47,6 +47,10 @@ static inline __m256i r16y_dpbusd(__m256i acc, __m256i u, __m256i s) {
 static inline __m256i r16y_dpbusd(__m256i acc, __m256i u, __m256i s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
 #endif
 
+#ifndef R16Y_TH
+#define R16Y_TH 2   /* 16 rows x up to 6 columns: 12 accumulators at most (r16y_chains) */
+#define R16Y_TW 6
+#endif
 #include "kernels/x86/r16_ymm.h"
 
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {

@@ -30,22 +30,24 @@
  * across the 8 rows as one vector: s = d_w * d_a (vcvtph2ps of the 8 fp16 scales, one f32
  * multiply), acc = fma(s, (float)isum, acc): the float order of kern_impl.h.
  *
- * Tiles: one row half (8 rows) x NC columns (NC = 1..8 compile-time, one copy per width); each
- * unpacked slot serves NC columns. The matvec (NC = 1) takes both halves of a group in one pass
- * (H = 2), so it streams whole cache lines in order and prefetches ahead. VNNI accumulates in
- * NA chains per column (vpdpbusd's add is in its latency: ~8 independent chains cover it at two
- * per cycle), added in a fixed tree (exact in int32); AVX2's chain is only the 1-cycle vpaddw,
- * so NA = 1. Registers (16 ymm): H * NC * NA accumulators + the slot + the mask + the broadcast;
- * past ~6 columns the f32 accumulators live in memory (an fma from memory and a store per block).
- * Wider batches: ceil(ncols / 8) column tiles of near-equal width over chunks of groups whose
- * weights stay in L2. */
+ * Tiles: R16Y_TH row halves (2: 16 rows, so one broadcast feeds two steps; 1: 8 rows) x NC
+ * columns (NC = 1..R16Y_TW compile-time, one copy per width; the includer sets both: measured,
+ * 16 rows x up to 6 columns for VNNI and x up to 4 for AVX2 beat 8 rows x up to 8); each unpacked
+ * slot serves NC columns. The matvec (NC = 1) takes both halves of a group in one pass, streams
+ * whole cache lines in order and prefetches ahead. VNNI accumulates in NA chains per column
+ * (vpdpbusd's add is in its latency: ~8 independent chains cover it at two per cycle), added in a
+ * fixed tree (exact in int32); AVX2's chain is only the 1-cycle vpaddw, so NA = 1. Registers
+ * (16 ymm): H * NC * NA accumulators + the slots + the mask + the broadcast; the f32
+ * accumulators mostly live in memory (an fma from memory and a store per block). Wider batches:
+ * ceil(ncols / R16Y_TW) column tiles of near-equal width over chunks of groups whose weights
+ * stay in L2. */
 #ifndef TERN_KERNELS_X86_R16_YMM_H
 #define TERN_KERNELS_X86_R16_YMM_H
 
 #include <immintrin.h>
 #include <string.h>
 
-#define R16Y_NC 8   /* widest column tile */
+#define R16Y_NC 8   /* widest column tile any includer may ask for (R16Y_TW <= 8) */
 #define R16Y_PF 4   /* matvec prefetch distance in blocks (as avx512vnni.c) */
 
 /* The emulated VNNI build (tests only) keeps one tile copy with NC at run time: same operations
@@ -74,7 +76,10 @@ static inline __attribute__((always_inline)) __m256i r16y_step(__m256i acc, __m2
 #if R16Y_VNNI
     return r16y_dpbusd(acc, u, q4);
 #else
-    return _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, q4));
+    acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, q4));
+    __asm__("" : "+x"(acc));   /* keeps the sum a chain in one register: GCC otherwise reassociates the
+                                * integer adds into a tree of all 32 products and spills them */
+    return acc;
 #endif
 }
 
@@ -180,23 +185,44 @@ R16Y_UNROLL8
     }
 }
 
+/* Tile shape: R16Y_TH row halves (1: 8 rows, 2: 16 rows) x up to R16Y_TW columns (the includer's
+ * choice; default 8 rows x 8). */
+#ifndef R16Y_TH
+#define R16Y_TH 1
+#define R16Y_TW 8
+#endif
 typedef void (*r16y_tile_fn)(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int h0, float *const *out,
                              unsigned keep, int32_t *const *isum, int64_t isum_stride);
 #define R16Y_TILE(NC)                                                                                                  \
     static void r16y_tile_##NC(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int h0,                 \
                                float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride) {          \
-        r16y_tile(B, nb, ac, 1, h0, NC, out, keep, isum, isum_stride);                                                 \
+        r16y_tile(B, nb, ac, R16Y_TH, h0, NC, out, keep, isum, isum_stride);                                           \
     }
 R16Y_TILE(1)
 R16Y_TILE(2)
 R16Y_TILE(3)
 R16Y_TILE(4)
+#if R16Y_TW > 4
 R16Y_TILE(5)
+#endif
+#if R16Y_TW > 5
 R16Y_TILE(6)
+#endif
+#if R16Y_TW > 6
 R16Y_TILE(7)
 R16Y_TILE(8)
-static const r16y_tile_fn r16y_tiles[R16Y_NC + 1] = {NULL,         r16y_tile_1, r16y_tile_2, r16y_tile_3, r16y_tile_4,
-                                                     r16y_tile_5, r16y_tile_6, r16y_tile_7, r16y_tile_8};
+#endif
+static const r16y_tile_fn r16y_tiles[R16Y_TW + 1] = {NULL, r16y_tile_1, r16y_tile_2, r16y_tile_3, r16y_tile_4,
+#if R16Y_TW > 4
+                                                     r16y_tile_5,
+#endif
+#if R16Y_TW > 5
+                                                     r16y_tile_6,
+#endif
+#if R16Y_TW > 6
+                                                     r16y_tile_7, r16y_tile_8,
+#endif
+};
 
 /* The matvec tile: both halves of a group, one column. */
 static void r16y_tile_mv(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out, unsigned keep,
@@ -217,7 +243,7 @@ static void r16y_mm_fast(const kern_mm_args *m, const kern_r16_block *base, int6
     const int64_t nb = w->n_in / 128, N = w->n_out, n16 = N & ~(int64_t)15;
     const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
     const int64_t g1 = TERN_MIN(r1, n16);
-    const int nt = (a->ncols + R16Y_NC - 1) / R16Y_NC;
+    const int nt = (a->ncols + R16Y_TW - 1) / R16Y_TW;
     const kact_fast *ac[R16Y_NC];
     float *out[R16Y_NC];
     int32_t *is[R16Y_NC];
@@ -238,8 +264,9 @@ static void r16y_mm_fast(const kern_mm_args *m, const kern_r16_block *base, int6
                     r16y_tile_mv(base + g * nb, nb, ac, out, keep, m->isum ? is : NULL, nb);
                     continue;
                 }
-                for (int h = 0; h < 2; h++)
-                    if ((keep >> (8 * h)) & 0xffu) r16y_tiles[nc](base + g * nb, nb, ac, h, out, keep, m->isum ? is : NULL, nb);
+                for (int h = 0; h < 2; h += R16Y_TH)
+                    if ((keep >> (8 * h)) & (R16Y_TH == 2 ? 0xffffu : 0xffu))
+                        r16y_tiles[nc](base + g * nb, nb, ac, h, out, keep, m->isum ? is : NULL, nb);
             }
             c0 += nc;
         }
