@@ -224,11 +224,67 @@ static const r16y_tile_fn r16y_tiles[R16Y_TW + 1] = {NULL, r16y_tile_1, r16y_til
 #endif
 };
 
+#if R16Y_VNNI
 /* The matvec tile: both halves of a group, one column. */
 static void r16y_tile_mv(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out, unsigned keep,
                          int32_t *const *isum, int64_t isum_stride) {
     r16y_tile(B, nb, ac, 2, 0, 1, out, keep, isum, isum_stride);
 }
+#else
+/* The AVX2 matvec tile (both halves of a group, one column), where no other column shares the
+ * unpacking: slots by nibble, t = v >> 4 (vpsrlw) and v & 3, v & 12, t & 3, t & 12 (1 shift + 4
+ * ands per 32 bytes instead of 3 + 4). v & 12 and t & 12 are 4 u of slots 1 and 3, so they sum
+ * into their own int16 accumulators: a lane gets 2 products of 4 u <= 12 with |q| <= 127 from
+ * each of the block's 8 words, <= 16 * 12 * 127 = 24384 <= 32767; the accumulator of slots 0
+ * and 2 (u <= 3) gets <= 32 * 3 * 127 = 12192. Per block and half: isum = vpmaddwd(A) +
+ * (vpmaddwd(B) + vpmaddwd(C)) >> 2 - sum(q), exact (B and C hold multiples of 4). */
+static void r16y_tile_mv(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out, unsigned keep,
+                         int32_t *const *isum, int64_t isum_stride) {
+    const __m256i m3 = _mm256_set1_epi8(3), m12 = _mm256_set1_epi8(12), one = _mm256_set1_epi16(1);
+    __m256 facc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_r16_block *blk = B + b;
+        const uintptr_t p = (uintptr_t)blk + R16Y_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
+        for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
+        const int8_t *q = ac[0][b].qs;
+        __m256i A[2], Bq[2], C[2];
+        for (int h = 0; h < 2; h++) A[h] = Bq[h] = C[h] = _mm256_setzero_si256();
+        _Pragma("GCC unroll 8")
+        for (int j = 0; j < 8; j++) {
+            const __m256i q0 = r16y_bcast(q + 16 * j), q1 = r16y_bcast(q + 16 * j + 4);
+            const __m256i q2 = r16y_bcast(q + 16 * j + 8), q3 = r16y_bcast(q + 16 * j + 12);
+            _Pragma("GCC unroll 2")
+            for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(blk->qs[j][8 * h]));
+                const __m256i t = _mm256_srli_epi16(v, 4);
+                A[h] = r16y_step(A[h], _mm256_and_si256(v, m3), q0);
+                Bq[h] = r16y_step(Bq[h], _mm256_and_si256(v, m12), q1);
+                A[h] = r16y_step(A[h], _mm256_and_si256(t, m3), q2);
+                C[h] = r16y_step(C[h], _mm256_and_si256(t, m12), q3);
+            }
+        }
+        for (int h = 0; h < 2; h++) {
+            const __m256i b4 = _mm256_add_epi32(_mm256_madd_epi16(Bq[h], one), _mm256_madd_epi16(C[h], one));
+            __m256i t = _mm256_add_epi32(_mm256_madd_epi16(A[h], one), _mm256_srai_epi32(b4, 2));
+            t = _mm256_sub_epi32(t, _mm256_set1_epi32(ac[0][b].sum));
+            if (isum) {
+                int32_t ti[8];
+                _mm256_storeu_si256((__m256i *)(void *)ti, t);
+                for (int i = 0; i < 8; i++)
+                    if ((keep >> (8 * h + i)) & 1) isum[0][(8 * h + i) * isum_stride + b] = ti[i];
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(blk->d + 8 * h)));
+            facc[h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ac[0][b].d)), _mm256_cvtepi32_ps(t), facc[h]);
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        float t[8];
+        _mm256_storeu_ps(t, facc[h]);
+        for (int i = 0; i < 8; i++)
+            if ((keep >> (8 * h + i)) & 1) out[0][8 * h + i] = t[i];
+    }
+}
+#endif
 
 /* Rows [r0, r1) of a 16-row tensor whose groups start at base (PQ2_0 data, or the PTQ1_0
  * transcode in aux). A group the range covers only in part (r0 or r1 inside it: multiples of 4,
