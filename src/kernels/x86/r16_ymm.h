@@ -88,7 +88,7 @@ static inline __attribute__((always_inline)) __m256i r16y_step(__m256i acc, __m2
 static inline int r16y_chains(int H, int NC) {
 #if R16Y_VNNI
     const int na = (8 + H * NC - 1) / (H * NC);
-    return H * NC * na > 12 ? 12 / (H * NC) : na;
+    return H * NC * na > 12 ? TERN_MAX(1, 12 / (H * NC)) : na;
 #else
     (void)H; (void)NC;
     return 1;
