@@ -63,6 +63,7 @@ LIBDIR  ?= $(PREFIX)/lib
 # Per-file ISA flags: each ISA file is compiled with only its own -m flags.
 $(B)/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+$(B)/src/kernels/x86/avxvnni.o:    ISA_FLAGS := -mavx2 -mfma -mf16c -mavxvnni
 $(B)/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
 $(B)/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
 $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
@@ -128,12 +129,16 @@ $(B)/tests/main.o: $(B)/tests/suites.inc
 $(B)/tests/main.o: ALL_CFLAGS += -I$(B)/tests
 
 # kern: the AVX-512 VNNI kernel compiled once more over a portable zmm emulation
-# (src/kernels/x86/emu512.h) into the tests only, so hosts without AVX-512 still check its logic.
+# (src/kernels/x86/emu512.h), and the AVX-VNNI kernel over a scalar vpdpbusd (KERN_EMUVNNI), into
+# the tests only, so hosts without AVX-512 or AVX-VNNI still check their logic.
 ifeq ($(ARCH),x86_64)
-KERN_EMU_OBJ := $(B)/src/kernels/x86/avx512vnni_emu.o
-$(KERN_EMU_OBJ): src/kernels/x86/avx512vnni.c
+KERN_EMU_OBJ := $(B)/src/kernels/x86/avx512vnni_emu.o $(B)/src/kernels/x86/avxvnni_emu.o
+$(B)/src/kernels/x86/avx512vnni_emu.o: src/kernels/x86/avx512vnni.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -DKERN_EMU512 -c $< -o $@
+$(B)/src/kernels/x86/avxvnni_emu.o: src/kernels/x86/avxvnni.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -DKERN_EMUVNNI -c $< -o $@
 endif
 
 ifneq ($(WIN),1)
@@ -247,6 +252,7 @@ $(B_WIN)/libtern.dll: $(LIB_OBJ) $(B_WIN)/libtern.def
 
 $(B)/pic/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/pic/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+$(B)/pic/src/kernels/x86/avxvnni.o:    ISA_FLAGS := -mavx2 -mfma -mf16c -mavxvnni
 $(B)/pic/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
 $(B)/pic/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a

@@ -198,7 +198,7 @@ static void test_no_chat_template_notice(void **state) {
  * prompt file names a line that is not JSON and says what it expects. */
 static void test_bad_input_messages(void **state) {
     (void)state;
-    expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avx512vnni, neon, dotprod, i8mm, "
+    expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, "
                   "got 'avx2,bogus'", NULL, "bench-kernel --isa avx2,bogus");
     char model[1024], ids[512], text[512], args[2048], want[1200];
     fx_require(model, sizeof model, STORIES);

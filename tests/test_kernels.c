@@ -457,9 +457,11 @@ static void test_row16_layout(void **state) {
 /* ---- 2. every ISA table equals ref exactly ------------------------------------------------------ */
 
 /* The tables to check: every compiled one, plus (x86) the AVX-512 VNNI kernel over the zmm
- * emulation (tests-only object, see the Makefile), so its logic is checked on any AVX2 host. */
+ * emulation and the AVX-VNNI kernel over a scalar vpdpbusd (tests-only objects, see the Makefile),
+ * so their logic is checked on any AVX2 host. */
 #if defined(__x86_64__)
 extern const kern_table kern_table_avx512vnni_emu;
+extern const kern_table kern_table_avxvnni_emu;
 #endif
 static const kern_table *test_table(int i) {
     int n = 0;
@@ -467,6 +469,7 @@ static const kern_table *test_table(int i) {
     if (i < n) return kern_tables[i];
 #if defined(__x86_64__)
     if (i == n) return &kern_table_avx512vnni_emu;
+    if (i == n + 1) return &kern_table_avxvnni_emu;
 #endif
     return NULL;
 }
@@ -919,6 +922,17 @@ static void test_rejects(void **state) {
         assert_int_equal(kern_force_isa("avx512vnni", &err), TERN_E_UNSUPPORTED);
         tern_err_clear(&err);
     }
+#if defined(__x86_64__)
+    if (!(kern_cpu_features() & KCPU_AVXVNNI)) {
+        assert_int_equal(kern_force_isa("avxvnni", &err), TERN_E_UNSUPPORTED);
+        tern_err_clear(&err);
+    } else {   /* forcing it selects it (and its layout) */
+        assert_int_equal(kern_force_isa("avxvnni", &err), TERN_OK);
+        assert_string_equal(kern_isa(), "avxvnni");
+        assert_true(kern_isa_row16());
+        assert_int_equal(kern_force_isa(prev, &err), TERN_OK);
+    }
+#endif
 }
 
 /* A table that is wrong must be refused by the start-up self-check. */

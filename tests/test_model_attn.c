@@ -95,7 +95,7 @@ typedef void (*tile_fn)(int, const float *const *, float *const *, const int *, 
 #if defined(__x86_64__)
 static bool host_avx2(void) {
     const char *isa = kern_isa();
-    return !strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni");
+    return !strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni");
 }
 #endif
 

@@ -481,7 +481,7 @@ enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16, BK_SAMPLER 
 static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
-    {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure, of ref,avx2,avx512vnni (default: all this CPU runs)"},
+    {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure, of ref,avx2,avxvnni,avx512vnni (default: all this CPU runs)"},
     {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts, at most 8 (default 1,2)"},
     {BK_DECODE, "--decode-seq", OPT_FLAG, NULL, 0, 0, NULL,
      "only bonsai-1.7b's decode matvecs: 8 layers as pool jobs, without barriers, lm_head, 71 MB (busy GB/s vs the probe)"},
@@ -561,7 +561,7 @@ static int bench_sampler(const bk_opts *o) {
 
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avx512vnni] [--threads 1,2]\n"
+    fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avxvnni,avx512vnni] [--threads 1,2]\n"
                "  measures read bandwidth, int8 peak, empty pool job, PQ2_0/PTQ1_0 matvec 32768x8192 and\n"
                "  matmul 17408x5120 at 4/16/64 columns per ISA path and thread count (median of repeats)\n");
     opts_help(f, &OPT_TABLE(bk_defs), 1);
@@ -602,7 +602,7 @@ int cmd_bench_kernel(int argc, char **argv) {
 #endif
     const int reps = o.quick ? 3 : 15;
     if (o.sampler) return bench_sampler(&o);
-    const char *const isas[] = {"ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"};
+    const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
     const int n_isas = (int)(sizeof isas / sizeof isas[0]);
     const char *best = kern_isa();
     if (o.isa[0]) {   /* every name known (else a usage error); a path this build or CPU cannot run: said, skipped */
@@ -613,7 +613,7 @@ int cmd_bench_kernel(int argc, char **argv) {
             int k = 0;
             while (k < n_isas && strcmp(t, isas[k]) != 0) k++;
             if (k == n_isas) {
-                opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avx512vnni, neon, dotprod, i8mm", o.isa);
+                opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm", o.isa);
                 return 2;
             }
             tern_err e = {0};

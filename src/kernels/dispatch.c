@@ -2,7 +2,7 @@
  * AND the OS must save the registers), the list of compiled tables, the choice of the active
  * table (once; kern_force_isa forces one), and kern_matmul, which routes each (type, mode) to the
  * active table's entry or, where that entry is NULL, to the reference.
- * Source: Intel SDM vol. 2 (CPUID leaf 7, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7 opmask/zmm). */
+ * Source: Intel SDM vol. 2 (CPUID leaf 7 subleaves 0 and 1, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7 opmask/zmm). */
 #include "kernels/kern_impl.h"
 
 #include "core/fp16.h"
@@ -21,6 +21,7 @@ const kern_table *const kern_tables[] = {
     &kern_table_ref,
 #if defined(__x86_64__)
     &kern_table_avx2,
+    &kern_table_avxvnni,
     &kern_table_avx512vnni,
 #endif
 #if defined(__aarch64__)
@@ -49,8 +50,12 @@ static uint32_t detect(void) {
     __cpuid_count(7, 0, a, b, c, d);
     const bool avx2 = (b >> 5) & 1, f512 = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1,
                vl = (b >> 31) & 1, vnni = (c >> 11) & 1;
+    unsigned a1 = 0, b1, c1, d1;
+    if (a >= 1) __cpuid_count(7, 1, a1, b1, c1, d1);   /* leaf 7 subleaf 1: EAX[4] = AVX-VNNI */
+    const bool avxvnni = (a1 >> 4) & 1;
     uint32_t f = 0;
     if (os_ymm && avx2 && fma && f16c) f |= KCPU_AVX2;
+    if ((f & KCPU_AVX2) && avxvnni) f |= KCPU_AVXVNNI;   /* ymm only: os_ymm is enough */
     if ((f & KCPU_AVX2) && os_zmm && f512 && dq && bw && vl && vnni) f |= KCPU_AVX512VNNI;
     return f;
 }

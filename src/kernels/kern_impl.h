@@ -54,7 +54,8 @@
  * row b: the same 8], and `byte & (3 << 2s)` = u * 4^s.
  *
  * ==== PQ2_0 16-row layout (KW_ROW16; PTQ1_0 transcode KW_PTQ_ROW16) ===========================
- * The layout of the tables with `row16` set (AVX-512 VNNI): rows 0 .. N16-1 (N16 = N & ~15) are
+ * The layout of the tables with `row16` set (AVX-512 VNNI; AVX-VNNI and AVX2, which read each zmm j
+ * as two ymm: bytes 0-31 = rows 0-7, bytes 32-63 = rows 8-15, x86/r16_ymm.h): rows 0 .. N16-1 (N16 = N & ~15) are
  * grouped by 16; group g, block b is the kern_r16_block at byte offset (g * nb + b) * 544: the
  * bytes the 16 file rows of group g occupied (16 * 34 = 544), so the repack is in place. Rows
  * N16 .. N-1 keep the file layout at their file offsets. In a kern_r16_block:
@@ -133,6 +134,7 @@ typedef void (*kern_mm_fn)(const kern_mm_args *m, int64_t r0, int64_t r1);
 enum {
     KCPU_AVX2 = 1u << 0,       /* AVX2 + FMA + F16C, OS saves ymm */
     KCPU_AVX512VNNI = 1u << 1, /* AVX-512 F/BW/VL/DQ/VNNI, OS saves zmm + opmask */
+    KCPU_AVXVNNI = 1u << 2,    /* AVX-VNNI (VEX vpdpbusd on ymm: CPUID.(7,1):EAX[4]), OS saves ymm */
     KCPU_NEON = 1u << 8,
     KCPU_DOTPROD = 1u << 9,
     KCPU_I8MM = 1u << 10,
@@ -141,7 +143,7 @@ enum {
 /* One ISA path. mm[kt][mode] may be NULL: dispatch then tries `fallback` (a lower table the
  * same host can run), then the ref entry, which is always complete. Tables are const and exported only by name from their own file. */
 typedef struct kern_table {
-    const char *name;          /* "ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm" */
+    const char *name;          /* "ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm" */
     uint32_t needs;            /* KCPU_* bits required */
     kern_mm_fn mm[KT_N][3];    /* [kernel type][kern_numerics] */
     const struct kern_table *fallback;   /* where a NULL entry goes first (then ref); may be NULL */
@@ -152,6 +154,7 @@ typedef struct kern_table {
 extern const kern_table kern_table_ref;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const kern_table kern_table_avx2;
+extern const kern_table kern_table_avxvnni;
 extern const kern_table kern_table_avx512vnni;
 #endif
 

@@ -3,11 +3,11 @@
  * Source of truth: ../shared/DESIGN.md "The one idea that matters" and "Numerics modes";
  * ../shared/spec/ternary-gguf.md section 8 (reference numerics).
  *
- * Contract for every path (ref, avx2, avx512vnni, neon, dotprod, i8mm):
+ * Contract for every path (ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm):
  * - A weight W (ne = [K, N]) is prepared once at load (kern_w_init, in place for PQ2_0) into the
  *   layout of the table that will run it: the 4-row x 128-weight row-pair block (136 bytes; rows
- *   N & ~3 .. N-1 stay in file layout) for AVX2 and ARM, the 16-row x 128-weight block (544
- *   bytes; rows N & ~15 .. N-1 stay in file layout) for AVX-512 VNNI (kern_impl.h). Every path
+ *   N & ~3 .. N-1 stay in file layout) for ARM, the 16-row x 128-weight block (544 bytes; rows
+ *   N & ~15 .. N-1 stay in file layout) for AVX2, AVX-VNNI and AVX-512 VNNI (kern_impl.h). Every path
  *   reads every layout (a table without a kernel for one runs the reference on it).
  * - An activation (ncols columns of K floats) is quantised ONCE by kern_quantize and shared by
  *   every weight that reads it.
@@ -127,7 +127,7 @@ void kern_matmul(const kern_w *w, const kern_act *a, float *y, int64_t ldy, int6
 int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r0, int64_t r1, tern_err *err);
 
 /* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); kern_force_isa forces
- * a path ("ref", "avx2", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
+ * a path ("ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
 const char *kern_isa(void);
 /* True if the active path runs PQ2_0/PTQ1_0 in the 16-row layout: kern_w_init without a layout
  * flag then prepares that layout (KW_ROW16, KW_PTQ_ROW16), else the row-pair one. */

@@ -43,7 +43,7 @@ typedef void (*attn_tile_fn)(int, const float *const *, float *const *, const in
 static attn_tile_fn attn_pick(void) {
 #if defined(__x86_64__)
     const char *isa = kern_isa();
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) return blk_attn_tile_avx2;
+    if (!strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni")) return blk_attn_tile_avx2;
 #endif
     return blk_attn_tile_generic;
 }

@@ -89,7 +89,7 @@ void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, i
 #define BLK_ATTN_NQ 8
 void blk_attn_tile(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv, int ikv,
                    int hd_k, int hd_v, float scale, float *scores);
-/* Which copy of the tile runs: "avx2" (x86 with the kernels on avx2/avx512vnni) or "generic". */
+/* Which copy of the tile runs: "avx2" (x86 with the kernels on avx2/avxvnni/avx512vnni) or "generic". */
 const char *blk_attn_isa(void);
 /* The copies (attn.c, x86/attn_avx2.c): same contract and bits as blk_attn_tile. */
 typedef float attn_v8f __attribute__((vector_size(32)));

@@ -36,7 +36,7 @@
 /* The AVX2 build of the vector code runs where kern's dispatch runs AVX2 (same bits either way). */
 static bool gdn_avx2(void) {
     const char *isa = kern_isa();
-    return !strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni");
+    return !strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni");
 }
 #define GDN_AVX2_FN __attribute__((target("avx2")))
 #endif
@@ -430,7 +430,7 @@ typedef void (*delta_token_fn)(float *, int, const float *, const float *, const
 
 static delta_token_fn delta_token_pick(const char *isa) {
 #if GDN_X86
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) return delta_token_avx2;
+    if (!strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni")) return delta_token_avx2;
 #endif
     (void)isa;
     return delta_token_generic;
@@ -607,7 +607,7 @@ void gdn_delta_chunk_isa(const char *isa, float *S, int d, int n, const float *q
                          int64_t ld_k, const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
                          float *o, int64_t ld_o, float *scratch) {
 #if GDN_X86
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) {
+    if (!strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni")) {
         delta_chunk_avx2(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
         return;
     }

@@ -89,7 +89,7 @@ __attribute__((target("avx2"))) static void fwht_blocks_avx2(float *x, int64_t K
 void had_fwht_blocks_isa(const char *isa, float *x, int64_t K, int64_t n) {
     TERN_ASSERT(n >= 8 && K % n == 0);
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) { fwht_blocks_avx2(x, K, n); return; }
+    if (!strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni")) { fwht_blocks_avx2(x, K, n); return; }
 #endif
     (void)isa;
     fwht_blocks_generic(x, K, n);

@@ -24,7 +24,7 @@ void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s);
 /* In place: FWHT of each block of n over K values, vector code with the same bits as had_fwht
  * (every butterfly is the same single add or subtract of the same operands). n >= 8. */
 void had_fwht_blocks(float *x, int64_t K, int64_t n);
-/* The same on the named ISA path ("avx2"/"avx512vnni": the AVX2 build of the same code, x86
+/* The same on the named ISA path ("avx2"/"avxvnni"/"avx512vnni": the AVX2 build of the same code, x86
  * only; anything else: generic), for tests that compare the paths bit for bit. */
 void had_fwht_blocks_isa(const char *isa, float *x, int64_t K, int64_t n);
 

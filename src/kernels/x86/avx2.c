@@ -2,6 +2,11 @@
  * kern_table_avx2; every helper is static. Entries left NULL use the reference (ref.c).
  * Integer and float order: kern_impl.h; every entry here reproduces it exactly (tested ==).
  *
+ * PQ2_0 (and the PTQ1_0 transcode) in fast numerics are prepared for this table in the 16-row
+ * layout (row16): x86/r16_ymm.h, rows interleaved per 32-bit lane, vpmaddubsw summed in int16 for
+ * a whole block, no reduction in the K loop. The row-pair kernels below run ggml numerics (the
+ * model keeps the row-pair layout there) and a row-pair weight prepared under KW_F_ROWPAIR.
+ *
  * PQ2_0 row-pair layout (fast numerics: matvec and matmul; ggml numerics). One ymm = word wd of
  * pair 0 (lane 0) and of pair 1 (lane 1), i.e. 4 rows x 32 weights; both lanes need the same
  * activation bytes, so slot s's activation is one vpbroadcastq of q[32 wd + 8 s .. +8] from
@@ -309,8 +314,8 @@ static inline __attribute__((always_inline)) void rp_prefetch(const kern_rp_bloc
  * operand instead of a vpbroadcastq per slot. Per word of two row groups: 2 x (2 loads + 1 shift
  * + 4 ands) + 8 madds + 8 adds (30 ops for 8 madds, 34 with the broadcasts); with the word loop
  * unrolled (no activation registers left to spill) and each add pinned into its accumulator,
- * 1.05-1.09x session 2's matvec in L2 and 1.01-1.11x from memory (1 thread, in-process A/B,
- * bench/RESULTS.md "Session 3 kmv"). The expansion costs 32 ops per block per call (68 KB for
+ * 1.05-1.09x as fast in L2 and 1.01-1.11x from memory as the same loop with a vpbroadcastq per
+ * slot and unpinned adds (1 thread, in-process A/B). The expansion costs 32 ops per block per call (68 KB for
  * K = 17408), i.e. < 1% of a call with 100+ rows per thread.
  * MV_KB blocks per chunk (68 KB of stack: K <= 17408 is one chunk, in L2; chunks of 32 blocks,
  * in L1, were 4% slower in L2 and 18-30% slower from memory, the weight stream being cut into
@@ -433,7 +438,7 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
         /* two streams far apart: group i of the range's first half with group i of its second
          * half (an odd last group: pass4). Pairing adjacent groups (one stream) streamed the
          * K = 2048 matrices of bonsai-1.7b 14-18% slower from memory at 2 threads (interleaved
-         * in-process A/B, bench/RESULTS.md "Session 4 tg"); the rows' sums are the same. */
+         * in-process A/B); the rows' sums are the same. */
         const int64_t ng = (g1 - r0) / 4, h = ng / 2;
         for (int64_t i = 0; i < h; i++) {
             const int64_t ra = r0 + 4 * i, rb = r0 + 4 * (h + i);
@@ -453,9 +458,9 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
  * column's activation broadcast (vpbroadcastq of q[32 wd + 8 s .. +8]) is loaded once and used by
  * all G groups: a word costs 2G loads + 7G extraction ops + 4 NC broadcasts + 8 G NC madd/add for
  * 4 G NC vpmaddubsw. On Zen 3 each vector op (loads and broadcasts included) takes about one of
- * ~3.4 issue slots per cycle, so this count, not the int8 peak, sets the speed: session 2's tile
- * (rp_mm_tile, one group, a column's 4 broadcasts per group) spent 3.6 ops per madd at NC = 2
- * and 4; this pass 3.46 (NC = 2), 3.25 (3), 3.06 (4) (bench/RESULTS.md "knarrow").
+ * ~3.4 issue slots per cycle, so this count, not the int8 peak, sets the speed: a tile of one
+ * group with a column's 4 broadcasts per group spends 3.6 ops per madd at NC = 2 and 4; this
+ * pass 3.46 (NC = 2), 3.25 (3), 3.06 (4).
  * One int16 accumulator per (group, column), started at nsum_init (-sum(q) once per row, |sum| <=
  * 16256); per lane and block 16 vpmaddubsw pair sums of u <= 3 and |q| <= 127: <= 16 * 2 * 3 *
  * 127 = 12192, so |lane| <= 28448 < 32767 (code 3 included); widened once per block by vpmaddwd.
@@ -469,9 +474,9 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
  * RP_PF blocks ahead in each group's stream, past a row's end into the next pass's groups.
  * Word loads: rp_load_word_blend, two 32-byte loads and a vpblendd instead of a 16-byte load and a
  * vinserti128 from memory (the same bytes; vpblendd runs on any vector pipe, the insert needs a
- * shuffle slot): this kernel against session 3's, in L2, 1 thread (bench/kmv_ab.sh, thread CPU
- * time): 1.04x at 4 columns, 1.07x at 3, 1.01-1.03x at 2 (bench/RESULTS.md "Session 4 narrow";
- * bench/knarrow_variants.c has the variants that were slower). The broadcasts cost little after
+ * shuffle slot): against the load + vinserti128 form, in L2, 1 thread (bench/kmv_ab.sh, thread
+ * CPU time): 1.04x as fast at 4 columns, 1.07x at 3, 1.01-1.03x at 2 (bench/knarrow_variants.c
+ * has the variants that were slower). The broadcasts cost little after
  * all: reading pre-expanded activations as memory operands instead gained <= 1%; what sets the
  * speed is the ~350 vector ALU ops per 128 madds at G = 2, NC = 4 (RESULTS: 70% of peak would
  * need ~300, and madd + add alone reach 77.5%). */
@@ -599,9 +604,9 @@ static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, in
  * vpmaddubsw and vpaddw (per block and column 16 + 16, plus 2 slot loads shared by 8 columns):
  *   - weight slots (wt_extract): per row chunk (WT_RG groups), K chunk and tile group (up to
  *     WT_TG tiles), each word's four slots u = (v >> 2s) & 3 (codes 0..3) are extracted once into
- *     ws[g].u[b][wd][s] and reused by every tile of the group (session 2's rp_mm_tile repeated
- *     1 load + 1 vinserti128 + 3 shifts + 4 ands per word and tile, broadcast every activation
- *     and spilled 5 of its 8 accumulators);
+ *     ws[g].u[b][wd][s] and reused by every tile of the group (extracting them in each tile
+ *     costs 1 load + 1 vinserti128 + 3 shifts + 4 ands per word and tile, and broadcasting every
+ *     activation there spills 5 of the 8 accumulators);
  *   - activations (wt_expand): per K chunk and tile, x.q[b][wd][s][c] = column c's
  *     q[32 wd + 8 s .. + 8] in all four 64-bit lanes (the bytes that slot s of word wd meets in
  *     both row pairs), so every vpmaddubsw takes it as a 32-byte memory operand: no broadcast uop
@@ -623,15 +628,15 @@ static void mm_rowpair_narrow(const kern_mm_args *m, const kern_rp_block *rp, in
  *   - stack: ws 128 KB + carry 128 KB + x 18 KB = 274 KB (kernels.h: kern_matmul's stack use).
  *   - columns: tiles of 8; the 1-7 leftover columns go to mm_rowpair_split (passes of <= 4
  *     columns, the matvec or the narrow path) per row chunk while it is in L2.
- * Measured (bench/RESULTS.md "Session 3 kwide"): the word loop alone runs at ~80% of the int8
+ * Measured: the word loop alone runs at ~80% of the int8
  * peak (one vpaddw per vpmaddubsw competes for the vector pipes); the per-block epilogue, the
  * expansion and the extraction take it to ~60-64%. */
 #define WT_NC 8    /* columns per tile */
 #define WT_KB 4    /* blocks per K chunk: a tile's expanded activations are 4 x 4.4 KB (L1) */
 /* Row chunk and tile group: larger is faster while the slots stay in L2 (each tile's expansion
- * serves more groups, each extraction more tiles). Session 3: RG 16 was 5% slower than 32, TG 4
- * 4% slower than 8. Session 4 (pp, bench/RESULTS.md "Session 4 pp"): RG 64 + TG 16 is 3-5% faster
- * than 32 + 8 at 16-512 columns (in-process A/B, 1 thread, same bits); 64 + 8 3-4%, 32 + 16 1-3%. */
+ * serves more groups, each extraction more tiles). Measured (in-process A/B, 1 thread, same
+ * bits): RG 16 is 5% slower than 32, TG 4 4% slower than 8; RG 64 + TG 16 is 3-5% faster than
+ * 32 + 8 at 16-512 columns, 64 + 8 3-4%, 32 + 16 1-3%. */
 #define WT_RG 64   /* row groups per row chunk: their slots are 64 x 2 KB per K chunk (L2) */
 #define WT_TG 16   /* tiles per tile group (128 columns share one slot extraction) */
 
@@ -728,8 +733,8 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * from L2, not from memory. Used for batches of 5-15 columns and for the 1-7 columns a batch of
  * 16+ leaves after its full tiles of 8: a tile padded from 5-7 columns, or a single tile that
  * has no other tile to share its slot extraction with, costs more per column than narrow
- * passes (bench/RESULTS.md "lead, session 3": verification of 5-9 columns on the 27B shapes
- * went from 5.9-7.1 decode steps to 3.2-4.4 at 5-8). Same bits: every path is exact. */
+ * passes (verification of 5-8 columns on the 27B shapes: 3.2-4.4 decode steps this way, 5.9-7.1
+ * with padded tiles). Same bits: every path is exact. */
 static void mm_rowpair_split(const kern_mm_args *m, const kern_rp_block *rp, int64_t r0, int64_t g1, int c0, int n) {
     const kern_act *a = m->a;
     const int64_t nb = m->w->n_in / 128, N = m->w->n_out;
@@ -826,12 +831,25 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
     if (r1 > n4) kern_ref_mm_fast(m, TERN_MAX(r0, n4), r1);   /* N % 4 tail rows: file layout */
 }
 
+/* ---- PQ2_0 16-row layout (KW_ROW16), fast mode: the layout this table prepares -------------------
+ * Rows interleaved per 32-bit lane, vpmaddubsw pairs summed in int16 for a whole block, one
+ * vpmaddwd per block and row half, no reduction in the K loop: x86/r16_ymm.h (the bound is
+ * written there). */
+#define R16Y_VNNI 0
+#ifndef R16Y_TH
+#define R16Y_TH 2   /* 16 rows x up to 4 columns: 8 int16 accumulators */
+#define R16Y_TW 4
+#endif
+#include "kernels/x86/r16_ymm.h"
+
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_ROW16) { r16y_mm_fast(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1); return; }
     if (m->w->layout != KW_ROWPAIR) { kern_ref_mm_fast(m, r0, r1); return; }
     mm_rowpair_fast(m, (const kern_rp_block *)(const void *)m->w->data, r0, r1);
 }
 
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    if (m->w->layout == KW_PTQ_ROW16) { r16y_mm_fast(m, (const kern_r16_block *)m->w->aux, r0, r1); return; }
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
     /* the direct kernel reads the file bytes, which the loader may have released under a 16-row
      * transcode (kernels.h): that layout runs the reference, which reads aux */
@@ -1432,6 +1450,7 @@ const kern_table kern_table_avx2 = {
         [KT_F16] = {mm_f16_float, mm_f16_float, mm_f16_float},
         [KT_BF16] = {mm_bf16_float, mm_bf16_float, mm_bf16_float},
     },
+    .row16 = true,   /* PQ2_0 / PTQ1_0 transcode in fast numerics: the 16-row kernels above */
 };
 
 #else
