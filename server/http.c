@@ -214,35 +214,6 @@ typedef struct model_snap {
     srv_metrics mx;         /* a copy (its mutex unused) */
 } model_snap;
 
-static void hist_sum(srv_hist *d, const srv_hist *x) {
-    for (int i = 0; i < SRV_HIST_N; i++) d->count[i] += x->count[i];
-    d->n += x->n;
-    d->sum += x->sum;
-}
-
-static void mx_sum(srv_metrics *d, const srv_metrics *x) {
-    d->requests_cancelled += x->requests_cancelled;
-    d->tokens_prompt += x->tokens_prompt;
-    d->tokens_cached += x->tokens_cached;
-    d->tokens_generated += x->tokens_generated;
-    hist_sum(&d->ttft, &x->ttft);
-    hist_sum(&d->tpot, &x->tpot);
-    hist_sum(&d->itl, &x->itl);
-    d->decode_steps += x->decode_steps;
-    d->decode_batched += x->decode_batched;
-    d->decode_seqs += x->decode_seqs;
-    if (x->decode_batch_max > d->decode_batch_max) d->decode_batch_max = x->decode_batch_max;
-    d->prefill_chunks += x->prefill_chunks;
-    d->shared_passes += x->shared_passes;
-    d->mixed_steps += x->mixed_steps;
-    d->decode_only_steps += x->decode_only_steps;
-    d->decode_only_tokens += x->decode_only_tokens;
-    d->decode_only_seconds += x->decode_only_seconds;
-    d->spec_steps += x->spec_steps;
-    d->spec_drafted += x->spec_drafted;
-    d->spec_accepted += x->spec_accepted;
-}
-
 /* A Prometheus label value: backslash, quote and newline escaped. */
 static void label_value(char *out, size_t cap, const char *v) {
     size_t k = 0;
@@ -354,11 +325,12 @@ static char *metrics_text(srv *s) {
         pthread_mutex_lock(&bk[i]->mx.mu);
         m->mx = bk[i]->mx;
         pthread_mutex_unlock(&bk[i]->mx.mu);
-        mx_sum(&sum, &m->mx);
+        srv_metrics_add(&sum, &m->mx);
         active += m->active;
         queued += m->queued;
         slots += n;
     }
+    srv_models_retired(s->models, &sum);              /* unloaded models' counts stay in the totals */
     pthread_mutex_lock(&s->mx.mu);
     memcpy(sum.requests, s->mx.requests, sizeof sum.requests);
     pthread_mutex_unlock(&s->mx.mu);
@@ -653,7 +625,16 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
     char *chat = NULL;
     if (w != WIRE_OPENAI && !(chat = wire_to_chat(w, body, n_body, &e))) return send_error_w(s, c, w, &e);
     if (chat) body = chat, n_body = strlen(chat);
-    char *want = srv_models_multi(s->models) ? body_model(body, n_body) : NULL;
+    char *want = NULL;
+    if (srv_models_multi(s->models)) {                /* a bad request must not load (or unload) a model */
+        srv_request check;
+        if (!api_parse_request_fmt(kind, SRV_TOOLS_QWEN35, body, n_body, &check, &e)) {
+            free(chat);
+            return send_error_w(s, c, w, &e);
+        }
+        api_request_free(&check);
+        want = body_model(body, n_body);
+    }
     srv_backend *b = srv_models_acquire(s->models, want, &e);
     free(want);
     srv_job *j = b ? srv_job_new() : NULL;
@@ -797,17 +778,8 @@ static bool content_type_ok(const char *ct, char *why, size_t n) {
  * clients send "Bearer"; some proxies and curl users write "bearer"); one or more spaces (or
  * tabs) separate it from the key, and whitespace around the key is not part of it. The key
  * compare takes the same time wherever the first difference is (no early exit). */
-/* The key: "Authorization: Bearer KEY" (OpenAI's clients) or "x-api-key: KEY" (Anthropic's). */
-static bool authorized(srv *s, struct MHD_Connection *c) {
-    if (!s->cfg.api_key || !*s->cfg.api_key) return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    const char *k = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
-    if (h) {
-        while (*h == ' ' || *h == '\t') h++;
-        if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t')) return false;
-        k = h + 6;
-    }
-    if (!k) return false;
+/* k[0..lk) equals the server's key, compared in constant time (no early exit on a difference). */
+static bool key_matches(const srv *s, const char *k) {
     while (*k == ' ' || *k == '\t') k++;
     size_t lk = strlen(k);
     while (lk > 0 && (k[lk - 1] == ' ' || k[lk - 1] == '\t')) lk--;
@@ -815,7 +787,20 @@ static bool authorized(srv *s, struct MHD_Connection *c) {
     const size_t lw = strlen(want);
     unsigned diff = (unsigned)(lk != lw);
     for (size_t i = 0; i < lw; i++) diff |= (unsigned char)want[i] ^ (unsigned char)(i < lk ? k[i] : 0);
-    return diff == 0;                                 /* no early exit on the first difference */
+    return diff == 0;
+}
+
+/* The key, as "Authorization: Bearer KEY" (OpenAI's clients) or "x-api-key: KEY" (Anthropic's):
+ * either one carrying it is enough. */
+static bool authorized(srv *s, struct MHD_Connection *c) {
+    if (!s->cfg.api_key || !*s->cfg.api_key) return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *x = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
+    if (h) {
+        while (*h == ' ' || *h == '\t') h++;
+        if (strncasecmp(h, "Bearer", 6) == 0 && (h[6] == ' ' || h[6] == '\t') && key_matches(s, h + 6)) return true;
+    }
+    return x && key_matches(s, x);
 }
 
 /* The Content-Length headers of a request (MHD_get_connection_values iterator). */
@@ -840,14 +825,18 @@ static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, 
 /* Routes that answer without the API key. */
 static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
 
-static enum MHD_Result fail_auth(srv *s, struct MHD_Connection *c) {
-    return fail(s, c, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
+/* The error shape a URL's clients read: Anthropic's for /v1/messages, OpenAI's elsewhere. */
+static srv_wire wire_of(const char *url) { return !strcmp(url, "/v1/messages") ? WIRE_ANTHROPIC : WIRE_OPENAI; }
+
+static enum MHD_Result fail_auth(srv *s, struct MHD_Connection *c, const char *url) {
+    return fail_w(s, c, wire_of(url), 401, "authentication_error", NULL,
+                  "invalid or missing API key (Authorization: Bearer KEY, or x-api-key: KEY)");
 }
 
-static enum MHD_Result fail_too_large(srv *s, struct MHD_Connection *c, const char *how) {
+static enum MHD_Result fail_too_large(srv *s, struct MHD_Connection *c, const char *url, const char *how) {
     char msg[160];
     snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes%s", s->cfg.body_max, how);
-    return fail(s, c, 413, "invalid_request_error", NULL, msg);
+    return fail_w(s, c, wire_of(url), 413, "invalid_request_error", NULL, msg);
 }
 
 /* The error response for a request whose body is still arriving, written straight to the socket,
@@ -948,8 +937,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             char *end = NULL;
             const unsigned long long n = strtoull(cl, &end, 10);
             if (end != cl && n > s->cfg.body_max) {      /* (past 64 bits libmicrohttpd answers 413 itself) */
-                if (!open_route(url) && !authorized(s, c)) return fail_auth(s, c);
-                return fail_too_large(s, c, " (Content-Length)");
+                if (!open_route(url) && !authorized(s, c)) return fail_auth(s, c, url);
+                return fail_too_large(s, c, url, " (Content-Length)");
             }
         }
         return MHD_YES;
@@ -985,8 +974,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_text(s, c, 503, "application/json", strdup("{\"status\":\"draining\"}"));
         return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
     }
-    if (!authorized(s, c)) return fail_auth(s, c);
-    if (cn->too_large) return fail_too_large(s, c, "");
+    if (!authorized(s, c)) return fail_auth(s, c, url);
+    if (cn->too_large) return fail_too_large(s, c, url, "");
     const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {
@@ -1020,6 +1009,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const bool is_load = !strcmp(url, "/models/load"), is_unload = !strcmp(url, "/models/unload");
     if (is_load || is_unload) {                        /* llama-server's router: {"model": id} */
         if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        char why[256];
+        if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
+            return fail(s, c, 415, "invalid_request_error", NULL, why);
+        if (!srv_models_multi(s->models))
+            return fail(s, c, 400, "invalid_request_error", NULL,
+                        "this server serves the one model of -m, loaded for its whole life (--models-dir serves a folder)");
         char *name = body_model(cn->body.p ? cn->body.p : "", cn->body.n);
         srv_error e;
         bool ok;

@@ -22,8 +22,9 @@ struct srv_models {
     srv_backend *b;
     int n;
     pthread_mutex_t mu;     /* guards every backend's state, users, last_used, error */
-    pthread_cond_t cv;      /* a load finished */
+    pthread_cond_t cv;      /* a load or an unload finished */
     uint64_t clock;
+    srv_metrics retired;    /* the counters of models unloaded since start (under mu) */
 };
 
 static void metrics_init(srv_metrics *mx) {
@@ -72,10 +73,48 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     return rc;
 }
 
-/* Stops and frees a loaded model's scheduler (its jobs end with 503) and, when owned, the model. */
-static void backend_stop(srv_backend *b) {
+/* Adds x's counters to d (the sums /metrics reports). */
+void srv_metrics_add(srv_metrics *d, const srv_metrics *x) {
+    d->requests_cancelled += x->requests_cancelled;
+    d->tokens_prompt += x->tokens_prompt;
+    d->tokens_cached += x->tokens_cached;
+    d->tokens_generated += x->tokens_generated;
+    const srv_hist *xs[3] = {&x->ttft, &x->tpot, &x->itl};
+    srv_hist *ds[3] = {&d->ttft, &d->tpot, &d->itl};
+    for (int h = 0; h < 3; h++) {
+        for (int i = 0; i < SRV_HIST_N; i++) ds[h]->count[i] += xs[h]->count[i];
+        ds[h]->n += xs[h]->n;
+        ds[h]->sum += xs[h]->sum;
+    }
+    d->decode_steps += x->decode_steps;
+    d->decode_batched += x->decode_batched;
+    d->decode_seqs += x->decode_seqs;
+    if (x->decode_batch_max > d->decode_batch_max) d->decode_batch_max = x->decode_batch_max;
+    d->prefill_chunks += x->prefill_chunks;
+    d->shared_passes += x->shared_passes;
+    d->mixed_steps += x->mixed_steps;
+    d->decode_only_steps += x->decode_only_steps;
+    d->decode_only_tokens += x->decode_only_tokens;
+    d->decode_only_seconds += x->decode_only_seconds;
+    d->spec_steps += x->spec_steps;
+    d->spec_drafted += x->spec_drafted;
+    d->spec_accepted += x->spec_accepted;
+}
+
+void srv_models_retired(srv_models *t, srv_metrics *out) {
+    pthread_mutex_lock(&t->mu);
+    srv_metrics_add(out, &t->retired);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* Stops and frees a loaded model's scheduler (its jobs end with 503) and, when owned, the model;
+ * its counters go to the table's retired sums, so the server's totals never go down. */
+static void backend_stop(srv_models *t, srv_backend *b) {
     if (b->sched) {
         srv_sched_free(b->sched);
+        pthread_mutex_lock(&t->mu);
+        srv_metrics_add(&t->retired, &b->mx);
+        pthread_mutex_unlock(&t->mu);
         pthread_mutex_destroy(&b->mx.mu);
     }
     b->sched = NULL;
@@ -160,6 +199,16 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
 
 bool srv_models_multi(const srv_models *t) { return t->multi; }
 
+/* Ends an unload begun under the lock (state UNLOADING): frees the model, then marks it unloaded
+ * and wakes the requests that wait to load it again. */
+static void backend_finish_unload(srv_models *t, srv_backend *b) {
+    backend_stop(t, b);
+    pthread_mutex_lock(&t->mu);
+    b->state = SRV_MODEL_UNLOADED;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* Unloads the least recently used loaded model that no request holds, other than keep; false
  * when there is none. Called without the lock. */
 static bool evict_one(srv_models *t, const srv_backend *keep) {
@@ -170,11 +219,11 @@ static bool evict_one(srv_models *t, const srv_backend *keep) {
         if (b != keep && b->owned && b->state == SRV_MODEL_READY && b->users == 0 && (!v || b->last_used < v->last_used))
             v = b;
     }
-    if (v) v->state = SRV_MODEL_UNLOADED;             /* no request can take it from here on */
+    if (v) v->state = SRV_MODEL_UNLOADING;            /* requests for it wait until it is gone */
     pthread_mutex_unlock(&t->mu);
     if (!v) return false;
     fprintf(stderr, "tern serve: unloading '%s' to make room\n", v->name);
-    backend_stop(v);
+    backend_finish_unload(t, v);
     return true;
 }
 
@@ -247,7 +296,7 @@ srv_backend *srv_models_acquire(srv_models *t, const char *name, srv_error *e) {
             pthread_mutex_unlock(&t->mu);
             return b;
         }
-        if (b->state == SRV_MODEL_LOADING) {          /* another request loads it: wait, bounded */
+        if (b->state == SRV_MODEL_LOADING || b->state == SRV_MODEL_UNLOADING) {   /* wait for it, bounded */
             if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT) {
                 pthread_mutex_unlock(&t->mu);
                 srv_fail(e, 503, "unavailable_error", "model", "the model '%.200s' is still loading after %d s", b->name,
@@ -297,9 +346,9 @@ bool srv_models_unload(srv_models *t, const char *name, srv_error *e) {
         return srv_fail(e, 409, "invalid_request_error", "model", "'%.200s' is in use by %d request%s; unload it when idle",
                         b->name, users, users == 1 ? "" : "s");
     }
-    b->state = SRV_MODEL_UNLOADED;
+    b->state = SRV_MODEL_UNLOADING;
     pthread_mutex_unlock(&t->mu);
-    backend_stop(b);
+    backend_finish_unload(t, b);
     return true;
 }
 
@@ -316,7 +365,7 @@ int srv_models_loaded(srv_models *t, srv_backend **out, int cap) {
 }
 
 char *srv_models_list_json(srv_models *t, long created) {
-    static const char *names[] = {"unloaded", "loading", "loaded", "failed"};
+    static const char *names[] = {"unloaded", "loading", "loaded", "failed", "unloading"};
     cJSON *root = cJSON_CreateObject(), *data;
     cJSON_AddStringToObject(root, "object", "list");
     data = cJSON_AddArrayToObject(root, "data");
@@ -361,7 +410,7 @@ void srv_models_shutdown(srv_models *t) {
 
 void srv_models_free(srv_models *t) {
     if (!t) return;
-    for (int i = 0; i < t->n; i++) backend_stop(&t->b[i]);
+    for (int i = 0; i < t->n; i++) backend_stop(t, &t->b[i]);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     free(t->b);

@@ -8,7 +8,7 @@
 
 #include "sched.h"
 
-enum { SRV_MODEL_UNLOADED = 0, SRV_MODEL_LOADING, SRV_MODEL_READY, SRV_MODEL_FAILED };
+enum { SRV_MODEL_UNLOADED = 0, SRV_MODEL_LOADING, SRV_MODEL_READY, SRV_MODEL_FAILED, SRV_MODEL_UNLOADING };
 
 typedef struct srv_backend {
     char name[256];         /* the id requests name in "model" and /v1/models lists */
@@ -51,6 +51,9 @@ bool srv_models_unload(srv_models *t, const char *name, srv_error *e);
 int srv_models_loaded(srv_models *t, srv_backend **out, int cap);
 /* GET /v1/models: every model with its state ("loaded", "loading", "unloaded", "failed"). */
 char *srv_models_list_json(srv_models *t, long created);
+/* The counters of the models unloaded since start, added to out (the server's totals). */
+void srv_models_retired(srv_models *t, srv_metrics *out);
+void srv_metrics_add(srv_metrics *d, const srv_metrics *x);
 /* No request running or queued on any model. */
 bool srv_models_idle(srv_models *t);
 /* Ends every model's jobs (503), stops the schedulers; srv_models_free frees the rest. */

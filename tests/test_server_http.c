@@ -335,7 +335,8 @@ static void test_api_key_scheme(void **state) {
         if (good && code == 401) {
             cJSON *e = cJSON_GetObjectItem(j, "error");
             good = cJSON_IsString(cJSON_GetObjectItem(e, "message")) &&
-                   !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, "invalid or missing API key (Authorization: Bearer KEY)") &&
+                   !strcmp(cJSON_GetObjectItem(e, "message")->valuestring,
+                          "invalid or missing API key (Authorization: Bearer KEY, or x-api-key: KEY)") &&
                    cJSON_IsString(cJSON_GetObjectItem(e, "type")) && !strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "authentication_error") &&
                    cJSON_IsNull(cJSON_GetObjectItem(e, "param")) && strstr(out, "WWW-Authenticate: Bearer\r\n");
         } else if (good) {

@@ -56,7 +56,7 @@ static const opt_def serve_defs[] = {
 };
 
 static void usage(FILE *f, const opt_table *t, int n_t) {
-    fprintf(f, "usage: tern serve -m MODEL [options]\n");
+    fprintf(f, "usage: tern serve (-m MODEL | --models-dir DIR) [options]\n");
     opts_help(f, t, n_t);
 }
 

@@ -28,6 +28,11 @@ def _post(url, path, body):
         return e.code, json.loads(e.read())
 
 
+def _generated_total(url):
+    text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
+    return next(int(l.split()[1]) for l in text.splitlines() if l.startswith("tern_generated_tokens_total "))
+
+
 def _states(url):
     data = json.loads(urllib.request.urlopen(url + "/v1/models", timeout=10).read())["data"]
     return {m["id"]: m["status"]["value"] for m in data}
@@ -63,6 +68,9 @@ def test_models_dir(folder):
         assert st == 400 and r["error"]["param"] == "model"
         st, r = _post(url, "/v1/completions", dict(req, model="nope"))
         assert st == 404 and r["error"]["code"] == "model_not_found"
+        st, r = _post(url, "/v1/completions", dict(req, model="stories", temperature=5))
+        assert st == 400 and r["error"]["param"] == "temperature"
+        assert _states(url) == {"qwen3": "unloaded", "stories": "unloaded"}   # a bad request loads nothing
         st, a = _post(url, "/v1/completions", dict(req, model="stories"))
         assert st == 200 and a["model"] == "stories"
         with Serve(STORIES) as alone:                 # the same model served by itself
@@ -106,8 +114,10 @@ def test_models_dir(folder):
         assert [s for s, _ in out] == [200, 200]
         assert out[0][1]["choices"][0]["text"] == out[1][1]["choices"][0]["text"]
         assert _states(url) == {"qwen3": "loaded", "stories": "unloaded"}
+        gen_before = _generated_total(url)
         st, r = _post(url, "/models/unload", {"model": "qwen3"})
         assert st == 200 and r == {"success": True}
+        assert _generated_total(url) == gen_before       # an unloaded model's counts stay in the totals
         st, r = _post(url, "/models/load", {"model": "stories"})
         assert st == 200 and _states(url)["stories"] == "loaded"
         st, r = _post(url, "/models/load", {"model": "nope"})
@@ -117,6 +127,13 @@ def test_models_dir(folder):
     finally:
         p.terminate()
         p.wait(timeout=30)
+
+
+def test_one_model_refuses_load_and_unload():
+    with Serve(STORIES) as srv:
+        for path in ("/models/load", "/models/unload"):
+            st, r = _post(srv.url, path, {"model": "anything"})
+            assert st == 400 and "--models-dir" in r["error"]["message"]
 
 
 def test_models_dir_refusals(tmp_path):
