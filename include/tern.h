@@ -463,6 +463,9 @@ typedef struct tern_gen_params {
     bool split_think;       /* <think> / </think> switch in_think and are not shown (chat replies) */
     bool eval_last;         /* at TERN_STOP_LENGTH or _CALLER, tern_gen_end appends the last token,
                                so the session holds the whole reply (a chat that continues) */
+    int think_budget;       /* with split_think: after this many tokens inside a <think> block the
+                               next token is </think> instead of a sampled one (the answer begins;
+                               speculation pauses inside the block); -1 (default): no budget */
     tern_gen_cb on_token;   /* NULL: tokens are only counted */
     void *user;
 } tern_gen_params;

@@ -1001,6 +1001,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     r->kind = kind;
     r->max_tokens = -1;
     r->enable_thinking = true;
+    r->think_budget = -1;
     tern_sampler_params_default(&r->sp);
     bool ok = false;
     cJSON *root = api_parse_body(body, len, e);
@@ -1083,6 +1084,17 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
         const cJSON *kw = field(root, "chat_template_kwargs");
         if (kw && !cJSON_IsObject(kw)) { bad_type(e, "chat_template_kwargs", "an object", kw); goto done; }
         if (kw && !get_bool(kw, "enable_thinking", "chat_template_kwargs.enable_thinking", &r->enable_thinking, e)) goto done;
+        /* a reasoning budget in tokens, under llama-server's name or vLLM's (both: they must agree) */
+        double rb = -1, tb = -1;
+        char a1[32], a2[32];
+        if (!get_int(root, "reasoning_budget", -1, 1 << 24, &rb, e) || !get_int(root, "thinking_budget", -1, 1 << 24, &tb, e))
+            goto done;
+        if (field(root, "reasoning_budget") && field(root, "thinking_budget") && rb != tb) {
+            srv_fail(e, 400, "invalid_request_error", "thinking_budget", "'reasoning_budget' (%s) and 'thinking_budget' (%s) "
+                     "differ: send one of them", num_text(rb, a1), num_text(tb, a2));
+            goto done;
+        }
+        r->think_budget = field(root, "reasoning_budget") ? (int)rb : (int)tb;
         if (!parse_messages(root, fmt, r, e)) goto done;
         if (!parse_tools(root, fmt, r, e)) goto done;
     } else {

@@ -47,6 +47,8 @@ typedef struct srv_request {
     int n_stop;
     bool stream, include_usage;
     bool enable_thinking;   /* chat_template_kwargs.enable_thinking (default true) */
+    int think_budget;       /* reasoning_budget / thinking_budget: tokens inside the think block
+                               before it is closed (-1, the default: no budget) */
     bool has_tools;
     bool ignore_eos;        /* llama-server/vLLM ignore_eos: an end-of-generation token does not end the
                                reply (it is generated and counted; a control token shows no text), as tern run

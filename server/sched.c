@@ -226,6 +226,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     gp.n_predict = j->req.max_tokens > 0 ? j->req.max_tokens : -1;
     gp.ignore_eos = j->req.ignore_eos;
     gp.split_think = j->req.kind == SRV_CHAT;         /* completions: the raw text, tags included */
+    gp.think_budget = j->req.think_budget;
     gp.on_token = slot_on_token;
     gp.user = sl;
     /* speculative steps only for a request without logprobs (a step's logits are internal) */

@@ -222,6 +222,7 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
         }
         cJSON *kw = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
         cJSON_AddBoolToObject(kw, "enable_thinking", !strcmp(t, "enabled"));
+        copy_field(chat, th, "budget_tokens", "reasoning_budget");   /* the think block's token budget */
     }
     return chat;
 fail:

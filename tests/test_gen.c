@@ -248,12 +248,73 @@ static void test_stop_rules(void **state) {
     tern_model_free(m);
 }
 
+
+/* A think budget (qwen3-tiny: <think> and </think> are single tokens): the prompt opens a think
+ * block, and with budget 3 the reply is 3 argmax tokens, then </think> in place of the 4th, then
+ * argmax tokens again, as an argmax loop written here computes them (the forced token evaluated
+ * like any other); with speculation the same tokens (drafting pauses inside the block). */
+static void test_think_budget(void **state) {
+    (void)state;
+    tern_model *m = load_fx("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    const char *text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n";
+    int32_t p[64], close_id[4];
+    int np = 0, nc = 0;
+    tern_err err = {0};
+    assert_int_equal(tern_tokenize(m, text, strlen(text), false, true, p, 64, &np, &err), TERN_OK);
+    assert_int_equal(tern_tokenize(m, "</think>", 8, false, true, close_id, 4, &nc, &err), TERN_OK);
+    assert_int_equal(nc, 1);
+    enum { N = 8, BUDGET = 3 };
+    /* the reference: argmax, with </think> forced at position BUDGET */
+    int32_t want[N];
+    tern_session *s = mfx_session(m, 256, 64, false);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const float *l = tern_session_eval(s, p, np, &err);
+    for (int i = 0; i < N; i++) {
+        assert_non_null(l);
+        want[i] = i == BUDGET ? close_id[0] : mfx_argmax(l, info.n_vocab);
+        if (i + 1 < N) l = tern_session_eval(s, &want[i], 1, &err);
+    }
+    tern_spec_params spp;
+    tern_spec_params_default(&spp);
+    tern_spec *spec = NULL;
+    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    for (int sv = 0; sv < 2; sv++) {
+        tern_session_reset(s);
+        if (sv) tern_spec_reset(spec);
+        tern_sampler *smp = greedy(m);
+        tern_gen *g = NULL;
+        assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
+        rec r = {0};
+        tern_gen_params gp;
+        tern_gen_params_default(&gp);
+        gp.n_predict = N;
+        gp.ignore_eos = true;
+        gp.split_think = true;
+        gp.think_budget = BUDGET;
+        gp.on_token = on_token;
+        gp.user = &r;
+        tern_gen_begin(g, s, smp, sv ? spec : NULL, &gp);
+        const float *lg = tern_gen_prompt(g, p, np, &err);
+        assert_non_null(lg);
+        assert_int_equal(tern_gen_run(g, lg, &err), TERN_STOP_LENGTH);
+        assert_int_equal(r.n, N);
+        assert_memory_equal(r.ids, want, sizeof want);
+        tern_gen_free(g);
+        tern_sampler_free(smp);
+    }
+    tern_spec_free(spec);
+    tern_session_free(s);
+    tern_model_free(m);
+}
+
 int suite_gen(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_and_spec_stories),
         cmocka_unit_test(test_plain_and_spec_qwen35),
         cmocka_unit_test(test_stepwise_equals_run),
         cmocka_unit_test(test_stop_rules),
+        cmocka_unit_test(test_think_budget),
     };
     TEST_RUN_SUITE("gen", tests);
 }

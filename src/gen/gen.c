@@ -26,6 +26,7 @@ struct tern_gen {
     tern_gen_params p;
     tern_detok dt;
     bool in_think;
+    int n_think;             /* tokens sampled inside the open think block (think_budget) */
     tern_stop stop;
     int32_t pending;         /* sampled, not yet in the session; -1: none */
     int32_t last;            /* the last token reported; -1: none */
@@ -40,6 +41,7 @@ struct tern_gen {
 void tern_gen_params_default(tern_gen_params *p) {
     memset(p, 0, sizeof *p);
     p->n_predict = -1;
+    p->think_budget = -1;
 }
 
 /* The id of text when it is exactly one control token of the vocabulary, else -1. */
@@ -78,6 +80,7 @@ void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
     else tern_gen_params_default(&g->p);
     tern_detok_init(&g->dt);
     g->in_think = false;
+    g->n_think = 0;
     g->stop = TERN_STOP_NONE;
     g->pending = g->last = -1;
     g->last_in_session = false;
@@ -92,7 +95,7 @@ void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n) {
     for (int i = 0; i < n; i++) {
         tern_sampler_accept(g->smp, tok[i]);
         if (!g->p.split_think) continue;
-        if (tok[i] == g->think_open) g->in_think = true;   /* the last tag decides */
+        if (tok[i] == g->think_open) g->in_think = true, g->n_think = 0;   /* the last tag decides */
         else if (tok[i] == g->think_close) g->in_think = false;
     }
     g->st.n_prompt += n;
@@ -145,6 +148,7 @@ static tern_stop emit(tern_gen *g, int32_t t, const float *logits, bool in_sessi
         ev.n_text = k > 0 ? k : 0;
         ev.think = t == g->think_open ? 1 : -1;
         g->in_think = t == g->think_open;
+        g->n_think = 0;
     } else {
         const int k = tern_detok_put(g->m, &g->dt, t, g->text, GEN_TEXT_CAP);
         ev.n_text = k > 0 ? k : 0;
@@ -162,7 +166,11 @@ tern_stop tern_gen_sample(tern_gen *g, const float *logits) {
     if (g->stop != TERN_STOP_NONE) return g->stop;
     if (g->p.n_predict >= 0 && g->st.n_gen >= g->p.n_predict) return g->stop = TERN_STOP_LENGTH;
     if (g->spec == NULL || g->st.n_gen == 0) check_logits(g, logits);
-    const int32_t t = tern_sampler_sample(g->smp, logits);
+    /* the think block has used its budget: the reply's next token closes it (the answer begins) */
+    const bool close = g->p.think_budget >= 0 && g->p.split_think && g->in_think && g->think_close >= 0 &&
+                       g->n_think >= g->p.think_budget;
+    const int32_t t = close ? g->think_close : tern_sampler_sample(g->smp, logits);
+    if (g->in_think && !close) g->n_think++;
     tern_sampler_accept(g->smp, t);
     g->pending = -1;
     return emit(g, t, logits, false);
@@ -181,11 +189,12 @@ tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *
     }
     const int32_t last = g->pending;
     g->pending = -1;
-    if (!g->spec) {
+    const bool budgeted = g->p.think_budget >= 0 && g->in_think;   /* each token counts: no drafts */
+    if (!g->spec || budgeted) {
         tern_err e_local = {0};
         tern_err *e = err ? err : &e_local;
         const float *logits = tern_session_eval(g->s, &last, 1, e);
-        if (!logits) return g->stop = TERN_STOP_ERROR;
+        if (!logits || (g->spec && tern_spec_add(g->spec, &last, 1, e) != TERN_OK)) return g->stop = TERN_STOP_ERROR;
         g->step[g->n_step++] = last;
         if (n_tok) *n_tok = g->n_step;
         return tern_gen_sample(g, logits);
