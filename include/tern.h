@@ -466,6 +466,10 @@ typedef struct tern_gen_params {
     int think_budget;       /* with split_think: after this many tokens inside a <think> block the
                                next token is </think> instead of a sampled one (the answer begins;
                                speculation pauses inside the block); -1 (default): no budget */
+    const int32_t *forced;  /* replies given in advance (tests, replays): token i of the reply is
+                               forced[i] while i < n_forced (stop rules apply as to sampled tokens;
+                               no speculation meanwhile), sampled after; NULL: none. Not owned */
+    int n_forced;
     tern_gen_cb on_token;   /* NULL: tokens are only counted */
     void *user;
 } tern_gen_params;

@@ -39,6 +39,8 @@ typedef struct srv_config {
     const char *api_key;    /* NULL: no authentication; "" is refused by srv_start (TERN_E_ARG) */
     const char *model_name; /* the id in /v1/models and responses */
     const char *model_path; /* the file, as /props reports it (NULL: not reported) */
+    const char *script_reply; /* tests only (no flag sets it): every chat reply begins with this text's
+                               tokens (control tokens parsed) instead of sampled ones, then samples */
     const char *chat_template; /* NULL: the model's */
     bool kv_f32;
     bool spec;              /* speculative decoding (prompt lookup) for a slot decoding alone */

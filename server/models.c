@@ -69,8 +69,23 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     const int chunk = cfg->prefill_chunk > 0 && cfg->prefill_chunk < cfg->n_batch ? cfg->prefill_chunk : cfg->n_batch;
     const int rc = srv_sched_init(&b->sched, b->m, &b->mx, cfg->parallel, b->n_ctx, cfg->n_batch, chunk, cfg->queue_max,
                                   cfg->kv_f32, cfg->spec ? &cfg->spec_p : NULL, err);
-    if (rc != TERN_OK) pthread_mutex_destroy(&b->mx.mu);
-    return rc;
+    if (rc != TERN_OK) {
+        pthread_mutex_destroy(&b->mx.mu);
+        return rc;
+    }
+    if (cfg->script_reply) {                          /* tests: a reply given in advance */
+        int32_t ids[4096];
+        int n = 0;
+        tern_err terr = {0};
+        if (tern_tokenize(b->m, cfg->script_reply, strlen(cfg->script_reply), false, true, ids, 4096, &n, &terr) != TERN_OK ||
+            srv_sched_set_script(b->sched, ids, n) != TERN_OK) {
+            srv_sched_free(b->sched);
+            b->sched = NULL;
+            pthread_mutex_destroy(&b->mx.mu);
+            return srv_err_set(err, TERN_E_ARG, "script_reply: %s", terr.msg[0] ? terr.msg : "out of memory");
+        }
+    }
+    return TERN_OK;
 }
 
 /* Adds x's counters to d (the sums /metrics reports). */

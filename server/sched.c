@@ -45,6 +45,7 @@ struct srv_sched {
     int32_t n_vocab;
     int split_block, split_min;   /* tern_model_split_rule: how prompts may be cut */
     slot *slots;
+    prompt_ids script;      /* srv_sched_set_script: every chat reply's first tokens (tests) */
     srv_slot_info *pub;     /* n_slots: the slots as of the last step, guarded by mu */
     int n_slots;
     bool batch_ok;          /* tern_batch_eval accepts this model (false after TERN_E_UNSUPPORTED) */
@@ -227,6 +228,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     gp.ignore_eos = j->req.ignore_eos;
     gp.split_think = j->req.kind == SRV_CHAT;         /* completions: the raw text, tags included */
     gp.think_budget = j->req.think_budget;
+    if (j->req.kind == SRV_CHAT && s->script.n > 0) gp.forced = s->script.ids, gp.n_forced = s->script.n;
     gp.on_token = slot_on_token;
     gp.user = sl;
     /* speculative steps only for a request without logprobs (a step's logits are internal) */
@@ -817,6 +819,11 @@ int srv_sched_submit(srv_sched *s, srv_job *j) {
     return rc;
 }
 
+int srv_sched_set_script(srv_sched *s, const int32_t *ids, int n) {
+    s->script.n = 0;
+    return prompt_ids_push(&s->script, ids, n);
+}
+
 int srv_sched_slots(srv_sched *s, srv_slot_info *out, int cap) {
     pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->n_slots && i < cap; i++) out[i] = s->pub[i];
@@ -853,6 +860,7 @@ void srv_sched_free(srv_sched *s) {
     }
     free(s->slots);
     free(s->pub);
+    prompt_ids_free(&s->script);
     free(s->q);
     free(s->blogits);
     free(s->bsess);

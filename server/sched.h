@@ -101,6 +101,9 @@ typedef struct srv_slot_info {
     int n_decoded;          /* tokens generated so far */
     char job_id[48];        /* the request's id ("chatcmpl-...", "" when idle) */
 } srv_slot_info;
+/* Tests: every chat reply starts with these tokens instead of sampled ones (tern_gen_params
+ * forced), so a test can make a model "write" tool-call markup. Call before any request. */
+int srv_sched_set_script(srv_sched *s, const int32_t *ids, int n);
 /* Copies the snapshot of every slot (at most cap) into out; returns the number of slots. */
 int srv_sched_slots(srv_sched *s, srv_slot_info *out, int cap);
 /* Stop the thread: running and queued jobs end with a 503 error, later submissions get -2. */

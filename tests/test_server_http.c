@@ -2188,7 +2188,12 @@ static void test_tools_by_template_family(void **state) {
 }
 
 /* node scripts: the official openai client, and the page in headless Chromium */
-static void run_node(const char *script, const char *needs, srv *s) {
+static void run_node_args(const char *script, const char *needs, srv *s, const char *args);
+static void run_node(const char *script, const char *needs, srv *s) { run_node_args(script, needs, s, ""); }
+
+/* node tests/server/SCRIPT URL ARGS; needs: an npm package it imports (skipped when missing, a
+ * failure under CI=true). */
+static void run_node_args(const char *script, const char *needs, srv *s, const char *args) {
     char path[256];
     snprintf(path, sizeof path, "tests/server/node_modules/%s/package.json", needs);
     const bool ci = getenv("CI") && !strcmp(getenv("CI"), "true");
@@ -2197,7 +2202,7 @@ static void run_node(const char *script, const char *needs, srv *s) {
         test_skip("%s not installed (npm ci --prefix tests/server)", needs);
     }
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "node tests/server/%s http://127.0.0.1:%d 2>&1", script, srv_port(s));
+    snprintf(cmd, sizeof cmd, "node tests/server/%s http://127.0.0.1:%d %s 2>&1", script, srv_port(s), args);
     int st;
     char *out = ru_capture(cmd, &st);
     print_message("%s", out);
@@ -2212,6 +2217,35 @@ static void test_openai_client(void **state) {
     run_node("openai_client.mjs", "openai", s);
     srv_stop(s);
     tern_model_free(m);
+}
+
+/* Tool calls through the official clients' stream helpers (tests/server/tool_calls.mjs): the Qwen3
+ * golden model with a reply given in advance (script_reply), two calls in the Qwen3 template's
+ * markup, then markup whose arguments are not JSON (kept as content). */
+static void tool_calls_with(const char *reply, const char *mode) {
+    tern_model *m = load(QWEN3);
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 1;
+    c.n_ctx = 1024;
+    c.model_name = "test-model";
+    c.script_reply = reply;
+    srv *s = NULL;
+    tern_err err = {0};
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    run_node_args("tool_calls.mjs", "@anthropic-ai/sdk", s, mode);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+static void test_tool_calls_official_clients(void **state) {
+    (void)state;
+    tool_calls_with("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"
+                    "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"tz\": \"CET\"}}\n</tool_call><|im_end|>",
+                    "calls");
+    tool_calls_with("Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": \"oops}\n</tool_call><|im_end|>",
+                    "broken");
 }
 
 static void test_chat_page_in_chromium(void **state) {
@@ -2488,6 +2522,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_openai_client),
+        cmocka_unit_test(test_tool_calls_official_clients),
         cmocka_unit_test(test_chat_page_in_chromium),
     };
     TEST_RUN_SUITE("server_http", tests);

@@ -169,7 +169,8 @@ tern_stop tern_gen_sample(tern_gen *g, const float *logits) {
     /* the think block has used its budget: the reply's next token closes it (the answer begins) */
     const bool close = g->p.think_budget >= 0 && g->p.split_think && g->in_think && g->think_close >= 0 &&
                        g->n_think >= g->p.think_budget;
-    const int32_t t = close ? g->think_close : tern_sampler_sample(g->smp, logits);
+    const bool given = g->p.forced && g->st.n_gen < g->p.n_forced;
+    const int32_t t = given ? g->p.forced[g->st.n_gen] : close ? g->think_close : tern_sampler_sample(g->smp, logits);
     if (g->in_think && !close) g->n_think++;
     tern_sampler_accept(g->smp, t);
     g->pending = -1;
@@ -189,7 +190,8 @@ tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *
     }
     const int32_t last = g->pending;
     g->pending = -1;
-    const bool budgeted = g->p.think_budget >= 0 && g->in_think;   /* each token counts: no drafts */
+    const bool budgeted = (g->p.think_budget >= 0 && g->in_think) ||   /* each token counts: no drafts */
+                          (g->p.forced && g->st.n_gen < g->p.n_forced);
     if (!g->spec || budgeted) {
         tern_err e_local = {0};
         tern_err *e = err ? err : &e_local;
