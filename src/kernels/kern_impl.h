@@ -214,4 +214,51 @@ static inline float kern_lane_reduce(float acc[16]) {
     return acc[0];
 }
 
+/* One 16-row group against nc columns (the tile of a kern_r16_mm pass): ac[c] the columns'
+ * activations, out[c] where their 16 outputs go (rows in keep only), isum[c] their per-block
+ * sums (NULL: none; stride isum_stride). n_cols: the whole matmul's column count. */
+typedef void (*kern_r16_group_fn)(const kern_r16_block *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
+                                  float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride);
+
+/* Rows [r0, r1) of a 16-row tensor (KW_ROW16 data, or a PTQ1_0 transcode in aux) in fast
+ * numerics, the driver every ISA's 16-row kernel shares. A group the range covers only in part
+ * (r0 or r1 inside it: multiples of 4, KERN_ROW_SPLIT) is computed whole and only its rows in
+ * range are stored (keep): every row is the same computation in any range. The columns go in
+ * ceil(ncols / tile_max) tiles of near-equal width (17 -> 9 + 8 at 16, 64 -> 8 x 8 at 8); the
+ * groups in chunks whose weights fit in L2 (~256 KB), each chunk against one tile at a time (that
+ * tile's activations stay in L1/L2 across the chunk). Rows N & ~15 .. N-1: file layout, the
+ * reference. tile_max <= 16. */
+static inline void kern_r16_mm(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1, int tile_max,
+                               kern_r16_group_fn group) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t nb = w->n_in / 128, N = w->n_out, n16 = N & ~(int64_t)15;
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const int64_t g1 = r1 < n16 ? r1 : n16;
+    const int nt = (a->ncols + tile_max - 1) / tile_max;
+    const kact_fast *ac[16];
+    float *out[16];
+    int32_t *is[16];
+    int64_t cg = (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block));
+    if (cg < 1) cg = 1;
+    for (int64_t gc = r0 / 16; gc * 16 < g1; gc += cg) {
+        for (int ti = 0, c0 = 0; ti < nt; ti++) {
+            const int nc = (a->ncols - c0) / (nt - ti);   /* the widths differ by at most 1 */
+            for (int64_t g = gc; g < gc + cg && g * 16 < g1; g++) {
+                const int64_t lo = (r0 > 16 * g ? r0 : 16 * g) - 16 * g, hi = (g1 < 16 * g + 16 ? g1 : 16 * g + 16) - 16 * g;
+                const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+                for (int c = 0; c < nc; c++) {
+                    const int cc = c0 + c;
+                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                    out[c] = m->y + cc * m->ldy + 16 * g;
+                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
+                }
+                group(base + g * nb, nb, nc, a->ncols, ac, out, keep, m->isum ? is : NULL, nb);
+            }
+            c0 += nc;
+        }
+    }
+    if (r1 > n16) kern_ref_mm_fast(m, r0 > n16 ? r0 : n16, r1);   /* N % 16 tail rows: file layout */
+}
+
 #endif /* TERN_KERNELS_KERN_IMPL_H */

@@ -293,43 +293,16 @@ static const r16_tile_fn r16_tiles[R16_NC + 1] = {
     NULL,        r16_tile_1,  r16_tile_2,  r16_tile_3,  r16_tile_4,  r16_tile_5,  r16_tile_6,  r16_tile_7, r16_tile_8,
     r16_tile_9,  r16_tile_10, r16_tile_11, r16_tile_12, r16_tile_13, r16_tile_14, r16_tile_15, r16_tile_16};
 
-/* Rows [r0, r1) of a 16-row tensor whose groups start at base (PQ2_0 data, or the PTQ1_0
- * transcode in aux). A group the range covers only in part (r0 or r1 inside it: multiples of 4,
- * kernels.h KERN_ROW_SPLIT) is computed whole and only its rows in range are stored: every row is
- * the same computation in any range. The columns go in ceil(ncols / 16) tiles of near-equal
- * width (17 -> 9 + 8, 64 -> 4 x 16); the groups in chunks whose weights fit in L2 (~256 KB),
- * each chunk against one tile at a time (that tile's activations stay in L1/L2 across the chunk).
- * Rows N & ~15 .. N-1: file layout, the reference. */
+/* One 16-row group against nc columns (kern_r16_mm's callback): the compiled tile of that width. */
+static void r16_group(const kern_r16_block *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
+                      float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride) {
+    (void)n_cols;
+    r16_tiles[nc](B, nb, ac, out, keep, isum, isum_stride);
+}
+
+/* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns. */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
-    const kern_w *w = m->w;
-    const kern_act *a = m->a;
-    const int64_t nb = w->n_in / 128, N = w->n_out, n16 = N & ~(int64_t)15;
-    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
-    const int64_t g1 = TERN_MIN(r1, n16);
-    const int nt = (a->ncols + R16_NC - 1) / R16_NC;
-    const kact_fast *ac[R16_NC];
-    float *out[R16_NC];
-    int32_t *is[R16_NC];
-    /* chunks of groups whose weights fit in L2 (~256 KB), each against one column tile at a time */
-    const int64_t cg = TERN_MAX((int64_t)1, (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block)));
-    for (int64_t gc = r0 / 16; gc * 16 < g1; gc += cg) {
-        for (int ti = 0, c0 = 0; ti < nt; ti++) {
-            const int nc = (a->ncols - c0) / (nt - ti);   /* the widths differ by at most 1 */
-            for (int64_t g = gc; g < gc + cg && g * 16 < g1; g++) {
-                const int64_t lo = TERN_MAX(r0, 16 * g) - 16 * g, hi = TERN_MIN(g1, 16 * g + 16) - 16 * g;
-                const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
-                for (int c = 0; c < nc; c++) {
-                    const int cc = c0 + c;
-                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                    out[c] = m->y + cc * m->ldy + 16 * g;
-                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
-                }
-                r16_tiles[nc](base + g * nb, nb, ac, out, keep, m->isum ? is : NULL, nb);
-            }
-            c0 += nc;
-        }
-    }
-    if (r1 > n16) kern_ref_mm_fast(m, TERN_MAX(r0, n16), r1);   /* N % 16 tail rows: file layout */
+    kern_r16_mm(m, base, r0, r1, R16_NC, r16_group);
 }
 
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {

@@ -286,48 +286,22 @@ static void r16y_tile_mv(const kern_r16_block *B, int64_t nb, const kact_fast *c
 }
 #endif
 
-/* Rows [r0, r1) of a 16-row tensor whose groups start at base (PQ2_0 data, or the PTQ1_0
- * transcode in aux). A group the range covers only in part (r0 or r1 inside it: multiples of 4,
- * kernels.h KERN_ROW_SPLIT) is computed whole (a half without a row in range is skipped) and only
- * its rows in range are stored: every row is the same computation in any range. Columns: one
- * (both halves per pass), or ceil(ncols / 8) tiles of near-equal width (17 -> 6 + 6 + 5,
- * 64 -> 8 x 8) against chunks of groups whose weights fit in L2 (~256 KB), each chunk against one
- * tile at a time. Rows N & ~15 .. N-1: file layout, the reference. */
-static void r16y_mm_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
-    const kern_w *w = m->w;
-    const kern_act *a = m->a;
-    const int64_t nb = w->n_in / 128, N = w->n_out, n16 = N & ~(int64_t)15;
-    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
-    const int64_t g1 = TERN_MIN(r1, n16);
-    const int nt = (a->ncols + R16Y_TW - 1) / R16Y_TW;
-    const kact_fast *ac[R16Y_NC];
-    float *out[R16Y_NC];
-    int32_t *is[R16Y_NC];
-    const int64_t cg = TERN_MAX((int64_t)1, (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block)));
-    for (int64_t gc = r0 / 16; gc * 16 < g1; gc += cg) {
-        for (int ti = 0, c0 = 0; ti < nt; ti++) {
-            const int nc = (a->ncols - c0) / (nt - ti);   /* the widths differ by at most 1 */
-            for (int64_t g = gc; g < gc + cg && g * 16 < g1; g++) {
-                const int64_t lo = TERN_MAX(r0, 16 * g) - 16 * g, hi = TERN_MIN(g1, 16 * g + 16) - 16 * g;
-                const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
-                for (int c = 0; c < nc; c++) {
-                    const int cc = c0 + c;
-                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                    out[c] = m->y + cc * m->ldy + 16 * g;
-                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
-                }
-                if (nc == 1 && a->ncols == 1) {
-                    r16y_tile_mv(base + g * nb, nb, ac, out, keep, m->isum ? is : NULL, nb);
-                    continue;
-                }
-                for (int h = 0; h < 2; h += R16Y_TH)
-                    if ((keep >> (8 * h)) & (R16Y_TH == 2 ? 0xffffu : 0xffu))
-                        r16y_tiles[nc](base + g * nb, nb, ac, h, out, keep, m->isum ? is : NULL, nb);
-            }
-            c0 += nc;
-        }
+/* One 16-row group against nc columns (kern_r16_mm's callback): the matvec tile when the whole
+ * matmul is one column (both halves in one pass), else the tile of width nc over each 8-row half
+ * (or both at once when R16Y_TH is 2) that holds a row in range. */
+static void r16y_group(const kern_r16_block *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
+                       float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride) {
+    if (nc == 1 && n_cols == 1) {
+        r16y_tile_mv(B, nb, ac, out, keep, isum, isum_stride);
+        return;
     }
-    if (r1 > n16) kern_ref_mm_fast(m, TERN_MAX(r0, n16), r1);   /* N % 16 tail rows: file layout */
+    for (int h = 0; h < 2; h += R16Y_TH)
+        if ((keep >> (8 * h)) & (R16Y_TH == 2 ? 0xffffu : 0xffu)) r16y_tiles[nc](B, nb, ac, h, out, keep, isum, isum_stride);
+}
+
+/* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to R16Y_TW columns. */
+static void r16y_mm_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
+    kern_r16_mm(m, base, r0, r1, R16Y_TW, r16y_group);
 }
 
 #endif /* TERN_KERNELS_X86_R16_YMM_H */
