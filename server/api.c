@@ -209,6 +209,8 @@ static const cJSON *field(const cJSON *root, const char *name) {
     return cJSON_IsNull(f) ? NULL : f;                /* null means "not given" */
 }
 
+const cJSON *api_field(const cJSON *o, const char *name) { return field(o, name); }
+
 /* v as a JSON reader would write it back: an integer as all its digits (never 1e+11), anything
  * else in the fewest digits that read back to the same double. Into buf (32 bytes). */
 static const char *num_text(double v, char buf[32]) {
@@ -1141,6 +1143,15 @@ static char *print_free(cJSON *j) {
     char *s = j ? cJSON_PrintUnformatted(j) : NULL;
     cJSON_Delete(j);
     return s;
+}
+
+char *api_print_free(cJSON *root) { return print_free(root); }
+
+bool api_model_not_found(srv_error *e, const char *id) {
+    srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist (GET /v1/models lists them)",
+             id ? id : "");                           /* srv_fail repairs invalid UTF-8 */
+    e->code = "model_not_found";
+    return false;
 }
 
 static void add_text(cJSON *obj, const char *key, const char *s, size_t n) {

@@ -121,6 +121,12 @@ char *api_error_json(const srv_error *e);
  * no U+0000 in strings. NULL with e set (400) otherwise; the caller frees with cJSON_Delete. */
 struct cJSON;
 struct cJSON *api_parse_body(const char *body, size_t len, srv_error *e);
+/* A member of a JSON object, NULL when absent or JSON null ("not given"). */
+const struct cJSON *api_field(const struct cJSON *o, const char *name);
+/* 404 model_not_found naming id (OpenAI's shape for a model that is not served); returns false. */
+bool api_model_not_found(srv_error *e, const char *id);
+/* The compact text of root (malloc'd; NULL when out of memory), root freed. */
+char *api_print_free(struct cJSON *root);
 /* Whole responses. reasoning/tool_calls_json/logprobs_json/t may be NULL; finish: "stop",
  * "length", "tool_calls". logprobs_json: the choice's "logprobs" object (null if NULL). */
 char *api_chat_response(const char *id, long created, const char *model, const char *content, size_t n_content,

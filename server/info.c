@@ -7,20 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *print_free(cJSON *root) {
-    char *t = root ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    return t;
-}
-
-static const cJSON *field(const cJSON *root, const char *name) {
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, name);
-    return cJSON_IsNull(f) ? NULL : f;                /* null means "not given" */
-}
-
 /* An optional boolean field: false with e set (400 naming it) when it is not a boolean. */
 static bool opt_bool(const cJSON *root, const char *name, bool *out, srv_error *e) {
-    const cJSON *f = field(root, name);
+    const cJSON *f = api_field(root, name);
     if (!f) return true;
     if (!cJSON_IsBool(f)) return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be true or false", name);
     *out = cJSON_IsTrue(f);
@@ -72,7 +61,7 @@ char *info_tokenize(const tern_model *m, const char *body, size_t len, srv_error
     int32_t *ids = NULL;
     cJSON *res = NULL;
     bool add_special = false, parse_special = true, with_pieces = false;
-    const cJSON *content = field(root, "content");
+    const cJSON *content = api_field(root, "content");
     if (!content) { srv_fail(e, 400, "invalid_request_error", "content", "'content' is required: a string"); goto done; }
     if (!cJSON_IsString(content)) { srv_fail(e, 400, "invalid_request_error", "content", "'content' must be a string"); goto done; }
     if (!opt_bool(root, "add_special", &add_special, e) || !opt_bool(root, "parse_special", &parse_special, e) ||
@@ -107,7 +96,7 @@ char *info_tokenize(const tern_model *m, const char *body, size_t len, srv_error
         free(p);
         cJSON_AddItemToArray(arr, o);
     }
-    out = print_free(res);
+    out = api_print_free(res);
     res = NULL;
     if (!out) srv_fail(e, 500, "server_error", NULL, "out of memory");
 done:
@@ -124,7 +113,7 @@ char *info_detokenize(const tern_model *m, const char *body, size_t len, srv_err
     size_t n_text = 0, cap = 0;
     tern_model_info info;
     tern_model_get_info(m, &info);
-    const cJSON *toks = field(root, "tokens");
+    const cJSON *toks = api_field(root, "tokens");
     if (!toks) { srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens' is required: an array of token ids"); goto done; }
     if (!cJSON_IsArray(toks)) { srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens' must be an array of token ids"); goto done; }
     int i = 0;
@@ -159,7 +148,7 @@ char *info_detokenize(const tern_model *m, const char *body, size_t len, srv_err
         goto done;
     }
     free(fixed);
-    out = print_free(res);
+    out = api_print_free(res);
     if (!out) srv_fail(e, 500, "server_error", NULL, "out of memory");
 done:
     free(text);
@@ -181,7 +170,7 @@ char *info_apply_template(const tern_model *m, const char *tmpl, srv_tools_fmt f
     }
     char *fixed = api_utf8_dup(text, strlen(text));
     cJSON *res = cJSON_CreateObject();
-    if (fixed && res && cJSON_AddStringToObject(res, "prompt", fixed)) out = print_free(res);
+    if (fixed && res && cJSON_AddStringToObject(res, "prompt", fixed)) out = api_print_free(res);
     else cJSON_Delete(res);
     free(fixed);
     if (!out) srv_fail(e, 500, "server_error", NULL, "out of memory");
@@ -235,7 +224,7 @@ char *info_props(const tern_model *m, const info_props_in *in) {
     cJSON_AddNumberToObject(root, "n_vocab", info.n_vocab);
     cJSON_AddNumberToObject(root, "n_ctx_train", info.n_ctx_train);
     cJSON_AddStringToObject(root, "arch", info.arch);
-    return print_free(root);
+    return api_print_free(root);
 }
 
 char *info_slots(const srv_slot_info *si, int n) {
@@ -252,7 +241,7 @@ char *info_slots(const srv_slot_info *si, int n) {
         cJSON_AddNumberToObject(o, "n_cached_tokens", si[i].n_cached);
         cJSON_AddItemToArray(root, o);
     }
-    return print_free(root);
+    return api_print_free(root);
 }
 
 char *info_model(const char *list_json, const char *id, srv_error *e) {
@@ -264,13 +253,6 @@ char *info_model(const char *list_json, const char *id, srv_error *e) {
         if (!found && cJSON_IsString(mid) && !strcmp(mid->valuestring, id)) found = cJSON_Duplicate(m, true);
     }
     cJSON_Delete(list);
-    if (!found) {
-        char *shown = api_utf8_dup(id, strlen(id));
-        srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist (GET /v1/models lists them)",
-                 shown ? shown : "");
-        free(shown);
-        e->code = "model_not_found";
-        return NULL;
-    }
-    return print_free(found);
+    if (!found) return api_model_not_found(e, id), NULL;
+    return api_print_free(found);
 }

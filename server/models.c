@@ -292,14 +292,7 @@ srv_backend *srv_models_acquire(srv_models *t, const char *name, srv_error *e) {
     } else
         for (int i = 0; i < t->n && !b; i++)
             if (!strcmp(t->b[i].name, name)) b = &t->b[i];
-    if (!b) {
-        char *shown = api_utf8_dup(name, strlen(name));
-        srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist (GET /v1/models lists them)",
-                 shown ? shown : "");
-        free(shown);
-        e->code = "model_not_found";
-        return NULL;
-    }
+    if (!b) return api_model_not_found(e, name), NULL;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += LOAD_WAIT_S;
@@ -347,11 +340,7 @@ bool srv_models_unload(srv_models *t, const char *name, srv_error *e) {
     srv_backend *b = NULL;
     for (int i = 0; i < t->n && !b; i++)
         if (name && !strcmp(t->b[i].name, name)) b = &t->b[i];
-    if (!b) {
-        srv_fail(e, 404, "invalid_request_error", "model", "the model '%.200s' does not exist", name ? name : "");
-        e->code = "model_not_found";
-        return false;
-    }
+    if (!b) return api_model_not_found(e, name);
     pthread_mutex_lock(&t->mu);
     if (!b->owned || b->state != SRV_MODEL_READY || b->users > 0) {
         const int users = b->users, state = b->state;

@@ -10,24 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *print_free(cJSON *root) {
-    char *t = root ? cJSON_PrintUnformatted(root) : NULL;
-    cJSON_Delete(root);
-    return t;
-}
-
-static const cJSON *field(const cJSON *o, const char *name) {
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
-    return cJSON_IsNull(f) ? NULL : f;
-}
-
 static bool bad(srv_error *e, const char *param, const char *fmt, const char *a) {
     return srv_fail(e, 400, "invalid_request_error", param, fmt, a ? a : "");
 }
 
 /* Copies field `from` of src to `to` in dst when present (the chat parser checks its value). */
 static void copy_field(cJSON *dst, const cJSON *src, const char *from, const char *to) {
-    const cJSON *f = field(src, from);
+    const cJSON *f = api_field(src, from);
     if (f) cJSON_AddItemToObject(dst, to, cJSON_Duplicate(f, true));
 }
 
@@ -42,7 +31,7 @@ static char *text_of(const cJSON *c, const char *param, const char *const *types
     sbuf b = {0};
     int k = 0;
     for (const cJSON *p = c->child; p; p = p->next, k++) {
-        const cJSON *type = field(p, "type"), *text = field(p, "text");
+        const cJSON *type = api_field(p, "type"), *text = api_field(p, "text");
         bool ok = cJSON_IsString(type) && cJSON_IsString(text);
         for (int t = 0; ok && types[t]; t++)
             if (!strcmp(type->valuestring, types[t])) goto text_ok;
@@ -68,6 +57,33 @@ static cJSON *chat_msg(const char *role, const char *content) {
     return m;
 }
 
+/* A request's tools (NULL: none) as chat tools in chat. Each is {"name", "description",
+ * schema_key: the JSON schema}; type: the "type" each must have ("function"), or NULL for
+ * Anthropic's custom tools (no type, or "custom"): any other type is a built-in tool, refused. */
+static bool tools_to_chat(const cJSON *tools, const char *schema_key, const char *type, cJSON *chat, srv_error *e) {
+    if (!tools) return true;
+    if (!cJSON_IsArray(tools)) return bad(e, "tools", "'tools' must be an array of tool definitions%s", NULL);
+    cJSON *ct = cJSON_AddArrayToObject(chat, "tools");
+    int k = 0;
+    for (const cJSON *t = tools->child; t; t = t->next, k++) {
+        char tp[48];
+        snprintf(tp, sizeof tp, "tools[%d]", k);
+        const cJSON *ty = api_field(t, "type");
+        const bool type_ok = type ? cJSON_IsString(ty) && !strcmp(ty->valuestring, type)
+                                  : !ty || (cJSON_IsString(ty) && !strcmp(ty->valuestring, "custom"));
+        if (!type_ok || !cJSON_IsString(api_field(t, "name")))
+            return bad(e, tp, "'%s' must be a function tool with a string 'name' (built-in tools are not supported)", tp);
+        cJSON *c = cJSON_CreateObject(), *fn = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", "function");
+        copy_field(fn, t, "name", "name");
+        copy_field(fn, t, "description", "description");
+        copy_field(fn, t, schema_key, "parameters");
+        cJSON_AddItemToObject(c, "function", fn);
+        cJSON_AddItemToArray(ct, c);
+    }
+    return true;
+}
+
 /* ---- Anthropic Messages -> chat ------------------------------------------------------------ */
 
 static const char *const anth_fields[] = {"model",  "messages",    "system",   "max_tokens", "temperature",
@@ -81,7 +97,7 @@ static const char *const anth_text[] = {"text", NULL};
 static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
     char param[64];
     snprintf(param, sizeof param, "messages[%d].role", i);
-    const cJSON *role = field(m, "role"), *content = field(m, "content");
+    const cJSON *role = api_field(m, "role"), *content = api_field(m, "content");
     if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
         return bad(e, param, "'%s' must be \"user\" or \"assistant\"", param);
     const bool user = !strcmp(role->valuestring, "user");
@@ -97,28 +113,28 @@ static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
     for (const cJSON *b = content->child; b; b = b->next, k++) {
         char bp[96];
         snprintf(bp, sizeof bp, "messages[%d].content[%d]", i, k);
-        const cJSON *type = field(b, "type");
+        const cJSON *type = api_field(b, "type");
         const char *t = cJSON_IsString(type) ? type->valuestring : "";
-        if (!strcmp(t, "text") && cJSON_IsString(field(b, "text"))) {
-            const char *s = field(b, "text")->valuestring;
+        if (!strcmp(t, "text") && cJSON_IsString(api_field(b, "text"))) {
+            const char *s = api_field(b, "text")->valuestring;
             sbuf_add(&text, s, strlen(s));
-        } else if (!strcmp(t, "tool_use") && !user && cJSON_IsString(field(b, "id")) && cJSON_IsString(field(b, "name"))) {
+        } else if (!strcmp(t, "tool_use") && !user && cJSON_IsString(api_field(b, "id")) && cJSON_IsString(api_field(b, "name"))) {
             cJSON *c = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-            cJSON_AddStringToObject(c, "id", field(b, "id")->valuestring);
+            cJSON_AddStringToObject(c, "id", api_field(b, "id")->valuestring);
             cJSON_AddStringToObject(c, "type", "function");
-            cJSON_AddStringToObject(fn, "name", field(b, "name")->valuestring);
-            const cJSON *input = field(b, "input");
+            cJSON_AddStringToObject(fn, "name", api_field(b, "name")->valuestring);
+            const cJSON *input = api_field(b, "input");
             char *args = input ? cJSON_PrintUnformatted(input) : strdup("{}");
             cJSON_AddStringToObject(fn, "arguments", args ? args : "{}");
             free(args);
             cJSON_AddItemToObject(c, "function", fn);
             cJSON_AddItemToArray(calls, c);
-        } else if (!strcmp(t, "tool_result") && user && cJSON_IsString(field(b, "tool_use_id"))) {
-            const cJSON *rc = field(b, "content");
+        } else if (!strcmp(t, "tool_result") && user && cJSON_IsString(api_field(b, "tool_use_id"))) {
+            const cJSON *rc = api_field(b, "content");
             char *r = rc ? text_of(rc, bp, anth_text, e) : strdup("");
             if (!r) goto fail;
             cJSON *tm = chat_msg("tool", r);
-            cJSON_AddStringToObject(tm, "tool_call_id", field(b, "tool_use_id")->valuestring);
+            cJSON_AddStringToObject(tm, "tool_call_id", api_field(b, "tool_use_id")->valuestring);
             cJSON_AddItemToArray(out, tm);
             free(r);
         } else if ((!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")) && !user) {
@@ -156,7 +172,7 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
             return NULL;
         }
     }
-    if (!field(root, "max_tokens")) {
+    if (!api_field(root, "max_tokens")) {
         bad(e, "max_tokens", "'max_tokens' is required%s", NULL);
         return NULL;
     }
@@ -168,14 +184,14 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
     copy_field(chat, root, "top_k", "top_k");
     copy_field(chat, root, "stop_sequences", "stop");
     copy_field(chat, root, "stream", "stream");
-    const cJSON *sys = field(root, "system");
+    const cJSON *sys = api_field(root, "system");
     if (sys) {
         char *s = text_of(sys, "system", anth_text, e);
         if (!s) goto fail;
         cJSON_AddItemToArray(msgs, chat_msg("system", s));
         free(s);
     }
-    const cJSON *ms = field(root, "messages");
+    const cJSON *ms = api_field(root, "messages");
     if (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) == 0) {
         bad(e, "messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}%s", NULL);
         goto fail;
@@ -183,27 +199,10 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
     int i = 0;
     for (const cJSON *m = ms->child; m; m = m->next, i++)
         if (!anth_message(m, i, msgs, e)) goto fail;
-    const cJSON *tools = field(root, "tools");
-    if (tools) {
-        if (!cJSON_IsArray(tools)) { bad(e, "tools", "'tools' must be an array of {\"name\", \"input_schema\"}%s", NULL); goto fail; }
-        cJSON *ct = cJSON_AddArrayToObject(chat, "tools");
-        int k = 0;
-        for (const cJSON *t = tools->child; t; t = t->next, k++) {
-            char tp[48];
-            snprintf(tp, sizeof tp, "tools[%d]", k);
-            if (!cJSON_IsString(field(t, "name"))) { bad(e, tp, "'%s' must have a string 'name'", tp); goto fail; }
-            cJSON *c = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-            cJSON_AddStringToObject(c, "type", "function");
-            copy_field(fn, t, "name", "name");
-            copy_field(fn, t, "description", "description");
-            copy_field(fn, t, "input_schema", "parameters");
-            cJSON_AddItemToObject(c, "function", fn);
-            cJSON_AddItemToArray(ct, c);
-        }
-    }
-    const cJSON *tc = field(root, "tool_choice");
+    if (!tools_to_chat(api_field(root, "tools"), "input_schema", NULL, chat, e)) goto fail;
+    const cJSON *tc = api_field(root, "tool_choice");
     if (tc) {
-        const cJSON *type = field(tc, "type");
+        const cJSON *type = api_field(tc, "type");
         const char *t = cJSON_IsString(type) ? type->valuestring : "";
         if (strcmp(t, "auto") && strcmp(t, "none")) {
             bad(e, "tool_choice", "'tool_choice' {\"type\": \"%.32s\"} is not supported (a tool call cannot be forced); "
@@ -212,9 +211,9 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
         }
         cJSON_AddStringToObject(chat, "tool_choice", t);
     }
-    const cJSON *th = field(root, "thinking");
+    const cJSON *th = api_field(root, "thinking");
     if (th) {
-        const cJSON *type = field(th, "type");
+        const cJSON *type = api_field(th, "type");
         const char *t = cJSON_IsString(type) ? type->valuestring : "";
         if (strcmp(t, "enabled") && strcmp(t, "disabled")) {
             bad(e, "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got '%.32s'", t);
@@ -243,7 +242,7 @@ static cJSON *last_assistant(cJSON *msgs) {
 static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
     char param[64];
     snprintf(param, sizeof param, "input[%d]", i);
-    const cJSON *type = field(it, "type"), *role = field(it, "role");
+    const cJSON *type = api_field(it, "type"), *role = api_field(it, "role");
     const char *t = cJSON_IsString(type) ? type->valuestring : "message";
     if (!strcmp(t, "message")) {
         const char *r = cJSON_IsString(role) ? role->valuestring : "";
@@ -251,15 +250,15 @@ static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
             return bad(e, param, "'%s.role' must be \"user\", \"assistant\", \"system\" or \"developer\"", param);
         char cp[80];
         snprintf(cp, sizeof cp, "input[%d].content", i);
-        char *text = text_of(field(it, "content"), cp, resp_text, e);
+        char *text = text_of(api_field(it, "content"), cp, resp_text, e);
         if (!text) return false;
         cJSON_AddItemToArray(msgs, chat_msg(strcmp(r, "developer") ? r : "system", text));
         free(text);
         return true;
     }
     if (!strcmp(t, "function_call")) {
-        if (!cJSON_IsString(field(it, "call_id")) || !cJSON_IsString(field(it, "name")) ||
-            !cJSON_IsString(field(it, "arguments")))
+        if (!cJSON_IsString(api_field(it, "call_id")) || !cJSON_IsString(api_field(it, "name")) ||
+            !cJSON_IsString(api_field(it, "arguments")))
             return bad(e, param, "'%s' (function_call) needs string 'call_id', 'name' and 'arguments'", param);
         cJSON *a = last_assistant(msgs);
         if (!a) {
@@ -278,9 +277,9 @@ static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
         return true;
     }
     if (!strcmp(t, "function_call_output")) {
-        if (!cJSON_IsString(field(it, "call_id")) || !cJSON_IsString(field(it, "output")))
+        if (!cJSON_IsString(api_field(it, "call_id")) || !cJSON_IsString(api_field(it, "output")))
             return bad(e, param, "'%s' (function_call_output) needs string 'call_id' and 'output'", param);
-        cJSON *m = chat_msg("tool", field(it, "output")->valuestring);
+        cJSON *m = chat_msg("tool", api_field(it, "output")->valuestring);
         copy_field(m, it, "call_id", "tool_call_id");
         cJSON_AddItemToArray(msgs, m);
         return true;
@@ -293,17 +292,17 @@ static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
 }
 
 static cJSON *resp_to_chat(const cJSON *root, srv_error *e) {
-    if (field(root, "previous_response_id")) {
+    if (api_field(root, "previous_response_id")) {
         bad(e, "previous_response_id", "'previous_response_id' is not supported: responses are not stored; send the "
                                        "conversation in 'input'%s", NULL);
         return NULL;
     }
-    if (cJSON_IsTrue(field(root, "background"))) {
+    if (cJSON_IsTrue(api_field(root, "background"))) {
         bad(e, "background", "'background' true is not supported%s", NULL);
         return NULL;
     }
-    const cJSON *fmt = field(field(root, "text"), "format");
-    if (fmt && !(cJSON_IsString(field(fmt, "type")) && !strcmp(field(fmt, "type")->valuestring, "text"))) {
+    const cJSON *fmt = api_field(api_field(root, "text"), "format");
+    if (fmt && !(cJSON_IsString(api_field(fmt, "type")) && !strcmp(api_field(fmt, "type")->valuestring, "text"))) {
         bad(e, "text.format", "'text.format' other than {\"type\": \"text\"} is not supported%s", NULL);
         return NULL;
     }
@@ -313,12 +312,12 @@ static cJSON *resp_to_chat(const cJSON *root, srv_error *e) {
     copy_field(chat, root, "temperature", "temperature");
     copy_field(chat, root, "top_p", "top_p");
     copy_field(chat, root, "stream", "stream");
-    const cJSON *ins = field(root, "instructions");
+    const cJSON *ins = api_field(root, "instructions");
     if (ins) {
         if (!cJSON_IsString(ins)) { bad(e, "instructions", "'instructions' must be a string%s", NULL); goto fail; }
         cJSON_AddItemToArray(msgs, chat_msg("system", ins->valuestring));
     }
-    const cJSON *in = field(root, "input");
+    const cJSON *in = api_field(root, "input");
     if (cJSON_IsString(in)) cJSON_AddItemToArray(msgs, chat_msg("user", in->valuestring));
     else if (cJSON_IsArray(in) && cJSON_GetArraySize(in) > 0) {
         int i = 0;
@@ -330,28 +329,7 @@ static cJSON *resp_to_chat(const cJSON *root, srv_error *e) {
         bad(e, "input", "'input' is required: a string or a non-empty array of items%s", NULL);
         goto fail;
     }
-    const cJSON *tools = field(root, "tools");
-    if (tools) {
-        if (!cJSON_IsArray(tools)) { bad(e, "tools", "'tools' must be an array of function tools%s", NULL); goto fail; }
-        cJSON *ct = cJSON_AddArrayToObject(chat, "tools");
-        int k = 0;
-        for (const cJSON *t = tools->child; t; t = t->next, k++) {
-            char tp[48];
-            snprintf(tp, sizeof tp, "tools[%d]", k);
-            const cJSON *type = field(t, "type");
-            if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsString(field(t, "name"))) {
-                bad(e, tp, "'%s' must be {\"type\": \"function\", \"name\", \"parameters\"} (built-in tools are not supported)", tp);
-                goto fail;
-            }
-            cJSON *c = cJSON_CreateObject(), *fn = cJSON_CreateObject();
-            cJSON_AddStringToObject(c, "type", "function");
-            copy_field(fn, t, "name", "name");
-            copy_field(fn, t, "description", "description");
-            copy_field(fn, t, "parameters", "parameters");
-            cJSON_AddItemToObject(c, "function", fn);
-            cJSON_AddItemToArray(ct, c);
-        }
-    }
+    if (!tools_to_chat(api_field(root, "tools"), "parameters", "function", chat, e)) goto fail;
     copy_field(chat, root, "tool_choice", "tool_choice");   /* "auto" / "none"; the chat parser refuses the rest */
     return chat;
 fail:
@@ -365,7 +343,7 @@ char *wire_to_chat(srv_wire w, const char *body, size_t len, srv_error *e) {
     cJSON *chat = w == WIRE_ANTHROPIC ? anth_to_chat(root, e) : resp_to_chat(root, e);
     cJSON_Delete(root);
     if (!chat) return NULL;
-    char *t = print_free(chat);
+    char *t = api_print_free(chat);
     if (!t) srv_fail(e, 500, "server_error", NULL, "out of memory");
     return t;
 }
@@ -383,7 +361,7 @@ char *wire_error_json(srv_wire w, const srv_error *e) {
     cJSON_AddStringToObject(root, "type", "error");
     cJSON_AddStringToObject(err, "type", type);
     cJSON_AddStringToObject(err, "message", e->message);
-    return print_free(root);
+    return api_print_free(root);
 }
 
 /* ---- responses ----------------------------------------------------------------------------- */
@@ -423,7 +401,7 @@ static char *call_as_text(const cJSON *call) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "name", cJSON_Duplicate(cJSON_GetObjectItem(fn, "name"), true));
     cJSON_AddItemToObject(o, "arguments", cJSON_Duplicate(cJSON_GetObjectItem(fn, "arguments"), true));
-    return print_free(o);
+    return api_print_free(o);
 }
 
 static const char *anth_stop_reason(const wire_reply *r) {
@@ -545,7 +523,7 @@ char *wire_response(srv_wire w, const char *id, long created, const char *model,
     const char *tail = id_tail(id);
     if (w == WIRE_RESPONSES) {
         const bool length = !strcmp(r->finish, "length");
-        return print_free(resp_object(tail, created, model, length ? "incomplete" : "completed", resp_output(tail, r),
+        return api_print_free(resp_object(tail, created, model, length ? "incomplete" : "completed", resp_output(tail, r),
                                       &r->usage, length));
     }
     cJSON *o = cJSON_CreateObject();
@@ -590,7 +568,7 @@ char *wire_response(srv_wire w, const char *id, long created, const char *model,
     cJSON_AddStringToObject(o, "stop_reason", anth_stop_reason(r));
     cJSON_AddNullToObject(o, "stop_sequence");
     cJSON_AddItemToObject(o, "usage", anth_usage(&r->usage));
-    return print_free(o);
+    return api_print_free(o);
 }
 
 /* ---- streams ------------------------------------------------------------------------------- */
@@ -599,7 +577,7 @@ char *wire_response(srv_wire w, const char *id, long created, const char *model,
 static void emit(wire_stream *ws, sbuf *out, const char *name, cJSON *o) {
     cJSON_AddStringToObject(o, "type", name);
     if (ws->w == WIRE_RESPONSES) cJSON_AddNumberToObject(o, "sequence_number", ws->seq++);
-    char *t = print_free(o);
+    char *t = api_print_free(o);
     if (!t) return;
     sbuf_add(out, "event: ", 7);
     sbuf_add(out, name, strlen(name));
@@ -754,7 +732,7 @@ void wire_stream_end(wire_stream *ws, const wire_reply *r, sbuf *out) {
             cJSON_AddItemToObject(b, "input", cJSON_CreateObject());
             cJSON_AddItemToObject(o, "content_block", b);
             emit(ws, out, "content_block_start", o);
-            char *js = print_free(in);
+            char *js = api_print_free(in);
             o = cJSON_CreateObject();
             cJSON *d = cJSON_CreateObject();
             cJSON_AddNumberToObject(o, "index", idx);

@@ -64,6 +64,20 @@ def wait_http(url, deadline, proc=None):
     pytest.fail("no answer from %s" % url)
 
 
+def post_json(url, path, body, headers=None, timeout=60):
+    """POST body as JSON to url + path; returns (status, the decoded JSON answer), errors included."""
+    import json
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
+                                 headers=dict({"Content-Type": "application/json"}, **(headers or {})))
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
 class Serve:
     """`tern serve -m MODEL ARGS` on a free loopback port, up and answering /health, stopped on
     exit from the with-block (SIGTERM, then SIGKILL past 30 s)."""

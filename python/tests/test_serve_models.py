@@ -11,21 +11,11 @@ import os
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.request
 
 import pytest
 
-from conftest import QWEN3, STORIES, Serve, free_port, require, tern_bin, wait_http
-
-
-def _post(url, path, body):
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+from conftest import QWEN3, STORIES, Serve, free_port, post_json, require, tern_bin, wait_http
 
 
 def _generated_total(url):
@@ -64,20 +54,20 @@ def test_models_dir(folder):
     try:
         assert _states(url) == {"qwen3": "unloaded", "stories": "unloaded"}
         req = {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0}
-        st, r = _post(url, "/v1/completions", req)
+        st, r = post_json(url, "/v1/completions", req)
         assert st == 400 and r["error"]["param"] == "model"
-        st, r = _post(url, "/v1/completions", dict(req, model="nope"))
+        st, r = post_json(url, "/v1/completions", dict(req, model="nope"))
         assert st == 404 and r["error"]["code"] == "model_not_found"
-        st, r = _post(url, "/v1/completions", dict(req, model="stories", temperature=5))
+        st, r = post_json(url, "/v1/completions", dict(req, model="stories", temperature=5))
         assert st == 400 and r["error"]["param"] == "temperature"
         assert _states(url) == {"qwen3": "unloaded", "stories": "unloaded"}   # a bad request loads nothing
-        st, a = _post(url, "/v1/completions", dict(req, model="stories"))
+        st, a = post_json(url, "/v1/completions", dict(req, model="stories"))
         assert st == 200 and a["model"] == "stories"
         with Serve(STORIES) as alone:                 # the same model served by itself
-            st, b = _post(alone.url, "/v1/completions", req)
+            st, b = post_json(alone.url, "/v1/completions", req)
         assert a["choices"][0]["text"] == b["choices"][0]["text"]
         assert _states(url) == {"qwen3": "unloaded", "stories": "loaded"}
-        st, r = _post(url, "/v1/chat/completions",
+        st, r = post_json(url, "/v1/chat/completions",
                       {"model": "qwen3", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
         assert st == 200 and r["model"] == "qwen3"
         assert _states(url) == {"qwen3": "loaded", "stories": "unloaded"}   # least recently used, idle: out
@@ -85,7 +75,7 @@ def test_models_dir(folder):
         # a model with a request running is never unloaded: qwen3 generates a long reply meanwhile
         done = []
         longreq = {"model": "qwen3", "prompt": "Once", "max_tokens": 400, "temperature": 0, "ignore_eos": True}
-        th = threading.Thread(target=lambda: done.append(_post(url, "/v1/completions", longreq)))
+        th = threading.Thread(target=lambda: done.append(post_json(url, "/v1/completions", longreq)))
         th.start()
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -93,19 +83,19 @@ def test_models_dir(folder):
             if any(x["is_processing"] and x["n_decoded"] > 0 for x in slots):
                 break
             time.sleep(0.01)
-        st, r = _post(url, "/models/unload", {"model": "qwen3"})
+        st, r = post_json(url, "/models/unload", {"model": "qwen3"})
         assert st == 409, r
-        st, r = _post(url, "/v1/completions", dict(req, model="stories"))
+        st, r = post_json(url, "/v1/completions", dict(req, model="stories"))
         assert st == 503 and "could not be loaded" in r["error"]["message"], r
         th.join(timeout=120)
         assert done and done[0][0] == 200 and done[0][1]["usage"]["completion_tokens"] == 400
-        st, r = _post(url, "/v1/completions", dict(req, model="stories"))   # now qwen3 is idle: it goes
+        st, r = post_json(url, "/v1/completions", dict(req, model="stories"))   # now qwen3 is idle: it goes
         assert st == 200 and r["choices"][0]["text"] == a["choices"][0]["text"]
         assert _states(url) == {"qwen3": "unloaded", "stories": "loaded"}
 
         # two requests for a model that is not loaded: one loads it, the other waits for it
         out = []
-        th = [threading.Thread(target=lambda: out.append(_post(url, "/v1/completions", dict(req, model="qwen3"))))
+        th = [threading.Thread(target=lambda: out.append(post_json(url, "/v1/completions", dict(req, model="qwen3"))))
               for _ in range(2)]
         for t in th:
             t.start()
@@ -115,14 +105,14 @@ def test_models_dir(folder):
         assert out[0][1]["choices"][0]["text"] == out[1][1]["choices"][0]["text"]
         assert _states(url) == {"qwen3": "loaded", "stories": "unloaded"}
         gen_before = _generated_total(url)
-        st, r = _post(url, "/models/unload", {"model": "qwen3"})
+        st, r = post_json(url, "/models/unload", {"model": "qwen3"})
         assert st == 200 and r == {"success": True}
         assert _generated_total(url) == gen_before       # an unloaded model's counts stay in the totals
-        st, r = _post(url, "/models/load", {"model": "stories"})
+        st, r = post_json(url, "/models/load", {"model": "stories"})
         assert st == 200 and _states(url)["stories"] == "loaded"
-        st, r = _post(url, "/models/load", {"model": "nope"})
+        st, r = post_json(url, "/models/load", {"model": "nope"})
         assert st == 404
-        st, r = _post(url, "/models/unload", {})
+        st, r = post_json(url, "/models/unload", {})
         assert st == 400
     finally:
         p.terminate()
@@ -132,7 +122,7 @@ def test_models_dir(folder):
 def test_one_model_refuses_load_and_unload():
     with Serve(STORIES) as srv:
         for path in ("/models/load", "/models/unload"):
-            st, r = _post(srv.url, path, {"model": "anything"})
+            st, r = post_json(srv.url, path, {"model": "anything"})
             assert st == 400 and "--models-dir" in r["error"]["message"]
 
 

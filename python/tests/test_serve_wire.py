@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import QWEN3, ROOT, Serve
+from conftest import QWEN3, ROOT, STORIES, Serve, post_json
 
 SERVER_TESTS = os.path.join(ROOT, "tests", "server")
 
@@ -27,33 +27,19 @@ def test_official_clients():
     assert "all checks passed" in out
 
 
-def _post(url, path, body, headers):
-    import json
-    import urllib.error
-    import urllib.request
-    req = urllib.request.Request(url + path, data=json.dumps(body).encode(),
-                                 headers=dict({"Content-Type": "application/json"}, **headers))
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def test_keys_and_error_shapes():
     """--api-key: Anthropic's x-api-key or OpenAI's Bearer, either one right is enough; a refusal
     comes in the error shape of the endpoint's own API (Messages: {"type": "error", ...})."""
-    from conftest import STORIES
     msg = {"model": "m", "max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}]}
     chat = {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}
     with Serve(STORIES, "--api-key", "K") as srv:
-        st, r = _post(srv.url, "/v1/messages", msg, {"x-api-key": "K"})
+        st, r = post_json(srv.url, "/v1/messages", msg, {"x-api-key": "K"})
         assert st == 200 and r["type"] == "message"
-        st, r = _post(srv.url, "/v1/messages", msg, {"x-api-key": "K", "Authorization": "Bearer nope"})
+        st, r = post_json(srv.url, "/v1/messages", msg, {"x-api-key": "K", "Authorization": "Bearer nope"})
         assert st == 200
-        st, r = _post(srv.url, "/v1/messages", msg, {"x-api-key": "nope"})
+        st, r = post_json(srv.url, "/v1/messages", msg, {"x-api-key": "nope"})
         assert st == 401 and r["type"] == "error" and r["error"]["type"] == "authentication_error"
-        st, r = _post(srv.url, "/v1/chat/completions", chat, {"Authorization": "Bearer K"})
+        st, r = post_json(srv.url, "/v1/chat/completions", chat, {"Authorization": "Bearer K"})
         assert st == 200
-        st, r = _post(srv.url, "/v1/chat/completions", chat, {})
+        st, r = post_json(srv.url, "/v1/chat/completions", chat, {})
         assert st == 401 and r["error"]["type"] == "authentication_error" and "code" in r["error"]
