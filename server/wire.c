@@ -20,6 +20,11 @@ static void copy_field(cJSON *dst, const cJSON *src, const char *from, const cha
     if (f) cJSON_AddItemToObject(dst, to, cJSON_Duplicate(f, true));
 }
 
+/* copy_field for each {from, to} of a {NULL, NULL}-ended list. */
+static void copy_fields(cJSON *dst, const cJSON *src, const char *const (*names)[2]) {
+    for (; names[0][0]; names++) copy_field(dst, src, names[0][0], names[0][1]);
+}
+
 /* The text of a content given as a string or an array of text parts whose type is one of
  * types[] (NULL-terminated); NULL with e set for any other part. */
 static char *text_of(const cJSON *c, const char *param, const char *const *types, srv_error *e) {
@@ -176,14 +181,11 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
         bad(e, "max_tokens", "'max_tokens' is required%s", NULL);
         return NULL;
     }
+    static const char *const same[][2] = {{"model", "model"}, {"max_tokens", "max_tokens"}, {"temperature", "temperature"},
+                                          {"top_p", "top_p"}, {"top_k", "top_k"}, {"stop_sequences", "stop"},
+                                          {"stream", "stream"}, {NULL, NULL}};
     cJSON *chat = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(chat, "messages");
-    copy_field(chat, root, "model", "model");
-    copy_field(chat, root, "max_tokens", "max_tokens");
-    copy_field(chat, root, "temperature", "temperature");
-    copy_field(chat, root, "top_p", "top_p");
-    copy_field(chat, root, "top_k", "top_k");
-    copy_field(chat, root, "stop_sequences", "stop");
-    copy_field(chat, root, "stream", "stream");
+    copy_fields(chat, root, same);
     const cJSON *sys = api_field(root, "system");
     if (sys) {
         char *s = text_of(sys, "system", anth_text, e);
@@ -306,12 +308,11 @@ static cJSON *resp_to_chat(const cJSON *root, srv_error *e) {
         bad(e, "text.format", "'text.format' other than {\"type\": \"text\"} is not supported%s", NULL);
         return NULL;
     }
+    static const char *const same[][2] = {{"model", "model"}, {"max_output_tokens", "max_tokens"},
+                                          {"temperature", "temperature"}, {"top_p", "top_p"}, {"stream", "stream"},
+                                          {NULL, NULL}};
     cJSON *chat = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(chat, "messages");
-    copy_field(chat, root, "model", "model");
-    copy_field(chat, root, "max_output_tokens", "max_tokens");
-    copy_field(chat, root, "temperature", "temperature");
-    copy_field(chat, root, "top_p", "top_p");
-    copy_field(chat, root, "stream", "stream");
+    copy_fields(chat, root, same);
     const cJSON *ins = api_field(root, "instructions");
     if (ins) {
         if (!cJSON_IsString(ins)) { bad(e, "instructions", "'instructions' must be a string%s", NULL); goto fail; }
