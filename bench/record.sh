@@ -2,7 +2,7 @@
 # bench/record.sh: the figures of record in bench/RESULTS.md, in one run on a quiet machine.
 # Prints the machine (CPU model, flags, load) and, before every figure, the exact command.
 # Usage: sh bench/record.sh [OUTDIR]   (default build/record: the synthetic models are made there)
-# Needs ./tern (make) and about 8 GB of disk for the 27B-shaped model; takes about 10 minutes on
+# Needs ./tern (make) and about 8 GB of disk for the 27B-shaped model; takes about 15 minutes on
 # 2 cores. Speed figures are ratios to ceilings measured by the same commands (bandwidth probe,
 # int8 peak), so compare ratios across machines, not absolute t/s.
 set -u
@@ -25,7 +25,8 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 run $T bench-kernel
 # dense model: prefill and decode, 1 and 2 threads, default path and AVX2
 run $T bench -m "$D/b17.gguf" -p 512 -n 128 -t 1,2 -r 3
-run env TERN_ISA=avx2 $T bench -m "$D/b17.gguf" -p 512 -n 0 -t 2 -r 3
+run env TERN_ISA=avxvnni $T bench -m "$D/b17.gguf" -p 512 -n 128 -t 2 -r 3
+run env TERN_ISA=avx2 $T bench -m "$D/b17.gguf" -p 512 -n 128 -t 2 -r 3
 run $T bench -m "$D/b17-ptq.gguf" -p 0 -n 128 -t 2 -r 3
 # batched forward cost in decode steps (speculative verification, batched decode)
 run $T bench-spec -m "$D/b17.gguf" --cost -t 2 --reps 7 --draft-max 8 -c 256
