@@ -270,6 +270,12 @@ void tern_sampler_free(tern_sampler *s);
  * [0, n_vocab). Cost: O(n_vocab) copy + O(k log k) for top-k; top-p without top-k sorts only
  * the candidates it needs (partial selection); min-p and temperature are linear. */
 int32_t tern_sampler_sample(tern_sampler *s, const float *logits);
+/* A constraint on what may be drawn: mask(user, logits, n_vocab) gets a copy of each call's logits
+ * and sets -INFINITY on the tokens that must not be drawn (constrained output, e.g. JSON); it
+ * runs on the thread that samples and must leave at least one token finite. NULL removes it.
+ * Allocates n_vocab floats once. Errors: TERN_E_ARG, TERN_E_NOMEM. */
+typedef void (*tern_sampler_mask)(void *user, float *logits, int32_t n_vocab);
+int tern_sampler_set_mask(tern_sampler *s, tern_sampler_mask mask, void *user, tern_err *err);
 /* Record an accepted token (repetition-penalty history of the last repeat_last_n); ids outside
  * the vocabulary are ignored. */
 void tern_sampler_accept(tern_sampler *s, int32_t tok);

@@ -326,14 +326,14 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
         return srv_fail(e, 400, "invalid_request_error", "n_probs",
                         "'n_probs' is not supported: ask for 'logprobs' (chat: \"logprobs\": true, \"top_logprobs\": N; "
                         "completions: \"logprobs\": N), N at most %d", SRV_MAX_TOP_LOGPROBS);
-    f = field(root, "response_format");               /* structured output: no constrained decoding */
+    f = field(root, "response_format");               /* structured output: text, or one JSON object */
     if (f && !cJSON_IsObject(f)) return bad_type(e, "response_format", "an object {\"type\": \"text\"}", f);
     const cJSON *rt = f ? cJSON_GetObjectItemCaseSensitive(f, "type") : NULL;
     if (f && !cJSON_IsString(rt)) return bad_type(e, "response_format.type", "a string", rt);
-    if (f && strcmp(rt->valuestring, "text"))
+    if (f && strcmp(rt->valuestring, "text") && strcmp(rt->valuestring, "json_object"))
         return srv_fail(e, 400, "invalid_request_error", "response_format",
-                        "'response_format' type '%.40s' is not supported (output is not constrained to JSON); "
-                        "send {\"type\": \"text\"} or leave it out", rt->valuestring);
+                        "'response_format' type '%.40s' is not supported (a JSON schema is not enforced); send "
+                        "{\"type\": \"json_object\"}, {\"type\": \"text\"} or leave it out", rt->valuestring);
     f = field(root, "grammar");                       /* llama-server's GBNF grammar */
     if (f && !cJSON_IsString(f)) return bad_type(e, "grammar", "a string", f);
     if (f && *f->valuestring)
@@ -1060,6 +1060,11 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     if (!get_number(root, "frequency_penalty", -2, 2, &d, e)) goto done;
     if (d != 0) { srv_fail(e, 400, "invalid_request_error", "frequency_penalty", "'frequency_penalty' is not supported (use repeat_penalty)"); goto done; }
     if (!refuse_unsupported(root, e)) goto done;
+    {                                                 /* checked by refuse_unsupported */
+        const cJSON *rf = field(root, "response_format");
+        const cJSON *rt = rf ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
+        r->json_object = cJSON_IsString(rt) && !strcmp(rt->valuestring, "json_object");
+    }
     if (kind == SRV_CHAT) {                           /* logprobs: bool, top_logprobs: 0..20 */
         if (!get_bool(root, "logprobs", "logprobs", &r->logprobs, e)) goto done;
         d = 0;

@@ -47,6 +47,7 @@ typedef struct srv_request {
     int n_stop;
     bool stream, include_usage;
     bool enable_thinking;   /* chat_template_kwargs.enable_thinking (default true) */
+    bool json_object;       /* response_format json_object: the reply (content) is one JSON object */
     int think_budget;       /* reasoning_budget / thinking_budget: tokens inside the think block
                                before it is closed (-1, the default: no budget) */
     bool has_tools;

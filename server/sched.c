@@ -12,6 +12,7 @@
  * thread waits on the job's condition variable and takes what may be sent.
  * Lifetime: a job has two references (HTTP thread, scheduler); the last unref frees it. */
 #include "sched.h"
+#include "jsonguide.h"
 
 #include "util.h"
 
@@ -36,6 +37,9 @@ typedef struct slot {
     tern_spec *sp;          /* speculative decoding (NULL: off) */
     int sp_n;               /* cache tokens the drafter's history holds (a prefix of cache) */
     srv_sched *sched;
+    bool json;              /* response_format json_object: the content is guided (jg) */
+    bool json_think;        /* inside a think block (reasoning is not guided) */
+    json_guide jg;          /* the content so far */
 } slot;
 
 struct srv_sched {
@@ -46,6 +50,9 @@ struct srv_sched {
     int split_block, split_min;   /* tern_model_split_rule: how prompts may be cut */
     slot *slots;
     prompt_ids script;      /* srv_sched_set_script: every chat reply's first tokens (tests) */
+    char *tok_text;         /* json_object: every token's bytes (control tokens: none), built at first use */
+    int32_t *tok_off;       /* n_vocab + 1 offsets into tok_text */
+    int32_t think_open, think_close;   /* "<think>", "</think>" as one token each, or -1 */
     srv_slot_info *pub;     /* n_slots: the slots as of the last step, guarded by mu */
     int n_slots;
     bool batch_ok;          /* tern_batch_eval accepts this model (false after TERN_E_UNSUPPORTED) */
@@ -115,6 +122,8 @@ static void hist_add(srv_hist *h, const double *bounds, double v) {
 /* ---- scheduler ------------------------------------------------------------------------------ */
 
 static int slot_on_token(void *user, const tern_gen_token *t);
+static bool json_table(srv_sched *s);
+static void slot_json_mask(void *user, float *logits, int32_t n_vocab);
 
 /* One slot's state for readers on other threads (/slots, /metrics; the caller holds mu). The
  * scheduler thread is the only writer of the slots, so it reads them here without a race. */
@@ -222,6 +231,21 @@ static bool slot_setup(srv_sched *s, slot *sl) {
         slot_finish(s, sl, "error", &e);
         return false;
     }
+    sl->json = false;
+    if (j->req.json_object) {
+        if (!json_table(s) || tern_sampler_set_mask(sl->smp, slot_json_mask, sl, &err) != TERN_OK) {
+            srv_error e;
+            srv_fail(&e, 500, "server_error", NULL, "out of memory for the JSON constraint");
+            slot_finish(s, sl, "error", &e);
+            return false;
+        }
+        sl->json = true;
+        json_guide_init(&sl->jg);
+        sl->json_think = false;                       /* the prompt may leave a think block open */
+        for (int i = 0; i < j->prompt.n; i++)
+            if (j->prompt.ids[i] == s->think_open) sl->json_think = true;
+            else if (s->think_open >= 0 && j->prompt.ids[i] == s->think_close) sl->json_think = false;
+    }
     tern_gen_params gp;
     tern_gen_params_default(&gp);
     gp.n_predict = j->req.max_tokens > 0 ? j->req.max_tokens : -1;
@@ -232,7 +256,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     gp.on_token = slot_on_token;
     gp.user = sl;
     /* speculative steps only for a request without logprobs (a step's logits are internal) */
-    tern_gen_begin(sl->gen, sl->s, sl->smp, j->req.logprobs ? NULL : sl->sp, &gp);
+    tern_gen_begin(sl->gen, sl->s, sl->smp, j->req.logprobs || sl->json ? NULL : sl->sp, &gp);
     sl->gen_on = true;
     tern_gen_prompt_seen(sl->gen, j->prompt.ids, j->prompt.n);
     j->tm.prompt_n = j->prompt.n - common;
@@ -273,6 +297,67 @@ static int slot_prefill(srv_sched *s, slot *sl, int budget) {
     return n;
 }
 
+/* ---- response_format json_object ---------------------------------------------------------- */
+
+/* The bytes of every token (control tokens: none), for the JSON mask; built once, on the
+ * scheduler thread, at the first json_object request. */
+static bool json_table(srv_sched *s) {
+    if (s->tok_off) return true;
+    int32_t *off = malloc(sizeof *off * ((size_t)s->n_vocab + 1));
+    size_t cap = (size_t)s->n_vocab * 8 + 64, n = 0;
+    char *text = malloc(cap);
+    if (!off || !text) goto fail;
+    for (int32_t id = 0; id < s->n_vocab; id++) {
+        off[id] = (int32_t)n;
+        char buf[256];
+        int k = tern_token_piece(s->m, id, false, buf, sizeof buf);
+        if (k < 0 || k > (int)sizeof buf) k = 0;      /* an out-of-range or oversized piece: never allowed */
+        if (n + (size_t)k > cap) {
+            cap = 2 * (n + (size_t)k);
+            char *t = realloc(text, cap);
+            if (!t) goto fail;
+            text = t;
+        }
+        memcpy(text + n, buf, (size_t)k);
+        n += (size_t)k;
+    }
+    off[s->n_vocab] = (int32_t)n;
+    s->tok_text = text;
+    s->tok_off = off;
+    return true;
+fail:
+    free(off);
+    free(text);
+    return false;
+}
+
+/* The sampler's mask for a json_object reply: a token is kept if its bytes keep the content a
+ * prefix of one JSON object; an end-of-generation token once the object is complete; <think> before
+ * the content begins; anything inside a think block. When nothing would be left (the object
+ * complete and no whitespace or end token among the finite logits), the end tokens stay. */
+static void slot_json_mask(void *user, float *logits, int32_t n_vocab) {
+    slot *sl = user;
+    const srv_sched *s = sl->sched;
+    if (sl->json_think) return;
+    const bool done = json_guide_done(&sl->jg), fresh = json_guide_empty(&sl->jg);
+    int32_t kept = 0;
+    for (int32_t id = 0; id < n_vocab; id++) {
+        if (logits[id] == -INFINITY) continue;
+        const int32_t a = s->tok_off[id], n = s->tok_off[id + 1] - a;
+        bool ok;
+        if (n == 0) ok = (done && tern_token_is_eog(s->m, id)) || (fresh && id == s->think_open);
+        else {
+            json_guide g = sl->jg;
+            ok = json_guide_feed(&g, s->tok_text + a, (size_t)n);
+        }
+        if (ok) kept++;
+        else logits[id] = -INFINITY;
+    }
+    if (kept == 0)                                    /* (cannot happen with a usable vocabulary) */
+        for (int32_t id = 0; id < n_vocab; id++)
+            if (tern_token_is_eog(s->m, id)) logits[id] = 0.0f;
+}
+
 /* A reply's event (tern_gen's on_token): counts the token, adds its text to the reply (logprobs
  * from logits when asked and given) and wakes the HTTP thread. Returns non-zero when the reply
  * has reached a stop string (tern_gen then stops: TERN_STOP_CALLER). */
@@ -291,6 +376,16 @@ static int slot_on_token(void *user, const tern_gen_token *t) {
         }
         j->t_last = now;
         if (t->eog) return 0;
+        if (sl->json) {                               /* follow the content (not the reasoning) */
+            if (t->think) sl->json_think = t->think > 0;
+            else if (!sl->json_think) {
+                const int32_t a = s->tok_off[t->id], n = s->tok_off[t->id + 1] - a;
+                if (!json_guide_feed(&sl->jg, s->tok_text + a, (size_t)n)) {   /* a forced token: unguided */
+                    sl->json = false;
+                    tern_sampler_set_mask(sl->smp, NULL, NULL, NULL);
+                }
+            }
+        }
     }
     srv_logprob lpe;
     const bool lp = t->id >= 0 && j->req.logprobs && t->logits;
@@ -743,6 +838,8 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->n_batch = n_batch;
     s->prefill_chunk = prefill_chunk;
     s->queue_max = queue_max;
+    s->think_open = prompt_special_id(m, "<think>");
+    s->think_close = prompt_special_id(m, "</think>");
     tern_model_split_rule(m, &s->split_block, &s->split_min);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -861,6 +958,8 @@ void srv_sched_free(srv_sched *s) {
     free(s->slots);
     free(s->pub);
     prompt_ids_free(&s->script);
+    free(s->tok_text);
+    free(s->tok_off);
     free(s->q);
     free(s->blogits);
     free(s->bsess);

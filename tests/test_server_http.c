@@ -1733,7 +1733,7 @@ static void test_host_names(void **state) {
 }
 
 /* OpenAI fields tern does not implement were accepted and ignored (echo, suffix, best_of,
- * logit_bias, llama-server's n_probs, response_format json_object/json_schema, a forced
+ * logit_bias, llama-server's n_probs, response_format json_schema, a forced
  * tool_choice, llama-server's grammar and json_schema, the typical_p / mirostat / DRY / XTC /
  * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each now gets 400 with an OpenAI error object naming the field and saying "not
  * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
@@ -1894,8 +1894,8 @@ static void test_unsupported_fields(void **state) {
         {"n_probs", "\"n_probs\": 5", "'n_probs' is not supported: ask for 'logprobs'"},
         {"n_probs", "\"n_probs\": 0", NULL},
         {"n_probs", "\"n_probs\": -1", "'n_probs' must be an integer in [0, 2147483647], got -1"},
-        {"response_format", "\"response_format\": {\"type\": \"json_object\"}",
-         "'response_format' type 'json_object' is not supported (output is not constrained to JSON)"},
+        {"response_format", "\"response_format\": {\"type\": \"json_schema\"}",
+         "'response_format' type 'json_schema' is not supported (a JSON schema is not enforced)"},
         {"response_format", "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {}}}",
          "'response_format' type 'json_schema' is not supported"},
         {"response_format", "\"response_format\": {\"type\": \"text\"}", NULL},

@@ -50,6 +50,9 @@ struct tern_sampler {
     bool w_masses;          /* wide: w holds top-p's masses e^(l - mx) * 2^30 (0 for the unkept) */
     float cut_l, mx, mn, thr;   /* wide: mx, mn of the kept; kept iff (l, id) >= (cut_l, cut_id) in candidate order and l >= thr */
     int32_t cut_id;
+    tern_sampler_mask mask; /* tern_sampler_set_mask: called on a copy of the logits before each draw */
+    void *mask_user;
+    float *masked;          /* (n_vocab) that copy */
 };
 
 void tern_sampler_params_default(tern_sampler_params *p) {
@@ -619,11 +622,26 @@ void tern_sampler_free(tern_sampler *s) {
     free(s->w);
     free(s->bin_mass);
     free(s->gsum);
+    free(s->masked);
     free(s);
+}
+
+int tern_sampler_set_mask(tern_sampler *s, tern_sampler_mask mask, void *user, tern_err *err) {
+    if (!s) return tern_err_set(err, TERN_E_ARG, "tern_sampler_set_mask: sampler is NULL");
+    if (mask && !s->masked && !(s->masked = malloc(sizeof(float) * (size_t)s->n_vocab)))
+        return tern_err_set(err, TERN_E_NOMEM, "out of memory for the sampler's masked logits");
+    s->mask = mask;
+    s->mask_user = user;
+    return TERN_OK;
 }
 
 int32_t tern_sampler_sample(tern_sampler *s, const float *logits) {
     TERN_ASSERT(s && logits);
+    if (s->mask) {                                    /* the draw sees only the tokens the mask leaves */
+        memcpy(s->masked, logits, sizeof(float) * (size_t)s->n_vocab);
+        s->mask(s->mask_user, s->masked, s->n_vocab);
+        logits = s->masked;
+    }
     const int32_t g = sampler_chain(s, logits);
     if (g >= 0) return g;
     if (s->wide) {                                    /* the draw walks the ids in order */
