@@ -159,6 +159,10 @@ typedef struct tern_session_opts {
     int n_ctx;              /* context length in tokens; 0 = 4096 (never the trained length by default) */
     int n_batch;            /* max tokens per forward pass (prefill chunk); 0 = 512 */
     bool kv_f32;            /* f32 KV cache (default f16; f32 numerics always use f32) */
+    int n_checkpoints;      /* recurrent models (qwen35): room for this many whole-state copies that
+                               tern_session_checkpoint takes (default 0; 0..64), so positions inside
+                               an evaluated prompt stay restorable (prefix reuse); attention-only
+                               models need none: every position is restorable */
 } tern_session_opts;
 void tern_session_opts_default(tern_session_opts *o);
 /* Errors: TERN_E_NOMEM (KV does not fit: the message says how much is needed and available),
@@ -233,8 +237,14 @@ void tern_model_split_rule(const tern_model *m, int *block, int *run_min);
  * those after the last kept token. Batches of 17+ tokens (prefill) are computed with the chunked
  * delta rule and cannot be truncated into. */
 int tern_session_truncate(tern_session *s, int pos, tern_err *err);
-/* Mark the current position as a rollback point for recurrent state (cheap; keeps a window). */
+/* Mark the current position as a rollback point for recurrent state: positions within the
+ * rollback window are restorable anyway; with n_checkpoints room, a copy of the whole state is
+ * also taken (the oldest copy is replaced), so this position stays restorable after later
+ * batches. */
 int tern_session_checkpoint(tern_session *s, tern_err *err);
+/* The largest position <= pos that tern_session_truncate can restore (pos itself for
+ * attention-only models; 0 at least). */
+int tern_session_restorable(const tern_session *s, int pos);
 /* Reset to an empty sequence. */
 void tern_session_reset(tern_session *s);
 

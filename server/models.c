@@ -51,6 +51,7 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     so.n_ctx = b->n_ctx;
     so.n_batch = cfg->n_batch;
     so.kv_f32 = cfg->kv_f32;
+    so.n_checkpoints = SRV_CHECKPOINTS;
     uint64_t kv1 = 0, st1 = 0, avail = 0;
     tern_session_mem(b->m, &so, &kv1, &st1, &avail);
     if (t->multi && t->mo.mem_available)              /* a given budget: this model's file takes its share too */

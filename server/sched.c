@@ -211,8 +211,11 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     if (common >= j->prompt.n) common = j->prompt.n - 1;   /* evaluate at least one token: logits */
     if (common < sl->cache.n) {
         tern_err e = {0};
+        /* recurrent state: back to the last position it can restore at or before the common
+         * prefix (a checkpoint taken after one of the earlier prompt's chunks, or 0) */
+        if (common > 0) common = tern_session_restorable(sl->s, common);
         if (common == 0 || tern_session_truncate(sl->s, common, &e) != TERN_OK) {
-            tern_session_reset(sl->s);                /* recurrent state not restorable there */
+            tern_session_reset(sl->s);
             common = 0;
         }
         sl->cache.n = common;
@@ -289,6 +292,7 @@ static int slot_prefill(srv_sched *s, slot *sl, int budget) {
     prompt_ids_push(&sl->cache, j->prompt.ids + sl->n_prefilled, n);
     sl->n_prefilled += n;
     j->tm.prefill_chunks++;
+    tern_session_checkpoint(sl->s, NULL);             /* the chunk's end stays restorable (prefix reuse) */
     if (sl->n_prefilled == j->prompt.n) {
         sl->logits = lg;
         j->t_prefilled = srv_now();
@@ -610,6 +614,7 @@ static bool mixed_eval(srv_sched *s, slot **dec, int n_dec, slot **pf, const int
         prompt_ids_push(&sl->cache, j->prompt.ids + sl->n_prefilled, pf_n[i]);
         sl->n_prefilled += pf_n[i];
         j->tm.prefill_chunks++;
+        tern_session_checkpoint(sl->s, NULL);         /* the chunk's end stays restorable (prefix reuse) */
         if (sl->n_prefilled == j->prompt.n) {
             sl->logits = s->blogits + (size_t)(n_dec + i) * (size_t)s->n_vocab;
             j->t_prefilled = now;
@@ -873,6 +878,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
         so.n_ctx = n_ctx;
         so.n_batch = n_batch;
         so.kv_f32 = kv_f32;
+        so.n_checkpoints = SRV_CHECKPOINTS;
         s->slots[i].sched = s;
         int rc = tern_session_init(&s->slots[i].s, m, &so, err);
         if (rc == TERN_OK && spec) rc = tern_spec_init(&s->slots[i].sp, m, spec, err);

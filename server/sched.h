@@ -12,6 +12,11 @@
 
 typedef enum { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE } srv_job_state;
 
+/* Whole-state copies each slot of a recurrent model keeps (tern_session_opts.n_checkpoints): taken
+ * after every prompt chunk, so a later request that shares a long prefix with a slot's cached
+ * prompt resumes from the last copy inside it instead of from 0. */
+enum { SRV_CHECKPOINTS = 4 };
+
 struct srv_job {
     /* set by the HTTP thread before submission, read-only afterwards */
     srv_request req;

@@ -166,7 +166,7 @@ void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t 
     const model_hparams *hp = &m->hp;
     const int dk = hp->n_head_kv * hp->n_embd_head_k, dv = hp->n_head_kv * hp->n_embd_head_v;
     if (kv_out) *kv_out = m->n_layer_kv > 0 ? kv_bytes(m->n_layer_kv, n_ctx, dk, dv, kv_f32) : 0;
-    if (state_out) *state_out = m->arch->state_bytes ? m->arch->state_bytes(m, n_ctx) : 0;
+    if (state_out) *state_out = m->arch->state_bytes ? m->arch->state_bytes(m, n_ctx, o->n_checkpoints) : 0;
     if (avail_out) *avail_out = model_mem_available(m);
 }
 
@@ -177,6 +177,8 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     if (!o) { tern_session_opts_default(&def); o = &def; }
     const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
     int n_batch = o->n_batch > 0 ? o->n_batch : 512;
+    if (o->n_checkpoints < 0 || o->n_checkpoints > 64)
+        return tern_err_set(err, TERN_E_ARG, "n_checkpoints %d, expected 0..64", o->n_checkpoints);
     if (n_ctx > (1 << 24) || n_batch > (1 << 16))
         return tern_err_set(err, TERN_E_ARG, "n_ctx %d / n_batch %d too large", n_ctx, n_batch);
     if (n_batch > n_ctx) n_batch = n_ctx;
@@ -196,7 +198,7 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     s->n_batch = n_batch;
     int rc;
     if (m->n_layer_kv > 0 && (rc = kv_init(&s->kv, m->n_layer_kv, n_ctx, dk, dv, kv_f32, err))) goto fail;
-    if (m->arch->state_init && (rc = m->arch->state_init(m, &s->state, n_ctx, err))) goto fail;
+    if (m->arch->state_init && (rc = m->arch->state_init(m, &s->state, n_ctx, o->n_checkpoints, err))) goto fail;
     if ((rc = model_ws_init(&s->ws, m, n_batch, n_ctx, err))) goto fail;
     s->logits = tern_alloc_aligned((size_t)hp->n_vocab * sizeof(float));
     s->bpos = calloc((size_t)n_batch, sizeof *s->bpos);
@@ -380,6 +382,12 @@ int tern_session_checkpoint(tern_session *s, tern_err *err) {
     if (!s) return tern_err_set(err, TERN_E_ARG, "tern_session_checkpoint: session is NULL");
     if (s->state && s->m->arch->state_checkpoint) return s->m->arch->state_checkpoint(s->state, s->pos, err);
     return TERN_OK;   /* pure attention: every position is restorable by truncation */
+}
+
+int tern_session_restorable(const tern_session *s, int pos) {
+    if (!s || pos <= 0) return 0;
+    if (pos > s->pos) pos = s->pos;
+    return s->state && s->m->arch->state_restorable ? s->m->arch->state_restorable(s->state, pos) : pos;
 }
 
 void tern_session_reset(tern_session *s) {

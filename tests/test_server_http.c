@@ -13,6 +13,7 @@
 #include "../server/api.h"
 #include "../server/prompt.h"
 #include "../server/reply.h"
+#include "../server/sched.h"
 #include "format/gguf.h"
 #include "model/model.h"
 #include "tokenizer/chat.h"
@@ -1271,9 +1272,11 @@ static void test_slots_memory(void **state) {
     if (!strstr(out, want)) fail_msg("tern serve -np 8:\n%s\nexpected:\n%s", out, want);
     free(out);
     tern_model_free(m);
-    /* a hybrid model: the recurrent state counts too (the KV alone of 2 slots fits) */
+    /* a hybrid model: the recurrent state counts too, with the checkpoints each slot keeps for
+     * prefix reuse (the KV alone of 2 slots fits) */
     m = load(QWEN35);
     so.n_ctx = 1024;
+    so.n_checkpoints = SRV_CHECKPOINTS;
     tern_session_mem(m, &so, &kv, &st, NULL);
     assert_true(st > 0);
     assert_int_equal(start_with_avail(m, 2, 1024, 2 * (kv + st), &err), TERN_OK);

@@ -164,15 +164,17 @@ typedef struct model_arch {
     int (*forward)(const model_t *m, model_ws *ws, const model_batch *b);
     void (*free)(model_t *m);         /* arch_data cleanup, may be NULL */
     /* Per-sequence recurrent state (NULL hooks for pure-attention archs): allocated at session
-     * creation, reset to empty, checkpointed at a position, restored to a checkpointed position
-     * (TERN_E_RANGE when pos is not restorable). */
-    int (*state_init)(const model_t *m, void **state, int n_ctx, tern_err *err);
+     * creation with room for n_ckpt checkpoints (whole-state copies), reset to empty,
+     * checkpointed at the current position, restored to a restorable position (TERN_E_RANGE
+     * otherwise); state_restorable: the largest restorable position <= pos. */
+    int (*state_init)(const model_t *m, void **state, int n_ctx, int n_ckpt, tern_err *err);
     /* Bytes state_init allocates for one sequence (memory checks; NULL with state_init NULL). */
-    uint64_t (*state_bytes)(const model_t *m, int n_ctx);
+    uint64_t (*state_bytes)(const model_t *m, int n_ctx, int n_ckpt);
     void (*state_free)(void *state);
     void (*state_reset)(void *state);
     int (*state_checkpoint)(void *state, int pos, tern_err *err);
     int (*state_truncate)(void *state, int pos, tern_err *err);
+    int (*state_restorable)(const void *state, int pos);
 } model_arch;
 
 /* Arch table (arch.c): the arch named `name`, or NULL. */

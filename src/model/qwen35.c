@@ -931,19 +931,21 @@ static void q35_state_free(void *state) {
     free(st);
 }
 
-static uint64_t q35_state_bytes(const model_t *m, int n_ctx) {
+static uint64_t q35_state_bytes(const model_t *m, int n_ctx, int n_ckpt) {
     (void)n_ctx;
     const q35_data *q = m->arch_data;
     return rstate_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g), Q35_WINDOW) +
+           rstate_snap_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), n_ckpt) +
            sizeof(float) * (uint64_t)Q35_WINDOW * (uint64_t)gdn_n_ch(&q->g);   /* + the conv input scratch u */
 }
 
-static int q35_state_init(const model_t *m, void **state, int n_ctx, tern_err *err) {
+static int q35_state_init(const model_t *m, void **state, int n_ctx, int n_ckpt, tern_err *err) {
     (void)n_ctx;
     const q35_data *q = m->arch_data;
     *state = NULL;
     const uint64_t need = rstate_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g),
-                                       Q35_WINDOW);
+                                       Q35_WINDOW) +
+                          rstate_snap_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), n_ckpt);
     const uint64_t avail = model_mem_available(m);
     if (avail && need > avail)
         return tern_err_set(err, TERN_E_NOMEM, "recurrent state needs %.1f MB, only %.1f MB available",
@@ -955,6 +957,7 @@ static int q35_state_init(const model_t *m, void **state, int n_ctx, tern_err *e
     if (!st->u) { free(st); return tern_err_set(err, TERN_E_NOMEM, "out of memory (recurrent state)"); }
     int rc = rstate_init(&st->rs, q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g),
                          Q35_WINDOW, q35_replay, st, err);
+    if (rc == TERN_OK) rc = rstate_snap_init(st->rs, n_ckpt, err);
     if (rc) { q35_state_free(st); return rc; }
     *state = st;
     return TERN_OK;
@@ -962,12 +965,18 @@ static int q35_state_init(const model_t *m, void **state, int n_ctx, tern_err *e
 
 static void q35_state_reset(void *state) { rstate_reset(((q35_state *)state)->rs); }
 
+/* The log keeps every position of its window restorable (rstate.h); a checkpoint also copies
+ * the whole state when the session has room for copies, so pos stays restorable after later
+ * prompt chunks (which are not logged). */
 static int q35_state_checkpoint(void *state, int pos, tern_err *err) {
     q35_state *st = state;
     if (pos != st->rs->pos)
         return tern_err_set(err, TERN_E_ARG, "checkpoint at %d, but the recurrent state is at %d", pos, st->rs->pos);
-    return TERN_OK;   /* the log keeps every position of the window restorable (rstate.h) */
+    rstate_snap_take(st->rs);
+    return TERN_OK;
 }
+
+static int q35_state_restorable(const void *state, int pos) { return rstate_restorable(((const q35_state *)state)->rs, pos); }
 
 static int q35_state_truncate(void *state, int pos, tern_err *err) {
     return rstate_rollback(((q35_state *)state)->rs, pos, err);
@@ -985,4 +994,5 @@ const model_arch model_arch_qwen35 = {
     .state_reset = q35_state_reset,
     .state_checkpoint = q35_state_checkpoint,
     .state_truncate = q35_state_truncate,
+    .state_restorable = q35_state_restorable,
 };

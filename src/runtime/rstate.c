@@ -48,8 +48,52 @@ int rstate_init(rstate **out, int n_layer, int64_t n_state, int64_t n_conv, int6
     return TERN_OK;
 }
 
+uint64_t rstate_snap_bytes(int n_layer, int64_t n_state, int64_t n_conv, int n) {
+    return sizeof(float) * (uint64_t)n * (uint64_t)n_layer * (uint64_t)(n_state + n_conv);
+}
+
+int rstate_snap_init(rstate *rs, int n, tern_err *err) {
+    if (n <= 0 || rs->n_layer == 0) return TERN_OK;
+    const size_t ns = sizeof(float) * (size_t)rs->n_layer * (size_t)rs->n_state * (size_t)n;
+    const size_t nc = sizeof(float) * (size_t)rs->n_layer * (size_t)rs->n_conv * (size_t)n;
+    rs->snap_S = tern_alloc_aligned(ns ? ns : 64);
+    rs->snap_conv = tern_alloc_aligned(nc ? nc : 64);
+    rs->snap_pos = malloc(sizeof *rs->snap_pos * (size_t)n);
+    if (!rs->snap_S || !rs->snap_conv || !rs->snap_pos)
+        return tern_err_set(err, TERN_E_NOMEM, "recurrent state: cannot allocate %llu bytes for %d checkpoints",
+                            (unsigned long long)rstate_snap_bytes(rs->n_layer, rs->n_state, rs->n_conv, n), n);
+    rs->n_snap = n;
+    for (int i = 0; i < n; i++) rs->snap_pos[i] = -1;
+    return TERN_OK;
+}
+
+void rstate_snap_take(rstate *rs) {
+    TERN_ASSERT(rs->batch_n == 0);
+    if (rs->n_snap == 0 || rs->pos == 0) return;
+    for (int i = 0; i < rs->n_snap; i++)
+        if (rs->snap_pos[i] == rs->pos) return;       /* this position has its copy */
+    const int k = rs->snap_next;
+    const size_t ns = (size_t)rs->n_layer * (size_t)rs->n_state, nc = (size_t)rs->n_layer * (size_t)rs->n_conv;
+    memcpy(rs->snap_S + (size_t)k * ns, rs->S, sizeof(float) * ns);
+    memcpy(rs->snap_conv + (size_t)k * nc, rs->conv, sizeof(float) * nc);
+    rs->snap_pos[k] = rs->pos;
+    rs->snap_next = (k + 1) % rs->n_snap;
+}
+
+int rstate_restorable(const rstate *rs, int p) {
+    if (p >= rs->pos) return rs->pos;
+    if (p >= rs->base_pos) return p;
+    int best = 0;
+    for (int i = 0; i < rs->n_snap; i++)
+        if (rs->snap_pos[i] <= p && rs->snap_pos[i] > best) best = rs->snap_pos[i];
+    return best;
+}
+
 void rstate_free(rstate *rs) {
     if (!rs) return;
+    tern_free_aligned(rs->snap_S);
+    tern_free_aligned(rs->snap_conv);
+    free(rs->snap_pos);
     tern_free_aligned(rs->S); tern_free_aligned(rs->S_base);
     tern_free_aligned(rs->conv); tern_free_aligned(rs->conv_base);
     tern_free_aligned(rs->log);
@@ -66,6 +110,7 @@ void rstate_reset(rstate *rs) {
     rs->pos = rs->base_pos = rs->log_head = 0;
     rs->logging = false;
     rs->batch_n = 0;
+    for (int i = 0; i < rs->n_snap; i++) rs->snap_pos[i] = -1;
 }
 
 /* Re-apply the logged tokens base_pos .. base_pos+k-1 to (S, conv) (the two ring pieces). */
@@ -115,8 +160,14 @@ void rstate_end(rstate *rs) {
     rs->logging = false;
 }
 
+static int snap_at(const rstate *rs, int p) {
+    for (int i = 0; i < rs->n_snap; i++)
+        if (rs->snap_pos[i] == p) return i;
+    return -1;
+}
+
 bool rstate_can_restore(const rstate *rs, int p) {
-    return p == 0 || (p >= rs->base_pos && p <= rs->pos);
+    return p == 0 || (p >= rs->base_pos && p <= rs->pos) || (p < rs->pos && snap_at(rs, p) >= 0);
 }
 
 int rstate_rollback(rstate *rs, int p, tern_err *err) {
@@ -127,11 +178,26 @@ int rstate_rollback(rstate *rs, int p, tern_err *err) {
         return tern_err_set(err, TERN_E_RANGE,
                             "recurrent state: cannot restore position %d (restorable: 0 and %d..%d; window %d)",
                             p, rs->base_pos, rs->pos, rs->window);
+    if (p < rs->base_pos) {                           /* a copy: it becomes the base, the log starts empty */
+        const int k = snap_at(rs, p);
+        const size_t ns = (size_t)rs->n_layer * (size_t)rs->n_state, nc = (size_t)rs->n_layer * (size_t)rs->n_conv;
+        memcpy(rs->S, rs->snap_S + (size_t)k * ns, sizeof(float) * ns);
+        memcpy(rs->conv, rs->snap_conv + (size_t)k * nc, sizeof(float) * nc);
+        memcpy(rs->S_base, rs->S, sizeof(float) * ns);
+        memcpy(rs->conv_base, rs->conv, sizeof(float) * nc);
+        for (int i = 0; i < rs->n_snap; i++)          /* copies past p describe another future */
+            if (rs->snap_pos[i] > p) rs->snap_pos[i] = -1;
+        rs->pos = rs->base_pos = p;
+        rs->log_head = 0;
+        return TERN_OK;
+    }
     if (rs->n_layer > 0) {
         memcpy(rs->S, rs->S_base, sizeof(float) * (size_t)rs->n_layer * (size_t)rs->n_state);
         memcpy(rs->conv, rs->conv_base, sizeof(float) * (size_t)rs->n_layer * (size_t)rs->n_conv);
         replay_log(rs, rs->S, rs->conv, p - rs->base_pos);
     }
     rs->pos = p;
+    for (int i = 0; i < rs->n_snap; i++)              /* copies past p describe another future */
+        if (rs->snap_pos[i] > p) rs->snap_pos[i] = -1;
     return TERN_OK;
 }

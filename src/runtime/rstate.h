@@ -47,6 +47,10 @@ typedef struct rstate {
     int batch_n;           /* tokens in the batch in progress */
     rstate_replay_fn replay;
     void *replay_ctx;
+    int n_snap;            /* rstate_snap_init: whole-state copies kept at chosen positions */
+    float *snap_S, *snap_conv;   /* n_snap x (n_layer x n_state), n_snap x (n_layer x n_conv) */
+    int *snap_pos;         /* the position of each copy; -1: empty */
+    int snap_next;         /* the copy rstate_snap_take overwrites next (oldest first) */
 } rstate;
 
 /* Allocate everything (zeroed state at position 0). window >= 1. Errors: TERN_E_ARG,
@@ -78,8 +82,20 @@ float *rstate_log_slot(rstate *rs, int il, int i);
 /* Finish the batch started by rstate_begin: pos += n (and snapshot the base if not logged). */
 void rstate_end(rstate *rs);
 
-/* Whether position p can be restored (p == 0, or base_pos <= p <= pos). */
+/* Room for n whole-state copies (rstate_snap_take), 0: none. A prefill chunk cannot be rolled
+ * into (it is not logged), so a position inside an earlier prompt is restorable only where a copy
+ * was taken: the server takes one after each prompt chunk, so a later request that shares a long
+ * prefix resumes from the last copy inside it. Errors: TERN_E_NOMEM (the bytes named). */
+int rstate_snap_init(rstate *rs, int n, tern_err *err);
+/* Bytes n copies take. */
+uint64_t rstate_snap_bytes(int n_layer, int64_t n_state, int64_t n_conv, int n);
+/* Copy the current state (at pos) over the oldest copy; nothing without room (n 0). */
+void rstate_snap_take(rstate *rs);
+
+/* Whether position p can be restored (p == 0, base_pos <= p <= pos, or a copy at p). */
 bool rstate_can_restore(const rstate *rs, int p);
+/* The largest position <= p that can be restored (0 at least). */
+int rstate_restorable(const rstate *rs, int p);
 /* Restore the state at position p (see the design above). TERN_E_RANGE if it cannot. */
 int rstate_rollback(rstate *rs, int p, tern_err *err);
 
