@@ -17,6 +17,7 @@
  * The state is read for K S0 and Q S0 in 4-token tiles and written once per chunk, instead of
  * read and written twice per token. */
 #include "model/gdn.h"
+#include "model/ops.h"
 
 #include "core/core.h"
 #include "kernels/kernels.h"
@@ -33,11 +34,8 @@
 #endif
 
 #if GDN_X86
-/* The AVX2 build of the vector code runs where kern's dispatch runs AVX2 (same bits either way). */
-static bool gdn_avx2(void) {
-    const char *isa = kern_isa();
-    return !strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni");
-}
+/* The AVX2 build of the vector code; the ops table (ops.h) takes it where the kernels run AVX2
+ * (same bits either way). */
 #define GDN_AVX2_FN __attribute__((target("avx2")))
 #endif
 
@@ -160,17 +158,13 @@ static inline __attribute__((always_inline)) void swiglu_body(float *y, const fl
         ST8(y + i, LD8(sg) * LD8(u + i));
     }
 }
-static void swiglu_generic(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
+void gdn_swiglu8_generic(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
 #if GDN_X86
-GDN_AVX2_FN static void swiglu_avx2(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
+GDN_AVX2_FN void gdn_swiglu8_avx2(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
 #endif
 
 void gdn_swiglu_fast(float *y, const float *g, const float *u, int64_t n) {
-#if GDN_X86
-    if (gdn_avx2()) swiglu_avx2(y, g, u, n);
-    else
-#endif
-        swiglu_generic(y, g, u, n);
+    model_ops_active()->gdn_swiglu8(y, g, u, n);
     for (int64_t i = n & ~(int64_t)7; i < n; i++) y[i] = gdn_silu_fast(g[i]) * u[i];
 }
 
@@ -218,13 +212,13 @@ static inline __attribute__((always_inline)) int64_t conv_blocks_body(const floa
         for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, dc, c);
     return c;
 }
-static int64_t conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
-                                   int64_t c0, int64_t c1) {
+int64_t gdn_conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
+                                int64_t c0, int64_t c1) {
     return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
 }
 #if GDN_X86
-GDN_AVX2_FN static int64_t conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch,
-                                            int dc, int64_t c0, int64_t c1) {
+GDN_AVX2_FN int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch,
+                                         int dc, int64_t c0, int64_t c1) {
     return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
 }
 #endif
@@ -237,13 +231,7 @@ void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const
         const float *x = in + (int64_t)i * nch;
         float *y = out + (int64_t)i * nch;
         int64_t c = c0;
-        if (!g->ggml) {
-#if GDN_X86
-            if (gdn_avx2()) c = conv_blocks_avx2(conv_w, state, x, y, nch, dc, c0, c1);
-            else
-#endif
-                c = conv_blocks_generic(conv_w, state, x, y, nch, dc, c0, c1);
-        }
+        if (!g->ggml) c = model_ops_active()->gdn_conv_blocks(conv_w, state, x, y, nch, dc, c0, c1);
         for (; c < c1; c++) {
             const float *w = conv_w + c * dc;
             float sum = 0.0f;
@@ -412,15 +400,14 @@ static inline __attribute__((always_inline)) void delta_token_body(float *S, int
     }
 }
 
-static void delta_token_generic(float *S, int d, const float *q, const float *k, const float *v, float beta,
-                                float gam, float *o, const float *pf) {
+void gdn_delta_token_generic(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
+                             float *o, const float *pf) {
     delta_token_body(S, d, q, k, v, beta, gam, o, pf);
 }
 
 #if GDN_X86
-__attribute__((target("avx2"))) static void delta_token_avx2(float *S, int d, const float *q, const float *k,
-                                                             const float *v, float beta, float gam, float *o,
-                                                             const float *pf) {
+GDN_AVX2_FN void gdn_delta_token_avx2(float *S, int d, const float *q, const float *k, const float *v, float beta,
+                                      float gam, float *o, const float *pf) {
     delta_token_body(S, d, q, k, v, beta, gam, o, pf);
 }
 #endif
@@ -428,26 +415,22 @@ __attribute__((target("avx2"))) static void delta_token_avx2(float *S, int d, co
 typedef void (*delta_token_fn)(float *, int, const float *, const float *, const float *, float, float, float *,
                                const float *);
 
-static delta_token_fn delta_token_pick(const char *isa) {
-#if GDN_X86
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) return delta_token_avx2;
-#endif
-    (void)isa;
-    return delta_token_generic;
+/* The named table's copy (tests), the portable one when that table is not compiled in. */
+static const model_ops *ops_named(const char *isa) {
+    const model_ops *o = model_ops_find(isa);
+    return o ? o : model_ops_find("generic");
 }
-
-const char *gdn_isa(void) { return delta_token_pick(kern_isa()) == delta_token_generic ? "generic" : "avx2"; }
 
 void gdn_delta_token_isa(const char *isa, float *S, int d, const float *q, const float *k, const float *v,
                          float beta, float gam, float *o) {
     TERN_ASSERT(d % 8 == 0 && d <= GDN_D_MAX);
-    delta_token_pick(isa)(S, d, q, k, v, beta, gam, o, NULL);
+    ops_named(isa)->delta_token(S, d, q, k, v, beta, gam, o, NULL);
 }
 
 void gdn_delta_token(float *S, int d, const float *q, const float *k, const float *v, float beta,
                      float gam, float *o) {
     TERN_DASSERT(d % 8 == 0 && d <= GDN_D_MAX);
-    delta_token_pick(kern_isa())(S, d, q, k, v, beta, gam, o, NULL);
+    model_ops_active()->delta_token(S, d, q, k, v, beta, gam, o, NULL);
 }
 
 /* ---- chunked delta rule ------------------------------------------------------------------ */
@@ -589,13 +572,13 @@ static inline __attribute__((always_inline)) void delta_chunk_body(float *S, int
     }
 }
 
-static void delta_chunk_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
-                                const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
-                                float *o, int64_t ld_o, float *scratch) {
+void gdn_delta_chunk_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                             const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                             int64_t ld_o, float *scratch) {
     delta_chunk_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
 }
 #if GDN_X86
-GDN_AVX2_FN static void delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
+GDN_AVX2_FN void gdn_delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
                                          int64_t ld_k, const float *v, int64_t ld_v, const float *beta,
                                          const float *gam, int64_t ld_g, float *o, int64_t ld_o, float *scratch) {
     delta_chunk_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
@@ -606,20 +589,13 @@ GDN_AVX2_FN static void delta_chunk_avx2(float *S, int d, int n, const float *q,
 void gdn_delta_chunk_isa(const char *isa, float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
                          int64_t ld_k, const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
                          float *o, int64_t ld_o, float *scratch) {
-#if GDN_X86
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) {
-        delta_chunk_avx2(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
-        return;
-    }
-#endif
-    (void)isa;
-    delta_chunk_generic(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
+    ops_named(isa)->delta_chunk(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
 }
 
 void gdn_delta_chunk(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                      const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
                      float *o, int64_t ld_o, float *scratch) {
-    gdn_delta_chunk_isa(kern_isa(), S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
+    model_ops_active()->delta_chunk(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
 }
 
 /* ---- one layer's heads ------------------------------------------------------------------- */
@@ -629,7 +605,7 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                      bool chunked, float *scratch) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), ldy = (int64_t)hv * d;
-    const delta_token_fn tok = delta_token_pick(kern_isa());
+    const delta_token_fn tok = model_ops_active()->delta_token;
     for (int t = h0; t < h1; t++) {
         const int kh = t % hk;                        /* tiled order: v-head t <-> key head t mod Hk */
         const float *q = u + (int64_t)kh * d;
@@ -684,7 +660,7 @@ void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const 
 void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
-    const delta_token_fn tok = delta_token_pick(kern_isa());
+    const delta_token_fn tok = model_ops_active()->delta_token;
     for (int t = h0; t < h1; t++) {                   /* head-outer: the head's state stays in cache */
         const int kh = t % hk;
         float *St = S + (int64_t)t * d * d;

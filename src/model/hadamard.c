@@ -1,5 +1,6 @@
 /* hadamard.c: scalar Walsh-Hadamard rotation (the reference; see hadamard.h for the math). */
 #include "model/hadamard.h"
+#include "model/ops.h"
 
 #include <math.h>
 
@@ -80,22 +81,22 @@ static inline __attribute__((always_inline)) void fwht_blocks_body(float *x, int
     }
 }
 
-static void fwht_blocks_generic(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
+void had_fwht_blocks_generic(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-__attribute__((target("avx2"))) static void fwht_blocks_avx2(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void had_fwht_blocks_avx2(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
 #endif
 
 void had_fwht_blocks_isa(const char *isa, float *x, int64_t K, int64_t n) {
     TERN_ASSERT(n >= 8 && K % n == 0);
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avx512vnni")) { fwht_blocks_avx2(x, K, n); return; }
-#endif
-    (void)isa;
-    fwht_blocks_generic(x, K, n);
+    const model_ops *o = model_ops_find(isa);
+    (o ? o : model_ops_find("generic"))->fwht_blocks(x, K, n);
 }
 
-void had_fwht_blocks(float *x, int64_t K, int64_t n) { had_fwht_blocks_isa(kern_isa(), x, K, n); }
+void had_fwht_blocks(float *x, int64_t K, int64_t n) {
+    TERN_ASSERT(n >= 8 && K % n == 0);
+    model_ops_active()->fwht_blocks(x, K, n);
+}
 
 /* y[k] = (s ? s[k] * x[k] : x[k]) * scale, 8 at a time (the int8 sign converted exactly). */
 typedef int8_t hv8b __attribute__((vector_size(8), aligned(1), may_alias));
