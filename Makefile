@@ -34,9 +34,9 @@ TEST_BIN := $(B)/tests/run
 endif
 
 # ---- sources ----------------------------------------------------------------------------------
-LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' -not -path 'src/model/x86/*' | sort)
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' -not -path 'src/model/x86/*' -not -path 'src/runtime/x86/*' | sort)
 ifeq ($(ARCH),x86_64)
-LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c)) $(sort $(wildcard src/model/x86/*.c))
+LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c)) $(sort $(wildcard src/model/x86/*.c)) $(sort $(wildcard src/runtime/x86/*.c))
 endif
 ifeq ($(ARCH),aarch64)
 LIB_SRC += $(sort $(wildcard src/kernels/arm/*.c))
@@ -64,6 +64,9 @@ LIBDIR  ?= $(PREFIX)/lib
 $(B)/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 $(B)/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
+$(B)/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
+$(B)/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
+$(B)/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
 $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
@@ -248,6 +251,9 @@ $(B_WIN)/libtern.dll: $(LIB_OBJ) $(B_WIN)/libtern.def
 $(B)/pic/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/pic/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 $(B)/pic/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
+$(B)/pic/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
+$(B)/pic/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
+$(B)/pic/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/pic/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
