@@ -285,6 +285,12 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
 int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                        bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
                        int *n_out, tern_err *err);
+/* tern_chat_tokenize where scaffold[i] (scaffold may be NULL: none) marks message i's content as
+ * template text the caller rendered itself (a server's tools section): control-token text is
+ * parsed in it as in the scaffolding. Every other content is tokenised as plain text. */
+int tern_chat_tokenize_ex(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, const bool *scaffold,
+                          int n_msgs, bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out,
+                          int n_max, int *n_out, tern_err *err);
 
 
 /* ==== Speculative decoding (prompt lookup) =====================================================
