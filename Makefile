@@ -215,7 +215,7 @@ ifeq ($(WIN),1)
 BASE_CFLAGS += -D_FILE_OFFSET_BITS=64 -D__USE_MINGW_ANSI_STDIO=1 -DUTF8PROC_STATIC -DCJSON_HIDE_SYMBOLS \
                -I$(B_WIN)/deps/include
 LDLIBS      := -L$(B_WIN)/deps/lib -lutf8proc -lcjson -lm -pthread -static
-TOOL_SRC    := $(filter-out tools/serve.c,$(TOOL_SRC)) tools/win/serve_none.c server/prompt.c server/util.c
+TOOL_SRC    := $(filter-out tools/serve.c,$(TOOL_SRC)) tools/win/serve_none.c
 SUITES      := $(WIN_SUITES)
 TEST_SRC    := tests/main.c tests/model_fx.c $(foreach s,$(WIN_SUITES),tests/test_$(s).c)
 TOOL_OBJ    := $(TOOL_SRC:%.c=$(B)/%.o)
