@@ -482,6 +482,11 @@ void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n);
 tern_stop tern_gen_sample(tern_gen *g, const float *logits);
 /* The pending token (sampled, not yet in the session), or -1. */
 int32_t tern_gen_pending(const tern_gen *g);
+/* The tokens the last tern_gen_sample or tern_gen_step call reported to on_token, in order, a
+ * stopping end-of-generation token excluded (*tok: owned by g, valid until the next call); returns
+ * their count. For callers that read the tokens instead of taking a callback (language bindings,
+ * whose callbacks cannot stop the program on an interrupt). */
+int tern_gen_tokens(const tern_gen *g, const int32_t **tok);
 /* Append the pending token and sample the next: plain, one tern_session_eval; speculative, one
  * tern_spec_step (several tokens per forward, each through the stop rules in order; tokens after
  * a stop stay in the session). Returns the stop, TERN_STOP_ERROR with err set on a failed
