@@ -34,9 +34,9 @@ TEST_BIN := $(B)/tests/run
 endif
 
 # ---- sources ----------------------------------------------------------------------------------
-LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' -not -path 'src/model/x86/*' | sort)
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' -not -path 'src/model/x86/*' -not -path 'src/runtime/x86/*' | sort)
 ifeq ($(ARCH),x86_64)
-LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c)) $(sort $(wildcard src/model/x86/*.c))
+LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c)) $(sort $(wildcard src/model/x86/*.c)) $(sort $(wildcard src/runtime/x86/*.c))
 endif
 ifeq ($(ARCH),aarch64)
 LIB_SRC += $(sort $(wildcard src/kernels/arm/*.c))
@@ -65,6 +65,9 @@ $(B)/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 $(B)/src/kernels/x86/avxvnni.o:    ISA_FLAGS := -mavx2 -mfma -mf16c -mavxvnni
 $(B)/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
+$(B)/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
+$(B)/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
+$(B)/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
 $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
@@ -217,7 +220,7 @@ ifeq ($(WIN),1)
 BASE_CFLAGS += -D_FILE_OFFSET_BITS=64 -D__USE_MINGW_ANSI_STDIO=1 -DUTF8PROC_STATIC -DCJSON_HIDE_SYMBOLS \
                -I$(B_WIN)/deps/include
 LDLIBS      := -L$(B_WIN)/deps/lib -lutf8proc -lcjson -lm -pthread -static
-TOOL_SRC    := $(filter-out tools/serve.c,$(TOOL_SRC)) tools/win/serve_none.c server/prompt.c server/util.c
+TOOL_SRC    := $(filter-out tools/serve.c,$(TOOL_SRC)) tools/win/serve_none.c
 SUITES      := $(WIN_SUITES)
 TEST_SRC    := tests/main.c tests/model_fx.c $(foreach s,$(WIN_SUITES),tests/test_$(s).c)
 TOOL_OBJ    := $(TOOL_SRC:%.c=$(B)/%.o)
@@ -254,6 +257,9 @@ $(B)/pic/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/pic/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 $(B)/pic/src/kernels/x86/avxvnni.o:    ISA_FLAGS := -mavx2 -mfma -mf16c -mavxvnni
 $(B)/pic/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
+$(B)/pic/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
+$(B)/pic/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
+$(B)/pic/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/pic/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod

@@ -325,6 +325,12 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
 int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                        bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
                        int *n_out, tern_err *err);
+/* tern_chat_tokenize where scaffold[i] (scaffold may be NULL: none) marks message i's content as
+ * template text the caller rendered itself (a server's tools section): control-token text is
+ * parsed in it as in the scaffolding. Every other content is tokenised as plain text. */
+int tern_chat_tokenize_ex(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, const bool *scaffold,
+                          int n_msgs, bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out,
+                          int n_max, int *n_out, tern_err *err);
 
 
 /* ==== Speculative decoding (prompt lookup) =====================================================
@@ -523,6 +529,11 @@ void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n);
 tern_stop tern_gen_sample(tern_gen *g, const float *logits);
 /* The pending token (sampled, not yet in the session), or -1. */
 int32_t tern_gen_pending(const tern_gen *g);
+/* The tokens the last tern_gen_sample or tern_gen_step call reported to on_token, in order, a
+ * stopping end-of-generation token excluded (*tok: owned by g, valid until the next call); returns
+ * their count. For callers that read the tokens instead of taking a callback (language bindings,
+ * whose callbacks cannot stop the program on an interrupt). */
+int tern_gen_tokens(const tern_gen *g, const int32_t **tok);
 /* Append the pending token and sample the next: plain, one tern_session_eval; speculative, one
  * tern_spec_step (several tokens per forward, each through the stop rules in order; tokens after
  * a stop stay in the session). Returns the stop, TERN_STOP_ERROR with err set on a failed

@@ -25,18 +25,15 @@ int prompt_tokenize_append(const tern_model *m, const char *text, size_t len, bo
                            prompt_ids *out, tern_err *err);
 
 /* Render msgs with the chat template (tmpl as tern_chat_apply: NULL = the model's) and append
- * the token ids to out. Each message's content is replaced by a unique marker for rendering;
- * the text between markers (the scaffolding) is tokenised with control tokens parsed, each
- * content with them off. add_bos: as prompt_tokenize_append, for the first piece only.
- * Contents are inserted verbatim, or trimmed of whitespace when that is what reproduces the
- * template's own rendering (templates that |trim content). If text is not NULL, *text receives
- * the prompt as tokenised (malloc'd, NUL-terminated; caller frees).
- * Errors: those of tern_chat_apply and tern_tokenize, TERN_E_FORMAT, TERN_E_NOMEM. */
+ * the token ids to out: tern_chat_tokenize, control tokens parsed only in the scaffolding. add_bos:
+ * as prompt_tokenize_append. If text is not NULL, *text receives the rendered prompt (malloc'd,
+ * NUL-terminated; caller frees). Errors: those of tern_chat_tokenize and tern_chat_apply,
+ * TERN_E_ARG (a message without role or content), TERN_E_NOMEM. */
 int prompt_chat_append(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                        bool add_generation_prompt, bool enable_thinking, bool add_bos, prompt_ids *out,
                        char **text, tern_err *err);
 /* Same; trusted[i] (if trusted is not NULL) marks a content that is itself scaffolding (a tools
- * block the server renders), tokenised with control tokens parsed. */
+ * block the server renders), tokenised with control tokens parsed (tern_chat_tokenize_ex). */
 int prompt_chat_append_ex(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, const bool *trusted,
                           int n_msgs, bool add_generation_prompt, bool enable_thinking, bool add_bos, prompt_ids *out,
                           char **text, tern_err *err);

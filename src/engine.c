@@ -468,6 +468,13 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
 int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                        bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
                        int *n_out, tern_err *err) {
+    return tern_chat_tokenize_ex(m, tmpl, msgs, NULL, n_msgs, add_generation_prompt, enable_thinking, add_bos, out,
+                                 n_max, n_out, err);
+}
+
+int tern_chat_tokenize_ex(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, const bool *scaffold,
+                          int n_msgs, bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out,
+                          int n_max, int *n_out, tern_err *err) {
     if (!m || (!msgs && n_msgs) || n_msgs < 0 || !n_out || n_max < 0 || (!out && n_max))
         return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: bad arguments (model %p, msgs %p, n_msgs %d, out %p, "
                             "n_max %d, n_out %p)", (const void *)m, (const void *)msgs, n_msgs, (void *)out, n_max,
@@ -479,7 +486,7 @@ int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_ms
     const chat_opts co = {.add_generation_prompt = add_generation_prompt, .enable_thinking = enable_thinking};
     int32_t *ids = NULL;
     int n = 0;
-    rc = chat_tokenize(m->vocab, t, cm, n_msgs, &co, add_bos, &ids, &n, err);
+    rc = chat_tokenize(m->vocab, t, cm, scaffold, n_msgs, &co, add_bos, &ids, &n, err);
     free(cm);
     if (rc) return rc;
     *n_out = n;

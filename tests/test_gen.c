@@ -4,7 +4,8 @@
  *   written here (stories260K, llama; qwen35-tiny, hybrid);
  * - speculative (a tern_spec) gives the same tokens and the same session position as plain;
  * - driven step by step with the caller appending the pending token (the server's way) it gives
- *   the same tokens as tern_gen_run;
+ *   the same tokens as tern_gen_run, and tern_gen_tokens reads back what on_token saw; so does a
+ *   speculative tern_gen_step loop;
  * - the stop rules: n_predict 0 and 1, a callback stop with and without eval_last (what the
  *   session then holds), a full context, and the events' counts and the final flush. */
 #include "model_fx.h"
@@ -173,12 +174,22 @@ static void test_stepwise_equals_run(void **state) {
     const float *l = tern_session_eval(s, p, np, &err);
     tern_gen_prompt_seen(g, p, np);
     tern_stop stop;
+    int32_t pulled[MAXG];
+    int n_pulled = 0;
     while ((stop = tern_gen_sample(g, l)) == TERN_STOP_NONE) {
+        const int32_t *tk = NULL;
+        assert_int_equal(tern_gen_tokens(g, &tk), 1);   /* what the callback saw, read back */
+        pulled[n_pulled++] = tk[0];
         const int32_t t = tern_gen_pending(g);
         assert_true(t >= 0);
         l = tern_session_eval(s, &t, 1, &err);
         assert_non_null(l);
     }
+    const int32_t *tk = NULL;
+    const int n_last = tern_gen_tokens(g, &tk);
+    for (int i = 0; i < n_last; i++) pulled[n_pulled++] = tk[i];
+    assert_int_equal(n_pulled, a.n);
+    assert_memory_equal(pulled, a.ids, (size_t)a.n * sizeof *a.ids);
     assert_int_equal(stop, TERN_STOP_LENGTH);
     assert_int_equal(tern_gen_pending(g), -1);
     assert_int_equal(tern_gen_end(g, &err), TERN_STOP_LENGTH);
@@ -187,6 +198,56 @@ static void test_stepwise_equals_run(void **state) {
     assert_int_equal(tern_session_pos(s) - np, pos);
     tern_gen_free(g);
     tern_sampler_free(smp);
+    tern_session_free(s);
+    tern_model_free(m);
+}
+
+/* Speculative steps read through tern_gen_tokens (the bindings' way, no callback): the same
+ * tokens as plain tern_gen_run. */
+static void test_pull_spec_steps(void **state) {
+    (void)state;
+    tern_model *m = load_fx(STORIES);
+    tern_session *s = mfx_session(m, 256, 64, false);
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = 40;
+    gp.ignore_eos = true;
+    rec a = {0};
+    int pos = 0;
+    run_gen(m, s, NULL, &gp, &a, &pos);
+
+    tern_err err = {0};
+    tern_spec_params spp;
+    tern_spec_params_default(&spp);
+    spp.ignore_eos = true;
+    tern_spec *spec = NULL;
+    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    int32_t p[32];
+    const int np = prompt_of(m, p, 32);
+    tern_session_reset(s);
+    tern_sampler *smp = greedy(m);
+    tern_gen *g = NULL;
+    assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
+    tern_gen_begin(g, s, smp, spec, &gp);             /* no on_token */
+    const float *l = tern_gen_prompt(g, p, np, &err);
+    assert_non_null(l);
+    int32_t got[MAXG + 16];
+    int n = 0;
+    for (tern_stop stop = tern_gen_sample(g, l);; stop = tern_gen_step(g, NULL, NULL, &err)) {
+        assert_int_not_equal(stop, TERN_STOP_ERROR);
+        const int32_t *tk = NULL;
+        const int k = tern_gen_tokens(g, &tk);
+        assert_true(n + k <= MAXG + 16);
+        memcpy(got + n, tk, (size_t)k * sizeof *tk);
+        n += k;
+        if (stop != TERN_STOP_NONE) break;
+    }
+    tern_gen_end(g, &err);
+    assert_int_equal(n, a.n);
+    assert_memory_equal(got, a.ids, (size_t)a.n * sizeof *a.ids);
+    tern_gen_free(g);
+    tern_sampler_free(smp);
+    tern_spec_free(spec);
     tern_session_free(s);
     tern_model_free(m);
 }
@@ -313,6 +374,7 @@ int suite_gen(int *n_tests) {
         cmocka_unit_test(test_plain_and_spec_stories),
         cmocka_unit_test(test_plain_and_spec_qwen35),
         cmocka_unit_test(test_stepwise_equals_run),
+        cmocka_unit_test(test_pull_spec_steps),
         cmocka_unit_test(test_stop_rules),
         cmocka_unit_test(test_think_budget),
     };

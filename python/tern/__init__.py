@@ -405,11 +405,12 @@ class Model:
         return _StopFilter(self._gen_tokens(ids, smp), smp.stop).run()
 
     def _gen_tokens(self, ids, smp):
-        """Yield the text of each generated token (the loop of tools/run.c, token by token)."""
+        """Yield the text of each generated token (tern_gen, the loop of tern run, token by token)."""
         lib, h = self._lib, self._handle()
         s = self._acquire_session()
         sampler = ctypes.c_void_p()
         spec = ctypes.c_void_p()
+        gen = ctypes.c_void_p()
         err = _lib.tern_err()
         try:
             p = smp.params
@@ -421,49 +422,35 @@ class Model:
                 _raise(err)
             if smp.spec is not None and lib.tern_spec_init(ctypes.byref(spec), h, ctypes.byref(smp.spec), ctypes.byref(err)):
                 _raise(err)
-            logits = s.eval(ids)
+            # the library's generation loop (tern_gen: the stop rules of tern run), read token by
+            # token through tern_gen_tokens: no callback, so Ctrl-C stops between steps
+            if lib.tern_gen_init(ctypes.byref(gen), h, ctypes.byref(err)):
+                _raise(err)
+            gp = _lib.tern_gen_params()
+            lib.tern_gen_params_default(ctypes.byref(gp))
+            gp.n_predict = smp.max_tokens
+            gp.ignore_eos = smp.ignore_eos
+            lib.tern_gen_begin(gen, s.h, sampler, spec, ctypes.byref(gp))
+            logits = lib.tern_gen_prompt(gen, _int32_array(ids), len(ids), ctypes.byref(err))
+            if not logits:
+                _raise(err)
             d = _Detok(self)
-            n_max, ignore_eos = smp.max_tokens, smp.ignore_eos
-            if spec and n_max != 0:
-                arr = _int32_array(ids)
-                if lib.tern_spec_add(spec, arr, len(ids), ctypes.byref(err)):
+            toks = ctypes.POINTER(ctypes.c_int32)()
+            stop = lib.tern_gen_sample(gen, logits)
+            while True:
+                for j in range(lib.tern_gen_tokens(gen, ctypes.byref(toks))):
+                    yield d.put(toks[j])
+                if stop != _lib.TERN_STOP_NONE:
+                    break
+                stop = lib.tern_gen_step(gen, None, None, ctypes.byref(err))
+                if stop == _lib.TERN_STOP_ERROR:
                     _raise(err)
-                last = lib.tern_sampler_sample(sampler, logits)
-                lib.tern_sampler_accept(sampler, last)
-                n_gen = 1
-                buf = (ctypes.c_int32 * (_lib.TERN_SPEC_DRAFT_LIMIT + 1))()
-                k = ctypes.c_int(0)
-                while True:
-                    if not ignore_eos and lib.tern_token_is_eog(h, last):
-                        break
-                    yield d.put(last)
-                    if n_gen == n_max or s.pos >= s.n_ctx:
-                        break
-                    n_step = _lib.TERN_SPEC_DRAFT_LIMIT + 1
-                    if n_max >= 0 and n_max - n_gen < n_step:
-                        n_step = n_max - n_gen
-                    if lib.tern_spec_step(spec, s.h, sampler, last, n_step, buf, ctypes.byref(k), ctypes.byref(err)):
-                        _raise(err)
-                    for j in range(k.value - 1):        # an end-of-generation token can only be the last
-                        yield d.put(buf[j])
-                    n_gen += k.value
-                    last = buf[k.value - 1]
-            else:
-                i = 0
-                while i < n_max or n_max < 0:
-                    t = lib.tern_sampler_sample(sampler, logits)
-                    lib.tern_sampler_accept(sampler, t)
-                    if not ignore_eos and lib.tern_token_is_eog(h, t):
-                        break
-                    yield d.put(t)
-                    if i + 1 == n_max or s.pos >= s.n_ctx:
-                        break
-                    logits = s.eval([t])
-                    i += 1
+            lib.tern_gen_end(gen, ctypes.byref(err))
             tail = d.flush()
             if tail:
                 yield tail
         finally:
+            lib.tern_gen_free(gen)
             lib.tern_spec_free(spec)
             lib.tern_sampler_free(sampler)
             self._release_session(s)

@@ -42,7 +42,7 @@ class tern_model_info(ctypes.Structure):
 
 
 class tern_session_opts(ctypes.Structure):
-    _fields_ = [("n_ctx", c_int), ("n_batch", c_int), ("kv_f32", c_bool)]
+    _fields_ = [("n_ctx", c_int), ("n_batch", c_int), ("kv_f32", c_bool), ("n_checkpoints", c_int)]
 
 
 class tern_sampler_params(ctypes.Structure):
@@ -65,6 +65,15 @@ class tern_spec_params(ctypes.Structure):
 
 class tern_spec_stats(ctypes.Structure):
     _fields_ = [("n_steps", c_int64), ("n_drafted", c_int64), ("n_accepted", c_int64), ("n_tokens", c_int64)]
+
+
+class tern_gen_params(ctypes.Structure):
+    _fields_ = [("n_predict", c_int), ("ignore_eos", c_bool), ("split_think", c_bool), ("eval_last", c_bool),
+                ("think_budget", c_int), ("forced", c_void_p), ("n_forced", c_int),
+                ("on_token", c_void_p), ("user", c_void_p)]
+
+
+TERN_STOP_NONE, TERN_STOP_ERROR = 0, 5
 
 
 # name: (restype, argtypes); handles (tern_model *, tern_session *, ...) are opaque void pointers
@@ -107,6 +116,15 @@ _PROTOS = {
     "tern_spec_add": (c_int, [c_void_p, P(c_int32), c_int, P(tern_err)]),
     "tern_spec_get_stats": (None, [c_void_p, P(tern_spec_stats)]),
     "tern_spec_step": (c_int, [c_void_p, c_void_p, c_void_p, c_int32, c_int, P(c_int32), P(c_int), P(tern_err)]),
+    "tern_gen_params_default": (None, [P(tern_gen_params)]),
+    "tern_gen_init": (c_int, [P(c_void_p), c_void_p, P(tern_err)]),
+    "tern_gen_free": (None, [c_void_p]),
+    "tern_gen_begin": (None, [c_void_p, c_void_p, c_void_p, c_void_p, P(tern_gen_params)]),
+    "tern_gen_prompt": (P(c_float), [c_void_p, P(c_int32), c_int, P(tern_err)]),
+    "tern_gen_sample": (c_int, [c_void_p, P(c_float)]),
+    "tern_gen_step": (c_int, [c_void_p, c_void_p, c_void_p, P(tern_err)]),
+    "tern_gen_end": (c_int, [c_void_p, P(tern_err)]),
+    "tern_gen_tokens": (c_int, [c_void_p, P(P(c_int32))]),
 }
 
 

@@ -2,6 +2,7 @@
 (computed here by running ./tern), the reference runtime's token ids (golden/*/prompts.json), the
 Qwen3 tokenizer vectors, and hand-written template renderings."""
 
+import ctypes
 import json
 import math
 import os
@@ -394,3 +395,34 @@ def test_isa_and_load_options():
         tern.Model(path, ptq1_0="fast")
     with pytest.raises(ValueError):
         tern.Model(path, mem_available=0)
+
+
+def test_struct_layouts_match_tern_h(tmp_path):
+    """Every ctypes Structure of the package has the size and field offsets the C compiler gives
+    the struct of the same name in include/tern.h (a probe compiled here): a field added to
+    tern.h without the binding would make the library write past the Python object."""
+    import shutil
+    from tern import _lib
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    structs = {name: cls for name, cls in vars(_lib).items()
+               if isinstance(cls, type) and issubclass(cls, ctypes.Structure) and name.startswith("tern_")}
+    assert len(structs) >= 8
+    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "tern.h"', "int main(void) {"]
+    for name, cls in structs.items():
+        lines.append('    printf("%s size %%zu\\n", sizeof(%s));' % (name, name))
+        for f in cls._fields_:
+            lines.append('    printf("%s.%s %%zu\\n", offsetof(%s, %s));' % (name, f[0], name, f[0]))
+    lines.append("    return 0;\n}")
+    src = tmp_path / "probe.c"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "probe"
+    r = subprocess.run([cc, "-std=c11", "-I", os.path.join(ROOT, "include"), str(src), "-o", str(exe)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert r.returncode == 0, r.stdout.decode()   # a field the binding names that tern.h lacks fails here
+    got = dict(l.rsplit(" ", 1) for l in subprocess.run([str(exe)], stdout=subprocess.PIPE, check=True).stdout.decode().splitlines())
+    for name, cls in structs.items():
+        assert int(got["%s size" % name]) == ctypes.sizeof(cls), name
+        for f in cls._fields_:
+            assert int(got["%s.%s" % (name, f[0])]) == getattr(cls, f[0]).offset, (name, f[0])

@@ -33,6 +33,8 @@ struct tern_gen {
     bool last_in_session;
     int32_t step[TERN_SPEC_DRAFT_LIMIT + 2];   /* the tokens the last step appended */
     int n_step;
+    int32_t ev[TERN_SPEC_DRAFT_LIMIT + 2];     /* the tokens the last sample / step call reported */
+    int n_ev;
     tern_gen_stats st;
     double t_begin, t_first, t_last;
     char text[GEN_TEXT_CAP];
@@ -84,7 +86,7 @@ void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
     g->stop = TERN_STOP_NONE;
     g->pending = g->last = -1;
     g->last_in_session = false;
-    g->n_step = 0;
+    g->n_step = g->n_ev = 0;
     memset(&g->st, 0, sizeof g->st);
     g->st.bad_logits_pos = -1;
     g->t_begin = tern_time_s();
@@ -136,6 +138,7 @@ static tern_stop emit(tern_gen *g, int32_t t, const float *logits, bool in_sessi
     if (g->st.n_gen++ == 0) g->t_first = g->t_last;
     g->last = t;
     g->last_in_session = in_session;
+    if (g->p.ignore_eos || !tern_token_is_eog(g->m, t)) g->ev[g->n_ev++] = t;   /* room: one call's tokens */
     tern_gen_token ev = {.id = t, .text = g->text, .n_gen = g->st.n_gen, .logits = logits, .in_think = g->in_think};
     if (!g->p.ignore_eos && tern_token_is_eog(g->m, t)) {
         ev.eog = true;
@@ -162,7 +165,8 @@ static tern_stop emit(tern_gen *g, int32_t t, const float *logits, bool in_sessi
     return TERN_STOP_NONE;
 }
 
-tern_stop tern_gen_sample(tern_gen *g, const float *logits) {
+/* tern_gen_sample without forgetting the tokens reported earlier in the same call (a step). */
+static tern_stop sample_one(tern_gen *g, const float *logits) {
     if (g->stop != TERN_STOP_NONE) return g->stop;
     if (g->p.n_predict >= 0 && g->st.n_gen >= g->p.n_predict) return g->stop = TERN_STOP_LENGTH;
     if (g->spec == NULL || g->st.n_gen == 0) check_logits(g, logits);
@@ -177,12 +181,23 @@ tern_stop tern_gen_sample(tern_gen *g, const float *logits) {
     return emit(g, t, logits, false);
 }
 
+tern_stop tern_gen_sample(tern_gen *g, const float *logits) {
+    g->n_ev = 0;
+    return sample_one(g, logits);
+}
+
+int tern_gen_tokens(const tern_gen *g, const int32_t **tok) {
+    if (tok) *tok = g->ev;
+    return g->n_ev;
+}
+
 int32_t tern_gen_pending(const tern_gen *g) { return g->stop == TERN_STOP_NONE ? g->pending : -1; }
 
 tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *err) {
     if (tok) *tok = g->step;
     if (n_tok) *n_tok = 0;
     g->n_step = 0;
+    g->n_ev = 0;
     if (g->stop != TERN_STOP_NONE) return g->stop;
     if (g->pending < 0) {
         tern_err_set(err, TERN_E_ARG, "tern_gen_step: no pending token (call tern_gen_sample first)");
@@ -199,7 +214,7 @@ tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *
         if (!logits || (g->spec && tern_spec_add(g->spec, &last, 1, e) != TERN_OK)) return g->stop = TERN_STOP_ERROR;
         g->step[g->n_step++] = last;
         if (n_tok) *n_tok = g->n_step;
-        return tern_gen_sample(g, logits);
+        return sample_one(g, logits);
     }
     int32_t out[TERN_SPEC_DRAFT_LIMIT + 1];
     int k = 0, n_max = TERN_SPEC_DRAFT_LIMIT + 1;

@@ -132,6 +132,9 @@ const char *kern_isa(void);
 /* True if the active path runs PQ2_0/PTQ1_0 in the 16-row layout: kern_w_init without a layout
  * flag then prepares that layout (KW_ROW16, KW_PTQ_ROW16), else the row-pair one. */
 bool kern_isa_row16(void);
+/* Whether the active table runs on x86 AVX2 + FMA + F16C (avx2, avxvnni, avx512vnni): the model's
+ * element-wise vector code (src/model/ops.h) then takes its AVX2 copy. */
+bool kern_isa_avx2(void);
 /* Force a path by name (tern_set_isa; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);

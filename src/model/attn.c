@@ -1,10 +1,11 @@
 /* attn.c: the standard-softmax attention tile (blk_attn_tile, blocks.h), its portable copy and
  * the choice of copy, plus the exact fp16 -> f32 table. The body is attn_impl.h; x86/attn_avx2.c
  * compiles the same body with -mavx2 -mf16c. Both copies give the same bits (see attn_impl.h),
- * so the choice never changes a result: the AVX2 copy runs when the kernels run an x86 SIMD path
- * (avx2, avx512vnni: those need AVX2 + F16C with OS support), the portable copy otherwise (so
- * the ref ISA path also exercises it). */
+ * so the choice never changes a result: the ops table (ops.h) takes the AVX2 copy when the
+ * kernels run an x86 SIMD path (avx2, avxvnni, avx512vnni: those need AVX2 + F16C), the
+ * portable copy otherwise (so the ref path also exercises it). */
 #include "model/blocks.h"
+#include "model/ops.h"
 
 #include "core/fp16.h"
 
@@ -37,20 +38,9 @@ static inline __attribute__((always_inline)) attn_v8f attn_ld_f16_table(const ui
 #undef ATTN_SUFFIX
 #undef ATTN_LD_F16
 
-typedef void (*attn_tile_fn)(int, const float *const *, float *const *, const int *, const blk_kv_view *, int, int,
-                             int, float, float *);
-
-static attn_tile_fn attn_pick(void) {
-#if defined(__x86_64__)
-    const char *isa = kern_isa();
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni")) return blk_attn_tile_avx2;
-#endif
-    return blk_attn_tile_generic;
-}
-
-const char *blk_attn_isa(void) { return attn_pick() == blk_attn_tile_generic ? "generic" : "avx2"; }
+const char *blk_attn_isa(void) { return model_ops_active()->name; }
 
 void blk_attn_tile(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv, int ikv,
                    int hd_k, int hd_v, float scale, float *scores) {
-    attn_pick()(nq, q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);
+    model_ops_active()->attn_tile(nq, q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);
 }

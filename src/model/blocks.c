@@ -2,6 +2,7 @@
  * operation order (compiled with -ffp-contract=off; fmaf() only where ggml's AVX-512 build fuses),
  * so the results are the same bits on every ISA and for every thread count. */
 #include "model/blocks.h"
+#include "model/ops.h"
 
 #include "core/fp16.h"
 
@@ -114,17 +115,13 @@ void blk_swiglu(float *out, const float *g, const float *u, int64_t n) {
 }
 
 /* SwiGLU of fast numerics: the body (swiglu_impl.h) compiled here portably and in
- * x86/attn_avx2.c with AVX2; both give the same bits, the AVX2 copy runs when the kernels run an
- * x86 SIMD path (as the attention tile, attn.c). */
+ * x86/attn_avx2.c with AVX2; both give the same bits, the ops table (ops.h) picks one. */
 #define SWIGLU_SUFFIX generic
 #include "model/swiglu_impl.h"
 #undef SWIGLU_SUFFIX
 
 void blk_swiglu_fast(float *out, const float *g, const float *u, int64_t n) {
-#if defined(__x86_64__)
-    if (!strcmp(blk_attn_isa(), "avx2")) { blk_swiglu_fast_avx2(out, g, u, n); return; }
-#endif
-    blk_swiglu_fast_generic(out, g, u, n);
+    model_ops_active()->swiglu_fast(out, g, u, n);
 }
 
 /* The SwiGLU of a numerics mode: fast numerics use blk_swiglu_fast, ggml and f32 glibc's expf. */
@@ -135,12 +132,11 @@ static void swiglu_mode(float *out, const float *g, const float *u, int64_t n, k
 
 /* ---- KV store ------------------------------------------------------------------------------ */
 
-void blk_f16_from_f32(uint16_t *dst, const float *src, int n) {
-#if defined(__x86_64__)
-    if (!strcmp(blk_attn_isa(), "avx2")) { blk_f16_from_f32_avx2(dst, src, n); return; }
-#endif
+void blk_f16_from_f32_generic(uint16_t *dst, const float *src, int n) {
     for (int i = 0; i < n; i++) dst[i] = f32_to_fp16(src[i]);
 }
+
+void blk_f16_from_f32(uint16_t *dst, const float *src, int n) { model_ops_active()->f16_from_f32(dst, src, n); }
 
 /* kv_store_part with the fp16 conversion of blk_f16_from_f32 (the same bytes). */
 static void kv_put(kv_cache *kv, int il, int pos, int k0, int nk, const float *k, int v0, int nv, const float *v) {

@@ -93,12 +93,10 @@ void gdn_delta_token_ggml(float *S, int d, const float *q, const float *k, const
 void gdn_delta_token(float *S, int d, const float *q, const float *k, const float *v, float beta,
                      float gam, float *o);
 
-/* The same step on the named ISA path ("avx2", "avxvnni", "avx512vnni": the AVX2 build of the same code
- * (x86 only); anything else: the generic build), for tests that compare the paths bit for bit.
- * gdn_isa: the path gdn_delta_token takes now ("avx2" or "generic"; follows kern_isa()). */
+/* The same step on the named ISA path ("avx2", "avx512vnni": the AVX2 build of the same code
+ * (x86 only); anything else: the generic build), for tests that compare the paths bit for bit. */
 void gdn_delta_token_isa(const char *isa, float *S, int d, const float *q, const float *k, const float *v,
                          float beta, float gam, float *o);
-const char *gdn_isa(void);
 
 /* n tokens (n <= GDN_CHUNK) of the delta rule on one head at once (chunked form). Token i reads
  * q + i*ld_q, k + i*ld_k, v + i*ld_v, beta[i*ld_g], gam[i*ld_g]; writes o + i*ld_o (o may be

@@ -1,5 +1,6 @@
 /* hadamard.c: scalar Walsh-Hadamard rotation (the reference; see hadamard.h for the math). */
 #include "model/hadamard.h"
+#include "model/ops.h"
 
 #include <math.h>
 
@@ -44,58 +45,20 @@ void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s) {
 #include <stdlib.h>
 #include <string.h>
 
-typedef float hv8 __attribute__((vector_size(32)));
-typedef float hv8u __attribute__((vector_size(32), aligned(4), may_alias));
-#define HLD8(p) (*(const hv8u *)(const void *)(p))
-#define HST8(p, v) (*(hv8u *)(void *)(p) = (v))
+#include "model/hadamard_impl.h"
 
-/* Each level of the butterfly only reads the previous level's values, so doing levels 1, 2, 4
- * inside each group of 8 before the wider levels performs the same operations as had_fwht.
- * Levels 1, 2, 4 in one vector: lo/hi gather each pair's first/second operand, the sums and
- * differences are formed lane-wise, and a shuffle puts a + b and a - b back in place (every
- * output is the same single add or subtract of the same two values as the scalar loop). */
-#define HSH(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
-static inline __attribute__((always_inline)) void fwht_blocks_body(float *x, int64_t K, int64_t n) {
-    for (int64_t b0 = 0; b0 < K; b0 += n) {
-        float *p = x + b0;
-        for (int64_t g = 0; g < n; g += 8) {
-            hv8 v = HLD8(p + g), lo, hi;
-            lo = HSH(v, v, 0, 0, 2, 2, 4, 4, 6, 6);
-            hi = HSH(v, v, 1, 1, 3, 3, 5, 5, 7, 7);
-            v = HSH(lo + hi, lo - hi, 0, 9, 2, 11, 4, 13, 6, 15);
-            lo = HSH(v, v, 0, 1, 0, 1, 4, 5, 4, 5);
-            hi = HSH(v, v, 2, 3, 2, 3, 6, 7, 6, 7);
-            v = HSH(lo + hi, lo - hi, 0, 1, 10, 11, 4, 5, 14, 15);
-            lo = HSH(v, v, 0, 1, 2, 3, 0, 1, 2, 3);
-            hi = HSH(v, v, 4, 5, 6, 7, 4, 5, 6, 7);
-            HST8(p + g, HSH(lo + hi, lo - hi, 0, 1, 2, 3, 12, 13, 14, 15));
-        }
-        for (int64_t h = 8; h < n; h *= 2)
-            for (int64_t i = 0; i < n; i += 2 * h)
-                for (int64_t j = i; j < i + h; j += 8) {
-                    const hv8 a = HLD8(p + j), b = HLD8(p + j + h);
-                    HST8(p + j, a + b);
-                    HST8(p + j + h, a - b);
-                }
-    }
-}
-
-static void fwht_blocks_generic(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
-
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-__attribute__((target("avx2"))) static void fwht_blocks_avx2(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
-#endif
+void had_fwht_blocks_generic(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
 
 void had_fwht_blocks_isa(const char *isa, float *x, int64_t K, int64_t n) {
     TERN_ASSERT(n >= 8 && K % n == 0);
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-    if (!strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni")) { fwht_blocks_avx2(x, K, n); return; }
-#endif
-    (void)isa;
-    fwht_blocks_generic(x, K, n);
+    const model_ops *o = model_ops_find(isa);
+    (o ? o : model_ops_find("generic"))->fwht_blocks(x, K, n);
 }
 
-void had_fwht_blocks(float *x, int64_t K, int64_t n) { had_fwht_blocks_isa(kern_isa(), x, K, n); }
+void had_fwht_blocks(float *x, int64_t K, int64_t n) {
+    TERN_ASSERT(n >= 8 && K % n == 0);
+    model_ops_active()->fwht_blocks(x, K, n);
+}
 
 /* y[k] = (s ? s[k] * x[k] : x[k]) * scale, 8 at a time (the int8 sign converted exactly). */
 typedef int8_t hv8b __attribute__((vector_size(8), aligned(1), may_alias));

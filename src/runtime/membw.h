@@ -13,6 +13,10 @@
  * eight accumulators; the tail beyond a multiple of 16 (avx2) or 8 words is not read. Shared
  * with `tern bench-kernel`, which times it per thread. */
 uint64_t membw_sum(const uint64_t *p, int64_t n, bool avx2);
+#if defined(__x86_64__)
+/* The AVX2 loop (x86/membw_avx2.c, built with -mavx2): call only where the CPU has AVX2. */
+uint64_t membw_sum_avx2(const uint64_t *p, int64_t n);
+#endif
 
 /* Best-of-reps read bandwidth in GB/s (1e9 bytes/s) over a buffer of `bytes` (rounded down to a
  * multiple of 64 * threads; use several times the last-level cache) read by every thread of

@@ -57,7 +57,11 @@ static sv sv_before_first(sv s, const char *x) {
 
 /* Output buffer; `sp` collects the byte ranges that hold message data (user text), as opposed to
  * template scaffolding: the tokenizer parses special tokens only outside them. */
-typedef struct { char *p; size_t n, cap; bool oom; tok_span *sp; int n_sp, cap_sp; } sbuf;
+typedef struct {
+    char *p; size_t n, cap; bool oom; tok_span *sp; int n_sp, cap_sp;
+    const chat_msg *m; const bool *scaffold; int n_m;   /* text from a scaffold[i] message's content is
+                                                           template text, not message data */
+} sbuf;
 static void sb_mark(sbuf *b, size_t start) {                    /* [start, n) is message data */
     if (b->oom || b->n <= start) return;
     if (b->n_sp && b->sp[b->n_sp - 1].b1 == start) { b->sp[b->n_sp - 1].b1 = b->n; return; }
@@ -85,7 +89,19 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
     b->p[b->n] = 0;
 }
 static void sb_s(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
-static void sb_v(sbuf *b, sv s) { size_t st = b->n; sb_put(b, s.p, s.n); sb_mark(b, st); }   /* message data */
+/* Whether s lies inside the content of a message marked scaffold (its text is template text). */
+static bool sb_scaffold(const sbuf *b, sv s) {
+    for (int i = 0; b->scaffold && i < b->n_m; i++) {
+        const char *c = b->m[i].content;
+        if (b->scaffold[i] && c && s.p >= c && s.p + s.n <= c + strlen(c)) return true;
+    }
+    return false;
+}
+static void sb_v(sbuf *b, sv s) {                                   /* message data */
+    size_t st = b->n;
+    sb_put(b, s.p, s.n);
+    if (!sb_scaffold(b, s)) sb_mark(b, st);
+}
 static void sb_d(sbuf *b, const char *s) { sb_v(b, sv_c(s)); }
 
 /* ==== tojson (Python json.dumps(ensure_ascii=False) layout) ===================================*/
@@ -421,8 +437,8 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, ch
     return chat_render_spans(t, msgs, n, o, out, n_out, NULL, NULL, err);
 }
 
-int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
-                      tok_span **spans, int *n_spans, tern_err *err) {
+static int render_spans(chat_tmpl t, const chat_msg *msgs, const bool *scaffold, int n, const chat_opts *o, char **out,
+                        size_t *n_out, tok_span **spans, int *n_spans, tern_err *err) {
     *out = NULL;
     if (n_out) *n_out = 0;
     if (spans) *spans = NULL;
@@ -433,6 +449,9 @@ int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts 
     for (int i = 0; i < n; i++)
         if (!msgs[i].role) return tern_err_set(err, TERN_E_ARG, "chat template: message %d has no role", i);
     rctx c = {.m = msgs, .n = n, .o = o, .err = err};
+    c.b.m = msgs;
+    c.b.scaffold = scaffold;
+    c.b.n_m = n;
     if (o->tools) {
         c.tools = cJSON_Parse(o->tools);
         if (!cJSON_IsArray(c.tools)) { cJSON_Delete(c.tools); return tern_err_set(err, TERN_E_ARG, "chat template: tools: expected a JSON array"); }
@@ -454,12 +473,18 @@ int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts 
     return TERN_OK;
 }
 
+int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
+                      tok_span **spans, int *n_spans, tern_err *err) {
+    return render_spans(t, msgs, NULL, n, o, out, n_out, spans, n_spans, err);
+}
+
 int chat_tmpl_resolve(const tok_vocab *v, const char *name, chat_tmpl *out, tern_err *err) {
     if (name && *name) return chat_tmpl_by_name(name, out, err);
     return chat_tmpl_detect(v ? tok_chat_template(v) : NULL, out, err);
 }
 
-int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, bool add_bos,
+int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, const bool *scaffold, int n,
+                  const chat_opts *o, bool add_bos,
                   int32_t **ids, int *n_ids, tern_err *err) {
     *ids = NULL;
     *n_ids = 0;
@@ -467,7 +492,7 @@ int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, int n, 
     size_t len = 0;
     tok_span *sp = NULL;
     int nsp = 0;
-    int rc = chat_render_spans(t, msgs, n, o, &text, &len, &sp, &nsp, err);
+    int rc = render_spans(t, msgs, scaffold, n, o, &text, &len, &sp, &nsp, err);
     if (rc) return rc;
     int need = 0;
     rc = tok_encode_spans(v, text, len, sp, nsp, add_bos, NULL, 0, &need, NULL);   /* count */

@@ -61,9 +61,12 @@ int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts 
 int chat_tmpl_resolve(const tok_vocab *v, const char *name, chat_tmpl *out, tern_err *err);
 
 /* Render and tokenise in one step, special tokens parsed only in the scaffolding (what a chat
- * program should feed the model). *ids: malloc'd (caller frees), *n_ids of them; add_bos as in
- * tok_encode. Errors: those of chat_render and tok_encode_spans. */
-int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, bool add_bos,
+ * program should feed the model). scaffold[i] (scaffold may be NULL) marks message i's content as
+ * template text the caller rendered (special tokens parsed in it too). *ids: malloc'd (caller
+ * frees), *n_ids of them; add_bos as in tok_encode. Errors: those of chat_render and
+ * tok_encode_spans. */
+int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, const bool *scaffold, int n,
+                  const chat_opts *o, bool add_bos,
                   int32_t **ids, int *n_ids, tern_err *err);
 
 #endif /* TERN_TOKENIZER_CHAT_H */

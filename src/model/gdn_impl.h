@@ -1,0 +1,310 @@
+/* gdn_impl.h: the lane-wise vector bodies of the Gated DeltaNet math (gdn.c: the fast SiLU and
+ * SwiGLU, the causal conv's channel blocks, the delta rule per token and per chunk), included
+ * once per instruction set: by gdn.c (portable, the *_generic copies) and by x86/gdn_avx2.c
+ * (-mavx2, the *_avx2 copies the ops table takes). Every lane performs the scalar operations in
+ * the scalar order (-ffp-contract=off), so every copy gives the same bits. */
+#ifndef TERN_MODEL_GDN_IMPL_H
+#define TERN_MODEL_GDN_IMPL_H
+
+#include "model/gdn.h"
+
+#include "core/core.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
+#define LD8(p) (*(const v8u *)(const void *)(p))
+#define ST8(p, x) (*(v8u *)(void *)(p) = (x))
+
+#define GDN_D_MAX 256
+
+#define SF_T_MAX 88.7228394f                         /* ln(FLT_MAX): above, exp overflows */
+#define SF_T_MIN (-86.0f)                             /* below, 1 + e^t == 1 */
+#define SF_LOG2E 1.44269504088896341f
+#define SF_SHIFT 12582912.0f                          /* 1.5 * 2^23 */
+#define SF_LN2_HI 0.693359375f
+#define SF_LN2_LO (-2.12194440e-4f)
+#define SF_P0 1.9875691500e-4f
+#define SF_P1 1.3981999507e-3f
+#define SF_P2 8.3334519073e-3f
+#define SF_P3 4.1665795894e-2f
+#define SF_P4 1.6666665459e-1f
+#define SF_P5 5.0000001201e-1f
+
+typedef uint32_t v8w __attribute__((vector_size(32)));
+typedef int32_t v8m __attribute__((vector_size(32)));
+
+/* y[0..8) = silu(x[0..8)) (y may alias x); pointers, not vector values, cross the call (psABI) */
+static inline __attribute__((always_inline)) void silu8(float *y, const float *xp) {
+    const v8 x = LD8(xp);
+    const v8 t0 = (v8){0} - x;
+    const v8m over = t0 > SF_T_MAX;
+    v8 t = (v8)(((v8m)t0 & ~over) | ((v8m)((v8){0} + SF_T_MAX) & over));
+    const v8m under = t < SF_T_MIN;
+    t = (v8)(((v8m)t & ~under) | ((v8m)((v8){0} + SF_T_MIN) & under));
+    const v8 zm = t * SF_LOG2E + SF_SHIFT;
+    const v8 n = zm - SF_SHIFT;
+    v8 f = t - n * SF_LN2_HI;
+    f = f - n * SF_LN2_LO;
+    v8 p = f * SF_P0 + SF_P1;
+    p = p * f + SF_P2;
+    p = p * f + SF_P3;
+    p = p * f + SF_P4;
+    p = p * f + SF_P5;
+    v8 e = p * f * f + f + 1.0f;
+    const v8w sc = (((v8w)zm - 0x4B400000u) + 126u) << 23;   /* 2^(n-1) */
+    e = (e * (v8)sc) * 2.0f;
+    e = (v8)(((v8m)e & ~over) | ((v8m)((v8){0} + INFINITY) & over));
+    ST8(y, x / (1.0f + e));
+}
+
+static inline __attribute__((always_inline)) void swiglu_body(float *y, const float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i + 8 <= n; i += 8) {
+        float sg[8];
+        silu8(sg, g + i);
+        ST8(y + i, LD8(sg) * LD8(u + i));
+    }
+}
+
+/* Fast path, 8 channels at a time (lane l = channel c + l): the same sum from 0.0f, oldest first,
+ * then the shift, then SiLU, as the scalar loop below. wt: the 8 channels' weights transposed
+ * (tap-major) once per block. */
+static inline __attribute__((always_inline)) void conv_block8(const float *conv_w, float *state, const float *x, float *y,
+                                                              int64_t nch, int dc, int64_t c) {
+    const int ns = dc - 1;
+    float wt[16][8];
+    for (int l = 0; l < 8; l++)
+        for (int j = 0; j < dc; j++) wt[j][l] = conv_w[(c + l) * dc + j];
+    v8 sum = (v8){0};
+    for (int j = 0; j < ns; j++) sum += LD8(wt[j]) * LD8(state + (int64_t)j * nch + c);
+    sum += LD8(wt[ns]) * LD8(x + c);
+    for (int j = 0; j + 1 < ns; j++) ST8(state + (int64_t)j * nch + c, LD8(state + (int64_t)(j + 1) * nch + c));
+    if (ns > 0) ST8(state + (int64_t)(ns - 1) * nch + c, LD8(x + c));
+    ST8(y + c, sum);
+    silu8(y + c, y + c);
+}
+
+/* Blocks of 8 channels from c0 while c + 8 <= c1; returns where the blocks stop. dc == 4 (every
+ * qwen35 file) is a constant in its copy, so the tap loops unroll. */
+static inline __attribute__((always_inline)) int64_t conv_blocks_body(const float *conv_w, float *state, const float *x,
+                                                                      float *y, int64_t nch, int dc, int64_t c0,
+                                                                      int64_t c1) {
+    int64_t c = c0;
+    if (dc == 4)
+        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, 4, c);
+    else
+        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, dc, c);
+    return c;
+}
+
+/* One token on one head, column tiles of W v8 (8 W columns of S) at a time, each tile's
+ * accumulators in registers (the whole d = 128 row would need 16 ymm plus operands):
+ *   pass 1 (read only): kv_b = sum_a (S[a][b] dec) k_a, lane b in order of a;
+ *   pass 2: S[a][b] = S[a][b] dec + k_a delta_b (the decayed value recomputed with the same
+ *           rounding as pass 1, so S is written once); o_b = sum_a S[a][b] q_a in order of a.
+ * Every lane performs the operations of the plain two-pass loop (decay stored, then the rank-1
+ * update) in the same order, so the bits are the same for any tile width and ISA.
+ * pf (optional): the next head's state, prefetched during pass 2 (two lines per row of a tile,
+ * d^2 / 16 lines over the d^2 / (8 W) rows of pass 2), so its first pass finds it in cache while
+ * this head computes. */
+#define GDN_UNROLL _Pragma("GCC unroll 4")
+#define GDN_TILE_P1(W)                                                                              \
+    do {                                                                                            \
+        v8 acc[W];                                                                                  \
+        GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] = (v8){0};                                             \
+        const float *row = S + b0;                                                                  \
+        for (int a = 0; a < d; a++, row += d) {                                                     \
+            const float ka = k[a];                                                                  \
+            GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] += (LD8(row + 8 * t) * dec) * ka;                  \
+        }                                                                                           \
+        GDN_UNROLL for (int t = 0; t < (W); t++) ST8(delta + b0 + 8 * t, (LD8(v + b0 + 8 * t) - acc[t]) * beta); \
+        b0 += 8 * (W);                                                                              \
+    } while (0)
+
+#define GDN_TILE_P2(W)                                                                              \
+    do {                                                                                            \
+        v8 acc[W], dl[W];                                                                           \
+        GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (v8){0}; dl[t] = LD8(delta + b0 + 8 * t); }        \
+        float *row = S + b0;                                                                        \
+        for (int a = 0; a < d; a++, row += d) {                                                     \
+            const float ka = k[a], qa = q[a];                                                       \
+            if (pfp < pf_end) { __builtin_prefetch(pfp, 0, 3); __builtin_prefetch(pfp + 64, 0, 3); pfp += 128; } \
+            GDN_UNROLL for (int t = 0; t < (W); t++) {                                                         \
+                const v8 s = LD8(row + 8 * t) * dec + ka * dl[t];                                   \
+                ST8(row + 8 * t, s);                                                                \
+                acc[t] += s * qa;                                                                   \
+            }                                                                                       \
+        }                                                                                           \
+        GDN_UNROLL for (int t = 0; t < (W); t++) ST8(o + b0 + 8 * t, acc[t] * scale);                          \
+        b0 += 8 * (W);                                                                              \
+    } while (0)
+
+#define GDN_TILE_P2_NOOUT(W)                                                                        \
+    do {                                                                                            \
+        v8 dl[W];                                                                                   \
+        GDN_UNROLL for (int t = 0; t < (W); t++) dl[t] = LD8(delta + b0 + 8 * t);                              \
+        float *row = S + b0;                                                                        \
+        for (int a = 0; a < d; a++, row += d) {                                                     \
+            const float ka = k[a];                                                                  \
+            GDN_UNROLL for (int t = 0; t < (W); t++) ST8(row + 8 * t, LD8(row + 8 * t) * dec + ka * dl[t]);    \
+        }                                                                                           \
+        b0 += 8 * (W);                                                                              \
+    } while (0)
+
+static inline __attribute__((always_inline)) void delta_token_body(float *S, int d, const float *q, const float *k,
+                                                                   const float *v, float beta, float gam, float *o,
+                                                                   const float *pf) {
+    const float dec = expf(gam);
+    const float scale = 1.0f / sqrtf((float)d);
+    float delta[GDN_D_MAX] __attribute__((aligned(32)));
+    int b0 = 0;
+    while (b0 + 32 <= d) GDN_TILE_P1(4);
+    while (b0 < d) GDN_TILE_P1(1);
+    const char *pfp = (const char *)pf, *pf_end = pf ? (const char *)(pf + (int64_t)d * d) : NULL;
+    b0 = 0;
+    if (o) {
+        while (b0 + 32 <= d) GDN_TILE_P2(4);
+        while (b0 < d) GDN_TILE_P2(1);
+    } else {
+        while (b0 + 32 <= d) GDN_TILE_P2_NOOUT(4);
+        while (b0 < d) GDN_TILE_P2_NOOUT(1);
+    }
+}
+
+/* G[i*C + j] = x_i . y_j for j < jn(i) = i + jn_off (x_i at x + i*ldx, y_j at y + j*ldy): four j
+ * at a time share each load of x_i; lane-wise partial sums over the d values, then the 8 lanes
+ * in order (a fixed order per output, independent of the tiling). */
+static inline __attribute__((always_inline)) void gram_lower(float *G, int C, const float *x, int64_t ldx, const float *y, int64_t ldy, int n,
+                       int d, int jn_off) {
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (int64_t)i * ldx;
+        const int jn = i + jn_off;
+        int j = 0;
+        for (; j + 4 <= jn; j += 4) {
+            const float *y0 = y + (int64_t)j * ldy, *y1 = y0 + ldy, *y2 = y1 + ldy, *y3 = y2 + ldy;
+            v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int e = 0; e < d; e += 8) {
+                const v8 xv = LD8(xi + e);
+                a0 += xv * LD8(y0 + e); a1 += xv * LD8(y1 + e); a2 += xv * LD8(y2 + e); a3 += xv * LD8(y3 + e);
+            }
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+            for (int l = 0; l < 8; l++) { s0 += a0[l]; s1 += a1[l]; s2 += a2[l]; s3 += a3[l]; }
+            G[i * C + j] = s0; G[i * C + j + 1] = s1; G[i * C + j + 2] = s2; G[i * C + j + 3] = s3;
+        }
+        for (; j < jn; j++) {
+            const float *y0 = y + (int64_t)j * ldy;
+            v8 a0 = {0};
+            for (int e = 0; e < d; e += 8) a0 += LD8(xi + e) * LD8(y0 + e);
+            float s0 = 0.0f;
+            for (int l = 0; l < 8; l++) s0 += a0[l];
+            G[i * C + j] = s0;
+        }
+    }
+}
+
+/* R[i][b] = sum_a X_i[a] S[a][b] for i < n (X row i at x + i*ld), R row-major (n x d).
+ * Tiles of 4 rows x 8 columns (4 v8 accumulators: fits 16 xmm registers on plain SSE2);
+ * each output sums over a in order. */
+static inline __attribute__((always_inline)) void mul_rows_state(float *R, const float *x, int64_t ld, int n, const float *S, int d) {
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const float *x0 = x + (int64_t)i * ld, *x1 = x0 + ld, *x2 = x1 + ld, *x3 = x2 + ld;
+        for (int b = 0; b < d; b += 8) {
+            v8 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            const float *sp = S + b;
+            for (int a = 0; a < d; a++, sp += d) {
+                const v8 s0 = LD8(sp);
+                a0 += s0 * x0[a]; a1 += s0 * x1[a]; a2 += s0 * x2[a]; a3 += s0 * x3[a];
+            }
+            ST8(R + (int64_t)(i + 0) * d + b, a0); ST8(R + (int64_t)(i + 1) * d + b, a1);
+            ST8(R + (int64_t)(i + 2) * d + b, a2); ST8(R + (int64_t)(i + 3) * d + b, a3);
+        }
+    }
+    for (; i < n; i++) {
+        const float *x0 = x + (int64_t)i * ld;
+        for (int b = 0; b < d; b += 8) {
+            v8 acc = {0};
+            for (int a = 0; a < d; a++) acc += LD8(S + (int64_t)a * d + b) * x0[a];
+            ST8(R + (int64_t)i * d + b, acc);
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void delta_chunk_body(float *S, int d, int n, const float *q, int64_t ld_q,
+                                                                   const float *k, int64_t ld_k, const float *v,
+                                                                   int64_t ld_v, const float *beta, const float *gam,
+                                                                   int64_t ld_g, float *o, int64_t ld_o,
+                                                                   float *scratch) {
+    TERN_DASSERT(n >= 1 && n <= GDN_CHUNK && d % 16 == 0 && d <= GDN_D_MAX);
+    const int C = GDN_CHUNK;
+    float *Lg = scratch;
+    float *KS = Lg + C;
+    float *QS = KS + (size_t)C * d;
+    float *D = QS + (size_t)C * d;
+    float *kk = D + (size_t)C * d;
+    float *qk = kk + (size_t)C * C;
+    const float scale = 1.0f / sqrtf((float)d);
+
+    float cum = 0.0f;
+    for (int i = 0; i < n; i++) { cum += gam[i * ld_g]; Lg[i] = cum; }
+
+    mul_rows_state(KS, k, ld_k, n, S, d);
+    if (o) mul_rows_state(QS, q, ld_q, n, S, d);
+    gram_lower(kk, C, k, ld_k, k, ld_k, n, d, 0);             /* kk[i][j] = k_i.k_j, j < i */
+    if (o) gram_lower(qk, C, q, ld_q, k, ld_k, n, d, 1);      /* qk[i][j] = q_i.k_j, j <= i */
+
+    /* forward substitution for delta */
+    for (int i = 0; i < n; i++) {
+        const float bi = beta[i * ld_g], ei = expf(Lg[i]);
+        float *Di = D + (size_t)i * d;
+        const float *vi = v + i * ld_v, *KSi = KS + (size_t)i * d;
+        for (int b = 0; b < d; b += 8) ST8(Di + b, (LD8(vi + b) - LD8(KSi + b) * ei) * bi);
+        for (int j = 0; j < i; j++) {
+            const float c = bi * expf(Lg[i] - Lg[j]) * kk[i * C + j];
+            const float *Dj = D + (size_t)j * d;
+            for (int b = 0; b < d; b += 8) ST8(Di + b, LD8(Di + b) - LD8(Dj + b) * c);
+        }
+    }
+
+    /* outputs */
+    if (o) {
+        for (int i = 0; i < n; i++) {
+            const float ei = expf(Lg[i]);
+            float *oi = o + i * ld_o;
+            const float *QSi = QS + (size_t)i * d;
+            v8 acc[GDN_D_MAX / 8];
+            for (int b = 0; b < d; b += 8) acc[b / 8] = LD8(QSi + b) * ei;
+            for (int j = 0; j <= i; j++) {
+                const float c = expf(Lg[i] - Lg[j]) * qk[i * C + j];
+                const float *Dj = D + (size_t)j * d;
+                for (int b = 0; b < d; b += 8) acc[b / 8] += LD8(Dj + b) * c;
+            }
+            for (int b = 0; b < d; b += 8) ST8(oi + b, acc[b / 8] * scale);
+        }
+    }
+
+    /* state: S = e^{Lg_n} S + sum_j (e^{Lg_n - Lg_j} k_j) delta_j^T; 4 rows of S at a time.
+     * The per-token weights w_j = e^{Lg_n - Lg_j} reuse the Lg slots (no longer needed). */
+    const float en = expf(Lg[n - 1]);
+    for (int j = 0; j < n; j++) Lg[j] = expf(Lg[n - 1] - Lg[j]);
+    for (int a = 0; a < d; a += 4) {
+        float c[4][GDN_CHUNK];
+        for (int r = 0; r < 4; r++)
+            for (int j = 0; j < n; j++) c[r][j] = Lg[j] * k[j * ld_k + a + r];
+        for (int b = 0; b < d; b += 8) {
+            float *s0 = S + (int64_t)a * d + b, *s1 = s0 + d, *s2 = s1 + d, *s3 = s2 + d;
+            v8 r0 = LD8(s0) * en, r1 = LD8(s1) * en, r2 = LD8(s2) * en, r3 = LD8(s3) * en;
+            for (int j = 0; j < n; j++) {
+                const v8 dj = LD8(D + (size_t)j * d + b);
+                r0 += dj * c[0][j]; r1 += dj * c[1][j]; r2 += dj * c[2][j]; r3 += dj * c[3][j];
+            }
+            ST8(s0, r0); ST8(s1, r1); ST8(s2, r2); ST8(s3, r3);
+        }
+    }
+}
+
+#endif /* TERN_MODEL_GDN_IMPL_H */

@@ -1,0 +1,55 @@
+/* ops.c: the per-ISA tables of the forward's element-wise vector operations (ops.h). */
+#include "model/ops.h"
+
+#include "kernels/kernels.h"
+
+#include <string.h>
+
+static const model_ops ops_generic = {
+    .name = "generic",
+    .attn_tile = blk_attn_tile_generic,
+    .swiglu_fast = blk_swiglu_fast_generic,
+    .f16_from_f32 = blk_f16_from_f32_generic,
+    .gdn_swiglu8 = gdn_swiglu8_generic,
+    .gdn_conv_blocks = gdn_conv_blocks_generic,
+    .delta_token = gdn_delta_token_generic,
+    .delta_chunk = gdn_delta_chunk_generic,
+    .fwht_blocks = had_fwht_blocks_generic,
+};
+
+#if defined(__x86_64__) && defined(__GNUC__)
+static const model_ops ops_avx2 = {
+    .name = "avx2",
+    .attn_tile = blk_attn_tile_avx2,
+    .swiglu_fast = blk_swiglu_fast_avx2,
+    .f16_from_f32 = blk_f16_from_f32_avx2,
+    .gdn_swiglu8 = gdn_swiglu8_avx2,
+    .gdn_conv_blocks = gdn_conv_blocks_avx2,
+    .delta_token = gdn_delta_token_avx2,
+    .delta_chunk = gdn_delta_chunk_avx2,
+    .fwht_blocks = had_fwht_blocks_avx2,
+};
+#endif
+
+const model_ops *const model_ops_all[] = {
+    &ops_generic,
+#if defined(__x86_64__) && defined(__GNUC__)
+    &ops_avx2,
+#endif
+    NULL,
+};
+
+const model_ops *model_ops_active(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (kern_isa_avx2()) return &ops_avx2;
+#endif
+    return &ops_generic;
+}
+
+const model_ops *model_ops_find(const char *name) {
+    if (!name) return NULL;
+    if (!strcmp(name, "avx512vnni")) name = "avx2";   /* the same vector code: AVX2 is part of it */
+    for (int i = 0; model_ops_all[i]; i++)
+        if (!strcmp(model_ops_all[i]->name, name)) return model_ops_all[i];
+    return NULL;
+}

@@ -1,0 +1,75 @@
+/* ops.h: the element-wise vector operations of the forward passes, one table per instruction set,
+ * chosen beside the kernel table (kern_isa_avx2): the attention tile, the fast SwiGLU (dense and
+ * Gated DeltaNet), the f16 KV store, the causal conv, the delta rule (token and chunked) and the
+ * Walsh-Hadamard transform. Layer 5.
+ * Every table computes the same bits (IEEE operations in the same order, the exp of vexp.h); a
+ * table only chooses the instruction set the compiler may use. So the choice never changes a
+ * result, and the portable table runs wherever the kernels run without x86 AVX2 (TERN_ISA=ref
+ * exercises it). To add an ISA: compile the bodies (attn_impl.h, swiglu_impl.h, the gdn and
+ * hadamard bodies) for it, add a table here and a case to model_ops_active, and list it in
+ * model_ops_all (tests/test_ops.c checks that every table has every entry and matches the
+ * portable one). */
+#ifndef TERN_MODEL_OPS_H
+#define TERN_MODEL_OPS_H
+
+#include "model/blocks.h"
+
+#include <stdint.h>
+
+typedef struct model_ops {
+    const char *name;   /* "generic", "avx2" */
+    /* blk_attn_tile (blocks.h) */
+    void (*attn_tile)(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
+                      int ikv, int hd_k, int hd_v, float scale, float *scores);
+    /* blk_swiglu_fast: out = silu(g) * u over n values */
+    void (*swiglu_fast)(float *out, const float *g, const float *u, int64_t n);
+    /* blk_f16_from_f32: dst[i] = f32_to_fp16(src[i]) bit for bit */
+    void (*f16_from_f32)(uint16_t *dst, const float *src, int n);
+    /* gdn_swiglu_fast on the first n & ~7 values (the caller does the tail) */
+    void (*gdn_swiglu8)(float *y, const float *g, const float *u, int64_t n);
+    /* gdn_conv's channel blocks [c0, ...): returns the first channel it left to the caller */
+    int64_t (*gdn_conv_blocks)(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
+                               int64_t c0, int64_t c1);
+    /* gdn_delta_token with a prefetch hint pf (may be NULL) */
+    void (*delta_token)(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
+                        float *o, const float *pf);
+    /* gdn_delta_chunk */
+    void (*delta_chunk)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                        const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                        int64_t ld_o, float *scratch);
+    /* had_fwht_blocks */
+    void (*fwht_blocks)(float *x, int64_t K, int64_t n);
+} model_ops;
+
+/* The table of the active kernel path: one test of a flag per call, no name comparison. */
+const model_ops *model_ops_active(void);
+/* The table named name ("generic", "avx2"; "avx512vnni" is "avx2"), or NULL if it is not compiled
+ * in. For tests that run every table. */
+const model_ops *model_ops_find(const char *name);
+/* NULL-terminated list of the tables compiled in. */
+extern const model_ops *const model_ops_all[];
+
+/* The copies the tables point at (each file compiles its bodies once per table). */
+void gdn_swiglu8_generic(float *y, const float *g, const float *u, int64_t n);
+int64_t gdn_conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
+                                int64_t c0, int64_t c1);
+void gdn_delta_token_generic(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
+                             float *o, const float *pf);
+void gdn_delta_chunk_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                             const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                             int64_t ld_o, float *scratch);
+void had_fwht_blocks_generic(float *x, int64_t K, int64_t n);
+void blk_f16_from_f32_generic(uint16_t *dst, const float *src, int n);
+#if defined(__x86_64__) && defined(__GNUC__)
+void gdn_swiglu8_avx2(float *y, const float *g, const float *u, int64_t n);
+int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
+                             int64_t c0, int64_t c1);
+void gdn_delta_token_avx2(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
+                          float *o, const float *pf);
+void gdn_delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                          const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                          int64_t ld_o, float *scratch);
+void had_fwht_blocks_avx2(float *x, int64_t K, int64_t n);
+#endif
+
+#endif /* TERN_MODEL_OPS_H */

@@ -1,0 +1,28 @@
+/* gdn_avx2.c: the Gated DeltaNet vector bodies (gdn_impl.h) compiled with -mavx2 (Makefile);
+ * only the *_avx2 copies the ops table (ops.h) points at are exported. */
+#include "model/ops.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#if !defined(__AVX2__)
+#error "gdn_avx2.c must be compiled with -mavx2"
+#endif
+#include "model/gdn_impl.h"
+
+void gdn_swiglu8_avx2(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
+
+int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
+                             int64_t c0, int64_t c1) {
+    return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
+}
+
+void gdn_delta_token_avx2(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
+                          float *o, const float *pf) {
+    delta_token_body(S, d, q, k, v, beta, gam, o, pf);
+}
+
+void gdn_delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                          const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                          int64_t ld_o, float *scratch) {
+    delta_chunk_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, scratch);
+}
+#endif

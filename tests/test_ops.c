@@ -1,0 +1,111 @@
+/* test_ops.c: the per-ISA tables of the forward's element-wise vector operations (src/model/ops.h).
+ * Adding an ISA is a short list of steps; each missed step fails here:
+ * - every table of model_ops_all has a unique name, every entry filled, and model_ops_find finds it;
+ * - model_ops_active follows the kernel path (kern_force_isa): ref -> generic, avx2 and
+ *   avx512vnni -> avx2, where the host runs them;
+ * - every table the host can run gives the portable table's bits for SwiGLU (dense and GDN), the
+ *   f16 store, the Walsh-Hadamard transform and one delta-rule step (inputs with NaN and
+ *   subnormals included where they matter). */
+#include "test.h"
+
+#include "kernels/kernels.h"
+#include "model/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_tables_complete(void **state) {
+    (void)state;
+    int n = 0;
+    for (int i = 0; model_ops_all[i]; i++, n++) {
+        const model_ops *o = model_ops_all[i];
+        if (!o->name || !o->attn_tile || !o->swiglu_fast || !o->f16_from_f32 || !o->gdn_swiglu8 ||
+            !o->gdn_conv_blocks || !o->delta_token || !o->delta_chunk || !o->fwht_blocks)
+            fail_msg("ops table %d ('%s') has an empty entry", i, o->name ? o->name : "?");
+        assert_ptr_equal(model_ops_find(o->name), o);
+        for (int j = 0; j < i; j++)
+            if (!strcmp(model_ops_all[j]->name, o->name)) fail_msg("ops table '%s' listed twice", o->name);
+    }
+    assert_true(n >= 1);
+    assert_string_equal(model_ops_all[0]->name, "generic");
+    assert_null(model_ops_find("no-such-isa"));
+}
+
+/* The tables the host can run, through the kernel paths that select them. */
+static const char *const paths[] = {"ref", "avx2", "avx512vnni"};
+
+static void test_active_follows_kernel_path(void **state) {
+    (void)state;
+    const char *before = kern_isa();
+    tern_err err = {0};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        if (kern_force_isa(paths[i], &err) != TERN_OK) continue;   /* not compiled in or not runnable */
+        const model_ops *want = model_ops_find(i == 0 ? "generic" : paths[i]);
+        assert_non_null(want);
+        assert_ptr_equal(model_ops_active(), want);
+    }
+    assert_int_equal(kern_force_isa(before, &err), TERN_OK);
+}
+
+static void fill(float *x, int n, unsigned seed) {
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 16.0f;
+    }
+}
+
+static void test_same_bits_as_generic(void **state) {
+    (void)state;
+    const model_ops *g = model_ops_find("generic");
+    const char *before = kern_isa();
+    tern_err err = {0};
+    enum { N = 1024, D = 64 };
+    float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *y0 = malloc(N * sizeof *y0),
+          *y1 = malloc(N * sizeof *y1);
+    uint16_t *h0 = malloc(N * sizeof *h0), *h1 = malloc(N * sizeof *h1);
+    float *S0 = malloc(D * D * sizeof *S0), *S1 = malloc(D * D * sizeof *S1), q[D], k[D], v[D], o0[D], o1[D];
+    for (size_t i = 1; i < sizeof paths / sizeof paths[0]; i++) {
+        if (kern_force_isa(paths[i], &err) != TERN_OK) continue;
+        const model_ops *o = model_ops_active();
+        fill(a, N, 1);
+        fill(b, N, 2);
+        a[5] = NAN;
+        a[6] = 1e-40f;                                /* subnormal */
+        a[7] = -INFINITY;
+        g->swiglu_fast(y0, a, b, N);
+        o->swiglu_fast(y1, a, b, N);
+        assert_memory_equal(y0, y1, N * sizeof *y0);
+        g->gdn_swiglu8(y0, a, b, N);
+        o->gdn_swiglu8(y1, a, b, N);
+        assert_memory_equal(y0, y1, N * sizeof *y0);
+        g->f16_from_f32(h0, a, N);
+        o->f16_from_f32(h1, a, N);
+        assert_memory_equal(h0, h1, N * sizeof *h0);
+        fill(y0, N, 3);
+        memcpy(y1, y0, N * sizeof *y0);
+        g->fwht_blocks(y0, N, 128);
+        o->fwht_blocks(y1, N, 128);
+        assert_memory_equal(y0, y1, N * sizeof *y0);
+        fill(S0, D * D, 4);
+        memcpy(S1, S0, D * D * sizeof *S0);
+        fill(q, D, 5);
+        fill(k, D, 6);
+        fill(v, D, 7);
+        g->delta_token(S0, D, q, k, v, 0.3f, 0.9f, o0, NULL);
+        o->delta_token(S1, D, q, k, v, 0.3f, 0.9f, o1, NULL);
+        assert_memory_equal(S0, S1, D * D * sizeof *S0);
+        assert_memory_equal(o0, o1, sizeof o0);
+    }
+    assert_int_equal(kern_force_isa(before, &err), TERN_OK);
+    free(a); free(b); free(y0); free(y1); free(h0); free(h1); free(S0); free(S1);
+}
+
+int suite_ops(int *n_tests) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tables_complete),
+        cmocka_unit_test(test_active_follows_kernel_path),
+        cmocka_unit_test(test_same_bits_as_generic),
+    };
+    TEST_RUN_SUITE("ops", tests);
+}
