@@ -33,8 +33,8 @@
  * Tiles: R16Y_TH row halves (2: 16 rows, so one broadcast feeds two steps; 1: 8 rows) x NC
  * columns (NC = 1..R16Y_TW compile-time, one copy per width; the includer sets both: measured,
  * 16 rows x up to 6 columns for VNNI and x up to 4 for AVX2 beat 8 rows x up to 8); each unpacked
- * slot serves NC columns. The matvec (NC = 1) takes both halves of a group in one pass, streams
- * whole cache lines in order and prefetches ahead. VNNI accumulates in NA chains per column
+ * slot serves NC columns. The matvec (NC = 1) takes both halves of a group in one pass and streams
+ * whole cache lines in order; every width prefetches ahead. VNNI accumulates in NA chains per column
  * (vpdpbusd's add is in its latency: ~8 independent chains cover it at two per cycle), added in a
  * fixed tree (exact in int32); AVX2's chain is only the 1-cycle vpaddw, so NA = 1. Registers
  * (16 ymm): H * NC * NA accumulators + the slots + the mask + the broadcast; the f32
@@ -48,7 +48,7 @@
 #include <string.h>
 
 #define R16Y_NC 8   /* widest column tile any includer may ask for (R16Y_TW <= 8) */
-#define R16Y_PF 4   /* matvec prefetch distance in blocks (as avx512vnni.c) */
+#define R16Y_PF 4   /* prefetch distance in blocks (as avx512vnni.c) */
 
 /* The emulated VNNI build (tests only) keeps one tile copy with NC at run time: same operations
  * in the same order, a fraction of the compile time. */
@@ -110,7 +110,8 @@ R16Y_UNROLL8
     }
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16_block *blk = B + b;
-        if (NC == 1) {   /* matvec: prefetch R16Y_PF blocks ahead, every line of the block */
+        {   /* prefetch R16Y_PF blocks ahead, every line of the block, at every width: a tile of
+             * 2+ columns left to the hardware prefetcher stalls on the stream (as avx512vnni.c) */
             const uintptr_t p = (uintptr_t)blk + R16Y_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
 R16Y_UNROLL8
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
