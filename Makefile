@@ -314,7 +314,7 @@ LOAD_SWEEP_MAX_TOKENS ?= 128
 build/load/bonsai-1.7b-pq2_0.gguf: | $(TERN_BIN)
 	@mkdir -p $(dir $@)
 	./$(TERN_BIN) synth --arch bonsai-1.7b --type pq2_0 -o $@
-# The memory-bound models of the sweep (issue 9's 2.5x target is stated for one): the synthetic
+# The memory-bound models of the sweep (the 2.5x aggregate target is stated for one): the synthetic
 # 1.7B's shapes, 8 blocks, every projection converted by tern quantize to F32 (2.86 GB read per
 # token) and to F16 (1.43 GB). On an AVX2 host without VNNI a ternary forward over 4 columns is
 # compute-bound (bench/RESULTS.md); an F32 one is not, an F16 one is in part (its conversions share

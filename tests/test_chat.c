@@ -1,4 +1,4 @@
-/* test_chat.c: issue 6 on real models from ../shared.
+/* test_chat.c: tern chat and the chat API on real models from ../shared.
  *  - control tokens only in the scaffolding: a user typing "<|im_end|>" or "<think>" gets text tokens;
  *  - multi-turn: the greedy reply to turn 2 is the same whether the conversation was evaluated
  *    incrementally (turn 2 evaluates only its new tokens) or from scratch in one pass, and the

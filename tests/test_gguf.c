@@ -1,6 +1,6 @@
 /* test_gguf.c: the GGUF reader and writer. A write + read-back round trip (both load modes, v2
  * accepted, streaming), typed getters, the id-42 group rule (spec 3.3), and one test per
- * malformed-input case of issue 2: each asserts the error code AND that the message names the
+ * malformed-input case: each asserts the error code AND that the message names the
  * item and what was expected. Bad files are built byte by byte here (bb_*), independently of
  * the writer, so the writer cannot hide a reader bug. Buffers handed to the reader are heap
  * allocations of exactly the file size, so ASan (make test-debug) catches any over-read. */

@@ -1,6 +1,6 @@
 /* test_qwen35.c: the qwen35 forward through the public API against the reference runtime's
  * goldens (../shared/golden/qwen35-tiny-pq2_0, tolerances from its PROVENANCE.md and
- * golden/README.md), and the engine properties of issue 7: 1 vs 2 threads bit-identical,
+ * golden/README.md), and the engine properties: 1 vs 2 threads bit-identical,
  * chunked prefill vs token by token, small batches bit-identical to single tokens, no leak
  * between sequences of one session, truncation (recurrent-state rollback) exact; and the
  * rotation: a synthetic qwen35-tiny with folded Walsh-Hadamard weights (`tern synth`) computes the
@@ -360,7 +360,7 @@ static void test_sequences_do_not_leak(void **state) {
 }
 
 
-/* ---- batched serving and speculative verification (issue 7, point 1) ------------------------ */
+/* ---- batched serving and speculative verification --------------------------------------- */
 
 /* tern_batch_eval over sessions of different sequences: 4 sessions with prompts of 26, 5, 12 and
  * 20 tokens (chunked and logged prefills), `steps` steps of one token each, in rotating order
@@ -511,7 +511,7 @@ static void test_verify_limit(void **state) {
     tern_session_free(s);
 }
 
-/* The memory check (issue 7 point 4): a context whose KV cache cannot fit (n_ctx 2^24 with f32
+/* The memory check: a context whose KV cache cannot fit (n_ctx 2^24 with f32
  * KV on the tiny model: 2 attention layers x 2^24 x (128 + 128) x 4 B = 34.4 GB, more than this
  * machine's MemTotal, checked) is refused at session creation with TERN_E_NOMEM and a message
  * that gives the bytes needed and available; nothing is allocated. The default context works. */
@@ -597,7 +597,7 @@ static void test_rotation_equivalence(void **state) {
     unlink(rp); unlink(up);
 }
 
-/* PTQ1_0 (issue 7 point 2): a transcoded weight's file bytes of rows 0..NG-1 are released at load
+/* PTQ1_0: a transcoded weight's file bytes of rows 0..NG-1 are released at load
  * (not resident: mincore), and every path reads the transcode instead: logits bit-identical to
  * the direct base-3 kernels (which read the file bytes) in fast, ggml and f32 numerics, with a
  * vocabulary of 1022 rows (N % 4 = 2 tail rows in the tied embedding/head: the lookup reads

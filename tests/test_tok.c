@@ -226,7 +226,7 @@ static void test_hf_import_matches_golden(void **state) {
     keys_match_golden(g_qwen_gguf);
 }
 
-/* The acceptance path of issue 5: a GGUF made by `tern synth --tokenizer` (the binary of this
+/* The acceptance path of a real tokenizer: a GGUF made by `tern synth --tokenizer` (the binary of this
  * build) has the golden tokenizer keys and passes every Qwen3 vector. */
 static void test_synth_tokenizer_e2e(void **state) {
     (void)state;

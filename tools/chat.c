@@ -1,4 +1,4 @@
-/* chat.c: `tern chat`: interactive multi-turn chat on a terminal (issue 6).
+/* chat.c: `tern chat`: interactive multi-turn chat on a terminal.
  *
  * The conversation lives in one session: each turn evaluates only its new tokens (the closing of
  * the previous reply, the user's message in the template's scaffolding, the generation prompt);

@@ -129,8 +129,8 @@ static void prog_draw(model_t *m, uint64_t add) {
  * aux for rows 0 .. NG-1 (kern_w_grouped_rows) by every path (kernels, kern_block_int: ref, f32
  * mode, embedding rows); only the tail rows NG .. N-1 are read from the file bytes. The whole
  * pages inside rows 0 .. NG-1 of the file buffer (private: read() into anonymous memory, or a private mapping) are released
- * after the transcode, so the file copy and the transcode are not both resident (issue 7: the
- * 27B PTQ1_0 peak RSS). Returns the bytes released ([*lo, *hi) when lo is given). */
+ * after the transcode, so the file copy and the transcode are not both resident (this bounds
+ * the 27B PTQ1_0 file's peak RSS). Returns the bytes released ([*lo, *hi) when lo is given). */
 static uint64_t ptq_release_range(const kern_w *w, uint8_t **lo, uint8_t **hi) {
     if ((w->layout != KW_PTQ_ROWPAIR && w->layout != KW_PTQ_ROW16) || !w->aux) return 0;
     const uintptr_t ps = (uintptr_t)os_page_size();
