@@ -1302,7 +1302,9 @@ static void mixed_equivalence(tern_model *m) {
     strcpy(longc, "{\"prompt\": \"");
     for (int i = 0; i < 12; i++) strcat(longc, "Lorem ipsum dolor sit amet, consectetur. ");
     strcat(longc, "\", \"max_tokens\": 12, \"temperature\": 0}");
-    const char *bodies[3] = {"{\"prompt\": \"Hello\", \"max_tokens\": 120, \"temperature\": 0}", longb, longc};
+    /* A decodes long enough (ignore_eos) that B and C arrive while it runs, even on a loaded machine */
+    const char *bodies[3] = {"{\"prompt\": \"Hello\", \"max_tokens\": 600, \"temperature\": 0, \"ignore_eos\": true}", longb,
+                             longc};
     srv *one = start(m, 1, 1024, 4, 0, NULL, 64);
     req_arg seq[3], par[3];
     for (int i = 0; i < 3; i++) {                     /* alone */
