@@ -35,9 +35,10 @@ static void test_table_hooks(void **state) {
         assert_non_null(a);
         if (!a->name || !*a->name) fail_msg("arch %d has no name", i);
         if (!a->load || !a->forward) fail_msg("arch '%s': load or forward hook missing", a->name);
-        const bool st[6] = {a->state_init != NULL, a->state_bytes != NULL, a->state_free != NULL,
-                            a->state_reset != NULL, a->state_checkpoint != NULL, a->state_truncate != NULL};
-        for (int k = 1; k < 6; k++)
+        const bool st[7] = {a->state_init != NULL,       a->state_bytes != NULL,    a->state_free != NULL,
+                            a->state_reset != NULL,      a->state_checkpoint != NULL, a->state_truncate != NULL,
+                            a->state_restorable != NULL};
+        for (int k = 1; k < 7; k++)
             if (st[k] != st[0]) fail_msg("arch '%s': recurrent state hooks partly set (hook %d)", a->name, k);
         assert_ptr_equal(model_arch_find(a->name), a);
         for (int j = 0; j < i; j++)

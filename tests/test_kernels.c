@@ -4,7 +4,7 @@
  *    rounding bound; the ggml order equals an independent transcription of spec 8.2 bit for bit;
  *    the activation quantisers follow their rounding rules (exact cases and ties).
  * 2. every ISA table the host can run equals ref EXACTLY: the int32 of every (row, unit) (test
- *    hook) and the float bits, for the issue's shapes (batch widths 1..64, rows 4/8/12/13 and
+ *    hook) and the float bits, for the shapes the model uses (batch widths 1..64, rows 4/8/12/13 and
  *    N % 4 == 1 tails incl. a 151669-row vocabulary, K = 128 .. 17408) and special values (zero
  *    weights/activations, constants, +-127, code 3, denormal and zero scales).
  * 3. column c of a matmul equals a matvec of column c; row splits do not change a bit.

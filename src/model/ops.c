@@ -48,7 +48,7 @@ const model_ops *model_ops_active(void) {
 
 const model_ops *model_ops_find(const char *name) {
     if (!name) return NULL;
-    if (!strcmp(name, "avx512vnni")) name = "avx2";   /* the same vector code: AVX2 is part of it */
+    if (!strcmp(name, "avx512vnni") || !strcmp(name, "avxvnni")) name = "avx2";   /* the same vector code: AVX2 is part of both */
     for (int i = 0; model_ops_all[i]; i++)
         if (!strcmp(model_ops_all[i]->name, name)) return model_ops_all[i];
     return NULL;

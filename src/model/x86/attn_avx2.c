@@ -1,8 +1,9 @@
 /* attn_avx2.c: the attention tile body (attn_impl.h) and the fast SwiGLU (swiglu_impl.h) compiled
  * with -mavx2 -mf16c (Makefile): 8-lane vectors in ymm registers and fp16 widened by vcvtph2ps
  * (exact, as the portable table), and the f32 -> fp16 row conversion of the KV store (F16C).
- * Only blk_attn_tile_avx2, blk_swiglu_fast_avx2 and blk_f16_from_f32_avx2 are exported; attn.c /
- * blocks.c call them when the kernels run an x86 SIMD path. */
+ * Only blk_attn_tile_avx2, blk_swiglu_fast_avx2 and blk_f16_from_f32_avx2 are exported; the avx2
+ * ops table (ops.c) holds them, and the model takes that table when the kernels run an x86 SIMD
+ * path. */
 #include "model/blocks.h"
 
 #if defined(__x86_64__)
