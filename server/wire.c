@@ -181,6 +181,11 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
         bad(e, "max_tokens", "'max_tokens' is required%s", NULL);
         return NULL;
     }
+    const cJSON *ss = api_field(root, "stop_sequences");
+    if (ss && !cJSON_IsArray(ss)) {
+        bad(e, "stop_sequences", "'stop_sequences' must be an array of strings%s", NULL);
+        return NULL;
+    }
     static const char *const same[][2] = {{"model", "model"}, {"max_tokens", "max_tokens"}, {"temperature", "temperature"},
                                           {"top_p", "top_p"}, {"top_k", "top_k"}, {"stop_sequences", "stop"},
                                           {"stream", "stream"}, {NULL, NULL}};
@@ -438,13 +443,13 @@ static cJSON *resp_usage(const srv_usage *u) {
     return o;
 }
 
-static cJSON *resp_message_item(const char *tail, const char *text, size_t n, bool done) {
+static cJSON *resp_message_item(const char *tail, const char *text, size_t n, bool done, bool cut) {
     cJSON *it = cJSON_CreateObject();
     char id[96];
     snprintf(id, sizeof id, "msg_%s", tail);
     cJSON_AddStringToObject(it, "type", "message");
     cJSON_AddStringToObject(it, "id", id);
-    cJSON_AddStringToObject(it, "status", done ? "completed" : "in_progress");
+    cJSON_AddStringToObject(it, "status", !done ? "in_progress" : cut ? "incomplete" : "completed");
     cJSON_AddStringToObject(it, "role", "assistant");
     cJSON *content = cJSON_AddArrayToObject(it, "content");
     if (done) {
@@ -514,7 +519,8 @@ static cJSON *resp_output(const char *tail, const wire_reply *r) {
     cJSON *out = cJSON_CreateArray();
     if (r->n_reasoning) cJSON_AddItemToArray(out, resp_reasoning_item(tail, r->reasoning, r->n_reasoning));
     cJSON *calls = r->tool_calls_json ? cJSON_Parse(r->tool_calls_json) : NULL;
-    if (r->n_content || !calls) cJSON_AddItemToArray(out, resp_message_item(tail, r->content, r->n_content, true));
+    if (r->n_content || !calls)   /* a reply cut by max_output_tokens: the message is incomplete too */
+        cJSON_AddItemToArray(out, resp_message_item(tail, r->content, r->n_content, true, !strcmp(r->finish, "length")));
     for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) cJSON_AddItemToArray(out, resp_call_item(c, true));
     cJSON_Delete(calls);
     return out;
@@ -664,7 +670,7 @@ static void resp_open_message(wire_stream *ws, sbuf *out) {
     ws->msg_open = true;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "output_index", ws->msg_index);
-    cJSON_AddItemToObject(o, "item", resp_message_item(ws->id, NULL, 0, false));
+    cJSON_AddItemToObject(o, "item", resp_message_item(ws->id, NULL, 0, false, false));
     emit(ws, out, "response.output_item.added", o);
     o = cJSON_CreateObject();
     char iid[96];
@@ -749,7 +755,8 @@ void wire_stream_end(wire_stream *ws, const wire_reply *r, sbuf *out) {
         cJSON *o = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(o, "delta");
         cJSON_AddStringToObject(d, "stop_reason", anth_stop_reason(r));
         cJSON_AddNullToObject(d, "stop_sequence");
-        cJSON_AddItemToObject(o, "usage", anth_usage(&r->usage));
+        /* the usage of message_delta: the output count (the input was message_start's) */
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(o, "usage"), "output_tokens", r->usage.completion_tokens);
         emit(ws, out, "message_delta", o);
         emit(ws, out, "message_stop", cJSON_CreateObject());
         cJSON_Delete(calls);
@@ -777,7 +784,7 @@ void wire_stream_end(wire_stream *ws, const wire_reply *r, sbuf *out) {
         emit(ws, out, "response.content_part.done", o);
         o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "output_index", ws->msg_index);
-        cJSON_AddItemToObject(o, "item", resp_message_item(ws->id, txt, r->n_content, true));
+        cJSON_AddItemToObject(o, "item", resp_message_item(ws->id, txt, r->n_content, true, !strcmp(r->finish, "length")));
         emit(ws, out, "response.output_item.done", o);
     } else if (ws->think.n) {                         /* reasoning then calls only: the reasoning item */
         cJSON *o = cJSON_CreateObject();

@@ -74,6 +74,8 @@ static void test_messages_request(void **state) {
     refused(WIRE_ANTHROPIC, "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens");
     snprintf(b, sizeof b, "{%s,\"top_logprobs\":3}", ok);
     refused(WIRE_ANTHROPIC, b, "top_logprobs");
+    snprintf(b, sizeof b, "{%s,\"stop_sequences\":\"x\"}", ok);
+    refused(WIRE_ANTHROPIC, b, "stop_sequences");
     snprintf(b, sizeof b, "{%s,\"tool_choice\":{\"type\":\"any\"}}", ok);
     refused(WIRE_ANTHROPIC, b, "tool_choice");
     snprintf(b, sizeof b, "{%s,\"thinking\":{\"type\":\"on\"}}", ok);
@@ -171,6 +173,7 @@ static void test_whole_responses(void **state) {
     free(t);
     assert_string_equal(str(j, "status"), "incomplete");
     assert_string_equal(str(cJSON_GetObjectItem(j, "incomplete_details"), "reason"), "max_output_tokens");
+    assert_string_equal(str(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "output"), 0), "status"), "incomplete");
     cJSON_Delete(j);
     t = wire_response(WIRE_ANTHROPIC, "chatcmpl-x", 1, "m", &len);
     j = cJSON_Parse(t);

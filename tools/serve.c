@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -20,10 +21,63 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t g_stop, g_term;
-static void on_signal(int sig) {
-    if (sig == SIGTERM && !g_term && !g_stop) g_term = 1;   /* the first SIGTERM drains */
-    else g_stop = 1;
+/* Signals: SIGINT and SIGTERM are blocked in every thread (the mask is set before the model's
+ * pool and the server's threads start, which inherit it) and taken by one thread with sigwait, so
+ * whichever thread the kernel would have picked, the main thread learns of them. While loading,
+ * either stops the process at once; while serving, SIGINT stops, the first SIGTERM drains and a
+ * second signal stops. */
+static sigset_t g_sigs;
+static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_sig_cv = PTHREAD_COND_INITIALIZER;
+static bool g_serving, g_stop, g_term;   /* under g_sig_mu */
+
+static void *signal_thread(void *arg) {
+    (void)arg;
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&g_sigs, &sig) != 0) continue;
+        pthread_mutex_lock(&g_sig_mu);
+        if (!g_serving) {
+            pthread_mutex_unlock(&g_sig_mu);
+            fprintf(stderr, "\ntern serve: %s before serving: stopping\n", sig == SIGTERM ? "SIGTERM" : "interrupted");
+            _exit(sig == SIGINT ? 130 : 143);
+        }
+        if (sig == SIGTERM && !g_term && !g_stop) g_term = true;   /* the first SIGTERM drains */
+        else g_stop = true;
+        pthread_cond_broadcast(&g_sig_cv);
+        pthread_mutex_unlock(&g_sig_mu);
+    }
+    return NULL;
+}
+
+/* Blocks SIGINT and SIGTERM here and in every thread started later, and starts the thread that
+ * takes them. */
+static void signals_start(void) {
+    sigemptyset(&g_sigs);
+    sigaddset(&g_sigs, SIGINT);
+    sigaddset(&g_sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &g_sigs, NULL);
+    pthread_t th;
+    if (pthread_create(&th, NULL, signal_thread, NULL) == 0) pthread_detach(th);
+}
+
+/* Waits until a signal sets what it stops (g_stop or g_term), at most ms milliseconds (< 0: no
+ * limit). Returns whether g_stop is set. */
+static bool signals_wait(int ms) {
+    pthread_mutex_lock(&g_sig_mu);
+    if (ms < 0)
+        while (!g_stop && !g_term) pthread_cond_wait(&g_sig_cv, &g_sig_mu);
+    else if (!g_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)ms * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        pthread_cond_timedwait(&g_sig_cv, &g_sig_mu, &until);
+    }
+    const bool stop = g_stop;
+    pthread_mutex_unlock(&g_sig_mu);
+    return stop;
 }
 
 enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_PREFILL_CHUNK, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
@@ -66,24 +120,21 @@ static int serve_until_signal(srv *s, const srv_config *cfg, int drain_s, tern_m
     if (cfg->conn_max > 0 && (unsigned)cfg->conn_max > srv_conn_limit(s))
         fprintf(stderr, "tern serve: warning: --conn-max %d lowered to %u to fit the open-file limit (`ulimit -n`)\n",
                 cfg->conn_max, srv_conn_limit(s));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    pthread_mutex_lock(&g_sig_mu);
+    g_serving = true;
+    pthread_mutex_unlock(&g_sig_mu);
     const bool v6 = strchr(cfg->host, ':') != NULL && cfg->host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
     fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slots%s, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
             cfg->host, v6 ? "]" : "", srv_port(s), cfg->parallel, m ? "" : " per model", cfg->n_ctx,
             cfg->api_key ? ", API key required" : "");
     fflush(stderr);
-    while (!g_stop && !g_term) pause();
-    if (g_term && !g_stop && drain_s > 0) {
+    const bool stop = signals_wait(-1);
+    if (!stop && drain_s > 0) {                       /* SIGTERM */
         fprintf(stderr, "tern serve: SIGTERM: draining (at most %d s; a second signal stops at once)\n", drain_s);
         srv_drain(s);
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        for (int waited_ms = 0; !g_stop && !srv_idle(s) && waited_ms < drain_s * 1000; waited_ms += 20) nanosleep(&ts, NULL);
+        for (int waited_ms = 0; !srv_idle(s) && waited_ms < drain_s * 1000; waited_ms += 20)
+            if (signals_wait(20)) break;
     }
     fprintf(stderr, "tern serve: stopping\n");
     srv_stop(s);
@@ -179,6 +230,7 @@ int cmd_serve(int argc, char **argv) {
             return 1;
         }
     }
+    signals_start();                                  /* before any thread starts: they inherit the mask */
     cfg.n_batch = oc.n_batch;
     cfg.model_path = oc.model;
     cfg.spec = so.on;

@@ -153,13 +153,15 @@ def test_sticky_failover_drain(fleet):
         time.sleep(0.01)                              # wait until it is generating there
     assert _decoding(port_t)
     replicas[target][1].send_signal(signal.SIGTERM)
-    time.sleep(0.05)
-    try:
-        urllib.request.urlopen("http://127.0.0.1:%d/health" % port_t, timeout=2)
-        health = 200
-    except urllib.error.HTTPError as e:
-        health = e.code
+    health, deadline = 200, time.time() + 5           # the replica turns its health check to 503
+    while health == 200 and time.time() < deadline:
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%d/health" % port_t, timeout=2)
+            time.sleep(0.01)
+        except urllib.error.HTTPError as e:
+            health = e.code
     assert health == 503
+    assert th.is_alive()                              # while its request still runs
     time.sleep(0.6)                                   # the balancer has seen the 503s
     st, r = _post(url, {"prompt": "Elsewhere", "max_tokens": 2, "temperature": 0}, session)
     assert st == 200 and r["usage"]["completion_tokens"] == 2
