@@ -652,20 +652,23 @@ static void anth_block_start(wire_stream *ws, sbuf *out, bool think) {
     emit(ws, out, "content_block_start", o);
 }
 
+/* Responses: the reasoning streamed so far as one output item, added and done at once. */
+static void resp_emit_reasoning(wire_stream *ws, sbuf *out) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "output_index", ws->n_blocks);
+    cJSON *it = resp_reasoning_item(ws->id, ws->think.p, ws->think.n);
+    cJSON_AddItemToObject(o, "item", cJSON_Duplicate(it, true));
+    emit(ws, out, "response.output_item.added", o);
+    o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "output_index", ws->n_blocks++);
+    cJSON_AddItemToObject(o, "item", it);
+    emit(ws, out, "response.output_item.done", o);
+}
+
 /* Responses: the reasoning item (whole, when the answer begins) and the message item's opening. */
 static void resp_open_message(wire_stream *ws, sbuf *out) {
     if (ws->msg_open) return;
-    if (ws->think.n) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "output_index", ws->n_blocks);
-        cJSON *it = resp_reasoning_item(ws->id, ws->think.p, ws->think.n);
-        cJSON_AddItemToObject(o, "item", cJSON_Duplicate(it, true));
-        emit(ws, out, "response.output_item.added", o);
-        o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "output_index", ws->n_blocks++);
-        cJSON_AddItemToObject(o, "item", it);
-        emit(ws, out, "response.output_item.done", o);
-    }
+    if (ws->think.n) resp_emit_reasoning(ws, out);
     ws->msg_index = ws->n_blocks++;
     ws->msg_open = true;
     cJSON *o = cJSON_CreateObject();
@@ -786,17 +789,8 @@ void wire_stream_end(wire_stream *ws, const wire_reply *r, sbuf *out) {
         cJSON_AddNumberToObject(o, "output_index", ws->msg_index);
         cJSON_AddItemToObject(o, "item", resp_message_item(ws->id, txt, r->n_content, true, !strcmp(r->finish, "length")));
         emit(ws, out, "response.output_item.done", o);
-    } else if (ws->think.n) {                         /* reasoning then calls only: the reasoning item */
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "output_index", ws->n_blocks);
-        cJSON *it = resp_reasoning_item(ws->id, ws->think.p, ws->think.n);
-        cJSON_AddItemToObject(o, "item", cJSON_Duplicate(it, true));
-        emit(ws, out, "response.output_item.added", o);
-        o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "output_index", ws->n_blocks++);
-        cJSON_AddItemToObject(o, "item", it);
-        emit(ws, out, "response.output_item.done", o);
-    }
+    } else if (ws->think.n)                           /* reasoning then calls only: the reasoning item */
+        resp_emit_reasoning(ws, out);
     for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
         const int idx = ws->n_blocks++;
         cJSON *o = cJSON_CreateObject();
