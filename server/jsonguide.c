@@ -1,7 +1,7 @@
 /* jsonguide.c: a prefix checker for one JSON object (see jsonguide.h). Grammar: RFC 8259 with
  * the top-level value an object; whitespace is space, tab, LF, CR; strings take any byte >= 0x20
  * except '"' and '\' raw (UTF-8 passes through: the detokeniser repairs what it must), and the
- * escapes \" \\ \/ \b \f \n \r \t \uXXXX. */
+ * escapes \" \\ \/ \b \f \n \r \t and \u with four hex digits. */
 #include "jsonguide.h"
 
 #include <string.h>
@@ -16,7 +16,7 @@ enum {
     M_AFTER,        /* after a value in a container: ',' or its closer */
     M_STR,          /* in a string */
     M_ESC,          /* after '\' in a string */
-    M_HEX,          /* in \uXXXX: sub hex digits read */
+    M_HEX,          /* in a \u escape: sub of its four hex digits read */
     M_NUM,          /* in a number: sub its state (num_step) */
     M_LIT,          /* in true / false / null: sub bytes of lit written */
     M_DONE,         /* the object is complete */

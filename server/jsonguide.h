@@ -22,7 +22,7 @@ typedef struct json_guide {
 } json_guide;
 
 void json_guide_init(json_guide *g);
-/* Feed n bytes; false when they make the text no longer a prefix of one JSON object (g is then
+/* Feed n bytes; false when the text with them is not a prefix of one JSON object (g is then
  * undefined: feed a copy to test). */
 bool json_guide_feed(json_guide *g, const char *s, size_t n);
 /* Nothing but whitespace has been fed. */

@@ -288,7 +288,7 @@ static inline __attribute__((always_inline)) void delta_chunk_body(float *S, int
     }
 
     /* state: S = e^{Lg_n} S + sum_j (e^{Lg_n - Lg_j} k_j) delta_j^T; 4 rows of S at a time.
-     * The per-token weights w_j = e^{Lg_n - Lg_j} reuse the Lg slots (no longer needed). */
+     * The per-token weights w_j = e^{Lg_n - Lg_j} reuse the Lg slots (their values are not read after this point). */
     const float en = expf(Lg[n - 1]);
     for (int j = 0; j < n; j++) Lg[j] = expf(Lg[n - 1] - Lg[j]);
     for (int a = 0; a < d; a += 4) {
