@@ -56,50 +56,17 @@ static float expf_ggml(float x) {
 
 float gdn_silu_ggml(float x) { return x / (1.0f + expf_ggml(0.0f - x)); }
 
-/* ---- the fast-numerics SiLU: one exp per value in lane-wise vector code ------------------
- * exp(t), t = -x: Cody-Waite reduction t = n ln2 + f (n = round(t log2 e) by the 1.5 * 2^23
- * shift, ln2 in two parts, the first exact in n * ln2_hi), e^f by the degree-6 minimax polynomial
- * of Cephes' expf (published coefficients), scaled by 2^(n-1) built in the exponent field and
- * then by 2 (exact; lets n reach 128). t is clamped to [-86, ln(FLT_MAX)]; above, +inf (silu -> -0,
- * as libm's overflowing expf gives); below, e^-86, which 1 + e rounds away as libm's would. Plain multiply and
- * add only (-ffp-contract=off), so the scalar and every vector build give the same bits. Within a
- * few ulp of x / (1 + expf(-x)) (test_gdn: silu_fast). */
+/* ---- the fast-numerics SiLU: vexp.h's vsilu8 ------------------------------------------------
+ * One lane of the 4-lane form, so the scalar value has the bits of every vector copy. */
 float gdn_silu_fast(float x) {
-    const float t0 = 0.0f - x;
-    const bool over = t0 > SF_T_MAX;
-    float t = over ? SF_T_MAX : t0;
-    if (t < SF_T_MIN) t = SF_T_MIN;
-    const float zm = t * SF_LOG2E + SF_SHIFT;
-    const float n = zm - SF_SHIFT;
-    float f = t - n * SF_LN2_HI;
-    f = f - n * SF_LN2_LO;
-    float p = f * SF_P0 + SF_P1;
-    p = p * f + SF_P2;
-    p = p * f + SF_P3;
-    p = p * f + SF_P4;
-    p = p * f + SF_P5;
-    float e = p * f * f + f + 1.0f;
-    uint32_t zb, sb;
-    memcpy(&zb, &zm, 4);
-    sb = ((zb - 0x4B400000u) + 126u) << 23;          /* 2^(n-1) */
-    float sc;
-    memcpy(&sc, &sb, 4);
-    e = (e * sc) * 2.0f;
-    if (over) e = INFINITY;
-    return x / (1.0f + e);
+    const vexp_v4f v = {x, x, x, x};
+    return vsilu4(&v)[0];
 }
 
 void gdn_silu_fast_n(float *y, const float *x, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) silu8(y + i, x + i);
     for (; i < n; i++) y[i] = gdn_silu_fast(x[i]);
-}
-
-void gdn_swiglu8_generic(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
-
-void gdn_swiglu_fast(float *y, const float *g, const float *u, int64_t n) {
-    model_ops_active()->gdn_swiglu8(y, g, u, n);
-    for (int64_t i = n & ~(int64_t)7; i < n; i++) y[i] = gdn_silu_fast(g[i]) * u[i];
 }
 
 #define silu(x) gdn_silu_fast(x)

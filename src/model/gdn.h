@@ -57,13 +57,11 @@ float gdn_softplus(float x);
  * vector operation mirrored with the same single rounding (fmaf for its fused ones). */
 float gdn_silu(float x);
 float gdn_silu_ggml(float x);
-/* The SiLU of fast and f32 numerics (conv, gated norm, the qwen35 FFN's SwiGLU): x / (1 + e) with
- * e = exp(-x) from a Cody-Waite + degree-6 polynomial exp in plain multiplies and adds (gdn.c),
- * the same bits in scalar and vector code on every ISA; within a few ulp of gdn_silu (tested).
- * _n: y[i] = silu(x[i]) for n values; gdn_swiglu_fast: y[i] = silu(g[i]) * u[i] (y may alias g). */
+/* The SiLU of fast and f32 numerics (conv, gated norm; the FFN's SwiGLU is blk_swiglu_fast with
+ * the same SiLU): vexp.h's vsilu8, the same bits in scalar and vector code on every ISA; within 3
+ * ulp of the exact value for x >= -87, -0 below (tested). _n: y[i] = silu(x[i]) for n values. */
 float gdn_silu_fast(float x);
 void gdn_silu_fast_n(float *y, const float *x, int64_t n);
-void gdn_swiglu_fast(float *y, const float *g, const float *u, int64_t n);
 
 /* Gates of n tokens: a, b are the ssm_alpha / ssm_beta projections (n x Hv, token-major).
  * gam[i] = softplus(a[i] + dt_bias[h]) * ssm_a[h]; beta[i] = sigmoid(b[i]). In place allowed

@@ -1,5 +1,5 @@
-/* gdn_impl.h: the lane-wise vector bodies of the Gated DeltaNet math (gdn.c: the fast SiLU and
- * SwiGLU, the causal conv's channel blocks, the delta rule per token and per chunk), included
+/* gdn_impl.h: the lane-wise vector bodies of the Gated DeltaNet math (gdn.c: the fast SiLU, the
+ * causal conv's channel blocks, the delta rule per token and per chunk), included
  * once per instruction set: by gdn.c (portable, the *_generic copies) and by x86/gdn_avx2.c
  * (-mavx2, the *_avx2 copies the ops table takes). Every lane performs the scalar operations in
  * the scalar order (-ffp-contract=off), so every copy gives the same bits. */
@@ -7,6 +7,7 @@
 #define TERN_MODEL_GDN_IMPL_H
 
 #include "model/gdn.h"
+#include "model/vexp.h"
 
 #include "core/core.h"
 
@@ -22,52 +23,13 @@ typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 
 #define GDN_D_MAX 256
 
-#define SF_T_MAX 88.7228394f                         /* ln(FLT_MAX): above, exp overflows */
-#define SF_T_MIN (-86.0f)                             /* below, 1 + e^t == 1 */
-#define SF_LOG2E 1.44269504088896341f
-#define SF_SHIFT 12582912.0f                          /* 1.5 * 2^23 */
-#define SF_LN2_HI 0.693359375f
-#define SF_LN2_LO (-2.12194440e-4f)
-#define SF_P0 1.9875691500e-4f
-#define SF_P1 1.3981999507e-3f
-#define SF_P2 8.3334519073e-3f
-#define SF_P3 4.1665795894e-2f
-#define SF_P4 1.6666665459e-1f
-#define SF_P5 5.0000001201e-1f
-
-typedef uint32_t v8w __attribute__((vector_size(32)));
-typedef int32_t v8m __attribute__((vector_size(32)));
-
-/* y[0..8) = silu(x[0..8)) (y may alias x); pointers, not vector values, cross the call (psABI) */
+/* y[0..8) = silu(x[0..8)) (vexp.h's vsilu8; y may alias x); pointers, not vector values, cross
+ * the call (psABI) */
 static inline __attribute__((always_inline)) void silu8(float *y, const float *xp) {
-    const v8 x = LD8(xp);
-    const v8 t0 = (v8){0} - x;
-    const v8m over = t0 > SF_T_MAX;
-    v8 t = (v8)(((v8m)t0 & ~over) | ((v8m)((v8){0} + SF_T_MAX) & over));
-    const v8m under = t < SF_T_MIN;
-    t = (v8)(((v8m)t & ~under) | ((v8m)((v8){0} + SF_T_MIN) & under));
-    const v8 zm = t * SF_LOG2E + SF_SHIFT;
-    const v8 n = zm - SF_SHIFT;
-    v8 f = t - n * SF_LN2_HI;
-    f = f - n * SF_LN2_LO;
-    v8 p = f * SF_P0 + SF_P1;
-    p = p * f + SF_P2;
-    p = p * f + SF_P3;
-    p = p * f + SF_P4;
-    p = p * f + SF_P5;
-    v8 e = p * f * f + f + 1.0f;
-    const v8w sc = (((v8w)zm - 0x4B400000u) + 126u) << 23;   /* 2^(n-1) */
-    e = (e * (v8)sc) * 2.0f;
-    e = (v8)(((v8m)e & ~over) | ((v8m)((v8){0} + INFINITY) & over));
-    ST8(y, x / (1.0f + e));
-}
-
-static inline __attribute__((always_inline)) void swiglu_body(float *y, const float *g, const float *u, int64_t n) {
-    for (int64_t i = 0; i + 8 <= n; i += 8) {
-        float sg[8];
-        silu8(sg, g + i);
-        ST8(y + i, LD8(sg) * LD8(u + i));
-    }
+    attn_v8f x;
+    memcpy(&x, xp, sizeof x);
+    const attn_v8f r = vsilu8(&x);
+    memcpy(y, &r, sizeof r);
 }
 
 /* Fast path, 8 channels at a time (lane l = channel c + l): the same sum from 0.0f, oldest first,

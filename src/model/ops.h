@@ -1,7 +1,7 @@
 /* ops.h: the element-wise vector operations of the forward passes, one table per instruction set,
- * chosen beside the kernel table (kern_isa_avx2): the attention tile, the fast SwiGLU (dense and
- * Gated DeltaNet), the f16 KV store, the causal conv, the delta rule (token and chunked) and the
- * Walsh-Hadamard transform. Layer 5.
+ * chosen beside the kernel table (kern_isa_avx2): the attention tile, the fast SwiGLU, the f16 KV
+ * store, the causal conv, the delta rule (token and chunked) and the Walsh-Hadamard transform.
+ * Layer 5.
  * Every table computes the same bits (IEEE operations in the same order, the exp of vexp.h); a
  * table only chooses the instruction set the compiler may use. So the choice never changes a
  * result, and the portable table runs wherever the kernels run without x86 AVX2 (TERN_ISA=ref
@@ -25,8 +25,6 @@ typedef struct model_ops {
     void (*swiglu_fast)(float *out, const float *g, const float *u, int64_t n);
     /* blk_f16_from_f32: dst[i] = f32_to_fp16(src[i]) bit for bit */
     void (*f16_from_f32)(uint16_t *dst, const float *src, int n);
-    /* gdn_swiglu_fast on the first n & ~7 values (the caller does the tail) */
-    void (*gdn_swiglu8)(float *y, const float *g, const float *u, int64_t n);
     /* gdn_conv's channel blocks [c0, ...): returns the first channel it left to the caller */
     int64_t (*gdn_conv_blocks)(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                                int64_t c0, int64_t c1);
@@ -50,7 +48,6 @@ const model_ops *model_ops_find(const char *name);
 extern const model_ops *const model_ops_all[];
 
 /* The copies the tables point at (each file compiles its bodies once per table). */
-void gdn_swiglu8_generic(float *y, const float *g, const float *u, int64_t n);
 int64_t gdn_conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                                 int64_t c0, int64_t c1);
 void gdn_delta_token_generic(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
@@ -61,7 +58,6 @@ void gdn_delta_chunk_generic(float *S, int d, int n, const float *q, int64_t ld_
 void had_fwht_blocks_generic(float *x, int64_t K, int64_t n);
 void blk_f16_from_f32_generic(uint16_t *dst, const float *src, int n);
 #if defined(__x86_64__) && defined(__GNUC__)
-void gdn_swiglu8_avx2(float *y, const float *g, const float *u, int64_t n);
 int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                              int64_t c0, int64_t c1);
 void gdn_delta_token_avx2(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,

@@ -597,7 +597,7 @@ static void add_into(float *x, const float *y, size_t n) {
  * quantisation blocks (max(rot n, 128) values, as had_rmsnorm_rot_quant), a batch's (column,
  * chunk) pairs split over the pool (prefill ran the SwiGLU and rotation serially on the caller);
  * one column (decode) runs on the caller (see rot_quant):
- *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (gdn_swiglu_fast, or the ggml SiLU);
+ *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (blk_swiglu_fast, or the ggml SiLU);
  *                       VGROUP dst = the grouped V-head permutation of src (spec 5.5);
  *                       COPY dst = src (or nothing when they alias)
  *   then dst = rot(dst) on the chunk and its quantisation into q (mode != KQ_F32).
@@ -631,7 +631,7 @@ static void job_rot_quant(void *ctx, int64_t i0, int64_t i1, int ith) {
             if (j->ggml)   /* ggml_vec_swiglu_f32 on AVX-512: ggml_v_silu(g) * u */
                 for (int64_t i = 0; i < len; i++) y[i] = gdn_silu_ggml(x[i]) * u[i];
             else
-                gdn_swiglu_fast(y, x, u, len);
+                blk_swiglu_fast(y, x, u, len);
         } else if (j->op == RQ_VGROUP) {
             /* dst head e = r_per k + r takes src head k + Hk r (had_gdn_v_grouped) */
             const int d = j->d_head, r_per = j->n_v_head / j->n_k_head;

@@ -2,8 +2,7 @@
  * blocks.c (portable) and by x86/attn_avx2.c (-mavx2). Element-wise IEEE operations on 8-lane
  * vectors only (vexp.h), so both copies give the same bits. The includer defines SWIGLU_SUFFIX:
  * the function is blk_swiglu_fast_<suffix>.
- * With t = e^-|x| (<= 1, so the exp never overflows): silu(x) = x / (1 + t) for x >= 0 (the
- * formula of blk_swiglu with this exp), (x * t) / (1 + t) for x < 0; out = silu(x) * u. */
+ * out = silu(x) * u with vexp.h's vsilu8. */
 #ifndef SWIGLU_SUFFIX
 #error "define SWIGLU_SUFFIX before including swiglu_impl.h"
 #endif
@@ -20,11 +19,7 @@ static inline __attribute__((always_inline)) void SWIGLU_FN(swiglu8)(float *o, c
     attn_v8f x, uu;
     memcpy(&x, g, sizeof x);
     memcpy(&uu, u, sizeof uu);
-    const attn_v8i neg = x < VEXP_B8(0.0f);
-    const attn_v8f nx = (attn_v8f)((attn_v8i)x | (attn_v8i)VEXP_B8(-0.0f));   /* -|x| */
-    const attn_v8f t = vexp_le0(&nx);
-    const attn_v8f num = (attn_v8f)(((attn_v8i)(x * t) & neg) | ((attn_v8i)x & ~neg));
-    const attn_v8f r = (num / (VEXP_B8(1.0f) + t)) * uu;
+    const attn_v8f r = vsilu8(&x) * uu;
     memcpy(o, &r, sizeof r);
 }
 

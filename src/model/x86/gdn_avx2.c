@@ -8,8 +8,6 @@
 #endif
 #include "model/gdn_impl.h"
 
-void gdn_swiglu8_avx2(float *y, const float *g, const float *u, int64_t n) { swiglu_body(y, g, u, n); }
-
 int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                              int64_t c0, int64_t c1) {
     return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
