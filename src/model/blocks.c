@@ -14,11 +14,6 @@
 
 blk_prof g_blk_prof;
 
-static inline double prof_t0(void) { return g_blk_prof.on ? tern_time_s() : 0.0; }
-static inline void prof_add(int cat, double t0) {
-    if (g_blk_prof.on) g_blk_prof.s[cat] += tern_time_s() - t0;
-}
-
 /* ---- RMSNorm -------------------------------------------------------------------------------- */
 
 /* The RMSNorm scale 1 / sqrt(mean(x^2) + eps), ggml's order: float squares summed in double. */
@@ -263,36 +258,32 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
     }
 }
 
-/* Batches of at least this many columns (prefill) split their projections dynamically
- * (pool_for_dyn: threads claim row chunks as they finish, so a thread the OS delays, or a range
- * that runs slower, does not leave the other waiting at the job's end: the profile's "barrier
- * wait + imbalance" was 4.1% of pp512 with fixed ranges), in chunks of 32..512 rows (the AVX2 wide
- * matmul works in row chunks of 256: x86/avx2.c). Fewer columns (decode, verification) keep
- * pool_for's fixed ranges. No split changes a bit (each row is the same kern_matmul computation in
- * any range: kernels.h). */
+/* How a projection job's rows are split over the pool (no split changes a bit: each row is the
+ * same kern_matmul computation in any range, kernels.h):
+ * - batches of at least BLK_DYN_COLS columns (prefill): claimed in chunks of 32..512 rows as
+ *   threads finish (pool_for_dyn), so a thread the OS delays, or a range that runs slower, does
+ *   not leave the others waiting at the job's end (with fixed ranges the profile's "barrier wait +
+ *   imbalance" was 4.1% of pp512); the AVX2 wide matmul works in row chunks of 256 (x86/avx2.c);
+ * - one column with blk_proj.claim (decode of the hybrid arch): claims of (rows left) / (2 T), at
+ *   least 64 rows, the caller from the back and the workers from the front, each streaming its
+ *   own end of the rows: a thread slowed down for a while leaves at most its current claim to
+ *   wait for, instead of its half of the rows; undisturbed the claims cost about 1%;
+ * - otherwise fixed ranges (pool_for). */
 #define BLK_DYN_COLS 16
 #define BLK_DYN_CMIN 32
 #define BLK_DYN_CMAX 512
-
-typedef struct {
-    const kern_act *a;
-    int n_w;
-    const kern_w *const *w;
-    float *const *y;
-    float *resid;              /* n_w == 1: x += y over the job's rows (column stride n_out), or NULL */
-    int64_t off[5];            /* virtual row offset of each weight (padded to KERN_ROW_SPLIT) */
-} project_job;
+#define BLK_CLAIM_MIN 64
 
 static void job_project(void *ctx, int64_t i0, int64_t i1, int ith) {
-    const project_job *j = ctx;
-    const double t0 = prof_t0();
+    const blk_proj *j = ctx;
+    const double t0 = blk_prof_now();
     for (int k = 0; k < j->n_w; k++) {
         const int64_t lo = TERN_MAX(i0, j->off[k]), hi = TERN_MIN(i1, j->off[k] + j->w[k]->n_out);
         if (lo >= hi) continue;
         const int64_t N = j->w[k]->n_out;
-        kern_matmul(j->w[k], j->a, j->y[k], N, lo - j->off[k], hi - j->off[k]);
+        kern_matmul(j->w[k], j->a[k], j->y[k], N, lo - j->off[k], hi - j->off[k]);
         if (j->resid) {   /* the residual add of these rows: one writer per element */
-            for (int c = 0; c < j->a->ncols; c++) {
+            for (int c = 0; c < j->a[k]->ncols; c++) {
                 float *x = j->resid + (size_t)c * N;
                 const float *y = j->y[k] + (size_t)c * N;
                 for (int64_t r = lo - j->off[k]; r < hi - j->off[k]; r++) x[r] += y[r];
@@ -302,28 +293,38 @@ static void job_project(void *ctx, int64_t i0, int64_t i1, int ith) {
     if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;   /* one writer per ith */
 }
 
-static void project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y, float *resid) {
-    TERN_ASSERT(n_w >= 1 && n_w <= 4 && (!resid || n_w == 1));
-    project_job j = {.a = a, .n_w = n_w, .w = w, .y = y, .resid = resid};
+void blk_project_job(tern_pool *pool, blk_proj *p) {
+    TERN_ASSERT(p->n_w >= 1 && p->n_w <= BLK_PROJ_MAX && (!p->resid || p->n_w == 1));
     int64_t off = 0;
-    for (int k = 0; k < n_w; k++) {
-        j.off[k] = off;
-        off += (w[k]->n_out + KERN_ROW_SPLIT - 1) / KERN_ROW_SPLIT * KERN_ROW_SPLIT;
+    int ncols = 0;
+    for (int k = 0; k < p->n_w; k++) {   /* virtual rows: each weight padded to KERN_ROW_SPLIT */
+        p->off[k] = off;
+        off += (p->w[k]->n_out + KERN_ROW_SPLIT - 1) / KERN_ROW_SPLIT * KERN_ROW_SPLIT;
+        ncols = TERN_MAX(ncols, p->a[k]->ncols);
     }
-    j.off[n_w] = off;
-    const double t0 = prof_t0();
-    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, &j);
-    else pool_for(pool, off, KERN_ROW_SPLIT, job_project, &j);
-    prof_add(BLK_PROF_MATMUL, t0);
+    const double t0 = blk_prof_now();
+    if (ncols >= BLK_DYN_COLS)
+        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, p);
+    else if (p->claim && ncols == 1 && pool_n_threads(pool) > 1)
+        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_CLAIM_MIN, INT64_MAX, job_project, p);
+    else
+        pool_for(pool, off, KERN_ROW_SPLIT, job_project, p);
+    blk_prof_add(BLK_PROF_MATMUL, t0);
 }
 
 void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y) {
-    project(pool, a, n_w, w, y, NULL);
+    blk_proj p = {.n_w = n_w};
+    for (int k = 0; k < n_w; k++) {
+        p.a[k] = a;
+        p.w[k] = w[k];
+        p.y[k] = y[k];
+    }
+    blk_project_job(pool, &p);
 }
 
 void blk_project_residual(tern_pool *pool, const kern_act *a, const kern_w *w, float *y, float *x) {
-    float *y1[1] = {y};
-    project(pool, a, 1, &w, y1, x);
+    blk_proj p = {.n_w = 1, .a = {a}, .w = {w}, .y = {y}, .resid = x};
+    blk_project_job(pool, &p);
 }
 
 typedef struct {
@@ -375,13 +376,13 @@ void blk_prep_act(tern_pool *pool, kern_act *a, int op, const float *src, const 
     a->mode = mode;
     a->q = mode == KQ_F32 ? NULL : q;
     prep_job j = {.op = op, .src = src, .aux = aux, .dst = dst, .eps = eps, .K = K, .q = a->q, .mode = mode};
-    const double t0 = prof_t0();
+    const double t0 = blk_prof_now();
     if (op == BLK_PREP_NONE && !a->q) return;
     if (ncols > 1) pool_for(pool, ncols, 1, job_prep, &j);
     else if (pool_n_threads(pool) > 1 && K >= 2 * BLK_SPLIT && (op != BLK_PREP_NORM || dst != src))
         pool_for(pool, K, BLK_SPLIT, job_prep_split, &j);   /* one column: split by blocks */
     else job_prep(&j, 0, ncols, 0);
-    prof_add(BLK_PROF_QUANT, t0);
+    blk_prof_add(BLK_PROF_QUANT, t0);
 }
 
 void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t K, int ncols, kern_numerics mode) {
@@ -403,10 +404,10 @@ static void job_ffn_up(void *ctx, int64_t r0, int64_t r1, int ith) {
     const ffn_up_job *j = ctx;
     const int64_t F = j->gate->n_out;
     const int n = j->a->ncols;
-    const double t0 = prof_t0();
+    const double t0 = blk_prof_now();
     kern_matmul(j->gate, j->a, j->hg, F, r0, r1);
     kern_matmul(j->up, j->a, j->hu, F, r0, r1);
-    const double t1 = prof_t0();
+    const double t1 = blk_prof_now();
     for (int c = 0; c < n; c++) {
         float *g = j->hg + (size_t)c * F + r0;
         swiglu_mode(g, g, j->hu + (size_t)c * F + r0, r1 - r0, j->mode);
@@ -428,7 +429,7 @@ void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w 
     out->ncols = a->ncols;
     out->mode = mode;
     out->q = j.q;
-    const double t0 = prof_t0();
+    const double t0 = blk_prof_now();
     const double sw0 = g_blk_prof.s[BLK_PROF_SWIGLU];
     if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, F, BLK_SPLIT, BLK_SPLIT, 4 * BLK_SPLIT, job_ffn_up, &j);
     else pool_for(pool, F, BLK_SPLIT, job_ffn_up, &j);
@@ -439,12 +440,12 @@ void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w 
 
 void blk_embed(const model_t *m, model_ws *ws, const model_batch *b) {
     const model_hparams *hp = &m->hp;
-    const double t0 = prof_t0();
+    const double t0 = blk_prof_now();
     for (int c = 0; c < b->n; c++) {
         kern_w_row_f32(&m->tok_embd, b->tok[c], ws->x + (size_t)c * hp->n_embd);
         blk_rope_cache(ws->rope_cs + (size_t)c * hp->n_rot, b->pos[c], hp);
     }
-    prof_add(BLK_PROF_EMBED, t0);
+    blk_prof_add(BLK_PROF_EMBED, t0);
 }
 
 typedef struct {
@@ -638,22 +639,22 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
         att_quantised = m->numerics != KQ_F32 && ((int64_t)gqa * hp->n_embd_head_v) % BLK_SPLIT == 0;
         attn_dec_job jd = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm,
                            .att_q = att_quantised ? ws->aq : NULL};
-        const double t0 = prof_t0();
+        const double t0 = blk_prof_now();
         pool_for(m->pool, hp->n_head_kv, 1, job_attn_decode, &jd);
-        prof_add(BLK_PROF_ATTN, t0);
+        blk_prof_add(BLK_PROF_ATTN, t0);
     } else {
         attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};
-        double t0 = prof_t0();
+        double t0 = blk_prof_now();
         pool_for(m->pool, n, 1, job_qk_store, &j);
-        prof_add(BLK_PROF_NORM, t0);
-        t0 = prof_t0();
+        blk_prof_add(BLK_PROF_NORM, t0);
+        t0 = blk_prof_now();
         if (m->numerics == KQ_GGML) {
             pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn_flash, &j);
         } else {
             j.n_tiles = attn_plan(m, ws, b);
             pool_for_dyn(m->pool, j.n_tiles, 1, 1, 1, job_attn_tiles, &j);
         }
-        prof_add(BLK_PROF_ATTN, t0);
+        blk_prof_add(BLK_PROF_ATTN, t0);
     }
     if (att_quantised) {
         a = (kern_act){.x = ws->att, .q = ws->aq, .K = da, .ncols = 1, .mode = m->numerics};

@@ -23,6 +23,16 @@ typedef struct blk_prof {
     long n_forward;
 } blk_prof;
 extern blk_prof g_blk_prof;
+/* The profile's clock: blk_prof_now() is the time when profiling (0 otherwise, no clock read);
+ * blk_prof_add(cat, t0) adds the time since t0 to category cat and returns the time it read,
+ * so consecutive sections chain: t = blk_prof_add(A, t); t = blk_prof_add(B, t). */
+static inline double blk_prof_now(void) { return g_blk_prof.on ? tern_time_s() : 0.0; }
+static inline double blk_prof_add(int cat, double t0) {
+    if (!g_blk_prof.on) return 0.0;
+    const double t1 = tern_time_s();
+    g_blk_prof.s[cat] += t1 - t0;
+    return t1;
+}
 
 /* dst[i] = f32_to_fp16(src[i]) (core/fp16.h), bit for bit; F16C where the attention runs its AVX2
  * copy (blk_attn_isa), else the scalar conversion. The KV cache store of the dense forward. */
@@ -100,9 +110,24 @@ void blk_attn_tile_generic(int nq, const float *const *q, float *const *out, con
 void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
                         int ikv, int hd_k, int hd_v, float scale, float *scores);
 
-/* Project one activation through up to 4 weights in ONE pool job: y_j[c * n_out_j + r] for all
- * rows of every weight and all a->ncols columns. Row ranges are split over the pool in multiples
- * of KERN_ROW_SPLIT on a virtual concatenation of the weights (each padded to the alignment). */
+/* Projections in ONE pool job: y[k] = w[k] . a[k] for k < n_w (y[k]: (a[k]->ncols, w[k]->n_out),
+ * column-major), every row of every weight. The rows are split over the pool in multiples of
+ * KERN_ROW_SPLIT on a virtual concatenation of the weights (each padded to the alignment; off[]
+ * is filled by the call); how (fixed ranges, or claimed as threads finish) is in blocks.c. With
+ * resid (n_w == 1): resid[c * n_out + r] += y[c * n_out + r], added by the thread that computed
+ * the row. claim: a one-column job on 2+ threads is claimed rather than split in fixed ranges. */
+#define BLK_PROJ_MAX 4
+typedef struct blk_proj {
+    int n_w;
+    const kern_act *a[BLK_PROJ_MAX];
+    const kern_w *w[BLK_PROJ_MAX];
+    float *y[BLK_PROJ_MAX];
+    float *resid;
+    bool claim;
+    int64_t off[BLK_PROJ_MAX];
+} blk_proj;
+void blk_project_job(tern_pool *pool, blk_proj *p);
+/* blk_project_job of one activation a through n_w weights (y[k] = w[k] . a). */
 void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y);
 /* x[c * n_out + r] += y[c * n_out + r] after y = w . a (blk_project of one weight), the residual
  * add done by each thread on its own rows inside the same pool job. x: (a->ncols, w->n_out). */

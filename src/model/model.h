@@ -58,6 +58,12 @@ typedef struct model_hparams {
 
 /* A dense attention + SwiGLU FFN layer (llama, qwen3; qwen35's attention layers reuse the
  * norm/proj fields it needs). Norm weights point into the GGUF buffer (F32). */
+/* A rotation site of a Walsh-Hadamard basis (spec 4): the activation read by the weights there is
+ * rotated in blocks of n values (0: none) with signs s (NULL: identity signs). */
+typedef struct model_rot { int64_t n; const int8_t *s; } model_rot;
+
+/* One layer's tensors. The dense archs use the first block; the hybrid qwen35 also the second
+ * (its attention layers read attn_q..attn_output, its recurrent layers attn_qkv..ssm_norm). */
 typedef struct model_layer {
     const float *attn_norm;      /* (n_embd) */
     const float *attn_q_norm;    /* (n_embd_head_k), qwen3 only, else NULL */
@@ -69,6 +75,20 @@ typedef struct model_layer {
     kern_w attn_output;          /* [n_head * n_embd_head_v, n_embd] */
     kern_w ffn_gate, ffn_up;     /* [n_embd, n_ff] */
     kern_w ffn_down;             /* [n_ff, n_embd] */
+    /* qwen35 */
+    bool recurrent;              /* Gated DeltaNet layer, else gated full attention */
+    int il_kv;                   /* attention: its KV cache layer, else -1 */
+    int il_rs;                   /* recurrent: its recurrent-state layer, else -1 */
+    model_rot rot_in;            /* input of attn_qkv + attn_gate, or of attn_q/k/v */
+    model_rot rot_out;           /* input of ssm_out / attn_output */
+    model_rot rot_ffn, rot_down; /* input of ffn_gate + ffn_up, of ffn_down */
+    kern_w attn_qkv;             /* [n_embd, 2 n_k_head d_head + n_v_head d_head] */
+    kern_w attn_gate;            /* [n_embd, n_v_head d_head] */
+    kern_w ssm_alpha, ssm_beta;  /* [n_embd, n_v_head] */
+    kern_w ssm_out;              /* [n_v_head d_head, n_embd] */
+    const float *ssm_conv1d;     /* (n_ch, d_conv) */
+    const float *ssm_dt_bias, *ssm_a;   /* (n_v_head) */
+    const float *ssm_norm;       /* (d_head) */
 } model_layer;
 
 /* Progress of one load (model_load draws it on stderr when asked and slow). */

@@ -42,29 +42,13 @@
 #define Q35_VERIFY_MAX (Q35_WINDOW / 2)
 _Static_assert(GDN_CHUNK_MIN > Q35_VERIFY_MAX, "verify batches must run token by token (bit-identical)");
 
-/* Rotation of one activation site: n = block size (0: none), s = signs (NULL: identity). */
-typedef struct { int64_t n; const int8_t *s; } q35_rot;
-
-typedef struct q35_layer {
-    bool recurrent;
-    int il_kv;                 /* attention: KV cache layer; -1 */
-    int il_rs;                 /* recurrent: rstate layer; -1 */
-    q35_rot rot_in;            /* input of qkv+gate (GDN) or q/k/v (attention) */
-    q35_rot rot_out;           /* input of ssm_out / attn_output */
-    q35_rot rot_ffn, rot_down; /* input of ffn gate+up, of ffn_down */
-    /* GDN */
-    kern_w attn_qkv, attn_gate, ssm_alpha, ssm_beta, ssm_out;
-    const float *ssm_conv1d, *ssm_dt_bias, *ssm_a, *ssm_norm;
-} q35_layer;
-
 typedef struct q35_data {
     gdn_dims g;
     int n_gdn, n_attn;
     int *rs_layer;             /* (n_gdn) rstate layer -> model layer */
-    q35_layer *L;              /* (n_layer) */
     had_cfg had;
-    q35_rot rot_embd_inv;      /* inverse rotation of embedding rows */
-    q35_rot rot_logits;        /* forward rotation before the LM head */
+    model_rot rot_embd_inv;      /* inverse rotation of embedding rows */
+    model_rot rot_logits;        /* forward rotation before the LM head */
 } q35_data;
 
 /* Workspace beyond the generic model_ws (float buffers, each rounded to 64 bytes). */
@@ -92,15 +76,12 @@ typedef struct q35_state {
 /* Per-op profile (tern_profile_enable): the wall time of each section of a forward is added to
  * g_blk_prof (blocks.h) under the dense archs' categories: norm + rotation + quantise -> quant,
  * the conv + delta rule + gated norm -> recur, attention -> attn, residual adds and run setup ->
- * norm, embedding -> embed. Projections are timed inside blk_project / project_multi (matmul);
- * prof_skip restarts the clock after them. Two clock reads per section while profiling. */
-#define PROF_T0() double pr_t0_ = g_blk_prof.on ? tern_time_s() : 0.0
-#define PROF_ADD(cat) do { if (g_blk_prof.on) { const double pr_t1_ = tern_time_s(); g_blk_prof.s[cat] += pr_t1_ - pr_t0_; pr_t0_ = pr_t1_; } } while (0)
-#define PROF_SKIP() do { if (g_blk_prof.on) pr_t0_ = tern_time_s(); } while (0)
+ * norm, embedding -> embed. Projections are timed inside blk_project_job (matmul); the section
+ * clock restarts after them. */
 
 /* ---- load ------------------------------------------------------------------------------------ */
 
-static int rot_site(const q35_data *q, const char *const *names, int n_names, int64_t K, q35_rot *out,
+static int rot_site(const q35_data *q, const char *const *names, int n_names, int64_t K, model_rot *out,
                     tern_err *err) {
     out->n = 0;
     out->s = NULL;
@@ -148,10 +129,9 @@ static int q35_load(model_t *m, tern_err *err) {
     if ((rc = had_load(&q->had, m->g, err))) return rc;
 
     const int NL = hp->n_layer;
-    q->L = calloc((size_t)NL, sizeof *q->L);
     q->rs_layer = calloc((size_t)NL, sizeof *q->rs_layer);
     m->layers = calloc((size_t)NL, sizeof *m->layers);
-    if (!q->L || !q->rs_layer || !m->layers) return tern_err_set(err, TERN_E_NOMEM, "out of memory (layers)");
+    if (!q->rs_layer || !m->layers) return tern_err_set(err, TERN_E_NOMEM, "out of memory (layers)");
 
     /* layer schedule: recurrent unless (il + 1) % interval == 0; optional override array */
     char key[128];
@@ -164,11 +144,11 @@ static int q35_load(model_t *m, tern_err *err) {
                                 (unsigned long long)ra.n, gguf_vtype_name(ra.type));
     }
     for (int il = 0; il < NL; il++) {
-        q35_layer *QL = &q->L[il];
-        QL->recurrent = rkv ? gguf_arr_int(&ra, (uint64_t)il) != 0 : (il + 1) % interval != 0;
-        QL->il_kv = QL->il_rs = -1;
-        if (QL->recurrent) { QL->il_rs = q->n_gdn; q->rs_layer[q->n_gdn++] = il; }
-        else QL->il_kv = q->n_attn++;
+        model_layer *L = &m->layers[il];
+        L->recurrent = rkv ? gguf_arr_int(&ra, (uint64_t)il) != 0 : (il + 1) % interval != 0;
+        L->il_kv = L->il_rs = -1;
+        if (L->recurrent) { L->il_rs = q->n_gdn; q->rs_layer[q->n_gdn++] = il; }
+        else L->il_kv = q->n_attn++;
     }
     m->n_layer_kv = q->n_attn;
 
@@ -199,7 +179,6 @@ static int q35_load(model_t *m, tern_err *err) {
 
     for (int il = 0; il < NL; il++) {
         model_layer *L = &m->layers[il];
-        q35_layer *QL = &q->L[il];
         char n1[96], n2[96], n3[96];
 #define NM(buf, s) (snprintf(buf, sizeof buf, "blk.%d." s, il), buf)
         if ((rc = model_bind_f32(m, NM(n1, "attn_norm.weight"), D, 1, &L->attn_norm, err)) ||
@@ -210,25 +189,25 @@ static int q35_load(model_t *m, tern_err *err) {
             return rc;
         {
             const char *fn[2] = {NM(n1, "ffn_gate.weight"), NM(n2, "ffn_up.weight")};
-            if ((rc = rot_site(q, fn, 2, D, &QL->rot_ffn, err))) return rc;
+            if ((rc = rot_site(q, fn, 2, D, &L->rot_ffn, err))) return rc;
             const char *dn[1] = {NM(n3, "ffn_down.weight")};
-            if ((rc = rot_site(q, dn, 1, F, &QL->rot_down, err))) return rc;
+            if ((rc = rot_site(q, dn, 1, F, &L->rot_down, err))) return rc;
         }
-        if (QL->recurrent) {
-            if ((rc = model_bind_w(m, NM(n1, "attn_qkv.weight"), D, nch, &QL->attn_qkv, false, NULL, err)) ||
-                (rc = model_bind_w(m, NM(n1, "attn_gate.weight"), D, dz, &QL->attn_gate, false, NULL, err)) ||
-                (rc = model_bind_w(m, NM(n1, "ssm_alpha.weight"), D, q->g.n_v_head, &QL->ssm_alpha, false, NULL, err)) ||
-                (rc = model_bind_w(m, NM(n1, "ssm_beta.weight"), D, q->g.n_v_head, &QL->ssm_beta, false, NULL, err)) ||
-                (rc = model_bind_w(m, NM(n1, "ssm_out.weight"), dz, D, &QL->ssm_out, false, NULL, err)) ||
-                (rc = model_bind_f32(m, NM(n1, "ssm_conv1d.weight"), d_conv, nch, &QL->ssm_conv1d, err)) ||
-                (rc = model_bind_f32(m, NM(n1, "ssm_dt.bias"), q->g.n_v_head, 1, &QL->ssm_dt_bias, err)) ||
-                (rc = model_bind_f32(m, NM(n1, "ssm_a"), q->g.n_v_head, 1, &QL->ssm_a, err)) ||
-                (rc = model_bind_f32(m, NM(n1, "ssm_norm.weight"), q->g.d_head, 1, &QL->ssm_norm, err)))
+        if (L->recurrent) {
+            if ((rc = model_bind_w(m, NM(n1, "attn_qkv.weight"), D, nch, &L->attn_qkv, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "attn_gate.weight"), D, dz, &L->attn_gate, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "ssm_alpha.weight"), D, q->g.n_v_head, &L->ssm_alpha, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "ssm_beta.weight"), D, q->g.n_v_head, &L->ssm_beta, false, NULL, err)) ||
+                (rc = model_bind_w(m, NM(n1, "ssm_out.weight"), dz, D, &L->ssm_out, false, NULL, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_conv1d.weight"), d_conv, nch, &L->ssm_conv1d, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_dt.bias"), q->g.n_v_head, 1, &L->ssm_dt_bias, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_a"), q->g.n_v_head, 1, &L->ssm_a, err)) ||
+                (rc = model_bind_f32(m, NM(n1, "ssm_norm.weight"), q->g.d_head, 1, &L->ssm_norm, err)))
                 return rc;
             const char *in[2] = {NM(n1, "attn_qkv.weight"), NM(n2, "attn_gate.weight")};
-            if ((rc = rot_site(q, in, 2, D, &QL->rot_in, err))) return rc;
+            if ((rc = rot_site(q, in, 2, D, &L->rot_in, err))) return rc;
             const char *on[1] = {NM(n3, "ssm_out.weight")};
-            if ((rc = rot_site(q, on, 1, dz, &QL->rot_out, err))) return rc;
+            if ((rc = rot_site(q, on, 1, dz, &L->rot_out, err))) return rc;
             const char *ab[2] = {NM(n1, "ssm_alpha.weight"), NM(n2, "ssm_beta.weight")};
             for (int j = 0; j < 2; j++)
                 if (had_is_folded(&q->had, ab[j]))
@@ -244,9 +223,9 @@ static int q35_load(model_t *m, tern_err *err) {
                 (rc = model_bind_f32(m, NM(n1, "attn_k_norm.weight"), hd, 1, &L->attn_k_norm, err)))
                 return rc;
             const char *in[3] = {NM(n1, "attn_q.weight"), NM(n2, "attn_k.weight"), NM(n3, "attn_v.weight")};
-            if ((rc = rot_site(q, in, 3, D, &QL->rot_in, err))) return rc;
+            if ((rc = rot_site(q, in, 3, D, &L->rot_in, err))) return rc;
             const char *on[1] = {NM(n1, "attn_output.weight")};
-            if ((rc = rot_site(q, on, 1, dq, &QL->rot_out, err))) return rc;
+            if ((rc = rot_site(q, on, 1, dq, &L->rot_out, err))) return rc;
         }
 #undef NM
     }
@@ -262,14 +241,6 @@ static void q35_free(model_t *m) {
     q35_data *q = m->arch_data;
     if (!q) return;
     had_free(&q->had);
-    /* model_free releases every registered kern_w after this hook: release the ones that live in
-     * q->L now and drop them from its list, so nothing reads q->L after it is freed */
-    const uintptr_t lo = (uintptr_t)q->L, hi = lo + sizeof *q->L * (size_t)m->hp.n_layer;
-    for (int i = 0; q->L && i < m->n_all_w; i++) {
-        const uintptr_t p = (uintptr_t)m->all_w[i];
-        if (p >= lo && p < hi) { kern_w_free(m->all_w[i]); m->all_w[i] = NULL; }
-    }
-    free(q->L);
     free(q->rs_layer);
     free(q);
     m->arch_data = NULL;
@@ -336,7 +307,6 @@ typedef struct {
     q35_ws *w;
     const model_batch *b;
     const model_layer *L;
-    const q35_layer *QL;
     int il;
 } q35_job;
 
@@ -364,7 +334,7 @@ static void job_attn_prep(void *ctx, int64_t c0, int64_t c1, int ith) {
         const float *cs = j->ws->rope_cs + c * hp->n_rot;
         blk_rope(q, Hq, hd, cs, hp->n_rot, ROPE_NEOX);
         blk_rope(k, hp->n_head_kv, hd, cs, hp->n_rot, ROPE_NEOX);
-        kv_store(j->b->kv[c], j->QL->il_kv, j->b->pos[c], k, v);
+        kv_store(j->b->kv[c], j->L->il_kv, j->b->pos[c], k, v);
     }
 }
 
@@ -383,7 +353,7 @@ static void job_attn(void *ctx, int64_t i0, int64_t i1, int ith) {
         const size_t off = ((size_t)c * (size_t)hp->n_head + (size_t)h) * (size_t)hd;
         float *out = ws->att + off;
         const kv_cache *kv = j->b->kv[c];
-        const blk_kv_view view = {kv_k_row(kv, j->QL->il_kv, 0), kv_v_row(kv, j->QL->il_kv, 0), (size_t)kv->n_embd_k,
+        const blk_kv_view view = {kv_k_row(kv, j->L->il_kv, 0), kv_v_row(kv, j->L->il_kv, 0), (size_t)kv->n_embd_k,
                                   (size_t)kv->n_embd_v, kv->f32};
         blk_attn_head(out, ws->q + off, &view, h / gqa, j->b->pos[c] + 1, hd, hd, hp->f_attn_scale, flash, scores, qh,
                       acc);
@@ -403,7 +373,7 @@ static void job_gdn_conv(void *ctx, int64_t i0, int64_t i1, int ith) {
     const int64_t nch = gdn_n_ch(g);
     for (int r = 0; r < w->n_run; r++) {
         const int c0 = w->run[r], nr = w->run[r + 1] - c0;
-        gdn_conv(g, nr, j->QL->ssm_conv1d, rstate_conv(run_rs(j->b, w, r), j->QL->il_rs), w->qkv + (int64_t)c0 * nch,
+        gdn_conv(g, nr, j->L->ssm_conv1d, rstate_conv(run_rs(j->b, w, r), j->L->il_rs), w->qkv + (int64_t)c0 * nch,
                  w->u + (int64_t)c0 * nch, i0, i1);
     }
     const int64_t qk_end = 2 * (int64_t)g->n_k_head * g->d_head;
@@ -426,80 +396,31 @@ static void job_gdn_heads(void *ctx, int64_t i0, int64_t i1, int ith) {
         const int h1 = (int)TERN_MIN((int64_t)hv, h0 + (i1 - it));
         const int c0 = w->run[r], nr = w->run[r + 1] - c0;
         gdn_layer_heads(g, nr, w->u + (int64_t)c0 * nch, w->ga + (int64_t)c0 * hv, w->gb + (int64_t)c0 * hv,
-                        w->z + (int64_t)c0 * dz, j->QL->ssm_norm, rstate_S(run_rs(j->b, w, r), j->QL->il_rs),
+                        w->z + (int64_t)c0 * dz, j->L->ssm_norm, rstate_S(run_rs(j->b, w, r), j->L->il_rs),
                         w->y + (int64_t)c0 * dz, h0, h1, j->m->numerics != KQ_GGML, scratch);
         it += h1 - h0;
     }
 }
 
-/* ---- projections with several activations in one pool job -------------------------------- */
+/* ---- projections ----------------------------------------------------------------------------- */
+
+/* y[k] = w[k] a[k] (n_w <= 4) in one pool job (blk_project_job). A decode step's rows are claimed
+ * by whichever thread is free (blk_proj.claim): the 27B's projections are long, and a thread
+ * descheduled for a while then holds back at most its current claim. The GDN heads of a decode
+ * step are claimed the same way, Q35_HEADS_CLAIM at a time (gdn_layer). Results depend neither on
+ * who takes which rows nor on the thread count (test_qwen35: 2 and 3 threads == 1 thread). */
+#define Q35_HEADS_CLAIM 4
 
 static bool is_float_w(const kern_w *w) { return w->type == QT_F32 || w->type == QT_F16 || w->type == QT_BF16; }
 
-typedef struct {
-    int n_w;
-    const kern_act *const *a;
-    const kern_w *const *w;
-    float *const *y;
-    int64_t off[5];            /* virtual row offset of each weight (padded to the split alignment) */
-} q35_proj_job;
-
-/* Virtual rows [i0, i1) of the job's weights (each weight's rows at its offset). */
-static void job_proj_multi_rows(const q35_proj_job *j, int64_t i0, int64_t i1) {
-    for (int k = 0; k < j->n_w; k++) {
-        const int64_t lo = TERN_MAX(i0, j->off[k]), hi = TERN_MIN(i1, j->off[k] + j->w[k]->n_out);
-        if (lo < hi) kern_matmul(j->w[k], j->a[k], j->y[k], j->w[k]->n_out, lo - j->off[k], hi - j->off[k]);
-    }
-}
-
-static void job_proj_multi(void *ctx, int64_t i0, int64_t i1, int ith) {
-    const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
-    job_proj_multi_rows(ctx, i0, i1);
-    if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;
-}
-
-/* Decode projections (one column, 2+ threads), dynamic schedule: the virtual rows of all weights,
- * in 8-row units, are claimed by whichever thread is free (pool_for_dyn: the caller from the back
- * and the workers from the front, each streaming its own end of the rows; each claim (rows left)
- * / (2 T), at least Q35_DYN_MIN rows). A thread slowed down for a while (an interrupt, a
- * neighbour, a descheduled vCPU) then leaves at most its current claim to wait for, instead of
- * its half of the rows; undisturbed, the claims cost about 1% against the fixed split. Every row
- * is the same kern_matmul computation whatever range it falls in (kernels.h: the bits do not
- * depend on the row split), so results depend neither on who takes which rows nor on the thread
- * count (test_qwen35: 2 and 3 threads == 1 thread). The GDN heads of a decode step are claimed
- * the same way, Q35_HEADS_CLAIM at a time (gdn_layer). */
-#define Q35_DYN_ALIGN KERN_ROW_SPLIT   /* claims never split a 16-row kernel group */
-#define Q35_DYN_MIN 64
-#define Q35_HEADS_CLAIM 4
-
-/* blk_project with one activation per weight (n_w <= 4): y[k] = w[k] a[k], rows of all weights
- * in one pool job (each row the same kern_matmul call as blk_project makes), split by pool_for
- * or, dyn, claimed by pool_for_dyn (above). */
-static void project_multi(tern_pool *pool, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y,
-                          bool dyn) {
-    TERN_ASSERT(n_w >= 1 && n_w <= 4);
-    q35_proj_job j = {.n_w = n_w, .a = a, .w = w, .y = y};
-    const int64_t align = dyn ? Q35_DYN_ALIGN : KERN_ROW_SPLIT;   /* both multiples of KERN_ROW_ALIGN */
-    int64_t off = 0;
+static void q35_project(const model_t *m, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
+    blk_proj p = {.n_w = n_w, .claim = true};
     for (int k = 0; k < n_w; k++) {
-        j.off[k] = off;
-        off += (w[k]->n_out + align - 1) / align * align;
+        p.a[k] = a[k];
+        p.w[k] = w[k];
+        p.y[k] = y[k];
     }
-    j.off[n_w] = off;
-    const double t0 = g_blk_prof.on ? tern_time_s() : 0.0;
-    if (dyn) pool_for_dyn(pool, off, Q35_DYN_ALIGN, Q35_DYN_MIN, INT64_MAX, job_proj_multi, &j);
-    else pool_for(pool, off, KERN_ROW_SPLIT, job_proj_multi, &j);
-    if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0;
-}
-
-/* y[k] = w[k] a[k] (n_w <= 4) for n columns: one column on 2+ threads under the dynamic schedule
- * (project_multi, dyn), else one static pool job (blk_project when all weights read one activation). */
-static void q35_project(const model_t *m, int n, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
-    const bool dyn = n == 1 && pool_n_threads(m->pool) > 1;
-    bool same = true;
-    for (int k = 1; k < n_w; k++) same = same && a[k] == a[0];
-    if (!dyn && same) blk_project(m->pool, a[0], n_w, w, y);
-    else project_multi(m->pool, n_w, a, w, y, dyn);
+    blk_project_job(m->pool, &p);
 }
 
 /* ---- ggml numerics: the reference runtime's BF16 dot and SwiGLU ------------------------------ */
@@ -559,7 +480,7 @@ typedef struct {
     const float *x, *w;
     int64_t K;
     float eps;
-    const q35_rot *rot;
+    const model_rot *rot;
     kern_numerics mode;
 } nrq_job;
 
@@ -578,7 +499,7 @@ static void job_norm_rot_quant(void *ctx, int64_t c0, int64_t c1, int ith) {
  * the normed columns before the rotation. Fills a (x = dst) for blk_project. Columns split
  * across the pool when n > 1 (each column's bits do not depend on the split). */
 static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, float *yn, const float *src,
-                           const float *w, int n, int64_t K, float eps, const q35_rot *rot) {
+                           const float *w, int n, int64_t K, float eps, const model_rot *rot) {
     a->x = dst;
     a->K = K;
     a->ncols = n;
@@ -611,7 +532,7 @@ typedef struct {
     const float *src, *aux;
     void *q;
     int64_t K, chunk, n_chunk;
-    const q35_rot *rot;
+    const model_rot *rot;
     kern_numerics mode;
     bool ggml;
     int n_k_head, n_v_head, d_head;
@@ -676,56 +597,53 @@ static void rot_quant(const model_t *m, kern_act *a, rq_job *j, int n) {
 }
 
 static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
-    const q35_data *q = m->arch_data;
     const model_hparams *hp = &m->hp;
     const model_layer *L = &m->layers[il];
-    const q35_layer *QL = &q->L[il];
     const int n = b->n;
     const int64_t D = hp->n_embd, dq = (int64_t)hp->n_head * hp->n_embd_head_k;
-    PROF_T0();
+    double pt = blk_prof_now();
     kern_act a;
-    norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
-    PROF_ADD(BLK_PROF_QUANT);
+    norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &L->rot_in);
+    pt = blk_prof_add(BLK_PROF_QUANT, pt);
     const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
     float *y3[3] = {w->qg, ws->k, ws->v};
     const kern_act *a3[3] = {&a, &a, &a};
-    q35_project(m, n, 3, a3, w3, y3);
-    PROF_SKIP();
-    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
+    q35_project(m, 3, a3, w3, y3);
+    pt = blk_prof_now();
+    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .il = il};
     pool_for(m->pool, n, 1, job_attn_prep, &j);
     pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
-    PROF_ADD(BLK_PROF_ATTN);
-    rq_job rq = {.op = RQ_COPY, .dst = ws->att, .src = ws->att, .q = w->aq, .K = dq, .rot = &QL->rot_out};
+    pt = blk_prof_add(BLK_PROF_ATTN, pt);
+    rq_job rq = {.op = RQ_COPY, .dst = ws->att, .src = ws->att, .q = w->aq, .K = dq, .rot = &L->rot_out};
     rot_quant(m, &a, &rq, n);
-    PROF_ADD(BLK_PROF_QUANT);
+    pt = blk_prof_add(BLK_PROF_QUANT, pt);
     const kern_w *wo[1] = {&L->attn_output};
     float *yo[1] = {ws->xb};
     const kern_act *a1[1] = {&a};
-    q35_project(m, n, 1, a1, wo, yo);
-    PROF_SKIP();
+    q35_project(m, 1, a1, wo, yo);
+    pt = blk_prof_now();
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    PROF_ADD(BLK_PROF_NORM);
+    pt = blk_prof_add(BLK_PROF_NORM, pt);
 }
 
 static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
     const q35_data *q = m->arch_data;
     const model_hparams *hp = &m->hp;
     const model_layer *L = &m->layers[il];
-    const q35_layer *QL = &q->L[il];
     const gdn_dims *g = &q->g;
     const int n = b->n, hv = g->n_v_head;
     const int64_t D = hp->n_embd, nch = gdn_n_ch(g), dz = (int64_t)hv * g->d_head;
     /* h = RMSNorm(x) (unrotated: alpha/beta read it); r = rot(h) for qkv and gate */
-    PROF_T0();
+    double pt = blk_prof_now();
     kern_act a;
-    if (QL->rot_in.n)
-        norm_rot_quant(m, &a, w->xr, w->aq, ws->xb, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
+    if (L->rot_in.n)
+        norm_rot_quant(m, &a, w->xr, w->aq, ws->xb, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &L->rot_in);
     else
-        norm_rot_quant(m, &a, ws->xb, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_in);
-    PROF_ADD(BLK_PROF_QUANT);
+        norm_rot_quant(m, &a, ws->xb, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &L->rot_in);
+    pt = blk_prof_add(BLK_PROF_QUANT, pt);
     /* alpha/beta: BF16 (or any float) weights on the unrotated h; the float kernel path rounds
      * the activation to bf16 for BF16 weights (spec 8.4) */
-    const bool float_ab = is_float_w(&QL->ssm_alpha) && is_float_w(&QL->ssm_beta);
+    const bool float_ab = is_float_w(&L->ssm_alpha) && is_float_w(&L->ssm_beta);
     const bool merged = float_ab && !g->ggml;
     if (merged) {
         /* one pool job for qkv + gate (quantised rotated h) and alpha + beta (f32 h): one barrier
@@ -735,45 +653,45 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
          * gets one of the two BF16 weights (10 KB a row, 7.5 PQ2_0 rows' bytes) instead of the
          * second thread both */
         const kern_act *acts[4] = {&af, &a, &af, &a};
-        const kern_w *w4[4] = {&QL->ssm_alpha, &QL->attn_qkv, &QL->ssm_beta, &QL->attn_gate};
+        const kern_w *w4[4] = {&L->ssm_alpha, &L->attn_qkv, &L->ssm_beta, &L->attn_gate};
         float *y4[4] = {w->ga, w->qkv, w->gb, w->z};
-        q35_project(m, n, 4, acts, w4, y4);
+        q35_project(m, 4, acts, w4, y4);
     } else {
-        const kern_w *w2[2] = {&QL->attn_qkv, &QL->attn_gate};
+        const kern_w *w2[2] = {&L->attn_qkv, &L->attn_gate};
         float *y2[2] = {w->qkv, w->z};
         blk_project(m->pool, &a, 2, w2, y2);
     }
     if (merged) {
         /* alpha and beta were projected with qkv and gate */
-    } else if (g->ggml && QL->ssm_alpha.type == QT_BF16 && QL->ssm_beta.type == QT_BF16 && QL->ssm_alpha.layout == KW_FILE &&
-        QL->ssm_beta.layout == KW_FILE) {
+    } else if (g->ggml && L->ssm_alpha.type == QT_BF16 && L->ssm_beta.type == QT_BF16 && L->ssm_alpha.layout == KW_FILE &&
+        L->ssm_beta.layout == KW_FILE) {
         /* per run: a multi-token run of one sequence takes the reference's batch order, a single
          * token (decode, or one column of a multi-session batch) its one-token order */
         for (int r = 0; r < w->n_run; r++) {
             const int c0 = w->run[r], nr = w->run[r + 1] - c0;
             uint16_t *xbf = (uint16_t *)(void *)w->xr;   /* xr: consumed above */
-            project_bf16_ggml(&QL->ssm_alpha, ws->xb + (int64_t)c0 * D, nr, w->ga + (int64_t)c0 * hv, xbf);
-            project_bf16_ggml(&QL->ssm_beta, ws->xb + (int64_t)c0 * D, nr, w->gb + (int64_t)c0 * hv, xbf);
+            project_bf16_ggml(&L->ssm_alpha, ws->xb + (int64_t)c0 * D, nr, w->ga + (int64_t)c0 * hv, xbf);
+            project_bf16_ggml(&L->ssm_beta, ws->xb + (int64_t)c0 * D, nr, w->gb + (int64_t)c0 * hv, xbf);
         }
     } else {
         kern_act af;
         blk_quantize(m->pool, &af, ws->xb, w->aq, D, n, float_ab ? KQ_F32 : m->numerics);
-        const kern_w *wab[2] = {&QL->ssm_alpha, &QL->ssm_beta};
+        const kern_w *wab[2] = {&L->ssm_alpha, &L->ssm_beta};
         float *yab[2] = {w->ga, w->gb};
         blk_project(m->pool, &af, 2, wab, yab);
     }
-    PROF_SKIP();
-    gdn_gates(g, n, w->ga, w->gb, QL->ssm_dt_bias, QL->ssm_a, w->ga, w->gb);   /* -> gam, beta */
+    pt = blk_prof_now();
+    gdn_gates(g, n, w->ga, w->gb, L->ssm_dt_bias, L->ssm_a, w->ga, w->gb);   /* -> gam, beta */
 
     /* the recurrence: log the inputs of logged runs, then conv and delta rule of every run */
     for (int r = 0; r < w->n_run; r++) {
         rstate *rs = run_rs(b, w, r);
         for (int i = w->run[r]; i < w->run[r + 1]; i++) {
-            float *slot = rstate_log_slot(rs, QL->il_rs, i - w->run[r]);
+            float *slot = rstate_log_slot(rs, L->il_rs, i - w->run[r]);
             if (slot) gdn_log_token(g, slot, w->qkv + (int64_t)i * nch, w->ga + (int64_t)i * hv, w->gb + (int64_t)i * hv);
         }
     }
-    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .QL = QL, .il = il};
+    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .il = il};
     pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
     if (n == 1 && pool_n_threads(m->pool) > 1) {
         /* the heads of a decode step under the dynamic schedule (q35_project): threads claim
@@ -783,47 +701,46 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     } else {
         pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
     }
-    PROF_ADD(BLK_PROF_RECUR);
+    pt = blk_prof_add(BLK_PROF_RECUR, pt);
     const bool vg = q->had.gdn_v_grouped;
-    rq_job rq = {.op = vg ? RQ_VGROUP : RQ_COPY, .dst = vg || QL->rot_out.n ? w->y2 : w->y, .src = w->y, .q = w->aq,
-                 .K = dz, .rot = &QL->rot_out, .n_k_head = g->n_k_head, .n_v_head = hv, .d_head = g->d_head};
+    rq_job rq = {.op = vg ? RQ_VGROUP : RQ_COPY, .dst = vg || L->rot_out.n ? w->y2 : w->y, .src = w->y, .q = w->aq,
+                 .K = dz, .rot = &L->rot_out, .n_k_head = g->n_k_head, .n_v_head = hv, .d_head = g->d_head};
     rot_quant(m, &a, &rq, n);
-    PROF_ADD(BLK_PROF_QUANT);
-    const kern_w *wo[1] = {&QL->ssm_out};
+    pt = blk_prof_add(BLK_PROF_QUANT, pt);
+    const kern_w *wo[1] = {&L->ssm_out};
     float *yy[1] = {ws->xb};
     const kern_act *a1[1] = {&a};
-    q35_project(m, n, 1, a1, wo, yy);
-    PROF_SKIP();
+    q35_project(m, 1, a1, wo, yy);
+    pt = blk_prof_now();
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    PROF_ADD(BLK_PROF_NORM);
+    pt = blk_prof_add(BLK_PROF_NORM, pt);
 }
 
 static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
     const q35_data *q = m->arch_data;
     const model_hparams *hp = &m->hp;
     const model_layer *L = &m->layers[il];
-    const q35_layer *QL = &q->L[il];
     const int64_t D = hp->n_embd, F = hp->n_ff;
-    PROF_T0();
+    double pt = blk_prof_now();
     kern_act a;
-    norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &QL->rot_ffn);
-    PROF_ADD(BLK_PROF_QUANT);
+    norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &L->rot_ffn);
+    pt = blk_prof_add(BLK_PROF_QUANT, pt);
     const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
     float *y2[2] = {ws->hg, ws->hu};
     const kern_act *a2[2] = {&a, &a};
-    q35_project(m, n, 2, a2, w2, y2);
-    PROF_SKIP();
-    rq_job rq = {.op = RQ_SWIGLU, .dst = ws->hg, .src = ws->hg, .aux = ws->hu, .q = w->aq, .K = F, .rot = &QL->rot_down,
+    q35_project(m, 2, a2, w2, y2);
+    pt = blk_prof_now();
+    rq_job rq = {.op = RQ_SWIGLU, .dst = ws->hg, .src = ws->hg, .aux = ws->hu, .q = w->aq, .K = F, .rot = &L->rot_down,
                  .ggml = q->g.ggml};
     rot_quant(m, &a, &rq, n);
-    PROF_ADD(BLK_PROF_QUANT);
+    pt = blk_prof_add(BLK_PROF_QUANT, pt);
     const kern_w *wd[1] = {&L->ffn_down};
     float *yd[1] = {ws->xb};
     const kern_act *a1[1] = {&a};
-    q35_project(m, n, 1, a1, wd, yd);
-    PROF_SKIP();
+    q35_project(m, 1, a1, wd, yd);
+    pt = blk_prof_now();
     add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    PROF_ADD(BLK_PROF_NORM);
+    pt = blk_prof_add(BLK_PROF_NORM, pt);
 }
 
 static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
@@ -834,14 +751,14 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
     ws_layout(m, ws->n_batch, ws->arch_ws, &w, &total);
     const int n = b->n;
     const int64_t D = hp->n_embd;
-    PROF_T0();
+    double pt = blk_prof_now();
     for (int c = 0; c < n; c++) {
         float *xc = ws->x + (int64_t)c * D;
         kern_w_row_f32(&m->tok_embd, b->tok[c], xc);
         if (q->rot_embd_inv.n) had_rot_inv(xc, D, q->rot_embd_inv.n, q->rot_embd_inv.s);
         blk_rope_cache(ws->rope_cs + (int64_t)c * hp->n_rot, b->pos[c], hp);
     }
-    PROF_ADD(BLK_PROF_EMBED);
+    pt = blk_prof_add(BLK_PROF_EMBED, pt);
     /* runs of consecutive columns of one sequence; each begins a batch of its recurrent state */
     w.n_run = 0;
     for (int c0 = 0; c0 < n;) {
@@ -856,14 +773,14 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
         c0 = c1;
     }
     w.run[w.n_run] = n;
-    PROF_ADD(BLK_PROF_NORM);
+    pt = blk_prof_add(BLK_PROF_NORM, pt);
     for (int il = 0; il < hp->n_layer; il++) {
-        if (q->L[il].recurrent) gdn_layer(m, ws, &w, b, il);
+        if (m->layers[il].recurrent) gdn_layer(m, ws, &w, b, il);
         else attn_layer(m, ws, &w, b, il);
         ffn_layer(m, ws, &w, n, il);
     }
     for (int r = 0; r < w.n_run; r++) rstate_end(run_rs(b, &w, r));
-    PROF_SKIP();
+    pt = blk_prof_now();
     /* logits of the wanted columns (gathered into lx) */
     int nl = 0;
     const size_t qcol = kern_act_bytes(m->numerics, D, 1);
@@ -875,13 +792,13 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
                               q->rot_logits.s);
         nl++;
     }
-    PROF_ADD(BLK_PROF_QUANT);
+    pt = blk_prof_add(BLK_PROF_QUANT, pt);
     if (nl == 0) return TERN_OK;
     const kern_act a = {.x = ws->lx, .q = m->numerics == KQ_F32 ? NULL : w.aq, .K = D, .ncols = nl, .mode = m->numerics};
     const kern_w *w1[1] = {&m->output};
     float *y1[1] = {b->logits};
     const kern_act *a1[1] = {&a};
-    q35_project(m, nl, 1, a1, w1, y1);
+    q35_project(m, 1, a1, w1, y1);
     return TERN_OK;
 }
 
@@ -913,12 +830,12 @@ static void job_replay_heads(void *ctx, int64_t h0, int64_t h1, int ith) {
 static void q35_replay(void *ctx, int il_rs, float *S, float *conv, const float *in, int n) {
     q35_state *st = ctx;
     const q35_data *q = st->m->arch_data;
-    const q35_layer *QL = &q->L[q->rs_layer[il_rs]];
+    const model_layer *L = &st->m->layers[q->rs_layer[il_rs]];
     if (!st->pool || pool_n_threads(st->pool) == 1) {
-        gdn_replay(&q->g, QL->ssm_conv1d, S, conv, in, n, st->u);
+        gdn_replay(&q->g, L->ssm_conv1d, S, conv, in, n, st->u);
         return;
     }
-    replay_job j = {.g = &q->g, .conv_w = QL->ssm_conv1d, .in = in, .S = S, .conv = conv, .u = st->u, .n = n};
+    replay_job j = {.g = &q->g, .conv_w = L->ssm_conv1d, .in = in, .S = S, .conv = conv, .u = st->u, .n = n};
     pool_for(st->pool, gdn_n_ch(&q->g), q->g.d_head, job_replay_conv, &j);
     pool_for(st->pool, q->g.n_v_head, 1, job_replay_heads, &j);
 }
