@@ -413,13 +413,8 @@ static void job_gdn_heads(void *ctx, int64_t i0, int64_t i1, int ith) {
 
 static bool is_float_w(const kern_w *w) { return w->type == QT_F32 || w->type == QT_F16 || w->type == QT_BF16; }
 
-static void q35_project(const model_t *m, int n_w, const kern_act *const *a, const kern_w *const *w, float *const *y) {
-    blk_proj p = {.n_w = n_w, .claim = true};
-    for (int k = 0; k < n_w; k++) {
-        p.a[k] = a[k];
-        p.w[k] = w[k];
-        p.y[k] = y[k];
-    }
+static void q35_project(const model_t *m, blk_proj p) {
+    p.claim = true;
     blk_project_job(m->pool, &p);
 }
 
@@ -508,10 +503,6 @@ static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, 
     nrq_job j = {.y = dst, .yn = yn, .q = a->q, .x = src, .w = w, .K = K, .eps = eps, .rot = rot, .mode = m->numerics};
     if (n > 1) pool_for(m->pool, n, 1, job_norm_rot_quant, &j);
     else job_norm_rot_quant(&j, 0, n, 0);
-}
-
-static void add_into(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
 /* The input of ssm_out / attn_output / ffn_down in chunks of whole rotation blocks and whole
@@ -603,27 +594,24 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     const int64_t D = hp->n_embd, dq = (int64_t)hp->n_head * hp->n_embd_head_k;
     double pt = blk_prof_now();
     kern_act a;
+    /* xr (n, D) = rot(RMSNorm(x) * attn_norm), quantised into aq */
     norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &L->rot_in);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
-    const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
-    float *y3[3] = {w->qg, ws->k, ws->v};
-    const kern_act *a3[3] = {&a, &a, &a};
-    q35_project(m, 3, a3, w3, y3);
+    /* qg (n, 2 Hq hd): q and the output gate interleaved per head; k, v (n, Hkv hd) */
+    q35_project(m, (blk_proj){.n_w = 3, .a = {&a, &a, &a}, .w = {&L->attn_q, &L->attn_k, &L->attn_v},
+                              .y = {w->qg, ws->k, ws->v}});
     pt = blk_prof_now();
+    /* QK-norm, RoPE, the KV store; then att (n, Hq hd) = sigmoid(gate) * attention(q) */
     q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .il = il};
     pool_for(m->pool, n, 1, job_attn_prep, &j);
     pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
     pt = blk_prof_add(BLK_PROF_ATTN, pt);
+    /* att = rot(att), quantised */
     rq_job rq = {.op = RQ_COPY, .dst = ws->att, .src = ws->att, .q = w->aq, .K = dq, .rot = &L->rot_out};
     rot_quant(m, &a, &rq, n);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
-    const kern_w *wo[1] = {&L->attn_output};
-    float *yo[1] = {ws->xb};
-    const kern_act *a1[1] = {&a};
-    q35_project(m, 1, a1, wo, yo);
-    pt = blk_prof_now();
-    add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    pt = blk_prof_add(BLK_PROF_NORM, pt);
+    /* x (n, D) += attn_output . att */
+    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&L->attn_output}, .y = {ws->xb}, .resid = ws->x});
 }
 
 static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
@@ -633,7 +621,8 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     const gdn_dims *g = &q->g;
     const int n = b->n, hv = g->n_v_head;
     const int64_t D = hp->n_embd, nch = gdn_n_ch(g), dz = (int64_t)hv * g->d_head;
-    /* h = RMSNorm(x) (unrotated: alpha/beta read it); r = rot(h) for qkv and gate */
+    /* h = xb (n, D) = RMSNorm(x) * attn_norm (unrotated: alpha/beta read it); r = xr (n, D) = rot(h)
+     * for qkv and gate, quantised */
     double pt = blk_prof_now();
     kern_act a;
     if (L->rot_in.n)
@@ -643,6 +632,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
     /* alpha/beta: BF16 (or any float) weights on the unrotated h; the float kernel path rounds
      * the activation to bf16 for BF16 weights (spec 8.4) */
+    /* qkv (n, n_ch) = attn_qkv . r, z (n, Hv d) = attn_gate . r, ga, gb (n, Hv) = ssm_alpha . h, ssm_beta . h */
     const bool float_ab = is_float_w(&L->ssm_alpha) && is_float_w(&L->ssm_beta);
     const bool merged = float_ab && !g->ggml;
     if (merged) {
@@ -652,14 +642,11 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         /* order alpha, qkv, beta, gate: the rows split evenly, so with 2 threads each thread
          * gets one of the two BF16 weights (10 KB a row, 7.5 PQ2_0 rows' bytes) instead of the
          * second thread both */
-        const kern_act *acts[4] = {&af, &a, &af, &a};
-        const kern_w *w4[4] = {&L->ssm_alpha, &L->attn_qkv, &L->ssm_beta, &L->attn_gate};
-        float *y4[4] = {w->ga, w->qkv, w->gb, w->z};
-        q35_project(m, 4, acts, w4, y4);
+        q35_project(m, (blk_proj){.n_w = 4, .a = {&af, &a, &af, &a},
+                                  .w = {&L->ssm_alpha, &L->attn_qkv, &L->ssm_beta, &L->attn_gate},
+                                  .y = {w->ga, w->qkv, w->gb, w->z}});
     } else {
-        const kern_w *w2[2] = {&L->attn_qkv, &L->attn_gate};
-        float *y2[2] = {w->qkv, w->z};
-        blk_project(m->pool, &a, 2, w2, y2);
+        q35_project(m, (blk_proj){.n_w = 2, .a = {&a, &a}, .w = {&L->attn_qkv, &L->attn_gate}, .y = {w->qkv, w->z}});
     }
     if (merged) {
         /* alpha and beta were projected with qkv and gate */
@@ -676,14 +663,13 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     } else {
         kern_act af;
         blk_quantize(m->pool, &af, ws->xb, w->aq, D, n, float_ab ? KQ_F32 : m->numerics);
-        const kern_w *wab[2] = {&L->ssm_alpha, &L->ssm_beta};
-        float *yab[2] = {w->ga, w->gb};
-        blk_project(m->pool, &af, 2, wab, yab);
+        q35_project(m, (blk_proj){.n_w = 2, .a = {&af, &af}, .w = {&L->ssm_alpha, &L->ssm_beta}, .y = {w->ga, w->gb}});
     }
     pt = blk_prof_now();
     gdn_gates(g, n, w->ga, w->gb, L->ssm_dt_bias, L->ssm_a, w->ga, w->gb);   /* -> gam, beta */
 
-    /* the recurrence: log the inputs of logged runs, then conv and delta rule of every run */
+    /* the recurrence: log the inputs of logged runs, then per run the conv (qkv -> u (n, n_ch)) and
+     * the delta rule with the gated norm (-> y (n, Hv d)) */
     for (int r = 0; r < w->n_run; r++) {
         rstate *rs = run_rs(b, w, r);
         for (int i = w->run[r]; i < w->run[r + 1]; i++) {
@@ -702,18 +688,14 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
     }
     pt = blk_prof_add(BLK_PROF_RECUR, pt);
+    /* y2 = rot(y, V heads regrouped when the file asks), quantised */
     const bool vg = q->had.gdn_v_grouped;
     rq_job rq = {.op = vg ? RQ_VGROUP : RQ_COPY, .dst = vg || L->rot_out.n ? w->y2 : w->y, .src = w->y, .q = w->aq,
                  .K = dz, .rot = &L->rot_out, .n_k_head = g->n_k_head, .n_v_head = hv, .d_head = g->d_head};
     rot_quant(m, &a, &rq, n);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
-    const kern_w *wo[1] = {&L->ssm_out};
-    float *yy[1] = {ws->xb};
-    const kern_act *a1[1] = {&a};
-    q35_project(m, 1, a1, wo, yy);
-    pt = blk_prof_now();
-    add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    pt = blk_prof_add(BLK_PROF_NORM, pt);
+    /* x (n, D) += ssm_out . y */
+    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&L->ssm_out}, .y = {ws->xb}, .resid = ws->x});
 }
 
 static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
@@ -723,24 +705,19 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     const int64_t D = hp->n_embd, F = hp->n_ff;
     double pt = blk_prof_now();
     kern_act a;
+    /* xr (n, D) = rot(RMSNorm(x) * post_attention_norm), quantised */
     norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &L->rot_ffn);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
-    const kern_w *w2[2] = {&L->ffn_gate, &L->ffn_up};
-    float *y2[2] = {ws->hg, ws->hu};
-    const kern_act *a2[2] = {&a, &a};
-    q35_project(m, 2, a2, w2, y2);
+    /* hg, hu (n, F) = ffn_gate . xr, ffn_up . xr */
+    q35_project(m, (blk_proj){.n_w = 2, .a = {&a, &a}, .w = {&L->ffn_gate, &L->ffn_up}, .y = {ws->hg, ws->hu}});
     pt = blk_prof_now();
+    /* hg = rot(silu(hg) * hu), quantised */
     rq_job rq = {.op = RQ_SWIGLU, .dst = ws->hg, .src = ws->hg, .aux = ws->hu, .q = w->aq, .K = F, .rot = &L->rot_down,
                  .ggml = q->g.ggml};
     rot_quant(m, &a, &rq, n);
-    pt = blk_prof_add(BLK_PROF_QUANT, pt);
-    const kern_w *wd[1] = {&L->ffn_down};
-    float *yd[1] = {ws->xb};
-    const kern_act *a1[1] = {&a};
-    q35_project(m, 1, a1, wd, yd);
-    pt = blk_prof_now();
-    add_into(ws->x, ws->xb, (size_t)n * (size_t)D);
-    pt = blk_prof_add(BLK_PROF_NORM, pt);
+    blk_prof_add(BLK_PROF_QUANT, pt);
+    /* x (n, D) += ffn_down . hg */
+    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&L->ffn_down}, .y = {ws->xb}, .resid = ws->x});
 }
 
 static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
@@ -794,11 +771,9 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
     }
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
     if (nl == 0) return TERN_OK;
+    /* logits (nl, n_vocab) = output . lx */
     const kern_act a = {.x = ws->lx, .q = m->numerics == KQ_F32 ? NULL : w.aq, .K = D, .ncols = nl, .mode = m->numerics};
-    const kern_w *w1[1] = {&m->output};
-    float *y1[1] = {b->logits};
-    const kern_act *a1[1] = {&a};
-    q35_project(m, 1, a1, w1, y1);
+    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&m->output}, .y = {b->logits}});
     return TERN_OK;
 }
 
