@@ -274,57 +274,49 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
 #define BLK_DYN_CMAX 512
 #define BLK_CLAIM_MIN 64
 
+typedef struct {
+    const blk_proj *p;
+    int64_t off[BLK_PROJ_MAX];   /* virtual row offset of each weight */
+} project_job;
+
 static void job_project(void *ctx, int64_t i0, int64_t i1, int ith) {
-    const blk_proj *j = ctx;
+    const project_job *pj = ctx;
+    const blk_proj *j = pj->p;
     const double t0 = blk_prof_now();
     for (int k = 0; k < j->n_w; k++) {
-        const int64_t lo = TERN_MAX(i0, j->off[k]), hi = TERN_MIN(i1, j->off[k] + j->w[k]->n_out);
+        const int64_t N = j->w[k]->n_out;   /* rows [lo, hi) of weight k */
+        const int64_t lo = TERN_MAX(i0, pj->off[k]) - pj->off[k], hi = TERN_MIN(i1, pj->off[k] + N) - pj->off[k];
         if (lo >= hi) continue;
-        const int64_t N = j->w[k]->n_out;
-        kern_matmul(j->w[k], j->a[k], j->y[k], N, lo - j->off[k], hi - j->off[k]);
+        kern_matmul(j->w[k], j->a[k], j->y[k], N, lo, hi);
         if (j->resid) {   /* the residual add of these rows: one writer per element */
             for (int c = 0; c < j->a[k]->ncols; c++) {
                 float *x = j->resid + (size_t)c * N;
                 const float *y = j->y[k] + (size_t)c * N;
-                for (int64_t r = lo - j->off[k]; r < hi - j->off[k]; r++) x[r] += y[r];
+                for (int64_t r = lo; r < hi; r++) x[r] += y[r];
             }
         }
     }
     if (g_blk_prof.on) g_blk_prof.busy[ith & 63] += tern_time_s() - t0;   /* one writer per ith */
 }
 
-void blk_project_job(tern_pool *pool, blk_proj *p) {
+void blk_project_job(tern_pool *pool, const blk_proj *p) {
     TERN_ASSERT(p->n_w >= 1 && p->n_w <= BLK_PROJ_MAX && (!p->resid || p->n_w == 1));
+    project_job j = {.p = p};
     int64_t off = 0;
     int ncols = 0;
     for (int k = 0; k < p->n_w; k++) {   /* virtual rows: each weight padded to KERN_ROW_SPLIT */
-        p->off[k] = off;
+        j.off[k] = off;
         off += (p->w[k]->n_out + KERN_ROW_SPLIT - 1) / KERN_ROW_SPLIT * KERN_ROW_SPLIT;
         ncols = TERN_MAX(ncols, p->a[k]->ncols);
     }
     const double t0 = blk_prof_now();
     if (ncols >= BLK_DYN_COLS)
-        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, p);
+        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, &j);
     else if (p->claim && ncols == 1 && pool_n_threads(pool) > 1)
-        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_CLAIM_MIN, INT64_MAX, job_project, p);
+        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_CLAIM_MIN, INT64_MAX, job_project, &j);
     else
-        pool_for(pool, off, KERN_ROW_SPLIT, job_project, p);
+        pool_for(pool, off, KERN_ROW_SPLIT, job_project, &j);
     blk_prof_add(BLK_PROF_MATMUL, t0);
-}
-
-void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y) {
-    blk_proj p = {.n_w = n_w};
-    for (int k = 0; k < n_w; k++) {
-        p.a[k] = a;
-        p.w[k] = w[k];
-        p.y[k] = y[k];
-    }
-    blk_project_job(pool, &p);
-}
-
-void blk_project_residual(tern_pool *pool, const kern_act *a, const kern_w *w, float *y, float *x) {
-    blk_proj p = {.n_w = 1, .a = {a}, .w = {w}, .y = {y}, .resid = x};
-    blk_project_job(pool, &p);
 }
 
 typedef struct {
@@ -626,10 +618,11 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
     const model_hparams *hp = &m->hp;
     const int n = b->n, D = hp->n_embd;
     kern_act a;
+    /* xb (n, D) = RMSNorm(x) * attn_norm, quantised into aq */
     blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->x, L->attn_norm, ws->xb, hp->f_norm_rms_eps, D, n, ws->aq, m->numerics);
-    const kern_w *w3[3] = {&L->attn_q, &L->attn_k, &L->attn_v};
-    float *y3[3] = {ws->q, ws->k, ws->v};
-    blk_project(m->pool, &a, 3, w3, y3);                                 /* one job for q, k, v */
+    /* q (n, Hq hd), k, v (n, Hkv hd): one job */
+    blk_project_job(m->pool, &(blk_proj){.n_w = 3, .a = {&a, &a, &a}, .w = {&L->attn_q, &L->attn_k, &L->attn_v},
+                                         .y = {ws->q, ws->k, ws->v}});
     const int da = hp->n_head * hp->n_embd_head_v;
     bool att_quantised = false;
     if (n == 1) {
@@ -656,23 +649,27 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
         }
         blk_prof_add(BLK_PROF_ATTN, t0);
     }
+    /* att (n, Hq hd) quantised; x (n, D) += attn_output . att */
     if (att_quantised) {
         a = (kern_act){.x = ws->att, .q = ws->aq, .K = da, .ncols = 1, .mode = m->numerics};
     } else {
         blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);
     }
-    blk_project_residual(m->pool, &a, &L->attn_output, ws->xb, ws->x);   /* x += W_o att */
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&a}, .w = {&L->attn_output}, .y = {ws->xb}, .resid = ws->x});
 }
 
 void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L) {
     const model_hparams *hp = &m->hp;
     const int D = hp->n_embd;
     kern_act a, h;
+    /* xb (n, D) = RMSNorm(x) * ffn_norm, quantised into aq */
     blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->x, L->ffn_norm, ws->xb, hp->f_norm_rms_eps, D, n, ws->aq, m->numerics);
-    /* gate, up, SwiGLU and its quantisation in one job (the activation a is read before any
-     * thread writes the quantised output: a separate buffer, ws->aq2) */
+    /* hg (n, F) = silu(ffn_gate . xb) * (ffn_up . xb) (hu (n, F) the up half), quantised into aq2:
+     * gate, up, SwiGLU and the quantisation in one job (a is read before any thread writes the
+     * quantised output: a separate buffer) */
     blk_ffn_up(m->pool, &h, &a, &L->ffn_gate, &L->ffn_up, ws->hg, ws->hu, ws->aq2, m->numerics);
-    blk_project_residual(m->pool, &h, &L->ffn_down, ws->xb, ws->x);      /* x += W_down h */
+    /* x (n, D) += ffn_down . hg */
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&h}, .w = {&L->ffn_down}, .y = {ws->xb}, .resid = ws->x});
 }
 
 void blk_logits(const model_t *m, model_ws *ws, const model_batch *b) {
@@ -701,7 +698,6 @@ void blk_logits(const model_t *m, model_ws *ws, const model_batch *b) {
         blk_prep_act(m->pool, &a, BLK_PREP_NORM, ws->lx, m->output_norm, ws->lx, hp->f_norm_rms_eps, D, nl, ws->aq,
                      m->numerics);
     }
-    const kern_w *w1[1] = {&m->output};
-    float *y1[1] = {b->logits};
-    blk_project(m->pool, &a, 1, w1, y1);
+    /* logits (nl, n_vocab) = output . lx */
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&a}, .w = {&m->output}, .y = {b->logits}});
 }

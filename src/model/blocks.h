@@ -112,10 +112,12 @@ void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const 
 
 /* Projections in ONE pool job: y[k] = w[k] . a[k] for k < n_w (y[k]: (a[k]->ncols, w[k]->n_out),
  * column-major), every row of every weight. The rows are split over the pool in multiples of
- * KERN_ROW_SPLIT on a virtual concatenation of the weights (each padded to the alignment; off[]
- * is filled by the call); how (fixed ranges, or claimed as threads finish) is in blocks.c. With
- * resid (n_w == 1): resid[c * n_out + r] += y[c * n_out + r], added by the thread that computed
- * the row. claim: a one-column job on 2+ threads is claimed rather than split in fixed ranges. */
+ * KERN_ROW_SPLIT on a virtual concatenation of the weights (each padded to the alignment); how
+ * (fixed ranges, or claimed as threads finish) is in blocks.c. With resid (n_w == 1):
+ * resid[c * n_out + r] += y[c * n_out + r], added by the thread that computed the row (the
+ * residual add inside the same job). claim: a one-column job on 2+ threads is claimed rather than
+ * split in fixed ranges. Called with a literal:
+ *   blk_project_job(pool, &(blk_proj){.n_w = 2, .a = {&a, &a}, .w = {&gate, &up}, .y = {hg, hu}}); */
 #define BLK_PROJ_MAX 4
 typedef struct blk_proj {
     int n_w;
@@ -124,14 +126,8 @@ typedef struct blk_proj {
     float *y[BLK_PROJ_MAX];
     float *resid;
     bool claim;
-    int64_t off[BLK_PROJ_MAX];
 } blk_proj;
-void blk_project_job(tern_pool *pool, blk_proj *p);
-/* blk_project_job of one activation a through n_w weights (y[k] = w[k] . a). */
-void blk_project(tern_pool *pool, const kern_act *a, int n_w, const kern_w *const *w, float *const *y);
-/* x[c * n_out + r] += y[c * n_out + r] after y = w . a (blk_project of one weight), the residual
- * add done by each thread on its own rows inside the same pool job. x: (a->ncols, w->n_out). */
-void blk_project_residual(tern_pool *pool, const kern_act *a, const kern_w *w, float *y, float *x);
+void blk_project_job(tern_pool *pool, const blk_proj *p);
 /* The FFN's first half in ONE pool job: threads take row ranges of 128 (a multiple of every
  * activation block) of BOTH gate and up (hg = gate . a, hu = up . a, (a->ncols, n_ff) each), then
  * write hg = SwiGLU(hg, hu) (blk_swiglu_fast in KQ_FAST, blk_swiglu otherwise) and quantise those

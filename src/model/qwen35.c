@@ -491,7 +491,7 @@ static void job_norm_rot_quant(void *ctx, int64_t c0, int64_t c1, int ith) {
 
 /* The input of a projection, in one pass per column (hadamard.h had_rmsnorm_rot_quant):
  * dst = rot(RMSNorm(src) * w) for n columns and its quantisation into aq; yn (optional) gets
- * the normed columns before the rotation. Fills a (x = dst) for blk_project. Columns split
+ * the normed columns before the rotation. Fills a (x = dst) for blk_project_job. Columns split
  * across the pool when n > 1 (each column's bits do not depend on the split). */
 static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, float *yn, const float *src,
                            const float *w, int n, int64_t K, float eps, const model_rot *rot) {
@@ -564,7 +564,7 @@ static void job_rot_quant(void *ctx, int64_t i0, int64_t i1, int ith) {
     }
 }
 
-/* Runs job_rot_quant over n columns of K and fills a (x = dst) for blk_project. */
+/* Runs job_rot_quant over n columns of K and fills a (x = dst) for blk_project_job. */
 static void rot_quant(const model_t *m, kern_act *a, rq_job *j, int n) {
     j->mode = m->numerics;
     j->q = m->numerics == KQ_F32 ? NULL : j->q;
