@@ -623,13 +623,28 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
     /* q (n, Hq hd), k, v (n, Hkv hd): one job */
     blk_project_job(m->pool, &(blk_proj){.n_w = 3, .a = {&a, &a, &a}, .w = {&L->attn_q, &L->attn_k, &L->attn_v},
                                          .y = {ws->q, ws->k, ws->v}});
+    /* att (n, Hq hd) = softmax(q . K^T / sqrt(hd)) . V after QK-norm, RoPE and the KV store */
+    const bool att_quantised = blk_attn(m, ws, b, L, il_kv, qk_norm, true);
+    /* att quantised; x (n, D) += attn_output . att */
     const int da = hp->n_head * hp->n_embd_head_v;
+    if (att_quantised) {
+        a = (kern_act){.x = ws->att, .q = ws->aq, .K = da, .ncols = 1, .mode = m->numerics};
+    } else {
+        blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);
+    }
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&a}, .w = {&L->attn_output}, .y = {ws->xb}, .resid = ws->x});
+}
+
+bool blk_attn(const model_t *m, model_ws *ws, const model_batch *b, const model_layer *L, int il_kv, bool qk_norm,
+              bool quantise) {
+    const model_hparams *hp = &m->hp;
+    const int n = b->n;
     bool att_quantised = false;
     if (n == 1) {
         /* decode: QK-norm, RoPE, KV store, attention (and the quantisation of its output when a
          * kv head's outputs are whole blocks) in one job over kv heads */
         const int gqa = hp->n_head / hp->n_head_kv;
-        att_quantised = m->numerics != KQ_F32 && ((int64_t)gqa * hp->n_embd_head_v) % BLK_SPLIT == 0;
+        att_quantised = quantise && m->numerics != KQ_F32 && ((int64_t)gqa * hp->n_embd_head_v) % BLK_SPLIT == 0;
         attn_dec_job jd = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm,
                            .att_q = att_quantised ? ws->aq : NULL};
         const double t0 = blk_prof_now();
@@ -649,13 +664,7 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
         }
         blk_prof_add(BLK_PROF_ATTN, t0);
     }
-    /* att (n, Hq hd) quantised; x (n, D) += attn_output . att */
-    if (att_quantised) {
-        a = (kern_act){.x = ws->att, .q = ws->aq, .K = da, .ncols = 1, .mode = m->numerics};
-    } else {
-        blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);
-    }
-    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&a}, .w = {&L->attn_output}, .y = {ws->xb}, .resid = ws->x});
+    return att_quantised;
 }
 
 void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L) {

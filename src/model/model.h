@@ -244,13 +244,21 @@ int model_load_hparams_common(model_t *m, tern_err *err);
  * attn_q_norm/attn_k_norm (qwen3). */
 int model_bind_dense(model_t *m, bool qk_norm, tern_err *err);
 
-/* ---- dense transformer pieces (blocks.c), used by llama.c and qwen3.c ------------------- */
+/* ---- transformer pieces (blocks.c): the layers of llama.c and qwen3.c, and blk_attn of qwen35.c */
 /* Embedding rows of every column into ws->x and RoPE angles into ws->rope_cs. */
 void blk_embed(const model_t *m, model_ws *ws, const model_batch *b);
 /* x += attn_output(attention(RoPE(norm_qk?(q, k)), v)) for layer il (KV layer ikv_layer), with
  * x normed by L->attn_norm; qk_norm: per-head RMSNorm of q and k before RoPE (qwen3). */
 void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const model_layer *L, int il_kv,
                     bool qk_norm);
+/* The attention of layer L on projected q (ws->q, (n, Hq hd_k)), k and v (ws->k, ws->v, (n, Hkv
+ * hd)): per-head RMSNorm of q and k when qk_norm, RoPE, k and v stored at each column's position
+ * of its KV cache (layer il_kv), then ws->att (n, Hq hd_v) = softmax(q . K^T * f_attn_scale) . V
+ * over the column's own cache up to its position. Decode (n == 1) runs it as one job over KV
+ * heads, which also quantises att into ws->aq when quantise is set and each KV head's outputs are
+ * whole activation blocks: returns whether it did. */
+bool blk_attn(const model_t *m, model_ws *ws, const model_batch *b, const model_layer *L, int il_kv, bool qk_norm,
+              bool quantise);
 /* x += ffn_down(silu(ffn_gate(h)) * ffn_up(h)), h = RMSNorm(x, ffn_norm). */
 void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L);
 /* Logits of the wanted columns: output(RMSNorm(x, output_norm)) -> b->logits. */

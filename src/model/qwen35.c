@@ -15,8 +15,10 @@
  *
  * Batches: the columns of one forward may belong to different sequences (tern_batch_eval: one
  * column per session) or to one (prefill, speculative verification); a "run" is a maximal range
- * of consecutive columns of one sequence. Projections and attention are per column; the conv and
- * the delta rule run per run, all runs in one pool job each (threads split (run, head) pairs).
+ * of consecutive columns of one sequence. Projections and attention are per column (the attention
+ * is the dense layers' blk_attn, between the split of q from its output gate and the gate); the
+ * conv and the delta rule run per run, all runs in one pool job each (threads split (run, head)
+ * pairs).
  *
  * Recurrent state: one rstate per sequence (runtime/rstate.h): runs of up to Q35_VERIFY_MAX (16)
  * tokens are computed token by token and logged, so each position has the bits of single-token
@@ -307,20 +309,20 @@ typedef struct {
     q35_ws *w;
     const model_batch *b;
     const model_layer *L;
-    int il;
 } q35_job;
 
 static rstate *run_rs(const model_batch *b, const q35_ws *w, int r) {
     return ((q35_state *)b->state[w->run[r]])->rs;
 }
 
-/* Attention: per column, split q/gate, q/k RMSNorm, RoPE, store K and V. */
-static void job_attn_prep(void *ctx, int64_t c0, int64_t c1, int ith) {
+/* Attention: per column, the projected qg (q and the output gate interleaved per head) split into
+ * ws->q and w->gate (each (Hq hd) per column). */
+static void job_split_gate(void *ctx, int64_t c0, int64_t c1, int ith) {
     (void)ith;
     const q35_job *j = ctx;
     const model_hparams *hp = &j->m->hp;
     const int hd = hp->n_embd_head_k, Hq = hp->n_head;
-    const int64_t dq = (int64_t)Hq * hd, dkv = (int64_t)hp->n_head_kv * hd;
+    const int64_t dq = (int64_t)Hq * hd;
     for (int64_t c = c0; c < c1; c++) {
         const float *qg = j->w->qg + c * 2 * dq;
         float *q = j->ws->q + c * dq, *g = j->w->gate + c * dq;
@@ -328,37 +330,6 @@ static void job_attn_prep(void *ctx, int64_t c0, int64_t c1, int ith) {
             memcpy(q + (int64_t)h * hd, qg + (int64_t)h * 2 * hd, sizeof(float) * (size_t)hd);
             memcpy(g + (int64_t)h * hd, qg + (int64_t)h * 2 * hd + hd, sizeof(float) * (size_t)hd);
         }
-        float *k = j->ws->k + c * dkv, *v = j->ws->v + c * dkv;
-        blk_rmsnorm_heads(q, j->L->attn_q_norm, Hq, hd, hp->f_norm_rms_eps);
-        blk_rmsnorm_heads(k, j->L->attn_k_norm, hp->n_head_kv, hd, hp->f_norm_rms_eps);
-        const float *cs = j->ws->rope_cs + c * hp->n_rot;
-        blk_rope(q, Hq, hd, cs, hp->n_rot, ROPE_NEOX);
-        blk_rope(k, hp->n_head_kv, hd, cs, hp->n_rot, ROPE_NEOX);
-        kv_store(j->b->kv[c], j->L->il_kv, j->b->pos[c], k, v);
-    }
-}
-
-/* Attention: per (column, head), softmax attention then the sigmoid output gate. */
-static void job_attn(void *ctx, int64_t i0, int64_t i1, int ith) {
-    const q35_job *j = ctx;
-    const model_hparams *hp = &j->m->hp;
-    const model_ws *ws = j->ws;
-    const int hd = hp->n_embd_head_k, gqa = hp->n_head / hp->n_head_kv;
-    float *scores = ws->scores + (size_t)ith * (size_t)ws->n_ctx;
-    uint16_t *qh = ws->qh + (size_t)ith * (size_t)hd;
-    float *acc = ws->vacc + (size_t)ith * 2 * (size_t)hd;
-    const bool flash = j->m->numerics == KQ_GGML;
-    for (int64_t it = i0; it < i1; it++) {
-        const int c = (int)(it / hp->n_head), h = (int)(it % hp->n_head);
-        const size_t off = ((size_t)c * (size_t)hp->n_head + (size_t)h) * (size_t)hd;
-        float *out = ws->att + off;
-        const kv_cache *kv = j->b->kv[c];
-        const blk_kv_view view = {kv_k_row(kv, j->L->il_kv, 0), kv_v_row(kv, j->L->il_kv, 0), (size_t)kv->n_embd_k,
-                                  (size_t)kv->n_embd_v, kv->f32};
-        blk_attn_head(out, ws->q + off, &view, h / gqa, j->b->pos[c] + 1, hd, hd, hp->f_attn_scale, flash, scores, qh,
-                      acc);
-        const float *g = j->w->gate + off;
-        for (int i = 0; i < hd; i++) out[i] = out[i] * (1.0f / (1.0f + expf(-g[i])));
     }
 }
 
@@ -510,13 +481,14 @@ static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, 
  * chunk) pairs split over the pool (prefill ran the SwiGLU and rotation serially on the caller);
  * one column (decode) runs on the caller (see rot_quant):
  *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (blk_swiglu_fast, or the ggml SiLU);
+ *                       GATE dst = src * sigmoid(aux) (the attention's output gate, libm expf);
  *                       VGROUP dst = the grouped V-head permutation of src (spec 5.5);
  *                       COPY dst = src (or nothing when they alias)
  *   then dst = rot(dst) on the chunk and its quantisation into q (mode != KQ_F32).
  * Every value takes the same operations as the unsplit sequence (swiglu, had_gdn_v_grouped,
  * had_rot, kern_quantize over the column: rotation and quantisation blocks are independent),
  * so the bits do not depend on the split (tests: thread counts, batch == single steps). */
-enum { RQ_COPY, RQ_SWIGLU, RQ_VGROUP };
+enum { RQ_COPY, RQ_SWIGLU, RQ_VGROUP, RQ_GATE };
 typedef struct {
     int op;
     float *dst;
@@ -544,6 +516,9 @@ static void job_rot_quant(void *ctx, int64_t i0, int64_t i1, int ith) {
                 for (int64_t i = 0; i < len; i++) y[i] = gdn_silu_ggml(x[i]) * u[i];
             else
                 blk_swiglu_fast(y, x, u, len);
+        } else if (j->op == RQ_GATE) {
+            const float *g = j->aux + c * j->K + k0;
+            for (int64_t i = 0; i < len; i++) y[i] = x[i] * (1.0f / (1.0f + expf(-g[i])));
         } else if (j->op == RQ_VGROUP) {
             /* dst head e = r_per k + r takes src head k + Hk r (had_gdn_v_grouped) */
             const int d = j->d_head, r_per = j->n_v_head / j->n_k_head;
@@ -601,13 +576,15 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     q35_project(m, (blk_proj){.n_w = 3, .a = {&a, &a, &a}, .w = {&L->attn_q, &L->attn_k, &L->attn_v},
                               .y = {w->qg, ws->k, ws->v}});
     pt = blk_prof_now();
-    /* QK-norm, RoPE, the KV store; then att (n, Hq hd) = sigmoid(gate) * attention(q) */
-    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .il = il};
-    pool_for(m->pool, n, 1, job_attn_prep, &j);
-    pool_for(m->pool, (int64_t)n * hp->n_head, 1, job_attn, &j);
-    pt = blk_prof_add(BLK_PROF_ATTN, pt);
-    /* att = rot(att), quantised */
-    rq_job rq = {.op = RQ_COPY, .dst = ws->att, .src = ws->att, .q = w->aq, .K = dq, .rot = &L->rot_out};
+    /* q, gate (n, Hq hd) split from qg; att (n, Hq hd) = the dense blocks' attention (QK-norm,
+     * RoPE, the KV store, softmax(q . K^T * scale) . V) */
+    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L};
+    if (n > 1) pool_for(m->pool, n, 1, job_split_gate, &j);
+    else job_split_gate(&j, 0, 1, 0);
+    blk_attn(m, ws, b, L, L->il_kv, true, false);
+    pt = blk_prof_now();
+    /* att = rot(att * sigmoid(gate)), quantised */
+    rq_job rq = {.op = RQ_GATE, .dst = ws->att, .src = ws->att, .aux = w->gate, .q = w->aq, .K = dq, .rot = &L->rot_out};
     rot_quant(m, &a, &rq, n);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
     /* x (n, D) += attn_output . att */
@@ -677,7 +654,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
             if (slot) gdn_log_token(g, slot, w->qkv + (int64_t)i * nch, w->ga + (int64_t)i * hv, w->gb + (int64_t)i * hv);
         }
     }
-    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L, .il = il};
+    q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L};
     pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
     if (n == 1 && pool_n_threads(m->pool) > 1) {
         /* the heads of a decode step under the dynamic schedule (q35_project): threads claim
