@@ -2,6 +2,8 @@
  * operation order (compiled with -ffp-contract=off; fmaf() only where ggml's AVX-512 build fuses),
  * so the results are the same bits on every ISA and for every thread count. */
 #include "model/blocks.h"
+#include "model/gdn.h"
+#include "model/hadamard.h"
 #include "model/ops.h"
 
 #include "core/fp16.h"
@@ -381,15 +383,17 @@ void blk_quantize(tern_pool *pool, kern_act *a, const float *x, void *q, int64_t
     blk_prep_act(pool, a, BLK_PREP_NONE, x, NULL, (float *)x, 0.0f, K, ncols, q, mode);
 }
 
-/* FFN gate/up + SwiGLU + quantisation in one job: a thread takes rows [r0, r1) (BLK_SPLIT
- * aligned) of both gate and up for every column, then SwiGLU and quantises those values of each
- * column: the activation of ffn_down is ready when the job ends. */
+/* FFN gate/up + SwiGLU (+ rotation) + quantisation in one job: a thread takes rows [r0, r1)
+ * (aligned to the job's unit) of both gate and up for every column, then SwiGLU, rotates and
+ * quantises those values of each column: the activation of ffn_down is ready when the job ends. */
 typedef struct {
     const kern_act *a;
     const kern_w *gate, *up;
     float *hg, *hu;        /* (ncols, F); hg becomes silu(gate) * up */
     void *q;               /* quantised (ncols, F), or NULL (f32 numerics) */
     kern_numerics mode;
+    blk_silu silu;
+    model_rot rot;
 } ffn_up_job;
 
 static void job_ffn_up(void *ctx, int64_t r0, int64_t r1, int ith) {
@@ -402,7 +406,11 @@ static void job_ffn_up(void *ctx, int64_t r0, int64_t r1, int ith) {
     const double t1 = blk_prof_now();
     for (int c = 0; c < n; c++) {
         float *g = j->hg + (size_t)c * F + r0;
-        swiglu_mode(g, g, j->hu + (size_t)c * F + r0, r1 - r0, j->mode);
+        const float *u = j->hu + (size_t)c * F + r0;
+        if (j->silu == BLK_SILU_FAST) blk_swiglu_fast(g, g, u, r1 - r0);
+        else if (j->silu == BLK_SILU_LIBM) blk_swiglu(g, g, u, r1 - r0);
+        else for (int64_t i = 0; i < r1 - r0; i++) g[i] = gdn_silu_ggml(g[i]) * u[i];
+        if (j->rot.n) had_rot(g, r1 - r0, j->rot.n, j->rot.s ? j->rot.s + r0 : NULL);
     }
     if (j->q) quantize_range(j->hg, F, n, r0, r1, j->q, j->mode);
     if (g_blk_prof.on) {   /* one writer per ith; the caller's share of SwiGLU + quantise is shown apart */
@@ -412,10 +420,14 @@ static void job_ffn_up(void *ctx, int64_t r0, int64_t r1, int ith) {
 }
 
 void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w *gate, const kern_w *up, float *hg,
-                float *hu, void *q, kern_numerics mode) {
+                float *hu, void *q, kern_numerics mode, blk_silu silu, const model_rot *rot) {
     const int64_t F = gate->n_out;
     TERN_ASSERT(up->n_out == F && gate->n_in == a->K && up->n_in == a->K);
-    ffn_up_job j = {.a = a, .gate = gate, .up = up, .hg = hg, .hu = hu, .q = mode == KQ_F32 ? NULL : q, .mode = mode};
+    ffn_up_job j = {.a = a, .gate = gate, .up = up, .hg = hg, .hu = hu, .q = mode == KQ_F32 ? NULL : q, .mode = mode,
+                    .silu = silu, .rot = rot ? *rot : (model_rot){0}};
+    /* the unit: whole activation blocks (BLK_SPLIT) and whole rotation blocks (powers of two) */
+    const int64_t unit = TERN_MAX((int64_t)BLK_SPLIT, j.rot.n);
+    TERN_ASSERT(!j.rot.n || F % j.rot.n == 0);   /* the loader checks every rotated width */
     out->x = hg;
     out->K = F;
     out->ncols = a->ncols;
@@ -423,8 +435,8 @@ void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w 
     out->q = j.q;
     const double t0 = blk_prof_now();
     const double sw0 = g_blk_prof.s[BLK_PROF_SWIGLU];
-    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, F, BLK_SPLIT, BLK_SPLIT, 4 * BLK_SPLIT, job_ffn_up, &j);
-    else pool_for(pool, F, BLK_SPLIT, job_ffn_up, &j);
+    if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, F, unit, unit, 4 * unit, job_ffn_up, &j);
+    else pool_for(pool, F, unit, job_ffn_up, &j);
     if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0 - (g_blk_prof.s[BLK_PROF_SWIGLU] - sw0);
 }
 
@@ -676,7 +688,8 @@ void blk_ffn_layer(const model_t *m, model_ws *ws, int n, const model_layer *L) 
     /* hg (n, F) = silu(ffn_gate . xb) * (ffn_up . xb) (hu (n, F) the up half), quantised into aq2:
      * gate, up, SwiGLU and the quantisation in one job (a is read before any thread writes the
      * quantised output: a separate buffer) */
-    blk_ffn_up(m->pool, &h, &a, &L->ffn_gate, &L->ffn_up, ws->hg, ws->hu, ws->aq2, m->numerics);
+    blk_ffn_up(m->pool, &h, &a, &L->ffn_gate, &L->ffn_up, ws->hg, ws->hu, ws->aq2, m->numerics,
+               m->numerics == KQ_FAST ? BLK_SILU_FAST : BLK_SILU_LIBM, NULL);
     /* x (n, D) += ffn_down . hg */
     blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&h}, .w = {&L->ffn_down}, .y = {ws->xb}, .resid = ws->x});
 }

@@ -128,13 +128,17 @@ typedef struct blk_proj {
     bool claim;
 } blk_proj;
 void blk_project_job(tern_pool *pool, const blk_proj *p);
-/* The FFN's first half in ONE pool job: threads take row ranges of 128 (a multiple of every
- * activation block) of BOTH gate and up (hg = gate . a, hu = up . a, (a->ncols, n_ff) each), then
- * write hg = SwiGLU(hg, hu) (blk_swiglu_fast in KQ_FAST, blk_swiglu otherwise) and quantise those
- * values of every column into q (must not overlap a->q), and fill *out for ffn_down (x = hg, K =
- * n_ff). The same bits as the separate steps, whatever the split. */
+/* Which SiLU an FFN's SwiGLU takes: libm's expf (blk_swiglu), the fast-numerics vsilu8
+ * (blk_swiglu_fast), or the reference runtime's AVX-512 vector exp (gdn_silu_ggml). */
+typedef enum { BLK_SILU_LIBM, BLK_SILU_FAST, BLK_SILU_GGML } blk_silu;
+/* The FFN's first half in ONE pool job: threads take row ranges (multiples of 128 and of the
+ * rotation block: whole activation and rotation blocks) of BOTH gate and up (hg = gate . a,
+ * hu = up . a, (a->ncols, n_ff) each), then write hg = SwiGLU(hg, hu) with the given SiLU, rotate
+ * those values of every column when rot is set (rot->n > 0: had_rot, the rotated basis of
+ * ffn_down), quantise them into q (must not overlap a->q), and fill *out for ffn_down (x = hg,
+ * K = n_ff). The same bits as the separate steps, whatever the split. */
 void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w *gate, const kern_w *up, float *hg,
-                float *hu, void *q, kern_numerics mode);
+                float *hu, void *q, kern_numerics mode, blk_silu silu, const model_rot *rot);
 /* Prepare the activation of a projection over the pool: columns split across threads (ncols > 1),
  * or one column split into ranges of 128 values (each thread computes the RMSNorm scale of the
  * whole column itself, then writes and quantises its range; RMSNorm in place stays on the caller),

@@ -476,19 +476,17 @@ static void norm_rot_quant(const model_t *m, kern_act *a, float *dst, void *aq, 
     else job_norm_rot_quant(&j, 0, n, 0);
 }
 
-/* The input of ssm_out / attn_output / ffn_down in chunks of whole rotation blocks and whole
- * quantisation blocks (max(rot n, 128) values, as had_rmsnorm_rot_quant), a batch's (column,
- * chunk) pairs split over the pool (prefill ran the SwiGLU and rotation serially on the caller);
- * one column (decode) runs on the caller (see rot_quant):
- *   pre-op (per chunk): SWIGLU dst = silu(src) * aux (blk_swiglu_fast, or the ggml SiLU);
- *                       GATE dst = src * sigmoid(aux) (the attention's output gate, libm expf);
+/* The input of ssm_out / attn_output in chunks of whole rotation blocks and whole quantisation
+ * blocks (max(rot n, 128) values, as had_rmsnorm_rot_quant), a batch's (column, chunk) pairs split
+ * over the pool; one column (decode) runs on the caller (see rot_quant):
+ *   pre-op (per chunk): GATE dst = src * sigmoid(aux) (the attention's output gate, libm expf);
  *                       VGROUP dst = the grouped V-head permutation of src (spec 5.5);
  *                       COPY dst = src (or nothing when they alias)
  *   then dst = rot(dst) on the chunk and its quantisation into q (mode != KQ_F32).
- * Every value takes the same operations as the unsplit sequence (swiglu, had_gdn_v_grouped,
+ * Every value takes the same operations as the unsplit sequence (the gate, had_gdn_v_grouped,
  * had_rot, kern_quantize over the column: rotation and quantisation blocks are independent),
  * so the bits do not depend on the split (tests: thread counts, batch == single steps). */
-enum { RQ_COPY, RQ_SWIGLU, RQ_VGROUP, RQ_GATE };
+enum { RQ_COPY, RQ_VGROUP, RQ_GATE };
 typedef struct {
     int op;
     float *dst;
@@ -497,7 +495,6 @@ typedef struct {
     int64_t K, chunk, n_chunk;
     const model_rot *rot;
     kern_numerics mode;
-    bool ggml;
     int n_k_head, n_v_head, d_head;
 } rq_job;
 
@@ -510,13 +507,7 @@ static void job_rot_quant(void *ctx, int64_t i0, int64_t i1, int ith) {
         const int64_t len = TERN_MIN(j->chunk, j->K - k0);
         float *y = j->dst + c * j->K + k0;
         const float *x = j->src + c * j->K + k0;
-        if (j->op == RQ_SWIGLU) {
-            const float *u = j->aux + c * j->K + k0;
-            if (j->ggml)   /* ggml_vec_swiglu_f32 on AVX-512: ggml_v_silu(g) * u */
-                for (int64_t i = 0; i < len; i++) y[i] = gdn_silu_ggml(x[i]) * u[i];
-            else
-                blk_swiglu_fast(y, x, u, len);
-        } else if (j->op == RQ_GATE) {
+        if (j->op == RQ_GATE) {
             const float *g = j->aux + c * j->K + k0;
             for (int64_t i = 0; i < len; i++) y[i] = x[i] * (1.0f / (1.0f + expf(-g[i])));
         } else if (j->op == RQ_VGROUP) {
@@ -527,7 +518,7 @@ static void job_rot_quant(void *ctx, int64_t i0, int64_t i1, int ith) {
                 const int kk = (int)(e / r_per), r = (int)(e % r_per);
                 memcpy(j->dst + c * j->K + e * d, xc + (int64_t)d * (kk + j->n_k_head * r), sizeof(float) * (size_t)d);
             }
-        } else if (y != x) {
+        } else if (y != x) {   /* COPY */
             memcpy(y, x, sizeof(float) * (size_t)len);
         }
         if (j->rot->n) had_rot(y, len, j->rot->n, j->rot->s ? j->rot->s + k0 : NULL);
@@ -555,9 +546,9 @@ static void rot_quant(const model_t *m, kern_act *a, rq_job *j, int n) {
     a->K = j->K;
     a->ncols = n;
     a->mode = m->numerics;
-    /* one column (decode): on the caller, as norm_rot_quant. With the vector SiLU the FFN's
-     * 17408 values take ~20 us; a pool job would save ~10 us on an idle machine and cost far more
-     * whenever the worker is descheduled (a pool job measured 270-430 us under load 6-8) */
+    /* one column (decode): on the caller, as norm_rot_quant: a few thousand values take
+     * microseconds, less than a pool job costs whenever a worker is descheduled (a pool job
+     * measured 270-430 us under load 6-8) */
     if (n == 1) job_rot_quant(j, 0, j->n_chunk, 0);
     else pool_for(m->pool, (int64_t)n * j->n_chunk, 1, job_rot_quant, j);
 }
@@ -679,22 +670,18 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     const q35_data *q = m->arch_data;
     const model_hparams *hp = &m->hp;
     const model_layer *L = &m->layers[il];
-    const int64_t D = hp->n_embd, F = hp->n_ff;
+    const int64_t D = hp->n_embd;
     double pt = blk_prof_now();
     kern_act a;
     /* xr (n, D) = rot(RMSNorm(x) * post_attention_norm), quantised */
     norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->ffn_norm, n, D, hp->f_norm_rms_eps, &L->rot_ffn);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
-    /* hg, hu (n, F) = ffn_gate . xr, ffn_up . xr */
-    q35_project(m, (blk_proj){.n_w = 2, .a = {&a, &a}, .w = {&L->ffn_gate, &L->ffn_up}, .y = {ws->hg, ws->hu}});
-    pt = blk_prof_now();
-    /* hg = rot(silu(hg) * hu), quantised */
-    rq_job rq = {.op = RQ_SWIGLU, .dst = ws->hg, .src = ws->hg, .aux = ws->hu, .q = w->aq, .K = F, .rot = &L->rot_down,
-                 .ggml = q->g.ggml};
-    rot_quant(m, &a, &rq, n);
-    blk_prof_add(BLK_PROF_QUANT, pt);
+    /* hg (n, F) = rot(silu(ffn_gate . xr) * (ffn_up . xr)), quantised into aq2: one job (blk_ffn_up) */
+    kern_act h;
+    blk_ffn_up(m->pool, &h, &a, &L->ffn_gate, &L->ffn_up, ws->hg, ws->hu, ws->aq2, m->numerics,
+               q->g.ggml ? BLK_SILU_GGML : BLK_SILU_FAST, &L->rot_down);
     /* x (n, D) += ffn_down . hg */
-    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&L->ffn_down}, .y = {ws->xb}, .resid = ws->x});
+    q35_project(m, (blk_proj){.n_w = 1, .a = {&h}, .w = {&L->ffn_down}, .y = {ws->xb}, .resid = ws->x});
 }
 
 static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
