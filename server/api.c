@@ -1313,18 +1313,6 @@ char *api_completion_chunk(const char *id, long created, const char *model, cons
     return chunk_end(root, c, logprobs_json, finish, t);
 }
 
-char *api_models_json(const char *model_id, long created) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "object", "list");
-    cJSON *data = cJSON_AddArrayToObject(root, "data"), *m = cJSON_CreateObject();
-    cJSON_AddItemToArray(data, m);
-    cJSON_AddStringToObject(m, "id", model_id);
-    cJSON_AddStringToObject(m, "object", "model");
-    cJSON_AddNumberToObject(m, "created", (double)created);
-    cJSON_AddStringToObject(m, "owned_by", "tern");
-    return print_free(root);
-}
-
 /* ---- logprobs ------------------------------------------------------------------------------ */
 
 void api_logprob_compute(const float *logits, int32_t n_vocab, int32_t tok, int n_top, srv_logprob *e) {

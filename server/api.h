@@ -143,7 +143,6 @@ char *api_chat_chunk(const char *id, long created, const char *model, bool role,
                      const char *logprobs_json, const srv_usage *usage, const srv_timings *t);
 char *api_completion_chunk(const char *id, long created, const char *model, const char *text, size_t n_text,
                            const char *finish, const char *logprobs_json, const srv_usage *usage, const srv_timings *t);
-char *api_models_json(const char *model_id, long created);
 
 /* Copy at most n bytes of s into a fresh string, replacing invalid UTF-8 with U+FFFD. */
 char *api_utf8_dup(const char *s, size_t n);

@@ -38,8 +38,6 @@ static inline __attribute__((always_inline)) attn_v8f attn_ld_f16_table(const ui
 #undef ATTN_SUFFIX
 #undef ATTN_LD_F16
 
-const char *blk_attn_isa(void) { return model_ops_active()->name; }
-
 void blk_attn_tile(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv, int ikv,
                    int hd_k, int hd_v, float scale, float *scores) {
     model_ops_active()->attn_tile(nq, q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);

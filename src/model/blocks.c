@@ -59,10 +59,6 @@ void blk_rmsnorm_mode(float *y, const float *x, const float *w, int n, float eps
     rms_apply(y, x, w, n, rms_scale_mode(x, n, eps, mode));
 }
 
-void blk_rmsnorm_heads(float *x, const float *w, int n_head, int hd, float eps) {
-    for (int h = 0; h < n_head; h++) blk_rmsnorm(x + (size_t)h * hd, x + (size_t)h * hd, w, hd, eps);
-}
-
 /* ---- RoPE ----------------------------------------------------------------------------------- */
 
 static float rope_yarn_ramp(float low, float high, int i0) {

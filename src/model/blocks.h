@@ -34,8 +34,8 @@ static inline double blk_prof_add(int cat, double t0) {
     return t1;
 }
 
-/* dst[i] = f32_to_fp16(src[i]) (core/fp16.h), bit for bit; F16C where the attention runs its AVX2
- * copy (blk_attn_isa), else the scalar conversion. The KV cache store of the dense forward. */
+/* dst[i] = f32_to_fp16(src[i]) (core/fp16.h), bit for bit; F16C in the avx2 ops table (ops.h),
+ * else the scalar conversion. The KV cache store of the forwards. */
 void blk_f16_from_f32(uint16_t *dst, const float *src, int n);
 void blk_f16_from_f32_avx2(uint16_t *dst, const float *src, int n);
 /* One-time tables (fp16 -> f32); called by model_load. Thread-safe. */
@@ -50,8 +50,6 @@ void blk_rmsnorm(float *y, const float *x, const float *w, int n, float eps);
  * l6)) + ((l1 + l5) + (l3 + l7))), within ~1 ulp of the sequential scale, same bits on every ISA.
  * What the dense forward and blk_prep_act use. */
 void blk_rmsnorm_mode(float *y, const float *x, const float *w, int n, float eps, kern_numerics mode);
-/* RMSNorm each of n_head vectors of length hd in x (in place), same weight w (hd). */
-void blk_rmsnorm_heads(float *x, const float *w, int n_head, int hd, float eps);
 
 /* RoPE angles of one position: cs[2i] = cos, cs[2i+1] = sin of pair i (n_rot / 2 pairs), as
  * ggml's rope cache: theta_i = pos * base^(-2i/n_rot) by repeated float multiplication with
@@ -67,8 +65,8 @@ void blk_swiglu(float *out, const float *g, const float *u, int64_t n);
  * with t = e^-|x| from an 8-lane IEEE-only exp (model/vexp.h, within ~2 ulp of expf, the same bits
  * on every ISA): silu(x) = x / (1 + t) for x >= 0, (x * t) / (1 + t) for x < 0. out may alias g. */
 void blk_swiglu_fast(float *out, const float *g, const float *u, int64_t n);
-/* Its copies (blocks.c portable, x86/attn_avx2.c AVX2): same bits; blk_swiglu_fast picks one as
- * blk_attn_tile does (blk_attn_isa). */
+/* Its copies (blocks.c portable, x86/attn_avx2.c AVX2): same bits; blk_swiglu_fast takes the one
+ * of the active ops table (ops.h), as blk_attn_tile does. */
 void blk_swiglu_fast_generic(float *out, const float *g, const float *u, int64_t n);
 void blk_swiglu_fast_avx2(float *out, const float *g, const float *u, int64_t n);
 
@@ -99,8 +97,6 @@ void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, i
 #define BLK_ATTN_NQ 8
 void blk_attn_tile(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv, int ikv,
                    int hd_k, int hd_v, float scale, float *scores);
-/* Which copy of the tile runs: "avx2" (x86 with the kernels on avx2/avxvnni/avx512vnni) or "generic". */
-const char *blk_attn_isa(void);
 /* The copies (attn.c, x86/attn_avx2.c): same contract and bits as blk_attn_tile. */
 typedef float attn_v8f __attribute__((vector_size(32)));
 typedef int32_t attn_v8i __attribute__((vector_size(32)));

@@ -46,18 +46,6 @@ void kv_free(kv_cache *kv) {
     kv->k = kv->v = NULL;
 }
 
-void kv_store(kv_cache *kv, int il, int pos, const float *k, const float *v) {
-    void *kr = kv_k_row(kv, il, pos), *vr = kv_v_row(kv, il, pos);
-    if (kv->f32) {
-        memcpy(kr, k, (size_t)kv->n_embd_k * 4);
-        memcpy(vr, v, (size_t)kv->n_embd_v * 4);
-        return;
-    }
-    uint16_t *kh = kr, *vh = vr;
-    for (int i = 0; i < kv->n_embd_k; i++) kh[i] = f32_to_fp16(k[i]);
-    for (int i = 0; i < kv->n_embd_v; i++) vh[i] = f32_to_fp16(v[i]);
-}
-
 void kv_store_part(kv_cache *kv, int il, int pos, int k0, int nk, const float *k, int v0, int nv, const float *v) {
     TERN_DASSERT(k0 >= 0 && nk >= 0 && k0 + nk <= kv->n_embd_k && v0 >= 0 && nv >= 0 && v0 + nv <= kv->n_embd_v);
     uint8_t *kr = (uint8_t *)kv_k_row(kv, il, pos) + (size_t)k0 * kv->elt;

@@ -38,11 +38,10 @@ static inline void *kv_v_row(const kv_cache *kv, int il, int pos) {
     TERN_DASSERT(il >= 0 && il < kv->n_layer && pos >= 0 && pos < kv->n_ctx);
     return kv->v + ((size_t)il * (size_t)kv->n_ctx + (size_t)pos) * (size_t)kv->n_embd_v * kv->elt;
 }
-/* Store n_embd_k keys / n_embd_v values of position pos (converted to the cache type). */
-void kv_store(kv_cache *kv, int il, int pos, const float *k, const float *v);
 /* Store elements [k0, k0 + nk) of the key row and [v0, v0 + nv) of the value row of position pos
- * (k, v: those elements only), converted as kv_store does: storing a row in parts (e.g. one head per
- * thread) writes the same bytes as kv_store of the whole row. Trusts its ranges (debug asserts). */
+ * (k, v: those elements only), converted to the cache type (f32_to_fp16 for fp16): storing a row
+ * in parts (e.g. one head per thread) writes the same bytes as storing it whole. Trusts its ranges
+ * (debug asserts). */
 void kv_store_part(kv_cache *kv, int il, int pos, int k0, int nk, const float *k, int v0, int nv, const float *v);
 
 #endif /* TERN_RUNTIME_KV_H */
