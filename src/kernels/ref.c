@@ -85,7 +85,8 @@ void kern_w_row_f32(const kern_w *w, int64_t r, float *dst) {
 
 /* ---- integer paths --------------------------------------------------------------------------- */
 
-static float ref_row_fast(const kern_w *w, const kact_fast *a, int64_t r, int32_t *isum) {
+static float ref_row_fast(const kern_w *w, const void *act, int64_t r, int32_t *isum) {
+    const kact_fast *a = act;
     const int bs = kern_block_size(w->type), unit = kern_unit(w, KQ_FAST);
     const int64_t nb = w->n_in / bs;
     int8_t t[QT_BLOCK_MAX];
@@ -108,7 +109,8 @@ static float ref_row_fast(const kern_w *w, const kact_fast *a, int64_t r, int32_
     return acc;
 }
 
-static float ref_row_ggml(const kern_w *w, const kact_ggml *a, int64_t r, int32_t *isum) {
+static float ref_row_ggml(const kern_w *w, const void *act, int64_t r, int32_t *isum) {
+    const kact_ggml *a = act;
     const int bs = kern_block_size(w->type);
     const int64_t nb = w->n_in / bs;
     int8_t t[QT_BLOCK_MAX];
@@ -153,33 +155,26 @@ static float ref_row_float(const kern_w *w, const float *x, int64_t r) {
 
 /* ---- table entries ---------------------------------------------------------------------------- */
 
-void kern_ref_mm_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+/* Rows [r0, r1) of every column through one integer row function (fast or ggml numerics); the
+ * isum hook gets each row's n_units sums at (c * n_out + r) * n_units. */
+static void ref_mm_int(const kern_mm_args *m, int64_t r0, int64_t r1, kern_numerics mode,
+                       float (*row)(const kern_w *w, const void *a, int64_t r, int32_t *isum)) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
-    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
-    const int64_t nu = w->n_in / kern_unit(w, KQ_FAST);
+    const size_t col = kern_act_col_bytes(mode, a->K);
+    const int64_t nu = w->n_in / kern_unit(w, mode);
     for (int c = 0; c < a->ncols; c++) {
-        const kact_fast *ac = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
+        const void *ac = (const uint8_t *)a->q + col * (size_t)c;
         for (int64_t r = r0; r < r1; r++) {
             int32_t *is = m->isum ? m->isum + ((int64_t)c * w->n_out + r) * nu : NULL;
-            m->y[c * m->ldy + r] = ref_row_fast(w, ac, r, is);
+            m->y[c * m->ldy + r] = row(w, ac, r, is);
         }
     }
 }
 
-void kern_ref_mm_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) {
-    const kern_w *w = m->w;
-    const kern_act *a = m->a;
-    const size_t col = kern_act_col_bytes(KQ_GGML, a->K);
-    const int64_t nu = w->n_in / KA_GGML_BLOCK;
-    for (int c = 0; c < a->ncols; c++) {
-        const kact_ggml *ac = (const kact_ggml *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
-        for (int64_t r = r0; r < r1; r++) {
-            int32_t *is = m->isum ? m->isum + ((int64_t)c * w->n_out + r) * nu : NULL;
-            m->y[c * m->ldy + r] = ref_row_ggml(w, ac, r, is);
-        }
-    }
-}
+void kern_ref_mm_fast(const kern_mm_args *m, int64_t r0, int64_t r1) { ref_mm_int(m, r0, r1, KQ_FAST, ref_row_fast); }
+
+void kern_ref_mm_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) { ref_mm_int(m, r0, r1, KQ_GGML, ref_row_ggml); }
 
 void kern_ref_mm_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
