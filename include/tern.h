@@ -332,6 +332,15 @@ int tern_chat_tokenize_ex(const tern_model *m, const char *tmpl, const tern_chat
                           int n_msgs, bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out,
                           int n_max, int *n_out, tern_err *err);
 
+/* The tools section that the named template ("qwen3" or "qwen35", and the other names
+ * tern_chat_apply takes for them) puts in its system turn for tools_json, a JSON array of tool
+ * definitions: the same bytes, without the turn around it, for a caller that builds the system
+ * turn itself (tern serve). Writes a NUL-terminated string to out (cap bytes); *n_out = bytes
+ * needed without the NUL. Errors: TERN_E_ARG (NULL tmpl or n_out, out NULL with cap > 0,
+ * tools_json not an array), TERN_E_UNSUPPORTED (an unknown name, or chatml: no tools section),
+ * TERN_E_RANGE (cap too small: call again with *n_out + 1), TERN_E_NOMEM. */
+int tern_chat_tools_section(const char *tmpl, const char *tools_json, char *out, size_t cap, size_t *n_out,
+                            tern_err *err);
 
 /* ==== Speculative decoding (prompt lookup) =====================================================
  * Draft-and-verify decoding with an n-gram prompt-lookup drafter, for generation whose answer

@@ -136,61 +136,6 @@ static bool pj_print(const cJSON *j, char **buf, size_t *n, size_t *cap) {
     return ok;
 }
 
-char *api_tools_block(const char *tools_json) {
-    cJSON *tools = cJSON_Parse(tools_json);
-    if (!cJSON_IsArray(tools)) {
-        cJSON_Delete(tools);
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    bool ok = pj_add(&buf, &n, &cap, "# Tools\n\nYou have access to the following functions:\n\n<tools>", 61);
-    for (const cJSON *t = tools->child; ok && t; t = t->next)
-        ok = pj_add(&buf, &n, &cap, "\n", 1) && pj_print(t, &buf, &n, &cap);
-    static const char tail[] =
-        "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
-        "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
-        "<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n"
-        "</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n"
-        "- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested "
-        "within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n"
-        "- You may provide optional reasoning for your function call in natural language BEFORE the function call, "
-        "but NOT after\n- If there is no function call available, answer the question like normal with your current "
-        "knowledge and do not tell the user about function calls\n</IMPORTANT>";
-    ok = ok && pj_add(&buf, &n, &cap, tail, sizeof tail - 1);
-    cJSON_Delete(tools);
-    if (!ok) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
-char *api_tools_block_qwen3(const char *tools_json) {
-    cJSON *tools = cJSON_Parse(tools_json);
-    if (!cJSON_IsArray(tools)) {
-        cJSON_Delete(tools);
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    static const char head[] = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-                               "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
-    bool ok = pj_add(&buf, &n, &cap, head, sizeof head - 1);
-    for (const cJSON *t = tools->child; ok && t; t = t->next)
-        ok = pj_add(&buf, &n, &cap, "\n", 1) && pj_print(t, &buf, &n, &cap);
-    static const char tail[] = "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
-                               "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
-                               "\"arguments\": <args-json-object>}\n</tool_call>";
-    ok = ok && pj_add(&buf, &n, &cap, tail, sizeof tail - 1);
-    cJSON_Delete(tools);
-    if (!ok) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
-}
-
 /* ---- request parsing --------------------------------------------------------------------------- */
 
 /* What a JSON value is, for "got ..." in messages: "null", "a string", "an array", ... */
@@ -604,6 +549,21 @@ static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r,
     return fmt == SRV_TOOLS_CHATML ? tool_results_as_user(r, e) : true;
 }
 
+/* The template's tools section for the request's tools array (tern_chat_tools_section, the
+ * renderer the chat templates use); malloc'd, NULL when out of memory. ChatML models get the
+ * Qwen3 section. */
+static char *tools_section(srv_tools_fmt fmt, const char *tools_json) {
+    const char *tmpl = fmt == SRV_TOOLS_QWEN35 ? "qwen35" : "qwen3";
+    size_t n = 0;
+    if (tern_chat_tools_section(tmpl, tools_json, NULL, 0, &n, NULL) != TERN_E_RANGE) return NULL;
+    char *out = malloc(n + 1);
+    if (out && tern_chat_tools_section(tmpl, tools_json, out, n + 1, &n, NULL) != TERN_OK) {
+        free(out);
+        out = NULL;
+    }
+    return out;
+}
+
 static bool parse_tools(const cJSON *root, srv_tools_fmt fmt, srv_request *r, srv_error *e) {
     const cJSON *tools = field(root, "tools");
     const cJSON *choice = field(root, "tool_choice");
@@ -643,7 +603,7 @@ static bool parse_tools(const cJSON *root, srv_tools_fmt fmt, srv_request *r, sr
     if (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")) return true;
     if (i == 0) return true;
     char *txt = cJSON_PrintUnformatted(tools);
-    char *block = txt ? (fmt == SRV_TOOLS_QWEN35 ? api_tools_block(txt) : api_tools_block_qwen3(txt)) : NULL;
+    char *block = txt ? tools_section(fmt, txt) : NULL;
     free(txt);
     if (!block) return srv_fail(e, 500, "server_error", NULL, "out of memory");
     if (fmt != SRV_TOOLS_QWEN35 && r->n_msgs > 0 && !strcmp(r->msgs[0].role, "system")) {

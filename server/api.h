@@ -147,11 +147,4 @@ char *api_completion_chunk(const char *id, long created, const char *model, cons
 /* Copy at most n bytes of s into a fresh string, replacing invalid UTF-8 with U+FFFD. */
 char *api_utf8_dup(const char *s, size_t n);
 
-/* The tools block the Qwen3.5 template puts in the system turn (spec section 7), from the
- * request's "tools" array text; malloc'd. */
-char *api_tools_block(const char *tools_json);
-/* The Qwen3 template's tools section (Qwen-Qwen3-0.6B.jinja), without the system turn around it;
- * malloc'd, NULL if tools_json is not an array or out of memory. */
-char *api_tools_block_qwen3(const char *tools_json);
-
 #endif /* TERN_SERVER_API_H */

@@ -465,6 +465,25 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
     return TERN_OK;
 }
 
+int tern_chat_tools_section(const char *tmpl, const char *tools_json, char *out, size_t cap, size_t *n_out,
+                            tern_err *err) {
+    if (!tmpl || !n_out || (!out && cap)) return tern_err_set(err, TERN_E_ARG, "tern_chat_tools_section: bad arguments");
+    chat_tmpl t;
+    int rc = chat_tmpl_by_name(tmpl, &t, err);
+    if (rc) return rc;
+    char *text = NULL;
+    size_t n = 0;
+    if ((rc = chat_tools_section(t, tools_json, &text, &n, err))) return rc;
+    *n_out = n;
+    if (n + 1 > cap) {
+        free(text);
+        return tern_err_set(err, TERN_E_RANGE, "tools section needs %zu bytes, buffer has %zu", n + 1, cap);
+    }
+    memcpy(out, text, n + 1);
+    free(text);
+    return TERN_OK;
+}
+
 int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                        bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out, int n_max,
                        int *n_out, tern_err *err) {

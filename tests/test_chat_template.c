@@ -13,6 +13,8 @@
  *   raise, and user text that looks like scaffolding staying plain text. */
 #include "test.h"
 
+#include "tern.h"
+
 #include "format/gguf.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tok.h"
@@ -223,6 +225,28 @@ static void test_tools(void **state) {
              "<|im_start|>assistant\n<think>\n",
              TOOL_JSON, instr);
     expect(CHAT_TMPL_QWEN35, m, 4, true, true, TOOLS, want);
+    /* the tools section alone, as tern serve builds its system turn: the same bytes */
+    char sec[8192], want_sec[8192];
+    size_t n_sec = 0;
+    tern_err e = {0};
+    snprintf(want_sec, sizeof want_sec, "# Tools\n\nYou have access to the following functions:\n\n<tools>\n%s\n</tools>%s",
+             TOOL_JSON, instr);
+    assert_int_equal(tern_chat_tools_section("qwen35", TOOLS, sec, sizeof sec, &n_sec, &e), TERN_OK);
+    assert_string_equal(sec, want_sec);
+    assert_int_equal(n_sec, strlen(want_sec));
+    snprintf(want_sec, sizeof want_sec,
+             "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+             "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n%s\n</tools>\n\n"
+             "For each function call, return a json object with function name and arguments within <tool_call></tool_call> "
+             "XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>", TOOL_JSON);
+    assert_int_equal(tern_chat_tools_section("qwen3", TOOLS, sec, sizeof sec, &n_sec, &e), TERN_OK);
+    assert_string_equal(sec, want_sec);
+    assert_int_equal(tern_chat_tools_section("qwen3", TOOLS, sec, strlen(want_sec), &n_sec, &e), TERN_E_RANGE);
+    assert_int_equal(n_sec, strlen(want_sec));
+    e = (tern_err){0};
+    assert_int_equal(tern_chat_tools_section("chatml", TOOLS, sec, sizeof sec, &n_sec, &e), TERN_E_UNSUPPORTED);
+    e = (tern_err){0};
+    assert_int_equal(tern_chat_tools_section("qwen3", "{\"not\": \"an array\"}", sec, sizeof sec, &n_sec, &e), TERN_E_ARG);
     free(instr);
     /* two consecutive tool results share one user turn; content before a call gets "\n\n" (3.5) / "\n" (3) */
     const chat_msg m2[] = {

@@ -61,21 +61,60 @@ static int prompt_of(tern_model *m, int32_t *ids, int cap) {
     return n;
 }
 
+/* Greedy reply parameters: n_predict tokens, end-of-generation ignored. */
+static tern_gen_params reply_params(int n_predict) {
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    gp.n_predict = n_predict;
+    gp.ignore_eos = true;
+    return gp;
+}
+
+/* A prompt-lookup drafter for m that ignores end-of-generation; draft_max 0 keeps the default. */
+static tern_spec *drafter(tern_model *m, int draft_max) {
+    tern_spec_params spp;
+    tern_spec_params_default(&spp);
+    if (draft_max > 0) spp.draft_max = draft_max;
+    spp.ignore_eos = true;
+    tern_spec *spec = NULL;
+    tern_err err = {0};
+    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    return spec;
+}
+
+/* One reply's loop and its greedy sampler (gen_fx_free releases both). */
+typedef struct gen_fx {
+    tern_gen *g;
+    tern_sampler *smp;
+} gen_fx;
+
+/* A reply begun on s from position 0 (s and spec, when given, reset) with a greedy sampler. */
+static gen_fx gen_start(tern_model *m, tern_session *s, tern_spec *spec, const tern_gen_params *gp) {
+    tern_session_reset(s);
+    if (spec) tern_spec_reset(spec);
+    gen_fx f = {NULL, greedy(m)};
+    tern_err err = {0};
+    assert_int_equal(tern_gen_init(&f.g, m, &err), TERN_OK);
+    tern_gen_begin(f.g, s, f.smp, spec, gp);
+    return f;
+}
+
+static void gen_fx_free(gen_fx *f) {
+    tern_gen_free(f->g);
+    tern_sampler_free(f->smp);
+}
+
 /* tern_gen_run from a fresh session: the recorded tokens, the stop, the session's position. */
 static tern_stop run_gen(tern_model *m, tern_session *s, tern_spec *spec, const tern_gen_params *base, rec *r,
                          int *pos) {
     int32_t p[32];
     const int np = prompt_of(m, p, 32);
-    tern_session_reset(s);
-    if (spec) tern_spec_reset(spec);
-    tern_sampler *smp = greedy(m);
-    tern_gen *g = NULL;
-    tern_err err = {0};
-    assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
     tern_gen_params gp = *base;
     gp.on_token = on_token;
     gp.user = r;
-    tern_gen_begin(g, s, smp, spec, &gp);
+    gen_fx f = gen_start(m, s, spec, &gp);
+    tern_gen *g = f.g;
+    tern_err err = {0};
     const float *l = tern_gen_prompt(g, p, np, &err);
     assert_non_null(l);
     const tern_stop stop = tern_gen_run(g, l, &err);
@@ -86,8 +125,7 @@ static tern_stop run_gen(tern_model *m, tern_session *s, tern_spec *spec, const 
     assert_int_equal(st.bad_logits_pos, -1);
     assert_int_equal(r->n_end, 1);
     *pos = tern_session_pos(s) - np;
-    tern_gen_free(g);
-    tern_sampler_free(smp);
+    gen_fx_free(&f);
     return stop;
 }
 
@@ -97,10 +135,7 @@ static void check_model(const char *rel) {
     tern_session *s = mfx_session(m, 256, 64, false);
     tern_model_info info;
     tern_model_get_info(m, &info);
-    tern_gen_params gp;
-    tern_gen_params_default(&gp);
-    gp.n_predict = 40;
-    gp.ignore_eos = true;
+    const tern_gen_params gp = reply_params(40);
     rec a = {0};
     int pos_a = 0;
     assert_int_equal(run_gen(m, s, NULL, &gp, &a, &pos_a), TERN_STOP_LENGTH);
@@ -119,12 +154,7 @@ static void check_model(const char *rel) {
     }
     assert_memory_equal(a.ids, want, 40 * sizeof *want);
 
-    tern_spec_params spp;
-    tern_spec_params_default(&spp);
-    spp.draft_max = 6;
-    spp.ignore_eos = true;
-    tern_spec *spec = NULL;
-    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    tern_spec *spec = drafter(m, 6);
     rec b = {0};
     int pos_b = 0;
     assert_int_equal(run_gen(m, s, spec, &gp, &b, &pos_b), TERN_STOP_LENGTH);
@@ -152,25 +182,19 @@ static void test_stepwise_equals_run(void **state) {
     (void)state;
     tern_model *m = load_fx(STORIES);
     tern_session *s = mfx_session(m, 256, 64, false);
-    tern_gen_params gp;
-    tern_gen_params_default(&gp);
-    gp.n_predict = 30;
-    gp.ignore_eos = true;
+    tern_gen_params gp = reply_params(30);
     rec a = {0};
     int pos = 0;
     run_gen(m, s, NULL, &gp, &a, &pos);
 
     int32_t p[32];
     const int np = prompt_of(m, p, 32);
-    tern_session_reset(s);
-    tern_sampler *smp = greedy(m);
-    tern_gen *g = NULL;
-    tern_err err = {0};
-    assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
     rec b = {0};
     gp.on_token = on_token;
     gp.user = &b;
-    tern_gen_begin(g, s, smp, NULL, &gp);
+    gen_fx f = gen_start(m, s, NULL, &gp);
+    tern_gen *g = f.g;
+    tern_err err = {0};
     const float *l = tern_session_eval(s, p, np, &err);
     tern_gen_prompt_seen(g, p, np);
     tern_stop stop;
@@ -196,8 +220,7 @@ static void test_stepwise_equals_run(void **state) {
     assert_int_equal(b.n, a.n);
     assert_memory_equal(b.ids, a.ids, (size_t)a.n * sizeof *a.ids);
     assert_int_equal(tern_session_pos(s) - np, pos);
-    tern_gen_free(g);
-    tern_sampler_free(smp);
+    gen_fx_free(&f);
     tern_session_free(s);
     tern_model_free(m);
 }
@@ -208,27 +231,17 @@ static void test_pull_spec_steps(void **state) {
     (void)state;
     tern_model *m = load_fx(STORIES);
     tern_session *s = mfx_session(m, 256, 64, false);
-    tern_gen_params gp;
-    tern_gen_params_default(&gp);
-    gp.n_predict = 40;
-    gp.ignore_eos = true;
+    const tern_gen_params gp = reply_params(40);
     rec a = {0};
     int pos = 0;
     run_gen(m, s, NULL, &gp, &a, &pos);
 
     tern_err err = {0};
-    tern_spec_params spp;
-    tern_spec_params_default(&spp);
-    spp.ignore_eos = true;
-    tern_spec *spec = NULL;
-    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    tern_spec *spec = drafter(m, 0);
     int32_t p[32];
     const int np = prompt_of(m, p, 32);
-    tern_session_reset(s);
-    tern_sampler *smp = greedy(m);
-    tern_gen *g = NULL;
-    assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
-    tern_gen_begin(g, s, smp, spec, &gp);             /* no on_token */
+    gen_fx f = gen_start(m, s, spec, &gp);             /* no on_token */
+    tern_gen *g = f.g;
     const float *l = tern_gen_prompt(g, p, np, &err);
     assert_non_null(l);
     int32_t got[MAXG + 16];
@@ -245,8 +258,7 @@ static void test_pull_spec_steps(void **state) {
     tern_gen_end(g, &err);
     assert_int_equal(n, a.n);
     assert_memory_equal(got, a.ids, (size_t)a.n * sizeof *a.ids);
-    tern_gen_free(g);
-    tern_sampler_free(smp);
+    gen_fx_free(&f);
     tern_spec_free(spec);
     tern_session_free(s);
     tern_model_free(m);
@@ -258,12 +270,9 @@ static void test_stop_rules(void **state) {
     (void)state;
     tern_model *m = load_fx(STORIES);
     tern_session *s = mfx_session(m, 256, 64, false);
-    tern_gen_params gp;
-    tern_gen_params_default(&gp);
-    gp.ignore_eos = true;
+    tern_gen_params gp = reply_params(0);
     int pos = 0;
     rec r0 = {0};
-    gp.n_predict = 0;
     assert_int_equal(run_gen(m, s, NULL, &gp, &r0, &pos), TERN_STOP_LENGTH);
     assert_int_equal(r0.n, 0);
     assert_int_equal(pos, 0);
@@ -273,12 +282,7 @@ static void test_stop_rules(void **state) {
     assert_int_equal(r1.n, 1);
     assert_int_equal(pos, 0);
 
-    tern_err err = {0};
-    tern_spec_params spp;
-    tern_spec_params_default(&spp);
-    spp.ignore_eos = true;
-    tern_spec *spec = NULL;
-    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    tern_spec *spec = drafter(m, 0);
     gp.n_predict = 20;
     for (int sv = 0; sv < 2; sv++)
         for (int ev = 0; ev < 2; ev++) {
@@ -341,28 +345,19 @@ static void test_think_budget(void **state) {
     tern_spec *spec = NULL;
     assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
     for (int sv = 0; sv < 2; sv++) {
-        tern_session_reset(s);
-        if (sv) tern_spec_reset(spec);
-        tern_sampler *smp = greedy(m);
-        tern_gen *g = NULL;
-        assert_int_equal(tern_gen_init(&g, m, &err), TERN_OK);
         rec r = {0};
-        tern_gen_params gp;
-        tern_gen_params_default(&gp);
-        gp.n_predict = N;
-        gp.ignore_eos = true;
+        tern_gen_params gp = reply_params(N);
         gp.split_think = true;
         gp.think_budget = BUDGET;
         gp.on_token = on_token;
         gp.user = &r;
-        tern_gen_begin(g, s, smp, sv ? spec : NULL, &gp);
-        const float *lg = tern_gen_prompt(g, p, np, &err);
+        gen_fx f = gen_start(m, s, sv ? spec : NULL, &gp);
+        const float *lg = tern_gen_prompt(f.g, p, np, &err);
         assert_non_null(lg);
-        assert_int_equal(tern_gen_run(g, lg, &err), TERN_STOP_LENGTH);
+        assert_int_equal(tern_gen_run(f.g, lg, &err), TERN_STOP_LENGTH);
         assert_int_equal(r.n, N);
         assert_memory_equal(r.ids, want, sizeof want);
-        tern_gen_free(g);
-        tern_sampler_free(smp);
+        gen_fx_free(&f);
     }
     tern_spec_free(spec);
     tern_session_free(s);

@@ -1,6 +1,7 @@
 /* test_qtypes.c: block type table, worked examples of spec sections 3.1 and 3.4, exhaustive
  * byte-value decoding against independent oracles, encode/decode round trips, encoder rules,
- * subnormal scales and the PQ2_0 <-> PTQ1_0 transcode.
+ * subnormal scales, the PQ2_0 <-> PTQ1_0 transcode, and the steps of adding a type
+ * (test_type_rows: every row against the codecs, the kernel tables and kern_impl.h's orders).
  * Oracles: the base-3 digits of a packed byte b are the first digits of the base-3 expansion of
  * b/256, i.e. the digits of floor(b * 243 / 256) (5 digits) or floor(b * 81 / 256) (4 digits);
  * 2-bit codes come straight from the spec's bit-position tables. */
@@ -8,7 +9,9 @@
 
 #include "core/fp16.h"
 #include "format/qtypes.h"
+#include "kernels/kern_impl.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,15 +54,14 @@ static void test_traits(void **state) {
     assert_true(qt_get(QT_PTQ1_0)->ternary && qt_get(QT_PQ2_0)->ternary && !qt_get(QT_F32)->ternary);
     assert_int_equal(qt_get(QT_PQ2_0)->file_type, 141);
     assert_int_equal(qt_get(QT_Q2_0)->file_type, -1);
-    /* the table is complete: exactly the rows above, each with both codecs (a type added
-     * without them, or without a row here, fails) */
+    /* the table is complete: exactly the rows above (a type added without a row here fails),
+     * each with its codecs (test_type_rows checks them) */
     assert_int_equal(qt_count(), (int)(sizeof want / sizeof want[0]));
     assert_null(qt_at(-1));
     assert_null(qt_at(qt_count()));
     for (int i = 0; i < qt_count(); i++) {
         const qt_traits *t = qt_at(i);
         assert_ptr_equal(qt_get(t->type), t);
-        if (!t->dequant || !t->quantize) fail_msg("type %s: a codec is missing", t->name);
         float x[256], y[256];
         uint8_t b[4 * 256];
         for (int k = 0; k < 256; k++) x[k] = (float)((k * 7) % 5) - 2.0f;   /* ternary-friendly values */
@@ -426,6 +428,187 @@ static void test_transcode(void **state) {
     free(p); free(t); free(back); free(yp); free(yt);
 }
 
+/* ---- the steps of adding a type ------------------------------------------------------------------ */
+
+static uint64_t row_rng = 0x9E3779B97F4A7C15ull;
+static float row_rand(void) {                   /* xorshift64: a fixed sequence in [-1, 1) */
+    row_rng ^= row_rng << 13; row_rng ^= row_rng >> 7; row_rng ^= row_rng << 17;
+    return (float)((int)(row_rng % 2001) - 1000) / 1000.0f;
+}
+
+#if defined(__x86_64__)
+extern const kern_table kern_table_avx512vnni_emu;
+extern const kern_table kern_table_avxvnni_emu;
+#endif
+/* Every table compiled in, then (x86) the tests-only emulated VNNI tables; NULL after the last. */
+static const kern_table *row_table(int i) {
+    int n = 0;
+    while (kern_tables[n]) n++;
+    if (i < n) return kern_tables[i];
+#if defined(__x86_64__)
+    if (i == n) return &kern_table_avx512vnni_emu;
+    if (i == n + 1) return &kern_table_avxvnni_emu;
+#endif
+    return NULL;
+}
+
+/* kern_impl.h "Float order" written out here: 16 fmaf lanes, then the pairwise tree; BF16
+ * weights meet x rounded to bf16 (spec 8.4). w: the codec's f32 values of one row. */
+static float want_float(int type, const float *w, const float *x, int K) {
+    float acc[16] = {0};
+    for (int k = 0; k < K; k++) {
+        const float xv = type == QT_BF16 ? bf16_to_f32(f32_to_bf16(x[k])) : x[k];
+        acc[k % 16] = fmaf(w[k], xv, acc[k % 16]);
+    }
+    for (int s = 8; s >= 1; s >>= 1)
+        for (int i = 0; i < s; i++) acc[i] = acc[i] + acc[i + s];
+    return acc[0];
+}
+
+/* kern_impl.h "Integer order" and "Float order" of the block types written out here from the
+ * codec's values: t_k = w_k / d (d = the block's fp16 scale), units of min(block, 128) weights
+ * against 128-value activation blocks (fast), or of 32 against Q8_0 blocks, folded per weight
+ * block (ggml). Fills isum[n_units] and returns y. */
+static float want_int(const qt_traits *q, const uint8_t *row, const float *w, const void *aq, kern_numerics m, int K,
+                      int32_t *isum) {
+    const int bs = q->block, unit = m == KQ_FAST ? (bs < 128 ? bs : 128) : 32;
+    float acc = 0.0f;
+    for (int b = 0; b < K / bs; b++) {
+        const uint8_t *dp = row + (size_t)b * (size_t)q->block_bytes + q->d_offset;
+        const float dw = fp16_to_f32((uint16_t)(dp[0] | dp[1] << 8));
+        float blk = 0.0f;
+        for (int u0 = 0; u0 < bs; u0 += unit) {
+            const int k0 = b * bs + u0;
+            int32_t s = 0;
+            for (int j = 0; j < unit; j++) {
+                const float tf = dw != 0.0f ? w[k0 + j] / dw : 0.0f;
+                const int t = (int)tf;
+                if ((float)t != tf || t < -128 || t > 127) fail_msg("%s: weight %d is %g, not an integer times d = %g", q->name, k0 + j, (double)w[k0 + j], (double)dw);
+                const int8_t qa = m == KQ_FAST ? ((const kact_fast *)aq)[k0 / 128].qs[k0 % 128 + j]
+                                               : ((const kact_ggml *)aq)[k0 / 32].qs[j];
+                s += t * qa;
+            }
+            isum[k0 / unit] = s;
+            if (m == KQ_FAST) acc = fmaf(dw * ((const kact_fast *)aq)[k0 / 128].d, (float)s, acc);
+            else blk = fmaf(fp16_to_f32(((const kact_ggml *)aq)[k0 / 32].d), (float)s, blk);
+        }
+        if (m == KQ_GGML) acc = fmaf(dw, blk, acc);
+    }
+    return acc;
+}
+
+/* Adding a type (ARCHITECTURE.md "Adding a type") is one row of the type table plus its codecs
+ * and kernels; this fails when a step is missed. For every row: the id and the name find the
+ * row (case-insensitive, unique); the row bytes agree with block and block_bytes; a block type
+ * has a decoder, an f32 scale at byte 0 or block_bytes - 2 and the fast unit min(block, 128), an
+ * element type a dequantiser; the encoder and the decoder agree (quantise, dequantise,
+ * quantise again gives the same bytes) and a ternary type decodes to -1, 0, +1; the kernel
+ * slots are a one-to-one map onto [0, KT_N); ref has an entry in every numerics mode; and every
+ * table this host runs (the emulated ones too) gives, for 21 rows and 1 and 5 columns in every
+ * mode, ref's bits, which equal the orders of kern_impl.h computed here from the codec. */
+static void test_type_rows(void **state) {
+    (void)state;
+    enum { K = 512, N = 21, NC = 5 };
+    int slot_rows[KT_N];
+    for (int i = 0; i < KT_N; i++) slot_rows[i] = 0;
+    float *x = malloc(sizeof(float) * K * NC), *wf = malloc(sizeof(float) * K * N), *w2 = malloc(sizeof(float) * K * N);
+    uint8_t *wb = malloc((size_t)K * N * 4), *wb2 = malloc((size_t)K * N * 4), *wk = malloc((size_t)K * N * 4);
+    void *aq = malloc(kern_act_bytes(KQ_FAST, K, NC) + kern_act_bytes(KQ_GGML, K, NC));
+    float y0[N * NC], y1[N * NC];
+    int32_t *is0 = malloc(sizeof(int32_t) * N * NC * (K / 32)), *is1 = malloc(sizeof(int32_t) * N * NC * (K / 32));
+    assert_true(x && wf && w2 && wb && wb2 && wk && aq && is0 && is1);
+    for (int i = 0; i < K * NC; i++) x[i] = row_rand();
+    for (int i = 0; i < qt_count(); i++) {
+        const qt_traits *q = qt_at(i);
+        char lower[16];
+        size_t n = strlen(q->name);
+        assert_true(n < sizeof lower);
+        for (size_t c = 0; c <= n; c++) lower[c] = (char)tolower((unsigned char)q->name[c]);
+        if (qt_get(q->type) != q || qt_from_name(q->name) != q->type || qt_from_name(lower) != q->type)
+            fail_msg("type %s (%d): the id or the name does not find its row", q->name, q->type);
+        for (int j = 0; j < i; j++)
+            if (qt_at(j)->file_type >= 0 && qt_at(j)->file_type == q->file_type)
+                fail_msg("types %s and %s: the same general.file_type %d", qt_at(j)->name, q->name, q->file_type);
+        /* layout */
+        uint64_t rb = 0;
+        if (q->block < 1 || q->block > QT_BLOCK_MAX || K % q->block != 0 || !qt_row_bytes(q->type, 3 * (uint64_t)q->block, &rb) ||
+            rb != 3 * (uint64_t)q->block_bytes || (q->block > 1 && qt_row_bytes(q->type, (uint64_t)q->block + 1, &rb)))
+            fail_msg("type %s: block %d, %d bytes: the row bytes disagree", q->name, q->block, q->block_bytes);
+        if (q->block == 1) {
+            if (q->decode || !q->dequant || q->d_offset != -1 || q->unit != 0 || q->ternary)
+                fail_msg("type %s: an element type has dequant, no decode, d_offset -1, unit 0", q->name);
+        } else {
+            const int want_unit = q->block < 128 ? q->block : 128;
+            if (!q->decode || q->dequant || (q->d_offset != 0 && q->d_offset != q->block_bytes - 2) || q->unit != want_unit)
+                fail_msg("type %s: a block type has decode, no dequant, d at 0 or %d (got %d), unit %d (got %d)", q->name,
+                         q->block_bytes - 2, q->d_offset, want_unit, q->unit);
+        }
+        if (!q->quantize) fail_msg("type %s: no encoder", q->name);
+        /* codecs: quantise, dequantise, quantise again */
+        for (int k = 0; k < K * N; k++) wf[k] = row_rand() * (float)(1 + k % 3);
+        const size_t row_bytes = (size_t)(K / q->block) * (size_t)q->block_bytes;
+        assert_int_equal(qt_quantize(q->type, wf, wb, K * N), TERN_OK);
+        assert_int_equal(qt_dequant(q->type, wb, wf, K * N), TERN_OK);
+        assert_int_equal(qt_quantize(q->type, wf, wb2, K * N), TERN_OK);
+        assert_int_equal(qt_dequant(q->type, wb2, w2, K * N), TERN_OK);
+        if (memcmp(wb, wb2, row_bytes * N) != 0 || memcmp(wf, w2, sizeof(float) * K * N) != 0)
+            fail_msg("type %s: the encoder and the decoder disagree", q->name);
+        if (q->ternary) {
+            int8_t t[QT_BLOCK_MAX];
+            for (int b = 0; b < K * N / q->block; b++) {
+                q->decode(wb + (size_t)b * (size_t)q->block_bytes, t);
+                for (int j = 0; j < q->block; j++)
+                    if (t[j] < -1 || t[j] > 1) fail_msg("type %s: block %d value %d decodes to %d", q->name, b, j, t[j]);
+            }
+        }
+        /* kernels */
+        if (q->kt < 0 || q->kt >= KT_N) fail_msg("type %s: kernel slot %d outside [0, %d)", q->name, q->kt, KT_N);
+        slot_rows[q->kt]++;
+        assert_int_equal(kern_type_index(q->type), q->kt);
+        for (int m = 0; m < 3; m++)
+            if (!kern_table_ref.mm[q->kt][m]) fail_msg("type %s: ref has no matmul in mode %d", q->name, m);
+        for (int ti = 0; row_table(ti); ti++) {
+            const kern_table *t = row_table(ti);
+            if ((t->needs & kern_cpu_features()) != t->needs) continue;   /* the host cannot run it */
+            memcpy(wk, wb, row_bytes * N);                              /* repacked in place */
+            kern_w w;
+            assert_int_equal(kern_w_init_ex(&w, q->name, q->type, wk, K, N, t->row16 ? KW_F_ROW16 : KW_F_ROWPAIR, NULL), TERN_OK);
+            for (int m = 0; m < 3; m++)
+                for (int nc = 1; nc <= NC; nc += NC - 1) {
+                    kern_act a = {.x = x, .q = m == KQ_F32 ? NULL : aq, .K = K, .ncols = nc, .mode = (kern_numerics)m};
+                    if (m != KQ_F32) kern_quantize(&a);
+                    const bool ints = q->block > 1 && m != KQ_F32;
+                    const int nu = ints ? K / kern_unit(&w, (kern_numerics)m) : 0;
+                    kern_matmul_table(&kern_table_ref, &w, &a, y0, N, 0, N, ints ? is0 : NULL);
+                    kern_matmul_table(t, &w, &a, y1, N, 0, N, NULL);
+                    if (memcmp(y0, y1, sizeof(float) * (size_t)(N * nc)) != 0)
+                        fail_msg("type %s, table %s, mode %d, %d columns: not ref's bits", q->name, t->name, m, nc);
+                    if (t != &kern_table_ref) continue;
+                    for (int c = 0; c < nc; c++)
+                        for (int r = 0; r < N; r++) {
+                            const float *wr = wf + (size_t)r * K, *xc = x + (size_t)c * K;
+                            float want;
+                            if (ints) {
+                                const size_t col = kern_act_col_bytes((kern_numerics)m, K) * (size_t)c;
+                                want = want_int(q, wb + (size_t)r * row_bytes, wr, (const uint8_t *)aq + col, (kern_numerics)m, K, is1);
+                                if (memcmp(is1, is0 + ((size_t)c * N + (size_t)r) * (size_t)nu, sizeof(int32_t) * (size_t)nu) != 0)
+                                    fail_msg("type %s, mode %d: row %d column %d: ref's unit sums differ", q->name, m, r, c);
+                            } else {
+                                want = want_float(q->type, wr, xc, K);
+                            }
+                            if (memcmp(&want, &y0[c * N + r], sizeof want) != 0)
+                                fail_msg("type %s, mode %d: row %d column %d: ref %a, the order gives %a", q->name, m, r, c,
+                                         (double)y0[c * N + r], (double)want);
+                        }
+                }
+            kern_w_free(&w);
+        }
+    }
+    for (int i = 0; i < KT_N; i++)
+        if (slot_rows[i] != 1) fail_msg("kernel slot %d belongs to %d types, expected 1", i, slot_rows[i]);
+    free(x); free(wf); free(w2); free(wb); free(wb2); free(wk); free(aq); free(is0); free(is1);
+}
+
 int suite_qtypes(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_traits),
@@ -439,6 +622,7 @@ int suite_qtypes(int *n_tests) {
         cmocka_unit_test(test_ternary_roundtrip),
         cmocka_unit_test(test_q8_0_and_floats),
         cmocka_unit_test(test_transcode),
+        cmocka_unit_test(test_type_rows),
     };
     TEST_RUN_SUITE("qtypes", tests);
 }

@@ -108,8 +108,7 @@ static int check_finite(const gguf_tensor *t, const uint8_t *src, int64_t row0, 
     const qt_traits *q = qt_get(t->type);
     if (q && q->block > 1) {
         const int64_t nb_row = K / q->block, nb = n_rows * nb_row;
-        const bool d_last = t->type == QT_PTQ1_0 || t->type == QT_TQ1_0 || t->type == QT_TQ2_0;
-        const uint8_t *hi = src + (d_last ? q->block_bytes - 2 : 0) + 1;   /* the fp16's high byte */
+        const uint8_t *hi = src + q->d_offset + 1;   /* the fp16's high byte */
         unsigned bad = 0;
         for (int64_t i = 0; i < nb; i++) bad |= (hi[i * q->block_bytes] & 0x7cu) + 4u;   /* bit 7: exponent 11111 */
         if (!(bad & 0x80u)) return TERN_OK;

@@ -433,14 +433,13 @@ static int write_hparams(gguf_writer *w, const synth_plan *p, uint64_t seed) {
 }
 
 /* Closing keys, last as llama-quantize writes them: general.quantization_version 2, and
- * general.file_type (informative only, spec 1): Prism 141 = PQ2_0, 143 = PTQ1_0; 0 = all F32.
- * No Q2_0 value is known, so q2_0 files carry none. */
+ * general.file_type (informative only, spec 1), the type table's: Prism 141 = PQ2_0, 143 =
+ * PTQ1_0; 0 = all F32. No Q2_0 value is known (-1 in the table), so q2_0 files carry none. */
 static int write_closing(gguf_writer *w, const synth_plan *p) {
     int rc;
     CK(gguf_w_set_u32(w, "general.quantization_version", 2));
-    if (p->tern_type == QT_PQ2_0) CK(gguf_w_set_u32(w, "general.file_type", 141));
-    if (p->tern_type == QT_PTQ1_0) CK(gguf_w_set_u32(w, "general.file_type", 143));
-    if (p->tern_type == QT_F32) CK(gguf_w_set_u32(w, "general.file_type", 0));
+    const int file_type = qt_get(p->tern_type)->file_type;
+    if (file_type >= 0) CK(gguf_w_set_u32(w, "general.file_type", (uint32_t)file_type));
     return TERN_OK;
 }
 

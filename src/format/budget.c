@@ -40,6 +40,7 @@ int gguf_budget_compute(const gguf_ctx *g, int64_t pos, gguf_budget *out, tern_e
     out->tied_embd = embd && !gguf_find_tensor(g, "output.weight");
     if (embd && embd->ne[1] > 0) out->embd_row_bytes = embd->nbytes / (uint64_t)(embd->ne[1] * embd->ne[2] * embd->ne[3]);
 
+    const qt_traits *ptq = qt_get(QT_PTQ1_0), *pq2 = qt_get(QT_PQ2_0);
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         uint64_t n = 1;
@@ -56,7 +57,8 @@ int gguf_budget_compute(const gguf_ctx *g, int64_t pos, gguf_budget *out, tern_e
         }
         const uint64_t read = (t == embd && !out->tied_embd) ? out->embd_row_bytes : t->nbytes;
         out->weight_bytes += read;
-        if (t->type == QT_PTQ1_0) out->ptq1_0_as_2bit_extra += read / 28 * 6;
+        if (t->type == QT_PTQ1_0)   /* a 28-byte block held as a 34-byte 2-bit one */
+            out->ptq1_0_as_2bit_extra += read / (uint64_t)ptq->block_bytes * (uint64_t)(pq2->block_bytes - ptq->block_bytes);
     }
     if (!out->arch[0]) { out->total_bytes = out->weight_bytes; return TERN_OK; }
 

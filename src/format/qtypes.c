@@ -1,5 +1,6 @@
-/* qtypes.c: the block type table (ids, block sizes, byte sizes), scalar dequantisation to f32,
- * the reference encoders and the lossless PQ2_0 <-> PTQ1_0 transcode. Layer 2.
+/* qtypes.c: the type table (every fact about a type: qtypes.h qt_traits), the block decoders
+ * (integer values, w = t * d) and element dequantisers, the reference encoders and the lossless
+ * PQ2_0 <-> PTQ1_0 transcode. Layer 2.
  * Source of truth: ../shared/spec/ternary-gguf.md sections 2 and 3 (bit layouts, encoders,
  * worked examples). All decoders read blocks through byte pointers and memcpy the fp16 scale,
  * so block data need not be aligned (GGUF tensor data is only aligned to general.alignment).
@@ -11,6 +12,7 @@
 #include "core/fp16.h"
 
 #include <ctype.h>
+#include <stddef.h>
 #include <math.h>
 #include <string.h>
 
@@ -46,92 +48,69 @@ static inline uint8_t trit_pack(const uint8_t *u, int k) {
 
 int qt_pq2_0_code(const block_pq2_0 *b, int j) { return (b->qs[j >> 2] >> (2 * (j & 3))) & 3; }
 
-/* PTQ1_0 element e -> (byte index in the 26-byte qs|qh area, digit index). Spec 3.4 table. */
-static inline void ptq1_0_pos(int e, int *byte, int *digit) {
-    if (e < 80) { *byte = e % 16; *digit = e / 16; }
-    else if (e < 120) { *byte = 16 + (e - 80) % 8; *digit = (e - 80) / 8; }
-    else { *byte = 24 + (e - 120) % 2; *digit = (e - 120) / 2; }
-}
-
-/* TQ1_0 element e (0..255) -> (byte index in the 52-byte qs|qh area, digit). Spec 3.6. */
-static inline void tq1_0_pos(int e, int *byte, int *digit) {
-    if (e < 160) { *byte = e % 32; *digit = e / 32; }
-    else if (e < 240) { *byte = 32 + (e - 160) % 16; *digit = (e - 160) / 16; }
-    else { *byte = 48 + (e - 240) % 4; *digit = (e - 240) / 4; }
+/* Base-3 blocks (spec 3.4 PTQ1_0, 3.6 TQ1_0) share one shape, with W = 16 (PTQ1_0, 128 elements)
+ * or W = 32 (TQ1_0, 256): W bytes of 5 digits hold elements [0, 5W) (byte e % W, digit e / W),
+ * W/2 bytes of 5 digits elements [5W, 7.5W), W/8 bytes of 4 digits the last W/2 elements. Element
+ * e -> (byte index in the qs|qh area, digit index). */
+static inline void b3_pos(int e, int W, int *byte, int *digit) {
+    const int e2 = 5 * W, e3 = e2 + W * 5 / 2;
+    if (e < e2) { *byte = e % W; *digit = e / W; }
+    else if (e < e3) { *byte = W + (e - e2) % (W / 2); *digit = (e - e2) / (W / 2); }
+    else { *byte = W + W / 2 + (e - e3) % (W / 8); *digit = (e - e3) / (W / 8); }
 }
 
 int qt_ptq1_0_trit(const block_ptq1_0 *b, int j) {
     int byte, digit;
-    ptq1_0_pos(j, &byte, &digit);
+    b3_pos(j, 16, &byte, &digit);
     const uint8_t v = byte < 24 ? b->qs[byte] : b->qh[byte - 24];
     return trit_digit(v, digit) - 1;
 }
 
-/* ---- dequantisation -------------------------------------------------------------------------- */
+/* ---- block decoders (the table's `decode`: integer values t, w = t * d) ---------------------- */
 
-/* 2-bit codes, scale first: PQ2_0 (nq = 32) and Q2_0 (nq = 16). w = (code - 1) * d. */
-static void dq_2bit(const uint8_t *p, float *y, int64_t nb, int nq) {
-    for (int64_t ib = 0; ib < nb; ib++, p += 2 + nq, y += 4 * nq) {
-        const float d = fp16_to_f32(rd_u16(p));
-        for (int j = 0; j < 4 * nq; j++) y[j] = (float)(((p[2 + (j >> 2)] >> (2 * (j & 3))) & 3) - 1) * d;
+/* 2-bit codes after the fp16 d: PQ2_0 (128 weights) and Q2_0 (64). t = code - 1. */
+static void dec_2bit(const uint8_t *p, int8_t *t, int n) {
+    for (int j = 0; j < n; j++) t[j] = (int8_t)(((p[2 + (j >> 2)] >> (2 * (j & 3))) & 3) - 1);
+}
+static void dec_pq2_0(const uint8_t *p, int8_t *t) { dec_2bit(p, t, 128); }
+static void dec_q2_0(const uint8_t *p, int8_t *t) { dec_2bit(p, t, 64); }
+
+/* Base-3 digits from the block's first byte (d last). */
+static void dec_b3(const uint8_t *p, int8_t *t, int W) {
+    for (int e = 0; e < 8 * W; e++) {
+        int byte, digit;
+        b3_pos(e, W, &byte, &digit);
+        t[e] = (int8_t)(trit_digit(p[byte], digit) - 1);
     }
 }
+static void dec_ptq1_0(const uint8_t *p, int8_t *t) { dec_b3(p, t, 16); }
+static void dec_tq1_0(const uint8_t *p, int8_t *t) { dec_b3(p, t, 32); }
 
-static void dq_ptq1_0(const uint8_t *p, float *y, int64_t nb) {
-    for (int64_t ib = 0; ib < nb; ib++, p += 28, y += 128) {
-        const float d = fp16_to_f32(rd_u16(p + 26));
-        for (int e = 0; e < 128; e++) {
-            int byte, digit;
-            ptq1_0_pos(e, &byte, &digit);
-            y[e] = (float)(trit_digit(p[byte], digit) - 1) * d;
-        }
-    }
-}
-
-static void dq_tq1_0(const uint8_t *p, float *y, int64_t nb) {
-    for (int64_t ib = 0; ib < nb; ib++, p += 54, y += 256) {
-        const float d = fp16_to_f32(rd_u16(p + 52));
-        for (int e = 0; e < 256; e++) {
-            int byte, digit;
-            tq1_0_pos(e, &byte, &digit);
-            y[e] = (float)(trit_digit(p[byte], digit) - 1) * d;
-        }
+/* TQ2_0: element 128h + 32l + m = bits 2l..2l+1 of qs[32h + m] (d last). */
+static void dec_tq2_0(const uint8_t *p, int8_t *t) {
+    for (int e = 0; e < 256; e++) {
+        const int h = e >> 7, l = (e >> 5) & 3, m = e & 31;
+        t[e] = (int8_t)(((p[32 * h + m] >> (2 * l)) & 3) - 1);
     }
 }
 
-/* TQ2_0: element 128h + 32l + m = bits 2l..2l+1 of qs[32h + m]. */
-static void dq_tq2_0(const uint8_t *p, float *y, int64_t nb) {
-    for (int64_t ib = 0; ib < nb; ib++, p += 66, y += 256) {
-        const float d = fp16_to_f32(rd_u16(p + 64));
-        for (int e = 0; e < 256; e++) {
-            const int h = e >> 7, l = (e >> 5) & 3, m = e & 31;
-            y[e] = (float)(((p[32 * h + m] >> (2 * l)) & 3) - 1) * d;
-        }
-    }
+/* Q1_0: bit (j & 7) of qs[j >> 3] after d: 1 -> +1, 0 -> -1. */
+static void dec_q1_0(const uint8_t *p, int8_t *t) {
+    for (int j = 0; j < 128; j++) t[j] = (int8_t)(((p[2 + (j >> 3)] >> (j & 7)) & 1) ? 1 : -1);
 }
 
-/* Whole-block decoders for the type table: nb blocks at p to f32 (F32/F16/BF16: nb values). */
-static void dq_f32(const uint8_t *p, float *y, int64_t nb) { if (nb) memcpy(y, p, (size_t)nb * 4); }
-static void dq_f16(const uint8_t *p, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++) y[i] = fp16_to_f32(rd_u16(p + 2 * i));
+/* Q8_0: int8 qs[32] after d. */
+static void dec_q8_0(const uint8_t *p, int8_t *t) { memcpy(t, p + 2, 32); }
+
+/* ---- element dequantisation (the table's `dequant`) ------------------------------------------ */
+
+static void dq_f32(const uint8_t *p, float *y, int64_t n) { if (n) memcpy(y, p, (size_t)n * 4); }
+static void dq_f16(const uint8_t *p, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = fp16_to_f32(rd_u16(p + 2 * i));
 }
-static void dq_bf16(const uint8_t *p, float *y, int64_t nb) {
-    for (int64_t i = 0; i < nb; i++) y[i] = bf16_to_f32(rd_u16(p + 2 * i));
+static void dq_bf16(const uint8_t *p, float *y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = bf16_to_f32(rd_u16(p + 2 * i));
 }
-static void dq_q8_0(const uint8_t *p, float *y, int64_t nb) {
-    for (int64_t ib = 0; ib < nb; ib++, p += 34) {
-        const float d = fp16_to_f32(rd_u16(p));
-        for (int j = 0; j < 32; j++) y[ib * 32 + j] = (float)(int8_t)p[2 + j] * d;
-    }
-}
-static void dq_q1_0(const uint8_t *p, float *y, int64_t nb) {
-    for (int64_t ib = 0; ib < nb; ib++, p += 18) {
-        const float d = fp16_to_f32(rd_u16(p));
-        for (int j = 0; j < 128; j++) y[ib * 128 + j] = ((p[2 + (j >> 3)] >> (j & 7)) & 1) ? d : -d;
-    }
-}
-static void dq_q2_0(const uint8_t *p, float *y, int64_t nb) { dq_2bit(p, y, nb, 16); }
-static void dq_pq2_0(const uint8_t *p, float *y, int64_t nb) { dq_2bit(p, y, nb, 32); }
 
 /* ---- reference encoders ---------------------------------------------------------------------- */
 
@@ -165,54 +144,40 @@ static void q_2bit(const float *x, uint8_t *p, int64_t nb, int nq) {
     }
 }
 
-/* PTQ1_0 bytes from 128 digits u (0..2) per element. out: 26 bytes (qs[24] | qh[2]). */
-static void ptq1_0_pack(const uint8_t *u, uint8_t *out) {
+/* Base-3 bytes (b3_pos's shape, W = 16 or 32) from 8W digits u (0..2): byte m of each region
+ * packs the digits of its elements m, m + stride, ... (most significant first). out: W + W/2 + W/8 bytes
+ * (PTQ1_0: qs[24] | qh[2]; TQ1_0: qs[48] | qh[4]). */
+static void b3_pack(const uint8_t *u, int W, uint8_t *out) {
     uint8_t dg[5];
-    for (int m = 0; m < 16; m++) {
-        for (int n = 0; n < 5; n++) dg[n] = u[m + 16 * n];
+    const int e2 = 5 * W, e3 = e2 + W * 5 / 2;
+    for (int m = 0; m < W; m++) {
+        for (int n = 0; n < 5; n++) dg[n] = u[m + W * n];
         out[m] = trit_pack(dg, 5);
     }
-    for (int m = 0; m < 8; m++) {
-        for (int n = 0; n < 5; n++) dg[n] = u[80 + m + 8 * n];
-        out[16 + m] = trit_pack(dg, 5);
+    for (int m = 0; m < W / 2; m++) {
+        for (int n = 0; n < 5; n++) dg[n] = u[e2 + m + W / 2 * n];
+        out[W + m] = trit_pack(dg, 5);
     }
-    for (int m = 0; m < 2; m++) {
-        for (int n = 0; n < 4; n++) dg[n] = u[120 + m + 2 * n];
-        out[24 + m] = trit_pack(dg, 4);
-    }
-}
-
-static void q_ptq1_0(const float *x, uint8_t *p, int64_t nb) {
-    uint8_t u[128];
-    for (int64_t ib = 0; ib < nb; ib++, p += 28, x += 128) {
-        float d;
-        const uint16_t h = absmax_scale(x, 128, &d);
-        for (int e = 0; e < 128; e++) u[e] = (uint8_t)code_of(x[e], d, 2);
-        ptq1_0_pack(u, p);
-        wr_u16(p + 26, h);
+    for (int m = 0; m < W / 8; m++) {
+        for (int n = 0; n < 4; n++) dg[n] = u[e3 + m + W / 8 * n];
+        out[W + W / 2 + m] = trit_pack(dg, 4);
     }
 }
 
-static void q_tq1_0(const float *x, uint8_t *p, int64_t nb) {
-    uint8_t dg[5];
-    for (int64_t ib = 0; ib < nb; ib++, p += 54, x += 256) {
+/* PTQ1_0 (W = 16) and TQ1_0 (W = 32): d = max|x|, base-3 digits, d last. */
+static void q_b3(const float *x, uint8_t *p, int64_t nb, int W) {
+    uint8_t u[256];
+    const int n = 8 * W, nbytes = W + W / 2 + W / 8 + 2;   /* 28 or 54 */
+    for (int64_t ib = 0; ib < nb; ib++, p += nbytes, x += n) {
         float d;
-        const uint16_t h = absmax_scale(x, 256, &d);
-        for (int m = 0; m < 32; m++) {
-            for (int n = 0; n < 5; n++) dg[n] = (uint8_t)code_of(x[m + 32 * n], d, 2);
-            p[m] = trit_pack(dg, 5);
-        }
-        for (int m = 0; m < 16; m++) {
-            for (int n = 0; n < 5; n++) dg[n] = (uint8_t)code_of(x[160 + m + 16 * n], d, 2);
-            p[32 + m] = trit_pack(dg, 5);
-        }
-        for (int m = 0; m < 4; m++) {
-            for (int n = 0; n < 4; n++) dg[n] = (uint8_t)code_of(x[240 + m + 4 * n], d, 2);
-            p[48 + m] = trit_pack(dg, 4);
-        }
-        wr_u16(p + 52, h);
+        const uint16_t h = absmax_scale(x, n, &d);
+        for (int e = 0; e < n; e++) u[e] = (uint8_t)code_of(x[e], d, 2);
+        b3_pack(u, W, p);
+        wr_u16(p + nbytes - 2, h);
     }
 }
+static void q_ptq1_0(const float *x, uint8_t *p, int64_t nb) { q_b3(x, p, nb, 16); }
+static void q_tq1_0(const float *x, uint8_t *p, int64_t nb) { q_b3(x, p, nb, 32); }
 
 static void q_tq2_0(const float *x, uint8_t *p, int64_t nb) {
     for (int64_t ib = 0; ib < nb; ib++, p += 66, x += 256) {
@@ -270,21 +235,27 @@ static void q_pq2_0(const float *x, uint8_t *p, int64_t nb) { q_2bit(x, p, nb, 3
 
 /* ---- the type table -------------------------------------------------------------------------- */
 
-/* One row per supported type: every fact about a block type that the format layer, the loader
- * and the tools look up. file_type: llama.cpp's general.file_type for a file of these weights
- * (-1: none is defined). */
+/* One row per supported type: every fact about a type that the format layer, the kernels, the
+ * loader and the tools look up (qtypes.h qt_traits). file_type: llama.cpp's general.file_type for
+ * a file of these weights (-1: none is defined). The test suite `qtypes` checks every row against
+ * the block structs, the kernel tables and the codecs (test_type_rows). */
+#define ELEM(id, name, bytes, ft, kt, dq, q) {id, name, 1, bytes, false, ft, kt, -1, 0, NULL, dq, q}
+#define BLOCK(id, name, bs, bytes, tern, ft, kt, doff, dec, q) \
+    {id, name, bs, bytes, tern, ft, kt, doff, (bs) < QT_FAST_ACT_BLOCK ? (bs) : QT_FAST_ACT_BLOCK, dec, NULL, q}
 static const qt_traits traits[] = {
-    {QT_F32, "F32", 1, 4, false, 0, dq_f32, q_f32},
-    {QT_F16, "F16", 1, 2, false, 1, dq_f16, q_f16},
-    {QT_Q8_0, "Q8_0", QK_Q8_0, 34, false, 7, dq_q8_0, q_q8_0},
-    {QT_BF16, "BF16", 1, 2, false, -1, dq_bf16, q_bf16},
-    {QT_TQ1_0, "TQ1_0", QK_TQ, 54, true, -1, dq_tq1_0, q_tq1_0},
-    {QT_TQ2_0, "TQ2_0", QK_TQ, 66, true, -1, dq_tq2_0, q_tq2_0},
-    {QT_Q1_0, "Q1_0", QK_Q1_0, 18, false, -1, dq_q1_0, q_q1_0},
-    {QT_Q2_0, "Q2_0", QK_Q2_0, 18, true, -1, dq_q2_0, q_q2_0},
-    {QT_PQ2_0, "PQ2_0", QK_PQ2_0, 34, true, 141, dq_pq2_0, q_pq2_0},
-    {QT_PTQ1_0, "PTQ1_0", QK_PTQ1_0, 28, true, 143, dq_ptq1_0, q_ptq1_0},
+    ELEM(QT_F32, "F32", 4, 0, KT_F32, dq_f32, q_f32),
+    ELEM(QT_F16, "F16", 2, 1, KT_F16, dq_f16, q_f16),
+    BLOCK(QT_Q8_0, "Q8_0", QK_Q8_0, sizeof(block_q8_0), false, 7, KT_Q8_0, offsetof(block_q8_0, d), dec_q8_0, q_q8_0),
+    ELEM(QT_BF16, "BF16", 2, -1, KT_BF16, dq_bf16, q_bf16),
+    BLOCK(QT_TQ1_0, "TQ1_0", QK_TQ, sizeof(block_tq1_0), true, -1, KT_TQ1_0, offsetof(block_tq1_0, d), dec_tq1_0, q_tq1_0),
+    BLOCK(QT_TQ2_0, "TQ2_0", QK_TQ, sizeof(block_tq2_0), true, -1, KT_TQ2_0, offsetof(block_tq2_0, d), dec_tq2_0, q_tq2_0),
+    BLOCK(QT_Q1_0, "Q1_0", QK_Q1_0, sizeof(block_q1_0), false, -1, KT_Q1_0, offsetof(block_q1_0, d), dec_q1_0, q_q1_0),
+    BLOCK(QT_Q2_0, "Q2_0", QK_Q2_0, sizeof(block_q2_0), true, -1, KT_Q2_0, offsetof(block_q2_0, d), dec_q2_0, q_q2_0),
+    BLOCK(QT_PQ2_0, "PQ2_0", QK_PQ2_0, sizeof(block_pq2_0), true, 141, KT_PQ2_0, offsetof(block_pq2_0, d), dec_pq2_0, q_pq2_0),
+    BLOCK(QT_PTQ1_0, "PTQ1_0", QK_PTQ1_0, sizeof(block_ptq1_0), true, 143, KT_PTQ1_0, offsetof(block_ptq1_0, d), dec_ptq1_0, q_ptq1_0),
 };
+#undef ELEM
+#undef BLOCK
 enum { N_TRAITS = (int)(sizeof traits / sizeof traits[0]) };
 
 const qt_traits *qt_get(int type) {
@@ -316,7 +287,15 @@ bool qt_row_bytes(int type, uint64_t n_per_row, uint64_t *out) {
 int qt_dequant(int type, const void *src, float *dst, int64_t n) {
     const qt_traits *t = qt_get(type);
     if (!t || n < 0 || n % t->block != 0 || (n > 0 && (!src || !dst))) return TERN_E_ARG;
-    t->dequant(src, dst, n / t->block);
+    if (!t->decode) { t->dequant(src, dst, n); return TERN_OK; }
+    /* block types: w = t * d, exact (|t| <= 128 and d an fp16 value) */
+    const uint8_t *p = src;
+    int8_t v[QT_BLOCK_MAX];
+    for (int64_t ib = 0; ib < n / t->block; ib++, p += t->block_bytes, dst += t->block) {
+        const float d = fp16_to_f32(rd_u16(p + t->d_offset));
+        t->decode(p, v);
+        for (int j = 0; j < t->block; j++) dst[j] = (float)v[j] * d;
+    }
     return TERN_OK;
 }
 
@@ -344,7 +323,7 @@ int qt_pq2_0_to_ptq1_0(const block_pq2_0 *src, block_ptq1_0 *dst, int64_t n_bloc
             u[j] = (uint8_t)c;
         }
         const uint16_t d = b->d;          /* copy first: src and dst may not alias, but be safe */
-        ptq1_0_pack(u, packed);
+        b3_pack(u, 16, packed);
         memcpy(dst[ib].qs, packed, 24);
         memcpy(dst[ib].qh, packed + 24, 2);
         dst[ib].d = d;

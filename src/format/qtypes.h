@@ -45,18 +45,40 @@ typedef struct { uint16_t d; uint8_t qs[16]; } block_q1_0;                  /* 1
 typedef struct { uint8_t qs[64]; uint16_t d; } block_tq2_0;                 /* 66 bytes */
 typedef struct { uint8_t qs[48]; uint8_t qh[4]; uint16_t d; } block_tq1_0;  /* 54 bytes */
 
-/* Everything the format layer, the loader and the tools need to know about one block type: one
- * row per type in qtypes.c's table, read instead of switching over type ids. */
+/* Kernel slot of a type: its row in a kern_table's mm[KT_N][3] (kernels/kern_impl.h). Declared
+ * here, beside the type table, so that one row of the table states every fact about a type; the
+ * format layer itself never reads it (the kernels, layer 3, do). */
+enum { KT_PQ2_0, KT_Q2_0, KT_PTQ1_0, KT_TQ1_0, KT_TQ2_0, KT_Q1_0, KT_Q8_0, KT_F32, KT_F16, KT_BF16, KT_N };
+
+/* The activation block of the kernels' fast numerics (kernels/kern_impl.h KA_FAST_BLOCK): a
+ * type's fast unit is its intersection with one weight block. */
+#define QT_FAST_ACT_BLOCK 128
+/* The largest block (TQ1_0, TQ2_0): a buffer of QT_BLOCK_MAX values holds any decoded block. */
+#define QT_BLOCK_MAX 256
+
+/* Everything the format layer, the kernels, the loader and the tools need to know about one block
+ * type: one row per type in qtypes.c's table, read instead of switching over type ids. A block
+ * type (block > 1) is an fp16 scale d and integer values t (w = t * d): `decode` gives t, d is at
+ * d_offset. An element type (block == 1: F32, F16, BF16) has `dequant` instead. */
 typedef struct qt_traits {
     int type;              /* ggml type id */
     const char *name;      /* "PQ2_0" */
-    int block;             /* weights per block */
+    int block;             /* weights per block (1: an element type) */
     int block_bytes;       /* bytes per block */
     bool ternary;          /* a ternary weight type the integer kernels take */
     int file_type;         /* general.file_type of a file of these weights (llama.cpp's ids); -1 none */
-    /* The scalar reference codecs over nb whole blocks (unaligned bytes): decode to f32, and the
-     * spec's encoder (see qt_quantize). */
-    void (*dequant)(const uint8_t *p, float *y, int64_t nb);
+    int kt;                /* KT_* kernel slot */
+    int d_offset;          /* byte offset of the fp16 scale in a block: 0 (d first) or block_bytes - 2
+                            * (d last); -1 for element types */
+    int unit;              /* weights one int32 sum covers in the kernels' fast numerics:
+                            * min(block, QT_FAST_ACT_BLOCK); 0 for element types (float paths) */
+    /* Block types: the integer values t[0 .. block-1] of the block at p (unaligned bytes; |t| <=
+     * 128, exactly the stored values: code - 1 for 2-bit codes including code 3 = +2, the trit
+     * for base-3, +-1 for Q1_0, the int8 for Q8_0). NULL for element types. */
+    void (*decode)(const uint8_t *p, int8_t *t);
+    /* Element types: n values at p to f32. NULL for block types (qt_dequant decodes them). */
+    void (*dequant)(const uint8_t *p, float *y, int64_t n);
+    /* The spec's encoder over nb whole blocks (see qt_quantize). */
     void (*quantize)(const float *x, uint8_t *p, int64_t nb);
 } qt_traits;
 

@@ -5,8 +5,6 @@
  * Source: Intel SDM vol. 2 (CPUID leaf 7 subleaves 0 and 1, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7 opmask/zmm). */
 #include "kernels/kern_impl.h"
 
-#include "core/fp16.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +110,7 @@ bool kern_table_selfcheck(const kern_table *t) {
             data[i] = (uint8_t)st;
         }
         for (int b = 0; b < N * (K / 128); b++) {   /* sane scales (fp16 ~0.01..0.02) */
-            const int off = b * bb + (types[ti] == QT_PTQ1_0 ? 26 : 0);
+            const int off = b * bb + qt_get(types[ti])->d_offset;
             data[off] = (uint8_t)(b * 37);
             data[off + 1] = 0x20;
         }
@@ -133,15 +131,11 @@ bool kern_table_selfcheck(const kern_table *t) {
     for (int ti = 0; ti < 3 && ok; ti++) {
         enum { KF = K - 3 };
         uint8_t data[N * KF * 4] __attribute__((aligned(16)));
+        const int fb = kern_block_bytes(ftypes[ti]);
         for (int i = 0; i < N * KF; i++) {
             st ^= st << 13; st ^= st >> 7; st ^= st << 17;
             const float v = (float)((int)(st % 2001) - 1000) / 1024.0f;
-            if (ftypes[ti] == QT_F32) memcpy(data + 4 * i, &v, 4);
-            else {
-                const uint16_t h = ftypes[ti] == QT_F16 ? f32_to_fp16(v) : f32_to_bf16(v);
-                data[2 * i] = (uint8_t)h;
-                data[2 * i + 1] = (uint8_t)(h >> 8);
-            }
+            qt_quantize(ftypes[ti], &v, data + (size_t)i * (size_t)fb, 1);   /* exact (v = n / 1024) or RNE */
         }
         kern_w w;
         if (kern_w_init_ex(&w, "selfcheck", ftypes[ti], data, KF, N, layout, NULL) != TERN_OK) return false;

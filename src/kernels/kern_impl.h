@@ -112,8 +112,9 @@ typedef struct {
 } kern_r16_block;      /* 544 bytes */
 _Static_assert(sizeof(kern_r16_block) == 544, "16-row block layout");
 
-/* Kernel type index (a weight's type as the tables see it). */
-enum { KT_PQ2_0, KT_Q2_0, KT_PTQ1_0, KT_TQ1_0, KT_TQ2_0, KT_Q1_0, KT_Q8_0, KT_F32, KT_F16, KT_BF16, KT_N };
+/* A weight's type as the tables see it is its KT_* slot, declared with the type table
+ * (format/qtypes.h qt_traits.kt); the fast unit there is the intersection with this block. */
+_Static_assert(KA_FAST_BLOCK == QT_FAST_ACT_BLOCK, "qtypes.h states the fast activation block");
 
 /* Everything one matmul call needs. isum: NULL, or the test hook that receives every unit's
  * int32 (index (c * n_out + r) * n_units + u, n_units = kern_n_units(w, mode)); float-only
@@ -181,14 +182,15 @@ void kern_matmul_table(const kern_table *t, const kern_w *w, const kern_act *a, 
 /* True if table t gives ref's bits on a small fixed case (run once before a table is used). */
 bool kern_table_selfcheck(const kern_table *t);
 
-/* KT_* of a prepared weight, or -1. */
+/* KT_* of a type (the type table's kt), or -1 for a type the table does not have. */
 int kern_type_index(int qt_type);
-/* Size in weights of the integer unit for w in mode m (0 for float paths). */
+/* Size in weights of the integer unit for w in mode m (0 for float paths): fast, the type
+ * table's unit; ggml, KA_GGML_BLOCK. */
 int kern_unit(const kern_w *w, kern_numerics m);
 /* Bytes of one quantised activation column of K values in mode m. */
 size_t kern_act_col_bytes(kern_numerics m, int64_t K);
 
-/* Weights per block and bytes per block of a QT_* type the kernels take (0 if not taken). */
+/* Weights per block and bytes per block of a QT_* type (the type table's; 0 for an unknown type). */
 int kern_block_size(int qt_type);
 int kern_block_bytes(int qt_type);
 /* Integer values t[0 .. block-1] and scale d (fp16 -> f32) of block b of row r, any layout. */

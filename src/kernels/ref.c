@@ -13,49 +13,23 @@
 
 /* ---- block decoding (any layout) ----------------------------------------------------------- */
 
+/* Block facts come from the type table (format/qtypes.h): the kernels keep no list of types. */
 int kern_block_size(int qt_type) {
-    switch (qt_type) {
-    case QT_PQ2_0: case QT_PTQ1_0: case QT_Q1_0: return 128;
-    case QT_Q2_0: return 64;
-    case QT_TQ1_0: case QT_TQ2_0: return 256;
-    case QT_Q8_0: return 32;
-    case QT_F32: case QT_F16: case QT_BF16: return 1;
-    default: return 0;
-    }
+    const qt_traits *q = qt_get(qt_type);
+    return q ? q->block : 0;
 }
 
 int kern_block_bytes(int qt_type) {
-    switch (qt_type) {
-    case QT_PQ2_0: return 34;
-    case QT_PTQ1_0: return 28;
-    case QT_Q1_0: return 18;
-    case QT_Q2_0: return 18;
-    case QT_TQ1_0: return 54;
-    case QT_TQ2_0: return 66;
-    case QT_Q8_0: return 34;
-    case QT_F32: return 4;
-    case QT_F16: case QT_BF16: return 2;
-    default: return 0;
-    }
+    const qt_traits *q = qt_get(qt_type);
+    return q ? q->block_bytes : 0;
 }
 
 static inline uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
 
-/* PTQ1_0 / TQ1_0 trit digits of element e (spec 3.4, 3.6), returned as u = t + 1. */
-static int ptq1_0_u(const uint8_t *blk, int e) {
-    if (e < 80) return kern_b3_digit(blk[e % 16], e / 16);
-    if (e < 120) return kern_b3_digit(blk[16 + (e - 80) % 8], (e - 80) / 8);
-    return kern_b3_digit(blk[24 + (e - 120) % 2], (e - 120) / 2);
-}
-static int tq1_0_u(const uint8_t *blk, int e) {
-    if (e < 160) return kern_b3_digit(blk[e % 32], e / 32);
-    if (e < 240) return kern_b3_digit(blk[32 + (e - 160) % 16], (e - 160) / 16);
-    return kern_b3_digit(blk[48 + (e - 240) % 4], (e - 240) / 4);
-}
-
 void kern_block_int(const kern_w *w, int64_t r, int64_t b, int8_t *t, float *d) {
-    const int bs = kern_block_size(w->type), bb = kern_block_bytes(w->type);
-    const int64_t nb = w->n_in / bs;
+    const qt_traits *q = qt_get(w->type);
+    TERN_ASSERT(q && q->decode);
+    const int64_t nb = w->n_in / q->block;
     const int64_t n4 = w->n_out & ~(int64_t)3;
     /* rows 0 .. N4-1 in row-pair layout: PQ2_0 repacked in place, or a PTQ1_0 transcode (aux, the
      * same trits and d losslessly; the loader may release those rows' file bytes) */
@@ -81,54 +55,22 @@ void kern_block_int(const kern_w *w, int64_t r, int64_t b, int8_t *t, float *d) 
                 for (int tt = 0; tt < 4; tt++) t[16 * j + 4 * s + tt] = (int8_t)(((rb->qs[j][i][tt] >> (2 * s)) & 3) - 1);
         return;
     }
-    const uint8_t *blk = w->data + (r * nb + b) * bb;
-    switch (w->type) {
-    case QT_PQ2_0: case QT_Q2_0:
-        *d = fp16_to_f32(rd16(blk));
-        for (int j = 0; j < bs; j++) t[j] = (int8_t)(kern_pq2_code(blk + 2, j) - 1);
-        break;
-    case QT_PTQ1_0:
-        *d = fp16_to_f32(rd16(blk + 26));
-        for (int j = 0; j < 128; j++) t[j] = (int8_t)(ptq1_0_u(blk, j) - 1);
-        break;
-    case QT_TQ1_0:
-        *d = fp16_to_f32(rd16(blk + 52));
-        for (int j = 0; j < 256; j++) t[j] = (int8_t)(tq1_0_u(blk, j) - 1);
-        break;
-    case QT_TQ2_0:
-        *d = fp16_to_f32(rd16(blk + 64));
-        for (int j = 0; j < 256; j++) t[j] = (int8_t)(((blk[32 * (j / 128) + j % 32] >> (2 * ((j % 128) / 32))) & 3) - 1);
-        break;
-    case QT_Q1_0:
-        *d = fp16_to_f32(rd16(blk));
-        for (int j = 0; j < 128; j++) t[j] = (int8_t)(((blk[2 + j / 8] >> (j % 8)) & 1) ? 1 : -1);
-        break;
-    case QT_Q8_0:
-        *d = fp16_to_f32(rd16(blk));
-        for (int j = 0; j < 32; j++) t[j] = (int8_t)blk[2 + j];
-        break;
-    default: TERN_ASSERT(0 && "kern_block_int: not a block type");
-    }
+    /* the file layout: the type's own decoder, the scale at its offset */
+    const uint8_t *blk = w->data + (r * nb + b) * q->block_bytes;
+    *d = fp16_to_f32(rd16(blk + q->d_offset));
+    q->decode(blk, t);
 }
 
 /* Dequantise values [k0, k0 + n) of row r to f32 (k0 and n multiples of the block size, or any
  * for the float types). */
 static void row_f32_range(const kern_w *w, int64_t r, int64_t k0, int64_t n, float *dst) {
-    const int64_t K = w->n_in;
-    switch (w->type) {
-    case QT_F32:
-        memcpy(dst, w->data + (r * K + k0) * 4, (size_t)n * 4);
-        return;
-    case QT_F16: case QT_BF16: {
-        const uint8_t *p = w->data + (r * K + k0) * 2;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = w->type == QT_F16 ? fp16_to_f32(rd16(p + 2 * i)) : bf16_to_f32(rd16(p + 2 * i));
+    const qt_traits *q = qt_get(w->type);
+    if (q->dequant) {   /* element types: the table's decoder, from element r * K + k0 */
+        q->dequant(w->data + (r * w->n_in + k0) * q->block_bytes, dst, n);
         return;
     }
-    default: break;
-    }
-    const int bs = kern_block_size(w->type);
-    int8_t t[256];
+    const int bs = q->block;
+    int8_t t[QT_BLOCK_MAX];
     for (int64_t k = 0; k < n; k += bs) {
         float d;
         kern_block_int(w, r, (k0 + k) / bs, t, &d);
@@ -143,11 +85,11 @@ void kern_w_row_f32(const kern_w *w, int64_t r, float *dst) {
 
 /* ---- integer paths --------------------------------------------------------------------------- */
 
-static float ref_row_fast(const kern_w *w, const kact_fast *a, int64_t r, int32_t *isum) {
-    const int bs = kern_block_size(w->type);
-    const int unit = bs < KA_FAST_BLOCK ? bs : KA_FAST_BLOCK;
+static float ref_row_fast(const kern_w *w, const void *act, int64_t r, int32_t *isum) {
+    const kact_fast *a = act;
+    const int bs = kern_block_size(w->type), unit = kern_unit(w, KQ_FAST);
     const int64_t nb = w->n_in / bs;
-    int8_t t[256];
+    int8_t t[QT_BLOCK_MAX];
     float acc = 0.0f;
     int64_t u_idx = 0;
     for (int64_t b = 0; b < nb; b++) {
@@ -167,10 +109,11 @@ static float ref_row_fast(const kern_w *w, const kact_fast *a, int64_t r, int32_
     return acc;
 }
 
-static float ref_row_ggml(const kern_w *w, const kact_ggml *a, int64_t r, int32_t *isum) {
+static float ref_row_ggml(const kern_w *w, const void *act, int64_t r, int32_t *isum) {
+    const kact_ggml *a = act;
     const int bs = kern_block_size(w->type);
     const int64_t nb = w->n_in / bs;
-    int8_t t[256];
+    int8_t t[QT_BLOCK_MAX];
     float sum = 0.0f;
     for (int64_t b = 0; b < nb; b++) {
         float dw;
@@ -212,33 +155,26 @@ static float ref_row_float(const kern_w *w, const float *x, int64_t r) {
 
 /* ---- table entries ---------------------------------------------------------------------------- */
 
-void kern_ref_mm_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+/* Rows [r0, r1) of every column through one integer row function (fast or ggml numerics); the
+ * isum hook gets each row's n_units sums at (c * n_out + r) * n_units. */
+static void ref_mm_int(const kern_mm_args *m, int64_t r0, int64_t r1, kern_numerics mode,
+                       float (*row)(const kern_w *w, const void *a, int64_t r, int32_t *isum)) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
-    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
-    const int64_t nu = w->n_in / kern_unit(w, KQ_FAST);
+    const size_t col = kern_act_col_bytes(mode, a->K);
+    const int64_t nu = w->n_in / kern_unit(w, mode);
     for (int c = 0; c < a->ncols; c++) {
-        const kact_fast *ac = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
+        const void *ac = (const uint8_t *)a->q + col * (size_t)c;
         for (int64_t r = r0; r < r1; r++) {
             int32_t *is = m->isum ? m->isum + ((int64_t)c * w->n_out + r) * nu : NULL;
-            m->y[c * m->ldy + r] = ref_row_fast(w, ac, r, is);
+            m->y[c * m->ldy + r] = row(w, ac, r, is);
         }
     }
 }
 
-void kern_ref_mm_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) {
-    const kern_w *w = m->w;
-    const kern_act *a = m->a;
-    const size_t col = kern_act_col_bytes(KQ_GGML, a->K);
-    const int64_t nu = w->n_in / KA_GGML_BLOCK;
-    for (int c = 0; c < a->ncols; c++) {
-        const kact_ggml *ac = (const kact_ggml *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
-        for (int64_t r = r0; r < r1; r++) {
-            int32_t *is = m->isum ? m->isum + ((int64_t)c * w->n_out + r) * nu : NULL;
-            m->y[c * m->ldy + r] = ref_row_ggml(w, ac, r, is);
-        }
-    }
-}
+void kern_ref_mm_fast(const kern_mm_args *m, int64_t r0, int64_t r1) { ref_mm_int(m, r0, r1, KQ_FAST, ref_row_fast); }
+
+void kern_ref_mm_ggml(const kern_mm_args *m, int64_t r0, int64_t r1) { ref_mm_int(m, r0, r1, KQ_GGML, ref_row_ggml); }
 
 void kern_ref_mm_float(const kern_mm_args *m, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;

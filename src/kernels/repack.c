@@ -10,26 +10,14 @@
 #include <string.h>
 
 int kern_type_index(int qt_type) {
-    switch (qt_type) {
-    case QT_PQ2_0: return KT_PQ2_0;
-    case QT_Q2_0: return KT_Q2_0;
-    case QT_PTQ1_0: return KT_PTQ1_0;
-    case QT_TQ1_0: return KT_TQ1_0;
-    case QT_TQ2_0: return KT_TQ2_0;
-    case QT_Q1_0: return KT_Q1_0;
-    case QT_Q8_0: return KT_Q8_0;
-    case QT_F32: return KT_F32;
-    case QT_F16: return KT_F16;
-    case QT_BF16: return KT_BF16;
-    default: return -1;
-    }
+    const qt_traits *q = qt_get(qt_type);
+    return q ? q->kt : -1;
 }
 
 int kern_unit(const kern_w *w, kern_numerics m) {
-    const int bs = kern_block_size(w->type);
-    if (bs <= 1 || m == KQ_F32) return 0;
-    if (m == KQ_GGML) return KA_GGML_BLOCK;
-    return bs < KA_FAST_BLOCK ? bs : KA_FAST_BLOCK;
+    const qt_traits *q = qt_get(w->type);
+    if (!q->unit || m == KQ_F32) return 0;
+    return m == KQ_GGML ? KA_GGML_BLOCK : q->unit;
 }
 
 /* Row-pair packing from 4 blocks in PQ2_0 file layout (fp16 d + 32 code bytes each).
@@ -160,15 +148,6 @@ static int transcode_ptq1_0(kern_w *w, const char *name, bool row16, tern_err *e
     return TERN_OK;
 }
 
-/* The byte offset of a block's fp16 scale d (qtypes.h block_*), or -1 for types without one. */
-static int scale_offset(int type, int bb) {
-    switch (type) {
-    case QT_PQ2_0: case QT_Q2_0: case QT_Q8_0: case QT_Q1_0: return 0;
-    case QT_PTQ1_0: case QT_TQ1_0: case QT_TQ2_0: return bb - 2;   /* d last */
-    default: return -1;
-    }
-}
-
 /* One pass over n_blocks blocks of bb bytes: returns the index of the first block whose fp16
  * scale (at byte d_off; exponent all ones = Inf or NaN) is not finite, or -1. With code3 given
  * (PQ2_0/Q2_0) also sets *code3: whether any 2-bit code is 3 (a field is 3 iff both its bits are
@@ -209,10 +188,11 @@ int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t
     if (n_in <= 0 || n_out <= 0)
         return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': shape [%lld, %lld], expected positive dimensions",
                             name, (long long)n_in, (long long)n_out);
-    const int bs = kern_block_size(type), bb = kern_block_bytes(type);
-    if (bs == 0 || kern_type_index(type) < 0)
+    const qt_traits *q = qt_get(type);
+    if (!q)
         return tern_err_set(err, TERN_E_UNSUPPORTED, "tensor '%s': ggml type %d has no kernel (expected PQ2_0, PTQ1_0, "
                             "Q2_0, TQ1_0, TQ2_0, Q1_0, Q8_0, F32, F16 or BF16)", name, type);
+    const int bs = q->block, bb = q->block_bytes;
     if (n_in % bs != 0)
         return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': row length %lld is not a multiple of the block size %d of type %d",
                             name, (long long)n_in, bs, type);
@@ -228,7 +208,7 @@ int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t
     w->data = data;
     /* a damaged file's NaN/Inf scale would be laundered into finite logits by the int8 activation
      * path (a NaN product quantises to 0): refuse it here, where every block is read anyway */
-    const int d_off = scale_offset(type, bb);
+    const int d_off = q->d_offset;
     if (d_off >= 0) {
         const int64_t nb_row = n_in / bs;
         const int64_t bad = scan_blocks(data, (int64_t)(bytes / (uint64_t)bb), bb, d_off,

@@ -263,6 +263,34 @@ static int last_query(rctx *c, bool trim) {
     return -1;
 }
 
+/* The tools section of the Qwen3 and Qwen3.5 system turns, without the turn around it: a
+ * header, one `tool | tojson` line per tool (message data: marked), a footer with the call
+ * format. The templates' texts, byte for byte; chat_tools_section gives it to the server. */
+static void render_tools(sbuf *b, chat_tmpl t, const cJSON *tools) {
+    if (t == CHAT_TMPL_QWEN3)
+        sb_s(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+    else
+        sb_s(b, "# Tools\n\nYou have access to the following functions:\n\n<tools>");
+    const cJSON *x;
+    cJSON_ArrayForEach(x, tools) { sb_s(b, "\n"); size_t st = b->n; json_dump(b, x); sb_mark(b, st); }
+    if (t == CHAT_TMPL_QWEN3)
+        sb_s(b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
+                "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
+                "\"arguments\": <args-json-object>}\n</tool_call>");
+    else
+        sb_s(b, "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
+                "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
+                "</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+                "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\n"
+                "Reminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> "
+                "block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be "
+                "specified\n- You may provide optional reasoning for your function call in natural language "
+                "BEFORE the function call, but NOT after\n- If there is no function call available, answer the "
+                "question like normal with your current knowledge and do not tell the user about function "
+                "calls\n</IMPORTANT>");
+}
+
 static void render_qwen3(rctx *c) {
     sbuf *b = &c->b;
     const chat_msg *m = c->m;
@@ -270,13 +298,8 @@ static void render_qwen3(rctx *c) {
     if (c->tools && cJSON_GetArraySize(c->tools) > 0) {           /* "if tools": a non-empty list */
         sb_s(b, "<|im_start|>system\n");
         if (n > 0 && role_is(&m[0], "system")) { sb_v(b, content_of(&m[0])); sb_s(b, "\n\n"); }
-        sb_s(b, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-                "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
-        const cJSON *t;
-        cJSON_ArrayForEach(t, c->tools) { sb_s(b, "\n"); size_t st = b->n; json_dump(b, t); sb_mark(b, st); }
-        sb_s(b, "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
-                "within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, "
-                "\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+        render_tools(b, CHAT_TMPL_QWEN3, c->tools);
+        sb_s(b, "<|im_end|>\n");
     } else if (n > 0 && role_is(&m[0], "system")) {
         sb_s(b, "<|im_start|>system\n"); sb_v(b, content_of(&m[0])); sb_s(b, "<|im_end|>\n");
     }
@@ -339,20 +362,8 @@ static void render_qwen35(rctx *c) {
     const int n = c->n;
     if (n == 0) { fail(c, TERN_E_ARG, "no messages provided", 0); return; }
     if (c->tools && cJSON_GetArraySize(c->tools) > 0) {           /* "if tools and tools is iterable" */
-        sb_s(b, "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>");
-        const cJSON *t;
-        cJSON_ArrayForEach(t, c->tools) { sb_s(b, "\n"); size_t st = b->n; json_dump(b, t); sb_mark(b, st); }
-        sb_s(b, "\n</tools>");
-        sb_s(b, "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
-                "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
-                "</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
-                "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\n"
-                "Reminder:\n- Function calls MUST follow the specified format: an inner <function=...></function> "
-                "block must be nested within <tool_call></tool_call> XML tags\n- Required parameters MUST be "
-                "specified\n- You may provide optional reasoning for your function call in natural language "
-                "BEFORE the function call, but NOT after\n- If there is no function call available, answer the "
-                "question like normal with your current knowledge and do not tell the user about function "
-                "calls\n</IMPORTANT>");
+        sb_s(b, "<|im_start|>system\n");
+        render_tools(b, CHAT_TMPL_QWEN35, c->tools);
         if (role_is(&m[0], "system")) {
             sv s = sv_trim(content_of(&m[0]));
             if (!sv_empty(s)) { sb_s(b, "\n\n"); sb_v(b, s); }
@@ -505,4 +516,26 @@ int chat_tokenize(const tok_vocab *v, chat_tmpl t, const chat_msg *msgs, const b
     free(text);
     free(sp);
     return rc;
+}
+
+int chat_tools_section(chat_tmpl t, const char *tools_json, char **out, size_t *n_out, tern_err *err) {
+    *out = NULL;
+    *n_out = 0;
+    if (t != CHAT_TMPL_QWEN3 && t != CHAT_TMPL_QWEN35)
+        return tern_err_set(err, TERN_E_UNSUPPORTED, "chat template %s has no tools section (expected qwen3 or qwen35)",
+                            chat_tmpl_name(t));
+    cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
+    if (!cJSON_IsArray(tools)) {
+        cJSON_Delete(tools);
+        return tern_err_set(err, TERN_E_ARG, "chat template: tools: expected a JSON array");
+    }
+    sbuf b = {0};
+    sb_s(&b, "");
+    render_tools(&b, t, tools);
+    cJSON_Delete(tools);
+    free(b.sp);
+    if (b.oom) { free(b.p); return tern_err_set(err, TERN_E_NOMEM, "chat template: out of memory"); }
+    *out = b.p;
+    *n_out = b.n;
+    return TERN_OK;
 }

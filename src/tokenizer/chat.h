@@ -56,6 +56,13 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, ch
 int chat_render_spans(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, char **out, size_t *n_out,
                       tok_span **spans, int *n_spans, tern_err *err);
 
+/* The tools section the qwen3 and qwen35 templates put in their system turn for a non-empty
+ * tools_json (a JSON array of tool definitions), without the turn's scaffolding: the bytes
+ * chat_render writes there. *out: malloc'd NUL-terminated (caller frees), *n_out its length.
+ * Errors: TERN_E_UNSUPPORTED (ChatML has no tools section), TERN_E_ARG (tools_json not an array),
+ * TERN_E_NOMEM. */
+int chat_tools_section(chat_tmpl t, const char *tools_json, char **out, size_t *n_out, tern_err *err);
+
 /* The family for a model: `name` (chatml, qwen3, qwen35) when given, else detected from the
  * vocabulary's tokenizer.chat_template (no template: ChatML). Errors as chat_tmpl_detect/by_name. */
 int chat_tmpl_resolve(const tok_vocab *v, const char *name, chat_tmpl *out, tern_err *err);

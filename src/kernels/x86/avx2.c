@@ -1281,6 +1281,15 @@ static inline void rows8_isum_hook(const kern_mm_args *m, int c, int64_t r, int 
     for (int i = 0; i < nr; i++) m->isum[((int64_t)c * m->w->n_out + r + i) * nu + u] = v[i];
 }
 
+/* bk_rows8 has one kernel per block type, each with its layout's block bytes and scale offset
+ * written into its loops: those of the block structs (format/qtypes.h) that the type table
+ * states too, checked here. */
+_Static_assert(sizeof(block_q8_0) == 34 && offsetof(block_q8_0, d) == 0, "bk_rows8: Q8_0 layout");
+_Static_assert(sizeof(block_q2_0) == 18 && offsetof(block_q2_0, d) == 0, "bk_rows8: Q2_0 layout");
+_Static_assert(sizeof(block_q1_0) == 18 && offsetof(block_q1_0, d) == 0, "bk_rows8: Q1_0 layout");
+_Static_assert(sizeof(block_tq1_0) == 54 && offsetof(block_tq1_0, d) == 52, "bk_rows8: TQ1_0 layout");
+_Static_assert(sizeof(block_tq2_0) == 66 && offsetof(block_tq2_0, d) == 64, "bk_rows8: TQ2_0 layout");
+
 /* Rows [r, r + nr) (nr <= 8) of column c. */
 static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     const kern_w *w = m->w;
