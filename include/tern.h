@@ -37,6 +37,18 @@ typedef struct tern_err {
 
 /* Name of an error code ("TERN_E_FORMAT"); static string. */
 const char *tern_strerror(int code);
+/* Fill *err (if not NULL) with code and a printf-style message; returns code. The first error
+ * wins: if err->code is already negative it is left unchanged. For programs that report their own
+ * errors in the library's style. */
+int tern_err_set(tern_err *err, int code, const char *fmt, ...)
+#if defined(__MINGW_PRINTF_FORMAT)
+    __attribute__((format(__MINGW_PRINTF_FORMAT, 3, 4)))   /* mingw-w64's C99 printf */
+#elif defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Monotonic time in seconds (CLOCK_MONOTONIC). */
+double tern_time_s(void);
 
 /* ==== Model ====================================================================================
  * A model is read-only after load and shared by any number of sessions (thread-safe to share:

@@ -8,7 +8,6 @@
 #include "models.h"
 #include "wire.h"
 #include "sched.h"
-#include "util.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -683,15 +682,15 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
         return ret;
     }
     uint64_t seen = 0;
-    double t_peer = srv_now();
+    double t_peer = tern_time_s();
     for (;;) {
         pthread_mutex_lock(&j->mu);
         const bool done = j->state == JOB_DONE;
         pthread_mutex_unlock(&j->mu);
         if (done) break;
         bool gone = !wait_job(j, &seen, fd);          /* (checks the socket only while nothing happens) */
-        if (!gone && srv_now() - t_peer >= 0.02) {    /* tokens flowing: look at the socket every 20 ms too */
-            t_peer = srv_now();
+        if (!gone && tern_time_s() - t_peer >= 0.02) {    /* tokens flowing: look at the socket every 20 ms too */
+            t_peer = tern_time_s();
             if (peer_gone(fd)) {
                 srv_job_cancel(j);
                 gone = true;
@@ -864,9 +863,9 @@ static enum MHD_Result reject_upload(srv *s, conn *cn, int status, const srv_err
                             status == 401 ? "WWW-Authenticate: Bearer\r\n" : "");
     const char *parts[2] = {head, body};
     const size_t lens[2] = {(size_t)nh, strlen(body)};
-    const double t0 = srv_now();
+    const double t0 = tern_time_s();
     for (int i = 0; i < 2; i++)
-        for (size_t off = 0; off < lens[i] && srv_now() - t0 < 2.0;) {
+        for (size_t off = 0; off < lens[i] && tern_time_s() - t0 < 2.0;) {
             const ssize_t w = send(fd, parts[i] + off, lens[i] - off, MSG_NOSIGNAL);
             if (w > 0) off += (size_t)w;
             else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
@@ -880,7 +879,7 @@ static enum MHD_Result reject_upload(srv *s, conn *cn, int status, const srv_err
     free(body);
     shutdown(fd, SHUT_WR);
     char sink[4096];
-    for (const double t1 = srv_now(); srv_now() - t1 < 1.0;) {
+    for (const double t1 = tern_time_s(); tern_time_s() - t1 < 1.0;) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
         if (poll(&p, 1, 200) <= 0) break;             /* quiet for 200 ms (a stalled client): done */
         const ssize_t r = recv(fd, sink, sizeof sink, 0);
@@ -1091,7 +1090,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err *err) {
     *out = NULL;
-    if (!host || !*host) return srv_err_set(err, TERN_E_ARG, "--host: empty; expected a host name or an IPv4/IPv6 address");
+    if (!host || !*host) return tern_err_set(err, TERN_E_ARG, "--host: empty; expected a host name or an IPv4/IPv6 address");
     struct addrinfo hints = {0};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -1109,7 +1108,7 @@ int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err
     if (rc != 0 || !*out) {
         if (*out) freeaddrinfo(*out);
         *out = NULL;
-        return srv_err_set(err, TERN_E_ARG, "--host '%s': cannot resolve it (%s)", host,
+        return tern_err_set(err, TERN_E_ARG, "--host '%s': cannot resolve it (%s)", host,
                            rc == EAI_SYSTEM ? strerror(errno) : rc ? gai_strerror(rc) : "no address");
     }
     return TERN_OK;
@@ -1120,13 +1119,13 @@ int srv_resolve_host(const char *host, int port, struct addrinfo **out, tern_err
 static int srv_listen(srv **out, srv_models *models, const srv_config *cfg, tern_err *err);
 
 static int check_config(const srv_config *cfg, tern_err *err) {
-    if (cfg->parallel < 1 || cfg->parallel > 64) return srv_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
+    if (cfg->parallel < 1 || cfg->parallel > 64) return tern_err_set(err, TERN_E_ARG, "--parallel %d, expected 1..64", cfg->parallel);
     if (cfg->timeout_s < 0 || cfg->idle_timeout_s < 0 || cfg->conn_per_ip < 0 || cfg->conn_max < 0)
-        return srv_err_set(err, TERN_E_ARG, "--timeout %d, --idle-timeout %d, --conn-per-ip %d, --conn-max %d: expected >= 0",
+        return tern_err_set(err, TERN_E_ARG, "--timeout %d, --idle-timeout %d, --conn-per-ip %d, --conn-max %d: expected >= 0",
                            cfg->timeout_s, cfg->idle_timeout_s, cfg->conn_per_ip, cfg->conn_max);
-    if (cfg->queue_max < 0) return srv_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
+    if (cfg->queue_max < 0) return tern_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
     if (cfg->api_key && !*cfg->api_key)   /* "" would read as a key and let everyone in */
-        return srv_err_set(err, TERN_E_ARG, "--api-key: empty key; expected a non-empty string (or no key: NULL)");
+        return tern_err_set(err, TERN_E_ARG, "--api-key: empty key; expected a non-empty string (or no key: NULL)");
     return TERN_OK;
 }
 
@@ -1159,7 +1158,7 @@ static int srv_listen(srv **out, srv_models *models, const srv_config *cfg, tern
     srv *s = calloc(1, sizeof *s);
     if (!s) {
         srv_models_free(models);
-        return srv_err_set(err, TERN_E_NOMEM, "out of memory");
+        return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     }
     s->cfg = *cfg;
     s->models = models;
@@ -1197,7 +1196,7 @@ static int srv_listen(srv **out, srv_models *models, const srv_config *cfg, tern
         if (room < 4) {
             srv_stop(s);
             freeaddrinfo(ai);
-            return srv_err_set(err, TERN_E_ARG, "the open-file limit (%llu, `ulimit -n`) leaves room for %llu connections "
+            return tern_err_set(err, TERN_E_ARG, "the open-file limit (%llu, `ulimit -n`) leaves room for %llu connections "
                                "(%u descriptors in use, %u reserved); expected at least 4: raise `ulimit -n`",
                                (unsigned long long)rl.rlim_cur, (unsigned long long)room, open_fds, 16u);
         }
@@ -1220,7 +1219,7 @@ static int srv_listen(srv **out, srv_models *models, const srv_config *cfg, tern
     freeaddrinfo(ai);
     if (!s->d) {
         srv_stop(s);
-        return srv_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port,
+        return tern_err_set(err, TERN_E_IO, "cannot listen on %s:%d (%s)", cfg->host, cfg->port,
                            bind_errno ? strerror(bind_errno) : "the HTTP daemon did not start");
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -1245,7 +1244,7 @@ void srv_stop(srv *s) {
     srv_models_shutdown(s->models);                   /* ends jobs: waiting threads return */
     /* let the connection threads send what those jobs answer (503, the end of a stream) before the
      * daemon closes every connection: at most 2 s */
-    for (const double t0 = srv_now(); s->d && atomic_load(&s->in_flight) > 0 && srv_now() - t0 < 2.0;) {
+    for (const double t0 = tern_time_s(); s->d && atomic_load(&s->in_flight) > 0 && tern_time_s() - t0 < 2.0;) {
         struct timespec ts = {0, 5 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }

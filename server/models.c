@@ -1,6 +1,5 @@
 /* models.c: the models a server holds (see models.h). */
 #include "models.h"
-#include "util.h"
 
 #include <cjson/cJSON.h>
 
@@ -60,7 +59,7 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     if (avail && need > avail) {
         char stp[96] = "";
         if (st1) snprintf(stp, sizeof stp, " + %.1f MB recurrent state", (double)st1 / 1e6);
-        return srv_err_set(err, TERN_E_NOMEM,
+        return tern_err_set(err, TERN_E_NOMEM,
                            "%d slots (-np %d) with context %d (-c) need %.1f MB: per slot %.1f MB KV cache%s; only %.1f MB "
                            "available: lower -c or -np", cfg->parallel, cfg->parallel, b->n_ctx, (double)need / 1e6,
                            (double)kv1 / 1e6, stp, (double)avail / 1e6);
@@ -83,7 +82,7 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
             srv_sched_free(b->sched);
             b->sched = NULL;
             pthread_mutex_destroy(&b->mx.mu);
-            return srv_err_set(err, TERN_E_ARG, "script_reply: %s", terr.msg[0] ? terr.msg : "out of memory");
+            return tern_err_set(err, TERN_E_ARG, "script_reply: %s", terr.msg[0] ? terr.msg : "out of memory");
         }
     }
     return TERN_OK;
@@ -155,7 +154,7 @@ static srv_models *table_new(const srv_config *cfg, int n) {
 int srv_models_init_one(srv_models **out, tern_model *m, const srv_config *cfg, const char *name, tern_err *err) {
     *out = NULL;
     srv_models *t = table_new(cfg, 1);
-    if (!t) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
+    if (!t) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     srv_backend *b = &t->b[0];
     t->n = 1;
     snprintf(b->name, sizeof b->name, "%s", name);
@@ -178,11 +177,11 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
                         tern_err *err) {
     *out = NULL;
     DIR *d = opendir(dir);
-    if (!d) return srv_err_set(err, TERN_E_IO, "--models-dir '%s': %s", dir, strerror(errno));
+    if (!d) return tern_err_set(err, TERN_E_IO, "--models-dir '%s': %s", dir, strerror(errno));
     srv_models *t = table_new(cfg, MODELS_MAX);
     if (!t) {
         closedir(d);
-        return srv_err_set(err, TERN_E_NOMEM, "out of memory");
+        return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     }
     t->multi = true;
     t->mo = *mo;
@@ -205,7 +204,7 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
     closedir(d);
     if (t->n == 0) {
         srv_models_free(t);
-        return srv_err_set(err, TERN_E_ARG, "--models-dir '%s': no .gguf file in it", dir);
+        return tern_err_set(err, TERN_E_ARG, "--models-dir '%s': no .gguf file in it", dir);
     }
     if (skipped) fprintf(stderr, "tern serve: --models-dir: %d files past the first %d are not served\n", skipped, MODELS_MAX);
     qsort(t->b, (size_t)t->n, sizeof *t->b, by_name);

@@ -3,7 +3,6 @@
  * tern_chat_tokenize_ex, which knows from the renderer which bytes are message data. Growable id
  * arrays, the closing of an assistant turn, the template family. Only tern.h is used. */
 #include "prompt.h"
-#include "util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,15 +43,15 @@ int prompt_tokenize_append(const tern_model *m, const char *text, size_t len, bo
         add_bos = info.add_bos && info.bos >= 0;
     }
     if (len == 0 && !add_bos) return TERN_OK;
-    if (len > (size_t)INT32_MAX / 2) return srv_err_set(err, TERN_E_RANGE, "prompt: text of %zu bytes is too long", len);
+    if (len > (size_t)INT32_MAX / 2) return tern_err_set(err, TERN_E_RANGE, "prompt: text of %zu bytes is too long", len);
     int cap = (int)len + 8, n = 0;                    /* usually enough; else the exact count */
     for (int attempt = 0; attempt < 2; attempt++) {
         int rc = ids_reserve(out, cap);
-        if (rc != TERN_OK) return srv_err_set(err, rc, "prompt: out of memory for %d token ids", cap);
+        if (rc != TERN_OK) return tern_err_set(err, rc, "prompt: out of memory for %d token ids", cap);
         tern_err e = {0};
         rc = tern_tokenize(m, text, len, add_bos, parse_special, out->ids + out->n, cap, &n, &e);
         if (rc == TERN_OK) break;
-        if (rc != TERN_E_RANGE || n <= cap || attempt == 1) return srv_err_set(err, rc, "%s", e.msg);
+        if (rc != TERN_E_RANGE || n <= cap || attempt == 1) return tern_err_set(err, rc, "%s", e.msg);
         cap = n;
     }
     out->n += n;
@@ -65,7 +64,7 @@ static int render(const tern_model *m, const char *tmpl, const tern_chat_msg *ms
     size_t cap = 4096, need = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         char *buf = malloc(cap);
-        if (!buf) return srv_err_set(err, TERN_E_NOMEM, "prompt: out of memory rendering the chat template");
+        if (!buf) return tern_err_set(err, TERN_E_NOMEM, "prompt: out of memory rendering the chat template");
         tern_err e = {0};
         int rc = tern_chat_apply(m, tmpl, msgs, n_msgs, gen, think, buf, cap, &need, &e);
         if (rc == TERN_OK) {
@@ -74,29 +73,29 @@ static int render(const tern_model *m, const char *tmpl, const tern_chat_msg *ms
             return TERN_OK;
         }
         free(buf);
-        if (rc != TERN_E_RANGE || need + 1 <= cap) return srv_err_set(err, rc, "%s", e.msg);
+        if (rc != TERN_E_RANGE || need + 1 <= cap) return tern_err_set(err, rc, "%s", e.msg);
         cap = need + 1;
     }
-    return srv_err_set(err, TERN_E_RANGE, "prompt: chat template output kept growing (%zu bytes)", need);
+    return tern_err_set(err, TERN_E_RANGE, "prompt: chat template output kept growing (%zu bytes)", need);
 }
 
 int prompt_chat_append_ex(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, const bool *trusted,
                           int n_msgs, bool add_generation_prompt, bool enable_thinking, bool add_bos, prompt_ids *out,
                           char **text, tern_err *err) {
     if (text) *text = NULL;
-    if (n_msgs < 0 || (n_msgs > 0 && !msgs)) return srv_err_set(err, TERN_E_ARG, "prompt: bad message list");
+    if (n_msgs < 0 || (n_msgs > 0 && !msgs)) return tern_err_set(err, TERN_E_ARG, "prompt: bad message list");
     for (int i = 0; i < n_msgs; i++)
         if (!msgs[i].role || !msgs[i].content)
-            return srv_err_set(err, TERN_E_ARG, "prompt: message %d has no role or content", i);
+            return tern_err_set(err, TERN_E_ARG, "prompt: message %d has no role or content", i);
     int need = 0, rc = TERN_OK;
     for (int attempt = 0; attempt < 2; attempt++) {  /* the count, then the ids */
         tern_err e = {0};
         const int cap = attempt ? need : 0;
         if (attempt && (rc = ids_reserve(out, cap)) != TERN_OK)
-            return srv_err_set(err, rc, "prompt: out of memory for %d token ids", cap);
+            return tern_err_set(err, rc, "prompt: out of memory for %d token ids", cap);
         rc = tern_chat_tokenize_ex(m, tmpl, msgs, trusted, n_msgs, add_generation_prompt, enable_thinking, add_bos,
                                    attempt ? out->ids + out->n : NULL, cap, &need, &e);
-        if (rc != TERN_OK && !(rc == TERN_E_RANGE && attempt == 0 && need > 0)) return srv_err_set(err, rc, "%s", e.msg);
+        if (rc != TERN_OK && !(rc == TERN_E_RANGE && attempt == 0 && need > 0)) return tern_err_set(err, rc, "%s", e.msg);
     }
     if (text) {
         size_t n_text = 0;
@@ -124,7 +123,7 @@ int prompt_chat_close_assistant(const tern_model *m, const char *tmpl, prompt_id
     const char *hit = strstr(r, mark);
     if (!hit) {
         free(r);
-        return srv_err_set(err, TERN_E_FORMAT, "prompt: the chat template dropped the assistant message");
+        return tern_err_set(err, TERN_E_FORMAT, "prompt: the chat template dropped the assistant message");
     }
     const char *tail = hit + sizeof mark - 1;
     rc = prompt_tokenize_append(m, tail, rlen - (size_t)(tail - r), false, true, out, err);

@@ -14,7 +14,6 @@
 #include "sched.h"
 #include "jsonguide.h"
 
-#include "util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -145,7 +144,7 @@ static void slot_finish(srv_sched *s, slot *sl, const char *finish, const srv_er
     srv_job *j = sl->job;
     if (sl->gen_on) tern_gen_end(sl->gen, NULL);      /* eval_last is off: nothing is evaluated */
     sl->gen_on = false;
-    const double now = srv_now();
+    const double now = tern_time_s();
     j->tm.predicted_n = j->n_gen;
     j->tm.ttft_ms = j->n_gen > 0 ? 1e3 * (j->t_first - j->t_submit) : 0;
     j->tm.predicted_ms = j->n_gen > 0 ? 1e3 * (j->t_last - j->t_first) : 0;
@@ -226,7 +225,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     }
     sl->n_prefilled = common;
     sl->logits = NULL;
-    j->t_admit = srv_now();
+    j->t_admit = tern_time_s();
     tern_err err = {0};
     if (tern_sampler_init(&sl->smp, s->m, &j->req.sp, &err) != TERN_OK) {
         srv_error e;
@@ -295,7 +294,7 @@ static int slot_prefill(srv_sched *s, slot *sl, int budget) {
     tern_session_checkpoint(sl->s, NULL);             /* the chunk's end stays restorable (prefix reuse) */
     if (sl->n_prefilled == j->prompt.n) {
         sl->logits = lg;
-        j->t_prefilled = srv_now();
+        j->t_prefilled = tern_time_s();
         j->tm.prompt_ms = 1e3 * (j->t_prefilled - j->t_admit);
     }
     return n;
@@ -370,7 +369,7 @@ static int slot_on_token(void *user, const tern_gen_token *t) {
     srv_sched *s = sl->sched;
     srv_job *j = sl->job;
     if (t->id >= 0) {
-        const double now = srv_now();
+        const double now = tern_time_s();
         j->n_gen = t->n_gen;                          /* written by this thread only */
         if (j->n_gen == 1) j->t_first = now;
         else {                                        /* every gap between two tokens of a request */
@@ -607,7 +606,7 @@ static bool mixed_eval(srv_sched *s, slot **dec, int n_dec, slot **pf, const int
         prompt_ids_push(&dec[i]->cache, &dec[i]->next, 1);
         dec[i]->logits = s->blogits + (size_t)i * (size_t)s->n_vocab;
     }
-    const double now = srv_now();
+    const double now = tern_time_s();
     for (int i = 0; i < n_pf; i++) {
         slot *sl = pf[i];
         srv_job *j = sl->job;
@@ -631,7 +630,7 @@ static bool mixed_eval(srv_sched *s, slot **dec, int n_dec, slot **pf, const int
  * prompts share the pass), oldest admission first. A slot decoding alone with speculative
  * decoding on takes its speculative step after the prompts' own passes (the old order). */
 static void sched_step(srv_sched *s) {
-    const double t_step = srv_now();
+    const double t_step = tern_time_s();
     for (int i = 0; i < s->n_slots; i++) {            /* cancelled jobs leave; new ones are set up */
         slot *sl = &s->slots[i];
         if (!sl->job) continue;
@@ -697,7 +696,7 @@ static void sched_step(srv_sched *s) {
             if (sl->job && sl->n_prefilled > sl->job->usage.cached_tokens && sl->n_prefilled < sl->job->prompt.n)
                 sl->job->tm.decode_steps_in_prefill++;
         }
-    const double dt = srv_now() - t_step;
+    const double dt = tern_time_s() - t_step;
     pthread_mutex_lock(&s->mx->mu);
     if (n > 0 && chunks == 0) {                       /* a pure decode step (no prompt, no speculation) */
         s->mx->decode_only_steps++;
@@ -837,7 +836,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
                    bool kv_f32, const tern_spec_params *spec, tern_err *err) {
     *out = NULL;
     srv_sched *s = calloc(1, sizeof *s);
-    if (!s) return srv_err_set(err, TERN_E_NOMEM, "out of memory");
+    if (!s) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     s->m = m;
     s->mx = mx;
     s->n_batch = n_batch;
@@ -854,7 +853,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->pub = calloc((size_t)n_slots, sizeof *s->pub);
     if (!s->q || !s->slots || !s->pub) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "out of memory");
+        return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     }
     s->n_slots = n_slots;
     tern_model_info info;
@@ -870,7 +869,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     s->pfn = calloc((size_t)n_slots, sizeof *s->pfn);
     if (!s->blogits || !s->bsess || !s->btok || !s->bntok || !s->bslot || !s->pfslot || !s->pfn) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "out of memory for %d slots' logits", n_slots);
+        return tern_err_set(err, TERN_E_NOMEM, "out of memory for %d slots' logits", n_slots);
     }
     for (int i = 0; i < n_slots; i++) {
         tern_session_opts so;
@@ -894,7 +893,7 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
     slots_publish(s);   /* idle slots, before the thread starts */
     if (pthread_create(&s->th, NULL, sched_main, s) != 0) {
         srv_sched_free(s);
-        return srv_err_set(err, TERN_E_NOMEM, "cannot start the scheduler thread");
+        return tern_err_set(err, TERN_E_NOMEM, "cannot start the scheduler thread");
     }
     s->th_started = true;
     *out = s;
@@ -912,7 +911,7 @@ int srv_sched_submit(srv_sched *s, srv_job *j) {
     else if (s->q_n + s->n_active >= s->n_slots + s->queue_max || s->q_n >= s->q_cap) rc = -1;
     else {
         j->refs++;                                    /* the scheduler's reference */
-        j->t_submit = srv_now();
+        j->t_submit = tern_time_s();
         s->q[(s->q_head + s->q_n) % s->q_cap] = j;
         s->q_n++;
         pthread_cond_signal(&s->cv);

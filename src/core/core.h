@@ -19,14 +19,7 @@
 #define TERN_PRINTF_FMT printf
 #endif
 
-/* Fill *err (if not NULL) with code and a printf-style message; returns code. The first error
- * wins: if err->code is already negative it is left unchanged (sticky). */
-int tern_err_set(tern_err *err, int code, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(TERN_PRINTF_FMT, 3, 4)))
-#endif
-    ;
-/* Reset an error report to TERN_OK / "". */
+/* tern_err_set and tern_time_s are public (tern.h). Reset an error report to TERN_OK / "". */
 void tern_err_clear(tern_err *err);
 
 /* Programming-error checks (never for input). TERN_ASSERT is always on and aborts with
@@ -70,9 +63,6 @@ void tern_log(int level, const char *fmt, ...)
     __attribute__((format(TERN_PRINTF_FMT, 2, 3)))
 #endif
     ;
-
-/* Monotonic time in seconds (CLOCK_MONOTONIC). */
-double tern_time_s(void);
 
 /* Minimum and maximum. */
 #define TERN_MIN(a, b) ((a) < (b) ? (a) : (b))
