@@ -139,28 +139,21 @@ static void json_num(sbuf *b, double d, bool python_str) {
     sb_s(b, t);
 }
 static void json_dump(sbuf *b, const cJSON *j) {
-    if (cJSON_IsObject(j)) {
-        sb_s(b, "{");
+    if (cJSON_IsObject(j) || cJSON_IsArray(j)) {
+        const bool obj = cJSON_IsObject(j);
+        sb_s(b, obj ? "{" : "[");
         const cJSON *c;
         bool first = true;
         cJSON_ArrayForEach(c, j) {
             if (!first) sb_s(b, ", ");
             first = false;
-            json_str(b, c->string ? c->string : "");
-            sb_s(b, ": ");
+            if (obj) {
+                json_str(b, c->string ? c->string : "");
+                sb_s(b, ": ");
+            }
             json_dump(b, c);
         }
-        sb_s(b, "}");
-    } else if (cJSON_IsArray(j)) {
-        sb_s(b, "[");
-        const cJSON *c;
-        bool first = true;
-        cJSON_ArrayForEach(c, j) {
-            if (!first) sb_s(b, ", ");
-            first = false;
-            json_dump(b, c);
-        }
-        sb_s(b, "]");
+        sb_s(b, obj ? "}" : "]");
     } else if (cJSON_IsString(j)) json_str(b, j->valuestring);
     else if (cJSON_IsNumber(j)) json_num(b, j->valuedouble, false);
     else if (cJSON_IsTrue(j)) sb_s(b, "true");
