@@ -278,7 +278,8 @@ static int backend_load(srv_models *t, srv_backend *b, srv_error *e) {
     if (rc != TERN_OK)
         srv_fail(e, rc == TERN_E_NOMEM ? 503 : 500, rc == TERN_E_NOMEM ? "unavailable_error" : "server_error", "model",
                  "model '%.100s' could not be loaded: %s", b->name, err.msg);
-    else fprintf(stderr, "tern serve: loaded '%s' (%d slots, context %d)\n", b->name, t->cfg.parallel, b->n_ctx);
+    else fprintf(stderr, "tern serve: loaded '%s' (%d slot%s, context %d)\n", b->name, t->cfg.parallel,
+                 t->cfg.parallel == 1 ? "" : "s", b->n_ctx);
     return rc;
 }
 

@@ -77,6 +77,9 @@ static void test_unknown_options_every_command(void **state) {
     assert_true(n >= 11);
     expect_err(2, "tern version: unexpected argument 'x'; see tern version --help", NULL, "version x");
     expect_err(2, "tern: unknown option --bogus for `tern version`", NULL, "--version --bogus");
+    /* options that contradict each other: refused before the model is opened */
+    expect_err(2, "tern chat: --show-think with --no-think: thinking is off", NULL,
+               "chat -m no-such-model.gguf --no-think --show-think </dev/null");
     out = NULL;
     assert_int_equal(ru_tern(&out, NULL, "version"), 0);
     assert_true(strncmp(out, "tern ", 5) == 0);

@@ -247,9 +247,9 @@ static void test_errors(void **state) {
         {2, "-m M -p a -f b", "tern tokenize: need exactly one of -p TEXT or -f FILE (both given)"},
         {2, "-m M -p a --ids --pieces", "tern tokenize: --ids and --pieces choose different outputs"},
         {2, "-m M -p 1 --detokenize --ids", "tern tokenize: --ids: not used with --detokenize"},
-        {2, "-m M --detokenize -p '1 two'", "tern tokenize: -p: id 1 at byte 2: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got 'two'"},
+        {2, "-m M --detokenize -p '1 two'", "tern tokenize: -p: index 1 at byte 2: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got 'two'"},
         {2, "-m M --detokenize -p '[1, 2'", "tern tokenize: -p: expected ']' to close the list of 2 ids, got the end of the text"},
-        {2, "-m M --detokenize -p '[1] 2'", "tern tokenize: -p: id 1 at byte 4: expected nothing after ']', got '2'"},
+        {2, "-m M --detokenize -p '[1] 2'", "tern tokenize: -p: index 1 at byte 4: expected nothing after ']', got '2'"},
         {2, "-m M -p x --bogus", "tern: unknown option --bogus for `tern tokenize`; see tern tokenize --help"},
         {2, "-m M stray", "tern tokenize: unexpected argument 'stray'"},
         {1, "-m M --detokenize -p '1 512'", "tern tokenize: -p: id 512 at index 1: expected an id in 0..511 (the model's vocabulary)"},
@@ -283,7 +283,7 @@ static void test_errors(void **state) {
     char *out = NULL, *err = NULL;
     const int rc = ru_tern(&out, &err, "tokenize -m '%s' --detokenize -f '%s'", model, idf);
     char want[1200];
-    snprintf(want, sizeof want, "tern tokenize: -f %s: id 3 at byte 6: expected an integer id", idf);
+    snprintf(want, sizeof want, "tern tokenize: -f %s: index 3 at byte 6: expected an integer id", idf);
     if (rc != 1 || !strstr(err, want)) fail_msg("bad id file: exit %d, stderr %s", rc, err);
     free(out);
     free(err);

@@ -123,6 +123,11 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         fprintf(stderr, "tern chat: -m MODEL is required; see tern chat --help\n");
         return 2;
     }
+    if (!o->think && o->show_think) {
+        fprintf(stderr, "tern chat: --show-think with --no-think: thinking is off, so there is nothing to show; "
+                        "give one of them\n");
+        return 2;
+    }
     if (spec_opts_check(&o->spec)) return 2;
     if (opts_check_chat_template("chat", o->tmpl)) return 2;
     return 0;

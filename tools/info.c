@@ -262,7 +262,7 @@ int cmd_info(int argc, char **argv) {
     if (b.n_params >= 1000000000ull) printf("\nparameters      %s (%.2f B)\n", group(b.n_params, n1), (double)b.n_params / 1e9);
     else printf("\nparameters      %s (%.6g M)\n", group(b.n_params, n1), (double)b.n_params / 1e6);
 
-    printf("\nper-token bytes (DESIGN.md \"Performance model\": what must cross the memory bus per decoded token)\n");
+    printf("\nper-token bytes (what must cross the memory bus per decoded token; docs/ARCHITECTURE.md, the load)\n");
     if (b.tied_embd)
         printf("  weights         %18s  every tensor as stored; token_embd tied: read once, as the LM head\n", group(b.weight_bytes, n1));
     else

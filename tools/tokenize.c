@@ -88,7 +88,7 @@ static int tk_parse_ids(const char *what, const char *s, int32_t **ids, int *n) 
                 o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
             }
             word[o] = '\0';
-            fprintf(stderr, "tern tokenize: %s: id %d at byte %ld: expected %s, got '%s'\n", what, k, (long)(p - s),
+            fprintf(stderr, "tern tokenize: %s: index %d at byte %ld: expected %s, got '%s'\n", what, k, (long)(p - s),
                     closed ? "nothing after ']'" : "an integer id in 0..2147483647 (ids separated by spaces or commas)", word);
             free(v);
             return -1;
@@ -245,7 +245,7 @@ int cmd_tokenize(int argc, char **argv) {
     if (path && opts_read_input("-f", path, &text, &len)) { free(ids); return 1; }
     if (detok && path && tk_parse_ids(what, text, &ids, &n_ids)) { free(text); return 1; }
     if (!path) text = NULL;
-    if (!detok) opts_warn_utf8("tokenize", path ? path : "the text (-p)", path ? text : prompt, len, true);
+    if (!detok) opts_warn_utf8("tokenize", path ? path : "the text (-p)", path ? text : prompt, len, false);
 
     oc.use_mmap = true;        /* only the vocabulary is needed: map the weights, do not read them */
     oc.n_threads = 1;
