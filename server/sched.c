@@ -422,6 +422,16 @@ static bool slot_sample(srv_sched *s, slot *sl) {
     const float *logits = sl->logits;
     sl->logits = NULL;
     const tern_stop stop = tern_gen_sample(sl->gen, logits);
+    tern_gen_stats gs;
+    tern_gen_get_stats(sl->gen, &gs);
+    if (gs.bad_logits_pos >= 0) {   /* damaged weights (NaN, Inf): the reply would be meaningless */
+        tern_err err = {0};
+        tern_err_set(&err, TERN_E_FORMAT, "the logits for position %d are not finite (logit %d is %s): the model's "
+                     "weights may be damaged (NaN or Inf)", gs.bad_logits_pos, (int)gs.bad_logits_id,
+                     isnan(gs.bad_logits_val) ? "NaN" : gs.bad_logits_val > 0 ? "+Inf" : "-Inf");
+        slot_fail(s, sl, &err);
+        return false;
+    }
     if (stop != TERN_STOP_NONE) {
         slot_finish(s, sl, finish_reason(stop), NULL);
         return false;

@@ -680,6 +680,13 @@ static void test_nonfinite_logits(void **state) {
                          damaged ? "exit 1 and the warning once" : "exit 0, no warning");
             free(err);
         }
+        /* chat: the warning after the reply, then exit 1 (the next message is not read) */
+        err = NULL;
+        rc = ru_tern(NULL, &err, "chat -m '%s' -n 4 --temp 0 -t 1 <'%s'", m, text);
+        const char *wc = "tern chat: warning: the logits for position ";
+        if (damaged ? rc != 1 || !strstr(err, wc) || !strstr(err, "chat ends with status 1") : rc != 0 || strstr(err, wc))
+            fail_msg("chat on %s: exit %d, stderr: %s", m, rc, err);
+        free(err);
     }
     remove(bad);
     remove(text);

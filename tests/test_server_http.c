@@ -15,6 +15,7 @@
 #include "../server/reply.h"
 #include "../server/sched.h"
 #include "format/gguf.h"
+#include "format/qtypes.h"
 #include "model/model.h"
 #include "tokenizer/chat.h"
 #include "tern_server.h"
@@ -1134,6 +1135,47 @@ static void wait_slots(srv *s, int want) {
         if (now_s() - t0 > 5) fail_msg("slots_active never became %d", want);
         usleep(5000);
     }
+}
+
+/* A model whose weights hold NaN (blk.4.ffn_down.weight of stories260K set to 0xff bytes: an F32
+ * projection, not scanned at load) gives non-finite logits: the request fails with 500 naming
+ * the position, instead of a 200 with meaningless text; the same server answers the next request
+ * the same way (no state lost). The undamaged model answers 200 (the control). */
+static void test_nonfinite_logits_refused(void **state) {
+    (void)state;
+    char model[1024], bad[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(bad, sizeof bad, "srv-nan-model.gguf");
+    size_t len = 0;
+    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
+    assert_non_null(buf);
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
+    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_down.weight");
+    assert_true(t && t->type == QT_F32 && t->nbytes > 0);
+    memset(t->data, 0xff, (size_t)t->nbytes);
+    gguf_close(g);
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    fclose(f);
+    free(buf);
+    const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":4}";
+    for (int damaged = 0; damaged < 2; damaged++) {
+        tern_model *m = mfx_load(damaged ? bad : model, TERN_NUMERICS_FAST, 1);
+        srv *sv = start(m, 1, 256, 0, 0, NULL, 0);
+        for (int rep = 0; rep < 2; rep++) {
+            int code;
+            char *out = http(sv, "POST", "/v1/chat/completions", body, NULL, &code);
+            if (damaged ? code != 500 || !strstr(out, "are not finite") || !strstr(out, "may be damaged") : code != 200)
+                fail_msg("%s model: status %d: %s", damaged ? "damaged" : "undamaged", code, out);
+            free(out);
+        }
+        srv_stop(sv);
+        tern_model_free(m);
+    }
+    remove(bad);
 }
 
 static void test_http_head_retry_cors(void **state) {
@@ -2512,6 +2554,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_queue_disconnect),
         cmocka_unit_test(test_connection_limits),
         cmocka_unit_test(test_http_head_retry_cors),
+        cmocka_unit_test(test_nonfinite_logits_refused),
         cmocka_unit_test(test_slots_memory),
         cmocka_unit_test(test_prefix_reuse),
         cmocka_unit_test(test_chunked_prefill),

@@ -70,6 +70,7 @@ typedef struct chat {
     tern_gen *gen;          /* the reply loop */
     bool need_close;        /* the previous reply is not closed yet (its end-of-turn text is due) */
     bool color;             /* stdout is a terminal: ANSI dim for thinking */
+    bool bad_logits;        /* a reply met non-finite logits (damaged weights): chat ends, exit 1 */
     int turn;
 } chat;
 
@@ -340,6 +341,9 @@ static void run_turn(chat *c, const char *user) {
     if (why) fprintf(stderr, "%s[%s]%s\n", c->color ? "\x1b[2m" : "", why, c->color ? "\x1b[0m" : "");
     tern_gen_stats st;
     tern_gen_get_stats(c->gen, &st);
+    tern_model_info mi;
+    tern_model_get_info(c->m, &mi);
+    c->bad_logits = opts_warn_bad_logits("chat", &st, mi.n_vocab, "chat ends with status 1");
     const double t_gen = st.t_gen_s;
     fprintf(stderr, "%s[turn %d: %d new prompt tokens in %.3f s (%.1f t/s), time to first token %.3f s, "
                     "%d tokens at %.1f t/s, context %d/%d]%s\n",
@@ -462,6 +466,7 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         run_turn(&c, line);
+        if (c.bad_logits) break;
     }
     free(line);
     tern_sampler_free(c.smp);
@@ -469,7 +474,7 @@ int cmd_chat(int argc, char **argv) {
     tern_gen_free(c.gen);
     tern_session_free(c.s);
     tern_model_free(c.m);
-    return 0;
+    return c.bad_logits ? 1 : 0;
 fail:
     fprintf(stderr, "tern chat: %s\n", err.msg);
     tern_sampler_free(c.smp);

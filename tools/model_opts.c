@@ -4,6 +4,7 @@
 #include "tokenizer/tok.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +161,15 @@ bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, 
             "tern %s: warning: %s is not valid UTF-8 (first bad byte 0x%02x at offset %zu of %zu); it is tokenised "
             "byte by byte%s\n",
             cmd, what, (unsigned)(unsigned char)s[ok], ok, n, shown ? " and shown with U+FFFD" : " (the model sees those exact bytes)");
+    return true;
+}
+
+bool opts_warn_bad_logits(const char *cmd, const tern_gen_stats *gs, int n_vocab, const char *then) {
+    if (gs->bad_logits_pos < 0) return false;
+    fprintf(stderr, "\ntern %s: warning: the logits for position %d are not finite (logit %d of %d is %s); expected "
+                    "finite logits: the model's weights may be damaged (NaN or Inf), the text is not meaningful and %s\n",
+            cmd, gs->bad_logits_pos, (int)gs->bad_logits_id, n_vocab,
+            isnan(gs->bad_logits_val) ? "NaN" : gs->bad_logits_val > 0 ? "+Inf" : "-Inf", then);
     return true;
 }
 

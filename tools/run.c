@@ -159,13 +159,7 @@ int cmd_run(int argc, char **argv) {
     tern_gen_get_stats(gen, &gs);
     /* damaged weights (NaN, Inf) make every logit NaN and the sampler then prints garbage: the run
      * says where and exits 1 */
-    bad_logits = gs.bad_logits_pos >= 0;
-    if (bad_logits)
-        fprintf(stderr, "\ntern run: warning: the logits for position %d are not finite (logit %d of %d is %s); "
-                        "expected finite logits: the model's weights may be damaged (NaN or Inf), the text is "
-                        "not meaningful and the run will exit with status 1\n",
-                gs.bad_logits_pos, (int)gs.bad_logits_id, info.n_vocab,
-                isnan(gs.bad_logits_val) ? "NaN" : gs.bad_logits_val > 0 ? "+Inf" : "-Inf");
+    bad_logits = opts_warn_bad_logits("run", &gs, info.n_vocab, "the run will exit with status 1");
     const int n_gen = gs.n_gen;
     const double t_prompt = gs.t_prompt_s, t_first = gs.t_first_s;
     const double t_gen = n_gen > 1 ? gs.t_gen_s : 0;
