@@ -74,10 +74,18 @@ int test_n_selected(const struct CMUnitTest *tests, size_t n) {
     return k;
 }
 
+/* The repository ships stories260K as models/stories260K.gguf, byte for byte the shared data's
+ * copy (the cli_checks suite checks its checksum against the provenance): a checkout without the shared
+ * data still runs the tests that need only that model. */
+#define FX_SHIPPED_REL "data/stories260k/stories260K.gguf"
+#define FX_SHIPPED_PATH "models/stories260K.gguf"
+
 const char *fx_path(char *buf, size_t n, const char *rel) {
     const char *root = getenv("TERN_SHARED");
     if (!root || !*root) root = "../shared";
     snprintf(buf, n, "%s/%s", root, rel);
+    if (!strcmp(rel, FX_SHIPPED_REL) && access(buf, R_OK) != 0 && access(FX_SHIPPED_PATH, R_OK) == 0)
+        snprintf(buf, n, "%s", FX_SHIPPED_PATH);
     return buf;
 }
 
