@@ -142,7 +142,14 @@ static bool step(json_guide *g, char c) {
 }
 
 bool json_guide_feed(json_guide *g, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        const bool in_str = g->mode == M_STR || g->mode == M_ESC || g->mode == M_HEX;
+        if (!in_str && ws(s[i])) {
+            if (++g->n_ws > JSON_GUIDE_WS_RUN(g->depth)) return false;
+        } else {
+            g->n_ws = 0;
+        }
         if (!step(g, s[i])) return false;
+    }
     return true;
 }

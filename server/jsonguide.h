@@ -1,5 +1,7 @@
 /* jsonguide.h: response_format {"type": "json_object"}: the reply must be one JSON object (RFC
- * 8259), optionally surrounded by whitespace. A json_guide follows the bytes generated so far as
+ * 8259), optionally surrounded by whitespace. A run of whitespace outside strings is bounded
+ * (JSON_GUIDE_WS_RUN: room for a newline and 4-space indentation per open container), so a model
+ * that favours blanks cannot fill max_tokens with them before the object starts or after it ends. A json_guide follows the bytes generated so far as
  * a pushdown automaton and answers whether more bytes keep the text a prefix of such a reply; the
  * scheduler masks every token whose bytes would not (and end-of-generation tokens until the
  * object is complete, and every other token after it). Pure byte logic: no model, no threads. */
@@ -11,6 +13,8 @@
 #include <stdint.h>
 
 enum { JSON_GUIDE_DEPTH = 64 };   /* nesting deeper than this is refused (the reply stays valid) */
+/* The longest run of whitespace bytes outside strings at nesting depth d. */
+#define JSON_GUIDE_WS_RUN(d) (8 + 4 * (d))
 
 typedef struct json_guide {
     uint8_t stack[JSON_GUIDE_DEPTH];   /* '{' or '[' per open container */
@@ -19,6 +23,7 @@ typedef struct json_guide {
     uint8_t sub;            /* inside a number, a literal or a \u escape: the position */
     bool in_key;            /* the string being written is an object key */
     const char *lit;        /* the literal being written ("true", "false", "null") */
+    int n_ws;               /* whitespace bytes in a row outside strings */
 } json_guide;
 
 void json_guide_init(json_guide *g);

@@ -72,6 +72,36 @@ static void test_refused_at_first_wrong_byte(void **state) {
     }
 }
 
+/* Whitespace runs outside strings: up to JSON_GUIDE_WS_RUN(depth) bytes, one more is refused; a
+ * pretty-printed object with 4-space indentation passes; inside strings there is no bound. */
+static void test_whitespace_runs(void **state) {
+    (void)state;
+    char s[512];
+    json_guide g;
+    memset(s, ' ', 8);
+    strcpy(s + 8, "{}");
+    assert_int_equal(first_bad(s, &g), -1);                /* 8 blanks before the object */
+    memset(s, ' ', 9);
+    strcpy(s + 9, "{}");
+    assert_int_equal(first_bad(s, &g), 8);                 /* the 9th is refused */
+    strcpy(s, "{}\n\n\n\n\n\n\n\n\n");
+    assert_int_equal(first_bad(s, &g), 10);                /* after the object too */
+    strcpy(s, "{\n    \"a\": {\n        \"b\": [\n            1,\n            2\n        ]\n    }\n}\n");
+    assert_int_equal(first_bad(s, &g), -1);
+    assert_true(json_guide_done(&g));
+    strcpy(s, "{\"a\":");                                /* depth 1: 12 blanks, not 13 */
+    memset(s + 5, ' ', 12);
+    strcpy(s + 17, "1}");
+    assert_int_equal(first_bad(s, &g), -1);
+    memset(s + 5, ' ', 13);
+    strcpy(s + 18, "1}");
+    assert_int_equal(first_bad(s, &g), 17);
+    strcpy(s, "{\"a\": \"");                           /* a string holds any number of blanks */
+    memset(s + 7, ' ', 100);
+    strcpy(s + 107, "\"}");
+    assert_int_equal(first_bad(s, &g), -1);
+}
+
 static void test_depth(void **state) {
     (void)state;
     json_guide g;
@@ -85,6 +115,7 @@ int suite_jsonguide(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_objects),
         cmocka_unit_test(test_refused_at_first_wrong_byte),
+        cmocka_unit_test(test_whitespace_runs),
         cmocka_unit_test(test_depth),
     };
     TEST_RUN_SUITE("jsonguide", tests);
