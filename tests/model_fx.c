@@ -2,7 +2,13 @@
 #include "model_fx.h"
 #include "test.h"
 
+#include "format/gguf.h"
+#include "format/qtypes.h"
+#include "kernels/kern_impl.h"
+
 #include <math.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 tern_model *mfx_load(const char *path, tern_numerics num, int n_threads) {
@@ -85,4 +91,53 @@ double mfx_nll(const float *l, int n, int tok) {
     double sum = 0.0;
     for (int i = 0; i < n; i++) sum += expf(l[i] - mx);
     return -((double)(l[tok] - mx) - log(sum));
+}
+
+/* Reads model, lets edit change tensor name's bytes in memory, writes the result to path. */
+static void write_edited(const char *model, const char *name, const char *path, uint64_t at, const uint8_t *val,
+                         size_t n) {
+    size_t len = 0;
+    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
+    assert_non_null(buf);
+    gguf_ctx *g = NULL;
+    tern_err err = {0};
+    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
+    const gguf_tensor *t = gguf_find_tensor(g, name);
+    if (!t) fail_msg("%s: no tensor '%s'", model, name);
+    if (val) {
+        if (at + n > t->nbytes) fail_msg("%s: bytes %llu + %zu past tensor '%s'", model, (unsigned long long)at, n, name);
+        memcpy(t->data + at, val, n);
+    } else {
+        if (t->type != QT_F32 || t->nbytes == 0) fail_msg("%s: '%s' is not an F32 tensor", model, name);
+        memset(t->data, 0xff, (size_t)t->nbytes);
+    }
+    gguf_close(g);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) fail_msg("cannot write %s", path);
+    free(buf);
+}
+
+void mfx_write_damaged(const char *model, const char *name, uint64_t at, const uint8_t *val, size_t n,
+                       const char *path) {
+    assert_non_null(val);
+    write_edited(model, name, path, at, val, n);
+}
+
+void mfx_write_nan_tensor(const char *model, const char *name, const char *path) {
+    write_edited(model, name, path, 0, NULL, 0);
+}
+
+#if defined(__x86_64__)
+extern const kern_table kern_table_avx512vnni_emu;
+extern const kern_table kern_table_avxvnni_emu;
+#endif
+const struct kern_table *mfx_kern_table(int i) {
+    int n = 0;
+    while (kern_tables[n]) n++;
+    if (i < n) return kern_tables[i];
+#if defined(__x86_64__)
+    if (i == n) return &kern_table_avx512vnni_emu;
+    if (i == n + 1) return &kern_table_avxvnni_emu;
+#endif
+    return NULL;
 }

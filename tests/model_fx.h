@@ -25,5 +25,18 @@ double mfx_logsumexp(const float *l, int n);
 double mfx_topk_err(const float *l, const cJSON *topk);
 /* -log softmax(l)[tok] with float logits and a double sum (llama-perplexity's log_softmax). */
 double mfx_nll(const float *l, int n, int tok);
+/* A copy of the GGUF at model with n bytes at byte `at` of tensor name's data replaced by val,
+ * written to path. */
+void mfx_write_damaged(const char *model, const char *name, uint64_t at, const uint8_t *val, size_t n,
+                       const char *path);
+/* The same with every byte of the F32 tensor name's data set to 0xff (NaN): a projection of F32
+ * data is not scanned at load, so the NaN reaches the logits. */
+void mfx_write_nan_tensor(const char *model, const char *name, const char *path);
+
+struct kern_table;
+/* The kernel tables to check, by index from 0 until NULL: every table compiled in, then (x86)
+ * the AVX-512 VNNI and AVX-VNNI kernels over their tests-only emulations (Makefile), so their
+ * logic is checked on any AVX2 host. */
+const struct kern_table *mfx_kern_table(int i);
 
 #endif /* TERN_TESTS_MODEL_FX_H */

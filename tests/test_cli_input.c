@@ -596,43 +596,6 @@ static void test_empty_api_key_and_vocab_limit(void **state) {
     free(out);
 }
 
-/* A copy of model with `bytes` bytes at `at` of tensor `name`'s data set to `val`, at path
- * (nbytes 0: the whole tensor). */
-static void write_damaged(const char *model, const char *name, uint64_t at, const uint8_t *val, size_t n,
-                          const char *path) {
-    size_t len = 0;
-    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
-    assert_non_null(buf);
-    gguf_ctx *g = NULL;
-    tern_err err = {0};
-    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
-    const gguf_tensor *t = gguf_find_tensor(g, name);
-    assert_non_null(t);
-    assert_true(at + n <= t->nbytes);
-    memcpy(t->data + at, val, n);
-    gguf_close(g);
-    write_file(path, (const char *)buf, len);
-    free(buf);
-}
-
-/* A copy of stories260K whose blk.4.ffn_down.weight data (F32, a projection: not scanned at load)
- * is all 0xff bytes (NaN), at path. (A NaN in a norm weight is refused at load since session 5.) */
-static void write_nan_model(const char *model, const char *path) {
-    size_t len = 0;
-    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
-    assert_non_null(buf);
-    gguf_ctx *g = NULL;
-    tern_err err = {0};
-    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
-    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_down.weight");
-    assert_non_null(t);
-    assert_true(t->nbytes > 0 && t->type == QT_F32);
-    memset(t->data, 0xff, (size_t)t->nbytes);
-    gguf_close(g);
-    write_file(path, (const char *)buf, len);
-    free(buf);
-}
-
 /* NaN weights: perplexity printed `PPL = nan` with exit 0 and run printed garbage silently. Now
  * perplexity fails (exit 1, no PPL line) naming where the logits first were not finite: with
  * -c 16 the first scored position is 8 of chunk 1 (c/2, llama-perplexity's convention), with
@@ -645,7 +608,7 @@ static void test_nonfinite_logits(void **state) {
     fx_tmp_path(bad, sizeof bad, "nan-model.gguf");
     fx_tmp_path(text, sizeof text, "nan-text.txt");
     fx_tmp_path(ids, sizeof ids, "nan-ids.txt");
-    write_nan_model(model, bad);
+    mfx_write_nan_tensor(model, "blk.4.ffn_down.weight", bad);   /* an F32 projection: not scanned at load */
     const char *story = "Once upon a time there was a little girl named Lily. She liked to play in the park with her "
                         "dog. One day the dog ran away and Lily was sad.\n";
     write_file(text, story, strlen(story));
@@ -731,7 +694,7 @@ static void test_damaged_model_refused(void **state) {
             snprintf(want, sizeof want, "tensor 'blk.1.ffn_down.weight': row 1, block 2: scale 0x7c00 is +Inf");
             w = want;
         }
-        write_damaged(c[i].model, c[i].tensor, at, c[i].v, c[i].n, bad);
+        mfx_write_damaged(c[i].model, c[i].tensor, at, c[i].v, c[i].n, bad);
         snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1 --numerics %s", bad, c[i].numerics);
         expect_err(1, w, NULL, args);
         if (c[i].model != stories && strcmp(c[i].numerics, "ggml")) {
@@ -752,7 +715,7 @@ static void test_damaged_model_refused(void **state) {
         const uint8_t nan[4] = {0x00, 0x00, 0xc0, 0x7f};
         char qout[600];
         fx_tmp_path(qout, sizeof qout, "damaged-out.gguf");
-        write_damaged(stories, "blk.0.attn_q.weight", (64 + 5) * 4, nan, 4, bad);
+        mfx_write_damaged(stories, "blk.0.attn_q.weight", (64 + 5) * 4, nan, 4, bad);
         snprintf(args, sizeof args, "quantize '%s' '%s' --type q8_0", bad, qout);
         expect_err(1, "tensor 'blk.0.attn_q.weight': element 69 (row 1, column 5) is NaN (bits 0x7fc00000)", NULL, args);
         if (access(qout, F_OK) == 0) fail_msg("tern %s left '%s'", args, qout);

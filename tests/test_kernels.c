@@ -11,6 +11,7 @@
  * 4. shapes a kernel does not accept are rejected with an error.
  * Seeds are fixed; the suite runs in a few seconds. */
 #include "test.h"
+#include "model_fx.h"
 
 #include "core/core.h"
 #include "core/fp16.h"
@@ -456,23 +457,6 @@ static void test_row16_layout(void **state) {
 
 /* ---- 2. every ISA table equals ref exactly ------------------------------------------------------ */
 
-/* The tables to check: every compiled one, plus (x86) the AVX-512 VNNI kernel over the zmm
- * emulation and the AVX-VNNI kernel over a scalar vpdpbusd (tests-only objects, see the Makefile),
- * so their logic is checked on any AVX2 host. */
-#if defined(__x86_64__)
-extern const kern_table kern_table_avx512vnni_emu;
-extern const kern_table kern_table_avxvnni_emu;
-#endif
-static const kern_table *test_table(int i) {
-    int n = 0;
-    while (kern_tables[n]) n++;
-    if (i < n) return kern_tables[i];
-#if defined(__x86_64__)
-    if (i == n) return &kern_table_avx512vnni_emu;
-    if (i == n + 1) return &kern_table_avxvnni_emu;
-#endif
-    return NULL;
-}
 
 static int g_isa_cases;
 
@@ -485,8 +469,8 @@ static void compare_tables(fixture *f, const char *what) {
         float *y0 = malloc(ny * 4), *y1 = malloc(ny * 4);
         int32_t *i0 = unit ? malloc(ni * 4) : NULL, *i1 = unit ? malloc(ni * 4) : NULL;
         kern_matmul_table(&kern_table_ref, &f->w, &f->act[m], y0, f->N, 0, f->N, i0);
-        for (int ti = 0; test_table(ti); ti++) {
-            const kern_table *const *t = &(const kern_table *){test_table(ti)};
+        for (int ti = 0; mfx_kern_table(ti); ti++) {
+            const kern_table *const *t = &(const kern_table *){mfx_kern_table(ti)};
             if (*t == &kern_table_ref || !(*t)->mm[kt][m]) continue;
             if (((*t)->needs & kern_cpu_features()) != (*t)->needs) continue;   /* host cannot run it */
             memset(y1, 0xff, ny * 4);
@@ -602,8 +586,8 @@ static void test_row16_splits(void **state) {
             static float y0[N * 16], y1[N * 16];
             static int32_t i0[N * 16 * NB], i1[N * 16 * NB];
             kern_matmul_table(&kern_table_ref, &f.w, &f.act[KQ_FAST], y0, N, 0, N, i0);
-            for (int tj = 0; test_table(tj); tj++) {
-                const kern_table *t = test_table(tj);
+            for (int tj = 0; mfx_kern_table(tj); tj++) {
+                const kern_table *t = mfx_kern_table(tj);
                 if ((t->needs & kern_cpu_features()) != t->needs) continue;
                 /* one range at a time: its rows equal ref, every other row is left as it was */
                 for (int hook = 0; hook < 2; hook++)
@@ -741,8 +725,8 @@ static void test_columns_and_splits(void **state) {
     (void)state;
     rng_seed(31);
     static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_F32, QT_Q8_0, QT_Q2_0};
-    for (int tj = 0; test_table(tj); tj++) {
-        const kern_table *const *t = &(const kern_table *){test_table(tj)};
+    for (int tj = 0; mfx_kern_table(tj); tj++) {
+        const kern_table *const *t = &(const kern_table *){mfx_kern_table(tj)};
         if (((*t)->needs & kern_cpu_features()) != (*t)->needs) continue;
         for (size_t ti = 0; ti < 5; ti++) {
             fixture f;
@@ -788,8 +772,8 @@ static void test_narrow_splits(void **state) {
                 float y0[45 * 4], y1[45 * 4];
                 int32_t i0[45 * 4 * 5], i1[45 * 4 * 5];
                 kern_matmul_table(&kern_table_ref, &f.w, &f.act[KQ_FAST], y0, N, 0, N, i0);
-                for (int tj = 0; test_table(tj); tj++) {
-                    const kern_table *t = test_table(tj);
+                for (int tj = 0; mfx_kern_table(tj); tj++) {
+                    const kern_table *t = mfx_kern_table(tj);
                     if ((t->needs & kern_cpu_features()) != t->needs) continue;
                     memset(y1, 0xff, sizeof y1);
                     memset(i1, 0xa5, sizeof i1);
@@ -949,8 +933,8 @@ static void test_selfcheck(void **state) {
     assert_false(kern_table_selfcheck(&broken));
     tern_log_set(NULL, NULL, TERN_LOG_WARN);
     assert_int_equal(g_logged, 1);
-    for (int ti = 0; test_table(ti); ti++) {
-        const kern_table *t = test_table(ti);
+    for (int ti = 0; mfx_kern_table(ti); ti++) {
+        const kern_table *t = mfx_kern_table(ti);
         if ((t->needs & kern_cpu_features()) == t->needs) assert_true(kern_table_selfcheck(t));
     }
 }
@@ -958,8 +942,8 @@ static void test_selfcheck(void **state) {
 static void test_report_isas(void **state) {
     (void)state;
     /* informational: which tables ran (so a log shows what the oracle covered) */
-    for (int ti = 0; test_table(ti); ti++) {
-        const kern_table *const *t = &(const kern_table *){test_table(ti)};
+    for (int ti = 0; mfx_kern_table(ti); ti++) {
+        const kern_table *const *t = &(const kern_table *){mfx_kern_table(ti)};
         print_message("kernels: table %-14s %s\n", (*t)->name,
                       (((*t)->needs & kern_cpu_features()) == (*t)->needs) ? "runs on this host" : "NOT runnable here");
     }

@@ -6,6 +6,7 @@
  * b/256, i.e. the digits of floor(b * 243 / 256) (5 digits) or floor(b * 81 / 256) (4 digits);
  * 2-bit codes come straight from the spec's bit-position tables. */
 #include "test.h"
+#include "model_fx.h"
 
 #include "core/fp16.h"
 #include "format/qtypes.h"
@@ -436,21 +437,6 @@ static float row_rand(void) {                   /* xorshift64: a fixed sequence 
     return (float)((int)(row_rng % 2001) - 1000) / 1000.0f;
 }
 
-#if defined(__x86_64__)
-extern const kern_table kern_table_avx512vnni_emu;
-extern const kern_table kern_table_avxvnni_emu;
-#endif
-/* Every table compiled in, then (x86) the tests-only emulated VNNI tables; NULL after the last. */
-static const kern_table *row_table(int i) {
-    int n = 0;
-    while (kern_tables[n]) n++;
-    if (i < n) return kern_tables[i];
-#if defined(__x86_64__)
-    if (i == n) return &kern_table_avx512vnni_emu;
-    if (i == n + 1) return &kern_table_avxvnni_emu;
-#endif
-    return NULL;
-}
 
 /* kern_impl.h "Float order" written out here: 16 fmaf lanes, then the pairwise tree; BF16
  * weights meet x rounded to bf16 (spec 8.4). w: the codec's f32 values of one row. */
@@ -567,8 +553,8 @@ static void test_type_rows(void **state) {
         assert_int_equal(kern_type_index(q->type), q->kt);
         for (int m = 0; m < 3; m++)
             if (!kern_table_ref.mm[q->kt][m]) fail_msg("type %s: ref has no matmul in mode %d", q->name, m);
-        for (int ti = 0; row_table(ti); ti++) {
-            const kern_table *t = row_table(ti);
+        for (int ti = 0; mfx_kern_table(ti); ti++) {
+            const kern_table *t = mfx_kern_table(ti);
             if ((t->needs & kern_cpu_features()) != t->needs) continue;   /* the host cannot run it */
             memcpy(wk, wb, row_bytes * N);                              /* repacked in place */
             kern_w w;

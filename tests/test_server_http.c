@@ -1146,21 +1146,7 @@ static void test_nonfinite_logits_refused(void **state) {
     char model[1024], bad[512];
     fx_require(model, sizeof model, STORIES);
     fx_tmp_path(bad, sizeof bad, "srv-nan-model.gguf");
-    size_t len = 0;
-    uint8_t *buf = (uint8_t *)fx_read_file(model, &len);
-    assert_non_null(buf);
-    gguf_ctx *g = NULL;
-    tern_err err = {0};
-    if (gguf_open_mem(&g, buf, len, &err) != TERN_OK) fail_msg("%s: %s", model, err.msg);
-    const gguf_tensor *t = gguf_find_tensor(g, "blk.4.ffn_down.weight");
-    assert_true(t && t->type == QT_F32 && t->nbytes > 0);
-    memset(t->data, 0xff, (size_t)t->nbytes);
-    gguf_close(g);
-    FILE *f = fopen(bad, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(buf, 1, len, f), len);
-    fclose(f);
-    free(buf);
+    mfx_write_nan_tensor(model, "blk.4.ffn_down.weight", bad);
     const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":4}";
     for (int damaged = 0; damaged < 2; damaged++) {
         tern_model *m = mfx_load(damaged ? bad : model, TERN_NUMERICS_FAST, 1);
