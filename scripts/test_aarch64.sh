@@ -46,12 +46,12 @@ wrap() { # wrap <cpu>: prints the wrapper path
 # tok (no ISA-specific code, 90 s emulated) stays out to keep the CI step bounded, and so do the
 # suites that drive whole programs or many model runs without ISA-specific code of their own:
 # spec (greedy equality over three models and many prompts), cli (one emulated tern process per
-# option case), chat and server_http (emulated model servers): together they took the first
-# pass past the CI step's 900 s. They run natively and under ASan in the other CI steps.
+# option case), chat and server_http (emulated model servers): together they would take the
+# first pass past the CI step's 900 s. They run natively and under ASan in the other CI steps.
 # So do cli_input (an emulated tern process per bad-input case), server_mixed (mixed
 # prefill/decode passes on three models: scheduler code, no ISA code) and model_prefill (45-token
 # batches at 1-3 threads in every numerics mode; the ARM kernels' exactness at those widths is the
-# kernel suites' job): added to the first pass in session 4, they took it from 80 s to 330 s.
+# kernel suites' job): in the first pass they would take it from 80 s to 330 s.
 heavy='golden|model|qwen35|tok|spec|cli|chat|server_http|cli_input|server_mixed|model_prefill'
 if [ $# -gt 0 ]; then
     all_suites="$*"

@@ -567,8 +567,9 @@ static int prompt_piece(const srv_sched *s, const slot *sl, int budget, int cap)
     return k <= cap ? k : 0;
 }
 
-/* The old way for a step's prompts: each prefilling slot (oldest first) gets its own forward of
- * up to budget tokens. Returns the chunks evaluated. */
+/* A step's prompts without a shared pass (a lone prompt, beside a speculative step, or where the
+ * mixed call refuses the model or fails): each prefilling slot (oldest first) gets its own forward
+ * of up to budget tokens. Returns the chunks evaluated. */
 static int prefill_alone(srv_sched *s, int budget) {
     int chunks = 0;
     while (budget > 0) {
@@ -638,7 +639,7 @@ static bool mixed_eval(srv_sched *s, slot **dec, int n_dec, slot **pf, const int
  * of the waiting prompts: at most prefill_chunk prompt tokens while a stream decodes (it waits
  * for one small chunk's columns, not a separate prefill pass), n_batch when none does (several
  * prompts share the pass), oldest admission first. A slot decoding alone with speculative
- * decoding on takes its speculative step after the prompts' own passes (the old order). */
+ * decoding on takes its speculative step after the prompts' own passes. */
 static void sched_step(srv_sched *s) {
     const double t_step = tern_time_s();
     for (int i = 0; i < s->n_slots; i++) {            /* cancelled jobs leave; new ones are set up */
@@ -667,7 +668,8 @@ static void sched_step(srv_sched *s) {
         n = 0;                                        /* counted by slot_spec */
     } else {
         /* the decode slots' tokens and the oldest prompts' chunks in one pass of <= n_batch columns
-         * (more decode slots than n_batch, never with the defaults: the old way, in groups) */
+         * (more decode slots than n_batch, never with the defaults: no room for a prompt chunk;
+         * decode takes the slots in groups of n_batch) */
         int budget = n > 0 ? s->prefill_chunk : s->n_batch;
         if (budget > s->n_batch - n) budget = s->n_batch - n;
         int n_pf = 0, cols = 0;
@@ -741,7 +743,8 @@ static slot *pick_slot(srv_sched *s, const srv_job *j) {
 }
 
 /* Ends every queued job whose client has gone (cancelled while waiting for a slot), wherever it
- * is in the queue, so it no longer holds a queue place (429 for others) until it reaches the head.
+ * is in the queue, so its queue place is free at once (kept until the job reached the head, it
+ * would turn others away with 429).
  * Called with s->mu held; returns how many left (the caller counts them in /metrics without
  * s->mu held). */
 static int queue_purge_cancelled(srv_sched *s) {

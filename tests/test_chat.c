@@ -245,7 +245,7 @@ static void test_install_and_examples(void **state) {
 /* ---- tern chat in tmux ----------------------------------------------------------------------------- */
 
 /* Each session gets its own tmux server (-L, socket named after the session): killing the last
- * session of a shared server makes it exit, and a new-session racing with that exit failed with
+ * session of a shared server makes it exit, and a new-session racing with that exit can fail with
  * "server exited unexpectedly". */
 typedef struct tmux {
     char name[64];

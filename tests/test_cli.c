@@ -542,7 +542,7 @@ static char *stories_continuation(const char *model_path, const char *prompt, in
 }
 
 /* The continuation of "Once upon a time, there was a little" starts with the piece " girl": the
- * stream after a prompt keeps its space (it used to print "girl named", glued to the prompt). */
+ * stream after a prompt keeps its space (never "girl named", glued to the prompt). */
 static void test_run_continuation_keeps_space(void **state) {
     (void)state;
     char model[1024];
@@ -636,8 +636,9 @@ static void test_invalid_utf8_input(void **state) {
     remove(input);
 }
 
-/* perplexity --tokens: the last id is only a prediction target; an out-of-range last id used to
- * index past the logits (segfault for 99999, a silently wrong PPL for n_vocab). */
+/* perplexity --tokens: the last id is only a prediction target, yet an out-of-range last id is
+ * refused like any other: as an index it would read past the logits (segfault for 99999, a
+ * silently wrong PPL for n_vocab). */
 static void test_perplexity_tokens_range(void **state) {
     (void)state;
     char model[1024], ids[512];

@@ -81,7 +81,7 @@ static void test_model_not_regular(void **state) {
     const char *kinds[3] = {"a FIFO", "a character device", "a directory"};
     for (int i = 0; i < 3; i++) {
         char cmd[6000], want[1024];
-        /* timeout 20 (exit 124): the old code blocked in open(2) on the FIFO */
+        /* timeout 20 (exit 124): a loader blocking in open(2) on the FIFO fails, not hangs */
         snprintf(cmd, sizeof cmd, "timeout 20 '%s' run -m '%s' -n 1 2>&1 >/dev/null", tern, paths[i]);
         int rc = -1;
         char *err = ru_capture(cmd, &rc);
@@ -283,7 +283,7 @@ static void test_serve_busy_port(void **state) {
 
 /* A synthetic Bonsai 1.7B (one block; 151,936 vocabulary rows: the built-in vocabulary's 285 and
  * the rest) generates text: every id has a piece, so 8 greedy tokens print at least 8 bytes (the
- * rows past 285 had no text and the run printed nothing). */
+ * rows past 285 need a piece each, or the run prints nothing). */
 static void test_synth_output_text(void **state) {
     (void)state;
     char tern[4096], model[512];

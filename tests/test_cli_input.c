@@ -1,4 +1,4 @@
-/* test_cli_input.c: usability and bad input of the tern commands (session 4): every command
+/* test_cli_input.c: usability and bad input of the tern commands: every command
  * (version included) refuses an unknown option as a usage error (exit 2, the command named);
  * `tern bench -p 0 -n 0` is refused instead of printing an empty table; perplexity keeps its
  * results on stdout in both modes (a "perplexity: ..." first line, `PPL = x` last) and words its
@@ -195,10 +195,10 @@ static void test_no_chat_template_notice(void **state) {
     }
 }
 
-/* Values found wrong by feeding bad input to every command: bench-kernel --isa with an unknown
- * name ran every path (exit 0); perplexity --tokens echoed raw bytes that are not text (now
- * \xNN); a text shorter than one chunk names the file, its length and the -c needed; bench-spec's
- * prompt file names a line that is not JSON and says what it expects. */
+/* Bad input named in the error: bench-kernel --isa with an unknown name is a usage error (exit 2)
+ * listing the known ones, not a run of every path; perplexity --tokens shows bytes that are not
+ * text as \xNN; a text shorter than one chunk names the file, its length and the -c needed;
+ * bench-spec's prompt file names a line that is not JSON and says what it expects. */
 static void test_bad_input_messages(void **state) {
     (void)state;
     expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, "
@@ -232,10 +232,10 @@ static void test_bad_input_messages(void **state) {
     remove(text);
 }
 
-/* Session 4 trial findings. synth and quantize removed OUT when a write failed even if OUT was
- * there before (a symlink to /dev/full: as root that deleted /dev/full): a symlink to /dev/full
- * survives both (exit 1, the message names the path), while a file the run itself created is
- * still removed when writing it fails (a file-size limit of 512 bytes, SIGXFSZ ignored). */
+/* A failed write of synth or quantize never removes an OUT that existed before (for OUT a symlink
+ * to /dev/full, run as root, that would delete /dev/full): a symlink to /dev/full survives both
+ * (exit 1, the message names the path), while a file the run itself created is removed when writing
+ * it fails (a file-size limit of 512 bytes, SIGXFSZ ignored). */
 static void test_failed_write_keeps_existing_output(void **state) {
     (void)state;
     char bin[4096], model[1024], dir[512], link[600], fresh[600], args[2048], cmd[8192];
@@ -287,10 +287,10 @@ static bool same_bytes(const char *a, const char *b) {
     return eq;
 }
 
-/* Session 5 trial F1: `tern quantize IN OUT` with OUT naming IN by another path (dir/../, a
- * symlink, a hard link) truncated the mmapped input under the reader (SIGBUS, the model lost);
- * only the identical string was refused. Now each is a usage error (exit 2) naming both paths,
- * and IN keeps its bytes. */
+/* `tern quantize IN OUT` with OUT naming IN by another path (dir/../, a symlink, a hard link), not
+ * only the identical string, is a usage error (exit 2) naming both paths, refused before anything
+ * is written: writing OUT would truncate the mmapped input under the reader (SIGBUS, the model
+ * lost). IN keeps its bytes. */
 static void test_quantize_same_file(void **state) {
     (void)state;
     char bin[4096], model[1024], dir[512], in[600], alias[3][1200], args[8192];
@@ -335,11 +335,11 @@ static bool tmp_left(const char *dir) {
     return left;
 }
 
-/* Session 5 trial F2: a failed quantize/synth left an existing OUT truncated (it was written in
- * place). Now OUT is written to a temporary file beside it and renamed over it on success: under a
- * file-size limit (SIGXFSZ ignored) both fail with exit 1, OUT keeps its old bytes, the message
- * says so, and no temporary file is left; a successful run replaces OUT keeping its permission
- * bits (0640); a symlink OUT stays a symlink and its target gets the new file (as cp). */
+/* quantize/synth write OUT to a temporary file beside it and rename it over OUT on success, so a
+ * failed run never leaves an existing OUT truncated: under a file-size limit (SIGXFSZ ignored) both
+ * fail with exit 1, OUT keeps its old bytes, the message says so, and no temporary file is left; a
+ * successful run replaces OUT keeping its permission bits (0640); a symlink OUT stays a symlink and
+ * its target gets the new file (as cp). */
 static void test_failed_write_keeps_old_output(void **state) {
     (void)state;
     char bin[4096], model[1024], dir[512], out[600], link[600], cmd[8192];
@@ -397,13 +397,13 @@ static void test_failed_write_keeps_old_output(void **state) {
     rmdir(dir);
 }
 
-/* Session 5 trial 2 N1, N2: the temporary file was "OUT.tmp-XXXXXX", too long for an OUT name of
- * 245..255 bytes, and when it could not be made OUT was written in place (a failed run truncated
- * it). Now it is "DIR/.tern-XXXXXX": with a 252-byte OUT name a run under a file-size limit fails
- * with exit 1, OUT keeps its bytes and no temporary file is left; a successful run replaces OUT
- * with its permission bits but not set-uid (4750 -> 750, as cp). A read-only OUT is refused naming
- * OUT, and an OUT in a directory the user may not write is refused, not written in place (both
- * only when not root: root may write either). */
+/* The temporary file is "DIR/.tern-XXXXXX", whose name fits beside any OUT name (a name derived
+ * from OUT's would be too long for one of 245..255 bytes), and OUT is never written in place when
+ * it cannot be made: with a 252-byte OUT name a run under a file-size limit fails with exit 1, OUT
+ * keeps its bytes and no temporary file is left; a successful run replaces OUT with its permission
+ * bits but not set-uid (4750 -> 750, as cp). A read-only OUT is refused naming OUT, and an OUT in a
+ * directory the user may not write is refused, not written in place (both only when not root: root
+ * may write either). */
 static void test_out_temp_beside(void **state) {
     (void)state;
     char bin[4096], model[1024], dir[512], out[900], cmd[8192], args[2048], want[1200];
@@ -478,8 +478,8 @@ static bool tmp_find(const char *dir, off_t min_size) {
     return found;
 }
 
-/* Session 5 trial 2 N9: SIGINT/SIGTERM during synth left a large OUT.tmp-XXXXXX behind. Now the
- * temporary file is removed and the process dies of the signal; an existing OUT keeps its bytes.
+/* SIGINT/SIGTERM during synth: the temporary file (large by then) is removed and the process
+ * dies of the signal; an existing OUT keeps its bytes.
  * (synth of a 1-layer bonsai-1.7b writes ~100 MB in ~0.4 s: the signal is sent as soon as the
  * temporary file has 1 MB.) */
 static void test_signal_removes_temp(void **state) {
@@ -524,9 +524,9 @@ static void test_signal_removes_temp(void **state) {
     rmdir(dir);
 }
 
-/* Session 5 trial F12: results written to a full device were lost with exit 0. Now every command
- * checks stdout at the end: exit 1 and "tern CMD: write error on standard output" on stderr; the
- * same commands into /dev/null exit 0 (the control). */
+/* Results written to a full device are not lost silently: every command checks stdout at the end:
+ * exit 1 and "tern CMD: write error on standard output" on stderr; the same commands into /dev/null
+ * exit 0 (the control). */
 static void test_stdout_write_error(void **state) {
     (void)state;
     char bin[4096], model[1024], text[1024];
@@ -556,10 +556,10 @@ static void test_stdout_write_error(void **state) {
     }
 }
 
-/* `serve --api-key ""` (or TERN_API_KEY set to nothing) said "API key required" and served
- * everyone: now a usage error before the model loads. A non-empty --api-key overrides an empty
- * TERN_API_KEY (the run reaches the model file). --n-vocab has a maximum (2^20) instead of
- * accepting 2147483647 and eating the memory. */
+/* `serve --api-key ""` (or TERN_API_KEY set to nothing) is a usage error before the model loads:
+ * an empty key would claim a key is required while serving everyone. A non-empty --api-key
+ * overrides an empty TERN_API_KEY (the run reaches the model file). --n-vocab has a maximum (2^20),
+ * so a value such as 2147483647 is refused instead of eating the memory. */
 static void test_empty_api_key_and_vocab_limit(void **state) {
     (void)state;
     char bin[4096], cmd[8192], path[512];
@@ -596,11 +596,13 @@ static void test_empty_api_key_and_vocab_limit(void **state) {
     free(out);
 }
 
-/* NaN weights: perplexity printed `PPL = nan` with exit 0 and run printed garbage silently. Now
+/* NaN weights that the load does not scan: rather than `PPL = nan` with exit 0 or silent garbage,
  * perplexity fails (exit 1, no PPL line) naming where the logits first were not finite: with
  * -c 16 the first scored position is 8 of chunk 1 (c/2, llama-perplexity's convention), with
- * --tokens position 0; run warns once on stderr (at the position after the prompt) and exits 1.
- * The undamaged model gives exit 0 with the same arguments (the control). */
+ * --tokens position 0; run warns once on stderr (at the position after the prompt) and exits 1;
+ * chat warns after the reply and exits 1 (a NaN in a norm weight is refused at load instead:
+ * test_damaged_model_refused). The undamaged model gives exit 0 with the same arguments (the
+ * control). */
 static void test_nonfinite_logits(void **state) {
     (void)state;
     char model[1024], bad[512], text[512], ids[512];
@@ -656,13 +658,13 @@ static void test_nonfinite_logits(void **state) {
     remove(ids);
 }
 
-/* Session 5 trial F5: a NaN/Inf fp16 block scale in a PQ2_0/PTQ1_0 model ran with exit 0 and
- * finite logits on --numerics fast/ggml (the int8 activation path laundered it); a NaN in a norm
- * weight too. Now the model load refuses such a file whatever the numerics (exit 1), naming the
- * tensor, row, block (element) and bits. Damaged copies of the golden qwen3-tiny-pq2_0 (n_embd 256, n_ff 768; the trial's
- * recipe: scale of blk.0.attn_q.weight block 0 -> NaN; row 1 block 2 -> +Inf), of its PTQ1_0
- * quantization (scale at byte 26 of row 3's block 1 -> -Inf) and of stories260K (element 3 of
- * blk.4.ffn_norm.weight -> NaN); the undamaged PTQ1_0 copy runs (exit 0, the control). */
+/* A NaN/Inf fp16 block scale in a PQ2_0/PTQ1_0 model, or a NaN in a norm weight, is refused by the
+ * model load whatever the numerics (exit 1), naming the tensor, row, block (element) and bits: on
+ * --numerics fast/ggml the int8 activation path would turn it into finite logits, hiding the
+ * damage. Damaged copies of the golden qwen3-tiny-pq2_0 (n_embd 256, n_ff 768: scale of
+ * blk.0.attn_q.weight block 0 -> NaN; row 1 block 2 -> +Inf), of its PTQ1_0 quantization (scale at
+ * byte 26 of row 3's block 1 -> -Inf) and of stories260K (element 3 of blk.4.ffn_norm.weight ->
+ * NaN); the undamaged PTQ1_0 copy runs (exit 0, the control). */
 static void test_damaged_model_refused(void **state) {
     (void)state;
     char bin[4096], q3[1024], stories[1024], bad[512], ptq[512];
@@ -698,8 +700,8 @@ static void test_damaged_model_refused(void **state) {
         snprintf(args, sizeof args, "run -m '%s' -p 'Once upon a time' -n 2 --temp 0 -t 1 --numerics %s", bad, c[i].numerics);
         expect_err(1, w, NULL, args);
         if (c[i].model != stories && strcmp(c[i].numerics, "ggml")) {
-            /* trial s5-2 N7: quantize wrote the NaN out as F16/F32 weights (exit 0); now it refuses
-             * the damaged block with the same words (f16, and ptq1_0/pq2_0: the lossless paths) */
+            /* quantize refuses the damaged block with the same words rather than write the NaN
+             * out as F16/F32 weights (f16, and ptq1_0/pq2_0: the lossless paths) */
             char qout[600];
             fx_tmp_path(qout, sizeof qout, "damaged-out.gguf");
             const char *types[] = {"f16", "f32", c[i].model == ptq ? "pq2_0" : "ptq1_0"};
@@ -710,7 +712,7 @@ static void test_damaged_model_refused(void **state) {
             }
         }
     }
-    /* N7, element types: a NaN in an F32 weight matrix (not scanned at load) is refused by quantize */
+    /* element types: a NaN in an F32 weight matrix (not scanned at load) is refused by quantize */
     {
         const uint8_t nan[4] = {0x00, 0x00, 0xc0, 0x7f};
         char qout[600];
@@ -765,10 +767,10 @@ static void test_bench_busy_cpu(void **state) {
     }
 }
 
-/* Session 5 trial F13: perplexity printed `PPL = x` without llama-perplexity's `+/- error`. Now
- * `PPL = x +/- se`, se = PPL * sqrt(var(nll) / (n - 1)) (the delta method over the n scored
- * negative log-likelihoods). Checked on two predictions, whose nlls come from separate runs
- * (causal: the ids 1 403 give nll1 = ln PPL(1 403), and nll2 = 2 ln PPL(1 403 407) - nll1), so
+/* perplexity prints llama-perplexity's `+/- error`: `PPL = x +/- se`,
+ * se = PPL * sqrt(var(nll) / (n - 1)) (the delta method over the n scored negative
+ * log-likelihoods). Checked on two predictions, whose nlls come from separate runs (causal: the
+ * ids 1 403 give nll1 = ln PPL(1 403), and nll2 = 2 ln PPL(1 403 407) - nll1), so
  * se = PPL * |nll1 - nll2| / 2; a single prediction prints no +/-. */
 static void test_perplexity_stderr_estimate(void **state) {
     (void)state;
@@ -794,9 +796,9 @@ static void test_perplexity_stderr_estimate(void **state) {
     remove(ids);
 }
 
-/* Session 5 trial F10: perplexity past the model's trained context (stories260K: 2048) said
- * nothing, where run warns. Now -f with -c 2100 and --tokens with 2100 ids warn once on stderr
- * (and still print PPL); -c 256 does not. */
+/* perplexity past the model's trained context (stories260K: 2048) warns, as run does:
+ * -f with -c 2100 and --tokens with 2100 ids warn once on stderr (and still print PPL); -c 256
+ * does not. */
 static void test_perplexity_past_trained_context(void **state) {
     (void)state;
     char model[1024], sample[1024], text[512], ids[512], args[2048];
@@ -837,8 +839,8 @@ static void test_perplexity_past_trained_context(void **state) {
     remove(ids);
 }
 
-/* Session 5 trial F8: bench printed "312.6%" of the DRAM decode ceiling for stories260K (1 MB of
- * weights: read from cache, not DRAM). Now a model whose bytes per token fit in the last-level
+/* bench does not hold a model read from cache to the DRAM decode ceiling (stories260K, 1 MB of
+ * weights, would show some 300% of it): a model whose bytes per token fit in the last-level
  * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
  * note beside its tg figure in the table; pp rows have none. */
 static void test_bench_cache_resident(void **state) {
@@ -859,8 +861,8 @@ static void test_bench_cache_resident(void **state) {
     const char *row = strstr(out, "| tg4 |"), *pp = strstr(out, "| pp4 |");
     if (rc != 0 || !row || !pp || !strstr(row, note) || strstr(pp, note) < row)
         fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
-    /* trial s5-2 N4: the cache size is the kernel's (sysfs index3), not glibc's CPUID figure
-     * (256 MB for a 32 MB L3); read here independently when the host has the file */
+    /* the cache size is the kernel's (sysfs index3), not glibc's CPUID figure (which can say
+     * 256 MB for a 32 MB L3); read here independently when the host has the file */
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
     unsigned long long kb = 0;
     char unit = 0;
@@ -874,10 +876,9 @@ static void test_bench_cache_resident(void **state) {
     free(err);
 }
 
-/* Session 5 trial F13: `tern info -m FILE` (llama.cpp's habit) was an unknown option: now the
- * same output as `tern info FILE`; two files (one each way) are still a usage error. synth
- * --n-vocab below the built-in vocabulary (285) was exit 1 at write time: now the parser's usage
- * error with the real range. */
+/* `tern info -m FILE` (llama.cpp's habit) gives the same output as `tern info FILE`; two files
+ * (one each way) are a usage error. synth --n-vocab below the built-in vocabulary (285) is the
+ * parser's usage error with the real range, not a failure at write time. */
 static void test_info_m_and_vocab_minimum(void **state) {
     (void)state;
     char model[1024], args[4096];
@@ -895,9 +896,9 @@ static void test_info_m_and_vocab_minimum(void **state) {
                "synth --arch qwen3-tiny --n-vocab 284 --no-weights -o /nonexistent/x.gguf");
 }
 
-/* chat with a first message that does not fit -c said "Type /clear": on an empty conversation it
- * now says the context is too small and the -c it needs; that -c (checked by running with it)
- * holds the message and a one-token reply without any context message. */
+/* chat with a first message that does not fit -c says the context is too small and the -c it needs
+ * (not "Type /clear", which cannot help on an empty conversation); that -c (checked by running with
+ * it) holds the message and a one-token reply without any context message. */
 static void test_chat_context_too_small(void **state) {
     (void)state;
     char model[1024], in[512];
@@ -919,8 +920,8 @@ static void test_chat_context_too_small(void **state) {
     if (rc != 0 || strstr(err, "too small") || strstr(err, "context full") || !strstr(err, "[turn 1: "))
         fail_msg("chat -c %d: exit %d, stderr: %s", need, rc, err);
     free(err);
-    /* session 5 trial F13: the note on how a reply ended ("[context full: ...]") went to stdout
-     * among the replies: now on stderr (3 more positions than needed, 20 tokens asked for) */
+    /* the note on how a reply ended ("[context full: ...]") goes to stderr, never to stdout among
+     * the replies (3 more positions than needed, 20 tokens asked for) */
     char *out = NULL;
     err = NULL;
     rc = ru_tern(&out, &err, "chat -m '%s' -c %d -n 20 --temp 0 -t 1 <'%s'", model, need + 3, in);
@@ -932,8 +933,8 @@ static void test_chat_context_too_small(void **state) {
     remove(in);
 }
 
-/* perplexity -f /dev/null said "the text is 1 tokens": now "empty" with the count; a short text
- * "too short" with its count; -c 1 with -f states the real minimum (4), with --tokens 2. */
+/* perplexity -f /dev/null says "empty" with the count (never "the text is 1 tokens"); a short
+ * text "too short" with its count; -c 1 with -f states the real minimum (4), with --tokens 2. */
 static void test_perplexity_short_wording(void **state) {
     (void)state;
     char model[1024], args[2048], want[1200];

@@ -629,7 +629,7 @@ static void test_isa_q2_0(void **state) {
 }
 
 /* Q8_0, TQ2_0, TQ1_0 and Q1_0 (avx2: mm_block8, 8 rows per pass, fast and ggml numerics): the avx2 table has
- * its own entries (they ran through ref before), every shape of run_shapes, and Q8_0 at K not a
+ * its own entries (not ref's), every shape of run_shapes, and Q8_0 at K not a
  * multiple of 128 (a zero-padded last activation block: K = 96, 160) with a 1-7 row tail group. */
 static void test_isa_q8_0_tq2_0(void **state) {
     (void)state;
@@ -817,10 +817,10 @@ static void test_threads_bit_identical(void **state) {
 
 /* ---- 4. rejected shapes ------------------------------------------------------------------------- */
 
-/* A non-finite fp16 block scale (a damaged file; trial s5 F5: the int8 activation path turned it
- * into finite logits) is refused by kern_w_init for every block type with a scale, naming the
- * tensor, row, block and bits: 4 rows x 2 blocks of zeros (scale 0: accepted), then one scale at
- * row 2, block 1 set to NaN / +Inf / -Inf. The scale's byte offset is qtypes.h's block_*. */
+/* A non-finite fp16 block scale (a damaged file; the int8 activation path would turn it into finite
+ * logits, hiding the damage) is refused by kern_w_init for every block type with a scale, naming
+ * the tensor, row, block and bits: 4 rows x 2 blocks of zeros (scale 0: accepted), then one scale
+ * at row 2, block 1 set to NaN / +Inf / -Inf. The scale's byte offset is qtypes.h's block_*. */
 static void test_nonfinite_scale(void **state) {
     (void)state;
     static const struct { int type, d_off; } types[] = {

@@ -318,10 +318,11 @@ static void test_request_number_messages(void **state) {
     api_request_free(&r);
 }
 
-/* A member name given twice in one object is refused, naming the key and the object's path (was:
- * cJSON's first value silently won, while Python's json, JavaScript's JSON.parse and so vLLM take
- * the last, so one body meant two different requests). The same name in different objects, or a
- * name that only differs in case, is fine. A body of 50000 distinct keys is checked quickly. */
+/* A member name given twice in one object is refused, naming the key and the object's path (cJSON
+ * alone lets the first value win silently, while Python's json, JavaScript's JSON.parse and so vLLM
+ * take the last, so one body would mean two different requests). The same name in different
+ * objects, or a name that only differs in case, is fine. A body of 50000 distinct keys is checked
+ * quickly. */
 static void test_request_duplicate_keys(void **state) {
     (void)state;
     const char *tail = "the request body: each member name may appear once in an object (parsers differ on which one counts); send it once";
@@ -649,10 +650,10 @@ static void test_tools_block_and_history(void **state) {
     api_request_free(&r);
 }
 
-/* Assistant tool calls in the history: arguments must be JSON text or an object (a number was
- * dropped without a word); for the Qwen3.5 markup, text that is not a JSON object cannot become
- * <parameter=...> entries (they were silently left out), while the Qwen3 form writes the text as
- * given (as its template). A null user content says "got null". */
+/* Assistant tool calls in the history: arguments must be JSON text or an object (a number is
+ * refused, not dropped without a word); for the Qwen3.5 markup, text that is not a JSON object
+ * cannot become <parameter=...> entries and is refused rather than silently left out, while the
+ * Qwen3 form writes the text as given (as its template). A null user content says "got null". */
 static void test_tool_call_arguments(void **state) {
     (void)state;
     const char *fmt = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"\","

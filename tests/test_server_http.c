@@ -392,7 +392,7 @@ static char *raw_exchange(srv *s, const char *head, size_t body_bytes, double li
 /* Content-Length given twice with different values (RFC 9112 6.3: a framing error; behind a proxy
  * that takes the other value, the rest of the body would be read as the next request) gets 400
  * with an OpenAI error object before any body is read, and the connection closes; the same value
- * twice is one length. Before: served, framed by the first header. */
+ * twice is one length. */
 static void test_content_length_twice(void **state) {
     (void)state;
     tern_model *m = load(STORIES);
@@ -426,7 +426,7 @@ static void test_content_length_twice(void **state) {
 
 /* The body limit (4096 here) is enforced as the body arrives: a chunked body that passes it gets
  * 413 with an OpenAI error object as soon as the received bytes pass the limit, even when the
- * client declared a larger chunk and stalls (before: it waited for the 120 s connection timeout);
+ * client declared a larger chunk and stalls (no wait for the 120 s connection timeout);
  * a declared Content-Length over the limit gets 413 before any of the body is read; without the
  * API key it is 401 either way. A chunked body within the limit is served, and so is the next
  * request. */
@@ -773,7 +773,7 @@ static void test_disconnects_free_the_slot(void **state) {
     uint64_t gen = metric(s, "tern_generated_tokens_total");
     assert_true(gen < 4000);
     /* mid-generation, not streamed: tokens come every few ms, so the wait for the next one never
-     * timed out and the socket was never looked at (the whole reply was generated for nobody) */
+     * times out; the socket is still watched, or the whole reply would be generated for nobody */
     out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 12000, \"temperature\": 0}", "--max-time 0.5", &code);
     free(out);
     t0 = now_s();
@@ -924,10 +924,10 @@ static void test_chunked_prefill(void **state) {
     tern_model_free(m);
 }
 
-/* A client that leaves while its request waits in the queue frees its queue place at once: with
- * one slot busy and a queue of two, a request abandoned behind another waiting one no longer makes
- * the next one a 429 (before, a cancelled job held its place until it reached the head of the
- * queue, i.e. until the requests ahead of it were admitted); the cancellation is counted. */
+/* A client that leaves while its request waits in the queue frees its queue place at once, not
+ * when the job reaches the head of the queue (i.e. when the requests ahead of it are admitted):
+ * with one slot busy and a queue of two, a request abandoned behind another waiting one does not
+ * make the next one a 429; the cancellation is counted. */
 typedef struct wait_arg {
     srv *s;
     const char *extra;
@@ -1015,17 +1015,18 @@ static void *hold_request(void *p) {
     return NULL;
 }
 
-/* One client cannot lock everyone out (before: 52 idle connections from anywhere took every
- * connection, /health included, for the 120 s timeout, each byte restarting it). With
+/* One client cannot lock everyone out (without the limits, 52 idle connections from anywhere would
+ * take every connection, /health included, for the 120 s timeout, which each byte restarts). With
  * --conn-per-ip 8: a client at 127.0.0.2 that opens 20 idle connections gets 8, and the other 12
  * are closed at once (no request read); meanwhile a client at 127.0.0.1 is served (/health, a
  * completion). What this does not protect: that client's own further requests (a 9th connection
  * from 127.0.0.2 is closed unanswered while it holds 8), and many addresses together (the total
  * limit, 4 x (slots + queue + 16) by default). The idle connections are closed after
- * --idle-timeout (here 1 s; a connection that never sends a byte no longer waits 120 s), after
- * which 127.0.0.2 is served again. And the request timeout (--timeout, here 1 s) counts only the
- * client's silence, never the wait for the model: a stream queued 2+ s behind another request
- * (first bytes: the headers; then nothing until its first token) runs to its end. */
+ * --idle-timeout (here 1 s; it also bounds a connection that never sends a byte, which would
+ * otherwise wait 120 s), after which 127.0.0.2 is served again. And the request timeout
+ * (--timeout, here 1 s) counts only the client's silence, never the wait for the model: a stream
+ * queued 2+ s behind another request (first bytes: the headers; then nothing until its first
+ * token) runs to its end. */
 static void test_connection_limits(void **state) {
     (void)state;
     tern_model *m = load(QWEN3);
@@ -1114,12 +1115,12 @@ static void test_connection_limits(void **state) {
     tern_model_free(m);
 }
 
-/* HTTP details a new user's trial found missing: HEAD /health answers as GET without a body (it
- * was 404: load balancers and uptime checks use HEAD); a 429 carries Retry-After: 1 (the openai
- * clients wait that long before retrying); CORS as llama-server: a preflight OPTIONS gets 204 with
+/* HTTP details clients rely on: HEAD /health answers as GET without a body (load balancers and
+ * uptime checks use HEAD); a 429 carries Retry-After: 1 (the openai clients wait that long before
+ * retrying); CORS as llama-server: a preflight OPTIONS gets 204 with
  * Access-Control-Allow-Origin: *, the methods and the headers asked for, without the API key
- * (browsers send none with it; it was 405), and every answer (JSON, 401, the SSE stream, the 413
- * written mid-upload) carries Access-Control-Allow-Origin: *, while the key is still required. */
+ * (browsers send none with it), and every answer (JSON, 401, the SSE stream, the 413 written
+ * mid-upload) carries Access-Control-Allow-Origin: *, while the key is still required. */
 /* Waits (at most 5 s) until /metrics (with the key) shows slots_active == want. With --queue 0 a
  * request sent the moment the previous answer arrived can still find the slot counted busy. */
 static void wait_slots(srv *s, int want) {
@@ -1244,9 +1245,9 @@ static int start_with_avail(tern_model *m, int parallel, int n_ctx, uint64_t ava
     return rc;
 }
 
-/* The memory check covers every slot at once, before any slot allocates (before: each session
- * checked its own KV alone, so -np 8 with a context whose KV fit once allocated and touched the
- * first slots and then failed with a bare allocation error, or swapped): -np N needs N x (KV +
+/* The memory check covers every slot at once, before any slot allocates (a check of each
+ * session's KV alone would let -np 8 with a context whose KV fits once allocate and touch the
+ * first slots and then fail with a bare allocation error, or swap): -np N needs N x (KV +
  * recurrent state), as tern_session_init sizes one (tern_session_mem, checked here against
  * tern_session_init itself), and the message names -c and -np. qwen3-tiny (KV only) and
  * qwen35-tiny (KV + recurrent state), in process and through `tern serve` (exit 1). */
@@ -1765,12 +1766,13 @@ static void test_host_names(void **state) {
     tern_model_free(m);
 }
 
-/* OpenAI fields tern does not implement were accepted and ignored (echo, suffix, best_of,
- * logit_bias, llama-server's n_probs, response_format json_schema, a forced
- * tool_choice, llama-server's grammar and json_schema, the typical_p / mirostat / DRY / XTC /
- * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each now gets 400 with an OpenAI error object naming the field and saying "not
- * supported", on both endpoints, as presence_penalty; their neutral values (and null) are still
- * served. An empty API key is refused by srv_start (it would have let everyone in). */
+/* OpenAI fields tern does not implement are refused rather than ignored (echo, suffix, best_of,
+ * logit_bias, llama-server's n_probs, response_format json_schema, a forced tool_choice,
+ * llama-server's grammar and json_schema, the typical_p / mirostat / DRY / XTC /
+ * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each gets 400 with an
+ * OpenAI error object naming the field and saying "not supported", on both endpoints, as
+ * presence_penalty; their neutral values (and null) are still served. An empty API key is refused
+ * by srv_start (it would let everyone in). */
 
 /* ---- tern serve under a low open-file limit ------------------------------------------------- */
 
@@ -1877,7 +1879,7 @@ static void test_serve_low_nofile(void **state) {
     }
     const double c0 = cpu_s(pid);
     usleep(1500 * 1000);
-    const double busy = cpu_s(pid) - c0;              /* the old code: ~1.5 s (a busy accept loop) */
+    const double busy = cpu_s(pid) - c0;              /* a busy accept loop would use ~1.5 s */
     for (int i = 0; i < N; i++) close(socks[i]);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "curl -s --max-time 10 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/health", port);
@@ -2050,13 +2052,12 @@ static void stories_with_eos(const char *path, uint32_t eos) {
     free(b);
 }
 
-/* ignore_eos (vLLM's and llama-server's field; it was accepted and not read, so the reply still
- * ended at the end-of-generation token): with it the end-of-generation token is generated and
- * counted and the reply goes on to max_tokens, as `tern run --ignore-eos`. On a stories260K whose
- * EOS is the 4th-or-later new token of the greedy continuation of "Once", the plain request stops
- * there (finish_reason "stop", k + 1 tokens), and with ignore_eos: true it goes past it: 30 tokens,
- * finish_reason "length", the same text as the unmodified model's 30 greedy tokens (the token is
- * an ordinary one, so its text shows), streamed or not. */
+/* ignore_eos (vLLM's and llama-server's field): with it the end-of-generation token is generated
+ * and counted and the reply goes on to max_tokens, as `tern run --ignore-eos`. On a stories260K
+ * whose EOS is the 4th-or-later new token of the greedy continuation of "Once", the plain request
+ * stops there (finish_reason "stop", k + 1 tokens), and with ignore_eos: true it goes past it: 30
+ * tokens, finish_reason "length", the same text as the unmodified model's 30 greedy tokens (the
+ * token is an ordinary one, so its text shows), streamed or not. */
 static void test_ignore_eos(void **state) {
     (void)state;
     tern_model *m = load(STORIES);

@@ -96,8 +96,8 @@ static int copy_kv(gguf_writer *w, const gguf_kv *kv, tern_err *err) {
 
 /* Convert rows [0, n_rows) of tensor t (source bytes src, row0 = index of the first row, for
  * messages) to type dst into out. f32: scratch of n_rows * ne[0] floats. */
-/* Trial s5-2 N7: a damaged source (NaN/Inf fp16 block scale, NaN/Inf F32/F16/BF16 element) was
- * converted to NaN weights (which the load check does not scan in F32/F16 matrices). Block types:
+/* Refuse a damaged source (NaN/Inf fp16 block scale, NaN/Inf F32/F16/BF16 element) rather than
+ * convert it to NaN weights, which the load check does not scan in F32/F16 matrices. Block types:
  * the fp16 scale of each block of the n_rows rows at src (rows row0..) is read (exponent all ones
  * = Inf/NaN); element types: f32 holds those rows dequantised and is scanned. The first
  * non-finite one is reported with the load check's wording (tensor, row, block, the scale's

@@ -80,7 +80,8 @@ int model_bind_f32(model_t *m, const char *name, int64_t ne0, int64_t ne1, const
     if (((uintptr_t)t->data & 3u) != 0)
         return tern_err_set(err, TERN_E_FORMAT, "tensor '%s': data not 4-byte aligned", name);
     /* norms, biases, conv taps, ssm_a: small, so read whole at load; a NaN/Inf here is a damaged
-     * file (a NaN norm weight can be hidden by the int8 activation path: trial s5 F5) */
+     * file (refused here: the int8 activation path can turn a NaN norm weight into finite logits,
+     * hiding the damage) */
     const float *f = (const float *)(const void *)t->data;
     for (int64_t i = 0; i < ne0 * ne1; i++) {
         uint32_t bits;

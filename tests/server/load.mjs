@@ -79,8 +79,8 @@ function rssKiB(pid) {
   return m ? +m[1] : 0;
 }
 
-// POST with node:http (no client-side timeouts: fetch's 300 s header/body timeouts failed every
-// request of a P = 8 level on a heavily loaded host, whose queued prefills took longer than that).
+// POST with node:http (no client-side timeouts: fetch's 300 s header/body timeouts can fail every
+// request of a P = 8 level on a heavily loaded host, whose queued prefills take longer than that).
 function post(url, body) {
   return new Promise((resolve, reject) => {
     const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' } },

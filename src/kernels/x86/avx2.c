@@ -870,9 +870,10 @@ static inline float lanes_reduce(__m256 lo, __m256 hi) {
  * acc[k % 16] = fmaf(w_k, x_k, acc[k % 16]) with x_k rounded to bf16 first for BF16 weights
  * (f32_to_bf16: nearest-even, NaN quieted), then kern_lane_reduce. Lanes 0-7 and 8-15 of each
  * 16-chunk are the two ymm accumulators (vfmadd is the fused fmaf); a K % 16 tail is done lane by
- * lane with fmaf (-mfma: one vfmadd), so the result is bit-identical to ref. Before this path the
- * Qwen3.5 GDN alpha/beta projections (2 x 48 x 5120 BF16 per layer) ran ref's scalar loop, one
- * libm fmaf call per weight: ~2 ms of each decode layer on one thread (bench/RESULTS.md "q35"). */
+ * lane with fmaf (-mfma: one vfmadd), so the result is bit-identical to ref. Without this path the
+ * Qwen3.5 GDN alpha/beta projections (2 x 48 x 5120 BF16 per layer) would run ref's scalar loop,
+ * one libm fmaf call per weight: ~2 ms of each decode layer on one thread (bench/RESULTS.md
+ * "q35"). */
 static inline __m256 bf16_round8(__m256 x) {
     const __m256i u = _mm256_castps_si256(x);
     const __m256i mag = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
@@ -1035,9 +1036,9 @@ static inline __attribute__((always_inline)) void half_rowpair_cols(const kern_m
  * lanes (cache-resident, 1 thread, Gweights x columns per second at 4 columns: 2 x 2 pairs 25.5,
  * 1 x 4 24.3, 2 x 4 split 20.1; at 8 columns 26.0 / 19.5 / 18.3). Each (row, column) output is the
  * same fmaf sequence in any tile, so the bits do not depend on the tiling (test_isa_other_types).
- * Before this, one loop served both types with a runtime bf16 flag on 2 adjacent rows: GCC kept
- * the accumulators on the stack, the F16 matvec streamed at ~0.6 of the read bandwidth, and 4
- * columns cost 2.2 single steps on an F16 model. */
+ * One loop for both types with a runtime bf16 flag on 2 adjacent rows is slower: GCC keeps the
+ * accumulators on the stack, the F16 matvec streams at ~0.6 of the read bandwidth, and 4 columns
+ * cost 2.2 single steps on an F16 model. */
 static inline __attribute__((always_inline)) void half_rows(const kern_mm_args *m, int64_t r0, int64_t r1,
                                                             const int wt) {
     const int nc = m->a->ncols;
@@ -1057,9 +1058,9 @@ static inline __attribute__((always_inline)) void half_rows(const kern_mm_args *
 }
 
 /* F16, BF16 and F32 weights: one copy of the loops per type, so the weight conversion and the
- * BF16 activation rounding are not a runtime branch (the branch had made GCC spill the
- * accumulators). F32 had its own loop (one row, each column's two accumulators alone: a 4-cycle
- * FMA latency chain per 8 weights); it now shares the tiles. */
+ * BF16 activation rounding are not a runtime branch (such a branch makes GCC spill the
+ * accumulators). F32 shares the tiles rather than run a loop of its own (one row, each column's
+ * two accumulators alone: a 4-cycle FMA latency chain per 8 weights). */
 static void mm_f16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, FW_F16); }
 static void mm_bf16_float(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, FW_BF16); }
 static void mm_f32_tiles(const kern_mm_args *m, int64_t r0, int64_t r1) { half_rows(m, r0, r1, FW_F32); }
