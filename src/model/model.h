@@ -90,6 +90,8 @@ struct tern_model {
     model_hparams hp;
     kern_numerics numerics;
     int ptq1_0;                   /* MODEL_PTQ1_0_* */
+    uint8_t *side;                /* the PTQ1_0 transcodes of the bound weights, one buffer (huge pages), or NULL */
+    size_t side_cap, side_used;   /* its bytes; those handed out (64-byte aligned slices, model_bind_w) */
     uint64_t mem_given;           /* bytes the memory checks assume available; 0: ask the OS */
     model_progress prog;          /* during load only */
     tok_vocab *vocab;
