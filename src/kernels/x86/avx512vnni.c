@@ -184,15 +184,16 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * tree, exact in int32. Registers: NC * NA int32 accumulators, one slot and one block word live,
  * the f32 accumulators (past ~8 columns some live in memory: an fma from memory and a store per
  * block, off the vector ports). Per block and column the vector ports see 32 vpdpbusd + 56 / NC
- * unpack ops + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps, vfmadd): ~80% vpdpbusd at 16
- * columns. Narrow tiles (NC <= 4, decode and verification), where the unpack is a large share
+ * unpack ops (40 / NC up to 8 columns, below) + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps, vfmadd): ~80% vpdpbusd at 16
+ * columns. Tiles of up to 8 columns (decode and verification), where the unpack is a large share
  * (this host retires about two zmm operations per cycle, whatever their kind: a 4-column block
  * took ~110 cycles for 220 operations), unpack with one shift per word instead of three: with
  * h = v >> 4, slots 0 and 2 are v & 3 and h & 3, slots 1 and 3 are v & 12 and h & 12 (4 u,
- * <= 12: still an unsigned byte). Slots 0 and 2 go to accumulators 0 and 2, the scaled slots 1
- * and 3 to accumulators 1 and 3 (words j even / odd: two chains each), and isum = (a0 + a2) +
- * ((a1 + a3) >> 2) - sum q: a1 + a3 is 4 x an integer of at most 64 * 3 * 127 per block, so the
- * arithmetic shift is exact and isum is the same int32 (-16 unpack ops, +1 shift per column).
+ * <= 12: still an unsigned byte). Slots 0 and 2 go to the even accumulators, the scaled slots 1
+ * and 3 to the odd ones (NA = 4: words j even / odd in 0, 1 / 2, 3; NA = 2: 0 / 1), and isum =
+ * even sum + (odd sum >> 2) - sum q: the odd sum is 4 x an integer of at most 64 * 3 * 127 per
+ * block, so the arithmetic shift is exact and isum is the same int32 (-16 unpack ops per block,
+ * +1 shift per column).
  * The broadcast is written as vpdpbusd's {1to16} memory operand (inline asm) because GCC emits a
  * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
@@ -228,8 +229,7 @@ R16_UNROLL16
 R16_TILE_ATTR void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
                                                           int NC, float *const *out, unsigned keep, int32_t *const *isum,
                                                           int64_t isum_stride) {
-    const bool SPLIT = NC <= 4;
-    const int NA = SPLIT ? 4 : NC <= 8 ? 2 : 1;
+    const int NA = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;   /* NA > 1: the one-shift unpack (above) */
     const v512 m3 = v512_set1_8(3), m12 = v512_set1_8(12);
     v512f facc[R16_NC];   /* past ~8 columns the compiler keeps some in memory (fma from memory + store) */
 R16_UNROLL16
@@ -250,11 +250,11 @@ R16_UNROLL16
 R16_UNROLL4
             for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
         }
-        if (SPLIT) {
+        if (NA > 1) {
 R16_UNROLL8
             for (int j = 0; j < 8; j++) {   /* slots 0, 2 -> accumulators 0 (, 2); slots 1, 3 (4 u) -> 1 (, 3) */
                 const v512 v = v512_loadu(blk->qs[j]), h = v512_srli16(v, 4);
-                const int o = (j & 1) * 2;
+                const int o = NA == 4 ? (j & 1) * 2 : 0;
                 r16_slot(acc, NC, o, 4 * j + 0, v512_and(v, m3), ac, b);
                 r16_slot(acc, NC, o + 1, 4 * j + 1, v512_and(v, m12), ac, b);
                 r16_slot(acc, NC, o, 4 * j + 2, v512_and(h, m3), ac, b);
@@ -262,25 +262,22 @@ R16_UNROLL8
             }
         } else {
 R16_UNROLL8
-            for (int j = 0; j < 8; j++) {   /* slot s of zmm j: accumulator (4 j + s) % NA; one slot live at a time */
+            for (int j = 0; j < 8; j++) {   /* slot s of zmm j, (v >> 2s) & 3: one accumulator, one slot live at a time */
                 const v512 v = v512_loadu(blk->qs[j]);
-                r16_slot(acc, NC, (4 * j + 0) % NA, 4 * j + 0, v512_and(v, m3), ac, b);
-                r16_slot(acc, NC, (4 * j + 1) % NA, 4 * j + 1, v512_and(v512_srli16(v, 2), m3), ac, b);
-                r16_slot(acc, NC, (4 * j + 2) % NA, 4 * j + 2, v512_and(v512_srli16(v, 4), m3), ac, b);
-                r16_slot(acc, NC, (4 * j + 3) % NA, 4 * j + 3, v512_and(v512_srli16(v, 6), m3), ac, b);
+                r16_slot(acc, NC, 0, 4 * j + 0, v512_and(v, m3), ac, b);
+                r16_slot(acc, NC, 0, 4 * j + 1, v512_and(v512_srli16(v, 2), m3), ac, b);
+                r16_slot(acc, NC, 0, 4 * j + 2, v512_and(v512_srli16(v, 4), m3), ac, b);
+                r16_slot(acc, NC, 0, 4 * j + 3, v512_and(v512_srli16(v, 6), m3), ac, b);
             }
         }
         const v512f dw = v512f_ph(blk->d);
 R16_UNROLL16
         for (int c = 0; c < NC; c++) {
-            v512 t = acc[c][0];   /* exact in int32: the order is free, a fixed tree is chosen */
-            if (SPLIT) {          /* the odd accumulators hold 4 x their sums (|.| < 2^19): >> 2 is exact */
-                t = v512_add32(v512_add32(t, acc[c][2]), v512_srai32(v512_add32(acc[c][1], acc[c][3]), 2));
-            } else {
-                if (NA == 4) t = v512_add32(v512_add32(t, acc[c][1]), v512_add32(acc[c][2], acc[c][3]));
-                if (NA == 3) t = v512_add32(v512_add32(t, acc[c][1]), acc[c][2]);
-                if (NA == 2) t = v512_add32(t, acc[c][1]);
-            }
+            /* exact in int32: the order is free, a fixed tree is chosen; the odd accumulators hold
+             * 4 x their sums (|.| < 2^19), so >> 2 is exact */
+            v512 t = acc[c][0];
+            if (NA == 4) t = v512_add32(v512_add32(t, acc[c][2]), v512_srai32(v512_add32(acc[c][1], acc[c][3]), 2));
+            if (NA == 2) t = v512_add32(t, v512_srai32(acc[c][1], 2));
             t = v512_sub32(t, v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
             if (isum) {   /* test hook: row i of the group at isum[c][i * stride + b] */
                 int32_t ti[16];
