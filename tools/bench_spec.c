@@ -13,7 +13,8 @@
  * tokens (n = 1 is a decode step; n = 1 + k verifies k drafted tokens) followed by the truncation
  * back (the rollback a fully rejected draft costs), interleaved over n and repeated --reps times;
  * reports the median time of each n and its ratio to n = 1. The drafts are forced (fixed token
- * ids), so the figure does not depend on the text. */
+ * ids), so the figure does not depend on the text. --profile adds, per n, the per-op profile of
+ * its timed evaluations (tern_profile, ms per forward), so 1 and n columns can be compared. */
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
@@ -31,7 +32,8 @@ static double now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-enum { BS_PROMPTS = 1, BS_CATEGORY, BS_N_PROMPTS, BS_N_PREDICT, BS_REPS, BS_RAW, BS_COST, BS_COST_POS, BS_MAX_PROMPT };
+enum { BS_PROMPTS = 1, BS_CATEGORY, BS_N_PROMPTS, BS_N_PREDICT, BS_REPS, BS_RAW, BS_COST, BS_COST_POS, BS_MAX_PROMPT,
+       BS_PROFILE };
 static const opt_def bs_defs[] = {
     {BS_PROMPTS, "--prompts", OPT_PATH, "PATH", 0, 0, NULL,
      "prompts: a .jsonl file (field \"prompt\", else \"turns\"[0]: quixbugs, spec-bench)\n"
@@ -44,6 +46,7 @@ static const opt_def bs_defs[] = {
     {BS_MAX_PROMPT, "--max-prompt-tokens", OPT_INT, "N", 1, 1 << 24, NULL, "cut longer prompts to their first N tokens (default: none)"},
     {BS_COST, "--cost", OPT_FLAG, NULL, 0, 0, NULL, "verification cost mode: eval of 1..draft-max+1 tokens vs one decode step"},
     {BS_COST_POS, "--cost-pos", OPT_INT, "N", 1, 1 << 20, NULL, "--cost: context position of the measurement (default 64)"},
+    {BS_PROFILE, "--profile", OPT_FLAG, NULL, 0, 0, NULL, "--cost: per-op time profile of each column count (ms per forward)"},
 };
 
 typedef struct bs_args {
@@ -51,7 +54,7 @@ typedef struct bs_args {
     spec_opts so;
     const char *prompts, *category;
     int n_prompts, n_predict, reps, cost_pos, max_prompt;
-    bool raw, raw_set, cost;
+    bool raw, raw_set, cost, profile;
 } bs_args;
 
 /* ---- prompts ---------------------------------------------------------------------------------- */
@@ -289,8 +292,9 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     int32_t *pre = malloc((size_t)P * sizeof *pre);
     float *logits = malloc((size_t)nmax * (size_t)info.n_vocab * sizeof(float));
     double *t = calloc((size_t)(nmax + 1) * (size_t)a->reps, sizeof *t), *tr = calloc((size_t)(nmax + 1) * (size_t)a->reps, sizeof *tr);
+    tern_profile *prof = calloc((size_t)nmax + 1, sizeof *prof);   /* --profile: sums per n */
     int status = 1;
-    if (!pre || !logits || !t || !tr) goto done;
+    if (!pre || !logits || !t || !tr || !prof) goto done;
     for (int i = 0; i < P; i++) pre[i] = (int32_t)((7u * (unsigned)i + 3u) % (unsigned)info.n_vocab);
     int32_t toks[TERN_SPEC_DRAFT_LIMIT + 1];
     for (int i = 0; i < nmax; i++) toks[i] = (int32_t)((11u * (unsigned)i + 5u) % (unsigned)info.n_vocab);
@@ -302,9 +306,26 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     }
     for (int r = 0; r < a->reps; r++)
         for (int n = 1; n <= nmax; n++) {
+            if (a->profile) tern_profile_enable(true);
             const double t0 = now_s();
             if (tern_session_eval_all(s, toks, n, logits, &err)) goto done;
             const double t1 = now_s();
+            if (a->profile) {
+                tern_profile p;
+                tern_profile_get(&p);
+                tern_profile_enable(false);
+                tern_profile *q = &prof[n];
+                q->total_s += p.total_s;
+                q->embed_s += p.embed_s;
+                q->norm_s += p.norm_s;
+                q->quant_s += p.quant_s;
+                q->matmul_s += p.matmul_s;
+                q->matmul_busy_s += p.matmul_busy_s;
+                q->attn_s += p.attn_s;
+                q->swiglu_s += p.swiglu_s;
+                q->recur_s += p.recur_s;
+                q->n_forward += p.n_forward;
+            }
             if (tern_session_truncate(s, P, &err)) goto done;
             t[n * a->reps + r] = t1 - t0;
             tr[n * a->reps + r] = now_s() - t1;
@@ -323,6 +344,23 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
         const double tn = t[n * a->reps + a->reps / 2];
         printf("%8d %8d %12.3f %12.3f %14.3f\n", n, n - 1, tn * 1e3, tn / t1, tr[n * a->reps + a->reps / 2] * 1e3);
     }
+    if (a->profile) {
+        /* ms per forward (mean over the timed forwards of each n); wait = matmul wall x threads -
+         * thread-seconds inside the kernels, per thread (barrier wait + imbalance) */
+        printf("profile, ms per forward:\n%8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "columns", "total", "matmul",
+               "wait", "attn", "norm", "quant", "swiglu", "recur", "embed", "other");
+        const double nt = info.n_threads;
+        for (int n = 1; n <= nmax; n++) {
+            const tern_profile *q = &prof[n];
+            if (q->n_forward == 0) continue;
+            const double k = 1e3 / (double)a->reps;
+            const double other = q->total_s - q->embed_s - q->norm_s - q->quant_s - q->matmul_s - q->attn_s -
+                                 q->swiglu_s - q->recur_s;
+            printf("%8d %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", n, q->total_s * k,
+                   q->matmul_s * k, (q->matmul_s * nt - q->matmul_busy_s) / nt * k, q->attn_s * k, q->norm_s * k,
+                   q->quant_s * k, q->swiglu_s * k, q->recur_s * k, q->embed_s * k, other * k);
+        }
+    }
     status = 0;
 done:
     if (status && err.code) fprintf(stderr, "tern bench-spec: %s: %s\n", tern_strerror(err.code), err.msg);
@@ -330,6 +368,7 @@ done:
     free(logits);
     free(t);
     free(tr);
+    free(prof);
     return status;
 }
 
@@ -368,6 +407,7 @@ int cmd_bench_spec(int argc, char **argv) {
         case BS_RAW: a.raw = a.raw_set = true; break;
         case BS_COST: a.cost = true; break;
         case BS_COST_POS: a.cost_pos = (int)v.i; break;
+        case BS_PROFILE: a.profile = true; break;
         case BS_MAX_PROMPT: a.max_prompt = (int)v.i; break;
         default: break;
         }

@@ -38,14 +38,16 @@ typedef enum {
     KQ_F32 = 2,   /* dequantised weights, f32 activations (the mathematical model) */
 } kern_numerics;
 
-/* A weight matrix prepared for the kernels. Owns nothing but `aux` (freed by kern_w_free). */
+/* A weight matrix prepared for the kernels. Owns nothing but `aux` when aux_owned (freed by
+ * kern_w_free). */
 typedef struct kern_w {
     int type;          /* QT_* of the tensor as loaded (legacy id-42 g128 already QT_PQ2_0) */
     int layout;        /* KW_* below: how `data` is laid out now */
     int64_t n_in;      /* K = ne[0] */
     int64_t n_out;     /* N = ne[1] */
     uint8_t *data;     /* the tensor bytes, repacked in place where the layout says so */
-    void *aux;         /* optional owned side buffer (e.g. a PTQ1_0 -> 2-bit transcode) */
+    void *aux;         /* optional side buffer (e.g. a PTQ1_0 -> 2-bit transcode) */
+    bool aux_owned;    /* aux was allocated by kern_w_init (else it lies in the caller's buffer) */
     bool has_code3;    /* PQ2_0/Q2_0 tensor holds at least one code 3 (+2d) */
 } kern_w;
 
@@ -86,6 +88,17 @@ int kern_w_init(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_
                 tern_err *err);
 int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
                    unsigned flags, tern_err *err);
+/* kern_w_init_ex with the PTQ1_0 side buffer placed in the caller's memory: side (64-byte
+ * aligned, side_cap >= kern_w_side_bytes(type, n_in, n_out) bytes, alive for the life of w)
+ * instead of an allocation of its own, which kern_w_free then leaves. A model loader puts every
+ * transcode in one buffer, so the side buffers are streamed from huge pages like the file buffer
+ * (small separate allocations get 4 KB pages). side NULL: as kern_w_init_ex. */
+int kern_w_init_in(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
+                   unsigned flags, void *side, size_t side_cap, tern_err *err);
+/* An upper bound of the side buffer bytes kern_w_init gives a weight of this type and shape when
+ * it transcodes (PTQ1_0: 34 bytes per 128 weights of rows 0 .. (n_out & ~3) - 1); 0 for the
+ * other types and for a row length that is not a multiple of 128. */
+size_t kern_w_side_bytes(int type, int64_t n_in, int64_t n_out);
 /* Rows 0 .. n-1 of w are in a grouped layout (row-pair: N & ~3, 16-row: N & ~15; file layout: 0). */
 int64_t kern_w_grouped_rows(const kern_w *w);
 /* Releases aux (NULL-safe; data is the caller's). */

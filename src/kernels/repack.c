@@ -104,12 +104,14 @@ static int repack_pq2_0(kern_w *w, const char *name, bool row16, tern_err *err) 
  * PQ2_0 are field m & 3 of byte 4 n + (m >> 2): so with T[v] = the 5 digits of v in bytes 0..4,
  * sum_f T[qs[4 i + f]] << 2f has PQ2_0 byte 4 n + i in its byte n. Likewise qs[16 + m] (m < 8),
  * elements 80 + 8 n + m -> byte 20 + 2 n + (m >> 2); qh[m] (m < 2), elements 120 + 2 n + m. */
-static int transcode_ptq1_0(kern_w *w, const char *name, bool row16, tern_err *err) {
+static int transcode_ptq1_0(kern_w *w, const char *name, bool row16, void *side, size_t side_cap, tern_err *err) {
     const int64_t G = group_rows(row16), nb = w->n_in / 128, ng = w->n_out / G;
     if (ng == 0) return TERN_OK;
     const size_t bytes = (size_t)ng * (size_t)nb * (size_t)(G * 34);
-    uint8_t *out = tern_alloc_aligned(bytes);
+    TERN_ASSERT(!side || bytes <= side_cap);   /* the caller sized it with kern_w_side_bytes */
+    uint8_t *out = side ? side : tern_alloc_aligned(bytes);
     if (!out) return tern_err_set(err, TERN_E_NOMEM, "tensor '%s': no memory for a %zu-byte PTQ1_0 transcode", name, bytes);
+    w->aux_owned = !side;
     uint64_t T[256];
     for (int v = 0; v < 256; v++) {
         T[v] = 0;
@@ -179,8 +181,13 @@ static int64_t scan_blocks(const uint8_t *data, int64_t n_blocks, int bb, int d_
     return -1;
 }
 
-int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
-                   unsigned flags, tern_err *err) {
+size_t kern_w_side_bytes(int type, int64_t n_in, int64_t n_out) {
+    if (type != QT_PTQ1_0 || n_in <= 0 || n_out <= 0 || n_in % 128 != 0) return 0;
+    return (size_t)(n_out & ~(int64_t)3) * (size_t)(n_in / 128) * 34u;
+}
+
+int kern_w_init_in(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
+                   unsigned flags, void *side, size_t side_cap, tern_err *err) {
     if (!name) name = "?";
     if (!w) return tern_err_set(err, TERN_E_ARG, "kern_w_init: NULL weight for tensor '%s'", name);
     memset(w, 0, sizeof *w);
@@ -229,9 +236,14 @@ int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t
     if (type == QT_PQ2_0 && !(flags & KW_F_KEEP_FILE)) rc = repack_pq2_0(w, name, row16, err);
     if (type == QT_PTQ1_0) {
         bool tc = (flags & KW_F_PTQ1_0_TRANSCODE) ? true : (flags & KW_F_PTQ1_0_DIRECT) ? false : KERN_PTQ1_0_TRANSCODE_DEFAULT;
-        if (tc) rc = transcode_ptq1_0(w, name, row16, err);
+        if (tc) rc = transcode_ptq1_0(w, name, row16, side, side_cap, err);
     }
     return rc;
+}
+
+int kern_w_init_ex(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out,
+                   unsigned flags, tern_err *err) {
+    return kern_w_init_in(w, name, type, data, n_in, n_out, flags, NULL, 0, err);
 }
 
 int kern_w_init(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_in, int64_t n_out, tern_err *err) {
@@ -240,8 +252,9 @@ int kern_w_init(kern_w *w, const char *name, int type, uint8_t *data, int64_t n_
 
 void kern_w_free(kern_w *w) {
     if (!w) return;
-    tern_free_aligned(w->aux);
+    if (w->aux_owned) tern_free_aligned(w->aux);
     w->aux = NULL;
+    w->aux_owned = false;
 }
 
 int64_t kern_w_grouped_rows(const kern_w *w) {

@@ -33,6 +33,7 @@
 #define ATTN_CAT(a, b) ATTN_CAT2(a, b)
 #define ATTN_FN(name) ATTN_CAT(name, ATTN_SUFFIX)
 #define ATTN_INLINE static inline __attribute__((always_inline))
+#define ATTN_PF_ROWS 8   /* K rows prefetched ahead of the scores loop (attn_tile_body) */
 
 ATTN_INLINE attn_v8f ATTN_FN(attn_ld)(const float *p) {
     attn_v8f v;
@@ -160,10 +161,23 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
         n_min = n_kv[s] < n_min ? n_kv[s] : n_min;
     }
     const size_t ss = (size_t)n_max;   /* row stride of S */
+    /* The rows of one kv head are hd * elt bytes every k_stride (a whole cache row apart: 2 KB in
+     * bonsai-1.7b), a stride the hardware prefetcher does not follow, and a forward's weight stream
+     * has evicted them: unprefetched, the first multiply of each K row and each pass of the V loop
+     * below wait on memory. So the K row ATTN_PF_ROWS ahead and the V row of the same index are
+     * prefetched while row j's scores are computed (the V rows, hd_v * elt bytes each, are read
+     * after the softmax: at most n_kv * 512 bytes, held in L1/L2 until then). Hints only: no bit
+     * changes. */
+    const size_t kb = (size_t)hd_k * elt, vb = (size_t)hd_v * elt;
+    for (int j = 0; j < ATTN_PF_ROWS && j < n_max; j++)
+        for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)j * ks + o, 0, 3);
     /* scores */
     const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
     for (int j = 0; j < n_max; j++) {
         const void *kr = k0 + (size_t)j * ks;
+        if (j + ATTN_PF_ROWS < n_max)
+            for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(j + ATTN_PF_ROWS) * ks + o, 0, 3);
+        for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)j * vs + o, 0, 3);
         attn_v8f acc[8];
 #pragma GCC unroll 8
         for (int s = 0; s < 8; s++) acc[s] = (attn_v8f){0};
@@ -212,6 +226,7 @@ void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, co
 
 #undef ATTN_CASE
 #undef ATTN_INLINE
+#undef ATTN_PF_ROWS
 #undef ATTN_FN
 #undef ATTN_CAT
 #undef ATTN_CAT2

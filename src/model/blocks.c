@@ -563,10 +563,16 @@ static int attn_plan(const model_t *m, model_ws *ws, const model_batch *b) {
     return n_tiles;
 }
 
-/* Decode (one column): per kv head g of [g0, g1): QK-norm and RoPE of k_g and its query heads,
- * K/V of head g stored at the position, the attention of those query heads, then the quantisation
- * of their outputs when they fill whole activation blocks (j->att_q). Every operation is the one
- * job_qk_store / the attention jobs run per head, so the bits are the same. */
+/* Decode and small batches (fewer than BLK_DYN_COLS columns): per kv head g of [g0, g1), for
+ * each sequence of the batch (a run of consecutive columns with one KV cache) and each of its
+ * columns: QK-norm and RoPE of k_g and of its query heads, K/V of head g stored at the column's
+ * position; then the attention of those queries in tiles of up to BLK_ATTN_NQ (as attn_plan:
+ * columns of the sequence x heads of g; ggml numerics: per query, right after its column's store);
+ * then the quantisation of every column's outputs of [g0, g1) when they fill whole activation
+ * blocks (j->att_q). Head g's queries read only head g's K/V, which this thread stored for every
+ * column before the tiles, so no other thread's work is needed. Every operation is the one
+ * job_qk_store / the attention jobs run per head, so the bits are the same; it saves the batch
+ * path's separate store and quantisation jobs. */
 typedef struct {
     const model_t *m;
     model_ws *ws;
@@ -575,49 +581,65 @@ typedef struct {
     int il_kv;
     bool qk_norm;
     void *att_q;       /* quantised attention output (column layout), or NULL: quantised after */
-} attn_dec_job;
+} attn_fused_job;
 
-static void job_attn_decode(void *ctx, int64_t g0, int64_t g1, int ith) {
-    const attn_dec_job *j = ctx;
+static void job_attn_fused(void *ctx, int64_t g0, int64_t g1, int ith) {
+    const attn_fused_job *j = ctx;
     const model_hparams *hp = &j->m->hp;
     model_ws *ws = j->ws;
+    const model_batch *b = j->b;
     const int hd_k = hp->n_embd_head_k, hd_v = hp->n_embd_head_v, gqa = hp->n_head / hp->n_head_kv;
-    const int hd_max = TERN_MAX(hd_k, hd_v), pos = j->b->pos[0];
-    const float eps = hp->f_norm_rms_eps, *cs = ws->rope_cs;
-    kv_cache *kv = j->b->kv[0];
-    const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
-                              (size_t)kv->n_embd_v, kv->f32};
+    const int hd_max = TERN_MAX(hd_k, hd_v), n = b->n;
+    const int dq = hp->n_head * hd_k, dk = hp->n_head_kv * hd_k, dv = hp->n_head_kv * hd_v, da = hp->n_head * hd_v;
+    const int nh = TERN_MIN(gqa, BLK_ATTN_NQ), C = TERN_MAX(1, BLK_ATTN_NQ / nh);   /* tile: C columns x nh heads */
+    const float eps = hp->f_norm_rms_eps;
+    const kern_numerics mode = j->m->numerics;
     float *scores = ws->scores + (size_t)ith * BLK_ATTN_NQ * ws->n_ctx;
-    const bool flash = j->m->numerics == KQ_GGML;
+    const bool flash = mode == KQ_GGML;
     for (int g = (int)g0; g < (int)g1; g++) {
-        float *k = ws->k + (size_t)g * hd_k;
-        if (j->qk_norm) blk_rmsnorm_mode(k, k, j->L->attn_k_norm, hd_k, eps, j->m->numerics);
-        blk_rope(k, 1, hd_k, cs, hp->n_rot, hp->rope_type);
-        kv_put(kv, j->il_kv, pos, g * hd_k, hd_k, k, g * hd_v, hd_v, ws->v + (size_t)g * hd_v);
-        const float *q[BLK_ATTN_NQ];
-        float *out[BLK_ATTN_NQ];
-        int n_kv[BLK_ATTN_NQ], nq = 0;
-        for (int h = g * gqa; h < (g + 1) * gqa; h++) {
-            float *qh = ws->q + (size_t)h * hd_k, *oh = ws->att + (size_t)h * hd_v;
-            if (j->qk_norm) blk_rmsnorm_mode(qh, qh, j->L->attn_q_norm, hd_k, eps, j->m->numerics);
-            blk_rope(qh, 1, hd_k, cs, hp->n_rot, hp->rope_type);
-            if (flash) {
-                blk_attn_head(oh, qh, &view, g, pos + 1, hd_k, hd_v, hp->f_attn_scale, true, scores,
-                              ws->qh + (size_t)ith * hd_max, ws->vacc + (size_t)ith * 2 * hd_max);
-                continue;
+        for (int c0 = 0; c0 < n;) {
+            int c1 = c0 + 1;
+            while (c1 < n && b->kv[c1] == b->kv[c0]) c1++;
+            kv_cache *kv = b->kv[c0];
+            const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
+                                      (size_t)kv->n_embd_v, kv->f32};
+            for (int c = c0; c < c1; c++) {
+                const float *cs = ws->rope_cs + (size_t)c * hp->n_rot;
+                float *k = ws->k + (size_t)c * dk + (size_t)g * hd_k;
+                if (j->qk_norm) blk_rmsnorm_mode(k, k, j->L->attn_k_norm, hd_k, eps, mode);
+                blk_rope(k, 1, hd_k, cs, hp->n_rot, hp->rope_type);
+                kv_put(kv, j->il_kv, b->pos[c], g * hd_k, hd_k, k, g * hd_v, hd_v, ws->v + (size_t)c * dv + (size_t)g * hd_v);
+                for (int h = g * gqa; h < (g + 1) * gqa; h++) {
+                    float *qh = ws->q + (size_t)c * dq + (size_t)h * hd_k;
+                    if (j->qk_norm) blk_rmsnorm_mode(qh, qh, j->L->attn_q_norm, hd_k, eps, mode);
+                    blk_rope(qh, 1, hd_k, cs, hp->n_rot, hp->rope_type);
+                    if (flash)
+                        blk_attn_head(ws->att + (size_t)c * da + (size_t)h * hd_v, qh, &view, g, b->pos[c] + 1, hd_k,
+                                      hd_v, hp->f_attn_scale, true, scores, ws->qh + (size_t)ith * hd_max,
+                                      ws->vacc + (size_t)ith * 2 * hd_max);
+                }
             }
-            q[nq] = qh;
-            out[nq] = oh;
-            n_kv[nq++] = pos + 1;
-            if (nq == BLK_ATTN_NQ || h == (g + 1) * gqa - 1) {
-                blk_attn_tile(nq, q, out, n_kv, &view, g, hd_k, hd_v, hp->f_attn_scale, scores);
-                nq = 0;
+            for (int h0 = g * gqa; !flash && h0 < (g + 1) * gqa; h0 += nh) {
+                for (int cc = c0; cc < c1; cc += C) {
+                    const float *q[BLK_ATTN_NQ];
+                    float *out[BLK_ATTN_NQ];
+                    int n_kv[BLK_ATTN_NQ], nq = 0;
+                    for (int c = cc; c < TERN_MIN(cc + C, c1); c++) {
+                        for (int h = h0; h < TERN_MIN(h0 + nh, (g + 1) * gqa); h++) {
+                            q[nq] = ws->q + (size_t)c * dq + (size_t)h * hd_k;
+                            out[nq] = ws->att + (size_t)c * da + (size_t)h * hd_v;
+                            n_kv[nq++] = b->pos[c] + 1;
+                        }
+                    }
+                    blk_attn_tile(nq, q, out, n_kv, &view, g, hd_k, hd_v, hp->f_attn_scale, scores);
+                }
             }
+            c0 = c1;
         }
     }
     if (j->att_q) {
         const int64_t w = (int64_t)gqa * hd_v;
-        quantize_range(ws->att, (int64_t)hp->n_head * hd_v, 1, g0 * w, g1 * w, j->att_q, j->m->numerics);
+        quantize_range(ws->att, da, n, g0 * w, g1 * w, j->att_q, mode);
     }
 }
 
@@ -636,7 +658,7 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
     /* att quantised; x (n, D) += attn_output . att */
     const int da = hp->n_head * hp->n_embd_head_v;
     if (att_quantised) {
-        a = (kern_act){.x = ws->att, .q = ws->aq, .K = da, .ncols = 1, .mode = m->numerics};
+        a = (kern_act){.x = ws->att, .q = ws->aq, .K = da, .ncols = n, .mode = m->numerics};
     } else {
         blk_quantize(m->pool, &a, ws->att, ws->aq, da, n, m->numerics);
     }
@@ -648,15 +670,15 @@ bool blk_attn(const model_t *m, model_ws *ws, const model_batch *b, const model_
     const model_hparams *hp = &m->hp;
     const int n = b->n;
     bool att_quantised = false;
-    if (n == 1) {
-        /* decode: QK-norm, RoPE, KV store, attention (and the quantisation of its output when a
-         * kv head's outputs are whole blocks) in one job over kv heads */
+    if (n < BLK_DYN_COLS) {
+        /* decode and verification: QK-norm, RoPE, KV store, attention (and the quantisation of
+         * its output when a kv head's outputs are whole blocks) in one job over kv heads */
         const int gqa = hp->n_head / hp->n_head_kv;
         att_quantised = quantise && m->numerics != KQ_F32 && ((int64_t)gqa * hp->n_embd_head_v) % BLK_SPLIT == 0;
-        attn_dec_job jd = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm,
-                           .att_q = att_quantised ? ws->aq : NULL};
+        attn_fused_job jd = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm,
+                             .att_q = att_quantised ? ws->aq : NULL};
         const double t0 = blk_prof_now();
-        pool_for(m->pool, hp->n_head_kv, 1, job_attn_decode, &jd);
+        pool_for(m->pool, hp->n_head_kv, 1, job_attn_fused, &jd);
         blk_prof_add(BLK_PROF_ATTN, t0);
     } else {
         attn_job j = {.m = m, .ws = ws, .b = b, .L = L, .il_kv = il_kv, .qk_norm = qk_norm};

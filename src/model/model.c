@@ -164,8 +164,13 @@ int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w 
                            (m->ptq1_0 == MODEL_PTQ1_0_DIRECT      ? KW_F_PTQ1_0_DIRECT
                             : m->ptq1_0 == MODEL_PTQ1_0_TRANSCODE ? KW_F_PTQ1_0_TRANSCODE
                                                                   : 0u);
-    rc = kern_w_init_ex(w, t->name, t->type, t->data, ne0, ne1, flags, err);
+    /* a PTQ1_0 transcode goes into the model's side buffer while it has room (a tensor bound
+     * twice takes a second slice; past the end, kern_w_init allocates it) */
+    const size_t sb = (kern_w_side_bytes(t->type, ne0, ne1) + 63) & ~(size_t)63;
+    const bool in_side = m->side && sb && sb <= m->side_cap - m->side_used;
+    rc = kern_w_init_in(w, t->name, t->type, t->data, ne0, ne1, flags, in_side ? m->side + m->side_used : NULL, sb, err);
     if (rc) return rc;
+    if (in_side && w->aux) m->side_used += sb;
     rc = register_w(m, w, err);
     if (rc) { kern_w_free(w); return rc; }
     uint8_t *lo, *hi;
@@ -348,11 +353,12 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     const bool transcode = o->ptq1_0 == MODEL_PTQ1_0_DIRECT      ? false
                            : o->ptq1_0 == MODEL_PTQ1_0_TRANSCODE ? true
                                                                  : KERN_PTQ1_0_TRANSCODE_DEFAULT;
-    uint64_t side = 0;
+    uint64_t side = 0, side_slices = 0;
     for (uint64_t i = 0; transcode && i < m->g->n_tensors; i++) {
         const gguf_tensor *t = &m->g->tensors[i];
-        if (t->type == QT_PTQ1_0 && t->ne[0] % 128 == 0)
-            side += (uint64_t)(t->ne[1] & ~(int64_t)3) * (uint64_t)(t->ne[0] / 128) * 34u;
+        const uint64_t b = kern_w_side_bytes(t->type, t->ne[0], t->ne[1]);
+        side += b;
+        if (b) side_slices += (b + 63) & ~(uint64_t)63;
     }
     if (avail && side && (uint64_t)st.st_size + side > avail) {
         rc = tern_err_set(err, TERN_E_NOMEM,
@@ -361,6 +367,18 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
                           path, (double)(st.st_size + side) / 1e6, (unsigned long long)st.st_size,
                           (unsigned long long)side, (double)avail / 1e6);
         goto fail;
+    }
+    /* One buffer for every transcode (tern_alloc_aligned advises huge pages from 4 MiB up): a
+     * decode streams these bytes as it streams the file buffer, and separate allocations of
+     * layer-sized tensors (0.5-4 MB) would get 4 KB pages, each page a TLB miss in the stream. */
+    if (side_slices) {
+        m->side = tern_alloc_aligned((size_t)side_slices);
+        if (!m->side) {
+            rc = tern_err_set(err, TERN_E_NOMEM, "model '%s': no memory for %llu bytes of PTQ1_0 transcodes", path,
+                              (unsigned long long)side_slices);
+            goto fail;
+        }
+        m->side_cap = (size_t)side_slices;
     }
     gguf_str as;
     if ((rc = gguf_get_str(m->g, "general.architecture", true, &as, err))) goto fail;
@@ -429,9 +447,10 @@ void model_free(model_t *m) {
         pool_free(m->pool);
         pthread_mutex_destroy(&m->eval_lock);
     }
-    /* Weights first: all_w points into arch-owned layer structs that arch->free releases. */
+    /* Weights first (all_w points into m->layers and the model), then the arch's own data. */
     for (int i = 0; i < m->n_all_w; i++) kern_w_free(m->all_w[i]);
     if (m->arch && m->arch->free) m->arch->free(m);
+    tern_free_aligned(m->side);
     free(m->all_w);
     free(m->layers);
     tok_free(m->vocab);

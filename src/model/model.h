@@ -110,6 +110,8 @@ struct tern_model {
     model_hparams hp;
     kern_numerics numerics;
     int ptq1_0;                   /* MODEL_PTQ1_0_* */
+    uint8_t *side;                /* the PTQ1_0 transcodes of the bound weights, one buffer (huge pages), or NULL */
+    size_t side_cap, side_used;   /* its bytes; those handed out (64-byte aligned slices, model_bind_w) */
     uint64_t mem_given;           /* bytes the memory checks assume available; 0: ask the OS */
     model_progress prog;          /* during load only */
     tok_vocab *vocab;
@@ -254,9 +256,9 @@ void blk_attn_layer(const model_t *m, model_ws *ws, const model_batch *b, const 
 /* The attention of layer L on projected q (ws->q, (n, Hq hd_k)), k and v (ws->k, ws->v, (n, Hkv
  * hd)): per-head RMSNorm of q and k when qk_norm, RoPE, k and v stored at each column's position
  * of its KV cache (layer il_kv), then ws->att (n, Hq hd_v) = softmax(q . K^T * f_attn_scale) . V
- * over the column's own cache up to its position. Decode (n == 1) runs it as one job over KV
- * heads, which also quantises att into ws->aq when quantise is set and each KV head's outputs are
- * whole activation blocks: returns whether it did. */
+ * over the column's own cache up to its position. Under 16 columns (decode, verification) it runs
+ * as one job over KV heads, which also quantises att into ws->aq when quantise is set and each KV
+ * head's outputs are whole activation blocks: returns whether it did. */
 bool blk_attn(const model_t *m, model_ws *ws, const model_batch *b, const model_layer *L, int il_kv, bool qk_norm,
               bool quantise);
 /* x += ffn_down(silu(ffn_gate(h)) * ffn_up(h)), h = RMSNorm(x, ffn_norm). */

@@ -60,6 +60,7 @@ static inline v512 v512_bcast32(const void *p) {
 }
 static inline v512 v512_add32(v512 a, v512 b) { return _mm512_add_epi32(a, b); }
 static inline v512 v512_sub32(v512 a, v512 b) { return _mm512_sub_epi32(a, b); }
+#define v512_srai32(a, n) _mm512_srai_epi32((a), (n))
 typedef __m512 v512f;
 static inline v512f v512f_zero(void) { return _mm512_setzero_ps(); }
 static inline v512f v512f_set1(float x) { return _mm512_set1_ps(x); }
@@ -178,14 +179,23 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * the epilogue runs across the 16 rows as one vector: s = d_w * d_a (vcvtph2ps of the 16 fp16
  * scales, one f32 multiply), acc = fma(s, (float)isum, acc): the float order of kern_impl.h.
  * A tile is one 16-row group x NC columns (NC = 1..16, compile-time), so each unpacked slot
- * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (NA = 4, 3, 2, 1
- * for NC <= 2, 4, 8, 16: at least ~10 independent chains to cover the vpdpbusd latency at two
- * per cycle) added in a fixed tree, exact in int32. Registers: NC * NA int32 accumulators, one
- * slot and one block word live, the f32 accumulators (past ~8 columns some live in memory: an
- * fma from memory and a store per block, off the vector ports). Per block and column the vector
- * ports see 32 vpdpbusd + 56 / NC unpack ops + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps,
- * vfmadd): ~80% vpdpbusd at 16 columns. The broadcast is written as vpdpbusd's {1to16} memory
- * operand (inline asm) because GCC emits a separate vpbroadcastd for the intrinsic form. */
+ * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (NA = 4, 2, 1 for
+ * NC <= 4, 8, 16: enough independent chains to cover the vpdpbusd latency) added in a fixed
+ * tree, exact in int32. Registers: NC * NA int32 accumulators, one slot and one block word live,
+ * the f32 accumulators (past ~8 columns some live in memory: an fma from memory and a store per
+ * block, off the vector ports). Per block and column the vector ports see 32 vpdpbusd + 56 / NC
+ * unpack ops (40 / NC up to 8 columns, below) + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps, vfmadd): ~80% vpdpbusd at 16
+ * columns. Tiles of up to 8 columns (decode and verification), where the unpack is a large share
+ * (this host retires about two zmm operations per cycle, whatever their kind: a 4-column block
+ * took ~110 cycles for 220 operations), unpack with one shift per word instead of three: with
+ * h = v >> 4, slots 0 and 2 are v & 3 and h & 3, slots 1 and 3 are v & 12 and h & 12 (4 u,
+ * <= 12: still an unsigned byte). Slots 0 and 2 go to the even accumulators, the scaled slots 1
+ * and 3 to the odd ones (NA = 4: words j even / odd in 0, 1 / 2, 3; NA = 2: 0 / 1), and isum =
+ * even sum + (odd sum >> 2) - sum q: the odd sum is 4 x an integer of at most 64 * 3 * 127 per
+ * block, so the arithmetic shift is exact and isum is the same int32 (-16 unpack ops per block,
+ * +1 shift per column).
+ * The broadcast is written as vpdpbusd's {1to16} memory operand (inline asm) because GCC emits a
+ * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
 #define R16_PF 4   /* prefetch distance in blocks (2.2 KB; 16 blocks = 8.7 KB ahead streamed the
                       * K = 2048 lm_head at ~70% of the bus against ~92%: tern bench-kernel --decode-seq) */
@@ -209,18 +219,18 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
 #endif
 
 /* Slot k (= 4 j + s: weights 4 k .. 4 k + 3 of each row) of block b, unpacked in u, for the NC
- * columns of the tile: 4 activation bytes q[4 k ..] broadcast per column. */
-static inline __attribute__((always_inline)) void r16_slot(v512 (*acc)[4], int NC, int NA, int k, v512 u,
+ * columns of the tile: 4 activation bytes q[4 k ..] broadcast per column, into accumulator ia. */
+static inline __attribute__((always_inline)) void r16_slot(v512 (*acc)[4], int NC, int ia, int k, v512 u,
                                                           const kact_fast *const *ac, int64_t b) {
 R16_UNROLL16
-    for (int c = 0; c < NC; c++) acc[c][k % NA] = v512_dpbusd_b32(acc[c][k % NA], u, ac[c][b].qs + 4 * k);
+    for (int c = 0; c < NC; c++) acc[c][ia] = v512_dpbusd_b32(acc[c][ia], u, ac[c][b].qs + 4 * k);
 }
 
 R16_TILE_ATTR void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
                                                           int NC, float *const *out, unsigned keep, int32_t *const *isum,
                                                           int64_t isum_stride) {
-    const int NA = NC <= 2 ? 4 : NC <= 4 ? 3 : NC <= 8 ? 2 : 1;
-    const v512 m3 = v512_set1_8(3);
+    const int NA = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;   /* NA > 1: the one-shift unpack (above) */
+    const v512 m3 = v512_set1_8(3), m12 = v512_set1_8(12);
     v512f facc[R16_NC];   /* past ~8 columns the compiler keeps some in memory (fma from memory + store) */
 R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
@@ -240,21 +250,34 @@ R16_UNROLL16
 R16_UNROLL4
             for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
         }
+        if (NA > 1) {
 R16_UNROLL8
-        for (int j = 0; j < 8; j++) {   /* slot s of zmm j: accumulator (4 j + s) % NA; one slot live at a time */
-            const v512 v = v512_loadu(blk->qs[j]);
-            r16_slot(acc, NC, NA, 4 * j + 0, v512_and(v, m3), ac, b);
-            r16_slot(acc, NC, NA, 4 * j + 1, v512_and(v512_srli16(v, 2), m3), ac, b);
-            r16_slot(acc, NC, NA, 4 * j + 2, v512_and(v512_srli16(v, 4), m3), ac, b);
-            r16_slot(acc, NC, NA, 4 * j + 3, v512_and(v512_srli16(v, 6), m3), ac, b);
+            for (int j = 0; j < 8; j++) {   /* slots 0, 2 -> accumulators 0 (, 2); slots 1, 3 (4 u) -> 1 (, 3) */
+                const v512 v = v512_loadu(blk->qs[j]), h = v512_srli16(v, 4);
+                const int o = NA == 4 ? (j & 1) * 2 : 0;
+                r16_slot(acc, NC, o, 4 * j + 0, v512_and(v, m3), ac, b);
+                r16_slot(acc, NC, o + 1, 4 * j + 1, v512_and(v, m12), ac, b);
+                r16_slot(acc, NC, o, 4 * j + 2, v512_and(h, m3), ac, b);
+                r16_slot(acc, NC, o + 1, 4 * j + 3, v512_and(h, m12), ac, b);
+            }
+        } else {
+R16_UNROLL8
+            for (int j = 0; j < 8; j++) {   /* slot s of zmm j, (v >> 2s) & 3: one accumulator, one slot live at a time */
+                const v512 v = v512_loadu(blk->qs[j]);
+                r16_slot(acc, NC, 0, 4 * j + 0, v512_and(v, m3), ac, b);
+                r16_slot(acc, NC, 0, 4 * j + 1, v512_and(v512_srli16(v, 2), m3), ac, b);
+                r16_slot(acc, NC, 0, 4 * j + 2, v512_and(v512_srli16(v, 4), m3), ac, b);
+                r16_slot(acc, NC, 0, 4 * j + 3, v512_and(v512_srli16(v, 6), m3), ac, b);
+            }
         }
         const v512f dw = v512f_ph(blk->d);
 R16_UNROLL16
         for (int c = 0; c < NC; c++) {
-            v512 t = acc[c][0];   /* exact in int32: the order is free, a fixed tree is chosen */
-            if (NA == 4) t = v512_add32(v512_add32(t, acc[c][1]), v512_add32(acc[c][2], acc[c][3]));
-            if (NA == 3) t = v512_add32(v512_add32(t, acc[c][1]), acc[c][2]);
-            if (NA == 2) t = v512_add32(t, acc[c][1]);
+            /* exact in int32: the order is free, a fixed tree is chosen; the odd accumulators hold
+             * 4 x their sums (|.| < 2^19), so >> 2 is exact */
+            v512 t = acc[c][0];
+            if (NA == 4) t = v512_add32(v512_add32(t, acc[c][2]), v512_srai32(v512_add32(acc[c][1], acc[c][3]), 2));
+            if (NA == 2) t = v512_add32(t, v512_srai32(acc[c][1], 2));
             t = v512_sub32(t, v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
             if (isum) {   /* test hook: row i of the group at isum[c][i * stride + b] */
                 int32_t ti[16];

@@ -66,6 +66,7 @@ static inline v512 v512_bcast32(const void *p) {
 static inline v512 v512_dpbusd_b32(v512 acc, v512 u, const void *p) { return v512_dpbusd(acc, u, v512_bcast32(p)); }
 static inline v512 v512_add32(v512 a, v512 b) { return (v512){_mm256_add_epi32(a.lo, b.lo), _mm256_add_epi32(a.hi, b.hi)}; }
 static inline v512 v512_sub32(v512 a, v512 b) { return (v512){_mm256_sub_epi32(a.lo, b.lo), _mm256_sub_epi32(a.hi, b.hi)}; }
+#define v512_srai32(a, n) ((v512){_mm256_srai_epi32((a).lo, (n)), _mm256_srai_epi32((a).hi, (n))})
 
 /* 16 f32 lanes (lo = 0-7, hi = 8-15). */
 typedef struct { __m256 lo, hi; } v512f;
