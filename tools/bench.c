@@ -24,28 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The last-level cache in bytes: /sys/devices/system/cpu/cpu0/cache/index3/size ("32768K", the
- * kernel's figure for the L3 cpu0 shares), else sysconf(_SC_LEVEL3_CACHE_SIZE), else 32 MB (a
- * common L3 today). sysfs first: glibc's sysconf figure comes from CPUID and can be far off (256 MB
- * on a host whose L3 is 32 MB has been seen). A model whose decode bytes per token fit in it is
- * read from cache, not DRAM, so the decode ceiling (DRAM bandwidth / bytes per token) does not
- * bound it (such a model can run at several times that ceiling). */
-static unsigned long long llc_bytes(void) {
-    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
-    if (f) {
-        unsigned long long n = 0;
-        char unit = 0;
-        const int k = fscanf(f, "%llu%c", &n, &unit);
-        fclose(f);
-        if (k >= 1 && n > 0) return n * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : unit == 'G' ? 1073741824ull : 1ull);
-    }
-#ifdef _SC_LEVEL3_CACHE_SIZE
-    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (v > 0) return (unsigned long long)v;
-#endif
-    return 32ull << 20;
-}
-
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -170,7 +148,7 @@ int cmd_bench(int argc, char **argv) {
     int32_t *ids = malloc((size_t)max_len * sizeof *ids);
     double *tv = malloc((size_t)reps * sizeof *tv);
     if (!ids || !tv) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
-    const unsigned long long llc = llc_bytes();
+    const unsigned long long llc = opts_llc_bytes();
     if (busy_cpu >= 0) {
         busy = busy_start(busy_cpu);
         if (busy < 0) {

@@ -468,3 +468,25 @@ void opts_help(FILE *f, const opt_table *t, int n_t) {
         }
     fprintf(f, "  %-24s%s\n", "-h, --help", "this help");
 }
+
+/* The last-level cache in bytes: /sys/devices/system/cpu/cpu0/cache/index3/size ("32768K", the
+ * kernel's figure for the L3 cpu0 shares), else sysconf(_SC_LEVEL3_CACHE_SIZE), else 32 MB (a
+ * common L3 today). sysfs first: glibc's sysconf figure comes from CPUID and can be far off (256 MB
+ * on a host whose L3 is 32 MB has been seen). A model whose decode bytes per token fit in it is
+ * read from cache, not DRAM, so the decode ceiling (DRAM bandwidth / bytes per token) does not
+ * bound it (such a model can run at several times that ceiling). */
+unsigned long long opts_llc_bytes(void) {
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+    if (f) {
+        unsigned long long n = 0;
+        char unit = 0;
+        const int k = fscanf(f, "%llu%c", &n, &unit);
+        fclose(f);
+        if (k >= 1 && n > 0) return n * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : unit == 'G' ? 1073741824ull : 1ull);
+    }
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long v = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (v > 0) return (unsigned long long)v;
+#endif
+    return 32ull << 20;
+}

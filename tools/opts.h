@@ -87,6 +87,9 @@ int opts_read_input(const char *flag, const char *path, char **out, size_t *len)
 int opts_read_file(const char *path, char **out, size_t *len);
 
 /* ---- output files --------------------------------------------------------------------------- */
+/* The last-level cache in bytes: sysfs (index3/size), else sysconf, else 32 MB. Data that fits in
+ * it is read from cache, not DRAM: the benchmarks' bandwidth ceilings do not bound it. */
+unsigned long long opts_llc_bytes(void);
 /* Whether nothing exists at path yet (lstat fails with ENOENT; a dangling symlink exists): a
  * command that writes path calls it before opening, and on a failed write removes only a file it
  * so created, never a path that was already there (a file, a symlink, /dev/full). */
