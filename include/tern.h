@@ -41,8 +41,8 @@ const char *tern_strerror(int code);
  * wins: if err->code is already negative it is left unchanged. For programs that report their own
  * errors in the library's style. */
 int tern_err_set(tern_err *err, int code, const char *fmt, ...)
-#if defined(__MINGW_PRINTF_FORMAT)
-    __attribute__((format(__MINGW_PRINTF_FORMAT, 3, 4)))   /* mingw-w64's C99 printf */
+#if defined(__MINGW32__) && defined(__GNUC__)
+    __attribute__((format(gnu_printf, 3, 4)))   /* the library formats with mingw-w64's C99 printf */
 #elif defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
