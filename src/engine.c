@@ -440,6 +440,19 @@ static int chat_prepare(const tern_model *m, const char *tmpl, const tern_chat_m
     return TERN_OK;
 }
 
+/* Hands text (n bytes and a NUL, malloc'd; freed here) to a caller's buffer of cap bytes: *n_out =
+ * n always, so a caller can size a second call; TERN_E_RANGE when n + 1 > cap. */
+static int copy_out(char *text, size_t n, char *out, size_t cap, size_t *n_out, const char *what, tern_err *err) {
+    *n_out = n;
+    if (n + 1 > cap) {
+        free(text);
+        return tern_err_set(err, TERN_E_RANGE, "%s needs %zu bytes, buffer has %zu", what, n + 1, cap);
+    }
+    memcpy(out, text, n + 1);
+    free(text);
+    return TERN_OK;
+}
+
 int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
                     bool add_generation_prompt, bool enable_thinking, char *out, size_t cap, size_t *n_out,
                     tern_err *err) {
@@ -455,14 +468,7 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
     rc = chat_render(t, cm, n_msgs, &co, &text, &n, err);
     free(cm);
     if (rc) return rc;
-    *n_out = n;
-    if (n + 1 > cap) {
-        free(text);
-        return tern_err_set(err, TERN_E_RANGE, "chat template output needs %zu bytes, buffer has %zu", n + 1, cap);
-    }
-    memcpy(out, text, n + 1);
-    free(text);
-    return TERN_OK;
+    return copy_out(text, n, out, cap, n_out, "chat template output", err);
 }
 
 int tern_chat_tools_section(const char *tmpl, const char *tools_json, char *out, size_t cap, size_t *n_out,
@@ -474,14 +480,7 @@ int tern_chat_tools_section(const char *tmpl, const char *tools_json, char *out,
     char *text = NULL;
     size_t n = 0;
     if ((rc = chat_tools_section(t, tools_json, &text, &n, err))) return rc;
-    *n_out = n;
-    if (n + 1 > cap) {
-        free(text);
-        return tern_err_set(err, TERN_E_RANGE, "tools section needs %zu bytes, buffer has %zu", n + 1, cap);
-    }
-    memcpy(out, text, n + 1);
-    free(text);
-    return TERN_OK;
+    return copy_out(text, n, out, cap, n_out, "tools section", err);
 }
 
 int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, int n_msgs,
