@@ -34,9 +34,10 @@ TEST_BIN := $(B)/tests/run
 endif
 
 # ---- sources ----------------------------------------------------------------------------------
-LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' -not -path 'src/model/x86/*' -not -path 'src/runtime/x86/*' | sort)
+LIB_SRC := $(shell find src -name '*.c' -not -path 'src/kernels/x86/*' -not -path 'src/kernels/arm/*' -not -path 'src/model/x86/*' -not -path 'src/runtime/x86/*' -not -path 'src/sampling/x86/*' | sort)
 ifeq ($(ARCH),x86_64)
-LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c)) $(sort $(wildcard src/model/x86/*.c)) $(sort $(wildcard src/runtime/x86/*.c))
+LIB_SRC += $(sort $(wildcard src/kernels/x86/*.c)) $(sort $(wildcard src/model/x86/*.c)) $(sort $(wildcard src/runtime/x86/*.c)) \
+           $(sort $(wildcard src/sampling/x86/*.c))
 endif
 ifeq ($(ARCH),aarch64)
 LIB_SRC += $(sort $(wildcard src/kernels/arm/*.c))
@@ -69,6 +70,7 @@ $(B)/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
 $(B)/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
+$(B)/src/sampling/x86/passes_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
@@ -261,6 +263,7 @@ $(B)/pic/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
 $(B)/pic/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
+$(B)/pic/src/sampling/x86/passes_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/pic/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/pic/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm

@@ -1,10 +1,13 @@
 /* test_sampler.c: the sampler chain (src/sampling) against values computed here independently:
  * hand-built distributions (softmax in double of the logits the stage should keep), a full-sort
  * reference for top-k/top-p on a vocabulary-sized input, the penalty rule on positive and
- * negative logits, and chi-square checks of draw frequencies with fixed seeds. */
+ * negative logits, chi-square checks of draw frequencies with fixed seeds, and every table of
+ * vocabulary passes against the generic one, bit for bit. */
 #include "test.h"
 
+#include "kernels/kernels.h"
 #include "model/vexp.h"
+#include "sampling/passes.h"
 #include "sampling/sampler.h"
 #include "tern.h"
 
@@ -442,6 +445,92 @@ static void test_init_errors(void **state) {
     tern_sampler_free(NULL);
 }
 
+/* Every pass table the host runs (sampling/passes.h) equals the generic one bit for bit, pass by
+ * pass, on a vocabulary that is not a multiple of 8 with NaN, +-inf, ties and a narrowed kept
+ * predicate; then whole draws of a sampler built under each kernel path agree. */
+static void test_pass_tables_same_bits(void **state) {
+    (void)state;
+    enum { V = 151936 + 5 };
+    const samp_passes *g = &samp_passes_generic;
+    const samp_passes *tabs[4];
+    int nt = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *before = kern_isa();
+    tern_err err = {0};
+    if (kern_force_isa("avx2", &err) == TERN_OK) {
+        tabs[nt++] = samp_passes_active();
+        assert_ptr_equal(tabs[nt - 1], &samp_passes_avx2);
+    }
+    assert_int_equal(kern_force_isa(before, &err), TERN_OK);
+#endif
+    if (nt == 0) skip();
+    float *l = malloc(V * sizeof *l), *x0 = malloc(V * sizeof *x0), *x1 = malloc(V * sizeof *x1);
+    float *w0 = malloc(V * sizeof *w0), *w1 = malloc(V * sizeof *w1);
+    uint64_t *b0 = calloc(SAMP_BINS, sizeof *b0), *b1 = calloc(SAMP_BINS, sizeof *b1);
+    double *gs0 = malloc((V / 8 + 1) * sizeof *gs0), *gs1 = malloc((V / 8 + 1) * sizeof *gs1);
+    samp_cand *c0 = malloc(V * sizeof *c0), *c1 = malloc(V * sizeof *c1);
+    srand(5);
+    for (int i = 0; i < V; i++) l[i] = (float)(rand() % 4000) / 200.0f - 10.0f;
+    l[3] = NAN;
+    l[9] = INFINITY;
+    l[V - 1] = -INFINITY;
+    l[V - 2] = 9.995f;
+    for (int t = 0; t < nt; t++) {
+        const samp_passes *o = tabs[t];
+        float mx0, mn0, mx1, mn1;
+        g->load(l, x0, V, &mx0, &mn0);
+        o->load(l, x1, V, &mx1, &mn1);
+        assert_memory_equal(x0, x1, V * sizeof *x0);
+        assert_true(mx0 == mx1 && mn0 == mn1);
+        x0[9] = x1[9] = 9.995f;                       /* the passes below take mx = the max (load made +inf FLT_MAX) */
+        const float mx = 9.995f, scale = (float)SAMP_BINS / 21.0f;
+        const samp_keep keeps[] = {{-INFINITY, -INFINITY, INT32_MAX, true}, {2.5f, -3.0f, 70000, false}};
+        for (size_t k = 0; k < sizeof keeps / sizeof keeps[0]; k++) {
+            memset(b0, 0, SAMP_BINS * sizeof *b0);
+            memset(b1, 0, SAMP_BINS * sizeof *b1);
+            const uint64_t t0 = g->masses(x0, w0, V, &keeps[k], mx, scale, b0);
+            const uint64_t t1 = o->masses(x1, w1, V, &keeps[k], mx, scale, b1);
+            assert_true(t0 == t1 && t0 > 0);
+            assert_memory_equal(w0, w1, V * sizeof *w0);
+            assert_memory_equal(b0, b1, SAMP_BINS * sizeof *b0);
+            for (int bs = 0; bs < SAMP_BINS; bs += 97) {
+                const int n0 = g->bin(x0, w0, V, mx, scale, bs, c0), n1 = o->bin(x1, w1, V, mx, scale, bs, c1);
+                assert_int_equal(n0, n1);
+                assert_memory_equal(c0, c1, (size_t)n0 * sizeof *c0);
+            }
+            for (int fm = 1; fm >= 0; fm--) {             /* from the masses first: w holds them now */
+                const float inv_t = fm ? 1.0f : 1.0f / 0.7f;
+                const double s0 = g->weights(x0, w0, V, &keeps[k], mx, inv_t, fm, gs0);
+                const double s1 = o->weights(x1, w1, V, &keeps[k], mx, inv_t, fm, gs1);
+                if (!(s0 == s1 && s0 >= 1.0)) fail_msg("keep %d fm %d: sums %.17g %.17g", (int)k, fm, s0, s1);
+                assert_memory_equal(w0, w1, V * sizeof *w0);
+                assert_memory_equal(gs0, gs1, (V / 8 + 1) * sizeof *gs0);
+            }
+        }
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    /* whole draws: the same ids from a sampler made under each path */
+    const tern_sampler_params ps[] = {params(1.0f, 0, 0.95f, 0.0f), params(0.8f, 0, 0.9f, 0.05f), params(1.0f, 0, 1.0f, 0.0f)};
+    for (size_t k = 0; k < sizeof ps / sizeof ps[0]; k++) {
+        int32_t ids[2][64];
+        const char *isas[2] = {"ref", "avx2"};
+        for (int a = 0; a < 2; a++) {
+            assert_int_equal(kern_force_isa(isas[a], &err), TERN_OK);
+            tern_sampler *s = mk(V, &ps[k]);
+            assert_int_equal(kern_force_isa(before, &err), TERN_OK);
+            for (int r = 0; r < 64; r++) {
+                l[(r * 7919) % V] += 0.5f;            /* the logits move between draws */
+                ids[a][r] = tern_sampler_sample(s, l);
+            }
+            for (int r = 0; r < 64; r++) l[(r * 7919) % V] -= 0.5f;
+            tern_sampler_free(s);
+        }
+        assert_memory_equal(ids[0], ids[1], sizeof ids[0]);
+    }
+#endif
+    free(l); free(x0); free(x1); free(w0); free(w1); free(b0); free(b1); free(gs0); free(gs1); free(c0); free(c1);
+}
+
 int suite_sampler(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_greedy_ties_and_negative),
@@ -456,6 +545,7 @@ int suite_sampler(int *n_tests) {
         cmocka_unit_test(test_large_vocab_vs_full_sort),
         cmocka_unit_test(test_degenerate_logits),
         cmocka_unit_test(test_init_errors),
+        cmocka_unit_test(test_pass_tables_same_bits),
     };
     TEST_RUN_SUITE("sampler", tests);
 }

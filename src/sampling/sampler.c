@@ -4,7 +4,8 @@
  * temperature -> draw. temp <= 0 is greedy: the argmax after the penalty, ties to the lowest id
  * (the later stages always keep the best candidate, so they cannot change it).
  *
- * Cost model: no setting sorts the vocabulary; every pass over it runs 4 lanes at a time. One
+ * Cost model: no setting sorts the vocabulary; the passes over it run 4 lanes at a time, or 8 on
+ * AVX2 (passes.h: one body, the same bits). One
  * copy of the logits (sanitised; the input is const), the penalty on at most repeat_last_n ids,
  * then greedy (one max pass), or top-k <= SAMP_SMALL_K (one heap pass; the k sorted), or the
  * wide path (top-k off or larger: a quickselect copy for top-k, one max/min pass, one fused
@@ -17,18 +18,14 @@
  * as -inf and +inf as FLT_MAX, so the arithmetic below never meets NaN. */
 #include "sampling/sampler.h"
 
+#include "sampling/passes.h"
+
 #include "model/vexp.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct samp_cand {
-    float logit;
-    int32_t id;
-    uint32_t q;             /* top-p mass in units of 2^-30 of the best candidate's (topp_target) */
-} samp_cand;
 
 struct tern_sampler {
     tern_sampler_params p;
@@ -50,6 +47,7 @@ struct tern_sampler {
     bool w_masses;          /* wide: w holds top-p's masses e^(l - mx) * 2^30 (0 for the unkept) */
     float cut_l, mx, mn, thr;   /* wide: mx, mn of the kept; kept iff (l, id) >= (cut_l, cut_id) in candidate order and l >= thr */
     int32_t cut_id;
+    const samp_passes *ops; /* the vocabulary passes of the kernel path active at init */
     tern_sampler_mask mask; /* tern_sampler_set_mask: called on a copy of the logits before each draw */
     void *mask_user;
     float *masked;          /* (n_vocab) that copy */
@@ -144,34 +142,12 @@ static float v4_max(const float *x, int32_t n) {
  *     (logit, id): "at least as good as the cut" (top-k, top-p) and "logit >= threshold" (min-p);
  *     the weights and the draw walk the vocabulary in id order. */
 #define SAMP_SMALL_K 256
-#define SAMP_BINS 4096
 
 /* Copy the logits into s->x, sanitising NaN and +inf. */
 /* Also the max and min of all of them into s->mx, s->mn (the wide path's, when nothing narrows
  * the candidates before it). */
 static void stage_load(tern_sampler *s, const float *logits) {
-    float *x = s->x;
-    const int32_t n = s->n_vocab;
-    int32_t i = 0;
-    samp_v4f m = V4F(-INFINITY), lo = V4F(INFINITY);
-    for (; i + 4 <= n; i += 4) {
-        const samp_v4f l = v4_load(logits + i);
-        const samp_v4f c = v4_sel(l > V4F(FLT_MAX), V4F(FLT_MAX), l);
-        const samp_v4f v = v4_sel(l == l, c, V4F(-INFINITY));
-        v4_store(x + i, v);
-        m = v4_sel(v > m, v, m);
-        lo = v4_sel(v < lo, v, lo);
-    }
-    float mx = -INFINITY, mn = INFINITY;
-    for (int k = 0; k < 4; k++) { mx = m[k] > mx ? m[k] : mx; mn = lo[k] < mn ? lo[k] : mn; }
-    for (; i < n; i++) {
-        const float l = logits[i];
-        x[i] = l != l ? -INFINITY : l > FLT_MAX ? FLT_MAX : l;
-        mx = x[i] > mx ? x[i] : mx;
-        mn = x[i] < mn ? x[i] : mn;
-    }
-    s->mx = mx;
-    s->mn = mn;
+    s->ops->load(logits, s->x, s->n_vocab, &s->mx, &s->mn);
     s->wide = false;
     s->w_masses = false;
     s->n_cand = 0;
@@ -339,6 +315,11 @@ static inline __attribute__((always_inline)) samp_v4i wide_keep4(const wide_pred
     return ((l > k->cl) | ((l == k->cl) & (id <= k->cid))) & (l >= k->thr);
 }
 
+/* The kept predicate for the vocabulary passes (passes.h). */
+static samp_keep wide_keep_of(const tern_sampler *s) {
+    return (samp_keep){s->cut_l, s->thr, s->cut_id, s->cut_l == -INFINITY && s->cut_id == INT32_MAX && s->thr == -INFINITY};
+}
+
 /* Max (s->mx) and min (s->mn) of the kept logits. */
 static void wide_max(tern_sampler *s) {
     const int32_t n = s->n_vocab;
@@ -368,68 +349,23 @@ static void stage_top_p_wide(tern_sampler *s) {
     const double p = s->p.top_p;
     if (p >= 1.0) return;
     const int32_t V = s->n_vocab;
-    const float *x = s->x;
-    float *w = s->w;
     const float mx = s->mx;
     if (!(mx > -INFINITY)) return;
     /* bins over d = mx - l in [0, range]: range covers every candidate that weighs anything
      * (e^-21 < 2^-30); later ones, and the unkept, fall in the last bin (the unkept with mass 0) */
     const float range = TERN_MIN(mx - s->mn, 21.0f);
     const float scale = range > 0.0f ? (float)SAMP_BINS / range : 0.0f;
-    const float last = (float)(SAMP_BINS - 1);
     uint64_t *bm = s->bin_mass;
     memset(bm, 0, SAMP_BINS * sizeof *bm);
-    uint64_t total = 0;
-    int32_t i = 0;
-    const wide_pred kp = wide_pred_of(s);
-    const samp_v4f vmx = V4F(mx);
-    for (; i + 4 <= V; i += 4) {                      /* masses, their total and histogram: one pass */
-        const samp_v4f l = v4_load(x + i);
-        const samp_v4f d = v4_sel(wide_keep4(&kp, l, i), l - vmx, V4F(-INFINITY));
-        const samp_v4f e = vexp4_le0(&d) * V4F(1073741824.0f);   /* exact: a power of two */
-        v4_store(w + i, e);                           /* w holds the masses: q = (int32_t)w */
-        samp_v4f bf = (V4F(mx) - l) * V4F(scale);
-        bf = v4_sel(bf < V4F(last), bf, V4F(last));   /* +inf (l = -inf) clamped */
-        const samp_v4i q = __builtin_convertvector(e, samp_v4i), b = __builtin_convertvector(bf, samp_v4i);
-        total += (uint64_t)q[0] + (uint64_t)q[1] + (uint64_t)q[2] + (uint64_t)q[3];
-        bm[b[0]] += (uint64_t)q[0];
-        bm[b[1]] += (uint64_t)q[1];
-        bm[b[2]] += (uint64_t)q[2];
-        bm[b[3]] += (uint64_t)q[3];
-    }
-    for (; i < V; i++) {
-        const float d = wide_keep(s, x[i], i) ? x[i] - mx : -INFINITY;
-        exp_le0_n(&d, &w[i], 1, 1, 1);
-        w[i] *= 1073741824.0f;
-        const uint32_t q = (uint32_t)w[i];
-        float bf = (mx - x[i]) * scale;
-        bf = bf < last ? bf : last;
-        total += q;
-        bm[(int)bf] += q;
-    }
+    const samp_keep kp = wide_keep_of(s);
+    const uint64_t total = s->ops->masses(s->x, s->w, V, &kp, mx, scale, bm);   /* masses, total, histogram: one pass */
     s->w_masses = true;
     const uint64_t target = topp_target(p, total);
     uint64_t acc = 0;
     int bstar = 0;
     while (bstar < SAMP_BINS - 1 && acc + bm[bstar] < target) acc += bm[bstar++];
-    int n = 0;
     samp_cand *c = s->cand;
-    int32_t j = 0;
-    for (; j + 4 <= V; j += 4) {                      /* the candidates of bin bstar that weigh */
-        const samp_v4f l = v4_load(x + j), e = v4_load(w + j);
-        samp_v4f bf = (V4F(mx) - l) * V4F(scale);
-        bf = v4_sel(bf < V4F(last), bf, V4F(last));
-        const samp_v4i hit = (__builtin_convertvector(bf, samp_v4i) == V4I(bstar)) & (e >= V4F(1.0f));
-        if (!(hit[0] | hit[1] | hit[2] | hit[3])) continue;
-        for (int k = 0; k < 4; k++)
-            if (hit[k]) c[n++] = (samp_cand){l[k], j + k, (uint32_t)e[k]};
-    }
-    for (; j < V; j++) {
-        if (!(w[j] >= 1.0f)) continue;
-        float bf = (mx - x[j]) * scale;
-        bf = bf < last ? bf : last;
-        if ((int)bf == bstar) c[n++] = (samp_cand){x[j], j, (uint32_t)w[j]};
-    }
+    const int n = s->ops->bin(s->x, s->w, V, mx, scale, bstar, c);   /* the candidates of bin bstar that weigh */
     cand_sort(c, n);
     for (int t = 0; t < n; t++) {
         acc += c[t].q;
@@ -488,42 +424,10 @@ static double wide_weights(tern_sampler *s) {
         for (int32_t i = 0; i < V; i++) w[i] = wide_keep(s, x[i], i) ? 1.0f : 0.0f;
         return wide_sum8(w, 0, V, s->gsum);
     }
-    const wide_pred kp = wide_pred_of(s);
-    const samp_v4f vmx = V4F(mx), vit = V4F(1.0f / s->p.temp);
+    const samp_keep kp = wide_keep_of(s);
     /* at temperature 1 the weights are top-p's masses (the same vexp of the same l - mx) */
     const bool masses = s->w_masses && s->p.temp == 1.0f;
-    double sum = 0.0;
-    int32_t i = 0;
-    for (; i + 8 <= V; i += 8) {                      /* weights and their sum (as wide_sum8): one pass */
-        const samp_v4f l0 = v4_load(x + i), l1 = v4_load(x + i + 4);
-        const samp_v4i k0 = wide_keep4(&kp, l0, i), k1 = wide_keep4(&kp, l1, i + 4);
-        samp_v4f e0, e1;
-        if (masses) {                                 /* e^(l - mx) = mass * 2^-30, exactly */
-            e0 = v4_sel(k0, v4_load(w + i) * V4F(0x1p-30f), V4F(0.0f));
-            e1 = v4_sel(k1, v4_load(w + i + 4) * V4F(0x1p-30f), V4F(0.0f));
-        } else {
-            const samp_v4f d0 = v4_sel(k0, (l0 - vmx) * vit, V4F(-INFINITY));
-            const samp_v4f d1 = v4_sel(k1, (l1 - vmx) * vit, V4F(-INFINITY));
-            e0 = vexp4_le0(&d0);
-            e1 = vexp4_le0(&d1);
-        }
-        v4_store(w + i, e0);
-        v4_store(w + i + 4, e1);
-        double g = 0.0;
-        for (int k = 0; k < 4; k++) g += e0[k];
-        for (int k = 0; k < 4; k++) g += e1[k];
-        s->gsum[i / 8] = g;
-        sum += g;
-    }
-    if (i < V) {
-        for (int32_t j = i; j < V; j++) {
-            const bool k = wide_keep(s, x[j], j);
-            if (masses) w[j] = k ? w[j] * 0x1p-30f : 0.0f;
-            else w[j] = k ? (x[j] - mx) * (1.0f / s->p.temp) : -INFINITY;
-        }
-        if (!masses) exp_le0_n(w + i, w + i, V - i, 1, 1);
-        sum += wide_sum8(w, i, V, s->gsum);
-    }
+    const double sum = s->ops->weights(x, w, V, &kp, mx, 1.0f / s->p.temp, masses, s->gsum);
     return sum;                                       /* >= 1: the best has weight e^0 */
 }
 
@@ -604,6 +508,7 @@ int tern_sampler_init_vocab(tern_sampler **out, int32_t n_vocab, const tern_samp
         s->hist = malloc((size_t)p->repeat_last_n * sizeof *s->hist);
         if (!s->hist) goto nomem;
     }
+    s->ops = samp_passes_active();
     s->seed = p->seed == TERN_SEED_RANDOM ? samp_rng_os_seed() : p->seed;
     samp_rng_seed(&s->rng, s->seed);
     *out = s;
