@@ -46,8 +46,16 @@
  * alone), as a running mean per kind and count. Every `every` runs of a kind, ADAPT_TRY runs use
  * the other count; it is kept if their mean is below ADAPT_MARGIN of the current count's. Each
  * confirmation doubles that kind's `every` (up to ADAPT_EVERY_MAX), so on a quiet machine a kind
- * spends about 1% of its runs on the slower count. */
+ * spends about 1% of its runs on the slower count. A try ends at its first run slower than
+ * ADAPT_ABORT times the current mean (it cannot win). A kind that runs hi threads for
+ * ADAPT_LONG_NS or more tries hi - 1 only while the caller, its own claims done, waits for the
+ * others for over ADAPT_WAIT of the job (running mean): with less, the threads share the work
+ * and one thread alone cannot win, while a try runs whole long jobs (a prefill matmul: with 28
+ * layers, several of a forward's 28 runs of each kind) on one thread. */
 #define ADAPT_GAP_NS 2000000
+#define ADAPT_LONG_NS 2000000.0
+#define ADAPT_WAIT 0.25
+#define ADAPT_ABORT 1.5
 #define ADAPT_MARGIN 0.90
 #define ADAPT_TRY 4
 #define ADAPT_EVERY_MIN 16
@@ -57,6 +65,7 @@ typedef struct {
     pool_fn fn;
     int64_t n;
     double t_cur;                 /* running mean ns in the current count (0: none yet) */
+    double w_cur;                 /* running mean of the caller's end wait / the job (current count) */
     double try_sum;               /* ns summed over the runs of the current try */
     int alt;                      /* 0: hi threads, 1: hi - 1 */
     int trying;                   /* runs left in the try of the other count (0: none) */
@@ -65,6 +74,7 @@ typedef struct {
 typedef struct pool_adapt {
     int hi;                       /* min(n_threads, CPUs available): the most threads worth running */
     int64_t last;                 /* end of the last chunked job (ns; 0: none) */
+    int64_t wait;                 /* the last job's wait of the caller for the others (ns) */
     adapt_kind *k;                /* the current job's kind */
     adapt_kind kind[ADAPT_KINDS];
 } pool_adapt;
@@ -296,7 +306,10 @@ static void run_job(struct tern_pool *p) {
     }
     take_work(p, 0);
     const int64_t target = atomic_load_explicit(&p->target, memory_order_relaxed);
-    if (atomic_load(&p->done) != target && p->spin_ns > 0) {
+    p->ad.wait = 0;
+    if (atomic_load(&p->done) == target) return;
+    const int64_t w0 = now_ns();
+    if (p->spin_ns > 0) {
         const int64_t t_end = now_ns() + p->spin_ns;
         for (int i = 1; atomic_load(&p->done) != target; i++) {
             CPU_RELAX();
@@ -310,6 +323,7 @@ static void run_job(struct tern_pool *p) {
         pthread_mutex_unlock(&p->mu);
     }
     atomic_store(&p->caller_waiting, 0);
+    p->ad.wait = now_ns() - w0;
 }
 
 /* Fields of a job, before its work word is stored (the previous job is complete: nothing reads
@@ -353,11 +367,14 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     adapt_kind *k = a->k;
     if (k->trying) {
         k->try_sum += dt;
-        if (--k->trying > 0) return;
-        const double mean = k->try_sum / ADAPT_TRY;
-        if (k->t_cur > 0 && mean < ADAPT_MARGIN * k->t_cur) {     /* the other count is faster */
+        const int runs = ADAPT_TRY - --k->trying;
+        if (k->trying > 0 && !(k->t_cur > 0 && dt > ADAPT_ABORT * k->t_cur)) return;
+        k->trying = 0;                                            /* the try ends: all runs, or one too slow */
+        const double mean = k->try_sum / runs;
+        if (runs == ADAPT_TRY && k->t_cur > 0 && mean < ADAPT_MARGIN * k->t_cur) {   /* the other count is faster */
             k->alt = !k->alt;
             k->t_cur = mean;
+            k->w_cur = 0;
             k->every = ADAPT_EVERY_MIN;
         } else if (k->every < ADAPT_EVERY_MAX) {
             k->every *= 2;
@@ -365,7 +382,13 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
         k->since = 0;
         return;
     }
+    const double wf = dt > 0 ? (double)a->wait / dt : 0.0;
+    k->w_cur = k->t_cur > 0 ? k->w_cur + (wf - k->w_cur) / 8 : wf;
     k->t_cur = k->t_cur > 0 ? k->t_cur + (dt - k->t_cur) / 8 : dt;
+    if (!k->alt && k->t_cur >= ADAPT_LONG_NS && k->w_cur < ADAPT_WAIT) {   /* long and shared: no try */
+        k->since = 0;
+        return;
+    }
     if (++k->since >= k->every) {
         k->trying = ADAPT_TRY;
         k->try_sum = 0;
@@ -384,6 +407,7 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
     if (act == 1) {                       /* the caller alone, in chunks of at most cmax */
         const int64_t step = cmax == INT64_MAX ? n : cmax;
         for (int64_t i = 0; i < n; i += step) fn(ctx, i, TERN_MIN(i + step, n), 0);
+        p->ad.wait = 0;
         adapt_end(p, t0, p->ad.hi > 1 ? now_ns() : 0);
         return;
     }
