@@ -146,6 +146,37 @@ ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *ou
     for (int s = 0; s < NQ; s++) memcpy(out[s] + i, &o[s], (size_t)n * sizeof(float));
 }
 
+/* Output dims [i, i + 8 CG) (CG whole chunks of 8) of every query of a tile: NQ x CG accumulators
+ * in registers over all rows, so that a tile of few queries still has several independent add
+ * chains per row (one chain per query and chunk: the add's latency, not its throughput, bounds a
+ * chain of one). Each accumulator adds the rows in increasing order, as attn_pv: the same bits. */
+ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, float *const *out, const int *n_kv,
+                                    int n_min, int n_max, const uint8_t *v0, size_t vs, const float *S, size_t ss,
+                                    int i) {
+    attn_v8f o[8][4];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; s++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) o[s][c] = (attn_v8f){0};
+    for (int j = 0; j < n_max; j++) {
+        attn_v8f vv[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i + 8 * c, 8, f32);
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++) {
+            if (j >= n_min && j >= n_kv[s]) continue;
+            const float p = S[(size_t)s * ss + j];
+            const attn_v8f pv = {p, p, p, p, p, p, p, p};
+#pragma GCC unroll 4
+            for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
+        }
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < NQ; s++)
+#pragma GCC unroll 4
+        for (int c = 0; c < CG; c++) memcpy(out[s] + i + 8 * c, &o[s][c], sizeof o[s][c]);
+}
+
 /* One tile of NQ (1..8, a compile-time constant after inlining) queries; f32: the K/V element
  * type. S: NQ * max(n_kv) floats, query s's scores then probabilities at S[s * max(n_kv) + j]. */
 ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const float *const *q, float *const *out,
@@ -171,33 +202,60 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     const size_t kb = (size_t)hd_k * elt, vb = (size_t)hd_v * elt;
     for (int j = 0; j < ATTN_PF_ROWS && j < n_max; j++)
         for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)j * ks + o, 0, 3);
-    /* scores */
+    /* scores: KG keys at once (4 for 1-2 queries, 2 for 3-4, else 1: at most 8 accumulators),
+     * accumulator a = s KG + g holds query s against key j + g, so a tile of few queries still
+     * runs several independent add chains; each dot is the same lane sums in the same order and
+     * attn_reduce8's tree (lane a of its result), so the same bits as one key at a time. Keys
+     * past n_max in the last group read row n_max - 1 again and are not stored. */
+    const int KG = NQ <= 2 ? 4 : NQ <= 4 ? 2 : 1;
     const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
-    for (int j = 0; j < n_max; j++) {
-        const void *kr = k0 + (size_t)j * ks;
-        if (j + ATTN_PF_ROWS < n_max)
-            for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(j + ATTN_PF_ROWS) * ks + o, 0, 3);
-        for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)j * vs + o, 0, 3);
+    for (int j = 0; j < n_max; j += KG) {
+        const uint8_t *kr[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < KG; g++) {
+            const int jg = j + g < n_max ? j + g : n_max - 1;
+            kr[g] = k0 + (size_t)jg * ks;
+            if (jg + ATTN_PF_ROWS < n_max)
+                for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(jg + ATTN_PF_ROWS) * ks + o, 0, 3);
+            for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)jg * vs + o, 0, 3);
+        }
         attn_v8f acc[8];
 #pragma GCC unroll 8
         for (int s = 0; s < 8; s++) acc[s] = (attn_v8f){0};
         int i = 0;
         for (; i + 8 <= hd_k; i += 8) {
-            const attn_v8f kk = ATTN_FN(attn_ld_row)(kr, i, 8, f32);
+            attn_v8f kk[4];
+#pragma GCC unroll 4
+            for (int g = 0; g < KG; g++) kk[g] = ATTN_FN(attn_ld_row)(kr[g], i, 8, f32);
 #pragma GCC unroll 8
-            for (int s = 0; s < NQ; s++) acc[s] += ATTN_FN(attn_ld)(q[s] + i) * kk;
+            for (int s = 0; s < NQ; s++) {
+                const attn_v8f qv = ATTN_FN(attn_ld)(q[s] + i);
+#pragma GCC unroll 4
+                for (int g = 0; g < KG; g++) acc[s * KG + g] += qv * kk[g];
+            }
         }
         if (i < hd_k) {
-            const attn_v8f kk = ATTN_FN(attn_ld_row)(kr, i, hd_k - i, f32);
-            for (int s = 0; s < NQ; s++) acc[s] += ATTN_FN(attn_ld_part)(q[s] + i, hd_k - i) * kk;
+            for (int g = 0; g < KG; g++) {
+                const attn_v8f kk = ATTN_FN(attn_ld_row)(kr[g], i, hd_k - i, f32);
+                for (int s = 0; s < NQ; s++) acc[s * KG + g] += ATTN_FN(attn_ld_part)(q[s] + i, hd_k - i) * kk;
+            }
         }
         const attn_v8f sc = ATTN_FN(attn_reduce8)(acc) * vscale;
 #pragma GCC unroll 8
-        for (int s = 0; s < NQ; s++) S[(size_t)s * ss + j] = sc[s];
+        for (int s = 0; s < NQ; s++)
+#pragma GCC unroll 4
+            for (int g = 0; g < KG; g++)
+                if (j + g < n_max) S[(size_t)s * ss + j + g] = sc[s * KG + g];
     }
     for (int s = 0; s < NQ; s++) ATTN_FN(attn_softmax)(S + (size_t)s * ss, n_kv[s]);
-    /* softmax-weighted V: 8 output dims of every query in registers, over all rows */
-    for (int i = 0; i < hd_v; i += 8) {
+    /* softmax-weighted V: CG chunks of 8 output dims of every query in registers, over all rows
+     * (CG = 4 / NQ chunks at once for 1-2 queries, 2 for 3-4: at most 8 accumulators), then
+     * the chunks left one at a time */
+    const int CG = NQ <= 2 ? 4 : NQ <= 4 ? 2 : 1;
+    int i0 = 0;
+    if (CG > 1)
+        for (; i0 + 8 * CG <= hd_v; i0 += 8 * CG) ATTN_FN(attn_pv_g)(NQ, CG, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i0);
+    for (int i = i0; i < hd_v; i += 8) {
         if (i + 8 <= hd_v) ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i, 8);
         else ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i, hd_v - i);
     }
