@@ -301,9 +301,9 @@ static void stage_top_k_wide(tern_sampler *s, int k) {
     s->cut_id = id;
 }
 
-/* wide_keep for ids i .. i + 3. */
-/* The kept predicate as broadcast vectors, read once before a loop (the loops store floats, which
- * the compiler must otherwise assume may change s->cut_l). all: nothing narrowed yet. */
+/* wide_max's kept predicate, 4 ids at a time: broadcast vectors read once before its loop (the
+ * loop stores floats, which the compiler must otherwise assume may change s->cut_l). all:
+ * nothing narrowed yet. */
 typedef struct { samp_v4f cl, thr; samp_v4i cid; bool all; } wide_pred;
 static wide_pred wide_pred_of(const tern_sampler *s) {
     return (wide_pred){V4F(s->cut_l), V4F(s->thr), V4I(s->cut_id),
