@@ -233,6 +233,8 @@ static void test_values_out_of_range(void **state) {
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
+        {"run", "--temp ' 0.5'", "tern run: --temp: expected a number in 0..100, got ' 0.5'"},
+        {"run", "-n ' 5'", "tern run: -n: expected an integer in -1..16777216, got ' 5'"},
         /* speculative flags against each other: the flag given is named, usage exit status */
         {"run", "-m x.gguf --spec lookup --spec-ngram-min 4 --spec-ngram-max 2",
          "tern run: --spec-ngram-max: expected an integer in 4..16 (at least --spec-ngram-min), got '2'"},
@@ -266,6 +268,7 @@ static void test_values_at_range_ends(void **state) {
         "run -t %ld -c 1 -n 16777216 -b 1 --temp 100 --top-p 0 --min-p 1 --repeat-penalty 0.01 --seed 18446744073709551615",
         "perplexity -f x --chunks 1 -c 4 -t %ld",   /* -c 4: the lower end with -f (2 with --tokens) */
         "chat -t %ld -n -1 --no-think",
+        "run --temp 4.9e-324 --min-p 1e-320",   /* values that underflow to subnormals are numbers in range */
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char args[512], cmd[1024];

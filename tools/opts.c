@@ -1,6 +1,7 @@
 /* opts.c: table-driven option parsing and help for the tern programs (see opts.h). */
 #include "opts.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -338,6 +339,7 @@ int opts_unexpected(const char *cmd, const char *arg) {
 
 static bool parse_ll(const char *s, long long *out) {
     char *end;
+    if (isspace((unsigned char)*s)) return false;   /* strtoll would skip it */
     errno = 0;
     const long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end) return false;
@@ -357,9 +359,12 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
     }
     case OPT_FLOAT: {
         char *end;
+        if (isspace((unsigned char)*s)) return false;   /* strtod would skip it */
         errno = 0;
         const double x = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(x) || x < d->lo || x > hi) return false;
+        /* ERANGE on a finite result is an underflow (a value below 2^-1022 read as a subnormal
+         * or 0): a number all the same; an overflow gives inf */
+        if (end == s || *end || !isfinite(x) || x < d->lo || x > hi) return false;
         v->f = x;
         return true;
     }
