@@ -61,9 +61,11 @@ typedef enum {
     TERN_NUMERICS_F32 = 2,  /* dequantised weights, f32 activations, f32 KV (the reference math) */
 } tern_numerics;
 
-/* How PTQ1_0 (1.75-bit) matrices run: AUTO is the transcode (measured faster on every kernel
- * path; it costs a side buffer of 34/28 of those matrices' bytes); DIRECT runs the base-3 blocks
- * as stored (no side buffer). Both give the same bits. */
+/* How PTQ1_0 (1.75-bit) matrices run: TRANSCODE to the 2-bit layout (faster where decode
+ * streams at the bus: a side buffer of 34/28 of those matrices' bytes, the file pages it replaces
+ * released); DIRECT runs the base-3 bytes (regrouped in place on x86; no side buffer). AUTO is the
+ * transcode when file and side buffer fit in the memory available, else direct. Both give the
+ * same bits. */
 typedef enum {
     TERN_PTQ1_0_AUTO = 0,
     TERN_PTQ1_0_TRANSCODE = 1,

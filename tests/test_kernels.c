@@ -449,6 +449,35 @@ static void test_row16_layout(void **state) {
         for (int k = 0; k < K; k++) assert_true((double)wf[k] == w[k]);
     }
     fx_free(&f);
+    /* PTQ1_0 direct: the base-3 bytes regrouped in place (kern_impl.h "PTQ1_0 base-3 16-row
+     * layout"), tail rows 32..36 as in the file */
+    fx_make(&f, QT_PTQ1_0, K, N, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_DIRECT | KW_F_ROW16);
+    assert_int_equal(f.w.layout, KW_PTQ3_ROW16);
+    assert_int_equal(kern_w_grouped_rows(&f.w), 32);
+    for (int g = 0; g < 2; g++)
+        for (int b = 0; b < NB; b++) {
+            const kern_r16t_block *rb = (const kern_r16t_block *)(const void *)f.data + g * NB + b;
+            for (int i = 0; i < 16; i++) {
+                const uint8_t *blk = f.file + ((16 * g + i) * NB + b) * 28;
+                assert_int_equal(rb->d[i], le16(blk + 26));
+                for (int e = 0; e < 128; e++) {   /* element e's byte and digit, from the spec's table */
+                    const int n = e < 80 ? e / 16 : e < 120 ? (e - 80) / 8 : (e - 120) / 2;
+                    const uint8_t fb = e < 80 ? blk[e % 16] : e < 120 ? blk[16 + (e - 80) % 8] : blk[24 + (e - 120) % 2];
+                    const uint8_t lb = e < 80 ? rb->qa[(e % 16) / 4][i][e % 4]
+                                       : e < 120 ? rb->qb[((e - 80) % 8) / 4][i][(e - 80) % 4]
+                                                 : rb->qh[i][(e - 120) % 2];
+                    assert_int_equal(trit_digit(lb, n), trit_digit(fb, n));
+                    assert_int_equal(lb, fb);
+                }
+            }
+        }
+    assert_memory_equal(f.data + 32 * NB * 28, f.file + 32 * NB * 28, 5 * NB * 28);
+    for (int r = 0; r < N; r++) {
+        naive_row(QT_PTQ1_0, f.file, K, r, w);
+        kern_w_row_f32(&f.w, r, wf);
+        for (int k = 0; k < K; k++) assert_true((double)wf[k] == w[k]);
+    }
+    fx_free(&f);
     /* no flag: the active table's layout */
     fx_make(&f, QT_PQ2_0, K, N, 1, WP_RANDOM, AP_RANDOM, 0);
     assert_int_equal(f.w.layout, kern_active()->row16 ? KW_ROW16 : KW_ROWPAIR);
@@ -523,7 +552,12 @@ static void test_isa_pq2_0(void **state) {
     run_shapes(QT_PQ2_0, KW_F_ROWPAIR);
     run_shapes(QT_PQ2_0, KW_F_ROW16);
 }
-static void test_isa_ptq1_0_direct(void **state) { (void)state; rng_seed(22); run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_DIRECT); }
+static void test_isa_ptq1_0_direct(void **state) {
+    (void)state;
+    rng_seed(22);
+    run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_DIRECT | KW_F_ROWPAIR);   /* the file layout */
+    run_shapes(QT_PTQ1_0, KW_F_PTQ1_0_DIRECT | KW_F_ROW16);     /* KW_PTQ3_ROW16 */
+}
 static void test_isa_ptq1_0_transcode(void **state) {
     (void)state;
     rng_seed(23);
@@ -534,14 +568,19 @@ static void test_isa_ptq1_0_transcode(void **state) {
     assert_int_equal(f.w.layout, KW_PTQ_ROWPAIR);
     assert_int_equal(kern_w_bytes(&f.w), 2 * 2 * 136 + 2 * 28);
     fx_free(&f);
-    fx_make(&f, QT_PTQ1_0, 256, 9, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_DIRECT);
+    fx_make(&f, QT_PTQ1_0, 256, 9, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_DIRECT | KW_F_ROWPAIR);
     assert_int_equal(f.w.layout, KW_FILE);
     assert_int_equal(kern_w_bytes(&f.w), 9 * 2 * 28);
     fx_free(&f);
+    fx_make(&f, QT_PTQ1_0, 256, 21, 1, WP_RANDOM, AP_RANDOM, KW_F_PTQ1_0_DIRECT | KW_F_ROW16);
+    assert_int_equal(f.w.layout, KW_PTQ3_ROW16);
+    assert_null(f.w.aux);
+    assert_int_equal(kern_w_bytes(&f.w), 21 * 2 * 28);   /* regrouped in place: the file's bytes */
+    fx_free(&f);
 }
 
-/* The 16-row layout (PQ2_0 KW_ROW16 and the PTQ1_0 transcode KW_PTQ_ROW16) on every table (the
- * AVX-512 VNNI kernel, its emulation; the others run ref on it): every column count 1..16 (each
+/* The 16-row layouts (PQ2_0 KW_ROW16, the PTQ1_0 transcode KW_PTQ_ROW16 and direct KW_PTQ3_ROW16) on every table (the
+ * AVX-512 VNNI kernel, its emulation, AVX2 and AVX-VNNI): every column count 1..16 (each
  * tile width, and 9..16 split into two tiles), 17, 24 and 64; N with 1..3 full groups and tails
  * of 0, 4, 5, 15 rows; codes 3 and activations at +-127 among the patterns. */
 static void test_isa_row16(void **state) {
@@ -550,10 +589,11 @@ static void test_isa_row16(void **state) {
     static const int64_t Ks[] = {128, 640, 5120};
     static const int64_t Ns[] = {16, 21, 32, 47, 52};
     static const int cols[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 64};
-    static const unsigned flags[] = {KW_F_ROW16, KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16};
-    static const int types[] = {QT_PQ2_0, QT_PTQ1_0};
+    static const unsigned flags[] = {KW_F_ROW16, KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16, KW_F_PTQ1_0_DIRECT | KW_F_ROW16};
+    static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_PTQ1_0};
+    static const int layouts[] = {KW_ROW16, KW_PTQ_ROW16, KW_PTQ3_ROW16};
     char what[64];
-    for (int ty = 0; ty < 2; ty++)
+    for (int ty = 0; ty < 3; ty++)
         for (size_t ki = 0; ki < 3; ki++)
             for (size_t ni = 0; ni < 5; ni++)
                 for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++) {
@@ -562,7 +602,7 @@ static void test_isa_row16(void **state) {
                     const int wp = (int)((ki + ni + ci + (size_t)ty) % 7), ap = (int)((ki * 3 + ci + ni) % 5);
                     fixture f;
                     fx_make(&f, types[ty], Ks[ki], Ns[ni], cols[ci], wp, ap, flags[ty]);
-                    assert_int_equal(f.w.layout, ty ? KW_PTQ_ROW16 : KW_ROW16);
+                    assert_int_equal(f.w.layout, layouts[ty]);
                     snprintf(what, sizeof what, "row16 wp=%d ap=%d", wp, ap);
                     compare_tables(&f, what);
                     fx_free(&f);
@@ -572,17 +612,17 @@ static void test_isa_row16(void **state) {
 /* 16-row weights cut into row ranges at multiples of 4 that start and end inside groups (the
  * kernel computes such a group whole and keeps the rows in range), one range across two groups,
  * the file-layout tail: every int32 per (row, block) through the hook and the float bits, for
- * 1..16 columns, PQ2_0 and PTQ1_0 transcoded, with and without the hook. */
+ * 1..16 columns, PQ2_0, PTQ1_0 transcoded and PTQ1_0 direct, with and without the hook. */
 static void test_row16_splits(void **state) {
     (void)state;
     rng_seed(28);
     enum { K = 384, N = 53, NB = K / 128 };
     static const int64_t cut[] = {0, 4, 12, 20, 36, 40, 48, 53};
-    for (int ty = 0; ty < 2; ty++)
+    for (int ty = 0; ty < 3; ty++)
         for (int nc = 1; nc <= 16; nc++) {
             fixture f;
             fx_make(&f, ty ? QT_PTQ1_0 : QT_PQ2_0, K, N, nc, nc % 2 ? WP_CODE3 : WP_ALL3, nc % 3 ? AP_RANDOM : AP_PM127,
-                    ty ? KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16 : KW_F_ROW16);
+                    ty == 2 ? KW_F_PTQ1_0_DIRECT | KW_F_ROW16 : ty ? KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16 : KW_F_ROW16);
             static float y0[N * 16], y1[N * 16];
             static int32_t i0[N * 16 * NB], i1[N * 16 * NB];
             kern_matmul_table(&kern_table_ref, &f.w, &f.act[KQ_FAST], y0, N, 0, N, i0);

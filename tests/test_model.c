@@ -481,6 +481,10 @@ static void test_memory_check(void **st) {
     o.mem_available = (uint64_t)sb.st_size + 17408;   /* exactly enough: next error */
     err = (tern_err){0};
     assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_FORMAT);
+    o.ptq1_0 = TERN_PTQ1_0_AUTO;    /* auto: one byte short of the transcode runs direct (next error) */
+    o.mem_available = (uint64_t)sb.st_size + 17407;
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, ppath, &o, &err), TERN_E_FORMAT);
     o.ptq1_0 = TERN_PTQ1_0_DIRECT;                              /* no side buffer */
     o.mem_available = (uint64_t)sb.st_size;
     err = (tern_err){0};

@@ -5,7 +5,7 @@
  *     has (vpdpbusd zmm with AVX-512 VNNI, else vpmaddubsw+vpmaddwd ymm) in GMAC/s;
  *   - the empty pool_for job (ns);
  *   - matvec 32768 x 8192 PQ2_0 (71 MB) and PTQ1_0 (direct and transcoded) in Gweights/s and
- *     GB/s as a fraction of the bandwidth; matmul 17408 x 5120 at 4, 16, 64 columns in GMAC/s as
+ *     GB/s as a fraction of the bandwidth; matmul 17408 x 5120 (PQ2_0, PTQ1_0 direct) at 4, 16, 64 columns in GMAC/s as
  *     a fraction of the int8 peak; per ISA path, per thread count; median, min and max over
  *     repeats. The ref path is timed on a 1/16 row slice (it is compute-bound; the rate per
  *     weight is what matters) and says so in `rows`.
@@ -563,7 +563,7 @@ static int bench_sampler(const bk_opts *o) {
 static void usage(FILE *f) {
     fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avxvnni,avx512vnni] [--threads 1,2]\n"
                "  measures read bandwidth, int8 peak, empty pool job, PQ2_0/PTQ1_0 matvec 32768x8192 and\n"
-               "  matmul 17408x5120 at 4/16/64 columns per ISA path and thread count (median of repeats)\n");
+               "  matmul 17408x5120 (PQ2_0, PTQ1_0 direct) at 4/16/64 columns per ISA path and thread count (median of repeats)\n");
     opts_help(f, &OPT_TABLE(bk_defs), 1);
 }
 
@@ -728,23 +728,24 @@ int cmd_bench_kernel(int argc, char **argv) {
         return rc;
     }
     /* 2. matvec and matmul */
-    typedef struct { const char *label; int type; unsigned flags; int64_t N, K; } wspec;
+    typedef struct { const char *label; int type; unsigned flags; int64_t N, K; bool mm; } wspec;
     const wspec specs[] = {
-        {"PQ2_0", 142, 0, 32768, 8192},
-        {"PTQ1_0_direct", 143, KW_F_PTQ1_0_DIRECT, 32768, 8192},
-        {"PTQ1_0_transcode", 143, KW_F_PTQ1_0_TRANSCODE, 32768, 8192},
-        {"PQ2_0", 142, 0, 17408, 5120},
+        {"PQ2_0", 142, 0, 32768, 8192, false},
+        {"PTQ1_0_direct", 143, KW_F_PTQ1_0_DIRECT, 32768, 8192, false},
+        {"PTQ1_0_transcode", 143, KW_F_PTQ1_0_TRANSCODE, 32768, 8192, false},
+        {"PQ2_0", 142, 0, 17408, 5120, true},
+        {"PTQ1_0_direct", 143, KW_F_PTQ1_0_DIRECT, 17408, 5120, true},
     };
     const int mm_cols[] = {4, 16, 64};
     int rc = 0;
     for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
         const wspec *sp = &specs[si];
-        const bool is_mm = si == 3;
+        const bool is_mm = sp->mm;
         size_t bytes;
         uint8_t *data = make_weights(sp->type, sp->K, sp->N, &bytes);
         kern_w w;
         /* the file bytes, to prepare w again in the layout of each ISA path measured (the 16-row
-         * layout for AVX-512 VNNI, row-pair for AVX2: kernels.h) */
+         * layouts for the x86 SIMD tables, row-pair / file for ref: kern_impl.h) */
         uint8_t *file = data ? tern_alloc_aligned(bytes) : NULL;
         if (file) memcpy(file, data, bytes);
         const double tp0 = tern_time_s();
@@ -769,7 +770,7 @@ int cmd_bench_kernel(int argc, char **argv) {
             emit(&o, j, line);
         }
         /* the file bytes, to prepare w again in the layout of each ISA path measured (the 16-row
-         * layout for AVX-512 VNNI, row-pair for AVX2: kern_impl.h) */
+         * layouts for the x86 SIMD tables, row-pair / file for ref: kern_impl.h) */
         const int max_cols = is_mm ? 64 : 1;
         float *x = tern_alloc_aligned(sizeof(float) * (size_t)(sp->K * max_cols));
         void *q = tern_alloc_aligned(kern_act_bytes(KQ_FAST, sp->K, max_cols));
@@ -779,8 +780,9 @@ int cmd_bench_kernel(int argc, char **argv) {
             if (!isa_wanted(&o, isas[ii])) continue;
             tern_err e2 = {0};
             if (kern_force_isa(isas[ii], &e2) != TERN_OK) continue;   /* not compiled in / not runnable */
-            const bool row16 = kern_isa_row16(), is16 = w.layout == KW_ROW16 || w.layout == KW_PTQ_ROW16;
-            if (w.layout != KW_FILE && row16 != is16) {
+            const bool row16 = kern_isa_row16(),
+                       is16 = w.layout == KW_ROW16 || w.layout == KW_PTQ_ROW16 || w.layout == KW_PTQ3_ROW16;
+            if (row16 != is16) {   /* every spec here is prepared per layout (PTQ1_0 direct: file or 16-row) */
                 kern_w_free(&w);
                 memcpy(data, file, bytes);
                 if (kern_w_init_ex(&w, sp->label, sp->type, data, sp->K, sp->N, sp->flags | (row16 ? KW_F_ROW16 : KW_F_ROWPAIR),

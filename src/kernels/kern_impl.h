@@ -66,6 +66,21 @@
  * So slot s of zmm j, (v >> 2s) & 3 per byte, holds in lane i the codes of the 4 consecutive
  * weights 16 j + 4 s .. + 3 of row i: one vpdpbusd against the activation's 4 bytes
  * q[16 j + 4 s .. + 3] broadcast to all 16 lanes sums them for 16 rows at once.
+ *
+ * ==== PTQ1_0 base-3 16-row layout (KW_PTQ3_ROW16: the direct form on the 16-row tables) ========
+ * The file's trit bytes (spec 3.4), regrouped so that each 32-bit lane is one row: rows
+ * 0 .. N16-1 grouped by 16, group g, block b the kern_r16t_block at (g * nb + b) * 448 (the bytes
+ * of the 16 file rows: in place); rows N16 .. N-1 in file layout. In a kern_r16t_block, for row i:
+ *   qa[j][i][t]  (j = 0..3) file byte qs[4 j + t]: digit n (0..4) is element 16 n + 4 j + t;
+ *   qb[j][i][t]  (j = 0..1) file byte qs[16 + 4 j + t]: digit n is element 80 + 8 n + 4 j + t;
+ *   qh[i][m]     file byte qh[m]: digit n (0..3) is element 120 + 2 n + m;
+ *   d[i]         the fp16 scale.
+ * So digit n of zmm qa[j] holds in lane i the trits (as u = t + 1) of 4 consecutive elements of
+ * row i, against the 4 activation bytes q[16 n + 4 j ..] broadcast; qb[j]: q[80 + 8 n + 4 j ..];
+ * qh widened to one 32-bit lane per row ([qh0, qh1, 0, 0]) against q[120 + 2 n ..], where the
+ * two zero bytes have digit 0 at every n, so the two activation bytes they meet add nothing. Digit
+ * n of a byte b is u = [v >= 86] + [v >= 171] with v = b * 3^n mod 256, i.e. v multiplied by 3 (two
+ * byte adds) once per digit: 34 digit vectors per block for 128 weights, each used as-is.
  */
 #ifndef TERN_KERNELS_KERN_IMPL_H
 #define TERN_KERNELS_KERN_IMPL_H
@@ -111,6 +126,15 @@ typedef struct {
     uint16_t d[16];
 } kern_r16_block;      /* 544 bytes */
 _Static_assert(sizeof(kern_r16_block) == 544, "16-row block layout");
+
+/* PTQ1_0 base-3 16-row block: 16 rows x 128 weights (KW_PTQ3_ROW16). */
+typedef struct {
+    uint8_t qa[4][16][4];
+    uint8_t qb[2][16][4];
+    uint8_t qh[16][2];
+    uint16_t d[16];
+} kern_r16t_block;     /* 448 bytes = 16 x 28 */
+_Static_assert(sizeof(kern_r16t_block) == 448, "base-3 16-row block layout");
 
 /* A weight's type as the tables see it is its KT_* slot, declared with the type table
  * (format/qtypes.h qt_traits.kt); the fast unit there is the intersection with this block. */
@@ -219,19 +243,20 @@ static inline float kern_lane_reduce(float acc[16]) {
 /* One 16-row group against nc columns (the tile of a kern_r16_mm pass): ac[c] the columns'
  * activations, out[c] where their 16 outputs go (rows in keep only), isum[c] their per-block
  * sums (NULL: none; stride isum_stride). n_cols: the whole matmul's column count. */
-typedef void (*kern_r16_group_fn)(const kern_r16_block *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
+typedef void (*kern_r16_group_fn)(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
                                   float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride);
 
-/* Rows [r0, r1) of a 16-row tensor (KW_ROW16 data, or a PTQ1_0 transcode in aux) in fast
- * numerics, the driver every ISA's 16-row kernel shares. A group the range covers only in part
+/* Rows [r0, r1) of a 16-row tensor (KW_ROW16 data, a PTQ1_0 transcode in aux, or KW_PTQ3_ROW16
+ * data; group g's blocks start at base + g * nb * blk_bytes) in fast numerics, the driver every
+ * ISA's 16-row kernel shares. A group the range covers only in part
  * (r0 or r1 inside it: multiples of 4, KERN_ROW_SPLIT) is computed whole and only its rows in
  * range are stored (keep): every row is the same computation in any range. The columns go in
  * ceil(ncols / tile_max) tiles of near-equal width (17 -> 9 + 8 at 16, 64 -> 8 x 8 at 8); the
  * groups in chunks whose weights fit in L2 (~256 KB), each chunk against one tile at a time (that
  * tile's activations stay in L1/L2 across the chunk). Rows N & ~15 .. N-1: file layout, the
  * reference. tile_max <= 16. */
-static inline void kern_r16_mm(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1, int tile_max,
-                               kern_r16_group_fn group) {
+static inline void kern_r16_mm(const kern_mm_args *m, const void *base, size_t blk_bytes, int64_t r0, int64_t r1,
+                               int tile_max, kern_r16_group_fn group) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
     const int64_t nb = w->n_in / 128, N = w->n_out, n16 = N & ~(int64_t)15;
@@ -241,7 +266,7 @@ static inline void kern_r16_mm(const kern_mm_args *m, const kern_r16_block *base
     const kact_fast *ac[16];
     float *out[16];
     int32_t *is[16];
-    int64_t cg = (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block));
+    int64_t cg = (int64_t)(256 * 1024) / (nb * (int64_t)blk_bytes);
     if (cg < 1) cg = 1;
     for (int64_t gc = r0 / 16; gc * 16 < g1; gc += cg) {
         for (int ti = 0, c0 = 0; ti < nt; ti++) {
@@ -255,7 +280,7 @@ static inline void kern_r16_mm(const kern_mm_args *m, const kern_r16_block *base
                     out[c] = m->y + cc * m->ldy + 16 * g;
                     is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
                 }
-                group(base + g * nb, nb, nc, a->ncols, ac, out, keep, m->isum ? is : NULL, nb);
+                group((const uint8_t *)base + (size_t)(g * nb) * blk_bytes, nb, nc, a->ncols, ac, out, keep, m->isum ? is : NULL, nb);
             }
             c0 += nc;
         }

@@ -57,23 +57,27 @@ enum {
     KW_PTQ_ROWPAIR = 2, /* PTQ1_0: data in file layout, aux = rows 0..N4-1 transcoded to row-pair */
     KW_ROW16 = 3,       /* PQ2_0 16-row interleaved 544-byte blocks (+ tail rows N16.. in file layout) */
     KW_PTQ_ROW16 = 4,   /* PTQ1_0: data in file layout, aux = rows 0..N16-1 transcoded to KW_ROW16 */
+    KW_PTQ3_ROW16 = 5,  /* PTQ1_0 direct: base-3 bytes regrouped in place into 16-row 448-byte blocks
+                         * (+ tail rows N16.. in file layout); no side buffer */
 };
 
 /* kern_w_init_ex flags. */
 enum {
     KW_F_KEEP_FILE = 1u << 0,         /* PQ2_0: do not repack (tests, tools that rewrite files) */
-    KW_F_PTQ1_0_DIRECT = 1u << 1,     /* PTQ1_0: direct base-3 kernel, no side buffer */
+    KW_F_PTQ1_0_DIRECT = 1u << 1,     /* PTQ1_0: direct base-3 kernel, no side buffer (the 16-row
+                                       * layout KW_PTQ3_ROW16 where the layout is 16-row, else the file's) */
     KW_F_PTQ1_0_TRANSCODE = 1u << 2,  /* PTQ1_0: transcode to the 2-bit layout (aux) */
     KW_F_ROWPAIR = 1u << 3,           /* PQ2_0 repack / PTQ1_0 transcode: the row-pair layout */
     KW_F_ROW16 = 1u << 4,             /* ... the 16-row layout. Neither: the active table's (row16) */
 };
 /* PTQ1_0 default when neither PTQ1_0 flag is given: chosen by measurement
- * (bench/RESULTS.md, "PTQ1_0"): the transcode. Memory: the side buffer holds 34/28 of the file
+ * (bench/RESULTS.md, "PTQ1_0"): the transcode (a decode streams it at the bus on every host
+ * measured, where the direct base-3 kernel's digit extraction is compute-bound at one column). Memory: the side buffer holds 34/28 of the file
  * bytes of rows 0..NG-1 (NG = kern_w_grouped_rows: N & ~3 row-pair, N & ~15 16-row); every path
  * (kernels, kern_block_int: ref, f32 mode, kern_w_row_f32) reads those rows from it and only the
  * tail rows NG.. from data, so the owner of data may release the file bytes of rows 0..NG-1 (the
  * model loader does); a matvec streams only the side buffer and the tail rows (kern_w_bytes). */
-#define KERN_PTQ1_0_TRANSCODE_DEFAULT true   /* AVX2: 3-4x faster than direct (bench/RESULTS.md) */
+#define KERN_PTQ1_0_TRANSCODE_DEFAULT true
 
 /* Prepare a weight at load. Validates (errors name `name`): type has a kernel (else
  * TERN_E_UNSUPPORTED), n_in, n_out > 0 and n_in a multiple of the block size, byte size does

@@ -55,6 +55,18 @@ void kern_block_int(const kern_w *w, int64_t r, int64_t b, int8_t *t, float *d) 
                 for (int tt = 0; tt < 4; tt++) t[16 * j + 4 * s + tt] = (int8_t)(((rb->qs[j][i][tt] >> (2 * s)) & 3) - 1);
         return;
     }
+    /* rows 0 .. N16-1 of a PTQ1_0 regrouped in place (KW_PTQ3_ROW16): its file block, reassembled */
+    if (r < (w->n_out & ~(int64_t)15) && w->layout == KW_PTQ3_ROW16) {
+        const kern_r16t_block *rb = (const kern_r16t_block *)(const void *)w->data + (r / 16) * nb + b;
+        const int i = (int)(r & 15);
+        uint8_t blk[28];
+        for (int j = 0; j < 4; j++) memcpy(blk + 4 * j, rb->qa[j][i], 4);
+        for (int j = 0; j < 2; j++) memcpy(blk + 16 + 4 * j, rb->qb[j][i], 4);
+        memcpy(blk + 24, rb->qh[i], 2);
+        *d = fp16_to_f32(rb->d[i]);
+        q->decode(blk, t);
+        return;
+    }
     /* the file layout: the type's own decoder, the scale at its offset */
     const uint8_t *blk = w->data + (r * nb + b) * q->block_bytes;
     *d = fp16_to_f32(rd16(blk + q->d_offset));

@@ -1,6 +1,7 @@
 /* repack.c: load-time preparation of weights (kern_w_init): shape checks, the in-place PQ2_0
- * repack (row-pair or 16-row, the layout of the table that will run it), code-3 detection and
- * the optional PTQ1_0 -> 2-bit transcode into an owned side buffer. Layouts: kern_impl.h "PQ2_0
+ * repack (row-pair or 16-row, the layout of the table that will run it), code-3 detection, and
+ * for PTQ1_0 either the 2-bit transcode into a side buffer or, direct, the in-place regrouping of
+ * its base-3 bytes into 16-row blocks (16-row tables; the file layout otherwise). Layouts: kern_impl.h "PQ2_0
  * row-pair layout" and "PQ2_0 16-row layout". Runs once per tensor at load, so it may allocate
  * (a group scratch, at most 16 * K / 128 * 34 bytes).
  * Source: DESIGN.md "Row-pair interleaved block"; spec/ternary-gguf.md 3.1 and 3.4. */
@@ -95,6 +96,33 @@ static int repack_pq2_0(kern_w *w, const char *name, bool row16, tern_err *err) 
     }
     free(tmp);
     w->layout = row16 ? KW_ROW16 : KW_ROWPAIR;
+    return TERN_OK;
+}
+
+/* In place: rows 0 .. N16-1 of a PTQ1_0 tensor in file layout -> kern_r16t_block (kern_impl.h
+ * "PTQ1_0 base-3 16-row layout"): the same 28 bytes of every row and block, regrouped. */
+static int regroup_ptq1_0(kern_w *w, const char *name, tern_err *err) {
+    const int64_t nb = w->n_in / 128, ng = w->n_out / 16;
+    const size_t group_bytes = (size_t)(16 * nb * 28);
+    uint8_t *tmp = ng ? malloc(group_bytes) : NULL;
+    if (ng && !tmp)
+        return tern_err_set(err, TERN_E_NOMEM, "tensor '%s': no memory for a %zu-byte repack scratch", name, group_bytes);
+    for (int64_t g = 0; g < ng; g++) {
+        uint8_t *region = w->data + (size_t)g * group_bytes;
+        memcpy(tmp, region, group_bytes);
+        for (int64_t b = 0; b < nb; b++) {
+            kern_r16t_block *o = (kern_r16t_block *)(void *)(region + (size_t)b * sizeof(kern_r16t_block));
+            for (int i = 0; i < 16; i++) {
+                const uint8_t *src = tmp + ((int64_t)i * nb + b) * 28;
+                for (int j = 0; j < 4; j++) memcpy(o->qa[j][i], src + 4 * j, 4);
+                for (int j = 0; j < 2; j++) memcpy(o->qb[j][i], src + 16 + 4 * j, 4);
+                memcpy(o->qh[i], src + 24, 2);
+                o->d[i] = (uint16_t)(src[26] | src[27] << 8);
+            }
+        }
+    }
+    free(tmp);
+    w->layout = KW_PTQ3_ROW16;
     return TERN_OK;
 }
 
@@ -237,6 +265,7 @@ int kern_w_init_in(kern_w *w, const char *name, int type, uint8_t *data, int64_t
     if (type == QT_PTQ1_0) {
         bool tc = (flags & KW_F_PTQ1_0_TRANSCODE) ? true : (flags & KW_F_PTQ1_0_DIRECT) ? false : KERN_PTQ1_0_TRANSCODE_DEFAULT;
         if (tc) rc = transcode_ptq1_0(w, name, row16, side, side_cap, err);
+        else if (row16) rc = regroup_ptq1_0(w, name, err);
     }
     return rc;
 }
@@ -260,7 +289,7 @@ void kern_w_free(kern_w *w) {
 int64_t kern_w_grouped_rows(const kern_w *w) {
     switch (w->layout) {
     case KW_ROWPAIR: case KW_PTQ_ROWPAIR: return w->n_out & ~(int64_t)3;
-    case KW_ROW16: case KW_PTQ_ROW16: return w->n_out & ~(int64_t)15;
+    case KW_ROW16: case KW_PTQ_ROW16: case KW_PTQ3_ROW16: return w->n_out & ~(int64_t)15;
     default: return 0;
     }
 }

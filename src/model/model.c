@@ -349,16 +349,24 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     if (rc) goto fail;
     /* The kernels' side buffers, allocated at bind time: each PTQ1_0 matrix is transcoded into
      * the 2-bit layout (34 bytes per 128 weights of its grouped rows) unless the options ask for
-     * the direct kernel (kernels.h). File + side buffers must fit in what was available. */
-    const bool transcode = o->ptq1_0 == MODEL_PTQ1_0_DIRECT      ? false
-                           : o->ptq1_0 == MODEL_PTQ1_0_TRANSCODE ? true
-                                                                 : KERN_PTQ1_0_TRANSCODE_DEFAULT;
+     * the direct kernel (kernels.h). File + side buffers must fit in what was available; in the
+     * auto mode a file that fits only without them runs direct (the same bits, no side buffer). */
+    int ptq1_0 = o->ptq1_0;
+    const bool transcode = ptq1_0 == MODEL_PTQ1_0_DIRECT      ? false
+                           : ptq1_0 == MODEL_PTQ1_0_TRANSCODE ? true
+                                                              : KERN_PTQ1_0_TRANSCODE_DEFAULT;
     uint64_t side = 0, side_slices = 0;
     for (uint64_t i = 0; transcode && i < m->g->n_tensors; i++) {
         const gguf_tensor *t = &m->g->tensors[i];
         const uint64_t b = kern_w_side_bytes(t->type, t->ne[0], t->ne[1]);
         side += b;
         if (b) side_slices += (b + 63) & ~(uint64_t)63;
+    }
+    if (avail && side && (uint64_t)st.st_size + side > avail && ptq1_0 == MODEL_PTQ1_0_AUTO) {
+        tern_log(TERN_LOG_INFO, "%s: the PTQ1_0 transcode (%llu bytes) does not fit beside the file in %.1f MB: "
+                 "PTQ1_0 matrices run direct", path, (unsigned long long)side, (double)avail / 1e6);
+        ptq1_0 = MODEL_PTQ1_0_DIRECT;
+        side = side_slices = 0;
     }
     if (avail && side && (uint64_t)st.st_size + side > avail) {
         rc = tern_err_set(err, TERN_E_NOMEM,
@@ -395,7 +403,7 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
         snprintf(m->name, sizeof m->name, "%.*s", (int)TERN_MIN(nm.n, 95u), nm.p);
     m->numerics = o->numerics;
     m->mem_given = o->mem_available;
-    m->ptq1_0 = o->ptq1_0;
+    m->ptq1_0 = ptq1_0;
     m->n_threads = o->n_threads;
 
     m->prog = (model_progress){.on = o->progress && isatty(2), .t0 = t0, .last = -1};

@@ -842,6 +842,128 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
 #endif
 #include "kernels/x86/r16_ymm.h"
 
+/* ---- PTQ1_0 base-3 16-row layout (KW_PTQ3_ROW16, kern_impl.h), fast mode ---------------------
+ * The direct form on the 16-row layout: each zmm of a block read as two ymm (rows 0-7, 8-15; one
+ * 32-bit lane per row). The bytes are flipped once per load (v ^ 0x80) and stay flipped through
+ * the digit steps, because 3 (v + 128) = 3 v + 128 (mod 256): each step is two vpaddb, and the
+ * digit u = [v >= 86] + [v >= 171] two signed compares against the flipped thresholds, added
+ * (0, -1, -2) and made positive (vpabsb). u meets the 4 activation bytes of its elements
+ * broadcast in one vpmaddubsw per column, summed in int16 for the whole block: 34 digit vectors
+ * of 2 products of u <= 2 and |q| <= 127 per int16 lane, <= 34 * 508 = 17272 <= 32767; one
+ * vpmaddwd per block and half widens a row's two int16 into its int32. isum = sum u q - sum q,
+ * exact; epilogue and float order as the 16-row PQ2_0 tiles (r16_ymm.h). Tiles: 16 rows x 1..4
+ * columns. */
+#define R16T_TW 4
+
+static inline __attribute__((always_inline)) void r16t_ymm_digits(__m256i (*acc)[R16T_TW], int NC, const __m256i *vin,
+                                                                int nd, int o0, int step, const kact_fast *const *ac,
+                                                                int64_t b) {
+    __m256i t1 = _mm256_set1_epi8((char)(85 ^ 0x80)), t2 = _mm256_set1_epi8((char)(170 ^ 0x80));
+    __asm__("" : "+x"(t1), "+x"(t2));   /* opaque: GCC otherwise turns one compare into vpminsb + vpcmpeqb */
+    const __m256i flip = _mm256_set1_epi8((char)0x80);
+    __m256i v[2] = {_mm256_xor_si256(vin[0], flip), _mm256_xor_si256(vin[1], flip)};
+#pragma GCC unroll 5
+    for (int n = 0; n < nd; n++) {
+        __m256i u[2];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            if (n) v[h] = _mm256_add_epi8(_mm256_add_epi8(v[h], v[h]), v[h]);
+            u[h] = _mm256_abs_epi8(_mm256_add_epi8(_mm256_cmpgt_epi8(v[h], t1), _mm256_cmpgt_epi8(v[h], t2)));
+        }
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) {
+            int32_t x;
+            memcpy(&x, ac[c][b].qs + o0 + n * step, 4);
+            const __m256i q4 = _mm256_set1_epi32(x);
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                acc[h][c] = _mm256_add_epi16(acc[h][c], _mm256_maddubs_epi16(u[h], q4));
+                __asm__("" : "+x"(acc[h][c]));   /* one chain per register (as r16_ymm.h r16y_step) */
+            }
+        }
+    }
+}
+
+static inline __attribute__((always_inline)) void r16t_ymm_tile(const kern_r16t_block *B, int64_t nb, const kact_fast *const *ac,
+                                                              int NC, float *const *out, unsigned keep,
+                                                              int32_t *const *isum, int64_t isum_stride) {
+    const __m256i one = _mm256_set1_epi16(1);
+    __m256 facc[2][R16T_TW];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) facc[h][c] = _mm256_setzero_ps();
+    }
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_r16t_block *blk = B + b;
+        {   /* prefetch 4 blocks ahead, every line (as r16_ymm.h) */
+            const uintptr_t p = (uintptr_t)blk + 4 * sizeof(kern_r16t_block);   /* may pass the end: never faults */
+#pragma GCC unroll 7
+            for (int o = 0; o < (int)sizeof(kern_r16t_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
+        }
+        __m256i acc[2][R16T_TW];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; c++) acc[h][c] = _mm256_setzero_si256();
+        }
+        __m256i v[2];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            v[0] = _mm256_loadu_si256((const __m256i *)(const void *)blk->qa[j][0]);
+            v[1] = _mm256_loadu_si256((const __m256i *)(const void *)blk->qa[j][8]);
+            r16t_ymm_digits(acc, NC, v, 5, 4 * j, 16, ac, b);
+        }
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {
+            v[0] = _mm256_loadu_si256((const __m256i *)(const void *)blk->qb[j][0]);
+            v[1] = _mm256_loadu_si256((const __m256i *)(const void *)blk->qb[j][8]);
+            r16t_ymm_digits(acc, NC, v, 5, 80 + 4 * j, 8, ac, b);
+        }
+        /* qh as [qh0, qh1, 0, 0] per row; n = 3 reads q[126 .. 129] (128, 129: the block's d, met by zero digits) */
+        v[0] = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)blk->qh[0]));
+        v[1] = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)blk->qh[8]));
+        r16t_ymm_digits(acc, NC, v, 4, 120, 2, ac, b);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++) {
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(blk->d + 8 * h)));
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; c++) {
+                __m256i t = _mm256_madd_epi16(acc[h][c], one);
+                t = _mm256_sub_epi32(t, _mm256_set1_epi32(ac[c][b].sum));   /* isum = sum u q - sum q */
+                if (isum) {
+                    int32_t ti[8];
+                    _mm256_storeu_si256((__m256i *)(void *)ti, t);
+                    for (int i = 0; i < 8; i++)
+                        if ((keep >> (8 * h + i)) & 1) isum[c][(8 * h + i) * isum_stride + b] = ti[i];
+                }
+                facc[h][c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ac[c][b].d)), _mm256_cvtepi32_ps(t), facc[h][c]);
+            }
+        }
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) {
+            float t[8];
+            _mm256_storeu_ps(t, facc[h][c]);
+            for (int i = 0; i < 8; i++)
+                if ((keep >> (8 * h + i)) & 1) out[c][8 * h + i] = t[i];
+        }
+    }
+}
+
+static void r16t_ymm_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac, float *const *out,
+                           unsigned keep, int32_t *const *isum, int64_t isum_stride) {
+    (void)n_cols;
+    switch (nc) {
+    case 1: r16t_ymm_tile(B, nb, ac, 1, out, keep, isum, isum_stride); break;
+    case 2: r16t_ymm_tile(B, nb, ac, 2, out, keep, isum, isum_stride); break;
+    case 3: r16t_ymm_tile(B, nb, ac, 3, out, keep, isum, isum_stride); break;
+    default: r16t_ymm_tile(B, nb, ac, 4, out, keep, isum, isum_stride); break;
+    }
+}
+
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (m->w->layout == KW_ROW16) { r16y_mm_fast(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1); return; }
     if (m->w->layout != KW_ROWPAIR) { kern_ref_mm_fast(m, r0, r1); return; }
@@ -851,6 +973,7 @@ static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (m->w->layout == KW_PTQ_ROW16) { r16y_mm_fast(m, (const kern_r16_block *)m->w->aux, r0, r1); return; }
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
+    if (m->w->layout == KW_PTQ3_ROW16) { kern_r16_mm(m, m->w->data, sizeof(kern_r16t_block), r0, r1, R16T_TW, r16t_ymm_group); return; }
     /* the direct kernel reads the file bytes, which the loader may have released under a 16-row
      * transcode (kernels.h): that layout runs the reference, which reads aux */
     if (m->w->layout != KW_FILE) { kern_ref_mm_fast(m, r0, r1); return; }

@@ -70,6 +70,15 @@ static inline v512f v512f_cvt32(v512 a) { return _mm512_cvtepi32_ps(a); }
 static inline v512f v512f_ph(const void *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline void v512f_mask_storeu(float *p, unsigned keep, v512f a) { _mm512_mask_storeu_ps(p, (__mmask16)keep, a); }
 static inline void v512_store(void *p, v512 a) { _mm512_storeu_si512(p, a); }
+static inline v512 v512_add8(v512 a, v512 b) { return _mm512_add_epi8(a, b); }
+/* the base-3 digit of every byte v: [v >= 86] + [v >= 171] (kern_impl.h): two unsigned compares
+ * into masks, then 1 where the first holds, 2 where the second does */
+static inline v512 v512_b3digit(v512 v) {
+    const __mmask64 k1 = _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8(86));
+    const __mmask64 k2 = _mm512_cmpge_epu8_mask(v, _mm512_set1_epi8((char)171));
+    return _mm512_mask_mov_epi8(_mm512_maskz_mov_epi8(k1, _mm512_set1_epi8(1)), k2, _mm512_set1_epi8(2));
+}
+static inline v512 v512_zext16_32(const void *p) { return _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)); }
 #define TABLE_NAME kern_table_avx512vnni
 #define TABLE_STR "avx512vnni"
 #define TABLE_NEEDS (KCPU_AVX2 | KCPU_AVX512VNNI)
@@ -320,16 +329,131 @@ static const r16_tile_fn r16_tiles[R16_NC + 1] = {
     r16_tile_9,  r16_tile_10, r16_tile_11, r16_tile_12, r16_tile_13, r16_tile_14, r16_tile_15, r16_tile_16};
 
 /* One 16-row group against nc columns (kern_r16_mm's callback): the compiled tile of that width. */
-static void r16_group(const kern_r16_block *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
+static void r16_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
                       float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride) {
     (void)n_cols;
-    r16_tiles[nc](B, nb, ac, out, keep, isum, isum_stride);
+    r16_tiles[nc]((const kern_r16_block *)B, nb, ac, out, keep, isum, isum_stride);
 }
 
 /* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns. */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
-    kern_r16_mm(m, base, r0, r1, R16_NC, r16_group);
+    kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_group);
 }
+
+/* ---- PTQ1_0 base-3 16-row layout (KW_PTQ3_ROW16, kern_impl.h), fast mode ---------------------
+ * The direct form: the file's trit bytes, 16 rows per zmm (lane i = row i, 4 bytes). Digit n of
+ * a zmm is v * 3^n mod 256 per byte (each step two vpaddb on the previous digit's v), turned into
+ * u = t + 1 in 0..2 by two unsigned compares (v512_b3digit); u meets the 4 activation bytes of
+ * its elements broadcast ({1to16}) in one vpdpbusd per column: 34 per block and column (20 for
+ * qs[0..15], 10 for qs[16..23], 4 for qh, whose lanes are [qh0, qh1, 0, 0]: the zero bytes'
+ * digits are 0). u <= 2 and |q| <= 127 sum into int32 with no int16 stage; isum = sum u q - sum q,
+ * exact; the epilogue and the float order are the PQ2_0 tile's (above). Per block and column the
+ * vector ports see 34 vpdpbusd + 204 / NC digit ops (6 per zmm: 2 adds, 2 compares, 2 masked
+ * moves) + ~4 epilogue ops: the digits cost 3.3x the PQ2_0 tile's unpack at one column, so this
+ * form is for memory (1.75 bits a weight, no side buffer), not for speed where the bus is fast
+ * (kernels.h KERN_PTQ1_0_TRANSCODE_DEFAULT). Accumulator chains as the PQ2_0 tile: NA = 4, 2, 1
+ * for NC <= 4, 8, 16, digit vector k into chain k % NA. */
+
+/* Digits 0 .. nd-1 of v (already loaded), each against the 4 activation bytes at
+ * qs + o0 + n * step of every column, into the chains from *k on. */
+static inline __attribute__((always_inline)) void r16t_digits(v512 (*acc)[4], int NC, int NA, int *k, v512 v, int nd,
+                                                            int o0, int step, const kact_fast *const *ac, int64_t b) {
+R16_UNROLL4
+    for (int n = 0; n < nd; n++) {
+        if (n) v = v512_add8(v512_add8(v, v), v);
+        const v512 u = v512_b3digit(v);
+        const int ia = *k % NA;
+R16_UNROLL16
+        for (int c = 0; c < NC; c++) acc[c][ia] = v512_dpbusd_b32(acc[c][ia], u, ac[c][b].qs + o0 + n * step);
+        (*k)++;
+    }
+}
+
+R16_TILE_ATTR void r16t_tile(const kern_r16t_block *B, int64_t nb, const kact_fast *const *ac, int NC, float *const *out,
+                             unsigned keep, int32_t *const *isum, int64_t isum_stride) {
+    const int NA = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;
+    v512f facc[R16_NC];
+R16_UNROLL16
+    for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        const kern_r16t_block *blk = B + b;
+        {   /* prefetch R16_PF blocks ahead, every line (as the PQ2_0 tile) */
+            const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16t_block);   /* may pass the end: never faults */
+R16_UNROLL8
+            for (int o = 0; o < (int)sizeof(kern_r16t_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
+        }
+        v512 acc[R16_NC][4];
+R16_UNROLL16
+        for (int c = 0; c < NC; c++) {
+R16_UNROLL4
+            for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
+        }
+        int k = 0;
+R16_UNROLL4
+        for (int j = 0; j < 4; j++) r16t_digits(acc, NC, NA, &k, v512_loadu(blk->qa[j]), 5, 4 * j, 16, ac, b);
+R16_UNROLL4
+        for (int j = 0; j < 2; j++) r16t_digits(acc, NC, NA, &k, v512_loadu(blk->qb[j]), 5, 80 + 4 * j, 8, ac, b);
+        /* n = 3 reads q[126 .. 129]: bytes 128, 129 lie in the block's d, met by zero digits */
+        r16t_digits(acc, NC, NA, &k, v512_zext16_32(blk->qh), 4, 120, 2, ac, b);
+        const v512f dw = v512f_ph(blk->d);
+R16_UNROLL16
+        for (int c = 0; c < NC; c++) {
+            v512 t = acc[c][0];   /* exact in int32: a fixed tree */
+            if (NA == 4) t = v512_add32(v512_add32(t, acc[c][1]), v512_add32(acc[c][2], acc[c][3]));
+            if (NA == 2) t = v512_add32(t, acc[c][1]);
+            t = v512_sub32(t, v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
+            if (isum) {
+                int32_t ti[16];
+                v512_store(ti, t);
+                for (int i = 0; i < 16; i++)
+                    if ((keep >> i) & 1) isum[c][i * isum_stride + b] = ti[i];
+            }
+            facc[c] = v512f_fmadd(v512f_mul(dw, v512f_set1(ac[c][b].d)), v512f_cvt32(t), facc[c]);
+        }
+    }
+R16_UNROLL16
+    for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c], keep, facc[c]);
+}
+
+#ifdef KERN_EMU512
+static void r16t_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac, float *const *out,
+                       unsigned keep, int32_t *const *isum, int64_t isum_stride) {
+    (void)n_cols;
+    r16t_tile(B, nb, ac, nc, out, keep, isum, isum_stride);
+}
+#else
+typedef void (*r16t_tile_fn)(const kern_r16t_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,
+                             unsigned keep, int32_t *const *isum, int64_t isum_stride);
+#define R16T_TILE(NC)                                                                                              \
+    static void r16t_tile_##NC(const kern_r16t_block *B, int64_t nb, const kact_fast *const *ac, float *const *out, \
+                               unsigned keep, int32_t *const *isum, int64_t isum_stride) {                         \
+        r16t_tile(B, nb, ac, NC, out, keep, isum, isum_stride);                                                    \
+    }
+R16T_TILE(1)
+R16T_TILE(2)
+R16T_TILE(3)
+R16T_TILE(4)
+R16T_TILE(5)
+R16T_TILE(6)
+R16T_TILE(7)
+R16T_TILE(8)
+R16T_TILE(9)
+R16T_TILE(10)
+R16T_TILE(11)
+R16T_TILE(12)
+R16T_TILE(13)
+R16T_TILE(14)
+R16T_TILE(15)
+R16T_TILE(16)
+static const r16t_tile_fn r16t_tiles[R16_NC + 1] = {
+    NULL,         r16t_tile_1,  r16t_tile_2,  r16t_tile_3,  r16t_tile_4,  r16t_tile_5,  r16t_tile_6,  r16t_tile_7, r16t_tile_8,
+    r16t_tile_9,  r16t_tile_10, r16t_tile_11, r16t_tile_12, r16t_tile_13, r16t_tile_14, r16t_tile_15, r16t_tile_16};
+static void r16t_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac, float *const *out,
+                       unsigned keep, int32_t *const *isum, int64_t isum_stride) {
+    (void)n_cols;
+    r16t_tiles[nc](B, nb, ac, out, keep, isum, isum_stride);
+}
+#endif
 
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (m->w->layout == KW_ROW16) { mm_row16_fast(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1); return; }
@@ -337,10 +461,14 @@ static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     mm_rowpair_fast(m, (const kern_rp_block *)(const void *)m->w->data, r0, r1);
 }
 
-/* PTQ1_0: the transcoded layouts run the kernels above; the direct (base-3) form runs the AVX2
- * kernel (same bits by the oracle tests; a zmm base-3 kernel is not written yet). */
+/* PTQ1_0: the transcoded layouts and the base-3 16-row one run the kernels above; the file
+ * layout (a direct weight prepared for a row-pair table) runs the AVX2 kernel. */
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (m->w->layout == KW_PTQ_ROW16) { mm_row16_fast(m, (const kern_r16_block *)m->w->aux, r0, r1); return; }
+    if (m->w->layout == KW_PTQ3_ROW16) {
+        kern_r16_mm(m, m->w->data, sizeof(kern_r16t_block), r0, r1, R16_NC, r16t_group);
+        return;
+    }
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
     kern_table_avx2.mm[KT_PTQ1_0][KQ_FAST](m, r0, r1);
 }

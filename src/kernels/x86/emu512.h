@@ -68,6 +68,22 @@ static inline v512 v512_add32(v512 a, v512 b) { return (v512){_mm256_add_epi32(a
 static inline v512 v512_sub32(v512 a, v512 b) { return (v512){_mm256_sub_epi32(a.lo, b.lo), _mm256_sub_epi32(a.hi, b.hi)}; }
 #define v512_srai32(a, n) ((v512){_mm256_srai_epi32((a).lo, (n)), _mm256_srai_epi32((a).hi, (n))})
 
+static inline v512 v512_add8(v512 a, v512 b) { return (v512){_mm256_add_epi8(a.lo, b.lo), _mm256_add_epi8(a.hi, b.hi)}; }
+/* the base-3 digit of every byte v: [v >= 86] + [v >= 171] (unsigned; kern_impl.h), here by signed
+ * compares after flipping the sign bit */
+static inline __m256i emu_b3digit(__m256i v) {
+    const __m256i vx = _mm256_xor_si256(v, _mm256_set1_epi8((char)0x80));
+    const __m256i neg = _mm256_add_epi8(_mm256_cmpgt_epi8(vx, _mm256_set1_epi8((char)(85 ^ 0x80))),
+                                        _mm256_cmpgt_epi8(vx, _mm256_set1_epi8((char)(170 ^ 0x80))));
+    return _mm256_sub_epi8(_mm256_setzero_si256(), neg);
+}
+static inline v512 v512_b3digit(v512 v) { return (v512){emu_b3digit(v.lo), emu_b3digit(v.hi)}; }
+/* vpmovzxwd from memory: the 16 uint16 at p, one per int32 lane */
+static inline v512 v512_zext16_32(const void *p) {
+    return (v512){_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)),
+                  _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint8_t *)p + 16)))};
+}
+
 /* 16 f32 lanes (lo = 0-7, hi = 8-15). */
 typedef struct { __m256 lo, hi; } v512f;
 static inline v512f v512f_zero(void) { return (v512f){_mm256_setzero_ps(), _mm256_setzero_ps()}; }

@@ -290,8 +290,9 @@ static void r16y_tile_mv(const kern_r16_block *B, int64_t nb, const kact_fast *c
 /* One 16-row group against nc columns (kern_r16_mm's callback): the matvec tile when the whole
  * matmul is one column (both halves in one pass), else the tile of width nc over each 8-row half
  * (or both at once when R16Y_TH is 2) that holds a row in range. */
-static void r16y_group(const kern_r16_block *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
+static void r16y_group(const void *Bv, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
                        float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride) {
+    const kern_r16_block *B = Bv;
     if (nc == 1 && n_cols == 1) {
         r16y_tile_mv(B, nb, ac, out, keep, isum, isum_stride);
         return;
@@ -302,7 +303,7 @@ static void r16y_group(const kern_r16_block *B, int64_t nb, int nc, int n_cols, 
 
 /* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to R16Y_TW columns. */
 static void r16y_mm_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
-    kern_r16_mm(m, base, r0, r1, R16Y_TW, r16y_group);
+    kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16Y_TW, r16y_group);
 }
 
 #endif /* TERN_KERNELS_X86_R16_YMM_H */
