@@ -198,7 +198,8 @@ static void test_no_chat_template_notice(void **state) {
 /* Bad input named in the error: bench-kernel --isa with an unknown name is a usage error (exit 2)
  * listing the known ones, not a run of every path; perplexity --tokens shows bytes that are not
  * text as \xNN; a text shorter than one chunk names the file, its length and the -c needed;
- * bench-spec's prompt file names a line that is not JSON and says what it expects. */
+ * bench-spec's prompt file names a line that is not JSON and says what it expects; a directory
+ * as -m is named with the flag. */
 static void test_bad_input_messages(void **state) {
     (void)state;
     expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, "
@@ -230,6 +231,35 @@ static void test_bad_input_messages(void **state) {
     remove(jl);
     remove(ids);
     remove(text);
+    /* a directory given as the model is named with its flag */
+    char dir[512];
+    fx_tmp_path(dir, sizeof dir, "model-dir");
+    assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+    snprintf(args, sizeof args, "run -m '%s' -p hi -n 2", dir);
+    snprintf(want, sizeof want, "tern run: TERN_E_IO: -m: '%s' is a directory, expected a file", dir);
+    expect_err(1, want, NULL, args);
+    rmdir(dir);
+}
+
+/* `tern run -n 0` generates nothing and prints nothing on stdout (no lone newline); with --echo
+ * the prompt and one newline; -n 2 the generation and one newline. */
+static void test_run_n0_prints_nothing(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    char *out = NULL;
+    assert_int_equal(ru_tern(&out, NULL, "run -m '%s' -p Hello -n 0", model), 0);
+    assert_string_equal(out, "");
+    free(out);
+    out = NULL;
+    assert_int_equal(ru_tern(&out, NULL, "run -m '%s' -p Hello -n 0 --echo", model), 0);
+    assert_string_equal(out, "Hello\n");
+    free(out);
+    out = NULL;
+    assert_int_equal(ru_tern(&out, NULL, "run -m '%s' -p Hello -n 2 --ignore-eos --temp 0", model), 0);
+    const size_t n = strlen(out);
+    assert_true(n >= 2 && out[n - 1] == '\n' && out[n - 2] != '\n');
+    free(out);
 }
 
 /* A failed write of synth or quantize never removes an OUT that existed before (for OUT a symlink
@@ -955,6 +985,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_stdout_and_utf8),
         cmocka_unit_test(test_no_chat_template_notice),
         cmocka_unit_test(test_bad_input_messages),
+        cmocka_unit_test(test_run_n0_prints_nothing),
         cmocka_unit_test(test_failed_write_keeps_existing_output),
         cmocka_unit_test(test_quantize_same_file),
         cmocka_unit_test(test_failed_write_keeps_old_output),

@@ -36,7 +36,14 @@ bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n) {
     /* O_NONBLOCK: a FIFO opens at once (without it, open waits for a writer); what may be read
      * (a regular file, for a model) is the loader's check */
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd >= 0) { close(fd); return true; }
+    if (fd >= 0) {
+        struct stat st;
+        const bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+        close(fd);
+        if (!dir) return true;
+        snprintf(msg, n, "%s%s'%s' is a directory, expected a file", flag ? flag : "", flag ? ": " : "", path);
+        return false;
+    }
     snprintf(msg, n, "%s%scannot open '%s': %s", flag ? flag : "", flag ? ": " : "", path, strerror(errno));
     return false;
 }

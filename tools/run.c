@@ -38,10 +38,10 @@ static const opt_def run_defs[] = {
 
 /* Print a generated token's text as it comes (tern_gen's on_token). */
 static int run_put(void *user, const tern_gen_token *t) {
-    (void)user;
     if (t->n_text > 0) {
         fwrite(t->text, 1, (size_t)t->n_text, stdout);
         opts_flush_stdout();
+        *(bool *)user = true;   /* something printed: end it with a newline */
     }
     return 0;
 }
@@ -146,14 +146,18 @@ int cmd_run(int argc, char **argv) {
     tern_gen_params_default(&gp);
     gp.n_predict = n_predict;
     gp.ignore_eos = ignore_eos;
+    bool printed = echo && plen > 0;
     gp.on_token = run_put;
+    gp.user = &printed;
     tern_gen_begin(gen, s, smp, spec, &gp);
     const float *logits = tern_gen_prompt(gen, toks, n_tok, &err);
     if (!logits) goto done;
     const tern_stop stop = tern_gen_run(gen, logits, &err);
     if (stop == TERN_STOP_ERROR) goto done;
-    fputc('\n', stdout);
-    opts_flush_stdout();
+    if (printed) {
+        fputc('\n', stdout);
+        opts_flush_stdout();
+    }
     if (stop == TERN_STOP_CTX) fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
     tern_gen_stats gs;
     tern_gen_get_stats(gen, &gs);
