@@ -188,8 +188,8 @@ void tern_session_free(tern_session *s);
  * or f32 numerics; 2 x n_layer_kv x n_ctx x n_head_kv x head size), *state_bytes the recurrent
  * state of a hybrid model (qwen35: state and conv, their rollback copy and the token log; 0 for
  * attention-only models), and *avail the memory available to the process now (bytes; 0 when
- * unknown: the model's tern_model_opts.mem_available when set, else MemAvailable within a cgroup
- * limit). tern_session_init checks one session against avail; a program creating N sessions at
+ * unknown: the model's tern_model_opts.mem_available less the model's own file and side buffer
+ * bytes when set, else MemAvailable within a cgroup limit). tern_session_init checks one session against avail; a program creating N sessions at
  * once (tern serve's -np slots) checks N x (kv + state) up front, before any allocates. Any
  * pointer may be NULL. */
 void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t *kv_bytes, uint64_t *state_bytes,

@@ -52,9 +52,7 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     so.kv_f32 = cfg->kv_f32;
     so.n_checkpoints = SRV_CHECKPOINTS;
     uint64_t kv1 = 0, st1 = 0, avail = 0;
-    tern_session_mem(b->m, &so, &kv1, &st1, &avail);
-    if (t->multi && t->mo.mem_available)              /* a given budget: this model's file takes its share too */
-        avail = avail > b->file_bytes ? avail - b->file_bytes : 1;
+    tern_session_mem(b->m, &so, &kv1, &st1, &avail);   /* a given budget: less this model's own bytes */
     const uint64_t need = (uint64_t)cfg->parallel * (kv1 + st1);
     if (avail && need > avail) {
         char stp[96] = "";

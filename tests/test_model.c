@@ -441,6 +441,11 @@ static void test_memory_check(void **st) {
     print_message("weights: %s\n", err.msg);
     assert_non_null(strstr(err.msg, "needs"));
     assert_non_null(strstr(err.msg, "available"));
+    char bytes[96];   /* exact byte counts beside the rounded MB */
+    snprintf(bytes, sizeof bytes, "needs %lld bytes", (long long)sb.st_size);
+    assert_non_null(strstr(err.msg, bytes));
+    snprintf(bytes, sizeof bytes, "only %lld bytes", (long long)sb.st_size - 1);
+    assert_non_null(strstr(err.msg, bytes));
     /* 100 MB: the weights fit; a KV cache for 2^24 positions (5 layers x 2 x 32 fp16 = 640 bytes
      * a position: 10.7 GB) does not */
     o.mem_available = 100000000;
@@ -457,6 +462,22 @@ static void test_memory_check(void **st) {
     so.n_ctx = 4096;                                        /* 2.6 MB: fits */
     assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_OK);
     tern_session_free(s);
+    tern_model_free(m);
+    /* a given figure is a budget the model's file takes its share of: room for exactly 1024
+     * positions (640 bytes each) beside the file */
+    o.mem_available = (uint64_t)sb.st_size + 1024 * 640;
+    assert_int_equal(tern_model_load(&m, path, &o, &err), TERN_OK);
+    uint64_t kv = 0, avail = 0;
+    so.n_ctx = 1024;
+    tern_session_mem(m, &so, &kv, NULL, &avail);
+    assert_int_equal(kv, 1024 * 640);
+    assert_int_equal(avail, 1024 * 640);
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_OK);
+    tern_session_free(s);
+    so.n_ctx = 1025;
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_NOMEM);
+    assert_non_null(strstr(err.msg, "KV cache for n_ctx 1025"));
     tern_model_free(m);
     /* a PTQ1_0 matrix also needs its row-pair transcode (34 bytes per 128 weights: 64 rows x 8
      * blocks = 17408 bytes) unless ptq1_0 is direct; the check runs before anything else is

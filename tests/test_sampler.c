@@ -452,7 +452,7 @@ static void test_pass_tables_same_bits(void **state) {
     (void)state;
     enum { V = 151936 + 5 };
     const samp_passes *g = &samp_passes_generic;
-    const samp_passes *tabs[4];
+    const samp_passes *tabs[4] = {0};
     int nt = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
     const char *before = kern_isa();
@@ -486,6 +486,14 @@ static void test_pass_tables_same_bits(void **state) {
         const float mx = 9.995f, scale = (float)SAMP_BINS / 21.0f;
         const samp_keep keeps[] = {{-INFINITY, -INFINITY, INT32_MAX, true}, {2.5f, -3.0f, 70000, false}};
         for (size_t k = 0; k < sizeof keeps / sizeof keeps[0]; k++) {
+            float r0[2], r1[2];
+            g->kept_range(x0, V, &keeps[k], &r0[0], &r0[1]);
+            o->kept_range(x1, V, &keeps[k], &r1[0], &r1[1]);
+            assert_memory_equal(r0, r1, sizeof r0);
+            float emx = -INFINITY, emn = INFINITY;   /* kept: all, or (here) exactly l >= 2.5 */
+            for (int i = 0; i < V; i++)
+                if (k == 0 || x0[i] >= 2.5f) { emx = fmaxf(emx, x0[i]); emn = fminf(emn, x0[i]); }
+            if (!(r0[0] == emx && r0[1] == emn)) fail_msg("keep %d: range %a %a, expected %a %a", (int)k, (double)r0[0], (double)r0[1], (double)emx, (double)emn);
             memset(b0, 0, SAMP_BINS * sizeof *b0);
             memset(b1, 0, SAMP_BINS * sizeof *b1);
             const uint64_t t0 = g->masses(x0, w0, V, &keeps[k], mx, scale, b0);

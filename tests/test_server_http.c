@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -1225,7 +1226,8 @@ static void test_http_head_retry_cors(void **state) {
 
 /* The bytes m's memory checks assume available (what tern_model_opts.mem_available sets at
  * load), changed in place so one loaded model serves every case; 0: the OS's figure. */
-static void set_avail(tern_model *m, uint64_t avail) { m->mem_given = avail; }
+/* avail bytes left for sessions: a given budget less the model's own bytes (model_mem_available) */
+static void set_avail(tern_model *m, uint64_t avail) { m->mem_given = avail ? avail + m->mem_model : 0; }
 
 /* srv_start with avail bytes "available": the return code, the server stopped. */
 static int start_with_avail(tern_model *m, int parallel, int n_ctx, uint64_t avail, tern_err *err) {
@@ -1291,8 +1293,10 @@ static void test_slots_memory(void **state) {
     uint64_t kvb = 0;
     tern_session_mem(m, &so, &kvb, NULL, NULL);
     const uint64_t big = kvb * 5 / 2;
+    struct stat mst;   /* the budget less the model file (PQ2_0: no side buffer) is what the slots get */
+    assert_int_equal(stat(model, &mst), 0);
     snprintf(cmd, sizeof cmd, "TERN_MEM_AVAILABLE=%llu %s serve -m %s -t 1 -c 65536 -np 8 --port 0 --no-progress 2>&1",
-             (unsigned long long)big, bin, model);
+             (unsigned long long)(big + (uint64_t)mst.st_size), bin, model);
     int rc;
     char *out = ru_capture(cmd, &rc);
     snprintf(want, sizeof want, "tern serve: 8 slots (-np 8) with context 65536 (-c) need %.1f MB: per slot %.1f MB KV cache; only "

@@ -177,9 +177,11 @@ int cmd_run(int argc, char **argv) {
     if (n_gen > 1)
         fprintf(stderr, "generation: %d tokens in %.1f ms, %.2f tokens/s (the %d after the first)\n", n_gen, t_gen * 1e3,
                 t_gen > 0 ? (n_gen - 1) / t_gen : 0.0, n_gen - 1);
+    else if (n_gen == 1)
+        fprintf(stderr, "generation: 1 token (no decode step to time: see time to first token)\n");
     else
-        fprintf(stderr, "generation: %d tokens (no decode step to time: see time to first token)\n", n_gen);
-    fprintf(stderr, "time to first token: %.1f ms\n", t_first * 1e3);
+        fprintf(stderr, "generation: 0 tokens\n");
+    if (n_gen > 0) fprintf(stderr, "time to first token: %.1f ms\n", t_first * 1e3);
     if (spec) {
         tern_spec_stats st;
         tern_spec_get_stats(spec, &st);

@@ -327,7 +327,12 @@ static uint64_t mem_available(uint64_t given) {
     return avail;
 }
 
-uint64_t model_mem_available(const model_t *m) { return mem_available(m ? m->mem_given : 0); }
+/* The OS's figure already excludes this model's memory; a given figure is a budget the model's
+ * own bytes (file buffer and side buffers, as the load checked them) take their share of. */
+uint64_t model_mem_available(const model_t *m) {
+    if (!m || !m->mem_given) return mem_available(0);
+    return m->mem_given > m->mem_model ? m->mem_given - m->mem_model : 1;
+}
 
 /* ---- load / free ---------------------------------------------------------------------------- */
 
@@ -341,8 +346,9 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     if (stat(path, &st) != 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s': %s", path, strerror(errno));
     const uint64_t avail = mem_available(o->mem_available);
     if (avail && (uint64_t)st.st_size > avail)
-        return tern_err_set(err, TERN_E_NOMEM, "model '%s' needs %.1f MB of memory, only %.1f MB available", path,
-                            (double)st.st_size / 1e6, (double)avail / 1e6);
+        return tern_err_set(err, TERN_E_NOMEM, "model '%s' needs %llu bytes (%.1f MB) of memory, only %llu bytes (%.1f MB) available",
+                            path, (unsigned long long)st.st_size, (double)st.st_size / 1e6, (unsigned long long)avail,
+                            (double)avail / 1e6);
     model_t *m = calloc(1, sizeof *m);
     if (!m) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     int rc = gguf_open(&m->g, path, o->use_mmap ? GGUF_LOAD_MMAP : GGUF_LOAD_READ, err);
@@ -363,8 +369,9 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
         if (b) side_slices += (b + 63) & ~(uint64_t)63;
     }
     if (avail && side && (uint64_t)st.st_size + side > avail && ptq1_0 == MODEL_PTQ1_0_AUTO) {
-        tern_log(TERN_LOG_INFO, "%s: the PTQ1_0 transcode (%llu bytes) does not fit beside the file in %.1f MB: "
-                 "PTQ1_0 matrices run direct", path, (unsigned long long)side, (double)avail / 1e6);
+        tern_log(TERN_LOG_WARN, "%s: the PTQ1_0 transcode (%llu bytes) does not fit beside the file (%llu bytes) in the "
+                 "%llu bytes available: PTQ1_0 matrices run direct (the same outputs, slower)", path,
+                 (unsigned long long)side, (unsigned long long)st.st_size, (unsigned long long)avail);
         ptq1_0 = MODEL_PTQ1_0_DIRECT;
         side = side_slices = 0;
     }
@@ -403,6 +410,7 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
         snprintf(m->name, sizeof m->name, "%.*s", (int)TERN_MIN(nm.n, 95u), nm.p);
     m->numerics = o->numerics;
     m->mem_given = o->mem_available;
+    m->mem_model = (uint64_t)st.st_size + side_slices;
     m->ptq1_0 = ptq1_0;
     m->n_threads = o->n_threads;
 

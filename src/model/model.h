@@ -113,6 +113,7 @@ struct tern_model {
     uint8_t *side;                /* the PTQ1_0 transcodes of the bound weights, one buffer (huge pages), or NULL */
     size_t side_cap, side_used;   /* its bytes; those handed out (64-byte aligned slices, model_bind_w) */
     uint64_t mem_given;           /* bytes the memory checks assume available; 0: ask the OS */
+    uint64_t mem_model;           /* the file and side buffer bytes the load checked against it */
     model_progress prog;          /* during load only */
     tok_vocab *vocab;
     tern_pool *pool;

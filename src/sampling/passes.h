@@ -25,12 +25,19 @@ typedef struct samp_keep {
     bool all;
 } samp_keep;
 
+/* The kept predicate for one id. */
+static inline bool samp_keep1(const samp_keep *k, float l, int32_t id) {
+    return k->all || ((l > k->cut_l || (l == k->cut_l && id <= k->cut_id)) && l >= k->thr);
+}
+
 #define SAMP_BINS 4096   /* top-p histogram bins */
 
 typedef struct samp_passes {
     const char *name;
     /* x[i] = logits[i] with NaN -> -inf and +inf -> FLT_MAX; *mx, *mn their max and min. */
     void (*load)(const float *logits, float *x, int32_t n, float *mx, float *mn);
+    /* *mx, *mn: the max and min of the kept x (-inf and +inf when none is kept). */
+    void (*kept_range)(const float *x, int32_t n, const samp_keep *k, float *mx, float *mn);
     /* Top-p masses: w[i] = e^(x[i] - mx) * 2^30 for the kept (0 otherwise), and bm[b] += the
      * integer mass q = (uint32_t)w[i] of every id whose bin b = min((mx - x[i]) * scale,
      * SAMP_BINS - 1) (truncated); returns the sum of q. bm is zeroed by the caller. */

@@ -25,9 +25,6 @@ static inline __attribute__((always_inline)) SP_VI SP_FN(keep)(const samp_keep *
     const SP_VI id = SP_IOTA + i;
     return ((l > SP_B(k->cut_l)) | ((l == SP_B(k->cut_l)) & (id <= SP_BI(k->cut_id)))) & (l >= SP_B(k->thr));
 }
-static inline bool SP_FN(keep1)(const samp_keep *k, float l, int32_t id) {
-    return k->all || ((l > k->cut_l || (l == k->cut_l && id <= k->cut_id)) && l >= k->thr);
-}
 
 /* e^x of one x <= 0 (the 8-lane vexp: the same bits as any lane of any width). */
 static inline float SP_FN(exp1)(float x) {
@@ -58,6 +55,24 @@ static void SP_FN(load)(const float *logits, float *x, int32_t n, float *mxp, fl
     *mnp = mn;
 }
 
+static void SP_FN(kept_range)(const float *x, int32_t n, const samp_keep *kp, float *mxp, float *mnp) {
+    const samp_keep k = *kp;
+    SP_VF m = SP_B(-INFINITY), lo = SP_B(INFINITY);
+    int32_t i = 0;
+    for (; i + SP_N <= n; i += SP_N) {
+        const SP_VF l = SP_FN(ld)(x + i);
+        const SP_VI kk = SP_FN(keep)(&k, l, i);
+        m = SP_SEL(kk & (l > m), l, m);
+        lo = SP_SEL(kk & (l < lo), l, lo);
+    }
+    float mx = -INFINITY, mn = INFINITY;
+    for (int j = 0; j < SP_N; j++) { mx = m[j] > mx ? m[j] : mx; mn = lo[j] < mn ? lo[j] : mn; }
+    for (; i < n; i++)
+        if (samp_keep1(&k, x[i], i)) { mx = x[i] > mx ? x[i] : mx; mn = x[i] < mn ? x[i] : mn; }
+    *mxp = mx;
+    *mnp = mn;
+}
+
 static uint64_t SP_FN(masses)(const float *x, float *w, int32_t n, const samp_keep *kp, float mx, float scale, uint64_t *bm) {
     const samp_keep k = *kp;                          /* in registers: the stores to w cannot change it */
     const float last = (float)(SAMP_BINS - 1);
@@ -77,7 +92,7 @@ static uint64_t SP_FN(masses)(const float *x, float *w, int32_t n, const samp_ke
         }
     }
     for (; i < n; i++) {
-        w[i] = SP_FN(keep1)(&k, x[i], i) ? SP_FN(exp1)(x[i] - mx) * 1073741824.0f : 0.0f;
+        w[i] = samp_keep1(&k, x[i], i) ? SP_FN(exp1)(x[i] - mx) * 1073741824.0f : 0.0f;
         const uint32_t q = (uint32_t)w[i];
         float bf = (mx - x[i]) * scale;
         bf = bf < last ? bf : last;
@@ -135,7 +150,7 @@ static double SP_FN(weights)(const float *x, float *w, int32_t n, const samp_kee
     if (i < n) {                                      /* the last group, fewer than 8 ids */
         double g = 0.0;
         for (int32_t j = i; j < n; j++) {
-            const bool kj = SP_FN(keep1)(&k, x[j], j);
+            const bool kj = samp_keep1(&k, x[j], j);
             w[j] = !kj ? 0.0f : from_masses ? w[j] * 0x1p-30f : SP_FN(exp1)((x[j] - mx) * inv_t);
             g += w[j];
         }
@@ -148,6 +163,7 @@ static double SP_FN(weights)(const float *x, float *w, int32_t n, const samp_kee
 const samp_passes SP_TABLE = {
     .name = SP_NAME,
     .load = SP_FN(load),
+    .kept_range = SP_FN(kept_range),
     .masses = SP_FN(masses),
     .bin = SP_FN(bin),
     .weights = SP_FN(weights),

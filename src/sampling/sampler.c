@@ -110,15 +110,12 @@ static void cand_sort(samp_cand *c, int n) {
  * ISA; 4 lanes is the baseline register of x86-64 and ARM64, so no ISA flags are needed) ---- */
 typedef vexp_v4f samp_v4f;
 typedef int32_t samp_v4i __attribute__((vector_size(16)));
-typedef uint32_t samp_v4u __attribute__((vector_size(16)));
 static inline __attribute__((always_inline)) samp_v4f v4_load(const float *p) { samp_v4f v; memcpy(&v, p, sizeof v); return v; }
 static inline __attribute__((always_inline)) void v4_store(float *p, samp_v4f v) { memcpy(p, &v, sizeof v); }
 static inline __attribute__((always_inline)) samp_v4f v4_sel(samp_v4i m, samp_v4f a, samp_v4f b) {   /* m ? a : b */
     return (samp_v4f)(((samp_v4i)a & m) | ((samp_v4i)b & ~m));
 }
 #define V4F(c) ((samp_v4f){c, c, c, c})
-#define V4I(c) ((samp_v4i){c, c, c, c})
-#define V4_IOTA ((samp_v4i){0, 1, 2, 3})
 
 /* Largest of x[0..n) (no NaN in x), 4 lanes at a time. */
 static float v4_max(const float *x, int32_t n) {
@@ -267,8 +264,13 @@ static void stage_min_p_small(tern_sampler *s) {
 }
 
 /* ---- wide path ---- */
+/* The kept predicate (passes.h) of the current cut and threshold. */
+static samp_keep wide_keep_of(const tern_sampler *s) {
+    return (samp_keep){s->cut_l, s->thr, s->cut_id, s->cut_l == -INFINITY && s->cut_id == INT32_MAX && s->thr == -INFINITY};
+}
 static inline bool wide_keep(const tern_sampler *s, float l, int32_t id) {
-    return (l > s->cut_l || (l == s->cut_l && id <= s->cut_id)) && l >= s->thr;
+    const samp_keep k = wide_keep_of(s);
+    return samp_keep1(&k, l, id);
 }
 
 /* top-k above SAMP_SMALL_K: the k-th best logit v by quickselect on a copy, then the cut is v
@@ -301,44 +303,10 @@ static void stage_top_k_wide(tern_sampler *s, int k) {
     s->cut_id = id;
 }
 
-/* wide_max's kept predicate, 4 ids at a time: broadcast vectors read once before its loop (the
- * loop stores floats, which the compiler must otherwise assume may change s->cut_l). all:
- * nothing narrowed yet. */
-typedef struct { samp_v4f cl, thr; samp_v4i cid; bool all; } wide_pred;
-static wide_pred wide_pred_of(const tern_sampler *s) {
-    return (wide_pred){V4F(s->cut_l), V4F(s->thr), V4I(s->cut_id),
-                       s->cut_l == -INFINITY && s->cut_id == INT32_MAX && s->thr == -INFINITY};
-}
-static inline __attribute__((always_inline)) samp_v4i wide_keep4(const wide_pred *k, samp_v4f l, int32_t i) {
-    if (k->all) return V4I(-1);
-    const samp_v4i id = V4_IOTA + i;
-    return ((l > k->cl) | ((l == k->cl) & (id <= k->cid))) & (l >= k->thr);
-}
-
-/* The kept predicate for the vocabulary passes (passes.h). */
-static samp_keep wide_keep_of(const tern_sampler *s) {
-    return (samp_keep){s->cut_l, s->thr, s->cut_id, s->cut_l == -INFINITY && s->cut_id == INT32_MAX && s->thr == -INFINITY};
-}
-
 /* Max (s->mx) and min (s->mn) of the kept logits. */
 static void wide_max(tern_sampler *s) {
-    const int32_t n = s->n_vocab;
-    const float *x = s->x;
-    const wide_pred kp = wide_pred_of(s);
-    samp_v4f m = V4F(-INFINITY), lo = V4F(INFINITY);
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const samp_v4f l = v4_load(x + i);
-        const samp_v4i k = wide_keep4(&kp, l, i);
-        m = v4_sel(k & (l > m), l, m);
-        lo = v4_sel(k & (l < lo), l, lo);
-    }
-    float mx = -INFINITY, mn = INFINITY;
-    for (int l = 0; l < 4; l++) { mx = m[l] > mx ? m[l] : mx; mn = lo[l] < mn ? lo[l] : mn; }
-    for (; i < n; i++)
-        if (wide_keep(s, x[i], i)) { mx = x[i] > mx ? x[i] : mx; mn = x[i] < mn ? x[i] : mn; }
-    s->mx = mx;
-    s->mn = mn;
+    const samp_keep kp = wide_keep_of(s);
+    s->ops->kept_range(s->x, s->n_vocab, &kp, &s->mx, &s->mn);
 }
 
 /* wide top-p: masses by vexp into w; a histogram of (mx - l) in SAMP_BINS bins over the range
