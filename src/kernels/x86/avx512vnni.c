@@ -301,43 +301,33 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c], keep, facc[c]);
 }
 
-typedef void (*r16_tile_fn)(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,
-                            unsigned keep, int32_t *const *isum, int64_t isum_stride);
-#define R16_TILE(NC)                                                                                               \
-    static void r16_tile_##NC(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,   \
-                              unsigned keep, int32_t *const *isum, int64_t isum_stride) {                          \
-        r16_tile(B, nb, ac, NC, out, keep, isum, isum_stride);                                                     \
+/* The kern_r16_mm callback TILE##_group: TILE (one of the tiles of this file, block type BT)
+ * compiled once per column width 1..16 (NC a constant in each copy), chosen by nc. */
+typedef void (*r16_width_fn)(const void *B, int64_t nb, const kact_fast *const *ac, float *const *out, unsigned keep,
+                             int32_t *const *isum, int64_t isum_stride);
+#define R16_WIDTH(TILE, BT, NC)                                                                                    \
+    static void TILE##_##NC(const void *B, int64_t nb, const kact_fast *const *ac, float *const *out, unsigned keep, \
+                            int32_t *const *isum, int64_t isum_stride) {                                           \
+        TILE((const BT *)B, nb, ac, NC, out, keep, isum, isum_stride);                                             \
     }
-R16_TILE(1)
-R16_TILE(2)
-R16_TILE(3)
-R16_TILE(4)
-R16_TILE(5)
-R16_TILE(6)
-R16_TILE(7)
-R16_TILE(8)
-R16_TILE(9)
-R16_TILE(10)
-R16_TILE(11)
-R16_TILE(12)
-R16_TILE(13)
-R16_TILE(14)
-R16_TILE(15)
-R16_TILE(16)
-static const r16_tile_fn r16_tiles[R16_NC + 1] = {
-    NULL,        r16_tile_1,  r16_tile_2,  r16_tile_3,  r16_tile_4,  r16_tile_5,  r16_tile_6,  r16_tile_7, r16_tile_8,
-    r16_tile_9,  r16_tile_10, r16_tile_11, r16_tile_12, r16_tile_13, r16_tile_14, r16_tile_15, r16_tile_16};
-
-/* One 16-row group against nc columns (kern_r16_mm's callback): the compiled tile of that width. */
-static void r16_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
-                      float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride) {
-    (void)n_cols;
-    r16_tiles[nc]((const kern_r16_block *)B, nb, ac, out, keep, isum, isum_stride);
-}
+#define R16_GROUP(TILE, BT)                                                                                        \
+    R16_WIDTH(TILE, BT, 1) R16_WIDTH(TILE, BT, 2) R16_WIDTH(TILE, BT, 3) R16_WIDTH(TILE, BT, 4)                    \
+    R16_WIDTH(TILE, BT, 5) R16_WIDTH(TILE, BT, 6) R16_WIDTH(TILE, BT, 7) R16_WIDTH(TILE, BT, 8)                    \
+    R16_WIDTH(TILE, BT, 9) R16_WIDTH(TILE, BT, 10) R16_WIDTH(TILE, BT, 11) R16_WIDTH(TILE, BT, 12)                 \
+    R16_WIDTH(TILE, BT, 13) R16_WIDTH(TILE, BT, 14) R16_WIDTH(TILE, BT, 15) R16_WIDTH(TILE, BT, 16)                \
+    static const r16_width_fn TILE##_widths[R16_NC + 1] = {                                                        \
+        NULL,      TILE##_1,  TILE##_2,  TILE##_3,  TILE##_4,  TILE##_5,  TILE##_6,  TILE##_7, TILE##_8,           \
+        TILE##_9,  TILE##_10, TILE##_11, TILE##_12, TILE##_13, TILE##_14, TILE##_15, TILE##_16};                   \
+    static void TILE##_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,            \
+                             float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride) {        \
+        (void)n_cols;                                                                                              \
+        TILE##_widths[nc](B, nb, ac, out, keep, isum, isum_stride);                                                \
+    }
+R16_GROUP(r16_tile, kern_r16_block)
 
 /* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns. */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
-    kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_group);
+    kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_tile_group);
 }
 
 /* ---- PTQ1_0 base-3 16-row layout (KW_PTQ3_ROW16, kern_impl.h), fast mode ---------------------
@@ -415,45 +405,7 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c], keep, facc[c]);
 }
 
-#ifdef KERN_EMU512
-static void r16t_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac, float *const *out,
-                       unsigned keep, int32_t *const *isum, int64_t isum_stride) {
-    (void)n_cols;
-    r16t_tile(B, nb, ac, nc, out, keep, isum, isum_stride);
-}
-#else
-typedef void (*r16t_tile_fn)(const kern_r16t_block *B, int64_t nb, const kact_fast *const *ac, float *const *out,
-                             unsigned keep, int32_t *const *isum, int64_t isum_stride);
-#define R16T_TILE(NC)                                                                                              \
-    static void r16t_tile_##NC(const kern_r16t_block *B, int64_t nb, const kact_fast *const *ac, float *const *out, \
-                               unsigned keep, int32_t *const *isum, int64_t isum_stride) {                         \
-        r16t_tile(B, nb, ac, NC, out, keep, isum, isum_stride);                                                    \
-    }
-R16T_TILE(1)
-R16T_TILE(2)
-R16T_TILE(3)
-R16T_TILE(4)
-R16T_TILE(5)
-R16T_TILE(6)
-R16T_TILE(7)
-R16T_TILE(8)
-R16T_TILE(9)
-R16T_TILE(10)
-R16T_TILE(11)
-R16T_TILE(12)
-R16T_TILE(13)
-R16T_TILE(14)
-R16T_TILE(15)
-R16T_TILE(16)
-static const r16t_tile_fn r16t_tiles[R16_NC + 1] = {
-    NULL,         r16t_tile_1,  r16t_tile_2,  r16t_tile_3,  r16t_tile_4,  r16t_tile_5,  r16t_tile_6,  r16t_tile_7, r16t_tile_8,
-    r16t_tile_9,  r16t_tile_10, r16t_tile_11, r16t_tile_12, r16t_tile_13, r16t_tile_14, r16t_tile_15, r16t_tile_16};
-static void r16t_group(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac, float *const *out,
-                       unsigned keep, int32_t *const *isum, int64_t isum_stride) {
-    (void)n_cols;
-    r16t_tiles[nc](B, nb, ac, out, keep, isum, isum_stride);
-}
-#endif
+R16_GROUP(r16t_tile, kern_r16t_block)
 
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (m->w->layout == KW_ROW16) { mm_row16_fast(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1); return; }
@@ -466,7 +418,7 @@ static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     if (m->w->layout == KW_PTQ_ROW16) { mm_row16_fast(m, (const kern_r16_block *)m->w->aux, r0, r1); return; }
     if (m->w->layout == KW_PTQ3_ROW16) {
-        kern_r16_mm(m, m->w->data, sizeof(kern_r16t_block), r0, r1, R16_NC, r16t_group);
+        kern_r16_mm(m, m->w->data, sizeof(kern_r16t_block), r0, r1, R16_NC, r16t_tile_group);
         return;
     }
     if (m->w->layout == KW_PTQ_ROWPAIR) { mm_rowpair_fast(m, (const kern_rp_block *)m->w->aux, r0, r1); return; }
