@@ -59,19 +59,43 @@ void test_skip(const char *fmt, ...) {
     skip();
 }
 
-/* TERN_TEST_FILTER: run only the tests whose name matches (cmocka_set_test_filter, set in main);
- * TERN_TEST_SKIP: leave out those that match (cmocka_set_skip_filter). The same matching here
- * keeps the closing line's counts honest. */
-int test_n_selected(const struct CMUnitTest *tests, size_t n) {
-    const char *flt = getenv("TERN_TEST_FILTER"), *skp = getenv("TERN_TEST_SKIP");
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *name = tests[i].name ? tests[i].name : "";
-        if (flt && *flt && fnmatch(flt, name, 0) != 0) continue;
-        if (skp && *skp && fnmatch(skp, name, 0) == 0) continue;
-        k++;
+/* TERN_TEST_FILTER / TERN_TEST_SKIP: comma-separated lists of patterns ('*' and '?'); a test
+ * runs when its name matches one FILTER pattern (or there is no filter) and no SKIP pattern. */
+static bool any_match(const char *list, const char *name) {
+    char pat[256];
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        const size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > 0 && n < sizeof pat) {
+            memcpy(pat, p, n);
+            pat[n] = '\0';
+            if (fnmatch(pat, name, 0) == 0) return true;
+        }
+        p += n + (e != NULL);
     }
-    return k;
+    return false;
+}
+
+static bool selected(const char *name) {
+    const char *flt = getenv("TERN_TEST_FILTER"), *skp = getenv("TERN_TEST_SKIP");
+    if (flt && *flt && !any_match(flt, name)) return false;
+    return !(skp && *skp && any_match(skp, name));
+}
+
+int test_run_suite(const char *group, const struct CMUnitTest *tests, size_t n, int *n_tests) {
+    struct CMUnitTest *run = malloc((n ? n : 1) * sizeof *run);
+    if (!run) {
+        fprintf(stderr, "%s: no memory for the test list\n", group);
+        *n_tests = (int)n;
+        return (int)n;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (selected(tests[i].name ? tests[i].name : "")) run[k++] = tests[i];
+    *n_tests = (int)k;
+    const int failed = k ? _cmocka_run_group_tests(group, run, k, NULL, NULL) : 0;
+    free(run);
+    return failed;
 }
 
 /* The repository ships stories260K as models/stories260K.gguf, byte for byte the shared data's
@@ -153,10 +177,6 @@ int main(int argc, char **argv) {
         want[found] = true;
         any = true;
     }
-    const char *flt = getenv("TERN_TEST_FILTER");
-    if (flt && *flt) cmocka_set_test_filter(flt);
-    const char *skp = getenv("TERN_TEST_SKIP");   /* tests left out entirely (not counted) */
-    if (skp && *skp) cmocka_set_skip_filter(skp);
     const char *isa = getenv("TERN_ISA");   /* the kernel path every suite runs (qemu passes force each) */
     if (isa && *isa) {
         tern_err e = {0};

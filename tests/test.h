@@ -12,17 +12,14 @@
 #include <stdbool.h>
 #include <cmocka.h>
 
-/* How many of the n tests run: all, or with TERN_TEST_FILTER=pattern (cmocka's test filter,
- * `*` and `?` wildcards; set by tests/main.c) those whose name matches, less those matching
- * TERN_TEST_SKIP=pattern (cmocka's skip filter). */
-int test_n_selected(const struct CMUnitTest *tests, size_t n);
+/* Runs the tests of `tests` (n of them) that TERN_TEST_FILTER and TERN_TEST_SKIP select (each a
+ * comma-separated list of '*' / '?' patterns: a test runs when its name matches a FILTER
+ * pattern, or there is none, and no SKIP pattern) as a cmocka group named `group`; stores how
+ * many ran in *n_tests and returns how many failed. */
+int test_run_suite(const char *group, const struct CMUnitTest *tests, size_t n, int *n_tests);
 
-/* Runs a cmocka group named `name` from the array `tests` and reports how many tests it runs. */
-#define TEST_RUN_SUITE(name, tests)                                                          \
-    do {                                                                                     \
-        *n_tests = test_n_selected(tests, sizeof(tests) / sizeof((tests)[0]));               \
-        return cmocka_run_group_tests_name(name, tests, NULL, NULL);                         \
-    } while (0)
+/* A suite's body: runs the array `tests` as the group `name`. */
+#define TEST_RUN_SUITE(name, tests) return test_run_suite(name, tests, sizeof(tests) / sizeof((tests)[0]), n_tests)
 
 /* Path of a file under the shared data folder ($TERN_SHARED or ../shared); static buffer per
  * call site is NOT used: writes into buf (size n) and returns buf. */
