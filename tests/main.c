@@ -82,7 +82,8 @@ static bool selected(const char *name) {
     return !(skp && *skp && any_match(skp, name));
 }
 
-int test_run_suite(const char *group, const struct CMUnitTest *tests, size_t n, int *n_tests) {
+int test_run_suite(const char *group, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+                   CMFixtureFunction teardown, int *n_tests) {
     struct CMUnitTest *run = malloc((n ? n : 1) * sizeof *run);
     if (!run) {
         fprintf(stderr, "%s: no memory for the test list\n", group);
@@ -93,7 +94,7 @@ int test_run_suite(const char *group, const struct CMUnitTest *tests, size_t n, 
     for (size_t i = 0; i < n; i++)
         if (selected(tests[i].name ? tests[i].name : "")) run[k++] = tests[i];
     *n_tests = (int)k;
-    const int failed = k ? _cmocka_run_group_tests(group, run, k, NULL, NULL) : 0;
+    const int failed = k ? _cmocka_run_group_tests(group, run, k, setup, teardown) : 0;
     free(run);
     return failed;
 }

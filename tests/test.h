@@ -14,12 +14,17 @@
 
 /* Runs the tests of `tests` (n of them) that TERN_TEST_FILTER and TERN_TEST_SKIP select (each a
  * comma-separated list of '*' / '?' patterns: a test runs when its name matches a FILTER
- * pattern, or there is none, and no SKIP pattern) as a cmocka group named `group`; stores how
- * many ran in *n_tests and returns how many failed. */
-int test_run_suite(const char *group, const struct CMUnitTest *tests, size_t n, int *n_tests);
+ * pattern, or there is none, and no SKIP pattern) as a cmocka group named `group` with the
+ * group fixtures setup / teardown (NULL: none); stores how many ran in *n_tests and returns how
+ * many failed. */
+int test_run_suite(const char *group, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+                   CMFixtureFunction teardown, int *n_tests);
 
-/* A suite's body: runs the array `tests` as the group `name`. */
-#define TEST_RUN_SUITE(name, tests) return test_run_suite(name, tests, sizeof(tests) / sizeof((tests)[0]), n_tests)
+/* A suite's body: runs the array `tests` as the group `name` (with group fixtures: the _GROUP form). */
+#define TEST_RUN_SUITE(name, tests) \
+    return test_run_suite(name, tests, sizeof(tests) / sizeof((tests)[0]), NULL, NULL, n_tests)
+#define TEST_RUN_SUITE_GROUP(name, tests, setup, teardown) \
+    return test_run_suite(name, tests, sizeof(tests) / sizeof((tests)[0]), setup, teardown, n_tests)
 
 /* Path of a file under the shared data folder ($TERN_SHARED or ../shared); static buffer per
  * call site is NOT used: writes into buf (size n) and returns buf. */

@@ -938,6 +938,5 @@ int suite_tok(int *n_tests) {
         cmocka_unit_test(test_chat_tokenize_api),
         cmocka_unit_test(test_utf8_check_repair),
     };
-    *n_tests = (int)(sizeof tests / sizeof tests[0]);
-    return cmocka_run_group_tests_name("tok", tests, grp_setup, grp_teardown);
+    TEST_RUN_SUITE_GROUP("tok", tests, grp_setup, grp_teardown);
 }
