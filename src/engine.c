@@ -164,8 +164,9 @@ void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t 
     const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
     const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
     const model_hparams *hp = &m->hp;
-    const int dk = hp->n_head_kv * hp->n_embd_head_k, dv = hp->n_head_kv * hp->n_embd_head_v;
-    if (kv_out) *kv_out = m->n_layer_kv > 0 ? kv_bytes(m->n_layer_kv, n_ctx, dk, dv, kv_f32) : 0;
+    if (kv_out)
+        *kv_out = m->n_layer_kv > 0 ? kv_bytes(m->n_layer_kv, n_ctx, hp->n_head_kv, hp->n_embd_head_k, hp->n_embd_head_v, kv_f32)
+                                    : 0;
     if (state_out) *state_out = m->arch->state_bytes ? m->arch->state_bytes(m, n_ctx, o->n_checkpoints) : 0;
     if (avail_out) *avail_out = model_mem_available(m);
 }
@@ -184,8 +185,8 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     if (n_batch > n_ctx) n_batch = n_ctx;
     const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
     const model_hparams *hp = &m->hp;
-    const int dk = hp->n_head_kv * hp->n_embd_head_k, dv = hp->n_head_kv * hp->n_embd_head_v;
-    const uint64_t need = kv_bytes(m->n_layer_kv, n_ctx, dk, dv, kv_f32);
+    const int hk = hp->n_head_kv, dk = hp->n_embd_head_k, dv = hp->n_embd_head_v;
+    const uint64_t need = kv_bytes(m->n_layer_kv, n_ctx, hk, dk, dv, kv_f32);
     const uint64_t avail = model_mem_available(m);
     if (avail && need > avail)
         return tern_err_set(err, TERN_E_NOMEM,
@@ -197,7 +198,7 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     s->n_ctx = n_ctx;
     s->n_batch = n_batch;
     int rc;
-    if (m->n_layer_kv > 0 && (rc = kv_init(&s->kv, m->n_layer_kv, n_ctx, dk, dv, kv_f32, err))) goto fail;
+    if (m->n_layer_kv > 0 && (rc = kv_init(&s->kv, m->n_layer_kv, n_ctx, hk, dk, dv, kv_f32, err))) goto fail;
     if (m->arch->state_init && (rc = m->arch->state_init(m, &s->state, n_ctx, o->n_checkpoints, err))) goto fail;
     if ((rc = model_ws_init(&s->ws, m, n_batch, n_ctx, err))) goto fail;
     s->logits = tern_alloc_aligned((size_t)hp->n_vocab * sizeof(float));

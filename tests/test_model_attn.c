@@ -67,7 +67,7 @@ static void fx_free(attn_fx *f) {
 
 static blk_kv_view fx_view(const attn_fx *f) {
     const size_t stride = (size_t)f->n_head_kv * f->hd;
-    return (blk_kv_view){f->k, f->v, stride, stride, f->f32};
+    return (blk_kv_view){f->k, f->v, stride, stride, (size_t)f->hd, (size_t)f->hd, f->f32};
 }
 
 /* float64 softmax(q . K^T * scale) . V over rows [0, n) of kv head ikv. */

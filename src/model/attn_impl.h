@@ -34,6 +34,7 @@
 #define ATTN_FN(name) ATTN_CAT(name, ATTN_SUFFIX)
 #define ATTN_INLINE static inline __attribute__((always_inline))
 #define ATTN_PF_ROWS 8   /* K rows prefetched ahead of the scores loop (attn_tile_body) */
+#define ATTN_PV_ROWS 32  /* V rows per block of the softmax-weighted sum (attn_tile_body) */
 
 ATTN_INLINE attn_v8f ATTN_FN(attn_ld)(const float *p) {
     attn_v8f v;
@@ -117,14 +118,17 @@ ATTN_INLINE void ATTN_FN(attn_softmax)(float *S, int n) {
     for (; j < n; j++) S[j] *= inv;
 }
 
-/* Output dims [i, i + n) (n <= 8) of every query of a tile: 8 accumulators per query in registers
- * over all rows. */
-ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *out, const int *n_kv, int n_min, int n_max,
-                                  const uint8_t *v0, size_t vs, const float *S, size_t ss, int i, const int n) {
+/* Output dims [i, i + n) (n <= 8) of every query of a tile over rows [j0, j1): 8 accumulators per
+ * query in registers, loaded from out and stored back (an f32 store and load keeps the bits, so
+ * the row blocks of attn_tile_body add every row in increasing order as one pass would). */
+ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *out, const int *n_kv, int n_min, int j0,
+                                  int j1, const uint8_t *v0, size_t vs, const float *S, size_t ss, int i, const int n) {
     attn_v8f o[8];
 #pragma GCC unroll 8
-    for (int s = 0; s < 8; s++) o[s] = (attn_v8f){0};
-    for (int j = 0; j < n_min; j++) {
+    for (int s = 0; s < NQ; s++) o[s] = n == 8 ? ATTN_FN(attn_ld)(out[s] + i) : ATTN_FN(attn_ld_part)(out[s] + i, n);
+    const int jm = j1 < n_min ? j1 : n_min;
+    int j = j0;
+    for (; j < jm; j++) {
         const attn_v8f vv = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i, n, f32);
 #pragma GCC unroll 8
         for (int s = 0; s < NQ; s++) {
@@ -133,7 +137,7 @@ ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *ou
             o[s] += pv * vv;
         }
     }
-    for (int j = n_min; j < n_max; j++) {
+    for (; j < j1; j++) {
         const attn_v8f vv = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i, n, f32);
         for (int s = 0; s < NQ; s++) {
             if (j >= n_kv[s]) continue;
@@ -146,19 +150,20 @@ ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *ou
     for (int s = 0; s < NQ; s++) memcpy(out[s] + i, &o[s], (size_t)n * sizeof(float));
 }
 
-/* Output dims [i, i + 8 CG) (CG whole chunks of 8) of every query of a tile: NQ x CG accumulators
- * in registers over all rows, so that a tile of few queries still has several independent add
- * chains per row (one chain per query and chunk: the add's latency, not its throughput, bounds a
- * chain of one). Each accumulator adds the rows in increasing order, as attn_pv: the same bits. */
+/* Output dims [i, i + 8 CG) (CG whole chunks of 8) of every query of a tile over rows [j0, j1):
+ * NQ x CG accumulators in registers, loaded from out and stored back, so that a tile of few
+ * queries still has several independent add chains per row (one chain per query and chunk: the
+ * add's latency, not its throughput, bounds a chain of one). Each accumulator adds the rows in
+ * increasing order, as attn_pv: the same bits. */
 ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, float *const *out, const int *n_kv,
-                                    int n_min, int n_max, const uint8_t *v0, size_t vs, const float *S, size_t ss,
+                                    int n_min, int j0, int j1, const uint8_t *v0, size_t vs, const float *S, size_t ss,
                                     int i) {
     attn_v8f o[8][4];
 #pragma GCC unroll 8
-    for (int s = 0; s < 8; s++)
+    for (int s = 0; s < NQ; s++)
 #pragma GCC unroll 4
-        for (int c = 0; c < 4; c++) o[s][c] = (attn_v8f){0};
-    for (int j = 0; j < n_max; j++) {
+        for (int c = 0; c < CG; c++) o[s][c] = ATTN_FN(attn_ld)(out[s] + i + 8 * c);
+    for (int j = j0; j < j1; j++) {
         attn_v8f vv[4];
 #pragma GCC unroll 4
         for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i + 8 * c, 8, f32);
@@ -183,8 +188,8 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
                                           const int *n_kv, const blk_kv_view *kv, int ikv, int hd_k, int hd_v,
                                           float scale, float *S) {
     const size_t elt = f32 ? 4 : 2;
-    const uint8_t *k0 = (const uint8_t *)kv->k + (size_t)ikv * (size_t)hd_k * elt;
-    const uint8_t *v0 = (const uint8_t *)kv->v + (size_t)ikv * (size_t)hd_v * elt;
+    const uint8_t *k0 = (const uint8_t *)kv->k + (size_t)ikv * kv->k_head * elt;
+    const uint8_t *v0 = (const uint8_t *)kv->v + (size_t)ikv * kv->v_head * elt;
     const size_t ks = kv->k_stride * elt, vs = kv->v_stride * elt;
     int n_max = 0, n_min = INT_MAX;
     for (int s = 0; s < NQ; s++) {
@@ -192,13 +197,11 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
         n_min = n_kv[s] < n_min ? n_kv[s] : n_min;
     }
     const size_t ss = (size_t)n_max;   /* row stride of S */
-    /* The rows of one kv head are hd * elt bytes every k_stride (a whole cache row apart: 2 KB in
-     * bonsai-1.7b), a stride the hardware prefetcher does not follow, and a forward's weight stream
-     * has evicted them: unprefetched, the first multiply of each K row and each pass of the V loop
-     * below wait on memory. So the K row ATTN_PF_ROWS ahead and the V row of the same index are
+    /* A forward's weight stream has evicted the K/V rows: unprefetched, the first multiply of each
+     * K row waits on memory. So the K row ATTN_PF_ROWS ahead and the V row of the same index are
      * prefetched while row j's scores are computed (the V rows, hd_v * elt bytes each, are read
-     * after the softmax: at most n_kv * 512 bytes, held in L1/L2 until then). Hints only: no bit
-     * changes. */
+     * after the softmax: n_kv * hd_v * elt bytes, held in L2 until then for the contexts of
+     * decode). Hints only: no bit changes. */
     const size_t kb = (size_t)hd_k * elt, vb = (size_t)hd_v * elt;
     for (int j = 0; j < ATTN_PF_ROWS && j < n_max; j++)
         for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)j * ks + o, 0, 3);
@@ -248,16 +251,23 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
                 if (j + g < n_max) S[(size_t)s * ss + j + g] = sc[s * KG + g];
     }
     for (int s = 0; s < NQ; s++) ATTN_FN(attn_softmax)(S + (size_t)s * ss, n_kv[s]);
-    /* softmax-weighted V: CG chunks of 8 output dims of every query in registers, over all rows
-     * (CG = 4 / NQ chunks at once for 1-2 queries, 2 for 3-4: at most 8 accumulators), then
-     * the chunks left one at a time */
+    /* softmax-weighted V in blocks of ATTN_PV_ROWS rows (ATTN_PV_ROWS * hd_v * elt bytes, 8 KB
+     * for hd_v 128 in fp16: held in L1 across the block's passes, so each V row is read from
+     * memory once however many passes cover hd_v); per block, CG chunks of 8 output dims of every
+     * query in registers (CG = 4 for 1-2 queries, 2 for 3-4: at most 8 accumulators), then the
+     * chunks left one at a time. The outputs are the accumulators between blocks. */
     const int CG = NQ <= 2 ? 4 : NQ <= 4 ? 2 : 1;
-    int i0 = 0;
-    if (CG > 1)
-        for (; i0 + 8 * CG <= hd_v; i0 += 8 * CG) ATTN_FN(attn_pv_g)(NQ, CG, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i0);
-    for (int i = i0; i < hd_v; i += 8) {
-        if (i + 8 <= hd_v) ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i, 8);
-        else ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, n_max, v0, vs, S, ss, i, hd_v - i);
+    for (int s = 0; s < NQ; s++) memset(out[s], 0, (size_t)hd_v * sizeof(float));
+    for (int jb = 0; jb < n_max; jb += ATTN_PV_ROWS) {
+        const int je = jb + ATTN_PV_ROWS < n_max ? jb + ATTN_PV_ROWS : n_max;
+        int i0 = 0;
+        if (CG > 1)
+            for (; i0 + 8 * CG <= hd_v; i0 += 8 * CG)
+                ATTN_FN(attn_pv_g)(NQ, CG, f32, out, n_kv, n_min, jb, je, v0, vs, S, ss, i0);
+        for (int i = i0; i < hd_v; i += 8) {
+            if (i + 8 <= hd_v) ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, S, ss, i, 8);
+            else ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, S, ss, i, hd_v - i);
+        }
     }
 }
 
@@ -285,6 +295,7 @@ void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, co
 #undef ATTN_CASE
 #undef ATTN_INLINE
 #undef ATTN_PF_ROWS
+#undef ATTN_PV_ROWS
 #undef ATTN_FN
 #undef ATTN_CAT
 #undef ATTN_CAT2

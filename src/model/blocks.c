@@ -131,11 +131,19 @@ void blk_f16_from_f32_generic(uint16_t *dst, const float *src, int n) {
 
 void blk_f16_from_f32(uint16_t *dst, const float *src, int n) { model_ops_active()->f16_from_f32(dst, src, n); }
 
-/* kv_store_part with the fp16 conversion of blk_f16_from_f32 (the same bytes). */
-static void kv_put(kv_cache *kv, int il, int pos, int k0, int nk, const float *k, int v0, int nv, const float *v) {
-    if (kv->f32) { kv_store_part(kv, il, pos, k0, nk, k, v0, nv, v); return; }
-    blk_f16_from_f32((uint16_t *)kv_k_row(kv, il, pos) + k0, k, nk);
-    blk_f16_from_f32((uint16_t *)kv_v_row(kv, il, pos) + v0, v, nv);
+/* kv_store_heads with the fp16 conversion of blk_f16_from_f32 (the same bytes): kv heads [h0, h1)
+ * of position pos from k, v (their elements, head after head). */
+static void kv_put(kv_cache *kv, int il, int pos, int h0, int h1, const float *k, const float *v) {
+    if (kv->f32) { kv_store_heads(kv, il, pos, h0, h1, k, v); return; }
+    for (int h = h0; h < h1; h++, k += kv->hd_k, v += kv->hd_v) {
+        blk_f16_from_f32((uint16_t *)kv_k_at(kv, il, h, pos), k, kv->hd_k);
+        blk_f16_from_f32((uint16_t *)kv_v_at(kv, il, h, pos), v, kv->hd_v);
+    }
+}
+
+blk_kv_view blk_kv_view_of(const kv_cache *kv, int il) {
+    return (blk_kv_view){kv_k_at(kv, il, 0, 0), kv_v_at(kv, il, 0, 0), (size_t)kv->hd_k, (size_t)kv->hd_v,
+                         (size_t)kv->n_ctx * (size_t)kv->hd_k, (size_t)kv->n_ctx * (size_t)kv->hd_v, kv->f32};
 }
 
 /* ---- attention ------------------------------------------------------------------------------ */
@@ -176,7 +184,7 @@ static float dot_f32(const float *a, const float *b, int n) {
 
 void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, int n_kv, int hd_k, int hd_v,
                    float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc) {
-    const size_t koff = (size_t)ikv * (size_t)hd_k, voff = (size_t)ikv * (size_t)hd_v;
+    const size_t koff = (size_t)ikv * kv->k_head, voff = (size_t)ikv * kv->v_head;
     if (flash_ggml) {
         /* ggml_compute_forward_flash_attn_ext_f16, one query row, no mask beyond causality
          * (masked keys are skipped), no softcap, no sinks. */
@@ -479,7 +487,7 @@ static void job_qk_store(void *ctx, int64_t c0, int64_t c1, int ith) {
         blk_rope(q, hp->n_head, hp->n_embd_head_k, cs, hp->n_rot, hp->rope_type);
         blk_rope(k, hp->n_head_kv, hp->n_embd_head_k, cs, hp->n_rot, hp->rope_type);
         kv_cache *kvc = j->b->kv[c];
-        kv_put(kvc, j->il_kv, j->b->pos[c], 0, kvc->n_embd_k, k, 0, kvc->n_embd_v, v);
+        kv_put(kvc, j->il_kv, j->b->pos[c], 0, kvc->n_head_kv, k, v);
     }
 }
 
@@ -499,8 +507,7 @@ static void job_attn_flash(void *ctx, int64_t i0, int64_t i1, int ith) {
         const float *q = ws->q + ((size_t)c * hp->n_head + h) * hd_k;
         float *out = ws->att + ((size_t)c * hp->n_head + h) * hd_v;
         const kv_cache *kv = j->b->kv[c];
-        const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
-                                  (size_t)kv->n_embd_v, kv->f32};
+        const blk_kv_view view = blk_kv_view_of(kv, j->il_kv);
         blk_attn_head(out, q, &view, h / gqa, j->b->pos[c] + 1, hd_k, hd_v, hp->f_attn_scale, true, scores, qh, acc);
     }
 }
@@ -526,8 +533,7 @@ static void job_attn_tiles(void *ctx, int64_t t0, int64_t t1, int ith) {
             }
         }
         const kv_cache *kv = j->b->kv[T[0]];
-        const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
-                                  (size_t)kv->n_embd_v, kv->f32};
+        const blk_kv_view view = blk_kv_view_of(kv, j->il_kv);
         blk_attn_tile(nq, q, out, n_kv, &view, T[2] / gqa, hd_k, hd_v, hp->f_attn_scale, scores);
     }
 }
@@ -601,14 +607,13 @@ static void job_attn_fused(void *ctx, int64_t g0, int64_t g1, int ith) {
             int c1 = c0 + 1;
             while (c1 < n && b->kv[c1] == b->kv[c0]) c1++;
             kv_cache *kv = b->kv[c0];
-            const blk_kv_view view = {kv_k_row(kv, j->il_kv, 0), kv_v_row(kv, j->il_kv, 0), (size_t)kv->n_embd_k,
-                                      (size_t)kv->n_embd_v, kv->f32};
+            const blk_kv_view view = blk_kv_view_of(kv, j->il_kv);
             for (int c = c0; c < c1; c++) {
                 const float *cs = ws->rope_cs + (size_t)c * hp->n_rot;
                 float *k = ws->k + (size_t)c * dk + (size_t)g * hd_k;
                 if (j->qk_norm) blk_rmsnorm_mode(k, k, j->L->attn_k_norm, hd_k, eps, mode);
                 blk_rope(k, 1, hd_k, cs, hp->n_rot, hp->rope_type);
-                kv_put(kv, j->il_kv, b->pos[c], g * hd_k, hd_k, k, g * hd_v, hd_v, ws->v + (size_t)c * dv + (size_t)g * hd_v);
+                kv_put(kv, j->il_kv, b->pos[c], g, g + 1, k, ws->v + (size_t)c * dv + (size_t)g * hd_v);
                 for (int h = g * gqa; h < (g + 1) * gqa; h++) {
                     float *qh = ws->q + (size_t)c * dq + (size_t)h * hd_k;
                     if (j->qk_norm) blk_rmsnorm_mode(qh, qh, j->L->attn_q_norm, hd_k, eps, mode);

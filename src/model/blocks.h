@@ -79,10 +79,13 @@ void blk_swiglu_fast_avx2(float *out, const float *g, const float *u, int64_t n)
  *     V accumulated in float.
  *   scratch: n_kv floats (scores); qh: hd_k uint16; acc: max(hd_k, hd_v) floats at least. */
 typedef struct blk_kv_view {
-    const void *k, *v;           /* row 0 of the layer's keys / values */
-    size_t k_stride, v_stride;   /* elements between consecutive positions */
+    const void *k, *v;           /* the layer's keys / values of kv head 0 at position 0 */
+    size_t k_stride, v_stride;   /* elements between consecutive positions of one head */
+    size_t k_head, v_head;       /* elements between kv head h and h + 1 at one position */
     bool f32;                    /* element type f32, else fp16 */
 } blk_kv_view;
+/* The view of layer il of a KV cache (head-major: kv.h). */
+blk_kv_view blk_kv_view_of(const kv_cache *kv, int il);
 void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, int n_kv, int hd_k, int hd_v,
                    float scale, bool flash_ggml, float *scores, uint16_t *qh, float *acc);
 
