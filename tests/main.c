@@ -204,6 +204,11 @@ int main(int argc, char **argv) {
                g_no_data_file, g_no_data);
     }
     int passed = total - failed - g_skipped;
+    const char *flt = getenv("TERN_TEST_FILTER");
+    if (total == 0 && flt && *flt) {   /* a mistyped filter must not read as a clean run */
+        printf("no test of the suites run matches TERN_TEST_FILTER='%s' (tests/run --list names the suites)\n", flt);
+        failed = 1;
+    }
     printf("%d passed, %d failed, %d skipped\n", passed, failed, g_skipped);
     return failed ? 1 : 0;
 }

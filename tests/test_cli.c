@@ -137,7 +137,8 @@ static void test_help_lists_each_option_once(void **state) {
                 snprintf(want, sizeof want, "tern %.31s: %.64s needs a value (", k_cmds[c], f[i].name);
             } else {
                 rc = ru_tern(NULL, &err, "%s %s --zz-unknown", k_cmds[c], f[i].name);
-                snprintf(want, sizeof want, "tern: unknown option --zz-unknown for `tern %.31s`; see tern %.31s --help", k_cmds[c], k_cmds[c]);
+                snprintf(want, sizeof want, "tern %.31s: unknown option --zz-unknown; see tern %.31s --help", k_cmds[c],
+                         k_cmds[c]);
             }
             if (rc != 2 || !strstr(err, want))
                 fail_msg("tern %s %s (listed in --help): exit %d, stderr: %s (expected \"%s\")", k_cmds[c], f[i].name, rc, err, want);
@@ -288,15 +289,15 @@ static void test_missing_value_and_unknown_option(void **state) {
         {"run", "-t", "tern run: -t needs a value (an integer in 1.."},
         {"perplexity", "--tokens", "tern perplexity: --tokens needs a value (a path)"},
         {"serve", "--port", "tern serve: --port needs a value (an integer in 0..65535)"},
-        {"run", "--x", "tern: unknown option --x for `tern run`; see tern run --help"},
-        {"bench", "--ctx-size 5", "tern: unknown option --ctx-size for `tern bench`; see tern bench --help"},
-        {"perplexity", "--temp 1", "tern: unknown option --temp for `tern perplexity`; see tern perplexity --help"},
-        {"chat", "-x", "tern: unknown option -x for `tern chat`; see tern chat --help"},
-        {"serve", "--nope", "tern: unknown option --nope for `tern serve`; see tern serve --help"},
+        {"run", "--x", "tern run: unknown option --x; see tern run --help"},
+        {"bench", "--ctx-size 5", "tern bench: unknown option --ctx-size; see tern bench --help"},
+        {"perplexity", "--temp 1", "tern perplexity: unknown option --temp; see tern perplexity --help"},
+        {"chat", "-x", "tern chat: unknown option -x; see tern chat --help"},
+        {"serve", "--nope", "tern serve: unknown option --nope; see tern serve --help"},
         {"synth", "--arch", "tern synth: --arch needs a value (text)"},
-        {"quantize", "--bad", "tern: unknown option --bad for `tern quantize`; see tern quantize --help"},
-        {"info", "--x", "tern: unknown option --x for `tern info`; see tern info --help"},
-        {"bench-kernel", "--x", "tern: unknown option --x for `tern bench-kernel`; see tern bench-kernel --help"},
+        {"quantize", "--bad", "tern quantize: unknown option --bad; see tern quantize --help"},
+        {"info", "--x", "tern info: unknown option --x; see tern info --help"},
+        {"bench-kernel", "--x", "tern bench-kernel: unknown option --x; see tern bench-kernel --help"},
         {"run", "hello", "tern run: unexpected argument 'hello'"},
     };
     expect_usage_errors(cases, sizeof cases / sizeof cases[0]);
@@ -350,9 +351,9 @@ static void test_default_ctx_trained(void **state) {
     write_file(file, text, strlen(text));
     free(text);
     const char *notice = "context 2048 tokens, the model's trained length (the default 4096 is longer; -c N sets it)";
-    char *out = NULL, *errs = NULL, want[256];
+    char *out = NULL, *errs = NULL, want[1024];
     int rc = ru_tern(&out, &errs, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1", spm, file);
-    snprintf(want, sizeof want, "prompt has %d tokens, context is 2048 (-c)", n_tok);
+    snprintf(want, sizeof want, "the prompt file '%s' (-f) has %d tokens, the context 2048: expected fewer", file, n_tok);
     if (rc != 1 || !strstr(errs, "tern run: ") || !strstr(errs, notice) || !strstr(errs, want))
         fail_msg("default context: exit %d, stderr: %s", rc, errs);
     free(out);

@@ -427,7 +427,7 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
     if (eq) n = (size_t)(eq - a);
     const opt_def *d = find(t, n_t, a, n);
     if (!d) {
-        fprintf(stderr, "tern: unknown option %.*s for `tern %s`; see tern %s --help\n", (int)n, a, cmd, cmd);
+        fprintf(stderr, "tern %s: unknown option %.*s; see tern %s --help\n", cmd, (int)n, a, cmd);
         return OPT_ERR;
     }
     /* An option given twice is refused, as the server refuses a JSON key given twice: which one

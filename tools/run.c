@@ -137,7 +137,11 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     if (n_tok >= tern_session_n_ctx(s)) {
-        fail_msg(&err, TERN_E_RANGE, "prompt has %d tokens, context is %d (-c)", n_tok, tern_session_n_ctx(s));
+        char src[300];
+        if (prompt_file) snprintf(src, sizeof src, "the prompt file '%.256s' (-f)", prompt_file);
+        else snprintf(src, sizeof src, "the prompt (-p)");
+        fail_msg(&err, TERN_E_RANGE, "%s has %d tokens, the context %d: expected fewer than the context (-c sets it)",
+                 src, n_tok, tern_session_n_ctx(s));
         goto done;
     }
     if (echo) { opts_write_utf8(stdout, prompt, plen); opts_flush_stdout(); }
