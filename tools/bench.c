@@ -3,9 +3,13 @@
  * as a fraction of the decode ceiling = memory bandwidth measured in the same run (tern_membw)
  * / decode byte budget (bytes_per_token, DESIGN.md "Performance model"). Tokens are random ids
  * from a fixed seed; each test starts from an empty context (as llama-bench).
- * The bandwidth probe runs BW_PASSES passes with the test's own thread count; the ceiling uses
- * the best, the table shows the spread, and a tg above its ceiling is flagged, not reported as
- * a fraction (the probe then read low: the machine was busy while it ran).
+ * The bandwidth probe runs with the test's own thread count: BW_PASSES passes after the load, and
+ * for a tg test whose bytes per token do not fit in the last-level cache BW_REP_PASSES more right
+ * before each repeat, so that a repeat is held to the bandwidth of its own minute (on a shared
+ * host the neighbours move it by a third between minutes). A repeat's ceiling is the best of the
+ * passes before it; the table gives the median of the repeats' fractions with their range, the
+ * bandwidth's best, minimum and median over every pass of the test, and flags a tg above its
+ * ceiling instead of reporting it (the probe then read low: the machine was busy while it ran).
  * --busy-cpu N starts a competing busy-loop process pinned to CPU N for the whole run and stops
  * it at the end: the figure of a busy machine. */
 #include "cli.h"
@@ -31,6 +35,7 @@ static double now_s(void) {
 }
 
 #define BW_PASSES 7
+#define BW_REP_PASSES 5
 
 enum { BENCH_PP = 1, BENCH_TG, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE, BENCH_BUSY };
 static const opt_def bench_defs[] = {
@@ -146,8 +151,9 @@ int cmd_bench(int argc, char **argv) {
     int status = 1;
     tern_err err = {0};
     int32_t *ids = malloc((size_t)max_len * sizeof *ids);
-    double *tv = malloc((size_t)reps * sizeof *tv);
-    if (!ids || !tv) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
+    double *tv = malloc((size_t)reps * sizeof *tv), *fr = malloc((size_t)reps * sizeof *fr);
+    double *bwall = malloc(((size_t)reps * BW_REP_PASSES + BW_PASSES) * sizeof *bwall);
+    if (!ids || !tv || !fr || !bwall) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
     const unsigned long long llc = opts_llc_bytes();
     if (busy_cpu >= 0) {
         busy = busy_start(busy_cpu);
@@ -185,15 +191,31 @@ int cmd_bench(int argc, char **argv) {
         }
         qsort(bwp, BW_PASSES, sizeof bwp[0], cmp_dbl);
         bw = bwp[BW_PASSES - 1];                      /* best pass: the ceiling */
-        const double bw_lo = bwp[0], bw_med = bwp[BW_PASSES / 2];
-        const double ceil_tps = info.bytes_per_token ? bw * 1e9 / (double)info.bytes_per_token : 0;
+        const double bytes = (double)info.bytes_per_token;
         const bool in_cache = info.bytes_per_token > 0 && info.bytes_per_token <= llc;
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
         for (int kind = 0; kind < 2; kind++) {
             const int nl = kind == 0 ? n_pp : n_tg;
             for (int li = 0; li < nl; li++) {
                 const int len = kind == 0 ? pp[li] : tg[li];
+                /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
+                const bool rep_probe = kind == 1 && bytes > 0 && !in_cache;
+                int n_bw = BW_PASSES;
+                memcpy(bwall, bwp, sizeof bwp);
                 for (int r = -1; r < reps; r++) {           /* r = -1: warm-up */
+                    double bw_r = bw;
+                    if (r >= 0 && rep_probe) {
+                        double pr[BW_REP_PASSES] = {0};
+                        if (tern_membw_passes(info.n_threads, (size_t)512 << 20, BW_REP_PASSES, pr, &err)) {
+                            fprintf(stderr, "tern bench: bandwidth probe: %s\n", err.msg);
+                            err.code = TERN_OK;
+                        }
+                        bw_r = 0;
+                        for (int k = 0; k < BW_REP_PASSES; k++) {
+                            bwall[n_bw++] = pr[k];
+                            bw_r = pr[k] > bw_r ? pr[k] : bw_r;
+                        }
+                    }
                     if (r == 0 && profile) tern_profile_enable(true);
                     tern_session_reset(s);
                     const double t0 = now_s();
@@ -204,14 +226,26 @@ int cmd_bench(int argc, char **argv) {
                             if (!tern_session_eval(s, &ids[k], 1, &err)) goto fail;
                     }
                     const double dt = now_s() - t0;
-                    if (r >= 0) tv[r] = len / dt;
+                    if (r >= 0) {
+                        tv[r] = len / dt;
+                        fr[r] = kind == 1 && bytes > 0 && bw_r > 0 ? tv[r] / (bw_r * 1e9 / bytes) : NAN;
+                    }
                 }
                 double mean, sd;
                 stats(tv, reps, &mean, &sd);
                 tern_profile prof;
                 tern_profile_get(&prof);
                 tern_profile_enable(false);
-                const double frac_raw = kind == 1 && ceil_tps > 0 ? mean / ceil_tps : NAN;
+                qsort(bwall, (size_t)n_bw, sizeof bwall[0], cmp_dbl);
+                const double bw_hi = bwall[n_bw - 1], bw_lo = bwall[0], bw_med = bwall[n_bw / 2];
+                const double ceil_tps = kind == 1 && bytes > 0 ? bw_hi * 1e9 / bytes : 0;
+                double frac_raw = NAN, fr_lo = NAN, fr_hi = NAN;
+                if (kind == 1 && bytes > 0 && !isnan(fr[0])) {
+                    qsort(fr, (size_t)reps, sizeof fr[0], cmp_dbl);
+                    frac_raw = reps % 2 ? fr[reps / 2] : 0.5 * (fr[reps / 2 - 1] + fr[reps / 2]);
+                    fr_lo = fr[0];
+                    fr_hi = fr[reps - 1];
+                }
                 /* above 1 and not cache resident: the probe read low, so the fraction is no result */
                 const bool above = !isnan(frac_raw) && frac_raw > 1.0 && !in_cache;
                 const double frac = above ? NAN : frac_raw;
@@ -224,11 +258,11 @@ int cmd_bench(int argc, char **argv) {
                            "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
                            "\"ceiling_t_s\": %.4f, \"busy_cpu\": %d, \"cache_resident\": %s, ",
                            base, info.arch, (unsigned long long)info.weight_bytes, info.isa,
-                           opts_numerics_name(oc.numerics), test, info.n_threads, oc.n_batch, reps, mean, sd, bw,
-                           (unsigned long long)info.bytes_per_token, bw_lo, bw_med, BW_PASSES,
-                           kind == 1 ? ceil_tps : 0.0, busy_cpu, in_cache ? "true" : "false");
+                           opts_numerics_name(oc.numerics), test, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
+                           (unsigned long long)info.bytes_per_token, bw_lo, bw_med, n_bw, ceil_tps, busy_cpu,
+                           in_cache ? "true" : "false");
                     if (isnan(frac)) printf("\"frac_of_ceiling\": null");
-                    else printf("\"frac_of_ceiling\": %.4f", frac);
+                    else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);
                     if (above) printf(", \"above_ceiling\": %.4f", frac_raw);
                     printf("}\n");
                 } else {
@@ -236,12 +270,14 @@ int cmd_bench(int argc, char **argv) {
                     if (above)
                         snprintf(pct, sizeof pct, "no result: %.0f%% is above the ceiling (the probe read low: "
                                  "the machine was busy)", 100 * frac_raw);
+                    else if (!isnan(frac) && in_cache)
+                        snprintf(pct, sizeof pct, "%.1f%% (model fits in cache: the DRAM ceiling does not apply)",
+                                 100 * frac);
                     else if (!isnan(frac))
-                        snprintf(pct, sizeof pct, "%.1f%%%s", 100 * frac,
-                                 in_cache ? " (model fits in cache: the DRAM ceiling does not apply)" : "");
+                        snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f)", 100 * frac, 100 * fr_lo, 100 * fr_hi);
                     printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f-%.1f) | %s |\n", base,
                            (double)info.weight_bytes / 1e6, info.arch, info.isa, opts_numerics_name(oc.numerics),
-                           info.n_threads, test, mean, sd, bw, bw_lo, bw_med, pct);
+                           info.n_threads, test, mean, sd, bw_hi, bw_lo, bw_med, pct);
                 }
                 if (profile && prof.total_s > 0) {
                     const double T = prof.total_s, nt = info.n_threads;
@@ -268,14 +304,17 @@ int cmd_bench(int argc, char **argv) {
         goto out;
     }
     if (!json)
-        printf("\ntg %% of ceiling: tg t/s / (bandwidth / decode bytes per token), bandwidth the best of %d probe passes "
-               "with the test's threads in the same run; a model whose bytes per token fit in the last-level cache "
-               "(%.1f MB here) is not bound by it\n",
-               BW_PASSES, (double)llc / 1048576.0);
+        printf("\ntg %% of ceiling: per repeat, tg t/s / (bandwidth / decode bytes per token), bandwidth the best of %d "
+               "probe passes with the test's threads right before the repeat; the median of the repeats (their range); "
+               "bw: best, min and median of the test's passes (%d after the load, %d per repeat); a model whose bytes "
+               "per token fit in the last-level cache (%.1f MB here) is not bound by it (its ceiling: the load's probe)\n",
+               BW_REP_PASSES, BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0);
     status = 0;
 out:
     busy_stop(busy);
     free(ids);
     free(tv);
+    free(fr);
+    free(bwall);
     return status;
 }
