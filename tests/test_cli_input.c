@@ -883,6 +883,11 @@ static void test_bench_cache_resident(void **state) {
     const char *tg = strstr(out, "\"test\": \"tg4\"");
     if (rc != 0 || !tg || !strstr(tg, "\"cache_resident\": true") || !strstr(out, "\"cache_resident\": true, \"frac_of_ceiling\": null"))
         fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    /* the K/V a tg4 step reads on average from an empty context: positions 1..4, mean 2.5, of
+     * 5 layers x 4 kv heads x (8 + 8) head dims x 2 bytes (stories260K's hparams: n_embd 64 over
+     * 8 heads) = 640 bytes per position */
+    if (!strstr(tg, "\"kv_bytes_per_token\": 1600,"))
+        fail_msg("tern %s: expected \"kv_bytes_per_token\": 1600 in the tg4 row, got %s", args, tg);
     free(out);
     free(err);
     snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1", model);

@@ -1,7 +1,8 @@
 /* bench.c: `tern bench`: llama-bench-style prompt-processing (ppN) and text-generation (tgN)
  * speeds, mean +- stddev over -r repeats after one warm-up, per thread count. tg is also given
  * as a fraction of the decode ceiling = memory bandwidth measured in the same run (tern_membw)
- * / decode byte budget (bytes_per_token, DESIGN.md "Performance model"). Tokens are random ids
+ * / decode bytes per token (DESIGN.md "Performance model": the model's bytes_per_token, weights
+ * and recurrent state, plus the K/V rows a step reads, averaged over the test's positions). Tokens are random ids
  * from a fixed seed; each test starts from an empty context (as llama-bench).
  * The bandwidth probe runs with the test's own thread count: BW_PASSES passes after the load, and
  * for a tg test whose bytes per token do not fit in the last-level cache BW_REP_PASSES more right
@@ -191,13 +192,23 @@ int cmd_bench(int argc, char **argv) {
         }
         qsort(bwp, BW_PASSES, sizeof bwp[0], cmp_dbl);
         bw = bwp[BW_PASSES - 1];                      /* best pass: the ceiling */
-        const double bytes = (double)info.bytes_per_token;
-        const bool in_cache = info.bytes_per_token > 0 && info.bytes_per_token <= llc;
+        /* K/V bytes of one position over every layer: a decode step at position p reads p + 1 */
+        tern_session_opts so1;
+        tern_session_opts_default(&so1);
+        so1.n_ctx = 1;
+        so1.kv_f32 = oc.kv_f32;
+        uint64_t kv_pos = 0;
+        tern_session_mem(m, &so1, &kv_pos, NULL, NULL);
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
         for (int kind = 0; kind < 2; kind++) {
             const int nl = kind == 0 ? n_pp : n_tg;
             for (int li = 0; li < nl; li++) {
                 const int len = kind == 0 ? pp[li] : tg[li];
+                /* bytes per token of a tg test: the model's (weights, recurrent state) and the K/V
+                 * rows read, on average (len + 1) / 2 positions over a test from an empty context */
+                const double kv_tok = kind == 1 ? (double)kv_pos * (len + 1) / 2.0 : 0;
+                const double bytes = info.bytes_per_token ? (double)info.bytes_per_token + kv_tok : 0;
+                const bool in_cache = bytes > 0 && bytes <= (double)llc;
                 /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
                 const bool rep_probe = kind == 1 && bytes > 0 && !in_cache;
                 int n_bw = BW_PASSES;
@@ -254,12 +265,13 @@ int cmd_bench(int argc, char **argv) {
                 if (json) {
                     printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
                            "\"numerics\": \"%s\", \"test\": \"%s\", \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
-                           "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %llu, "
+                           "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %.0f, "
+                           "\"kv_bytes_per_token\": %.0f, "
                            "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
                            "\"ceiling_t_s\": %.4f, \"busy_cpu\": %d, \"cache_resident\": %s, ",
                            base, info.arch, (unsigned long long)info.weight_bytes, info.isa,
                            opts_numerics_name(oc.numerics), test, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
-                           (unsigned long long)info.bytes_per_token, bw_lo, bw_med, n_bw, ceil_tps, busy_cpu,
+                           kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_tps, busy_cpu,
                            in_cache ? "true" : "false");
                     if (isnan(frac)) printf("\"frac_of_ceiling\": null");
                     else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);
@@ -304,7 +316,8 @@ int cmd_bench(int argc, char **argv) {
         goto out;
     }
     if (!json)
-        printf("\ntg %% of ceiling: per repeat, tg t/s / (bandwidth / decode bytes per token), bandwidth the best of %d "
+        printf("\ntg %% of ceiling: per repeat, tg t/s / (bandwidth / decode bytes per token: weights, recurrent state "
+               "and the K/V rows read, averaged over the test's positions), bandwidth the best of %d "
                "probe passes with the test's threads right before the repeat; the median of the repeats (their range); "
                "bw: best, min and median of the test's passes (%d after the load, %d per repeat); a model whose bytes "
                "per token fit in the last-level cache (%.1f MB here) is not bound by it (its ceiling: the load's probe)\n",
