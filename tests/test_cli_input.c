@@ -66,7 +66,7 @@ static void test_unknown_options_every_command(void **state) {
         cmd[k] = '\0';
         version |= !strcmp(cmd, "version");
         snprintf(args, sizeof args, "%s --bogus-option </dev/null", cmd);
-        snprintf(want, sizeof want, "tern: unknown option --bogus-option for `tern %s`; see tern %s --help", cmd, cmd);
+        snprintf(want, sizeof want, "tern %s: unknown option --bogus-option; see tern %s --help", cmd, cmd);
         expect_err(2, want, NULL, args);
         p = strchr(p, '\n');
         if (!p) break;
@@ -76,7 +76,7 @@ static void test_unknown_options_every_command(void **state) {
     assert_true(version);
     assert_true(n >= 11);
     expect_err(2, "tern version: unexpected argument 'x'; see tern version --help", NULL, "version x");
-    expect_err(2, "tern: unknown option --bogus for `tern version`", NULL, "--version --bogus");
+    expect_err(2, "tern version: unknown option --bogus", NULL, "--version --bogus");
     /* options that contradict each other: refused before the model is opened */
     expect_err(2, "tern chat: --show-think with --no-think: thinking is off", NULL,
                "chat -m no-such-model.gguf --no-think --show-think </dev/null");
