@@ -890,6 +890,15 @@ static void test_bench_cache_resident(void **state) {
         fail_msg("tern %s: expected \"kv_bytes_per_token\": 1600 in the tg4 row, got %s", args, tg);
     free(out);
     free(err);
+    /* -d 8: the same test after 8 tokens already in the context: named as llama-bench names it,
+     * and its K/V per token is 8 + 2.5 positions' worth (6720 bytes) */
+    snprintf(args, sizeof args, "bench -m '%s' -p 0 -n 4 -d 0,8 -r 1 -t 1 --json", model);
+    rc = ru_tern(&out, &err, "%s", args);
+    const char *d8 = strstr(out, "\"test\": \"tg4 @ d8\", \"n_depth\": 8,");
+    if (rc != 0 || !strstr(out, "\"test\": \"tg4\", \"n_depth\": 0,") || !d8 || !strstr(d8, "\"kv_bytes_per_token\": 6720,"))
+        fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);
+    free(out);
+    free(err);
     snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1", model);
     rc = ru_tern(&out, &err, "%s", args);
     const char *note = "% (model fits in cache: the DRAM ceiling does not apply) |";

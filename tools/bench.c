@@ -3,7 +3,8 @@
  * as a fraction of the decode ceiling = memory bandwidth measured in the same run (tern_membw)
  * / decode bytes per token (DESIGN.md "Performance model": the model's bytes_per_token, weights
  * and recurrent state, plus the K/V rows a step reads, averaged over the test's positions). Tokens are random ids
- * from a fixed seed; each test starts from an empty context (as llama-bench).
+ * from a fixed seed; each test starts from an empty context, or with -d N after N tokens already
+ * evaluated before each repeat and not timed (llama-bench's -d: "tg128 @ d4096").
  * The bandwidth probe runs with the test's own thread count: BW_PASSES passes after the load, and
  * for a tg test whose bytes per token do not fit in the last-level cache BW_REP_PASSES more right
  * before each repeat, so that a repeat is held to the bandwidth of its own minute (on a shared
@@ -38,10 +39,12 @@ static double now_s(void) {
 #define BW_PASSES 7
 #define BW_REP_PASSES 5
 
-enum { BENCH_PP = 1, BENCH_TG, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE, BENCH_BUSY };
+enum { BENCH_PP = 1, BENCH_TG, BENCH_DEPTH, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE, BENCH_BUSY };
 static const opt_def bench_defs[] = {
     {BENCH_PP, "-p, --n-prompt", OPT_LIST, "LIST", 0, 1 << 20, NULL, "prompt lengths (pp tests; default 64,512; 0 = none)"},
     {BENCH_TG, "-n, --n-gen", OPT_LIST, "LIST", 0, 1 << 20, NULL, "generation lengths (tg tests; default 128; 0 = none)"},
+    {BENCH_DEPTH, "-d, --n-depth", OPT_LIST, "LIST", 0, 1 << 20, NULL,
+     "context depths: each test runs after this many tokens already in the context (default 0)"},
     {BENCH_THREADS, "-t, --threads", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts (default 1,2)"},
     {BENCH_REPS, "-r, --repetitions", OPT_INT, "N", 1, 1000, NULL, "repeats after one warm-up (default 5)"},
     {BENCH_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line instead of the markdown table"},
@@ -88,8 +91,22 @@ static int cmp_dbl(const void *a, const void *b) {
 }
 
 static void bench_usage(FILE *f, const opt_table *t, int n_t) {
-    fprintf(f, "usage: tern bench -m MODEL [-p 64,512] [-n 128] [-t 1,2] [-r 5] [--json] [options]\n");
+    fprintf(f, "usage: tern bench -m MODEL [-p 64,512] [-n 128] [-d 0] [-t 1,2] [-r 5] [--json] [options]\n");
     opts_help(f, t, n_t);
+}
+
+/* Sum of per-repeat profiles (each taken around the timed part only). */
+static void prof_add(tern_profile *a, const tern_profile *b) {
+    a->total_s += b->total_s;
+    a->embed_s += b->embed_s;
+    a->norm_s += b->norm_s;
+    a->quant_s += b->quant_s;
+    a->matmul_s += b->matmul_s;
+    a->matmul_busy_s += b->matmul_busy_s;
+    a->attn_s += b->attn_s;
+    a->swiglu_s += b->swiglu_s;
+    a->recur_s += b->recur_s;
+    a->n_forward += b->n_forward;
 }
 
 /* The positive entries of a parsed list (0 = none). */
@@ -112,6 +129,7 @@ int cmd_bench(int argc, char **argv) {
     opts_common_default(&oc);
     oc.no_progress = true;
     int pp[16] = {64, 512}, n_pp = 2, tg[16] = {128}, n_tg = 1, th[16] = {1, 2}, n_th = 2, reps = 5;
+    int dep[16] = {0}, n_dep = 1;
     bool json = false, profile = false;
     int busy_cpu = -1;
     pid_t busy = 0;
@@ -127,6 +145,10 @@ int cmd_bench(int argc, char **argv) {
         switch (id) {
         case BENCH_PP: take_list(&v, pp, &n_pp); break;
         case BENCH_TG: take_list(&v, tg, &n_tg); break;
+        case BENCH_DEPTH:   /* 0 is a depth (an empty context), not "none" */
+            n_dep = v.n_list;
+            for (int k = 0; k < v.n_list; k++) dep[k] = v.list[k];
+            break;
         case BENCH_THREADS: take_list(&v, th, &n_th); break;
         case BENCH_REPS: reps = (int)v.i; break;
         case BENCH_JSON: json = true; break;
@@ -146,12 +168,14 @@ int cmd_bench(int argc, char **argv) {
     int max_len = 1;
     for (int i = 0; i < n_pp; i++) max_len = pp[i] > max_len ? pp[i] : max_len;
     for (int i = 0; i < n_tg; i++) max_len = tg[i] > max_len ? tg[i] : max_len;
-    oc.n_ctx = max_len;
+    int max_dep = 0;
+    for (int i = 0; i < n_dep; i++) max_dep = dep[i] > max_dep ? dep[i] : max_dep;
+    oc.n_ctx = max_dep + max_len;
     if (oc.n_batch > max_len) oc.n_batch = max_len;
 
     int status = 1;
     tern_err err = {0};
-    int32_t *ids = malloc((size_t)max_len * sizeof *ids);
+    int32_t *ids = malloc(((size_t)max_dep + (size_t)max_len) * sizeof *ids);
     double *tv = malloc((size_t)reps * sizeof *tv), *fr = malloc((size_t)reps * sizeof *fr);
     double *bwall = malloc(((size_t)reps * BW_REP_PASSES + BW_PASSES) * sizeof *bwall);
     if (!ids || !tv || !fr || !bwall) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
@@ -181,7 +205,7 @@ int cmd_bench(int argc, char **argv) {
         tern_model_info info;
         tern_model_get_info(m, &info);
         uint64_t rng = 0x9e3779b97f4a7c15ull;
-        for (int i = 0; i < max_len; i++) {
+        for (int i = 0; i < max_dep + max_len; i++) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
             ids[i] = (int32_t)((rng >> 33) % (uint64_t)info.n_vocab);
         }
@@ -200,20 +224,24 @@ int cmd_bench(int argc, char **argv) {
         uint64_t kv_pos = 0;
         tern_session_mem(m, &so1, &kv_pos, NULL, NULL);
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
+        for (int di = 0; di < n_dep; di++)
         for (int kind = 0; kind < 2; kind++) {
-            const int nl = kind == 0 ? n_pp : n_tg;
+            const int nl = kind == 0 ? n_pp : n_tg, depth = dep[di];
             for (int li = 0; li < nl; li++) {
                 const int len = kind == 0 ? pp[li] : tg[li];
                 /* bytes per token of a tg test: the model's (weights, recurrent state) and the K/V
-                 * rows read, on average (len + 1) / 2 positions over a test from an empty context */
-                const double kv_tok = kind == 1 ? (double)kv_pos * (len + 1) / 2.0 : 0;
+                 * rows read, on average depth + (len + 1) / 2 positions */
+                const double kv_tok = kind == 1 ? (double)kv_pos * (depth + (len + 1) / 2.0) : 0;
                 const double bytes = info.bytes_per_token ? (double)info.bytes_per_token + kv_tok : 0;
                 const bool in_cache = bytes > 0 && bytes <= (double)llc;
                 /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
                 const bool rep_probe = kind == 1 && bytes > 0 && !in_cache;
                 int n_bw = BW_PASSES;
                 memcpy(bwall, bwp, sizeof bwp);
+                tern_profile prof = {0};
                 for (int r = -1; r < reps; r++) {           /* r = -1: warm-up */
+                    tern_session_reset(s);                  /* the depth's tokens: not timed */
+                    if (depth > 0 && !tern_session_eval(s, ids, depth, &err)) goto fail;
                     double bw_r = bw;
                     if (r >= 0 && rep_probe) {
                         double pr[BW_REP_PASSES] = {0};
@@ -227,16 +255,22 @@ int cmd_bench(int argc, char **argv) {
                             bw_r = pr[k] > bw_r ? pr[k] : bw_r;
                         }
                     }
-                    if (r == 0 && profile) tern_profile_enable(true);
-                    tern_session_reset(s);
+                    if (r >= 0 && profile) tern_profile_enable(true);
+                    const int32_t *tk = ids + depth;
                     const double t0 = now_s();
                     if (kind == 0) {
-                        if (!tern_session_eval(s, ids, len, &err)) goto fail;
+                        if (!tern_session_eval(s, tk, len, &err)) goto fail;
                     } else {
                         for (int k = 0; k < len; k++)
-                            if (!tern_session_eval(s, &ids[k], 1, &err)) goto fail;
+                            if (!tern_session_eval(s, &tk[k], 1, &err)) goto fail;
                     }
                     const double dt = now_s() - t0;
+                    if (r >= 0 && profile) {
+                        tern_profile pr;
+                        tern_profile_get(&pr);
+                        tern_profile_enable(false);
+                        prof_add(&prof, &pr);
+                    }
                     if (r >= 0) {
                         tv[r] = len / dt;
                         fr[r] = kind == 1 && bytes > 0 && bw_r > 0 ? tv[r] / (bw_r * 1e9 / bytes) : NAN;
@@ -244,9 +278,6 @@ int cmd_bench(int argc, char **argv) {
                 }
                 double mean, sd;
                 stats(tv, reps, &mean, &sd);
-                tern_profile prof;
-                tern_profile_get(&prof);
-                tern_profile_enable(false);
                 qsort(bwall, (size_t)n_bw, sizeof bwall[0], cmp_dbl);
                 const double bw_hi = bwall[n_bw - 1], bw_lo = bwall[0], bw_med = bwall[n_bw / 2];
                 const double ceil_tps = kind == 1 && bytes > 0 ? bw_hi * 1e9 / bytes : 0;
@@ -261,16 +292,17 @@ int cmd_bench(int argc, char **argv) {
                 const bool above = !isnan(frac_raw) && frac_raw > 1.0 && !in_cache;
                 const double frac = above ? NAN : frac_raw;
                 char test[32];
-                snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
+                if (depth > 0) snprintf(test, sizeof test, "%s%d @ d%d", kind == 0 ? "pp" : "tg", len, depth);
+                else snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
                 if (json) {
                     printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
-                           "\"numerics\": \"%s\", \"test\": \"%s\", \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
+                           "\"numerics\": \"%s\", \"test\": \"%s\", \"n_depth\": %d, \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
                            "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %.0f, "
                            "\"kv_bytes_per_token\": %.0f, "
                            "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
                            "\"ceiling_t_s\": %.4f, \"busy_cpu\": %d, \"cache_resident\": %s, ",
                            base, info.arch, (unsigned long long)info.weight_bytes, info.isa,
-                           opts_numerics_name(oc.numerics), test, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
+                           opts_numerics_name(oc.numerics), test, depth, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
                            kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_tps, busy_cpu,
                            in_cache ? "true" : "false");
                     if (isnan(frac)) printf("\"frac_of_ceiling\": null");
