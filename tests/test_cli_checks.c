@@ -212,8 +212,12 @@ static void test_bos_ends_reply(void **state) {
     const char *g = strstr(err, "generation: ");
     const int n = g ? atoi(g + strlen("generation: ")) : -1;
     if (rc != 0 || n <= 0 || n >= 400) fail_msg("run -n 400: exit %d, %d tokens (expected fewer than 400): %s", rc, n, err);
+    char why[128];   /* the run says why it stopped short of -n */
+    snprintf(why, sizeof why, "tern run: end of text after %d of -n 400 tokens", n);
+    if (!strstr(err, why)) fail_msg("run -n 400: expected '%s' in stderr: %s", why, err);
     rc = ru_tern(&out_all, &err_all, "run -m " SHIPPED " --temp 0 -n 400 -t 1 --ignore-eos");
-    if (rc != 0 || !strstr(err_all, "generation: 400 tokens")) fail_msg("--ignore-eos: exit %d: %s", rc, err_all);
+    if (rc != 0 || !strstr(err_all, "generation: 400 tokens") || strstr(err_all, "end of text"))
+        fail_msg("--ignore-eos: exit %d: %s", rc, err_all);
     const size_t len = strlen(out) - 1;   /* without the closing newline */
     if (strncmp(out, out_all, len) != 0 || strlen(out_all) <= len + 1)
         fail_msg("the reply is not where the --ignore-eos run stops at BOS: '%s' vs '%s'", out, out_all);

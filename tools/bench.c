@@ -295,15 +295,17 @@ int cmd_bench(int argc, char **argv) {
                 if (depth > 0) snprintf(test, sizeof test, "%s%d @ d%d", kind == 0 ? "pp" : "tg", len, depth);
                 else snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
                 if (json) {
+                    char ceil_s[32] = "null";   /* pp rows: no decode ceiling */
+                    if (ceil_tps > 0) snprintf(ceil_s, sizeof ceil_s, "%.4f", ceil_tps);
                     printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
                            "\"numerics\": \"%s\", \"test\": \"%s\", \"n_depth\": %d, \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
                            "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %.0f, "
                            "\"kv_bytes_per_token\": %.0f, "
                            "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
-                           "\"ceiling_t_s\": %.4f, \"busy_cpu\": %d, \"cache_resident\": %s, ",
+                           "\"ceiling_t_s\": %s, \"busy_cpu\": %d, \"cache_resident\": %s, ",
                            base, info.arch, (unsigned long long)info.weight_bytes, info.isa,
                            opts_numerics_name(oc.numerics), test, depth, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
-                           kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_tps, busy_cpu,
+                           kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_s, busy_cpu,
                            in_cache ? "true" : "false");
                     if (isnan(frac)) printf("\"frac_of_ceiling\": null");
                     else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);

@@ -169,10 +169,14 @@ int cmd_run(int argc, char **argv) {
      * says where and exits 1 */
     bad_logits = opts_warn_bad_logits("run", &gs, info.n_vocab, "the run will exit with status 1");
     const int n_gen = gs.n_gen;
+    if (stop == TERN_STOP_EOG && n_predict > 0 && n_gen < n_predict)   /* say why it stopped short of -n */
+        fprintf(stderr, "\ntern run: end of text after %d of -n %d tokens (the model's end-of-generation token; "
+                        "--ignore-eos goes on to -n)\n", n_gen, n_predict);
     const double t_prompt = gs.t_prompt_s, t_first = gs.t_first_s;
     const double t_gen = n_gen > 1 ? gs.t_gen_s : 0;
-    fprintf(stderr, "\nmodel: %s (%s), %s, %d threads, numerics %s, load %.2f s (%s)\n", oc.model, info.arch, info.isa,
-            info.n_threads, opts_numerics_name(oc.numerics), t_load, oc.use_mmap ? "mmap" : "read");
+    fprintf(stderr, "\nmodel: %s (%s), %s, %d thread%s, numerics %s, load %.2f s (%s)\n", oc.model, info.arch, info.isa,
+            info.n_threads, info.n_threads == 1 ? "" : "s", opts_numerics_name(oc.numerics), t_load,
+            oc.use_mmap ? "mmap" : "read");
     fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tokens/s\n", n_tok, t_prompt * 1e3,
             t_prompt > 0 ? n_tok / t_prompt : 0.0);
     /* n_gen counts every token sampled, the first included; the rate covers the tokens after the
