@@ -199,8 +199,8 @@ static void test_values_out_of_range(void **state) {
     (void)state;
     char thr[160], thr_list[200], thr_chat[160];
     const long mt = max_threads();
-    snprintf(thr, sizeof thr, "tern run: -t: expected an integer in 1..%ld, got '1000'", mt);
-    snprintf(thr_chat, sizeof thr_chat, "tern chat: --threads: expected an integer in 1..%ld, got '0'", mt);
+    snprintf(thr, sizeof thr, "tern run: -t: expected an integer in 1..%ld, that is 4 per online CPU, got '1000'", mt);
+    snprintf(thr_chat, sizeof thr_chat, "tern chat: --threads: expected an integer in 1..%ld, that is 4 per online CPU, got '0'", mt);
     snprintf(thr_list, sizeof thr_list, "tern bench: -t: expected a comma-separated list of at most 16 integers in 1..%ld, got '1,2000'", mt);
     const bad_case cases[] = {
         {"run", "-t 1000", thr},

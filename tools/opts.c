@@ -313,7 +313,10 @@ static const opt_def *find(const opt_table *t, int n_t, const char *arg, size_t 
 /* What a value of d must be, e.g. "an integer in 1..8", into buf. */
 static const char *expected(const opt_def *d, char *buf, size_t n) {
     switch (d->kind) {
-    case OPT_INT: snprintf(buf, n, "an integer in %.0f..%.0f", d->lo, def_hi(d)); break;   /* all digits, never 1e+11 */
+    case OPT_INT:   /* all digits, never 1e+11; the thread bound says where it comes from */
+        snprintf(buf, n, "an integer in %.0f..%.0f%s", d->lo, def_hi(d),
+                 d->hi == OPT_HI_THREADS ? ", that is 4 per online CPU" : "");
+        break;
     case OPT_FLOAT: snprintf(buf, n, "a number in %.15g..%.15g", d->lo, def_hi(d)); break;
     case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551615 or -1 (random)"); break;
     case OPT_TEXT: snprintf(buf, n, "text"); break;
