@@ -6,7 +6,8 @@
  *    query computed alone (prefill tiles vs decode), for f16 and f32 K/V and head dims that are
  *    and are not multiples of 8;
  *  - the portable copy and the AVX2 copy give the same bits (where the host runs AVX2), and every
- *    architecture gives the bits of x86-64 (a pinned hash of all outputs). */
+ *    architecture gives the bits of x86-64 (a pinned hash of all outputs);
+ *  - the KV cache's head-major layout and its views. */
 #include "test.h"
 
 #include "core/fp16.h"
@@ -216,10 +217,79 @@ static void test_f16_store(void **st) {
     free(x); free(h); free(h2);
 }
 
+/* The KV cache layout (runtime/kv.h): kv head h of layer il at position pos, element d, lies at
+ * ((il * n_head_kv + h) * n_ctx + pos) * hd + d of k (v likewise with hd_v), whether a position
+ * is stored whole or head by head; blk_kv_view_of's strides address the same elements; bad and
+ * overflowing shapes are refused before anything is allocated. */
+static void test_kv_layout(void **st) {
+    (void)st;
+    enum { L = 2, C = 5, H = 3, DK = 4, DV = 2 };
+    for (int f32 = 0; f32 <= 1; f32++) {
+        kv_cache kv;
+        tern_err err = {0};
+        assert_int_equal(kv_init(&kv, L, C, H, DK, DV, f32, &err), TERN_OK);
+        assert_int_equal(kv_bytes(L, C, H, DK, DV, f32), (uint64_t)L * C * H * (DK + DV) * (f32 ? 4 : 2));
+        for (int il = 0; il < L; il++)
+            for (int pos = 0; pos < C; pos++) {
+                float k[H * DK], v[H * DV];   /* integers below 2048: exact in fp16 */
+                for (int h = 0; h < H; h++) {
+                    for (int d = 0; d < DK; d++) k[h * DK + d] = (float)(il * 1000 + pos * 100 + h * 10 + d);
+                    for (int d = 0; d < DV; d++) v[h * DV + d] = -(float)(il * 1000 + pos * 100 + h * 10 + d);
+                }
+                if (pos % 2) kv_store_heads(&kv, il, pos, 0, H, k, v);   /* whole, or head 0 then heads 1-2 */
+                else {
+                    kv_store_heads(&kv, il, pos, 0, 1, k, v);
+                    kv_store_heads(&kv, il, pos, 1, H, k + DK, v + DV);
+                }
+            }
+        for (int il = 0; il < L; il++) {
+            const blk_kv_view w = blk_kv_view_of(&kv, il);
+            assert_int_equal(w.k_stride, DK);
+            assert_int_equal(w.v_stride, DV);
+            assert_int_equal(w.k_head, C * DK);
+            assert_int_equal(w.v_head, C * DV);
+            for (int h = 0; h < H; h++)
+                for (int pos = 0; pos < C; pos++) {
+                    for (int d = 0; d < DK + DV; d++) {
+                        const bool isk = d < DK;
+                        const int e = isk ? d : d - DK, hd = isk ? DK : DV;
+                        const float want = (isk ? 1.0f : -1.0f) * (float)(il * 1000 + pos * 100 + h * 10 + e);
+                        const size_t at = (((size_t)il * H + h) * C + pos) * hd + e;   /* the layout */
+                        const size_t vi = (size_t)h * (isk ? w.k_head : w.v_head) + (size_t)pos * hd + e;
+                        const uint8_t *base = isk ? kv.k : kv.v;
+                        const void *vbase = isk ? w.k : w.v;
+                        float got, via;
+                        if (f32) {
+                            got = ((const float *)(const void *)base)[at];
+                            via = ((const float *)vbase)[vi];
+                        } else {
+                            got = fp16_to_f32(((const uint16_t *)(const void *)base)[at]);
+                            via = fp16_to_f32(((const uint16_t *)vbase)[vi]);
+                        }
+                        if (got != want || via != want)
+                            fail_msg("f32 %d layer %d head %d pos %d %c[%d]: %g at the layout, %g via the view, expected %g",
+                                     f32, il, h, pos, isk ? 'k' : 'v', e, got, via, want);
+                    }
+                }
+        }
+        kv_free(&kv);
+    }
+    kv_cache kv;
+    tern_err err = {0};
+    assert_int_equal(kv_init(&kv, 0, 4, 1, 8, 8, false, &err), TERN_E_ARG);
+    assert_non_null(strstr(err.msg, "n_layer=0"));
+    assert_int_equal(kv_bytes(1 << 30, 1 << 30, 1 << 30, 1 << 30, 1 << 30, true), 0);   /* overflows u64 */
+    /* 65536 heads x 65536 dims fits in 64 bits but not in an int row of n_embd_k */
+    err = (tern_err){0};
+    assert_int_equal(kv_init(&kv, 1, 1, 65536, 65536, 8, false, &err), TERN_E_ARG);
+    assert_null(kv.k);
+}
+
 int suite_model_attn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attn_tile),
         cmocka_unit_test(test_f16_store),
+        cmocka_unit_test(test_kv_layout),
     };
     TEST_RUN_SUITE("model_attn", tests);
 }
