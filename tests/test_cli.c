@@ -472,13 +472,13 @@ static void test_file_errors(void **state) {
     snprintf(enoent, sizeof enoent, "%s", strerror(ENOENT));
     snprintf(eisdir, sizeof eisdir, "%s", strerror(EISDIR));
     struct { const char *args, *want_fmt, *reason; } cases[] = {
-        {"run -m %1$s.gguf -p x", "tern run: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
-        {"bench -m %1$s.gguf -p 1 -n 1", "tern bench: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"run -m %1$s.gguf -p x", "tern run: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"bench -m %1$s.gguf -p 1 -n 1", "tern bench: -m: cannot open '%1$s.gguf': %2$s", enoent},
         {"perplexity -m %1$s.gguf --tokens %1$s.txt", "tern perplexity: --tokens: cannot open '%1$s.txt': %2$s", enoent},
-        {"perplexity -m %1$s.gguf -f %3$s", "tern perplexity: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"perplexity -m %1$s.gguf -f %3$s", "tern perplexity: -m: cannot open '%1$s.gguf': %2$s", enoent},
         {"chat -m %1$s.gguf", "tern chat: -m: cannot open '%1$s.gguf': %2$s", enoent},
         {"serve -m %1$s.gguf --port 0", "tern serve: -m: cannot open '%1$s.gguf': %2$s", enoent},
-        {"bench-spec -m %1$s.gguf --cost", "tern bench-spec: TERN_E_IO: -m: cannot open '%1$s.gguf': %2$s", enoent},
+        {"bench-spec -m %1$s.gguf --cost", "tern bench-spec: -m: cannot open '%1$s.gguf': %2$s", enoent},
         {"run -m %3$s -f %1$s.txt", "tern run: -f: cannot open '%1$s.txt': %2$s", enoent},
         {"run -m %3$s -f /", "tern run: -f: cannot read '/': %2$s", eisdir},
         {"perplexity -m %3$s -f %1$s.txt", "tern perplexity: -f: cannot open '%1$s.txt': %2$s", enoent},

@@ -236,7 +236,7 @@ static void test_bad_input_messages(void **state) {
     fx_tmp_path(dir, sizeof dir, "model-dir");
     assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
     snprintf(args, sizeof args, "run -m '%s' -p hi -n 2", dir);
-    snprintf(want, sizeof want, "tern run: TERN_E_IO: -m: '%s' is a directory, expected a file", dir);
+    snprintf(want, sizeof want, "tern run: -m: '%s' is a directory, expected a file", dir);
     expect_err(1, want, NULL, args);
     rmdir(dir);
 }
@@ -869,6 +869,21 @@ static void test_perplexity_past_trained_context(void **state) {
     remove(ids);
 }
 
+/* An empty prompt file (-f) is more likely a mistake than a wish to start from BOS: run warns,
+ * naming the file, and still generates (exit 0); a non-empty file gets no such warning. */
+static void test_empty_prompt_file(void **state) {
+    (void)state;
+    char model[1024], path[512], args[2048], want[1024];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(path, sizeof path, "empty-prompt.txt");
+    write_file(path, "", 0);
+    snprintf(args, sizeof args, "run -m '%s' -f '%s' -n 2 --temp 0 -t 1", model, path);
+    snprintf(want, sizeof want, "tern run: warning: the prompt file '%s' (-f) is empty", path);
+    expect_err(0, want, NULL, args);
+    write_file(path, "Once", 4);
+    expect_err(0, "generation: ", "is empty", args);
+}
+
 /* bench does not hold a model read from cache to the DRAM decode ceiling (stories260K, 1 MB of
  * weights, would show some 300% of it): a model whose bytes per token fit in the last-level
  * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
@@ -1013,6 +1028,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_stderr_estimate),
         cmocka_unit_test(test_perplexity_past_trained_context),
         cmocka_unit_test(test_bench_cache_resident),
+        cmocka_unit_test(test_empty_prompt_file),
         cmocka_unit_test(test_bench_busy_cpu),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),

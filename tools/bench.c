@@ -195,7 +195,7 @@ int cmd_bench(int argc, char **argv) {
         tern_session *s = NULL;
         oc.n_threads = th[it];
         if (opts_load(&oc, &m, &s, &err)) {
-            fprintf(stderr, "tern bench: %s: %s\n", tern_strerror(err.code), err.msg);
+            fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
             goto out;
         }
         if (!json && it == 0) {   /* after the first load: a model that fails leaves no table header */
@@ -344,7 +344,7 @@ int cmd_bench(int argc, char **argv) {
         tern_model_free(m);
         continue;
     fail:
-        fprintf(stderr, "tern bench: %s: %s\n", tern_strerror(err.code), err.msg);
+        fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
         tern_session_free(s);
         tern_model_free(m);
         goto out;

@@ -258,7 +258,7 @@ static int run_generation(const bs_args *a, tern_model *m, tern_session *s, doub
            tpa, tpa / ceil_tps, ceil_tps, tpb, tpb / ceil_tps, tpb / tpa);
     status = 0;
 done:
-    if (status && err.code) fprintf(stderr, "tern bench-spec: %s: %s\n", tern_strerror(err.code), err.msg);
+    if (status && err.code) fprintf(stderr, "tern bench-spec: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     for (int i = 0; i < n_p; i++) free(texts[i]);
     free(texts);
     free(ga);
@@ -363,7 +363,7 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     }
     status = 0;
 done:
-    if (status && err.code) fprintf(stderr, "tern bench-spec: %s: %s\n", tern_strerror(err.code), err.msg);
+    if (status && err.code) fprintf(stderr, "tern bench-spec: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     free(pre);
     free(logits);
     free(t);
@@ -431,7 +431,7 @@ int cmd_bench_spec(int argc, char **argv) {
     const double ceil_tps = gbs * 1e9 / (double)info.bytes_per_token;
     status = a.cost ? run_cost(&a, m, s, ceil_tps) : run_generation(&a, m, s, ceil_tps);
 done:
-    if (err.code && status) fprintf(stderr, "tern bench-spec: %s: %s\n", tern_strerror(err.code), err.msg);
+    if (err.code && status) fprintf(stderr, "tern bench-spec: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     tern_session_free(s);
     tern_model_free(m);
     return status;

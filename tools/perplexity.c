@@ -271,7 +271,7 @@ int cmd_perplexity(int argc, char **argv) {
     }
     status = 0;
 done:
-    if (status && err.code) fprintf(stderr, "tern perplexity: %s: %s\n", tern_strerror(err.code), err.msg);
+    if (status && err.code) fprintf(stderr, "tern perplexity: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     free(logits);
     free(ids);
     free(txt);

@@ -100,6 +100,9 @@ int cmd_run(int argc, char **argv) {
     if (prompt_file) {
         if (opts_read_input("-f", prompt_file, &file_text, &plen)) return 1;
         prompt = file_text;
+        if (plen == 0)   /* more likely a mistake than a wish to start from BOS alone */
+            fprintf(stderr, "tern run: warning: the prompt file '%s' (-f) is empty: the generation starts from BOS alone\n",
+                    prompt_file);
     }
     if (!prompt) prompt = "";
     opts_warn_utf8("run", prompt_file ? prompt_file : "the prompt (-p)", prompt, plen, echo);
@@ -197,7 +200,7 @@ int cmd_run(int argc, char **argv) {
     }
     status = bad_logits ? 1 : 0;   /* the warning above says why */
 done:
-    if (status && (err.code || !bad_logits)) fprintf(stderr, "tern run: %s: %s\n", tern_strerror(err.code), err.msg);
+    if (status && (err.code || !bad_logits)) fprintf(stderr, "tern run: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     free(toks);
     free(file_text);
     tern_sampler_free(smp);

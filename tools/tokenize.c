@@ -260,7 +260,7 @@ int cmd_tokenize(int argc, char **argv) {
     else status = tk_tokenize(m, path ? text : prompt, len, info.add_bos && !no_bos, parse_special, ids_only,
                               pieces_only, show_count, &err);
 done:
-    if (status && err.code) fprintf(stderr, "tern tokenize: %s: %s\n", tern_strerror(err.code), err.msg);
+    if (status && err.code) fprintf(stderr, "tern tokenize: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     free(ids);
     free(text);
     tern_model_free(m);
