@@ -172,7 +172,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < n_suites; i++)
             if (strcmp(argv[a], suites[i].name) == 0) found = i;
         if (found < 0) {
-            fprintf(stderr, "unknown suite '%s' (see --list)\n", argv[a]);
+            fprintf(stderr, "unknown suite '%s' (%s --list names them)\n", argv[a], argv[0]);
             return 2;
         }
         want[found] = true;
