@@ -1223,69 +1223,6 @@ static void mm_block_f32mode(const kern_mm_args *m, int64_t r0, int64_t r1) {
         }
 }
 
-/* ---- Q2_0 (group 64, file layout), fast numerics ------------------------------------------------
- * A block is fp16 d then 16 bytes; weight j of the block is the code in bits 2 (j & 3) of byte
- * j >> 2, so slot s of byte i holds weight 4 i + s. The activation is copied once per column and
- * row chunk into slot-major order (pm[b][16 s + i] = q[64 b + 4 i + s]), so [slot 0 | slot 1] and
- * [slot 2 | slot 3] of a block's 16 bytes meet 32 contiguous activation bytes each: two
- * vpmaddubsw (codes u <= 3, |q| <= 127: pair sums <= 762, their sum <= 1524 in int16), one
- * vpmaddwd, a horizontal sum, minus the unit's sum(q) (bsums) = isum = sum((u - 1) q) exactly.
- * Float order of kern_impl.h: acc = fmaf(d_w * d_a, (float)isum, acc) per 64-unit in order.
- * Rows in chunks whose weights stay in L2 while every column passes. */
-#define Q2_CHUNK_BYTES (96 * 1024)   /* rows per chunk: their weights stay in L2 while every column passes */
-#define Q2_KB 272                    /* blocks per K chunk (K = 17408): a 17 KB slot-major copy on the stack */
-static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
-    const kern_w *w = m->w;
-    const kern_act *a = m->a;
-    const int64_t K = w->n_in, nb = K / 64, N = w->n_out;
-    const size_t col = kern_act_col_bytes(KQ_FAST, K), row_bytes = (size_t)nb * 18;
-    const int64_t rows_per = TERN_MAX((int64_t)1, (int64_t)(Q2_CHUNK_BYTES / row_bytes));
-    const __m128i m3 = _mm_set1_epi8(3);
-    const __m256i ones = _mm256_set1_epi16(1);
-    int8_t pm[Q2_KB * 64] __attribute__((aligned(32)));
-    for (int64_t rc = r0; rc < r1; rc += rows_per) {
-        const int64_t rc1 = TERN_MIN(r1, rc + rows_per);
-        for (int c = 0; c < a->ncols; c++) {
-            const kact_fast *ac = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
-            float *y = m->y + c * m->ldy;
-            for (int64_t b0 = 0; b0 < nb; b0 += Q2_KB) {
-                const int nbc = (int)TERN_MIN((int64_t)Q2_KB, nb - b0);
-                for (int b = 0; b < nbc; b++) {                  /* the chunk's slot-major copy */
-                    const int8_t *q = ac[(b0 + b) / 2].qs + ((b0 + b) % 2) * 64;
-                    for (int sl = 0; sl < 4; sl++)
-                        for (int i = 0; i < 16; i++) pm[b * 64 + 16 * sl + i] = q[4 * i + sl];
-                }
-                for (int64_t r = rc; r < rc1; r++) {
-                    const uint8_t *row = w->data + (size_t)r * row_bytes;
-                    int32_t *is = m->isum ? m->isum + ((int64_t)c * N + r) * nb : NULL;
-                    float acc = b0 == 0 ? 0.0f : y[r];           /* carried between K chunks unchanged */
-                    for (int b = 0; b < nbc; b++) {
-                        const int64_t bb = b0 + b;
-                        const uint8_t *blk = row + bb * 18;
-                        const __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(blk + 2));
-                        const __m256i c01 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 2), m3), _mm_and_si128(v, m3));
-                        const __m256i c23 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 6), m3),
-                                                             _mm_and_si128(_mm_srli_epi16(v, 4), m3));
-                        const __m256i p = _mm256_add_epi16(
-                            _mm256_maddubs_epi16(c01, _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64))),
-                            _mm256_maddubs_epi16(c23, _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64 + 32))));
-                        const __m256i p32 = _mm256_madd_epi16(p, ones);
-                        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(p32), _mm256_extracti128_si256(p32, 1));
-                        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
-                        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xB1));
-                        const kact_fast *ab = &ac[bb / 2];
-                        const int16_t *bs = ab->bsums + (bb % 2) * 4;
-                        const int32_t isum = _mm_cvtsi128_si32(h) - ((int32_t)bs[0] + bs[1] + bs[2] + bs[3]);
-                        if (is) is[bb] = isum;
-                        acc = fmaf(fp16_to_f32((uint16_t)(blk[0] | blk[1] << 8)) * ab->d, (float)isum, acc);
-                    }
-                    y[r] = acc;
-                }
-            }
-        }
-    }
-}
-
 /* ---- Q8_0, TQ2_0, TQ1_0 and Q1_0 (file layout), fast and ggml numerics, and Q2_0 in ggml numerics: 8 rows per pass
  * One ymm per row holds 8 int32 partial sums of one unit; rows8_isum folds the 8 rows' vectors
  * into one vector of their 8 unit sums (vphaddd and a lane add: integer, so exact and in any
@@ -1403,6 +1340,75 @@ static inline void rows8_isum_hook(const kern_mm_args *m, int c, int64_t r, int 
     int32_t v[8];
     _mm256_storeu_si256((__m256i *)(void *)v, is);
     for (int i = 0; i < nr; i++) m->isum[((int64_t)c * m->w->n_out + r + i) * nu + u] = v[i];
+}
+
+/* ---- Q2_0 (group 64, file layout), fast numerics ------------------------------------------------
+ * A block is fp16 d then 16 bytes; weight j of the block is the code in bits 2 (j & 3) of byte
+ * j >> 2, so slot s of byte i holds weight 4 i + s. The activation is copied once per column and
+ * row chunk into slot-major order (pm[b][16 s + i] = q[64 b + 4 i + s]), so [slot 0 | slot 1] and
+ * [slot 2 | slot 3] of a block's 16 bytes meet 32 contiguous activation bytes each: two
+ * vpmaddubsw (codes u <= 3, |q| <= 127: pair sums <= 762, their sum <= 1524 in int16) and one
+ * vpmaddwd per row and block; rows8_isum folds 8 rows' vectors into their 8 block sums at once,
+ * minus the unit's sum(q) (bsums) = isum = sum((u - 1) q) exactly. Float order of kern_impl.h:
+ * acc = fmaf(d_w * d_a, (float)isum, acc) per 64-unit in order, one lane per row (vfmadd: the
+ * same single rounding). Rows in chunks whose weights stay in L2 while every column passes; a
+ * last group of fewer than 8 rows repeats its last row and stores only its own. */
+#define Q2_CHUNK_BYTES (96 * 1024)   /* rows per chunk: their weights stay in L2 while every column passes */
+#define Q2_KB 272                    /* blocks per K chunk (K = 17408): a 17 KB slot-major copy on the stack */
+static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
+    const kern_w *w = m->w;
+    const kern_act *a = m->a;
+    const int64_t K = w->n_in, nb = K / 64;
+    const size_t col = kern_act_col_bytes(KQ_FAST, K), row_bytes = (size_t)nb * 18;
+    const int64_t rows_per = TERN_MAX((int64_t)8, (int64_t)(Q2_CHUNK_BYTES / row_bytes) / 8 * 8);
+    const __m128i m3 = _mm_set1_epi8(3);
+    const __m256i ones = _mm256_set1_epi16(1);
+    int8_t pm[Q2_KB * 64] __attribute__((aligned(32)));
+    for (int64_t rc = r0; rc < r1; rc += rows_per) {
+        const int64_t rc1 = TERN_MIN(r1, rc + rows_per);
+        for (int c = 0; c < a->ncols; c++) {
+            const kact_fast *ac = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
+            float *y = m->y + c * m->ldy;
+            for (int64_t b0 = 0; b0 < nb; b0 += Q2_KB) {
+                const int nbc = (int)TERN_MIN((int64_t)Q2_KB, nb - b0);
+                for (int b = 0; b < nbc; b++) {                  /* the chunk's slot-major copy */
+                    const int8_t *q = ac[(b0 + b) / 2].qs + ((b0 + b) % 2) * 64;
+                    for (int sl = 0; sl < 4; sl++)
+                        for (int i = 0; i < 16; i++) pm[b * 64 + 16 * sl + i] = q[4 * i + sl];
+                }
+                for (int64_t r = rc; r < rc1; r += 8) {
+                    const int nr = (int)TERN_MIN((int64_t)8, rc1 - r);
+                    const uint8_t *row[8];
+                    for (int i = 0; i < 8; i++) row[i] = w->data + (size_t)(r + (i < nr ? i : nr - 1)) * row_bytes;
+                    float acc0[8] = {0};                          /* carried between K chunks unchanged */
+                    if (b0 > 0)
+                        for (int i = 0; i < nr; i++) acc0[i] = y[r + i];
+                    __m256 acc = _mm256_loadu_ps(acc0);
+                    for (int b = 0; b < nbc; b++) {
+                        const int64_t bb = b0 + b;
+                        const __m256i a01 = _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64));
+                        const __m256i a23 = _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64 + 32));
+                        __m256i v[8];
+                        for (int i = 0; i < 8; i++) {
+                            const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(row[i] + bb * 18 + 2));
+                            const __m256i c01 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 2), m3), _mm_and_si128(x, m3));
+                            const __m256i c23 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 6), m3),
+                                                                 _mm_and_si128(_mm_srli_epi16(x, 4), m3));
+                            v[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c01, a01), _mm256_maddubs_epi16(c23, a23)),
+                                                     ones);
+                        }
+                        const kact_fast *ab = &ac[bb / 2];
+                        const int16_t *bs = ab->bsums + (bb % 2) * 4;
+                        const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32((int32_t)bs[0] + bs[1] + bs[2] + bs[3]));
+                        rows8_isum_hook(m, c, r, nr, nb, bb, is);
+                        acc = _mm256_fmadd_ps(_mm256_mul_ps(rows8_scale(row, (size_t)bb * 18), _mm256_set1_ps(ab->d)),
+                                              _mm256_cvtepi32_ps(is), acc);
+                    }
+                    rows8_store(m, c, r, nr, acc);
+                }
+            }
+        }
+    }
 }
 
 /* bk_rows8 has one kernel per block type, each with its layout's block bytes and scale offset
