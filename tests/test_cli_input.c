@@ -183,7 +183,9 @@ static void test_no_chat_template_notice(void **state) {
         char args[2048], cmd[8192], want[512];
         snprintf(args, sizeof args, cases[i].args, cases[i].model);
         const bool serve = !strcmp(cases[i].cmd, "serve");
-        snprintf(cmd, sizeof cmd, "%s'%s' %s 2>&1 >/dev/null", serve ? "timeout -s INT --preserve-status 3 " : "", bin, args);
+        /* -k 20: a server that does not stop on SIGINT is killed and fails the test instead of hanging it */
+        snprintf(cmd, sizeof cmd, "%s'%s' %s 2>&1 >/dev/null", serve ? "timeout -k 20 -s INT --preserve-status 3 " : "", bin,
+                 args);
         int rc = -1;
         char *err = ru_capture(cmd, &rc);
         snprintf(want, sizeof want, "tern %s: %s", cases[i].cmd, note);

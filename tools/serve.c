@@ -25,11 +25,15 @@
  * pool and the server's threads start, which inherit it) and taken by one thread with sigwait, so
  * whichever thread the kernel would have picked, the main thread learns of them. While loading,
  * either stops the process at once; while serving, SIGINT stops, the first SIGTERM drains and a
- * second signal stops. */
+ * second signal stops. The signal thread is joined before the command returns (signals_stop), so
+ * the process exits with its main thread alone (LeakSanitizer's exit-time check stops every
+ * thread, and one parked in sigwait has hung it). */
 static sigset_t g_sigs;
 static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_sig_cv = PTHREAD_COND_INITIALIZER;
-static bool g_serving, g_stop, g_term;   /* under g_sig_mu */
+static bool g_serving, g_stop, g_term, g_quit;   /* under g_sig_mu */
+static pthread_t g_sig_th;
+static bool g_sig_th_on;
 
 static void *signal_thread(void *arg) {
     (void)arg;
@@ -37,6 +41,10 @@ static void *signal_thread(void *arg) {
         int sig = 0;
         if (sigwait(&g_sigs, &sig) != 0) continue;
         pthread_mutex_lock(&g_sig_mu);
+        if (g_quit) {                                  /* signals_stop */
+            pthread_mutex_unlock(&g_sig_mu);
+            return NULL;
+        }
         if (!g_serving) {
             pthread_mutex_unlock(&g_sig_mu);
             fprintf(stderr, "\ntern serve: %s before serving: stopping\n", sig == SIGTERM ? "SIGTERM" : "interrupted");
@@ -57,8 +65,19 @@ static void signals_start(void) {
     sigaddset(&g_sigs, SIGINT);
     sigaddset(&g_sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &g_sigs, NULL);
-    pthread_t th;
-    if (pthread_create(&th, NULL, signal_thread, NULL) == 0) pthread_detach(th);
+    g_sig_th_on = pthread_create(&g_sig_th, NULL, signal_thread, NULL) == 0;
+}
+
+/* Ends the signal thread: SIGTERM sent to it alone (blocked everywhere, so its sigwait takes it)
+ * finds g_quit set. */
+static void signals_stop(void) {
+    if (!g_sig_th_on) return;
+    pthread_mutex_lock(&g_sig_mu);
+    g_quit = true;
+    pthread_mutex_unlock(&g_sig_mu);
+    pthread_kill(g_sig_th, SIGTERM);
+    pthread_join(g_sig_th, NULL);
+    g_sig_th_on = false;
 }
 
 /* Waits until a signal sets what it stops (g_stop or g_term), at most ms milliseconds (< 0: no
@@ -139,6 +158,7 @@ static int serve_until_signal(srv *s, const srv_config *cfg, int drain_s, tern_m
     fprintf(stderr, "tern serve: stopping\n");
     srv_stop(s);
     tern_model_free(m);
+    signals_stop();
     return 0;
 }
 
@@ -243,18 +263,21 @@ int cmd_serve(int argc, char **argv) {
         tern_model_opts mo;
         if (opts_model_opts(&oc, &mo, &err) != TERN_OK || srv_start_dir(&s, models_dir, &mo, &cfg, &err) != TERN_OK) {
             fprintf(stderr, "tern serve: %s\n", err.msg);
+            signals_stop();
             return 1;
         }
         return serve_until_signal(s, &cfg, drain_s, NULL);
     }
     if (opts_load(&oc, &m, NULL, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
+        signals_stop();
         return 1;
     }
     cfg.n_ctx = opts_ctx_resolve(m, ctx_given ? cfg.n_ctx : 0, ctx_given);
     if (srv_start(&s, m, &cfg, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
         tern_model_free(m);
+        signals_stop();
         return 1;
     }
     opts_note_chat_template("serve", m, cfg.chat_template);   /* once it is sure to serve */
