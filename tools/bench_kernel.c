@@ -210,11 +210,17 @@ static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float 
  * 1024 + 1024 rows), o (2048x2048), gate + up (one job, 2 x 6144x2048, rows split by 128 as
  * blk_ffn_up), down (2048x6144), each a pool job as in the model's decode (no norm/attention
  * work between them). Variants, interleaved per repeat:
- *   jobs     one pool job per projection (the model's barriers);
+ *   jobs     one pool job per projection (the model's barriers; rows claimed as the model's
+ *            one-column projections claim them, pool_for);
+ *   fixed    one pool job per projection, each thread its fixed share of the rows (pool_split):
+ *            beside jobs, the cost of the claims alone;
  *   nobar    one job: each thread runs its share of every projection of every layer with no
  *            barrier between them (not a valid forward: the cost of the barriers alone);
  *   lm_head  151936x2048 alone (83 MB);
- *   71MB     the 32768x8192 matvec of the main table.
+ *   71MB     the 32768x8192 matvec of the main table;
+ *   hot      layer 0's attn_output (2048x2048, 1.1 MB) 64 times in fixed shares: the weights
+ *            stay in cache, so this is the kernel's own rate (decode is compute-bound wherever
+ *            it is below the probe).
  * GB/s of weights over the busy time (per job, the slowest thread's CPU time: preemption removed),
  * against the 2-thread read bandwidth measured the same way (512 MiB) in the same repeat; wall
  * GB/s beside it. */
@@ -225,6 +231,7 @@ typedef struct {
     float *y[2];
     int nt;
     int kind;                      /* DS_* of this job, or -1: the whole sweep (nobar) */
+    bool fixed;                    /* the job's rows in fixed shares (pool_run_all), not claimed */
     const kern_w *(*layers)[DS_N][2];
     int n_layer;
 } ds_ctx;
@@ -244,6 +251,11 @@ static void job_ds(void *ctx, int64_t r0, int64_t r1, int ith) {
 }
 static void job_ds_body(void *ctx, int64_t r0, int64_t r1, int ith) {
     const ds_ctx *c = ctx;
+    if (c->kind >= 0 && c->fixed) {
+        ds_range(c->kind, c->w[c->kind][0], c->nt, ith, &r0, &r1);
+        if (r0 < r1) ds_run(c->w[c->kind], c->kind, c->a[c->kind], c->y, r0, r1);
+        return;
+    }
     if (c->kind >= 0) {
         ds_run(c->w[c->kind], c->kind, c->a[c->kind], c->y, r0, r1);
         return;
@@ -317,8 +329,10 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
     kern_quantize(&ad);
     kern_quantize(&af);
     ds_ctx c = {.a = {&ad, &ad, &ad, &af}, .y = {y0, y1}, .nt = nt, .layers = layers, .n_layer = L};
-    const char *names[4] = {"jobs", "nobar", "lm_head", "71MB"};
-    double t[4][64], tw[4][64];
+    enum { V_JOBS, V_FIXED, V_NOBAR, V_LMHEAD, V_BIG, V_HOT, V_N };
+    const char *names[V_N] = {"jobs", "fixed", "nobar", "lm_head", "71MB", "hot"};
+    enum { HOT_REPS = 64 };
+    double t[V_N][64], tw[V_N][64];
     double bwv[64];
     const int64_t n_bw = ((int64_t)512 << 20) / 8;
     uint64_t *bw_buf = tern_alloc_aligned((size_t)n_bw * 8);
@@ -332,41 +346,53 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
             pool_for(pool, n_bw, 4096, job_bw, &bc);
             b = (double)n_bw * 8 / busy_take(nt) / 1e9;
         }
-        for (int v = 0; v < 4; v++) {
+        for (int v = 0; v < V_N; v++) {
             double busy = 0;
             busy_take(nt);
             const double t0 = tern_time_s();
-            if (v == 3) {
+            c.fixed = v == V_FIXED || v == V_HOT;
+            if (v == V_BIG) {
                 mm_ctx mc = {&big, &abig, yb, 32768};
                 pool_for(pool, 32768, KERN_ROW_ALIGN, job_mm, &mc);
                 busy = busy_take(nt);
-            } else if (v == 1) {
+            } else if (v == V_NOBAR) {
                 c.kind = -1;
                 pool_run_all(pool, job_ds, &c);
-            } else if (v == 2) {
+            } else if (v == V_LMHEAD) {
                 c.kind = DS_O;   /* one projection: lm_head */
                 const kern_w *wo[2] = {&out, NULL};
                 memcpy(c.w[DS_O], wo, sizeof wo);
                 pool_for(pool, V, KERN_ROW_ALIGN, job_ds, &c);
                 busy += busy_take(nt);
-            } else {
+            } else if (v == V_HOT) {
+                memcpy(c.w, layers[0], sizeof c.w);
+                c.kind = DS_O;
+                for (int i = 0; i < HOT_REPS; i++) {
+                    pool_run_all(pool, job_ds, &c);
+                    busy += busy_take(nt);
+                }
+            } else {   /* V_JOBS, V_FIXED */
                 for (int l = 0; l < L; l++)
                     for (int k = 0; k < DS_N; k++) {
                         memcpy(c.w, layers[l], sizeof c.w);
                         c.kind = k;
-                        pool_for(pool, shp[k][0], k == DS_GU ? 128 : KERN_ROW_ALIGN, job_ds, &c);
+                        if (c.fixed) pool_run_all(pool, job_ds, &c);
+                        else pool_for(pool, shp[k][0], k == DS_GU ? 128 : KERN_ROW_ALIGN, job_ds, &c);
                         busy += busy_take(nt);
                     }
             }
-            if (v == 1) busy = busy_take(nt);
+            if (v == V_NOBAR) busy = busy_take(nt);
             if (r >= 0) { t[v][r] = busy; tw[v][r] = tern_time_s() - t0; }
         }
         if (r >= 0) bwv[r] = b;
     }
     const stat3 sb = stats(bwv, reps);
     char line[512];
-    for (int v = 0; v < 4; v++) {
-        const double by = v == 2 ? (double)kern_w_bytes(&out) : v == 3 ? (double)kern_w_bytes(&big) : bytes;
+    for (int v = 0; v < V_N; v++) {
+        const double by = v == V_LMHEAD ? (double)kern_w_bytes(&out)
+                        : v == V_BIG    ? (double)kern_w_bytes(&big)
+                        : v == V_HOT    ? HOT_REPS * (double)kern_w_bytes(layers[0][DS_O][0])
+                                        : bytes;
         double g[64], gw[64];
         for (int r = 0; r < reps; r++) { g[r] = by / t[v][r] / 1e9; gw[r] = by / tw[v][r] / 1e9; }
         const stat3 s = stats(g, reps), swl = stats(gw, reps);
@@ -484,7 +510,7 @@ static const opt_def bk_defs[] = {
     {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure, of ref,avx2,avxvnni,avx512vnni (default: all this CPU runs)"},
     {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts, at most 8 (default 1,2)"},
     {BK_DECODE, "--decode-seq", OPT_FLAG, NULL, 0, 0, NULL,
-     "only bonsai-1.7b's decode matvecs: 8 layers as pool jobs, without barriers, lm_head, 71 MB (busy GB/s vs the probe)"},
+     "only bonsai-1.7b's decode matvecs: 8 layers as pool jobs (claimed, fixed shares), without barriers, lm_head, 71 MB, cache-resident (busy GB/s vs the probe)"},
     {BK_F16, "--f16", OPT_FLAG, NULL, 0, 0, NULL,
      "after the probes, only the F16 and F32 matmuls (128 MiB each, K 2048) at 1, 2, 4, 8 columns: weight GB/s vs the bandwidth and time vs 1 column"},
     {BK_SAMPLER, "--sampler", OPT_FLAG, NULL, 0, 0, NULL,
