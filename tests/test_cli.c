@@ -353,7 +353,7 @@ static void test_default_ctx_trained(void **state) {
     const char *notice = "context 2048 tokens, the model's trained length (the default 4096 is longer; -c N sets it)";
     char *out = NULL, *errs = NULL, want[1024];
     int rc = ru_tern(&out, &errs, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1", spm, file);
-    snprintf(want, sizeof want, "the prompt file '%s' (-f) has %d tokens, the context 2048: expected fewer", file, n_tok);
+    snprintf(want, sizeof want, "the prompt file '%s' (-f) is too long for the context: %d tokens, expected at most 2047", file, n_tok);
     if (rc != 1 || !strstr(errs, "tern run: ") || !strstr(errs, notice) || !strstr(errs, want))
         fail_msg("default context: exit %d, stderr: %s", rc, errs);
     free(out);

@@ -224,8 +224,8 @@ int cmd_bench(int argc, char **argv) {
         uint64_t kv_pos = 0;
         tern_session_mem(m, &so1, &kv_pos, NULL, NULL);
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
-        for (int di = 0; di < n_dep; di++)
-        for (int kind = 0; kind < 2; kind++) {
+        for (int dk = 0; dk < 2 * n_dep; dk++) {   /* per depth: the pp tests, then the tg tests */
+            const int di = dk / 2, kind = dk % 2;
             const int nl = kind == 0 ? n_pp : n_tg, depth = dep[di];
             for (int li = 0; li < nl; li++) {
                 const int len = kind == 0 ? pp[li] : tg[li];
@@ -352,10 +352,11 @@ int cmd_bench(int argc, char **argv) {
     if (!json)
         printf("\ntg %% of ceiling: per repeat, tg t/s / (bandwidth / decode bytes per token: weights, recurrent state "
                "and the K/V rows read, averaged over the test's positions), bandwidth the best of %d "
-               "probe passes with the test's threads right before the repeat; the median of the repeats (their range); "
-               "bw: best, min and median of the test's passes (%d after the load, %d per repeat); a model whose bytes "
-               "per token fit in the last-level cache (%.1f MB here) is not bound by it (its ceiling: the load's probe)\n",
-               BW_REP_PASSES, BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0);
+               "probe passes with the test's threads right before the repeat; the median of the repeats (their range). "
+               "bw: best, min and median of the passes behind the row (%d after the load, then %d per repeat). A model "
+               "whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the memory bandwidth: "
+               "its tg rows take no probe per repeat, and their ceiling and bw are the load's %d passes\n",
+               BW_REP_PASSES, BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0, BW_PASSES);
     status = 0;
 out:
     busy_stop(busy);

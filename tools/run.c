@@ -143,8 +143,8 @@ int cmd_run(int argc, char **argv) {
         char src[300];
         if (prompt_file) snprintf(src, sizeof src, "the prompt file '%.256s' (-f)", prompt_file);
         else snprintf(src, sizeof src, "the prompt (-p)");
-        fail_msg(&err, TERN_E_RANGE, "%s has %d tokens, the context %d: expected fewer than the context (-c sets it)",
-                 src, n_tok, tern_session_n_ctx(s));
+        fail_msg(&err, TERN_E_RANGE, "%s is too long for the context: %d tokens, expected at most %d (the context of %d "
+                 "tokens less one to generate; -c sets it)", src, n_tok, tern_session_n_ctx(s) - 1, tern_session_n_ctx(s));
         goto done;
     }
     if (echo) { opts_write_utf8(stdout, prompt, plen); opts_flush_stdout(); }
@@ -180,7 +180,7 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "\nmodel: %s (%s), %s, %d thread%s, numerics %s, load %.2f s (%s)\n", oc.model, info.arch, info.isa,
             info.n_threads, info.n_threads == 1 ? "" : "s", opts_numerics_name(oc.numerics), t_load,
             oc.use_mmap ? "mmap" : "read");
-    fprintf(stderr, "prompt: %d tokens in %.1f ms, %.2f tokens/s\n", n_tok, t_prompt * 1e3,
+    fprintf(stderr, "prompt: %d token%s in %.1f ms, %.2f tokens/s\n", n_tok, n_tok == 1 ? "" : "s", t_prompt * 1e3,
             t_prompt > 0 ? n_tok / t_prompt : 0.0);
     /* n_gen counts every token sampled, the first included; the rate covers the tokens after the
      * first (their time from the first token's sample to the end), since the first token's time is
