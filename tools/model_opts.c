@@ -25,7 +25,7 @@ static const opt_def d_ctx[] = {
     {OPTS_CTX, "-c, --ctx-size", OPT_INT, "N", 1, 1 << 24, NULL, "context length (default 4096, or the model's trained length if shorter)"},
 };
 static const opt_def d_load[] = {
-    {OPTS_BATCH, "-b, --batch-size", OPT_INT, "N", 1, 1 << 16, NULL, "prompt tokens per forward pass (default 512)"},
+    {OPTS_BATCH, "-b, --batch-size", OPT_INT, "N", 1, 1 << 16, NULL, "prompt tokens per forward pass (default 512; on qwen35, 17 or more take the chunked recurrence: the greedy text may differ from -b 16)"},
     {OPTS_NUMERICS, "--numerics", OPT_CHOICE, "M", 0, 0, "fast|ggml|f32",
      "fast (default) | ggml (reference Q8_0 rounding) | f32 (dequantised)"},
     {OPTS_CACHE_TYPE, "--cache-type, -ctk", OPT_CHOICE, "T", 0, 0, "f16|f32", "KV cache f16 (default) | f32"},
