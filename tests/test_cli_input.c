@@ -918,7 +918,7 @@ static void test_bench_cache_resident(void **state) {
     free(err);
     snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1", model);
     rc = ru_tern(&out, &err, "%s", args);
-    const char *note = "% (model fits in cache: the DRAM ceiling does not apply) |";
+    const char *note = "| - (fits in cache: not bound by DRAM) |";
     const char *row = strstr(out, "| tg4 |"), *pp = strstr(out, "| pp4 |");
     if (rc != 0 || !row || !pp || !strstr(row, note) || strstr(pp, note) < row)
         fail_msg("tern %s: exit %d, stdout: %s, stderr: %s", args, rc, out, err);

@@ -199,7 +199,7 @@ int cmd_bench(int argc, char **argv) {
             goto out;
         }
         if (!json && it == 0) {   /* after the first load: a model that fails leaves no table header */
-            printf("| model | size | arch | isa | numerics | threads | test | t/s | bw GB/s best (min-median) | %% of ceiling |\n");
+            printf("| model | size | arch | isa | numerics | threads | test | t/s | bw GB/s best (min/median) | %% of ceiling |\n");
             printf("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
         }
         tern_model_info info;
@@ -317,11 +317,10 @@ int cmd_bench(int argc, char **argv) {
                         snprintf(pct, sizeof pct, "no result: %.0f%% is above the ceiling (the probe read low: "
                                  "the machine was busy)", 100 * frac_raw);
                     else if (!isnan(frac) && in_cache)
-                        snprintf(pct, sizeof pct, "%.1f%% (model fits in cache: the DRAM ceiling does not apply)",
-                                 100 * frac);
+                        snprintf(pct, sizeof pct, "- (fits in cache: not bound by DRAM)");
                     else if (!isnan(frac))
                         snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f)", 100 * frac, 100 * fr_lo, 100 * fr_hi);
-                    printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f-%.1f) | %s |\n", base,
+                    printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f/%.1f) | %s |\n", base,
                            (double)info.weight_bytes / 1e6, info.arch, info.isa, opts_numerics_name(oc.numerics),
                            info.n_threads, test, mean, sd, bw_hi, bw_lo, bw_med, pct);
                 }
@@ -350,13 +349,14 @@ int cmd_bench(int argc, char **argv) {
         goto out;
     }
     if (!json)
-        printf("\ntg %% of ceiling: per repeat, tg t/s / (bandwidth / decode bytes per token: weights, recurrent state "
-               "and the K/V rows read, averaged over the test's positions), bandwidth the best of %d "
-               "probe passes with the test's threads right before the repeat; the median of the repeats (their range). "
-               "bw: best, min and median of the passes behind the row (%d after the load, then %d per repeat). A model "
-               "whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the memory bandwidth: "
-               "its tg rows take no probe per repeat, and their ceiling and bw are the load's %d passes\n",
-               BW_REP_PASSES, BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0, BW_PASSES);
+        printf("\nbw: the memory read bandwidth probed with the test's threads, the best pass (the min/median of the "
+               "passes): %d passes after the load, then %d right before each tg repeat.\n"
+               "%% of ceiling: tg t/s over the decode ceiling, bandwidth / bytes read per token (weights, recurrent "
+               "state, the K/V rows read); per repeat against the best pass right before it; the median of the "
+               "repeats (their min-max).\n"
+               "A model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the "
+               "bandwidth: its tg rows take no probe per repeat and show no share.\n",
+               BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0);
     status = 0;
 out:
     busy_stop(busy);
