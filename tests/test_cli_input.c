@@ -890,6 +890,26 @@ static void test_empty_prompt_file(void **state) {
  * weights, would show some 300% of it): a model whose bytes per token fit in the last-level
  * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
  * note beside its tg figure in the table; pp rows have none. */
+/* A test that reaches past the model's trained context (stories260K: 2048 tokens, its GGUF's
+ * llama.context_length) is timed with a warning, as run -c past it is; up to it, no warning. */
+static void test_bench_past_trained_ctx(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -d 2048 -r 1 -t 1", model);
+    if (rc != 0 || !strstr(err, "tern bench: warning: the longest test reaches position 2052 (-d + its length), past the "
+                                "model's trained context (2048 tokens)") || !strstr(out, "| tg4 @ d2048 |"))
+        fail_msg("bench -d 2048: exit %d, stdout: %s, stderr: %s", rc, out, err);
+    free(out);
+    free(err);
+    rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -d 2044 -r 1 -t 1", model);
+    if (rc != 0 || strstr(err, "warning"))
+        fail_msg("bench -d 2044 (ends at the trained context): exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+}
+
 static void test_bench_cache_resident(void **state) {
     (void)state;
     char model[1024], args[2048];
@@ -1030,6 +1050,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_stderr_estimate),
         cmocka_unit_test(test_perplexity_past_trained_context),
         cmocka_unit_test(test_bench_cache_resident),
+        cmocka_unit_test(test_bench_past_trained_ctx),
         cmocka_unit_test(test_empty_prompt_file),
         cmocka_unit_test(test_bench_busy_cpu),
         cmocka_unit_test(test_info_m_and_vocab_minimum),

@@ -198,6 +198,14 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
             goto out;
         }
+        if (it == 0) {   /* as run -c says: positions past the trained context are timed all the same */
+            tern_model_info mi;
+            tern_model_get_info(m, &mi);
+            if (mi.n_ctx_train > 0 && oc.n_ctx > mi.n_ctx_train)
+                fprintf(stderr, "tern bench: warning: the longest test reaches position %d (-d + its length), past the "
+                                "model's trained context (%d tokens); its speed is measured all the same\n",
+                        oc.n_ctx, mi.n_ctx_train);
+        }
         if (!json && it == 0) {   /* after the first load: a model that fails leaves no table header */
             printf("| model | size | arch | isa | numerics | threads | test | t/s | bw GB/s best (min/median) | %% of ceiling |\n");
             printf("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");

@@ -35,7 +35,7 @@ static const opt_def d_load[] = {
 };
 static const opt_def d_sampling[] = {
     {OPTS_TEMP, "--temp", OPT_FLOAT, "T", 0, 100, NULL, "temperature (default 0.8; 0 = greedy)"},
-    {OPTS_TOP_K, "--top-k", OPT_INT, "N", -1, 1 << 30, NULL, "keep the N most likely tokens (default 40; <= 0 = off)"},
+    {OPTS_TOP_K, "--top-k", OPT_INT, "N", -1, 1 << 30, NULL, "keep the N most likely tokens (default 40; 0 or -1 = off)"},
     {OPTS_TOP_P, "--top-p", OPT_FLOAT, "P", 0, 1, NULL, "nucleus: smallest set with mass >= P (default 0.95; 1 = off)"},
     {OPTS_MIN_P, "--min-p", OPT_FLOAT, "P", 0, 1, NULL, "drop tokens below P x the top probability (default 0.05; 0 = off)"},
     {OPTS_REPEAT_PENALTY, "--repeat-penalty", OPT_FLOAT, "F", 0.01, 100, NULL, "repetition penalty (default 1.0 = off)"},

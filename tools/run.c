@@ -143,8 +143,9 @@ int cmd_run(int argc, char **argv) {
         char src[300];
         if (prompt_file) snprintf(src, sizeof src, "the prompt file '%.256s' (-f)", prompt_file);
         else snprintf(src, sizeof src, "the prompt (-p)");
-        fail_msg(&err, TERN_E_RANGE, "%s is too long for the context: %d tokens, expected at most %d (the context of %d "
-                 "tokens less one to generate; -c sets it)", src, n_tok, tern_session_n_ctx(s) - 1, tern_session_n_ctx(s));
+        fail_msg(&err, TERN_E_RANGE, "%s is too long for the context: %d token%s, expected at most %d (the context of %d "
+                 "token%s less one to generate; -c sets it)", src, n_tok, n_tok == 1 ? "" : "s", tern_session_n_ctx(s) - 1,
+                 tern_session_n_ctx(s), tern_session_n_ctx(s) == 1 ? "" : "s");
         goto done;
     }
     if (echo) { opts_write_utf8(stdout, prompt, plen); opts_flush_stdout(); }
