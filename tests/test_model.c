@@ -383,8 +383,13 @@ static void test_load_errors(void **st) {
     write_mutated(src, path, "blk.0.ffn_norm.weight", MUT_TYPE);
     expect_load_error(path, TERN_E_UNSUPPORTED, (const char *const[]){"blk.0.ffn_norm.weight", "F16", "expected F32", NULL});
     write_mutated(src, path, "blk.4.ffn_up.weight", MUT_MISSING);
-    expect_load_error(path, TERN_E_FORMAT, (const char *const[]){"missing tensor 'blk.4.ffn_up.weight'", NULL});
+    expect_load_error(path, TERN_E_FORMAT, (const char *const[]){path, ": missing tensor 'blk.4.ffn_up.weight'", NULL});
     unlink(path);
+    /* a tokenizer-only GGUF (no tensors at all): named as such, with its path */
+    char vocab[1024];
+    if (access(fx_path(vocab, sizeof vocab, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf"), R_OK) == 0)
+        expect_load_error(vocab, TERN_E_FORMAT,
+                          (const char *const[]){vocab, ": no tensors (a vocabulary-only GGUF?), expected the weights of a llama model", NULL});
     /* not a file */
     expect_load_error("/nonexistent/model.gguf", TERN_E_IO, (const char *const[]){"/nonexistent/model.gguf", NULL});
 }

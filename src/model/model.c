@@ -417,10 +417,23 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     m->prog = (model_progress){.on = o->progress && isatty(2), .t0 = t0, .last = -1};
     for (uint64_t i = 0; i < m->g->n_tensors; i++) m->prog.total += m->g->tensors[i].nbytes;
 
+    if (m->g->n_tensors == 0) {   /* a tokenizer-only file (ggml-vocab-*.gguf): say so, not "missing tensor" */
+        rc = tern_err_set(err, TERN_E_FORMAT, "%s: no tensors (a vocabulary-only GGUF?), expected the weights of a %s model",
+                          path, m->arch->name);
+        goto fail;
+    }
     rc = m->arch->load(m, err);
     if (m->prog.drawn) fprintf(stderr, "\r%60s\r", "");
     m->prog.on = false;
-    if (rc) goto fail;
+    if (rc) {   /* the hooks' messages name the tensor or key: put the file in front when it fits */
+        const size_t lp = strlen(path), lm = err ? strlen(err->msg) : 0;
+        if (err && strncmp(err->msg, path, lp) != 0 && lp + 2 + lm < sizeof err->msg) {
+            memmove(err->msg + lp + 2, err->msg, lm + 1);
+            memcpy(err->msg, path, lp);
+            memcpy(err->msg + lp, ": ", 2);
+        }
+        goto fail;
+    }
     if ((rc = tok_load(&m->vocab, m->g, err))) goto fail;
     if ((rc = pool_init(&m->pool, o->n_threads, err))) goto fail;
     if (pthread_mutex_init(&m->eval_lock, NULL) != 0) {
