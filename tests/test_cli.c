@@ -368,6 +368,20 @@ static void test_default_ctx_trained(void **state) {
     if (rc != 0 || strstr(errs, "trained")) fail_msg("-c 2048: exit %d, stderr: %s", rc, errs);
     free(out);
     free(errs);
+    /* without -c: a run that cannot reach the cap (4 bytes of prompt + 2000 tokens < 2048) is
+     * silent; one that can (-n 2045, or -n -1: until the end) gets the notice */
+    rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n 2000 --ignore-eos --temp 0 -t 1", spm);
+    if (rc != 0 || strstr(errs, "trained")) fail_msg("-n 2000: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n 2045 --ignore-eos --temp 0 -t 1", spm);
+    if (rc != 0 || !strstr(errs, notice)) fail_msg("-n 2045: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
+    rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n -1 --temp 0 -t 1", spm);
+    if (rc != 0 || !strstr(errs, notice)) fail_msg("-n -1: exit %d, stderr: %s", rc, errs);
+    free(out);
+    free(errs);
     rc = ru_tern(&out, &errs, "run -m '%s' -p Once -n 1 --temp 0 -t 1", bpe);              /* trained 40960: 4096, silent */
     if (rc != 0 || strstr(errs, "trained")) fail_msg("qwen3-tiny: exit %d, stderr: %s", rc, errs);
     free(out);

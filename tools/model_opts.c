@@ -85,7 +85,7 @@ bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v) {
     return true;
 }
 
-int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given) {
+int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given, int need) {
     enum { CTX_DEFAULT = 4096 };
     tern_model_info info;
     tern_model_get_info(m, &info);
@@ -93,8 +93,9 @@ int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given) {
     if (n_ctx <= 0) {
         n_ctx = CTX_DEFAULT;
         if (train > 0 && train < n_ctx) {
-            fprintf(stderr, "tern %s: context %d tokens, the model's trained length (the default %d is longer; -c N sets it)\n",
-                    opts_cmd(), train, CTX_DEFAULT);
+            if (need <= 0 || need > train)
+                fprintf(stderr, "tern %s: context %d tokens, the model's trained length (the default %d is longer; -c N sets it)\n",
+                        opts_cmd(), train, CTX_DEFAULT);
             n_ctx = train;
         }
     } else if (given && train > 0 && n_ctx > train) {
@@ -146,7 +147,7 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
     if (rc || !s) return rc;
     tern_session_opts so;
     tern_session_opts_default(&so);
-    so.n_ctx = opts_ctx_resolve(*m, o->n_ctx, o->ctx_given);
+    so.n_ctx = opts_ctx_resolve(*m, o->n_ctx, o->ctx_given, o->ctx_need);
     so.n_batch = o->n_batch;
     so.kv_f32 = o->kv_f32;
     rc = tern_session_init(s, *m, &so, err);

@@ -14,6 +14,8 @@ typedef struct opts_common {
     int n_threads;           /* -t (0 = the CPUs this process may run on) */
     int n_ctx;               /* -c; 0 (the default): 4096, or the model's trained context if shorter */
     bool ctx_given;          /* -c was given (opts_apply_common) */
+    int ctx_need;            /* most positions the command can use (0: open-ended): without -c, the cap
+                              * at the trained context is announced only when it can matter */
     int n_batch;             /* -b (512) */
     tern_numerics numerics;  /* --numerics fast|ggml|f32 */
     bool use_mmap;           /* --mmap */
@@ -38,10 +40,10 @@ extern const opt_table opts_tab_sampling;  /* --temp --top-k --top-p --min-p --r
 /* Store a parsed value of one of the tables above; returns false if id is none of theirs. */
 bool opts_apply_common(opts_common *o, int id, const opt_val *v);
 /* The context of a session of m. n_ctx 0 (no -c): 4096, capped at the model's trained context
- * with a one-line notice when that is shorter (stories260K: 2048), as llama-server caps a slot's
- * context. An -c given (given = true) past the trained context is kept, with a one-line warning
+ * when that is shorter (stories260K: 2048), as llama-server caps a slot's context, with a one-line
+ * notice unless need (> 0: the most positions the command can use) fits under the cap. An -c given (given = true) past the trained context is kept, with a one-line warning
  * (llama.cpp's "possible training context overflow"). Notices go to stderr as "tern CMD: ...". */
-int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given);
+int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given, int need);
 bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v);
 const char *opts_numerics_name(tern_numerics n);
 /* The model options the environment sets for every program: TERN_MEM_AVAILABLE (bytes the memory

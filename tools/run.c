@@ -5,6 +5,7 @@
 #include "model_opts.h"
 #include "spec_opts.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -117,6 +118,13 @@ int cmd_run(int argc, char **argv) {
     tern_gen *gen = NULL;
     int32_t *toks = NULL;
     const double t_load0 = now_s();
+    /* the prompt is at most plen + 3 tokens (each token covers a byte or more; BOS, EOS and a
+     * SentencePiece dummy prefix add at most 3), so a run of -n tokens needs at most this many
+     * positions: the context notice is shown only when the cap can cut it short */
+    if (n_predict >= 0) {
+        const long long need = (long long)plen + 4 + n_predict;
+        oc.ctx_need = need > INT_MAX ? INT_MAX : (int)need;
+    }
     if (opts_load(&oc, &m, &s, &err)) goto done;
     const double t_load = now_s() - t_load0;
     tern_model_info info;

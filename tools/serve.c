@@ -273,7 +273,7 @@ int cmd_serve(int argc, char **argv) {
         signals_stop();
         return 1;
     }
-    cfg.n_ctx = opts_ctx_resolve(m, ctx_given ? cfg.n_ctx : 0, ctx_given);
+    cfg.n_ctx = opts_ctx_resolve(m, ctx_given ? cfg.n_ctx : 0, ctx_given, 0);
     if (srv_start(&s, m, &cfg, &err) != TERN_OK) {
         fprintf(stderr, "tern serve: %s\n", err.msg);
         tern_model_free(m);
