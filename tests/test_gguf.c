@@ -680,7 +680,7 @@ static void test_byte_size_overflow(void **state) {
     bb_hdr(&b, 3, 1, 0);
     bb_tinfo(&b, "large", 2, ne2, QT_F32, 0);
     bb_data(&b, 32, 32);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "'large'", "extends past the end");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "'large'", "the file is truncated", "bytes of data end at byte");
     free(b.p);
     /* row not a multiple of the block */
     const uint64_t ne3[2] = {100, 2};
@@ -741,7 +741,12 @@ static void test_offset_past_end(void **state) {
     bb_hdr(&b, 3, 1, 0);
     bb_tinfo(&b, "w", 1, ne, QT_F32, 32);
     bb_data(&b, 32, 48);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "'w'", "extends past the end", "expected it to end by 48");
+    {   /* 8 floats at data offset 32 end 16 bytes past the 48 of the data section, the file's last 48 */
+        char e1[96], e2[96];
+        snprintf(e1, sizeof e1, "its 32 bytes of data end at byte %zu of the file", b.n + 16);
+        snprintf(e2, sizeof e2, "expected them within its %zu bytes: the file is truncated", b.n);
+        EXPECT_FAIL(&b, TERN_E_FORMAT, "'w'", e1, e2);
+    }
     free(b.p);
 }
 

@@ -358,8 +358,8 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!json)
         printf("\nbw: the memory read bandwidth probed with the test's threads, the best pass (the min/median of the "
-               "passes): %d passes after the load, then %d right before each tg repeat.\n"
-               "%% of ceiling: tg t/s over the decode ceiling, bandwidth / bytes read per token (weights, recurrent "
+               "passes): %d passes after the load, then %d right before each tg repeat of a model read from DRAM.\n"
+               "%% of ceiling (tg only): tg t/s over the decode ceiling, bandwidth / bytes read per token (weights, recurrent "
                "state, the K/V rows read); per repeat against the best pass right before it; the median of the "
                "repeats (their min-max).\n"
                "A model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the "

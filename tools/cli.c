@@ -56,7 +56,7 @@ static const cli_cmd cmds[] = {
     {"synth", cmd_synth, "write a Bonsai-format model with random ternary weights (tests, benchmarks)"},
     {"quantize", cmd_quantize, "convert the weight matrices of a GGUF to another type"},
     {"chat", cmd_chat, "interactive multi-turn chat (streaming, thinking, Ctrl-C stops a reply)"},
-    {"serve", cmd_serve, "OpenAI-compatible HTTP server (chat, completions, streaming, /metrics, chat page)"},
+    {"serve", cmd_serve, "OpenAI- and Anthropic-compatible HTTP server (chat, completions, streaming, /metrics, chat page)"},
 };
 
 /* `tern version` takes no options: -h/--help prints its usage; anything else is a usage error

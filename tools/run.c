@@ -31,7 +31,7 @@ enum { RUN_PROMPT = 1, RUN_FILE, RUN_N_PREDICT, RUN_ECHO, RUN_PARSE_SPECIAL, RUN
 static const opt_def run_defs[] = {
     {RUN_PROMPT, "-p, --prompt", OPT_TEXT, "TEXT", 0, 0, NULL, "prompt, used raw (no chat template); empty: start from BOS"},
     {RUN_FILE, "-f, --file", OPT_PATH, "PATH", 0, 0, NULL, "read the prompt from a file"},
-    {RUN_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "tokens to generate (default 256; -1 = until the end)"},
+    {RUN_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "tokens to generate (default 256; -1 = until the end of text or a full context)"},
     {RUN_ECHO, "--echo", OPT_FLAG, NULL, 0, 0, NULL, "print the prompt before the generated text"},
     {RUN_PARSE_SPECIAL, "--parse-special", OPT_FLAG, NULL, 0, 0, NULL, "parse control-token text in the prompt as control tokens"},
     {RUN_IGNORE_EOS, "--ignore-eos", OPT_FLAG, NULL, 0, 0, NULL, "keep generating past end-of-generation tokens"},

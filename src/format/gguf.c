@@ -329,10 +329,17 @@ static bool place_tensors(rd *r, gguf_ctx *g) {
             }
             if (fit128) { t->type = QT_PQ2_0; t->nbytes = s128; }
         }
-        uint64_t end;
-        if (!ck_add_u64(t->offset, t->nbytes, &end) || end > data_size) {
-            ok = rd_fail(r, TERN_E_FORMAT, "GGUF tensor '%s': data [%" PRIu64 ", +%" PRIu64 ") extends past the end of the data section, expected it to end by %" PRIu64 " (file size %" PRIu64 ")",
-                         t->name, t->offset, t->nbytes, data_size, g->size);
+        uint64_t end = 0, fend = 0;
+        const bool sum_ok = ck_add_u64(t->offset, t->nbytes, &end);
+        if (!sum_ok || end > data_size) {
+            /* in file bytes (the data section starts at data_offset), unless the sum wraps */
+            if (sum_ok && ck_add_u64(end, g->data_offset, &fend))
+                ok = rd_fail(r, TERN_E_FORMAT, "GGUF tensor '%s': its %" PRIu64 " bytes of data end at byte %" PRIu64 " of the file, "
+                             "expected them within its %" PRIu64 " bytes: the file is truncated (or the tensor's offset is damaged)",
+                             t->name, t->nbytes, fend, g->size);
+            else
+                ok = rd_fail(r, TERN_E_FORMAT, "GGUF tensor '%s': data offset %" PRIu64 " + %" PRIu64 " bytes overflows, expected "
+                             "it within the file's %" PRIu64 " bytes", t->name, t->offset, t->nbytes, g->size);
             break;
         }
         if (k + 1 < n && end > g->tensors[ord[k + 1]].offset) {
