@@ -209,7 +209,9 @@ static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float 
  * L distinct layers (more bytes than the L3) of q/k/v (one job over the row-concatenated 2048 +
  * 1024 + 1024 rows), o (2048x2048), gate + up (one job, 2 x 6144x2048, rows split by 128 as
  * blk_ffn_up), down (2048x6144), each a pool job as in the model's decode (no norm/attention
- * work between them). Variants, interleaved per repeat:
+ * work between them). Rows split on 16-row boundaries (KERN_ROW_SPLIT, as blk_project_job): a
+ * range edge inside a 16-row group makes both threads compute the whole group. Variants,
+ * interleaved per repeat:
  *   jobs     one pool job per projection (the model's barriers; rows claimed as the model's
  *            one-column projections claim them, pool_for);
  *   fixed    one pool job per projection, each thread its fixed share of the rows (pool_split):
@@ -237,7 +239,7 @@ typedef struct {
 } ds_ctx;
 
 static void ds_range(int kind, const kern_w *w, int nt, int ith, int64_t *i0, int64_t *i1) {
-    pool_split(w->n_out, kind == DS_GU ? 128 : KERN_ROW_ALIGN, nt, ith, i0, i1);
+    pool_split(w->n_out, kind == DS_GU ? 128 : KERN_ROW_SPLIT, nt, ith, i0, i1);
 }
 static void job_ds_body(void *ctx, int64_t r0, int64_t r1, int ith);
 static void ds_run(const kern_w *const *w, int kind, const kern_act *a, float *const *y, int64_t r0, int64_t r1) {
@@ -353,7 +355,7 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
             c.fixed = v == V_FIXED || v == V_HOT;
             if (v == V_BIG) {
                 mm_ctx mc = {&big, &abig, yb, 32768};
-                pool_for(pool, 32768, KERN_ROW_ALIGN, job_mm, &mc);
+                pool_for(pool, 32768, KERN_ROW_SPLIT, job_mm, &mc);
                 busy = busy_take(nt);
             } else if (v == V_NOBAR) {
                 c.kind = -1;
@@ -362,7 +364,7 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
                 c.kind = DS_O;   /* one projection: lm_head */
                 const kern_w *wo[2] = {&out, NULL};
                 memcpy(c.w[DS_O], wo, sizeof wo);
-                pool_for(pool, V, KERN_ROW_ALIGN, job_ds, &c);
+                pool_for(pool, V, KERN_ROW_SPLIT, job_ds, &c);
                 busy += busy_take(nt);
             } else if (v == V_HOT) {
                 memcpy(c.w, layers[0], sizeof c.w);
@@ -377,7 +379,7 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
                         memcpy(c.w, layers[l], sizeof c.w);
                         c.kind = k;
                         if (c.fixed) pool_run_all(pool, job_ds, &c);
-                        else pool_for(pool, shp[k][0], k == DS_GU ? 128 : KERN_ROW_ALIGN, job_ds, &c);
+                        else pool_for(pool, shp[k][0], k == DS_GU ? 128 : KERN_ROW_SPLIT, job_ds, &c);
                         busy += busy_take(nt);
                     }
             }
