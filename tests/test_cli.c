@@ -440,7 +440,7 @@ static void test_readme_usage(void **state) {
     free(readme);
     char *cli = fx_read_file("docs/CLI.md", NULL);   /* make runs the tests from the checkout's root */
     if (!cli) fail_msg("docs/CLI.md not found in the current directory");
-    const char *table[] = {"| `/help` |", "| `/clear` |", "| `/exit`, `/quit`, Ctrl-D |", "| Ctrl-C |", "| `//text` |",
+    const char *table[] = {"| `/help` |", "| `/clear` |", "| `/exit`, `/quit`, `/bye`, Ctrl-D |", "| Ctrl-C |", "| `//text` |",
                            "| any other `/word` |"};
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (!strstr(cli, table[i])) fail_msg("docs/CLI.md does not list: %s", table[i]);
@@ -452,19 +452,19 @@ static void test_readme_usage(void **state) {
     if (rc != 0 || !ppl || !(atof(ppl + 6) > 1.0 && atof(ppl + 6) < 10.0)) fail_msg("perplexity: exit %d, %s%s", rc, out, err);
     free(out);
     free(err);
-    /* the chat commands, typed in: /help, an unknown /word (not sent), //text (sent), /clear, /quit
-     * (what follows it is never read) */
+    /* the chat commands, typed in: /help, an unknown /word (not sent), //text (sent), /clear, /bye
+     * (Ollama's quit: what follows it is never read) */
     char input[512];
     fx_tmp_path(input, sizeof input, "chat-commands.txt");
-    const char *lines = "/help\n/bogus words\n//slash\n/clear\n/quit\nnever sent\n";
+    const char *lines = "/help\n/bogus words\n//slash\n/clear\n/bye\nnever sent\n";
     write_file(input, lines, strlen(lines));
     rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
-    static const char help[] = "/help lists these commands, /clear starts a new conversation, /exit or /quit (or Ctrl-D) "
-                               "quits, Ctrl-C stops a reply; start a message with // to send a text that begins with /";
+    static const char help[] = "/help lists these commands, /clear starts a new conversation, /exit, /quit or /bye (or "
+                               "Ctrl-D) quits, Ctrl-C stops a reply; start a message with // to send a text that begins with /";
     const char *want[] = {help, "unknown command /bogus; try /help", "[new conversation]"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
-    /* exactly one turn: //slash; /help, /bogus, /clear and the line after /quit are not sent */
+    /* exactly one turn: //slash; /help, /bogus, /clear and the line after /bye are not sent */
     const char *t1 = strstr(err, "[turn 1:");
     if (!t1 || strstr(t1 + 1, "[turn ")) fail_msg("chat: expected exactly one turn, stderr: %s", err);
     free(out);

@@ -396,9 +396,11 @@ int cmd_chat(int argc, char **argv) {
 
     tern_model_info info;
     tern_model_get_info(c.m, &info);
-    fprintf(stderr, "tern chat: %s (%s), context %d, seed %llu. /clear new conversation, /exit quits, "
+    const char *name = info.name && *info.name ? info.name : c.o.oc.model;
+    const bool show_arch = info.arch && *info.arch && strcmp(name, info.arch) != 0;   /* not "llama (llama)" */
+    fprintf(stderr, "tern chat: %s%s%s%s, context %d, seed %llu. /clear new conversation, /exit quits, "
                     "Ctrl-C stops a reply.\n",
-            info.name && *info.name ? info.name : c.o.oc.model, info.arch, tern_session_n_ctx(c.s),
+            name, show_arch ? " (" : "", show_arch ? info.arch : "", show_arch ? ")" : "", tern_session_n_ctx(c.s),
             (unsigned long long)tern_sampler_seed(c.smp));
 
     char *line = NULL;
@@ -441,7 +443,7 @@ int cmd_chat(int argc, char **argv) {
             line = fixed;
             line_cap = 3 * (size_t)n + 1;
         }
-        if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
+        if (!strcmp(line, "/exit") || !strcmp(line, "/quit") || !strcmp(line, "/bye")) break;   /* /bye: Ollama's */
         if (!strcmp(line, "/clear")) {
             tern_session_reset(c.s);
             tern_spec_reset(c.spec);
@@ -452,7 +454,7 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         if (!strcmp(line, "/help")) {
-            printf("/help lists these commands, /clear starts a new conversation, /exit or /quit (or Ctrl-D) quits, "
+            printf("/help lists these commands, /clear starts a new conversation, /exit, /quit or /bye (or Ctrl-D) quits, "
                    "Ctrl-C stops a reply; start a message with // to send a text that begins with /\n");
             continue;
         }
