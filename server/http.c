@@ -575,6 +575,10 @@ static char *body_model(const char *body, size_t n) {
 static srv_job *completion_job(srv *s, srv_backend *b, srv_job *j, srv_kind kind, srv_error *e) {
     tern_err err = {0};
     int rc;
+    if (kind == SRV_CHAT && b->template_err[0]) {   /* the model's template, not the request */
+        srv_fail(e, 500, "server_error", NULL, "the model '%s' cannot render chat messages: %s", b->name, b->template_err);
+        return NULL;
+    }
     if (kind == SRV_CHAT)
         rc = prompt_chat_append_ex(b->m, s->cfg.chat_template, j->req.msgs, j->req.trusted, j->req.n_msgs, true,
                                    j->req.enable_thinking, true, &j->prompt, NULL, &err);
@@ -1064,6 +1068,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             srv_slot_info si[64];
             const int n = srv_sched_slots(b->sched, si, 64);
             j = info_slots(si, n < 64 ? n : 64);
+        } else if (!is_tok && !is_detok && b->template_err[0]) {   /* /apply-template: the model's template */
+            srv_fail(&e, 500, "server_error", NULL, "the model '%s' cannot render chat messages: %s", b->name, b->template_err);
+            j = NULL;
         } else
             j = is_tok     ? info_tokenize(b->m, body, cn->body.n, &e)
                 : is_detok ? info_detokenize(b->m, body, cn->body.n, &e)

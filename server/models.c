@@ -36,8 +36,13 @@ static void metrics_init(srv_metrics *mx) {
  * folder of models (where -c cannot be chosen per model). */
 static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     const srv_config *cfg = &t->cfg;
-    tern_err ferr = {0};                              /* an unknown template fails each chat request instead */
+    tern_err ferr = {0};   /* an unknown template: a warning here, and each chat request fails with it (500) */
     const int family = prompt_chat_family(b->m, cfg->chat_template, &ferr);
+    b->template_err[0] = '\0';
+    if (family < 0) {
+        snprintf(b->template_err, sizeof b->template_err, "%s", ferr.msg);
+        fprintf(stderr, "tern serve: warning: '%s': %s; chat requests will fail (completions work)\n", b->name, ferr.msg);
+    }
     b->tools_fmt = family == PROMPT_FAMILY_QWEN3    ? SRV_TOOLS_QWEN3
                    : family == PROMPT_FAMILY_CHATML ? SRV_TOOLS_CHATML
                                                     : SRV_TOOLS_QWEN35;

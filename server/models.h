@@ -20,6 +20,8 @@ typedef struct srv_backend {
     srv_sched *sched;
     srv_metrics mx;         /* this model's counters (its scheduler writes them) */
     srv_tools_fmt tools_fmt;
+    char template_err[320]; /* "" or why the chat template cannot be rendered: chat requests answer
+                             * 500 with it (the model's fault, not the request's) */
     int n_ctx;              /* per slot */
     uint64_t resident;      /* bytes it holds loaded: its file and its slots' caches */
     /* guarded by the table's lock */

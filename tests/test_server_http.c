@@ -2225,6 +2225,56 @@ static void test_tools_by_template_family(void **state) {
     tern_model_free(m);
 }
 
+/* A chat template no family renders (a Llama-3 one): the server starts (completions need no
+ * template), and every request that renders chat messages answers 500 server_error naming the
+ * template and --chat-template, not a 400 blaming the request. */
+static void test_unknown_template_is_server_error(void **state) {
+    (void)state;
+    static const char l3[] = "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n"
+                             "{{ m.content }}<|eot_id|>{% endfor %}";
+    char tmpl[1024], gguf[1024];
+    fx_tmp_path(tmpl, sizeof tmpl, "l3-template.jinja");
+    fx_tmp_path(gguf, sizeof gguf, "l3-template.gguf");
+    FILE *f = fopen(tmpl, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(l3, 1, sizeof l3 - 1, f), sizeof l3 - 1);
+    fclose(f);
+    char *out = NULL, *er = NULL;
+    if (ru_tern(&out, &er, "synth --arch qwen3-tiny --seed 1 --chat-template '%s' -o '%s'", tmpl, gguf) != 0)
+        fail_msg("synth: %s%s", out, er);
+    free(out);
+    free(er);
+    tern_model *m = mfx_load(gguf, TERN_NUMERICS_FAST, 1);
+    tern_err err = {0};
+    assert_true(prompt_chat_family(m, NULL, &err) < 0);   /* independently: no family renders it */
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 1;
+    c.n_ctx = 256;
+    c.model_name = "test-model";
+    srv *s = NULL;
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    static const char *const chat[][2] = {
+        {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2}"},
+        {"/apply-template", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}"},
+    };
+    for (size_t i = 0; i < sizeof chat / sizeof chat[0]; i++) {
+        cJSON *r = http_json(s, chat[i][0], chat[i][1], 500);
+        const cJSON *e = cJSON_GetObjectItem(r, "error");
+        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(e, "message"));
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(e, "type")), "server_error");
+        if (!msg || !strstr(msg, "unknown chat template") || !strstr(msg, "--chat-template"))
+            fail_msg("%s: %s", chat[i][0], msg ? msg : "(no message)");
+        cJSON_Delete(r);
+    }
+    cJSON_Delete(http_json(s, "/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 2}", 200));
+    srv_stop(s);
+    tern_model_free(m);
+    remove(tmpl);
+    remove(gguf);
+}
+
 /* node scripts: the official openai client, and the page in headless Chromium */
 static void run_node_args(const char *script, const char *needs, srv *s, const char *args);
 static void run_node(const char *script, const char *needs, srv *s) { run_node_args(script, needs, s, ""); }
@@ -2560,6 +2610,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_serve_low_nofile),
         cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
+        cmocka_unit_test(test_unknown_template_is_server_error),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_tool_calls_official_clients),
         cmocka_unit_test(test_chat_page_in_chromium),
