@@ -626,8 +626,9 @@ static void test_invalid_utf8_input(void **state) {
             int rc;
             if (from_file) rc = ru_tern(&out, &err, "run -m '%s' -f '%s' -n 2 --temp 0 -t 1 --echo", models[k], file);
             else rc = ru_tern(&out, &err, "run -m '%s' -p '%s' -n 2 --temp 0 -t 1 --echo", models[k], bad);
-            snprintf(want, sizeof want, "tern run: warning: %s is not valid UTF-8 (first bad byte 0xc3 at offset 3 of 17)",
-                     from_file ? file : "the prompt (-p)");
+            char what[1100] = "the prompt (-p)";
+            if (from_file) snprintf(what, sizeof what, "the prompt file '%s' (-f)", file);
+            snprintf(want, sizeof want, "tern run: warning: %s is not valid UTF-8 (first bad byte 0xc3 at offset 3 of 17)", what);
             if (rc != 0 || !strstr(err, want)) fail_msg("%s %s: exit %d, stderr: %s", models[k], from_file ? "-f" : "-p", rc, err);
             if (strncmp(out, shown, strlen(shown)) != 0 || !utf8_ok(out))
                 fail_msg("%s: stdout is not the repaired prompt + valid UTF-8: '%s'", models[k], out);

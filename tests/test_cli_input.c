@@ -151,8 +151,8 @@ static void test_perplexity_stdout_and_utf8(void **state) {
              "byte by byte (the model sees those exact bytes)", bad, nb - 1);
     expect_err(0, want, "U+FFFD", args);
     snprintf(args, sizeof args, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1 --echo", model, bad);
-    snprintf(want, sizeof want, "tern run: warning: %s is not valid UTF-8 (first bad byte 0xc3 at offset 3 of %d); it is "
-             "tokenised byte by byte and shown with U+FFFD", bad, nb);
+    snprintf(want, sizeof want, "tern run: warning: the prompt file '%s' (-f) is not valid UTF-8 (first bad byte 0xc3 at "
+             "offset 3 of %d); it is tokenised byte by byte and shown with U+FFFD", bad, nb - 1);   /* its final newline dropped */
     expect_err(0, want, NULL, args);
     snprintf(args, sizeof args, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1", model, bad);
     expect_err(0, "it is tokenised byte by byte (the model sees those exact bytes)", "U+FFFD", args);
@@ -886,6 +886,33 @@ static void test_empty_prompt_file(void **state) {
     expect_err(0, "generation: ", "is empty", args);
 }
 
+/* run -f drops one trailing newline, as llama.cpp's -f (an editor ends a saved file with one):
+ * the greedy text of a file holding "Once upon a time\n" is that of -p "Once upon a time" (with
+ * the newline kept, stories260K continues differently). A NUL byte in the prompt is tokenised as
+ * the byte, with a warning naming its offset. */
+static void test_prompt_file_newline_and_nul(void **state) {
+    (void)state;
+    char model[1024], path[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(path, sizeof path, "newline-prompt.txt");
+    write_file(path, "Once upon a time\n", 17);
+    char *out_f = NULL, *err_f = NULL, *out_p = NULL, *err_p = NULL;
+    int rc = ru_tern(&out_f, &err_f, "run -m '%s' -f '%s' -n 12 --temp 0 -t 1", model, path);
+    const int rc_p = ru_tern(&out_p, &err_p, "run -m '%s' -p 'Once upon a time' -n 12 --temp 0 -t 1", model);
+    if (rc != 0 || rc_p != 0 || strcmp(out_f, out_p) != 0)
+        fail_msg("-f with a final newline: exit %d, '%s'; -p without: exit %d, '%s'", rc, out_f, rc_p, out_p);
+    free(out_f);
+    free(err_f);
+    free(out_p);
+    free(err_p);
+    write_file(path, "Once\0upon", 9);
+    char args[2048], want[1024];
+    snprintf(args, sizeof args, "run -m '%s' -f '%s' -n 2 --temp 0 -t 1", model, path);
+    snprintf(want, sizeof want, "tern run: warning: the prompt file '%s' (-f) has a NUL byte at offset 4 of 9", path);
+    expect_err(0, want, NULL, args);
+    remove(path);
+}
+
 /* bench does not hold a model read from cache to the DRAM decode ceiling (stories260K, 1 MB of
  * weights, would show some 300% of it): a model whose bytes per token fit in the last-level
  * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
@@ -1052,6 +1079,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_bench_cache_resident),
         cmocka_unit_test(test_bench_past_trained_ctx),
         cmocka_unit_test(test_empty_prompt_file),
+        cmocka_unit_test(test_prompt_file_newline_and_nul),
         cmocka_unit_test(test_bench_busy_cpu),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),

@@ -156,8 +156,12 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
 }
 
 bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, bool shown) {
+    const char *nul = memchr(s, '\0', n);
+    if (nul)   /* valid UTF-8, but no text holds one: most likely a binary or UTF-16 file */
+        fprintf(stderr, "tern %s: warning: %s has a NUL byte at offset %zu of %zu (no text holds one: a binary or UTF-16 "
+                "file?); it is tokenised as the byte 0x00\n", cmd, what, (size_t)(nul - s), n);
     const size_t ok = tok_utf8_valid_len(s, n);
-    if (ok == n) return false;
+    if (ok == n) return nul != NULL;
     fprintf(stderr,
             "tern %s: warning: %s is not valid UTF-8 (first bad byte 0x%02x at offset %zu of %zu); it is tokenised "
             "byte by byte%s\n",

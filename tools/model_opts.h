@@ -68,7 +68,8 @@ bool opts_note_chat_template(const char *cmd, const tern_model *m, const char *n
  * sees exactly those bytes, as llama.cpp), but the user is told. Prints "tern CMD: warning: WHAT
  * is not valid UTF-8 (first bad byte 0xXX at offset N of M); it is tokenised byte by byte" and
  * then, if shown (the command echoes the text), " and shown with U+FFFD", else " (the model sees
- * those exact bytes)", on stderr; returns true if it did. */
+ * those exact bytes)", on stderr; a NUL byte (valid UTF-8, but in no text) gets its own warning
+ * with its offset. Returns true if it warned. */
 bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, bool shown);
 /* Damaged weights (NaN, Inf) make the logits non-finite and the sampled text meaningless: when
  * gs records such a position, print "tern CMD: warning: the logits for position P are not finite

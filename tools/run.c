@@ -30,7 +30,7 @@ static void fail_msg(tern_err *e, int code, const char *fmt, ...) {
 enum { RUN_PROMPT = 1, RUN_FILE, RUN_N_PREDICT, RUN_ECHO, RUN_PARSE_SPECIAL, RUN_IGNORE_EOS };
 static const opt_def run_defs[] = {
     {RUN_PROMPT, "-p, --prompt", OPT_TEXT, "TEXT", 0, 0, NULL, "prompt, used raw (no chat template); empty: start from BOS"},
-    {RUN_FILE, "-f, --file", OPT_PATH, "PATH", 0, 0, NULL, "read the prompt from a file"},
+    {RUN_FILE, "-f, --file", OPT_PATH, "PATH", 0, 0, NULL, "read the prompt from a file (one trailing newline dropped)"},
     {RUN_N_PREDICT, "-n, --n-predict", OPT_INT, "N", -1, 1 << 24, NULL, "tokens to generate (default 256; -1 = until the end of text or a full context)"},
     {RUN_ECHO, "--echo", OPT_FLAG, NULL, 0, 0, NULL, "print the prompt before the generated text"},
     {RUN_PARSE_SPECIAL, "--parse-special", OPT_FLAG, NULL, 0, 0, NULL, "parse control-token text in the prompt as control tokens"},
@@ -100,13 +100,16 @@ int cmd_run(int argc, char **argv) {
     size_t plen = prompt ? strlen(prompt) : 0;
     if (prompt_file) {
         if (opts_read_input("-f", prompt_file, &file_text, &plen)) return 1;
+        if (plen > 0 && file_text[plen - 1] == '\n') file_text[--plen] = '\0';   /* an editor's final newline, as llama.cpp's -f */
         prompt = file_text;
         if (plen == 0)   /* more likely a mistake than a wish to start from BOS alone */
             fprintf(stderr, "tern run: warning: the prompt file '%s' (-f) is empty: the generation starts from BOS alone\n",
                     prompt_file);
     }
     if (!prompt) prompt = "";
-    opts_warn_utf8("run", prompt_file ? prompt_file : "the prompt (-p)", prompt, plen, echo);
+    char what[320] = "the prompt (-p)";
+    if (prompt_file) snprintf(what, sizeof what, "the prompt file '%.256s' (-f)", prompt_file);
+    opts_warn_utf8("run", what, prompt, plen, echo);
 
     int status = 1;
     bool bad_logits = false;   /* non-finite logits seen: warned once, exit 1 */
