@@ -664,7 +664,9 @@ static void test_perplexity_tokens_range(void **state) {
     fx_require(model, sizeof model, STORIES);
     fx_tmp_path(ids, sizeof ids, "ppl-ids.txt");
     const char *bad[] = {"1 2 99999\n", "1 2 512\n", "1 -3 2\n"};
-    const char *want[] = {"token 99999 at index 2: expected 0..511", "token 512 at index 2: expected 0..511", "token 1 at byte 2: expected an integer id in 0..2147483647, got '-3'"};
+    const char *want[] = {"id 99999 at index 2: expected an id in 0..511 (the model's vocabulary)",
+                          "id 512 at index 2: expected an id in 0..511 (the model's vocabulary)",
+                          "index 1 at byte 2: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got '-3'"};
     char args[2048];
     snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
     for (int i = 0; i < 3; i++) {

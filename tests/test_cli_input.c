@@ -212,7 +212,11 @@ static void test_bad_input_messages(void **state) {
     fx_tmp_path(text, sizeof text, "ppl-short.txt");
     write_file(ids, "12 ab\x01\xff 5\n", 10);
     snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
-    expect_err(1, "token 1 at byte 3: expected an integer id in 0..2147483647, got 'ab\\x01\\xff'", NULL, args);
+    expect_err(1, "index 1 at byte 3: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got "
+                  "'ab\\x01\\xff'", NULL, args);
+    write_file(ids, "12 5x 7\n", 8);                  /* a number with trailing letters is no id */
+    expect_err(1, "index 1 at byte 3: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got "
+                  "'5x'", NULL, args);
     write_file(text, "Once upon a time\n", 17);
     snprintf(args, sizeof args, "perplexity -m '%s' -f '%s' -c 64", model, text);
     snprintf(want, sizeof want, "tern perplexity: -f %s: the text is too short: 5 tokens, expected at least 64 (one chunk of -c 64; "

@@ -71,7 +71,7 @@ static int read_ids(const char *path, int32_t **out, int *n) {
         if (!*p) break;
         char *end;
         const long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > INT32_MAX) {
+        if (end == p || v < 0 || v > INT32_MAX || (*end && !strchr(" \t\n\r,", *end))) {
             char word[4 * 24 + 1];                          /* the offending word, bytes outside ASCII as \xNN */
             size_t o = 0;
             for (size_t w = 0; w < 24 && p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && p[w] != '\r' && p[w] != ','; w++) {
@@ -79,8 +79,8 @@ static int read_ids(const char *path, int32_t **out, int *n) {
                 o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
             }
             word[o] = '\0';
-            fprintf(stderr, "tern perplexity: --tokens %s: token %d at byte %ld: expected an integer id in 0..%d, got '%s'\n",
-                    path, k, (long)(p - txt), INT32_MAX, word);
+            fprintf(stderr, "tern perplexity: --tokens %s: index %d at byte %ld: expected an integer id in 0..%d (ids separated by "
+                    "spaces or commas), got '%s'\n", path, k, (long)(p - txt), INT32_MAX, word);
             free(ids);
             free(txt);
             return -1;
@@ -164,13 +164,17 @@ int cmd_perplexity(int argc, char **argv) {
     long count = 0;
 
     if (tok_path) {
-        if (n_ids < 2) { fprintf(stderr, "tern perplexity: %s: need at least 2 ids\n", tok_path); goto done; }
-        if (n_ids > c) { fprintf(stderr, "tern perplexity: %d ids > context %d (-c)\n", n_ids, c); goto done; }
+        if (n_ids < 2) { fprintf(stderr, "tern perplexity: --tokens %s: %d ids, expected at least 2\n", tok_path, n_ids); goto done; }
+        if (n_ids > c) {
+            fprintf(stderr, "tern perplexity: --tokens %s: %d ids, expected at most the context of %d (-c)\n", tok_path, n_ids, c);
+            goto done;
+        }
         /* every id, including the last (only ever a prediction target, never evaluated), must
          * index the logits: check them all here */
         for (int i = 0; i < n_ids; i++)
             if (ids[i] < 0 || ids[i] >= V) {
-                fprintf(stderr, "tern perplexity: %s: token %d at index %d: expected 0..%d\n", tok_path, (int)ids[i], i, V - 1);
+                fprintf(stderr, "tern perplexity: --tokens %s: id %d at index %d: expected an id in 0..%d (the model's vocabulary)\n",
+                        tok_path, (int)ids[i], i, V - 1);
                 goto done;
             }
         const int nb = oc.n_batch;
