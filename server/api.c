@@ -167,6 +167,10 @@ static const char *num_text(double v, char buf[32]) {
     return buf;
 }
 
+const char *api_got(const cJSON *v, char buf[32]) {
+    return cJSON_IsNumber(v) ? num_text(v->valuedouble, buf) : json_kind(v);
+}
+
 /* A number field in [lo, hi] (an integer when integer): the message says what, expected and got. */
 static bool get_num(const cJSON *root, const char *name, bool integer, double lo, double hi, double *out, srv_error *e) {
     const cJSON *f = field(root, name);
@@ -196,7 +200,8 @@ static bool get_int(const cJSON *root, const char *name, double lo, double hi, d
 
 /* "'PARAM' must be EXPECTED, got KIND" (400, the field in e->param); returns false. */
 static bool bad_type(srv_error *e, const char *param, const char *expected, const cJSON *got) {
-    return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be %s, got %s", param, expected, json_kind(got));
+    char g[32];
+    return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be %s, got %s", param, expected, api_got(got, g));
 }
 
 /* A completion prompt given as token ids (OpenAI's and vLLM's array of integers) into
@@ -216,10 +221,11 @@ static bool parse_prompt_ids(const cJSON *p, srv_request *r, srv_error *e) {
             return srv_fail(e, 400, "invalid_request_error", "prompt",
                             "'prompt' holds several prompts (element %d is %s); send one prompt per request", i,
                             json_kind(v));
+        char g[32];
         if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble || v->valuedouble < 0 ||
             v->valuedouble > 2147483647.0)
             return srv_fail(e, 400, "invalid_request_error", "prompt",
-                            "'prompt[%d]' must be a token id (an integer >= 0), got %s", i, json_kind(v));
+                            "'prompt[%d]' must be a token id (an integer >= 0), got %s", i, api_got(v, g));
         r->prompt_ids[i++] = (int32_t)v->valuedouble;
     }
     r->n_prompt_ids = n;

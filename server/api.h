@@ -124,6 +124,9 @@ struct cJSON;
 struct cJSON *api_parse_body(const char *body, size_t len, srv_error *e);
 /* A member of a JSON object, NULL when absent or JSON null ("not given"). */
 const struct cJSON *api_field(const struct cJSON *o, const char *name);
+/* What v is, for "got ..." in messages: a number as its JSON text ("-1", "0.5"), else its kind
+ * ("a string", "an array", "null", ...). buf: 32 bytes, used for numbers. */
+const char *api_got(const struct cJSON *v, char buf[32]);
 /* 404 model_not_found naming id (OpenAI's shape for a model that is not served); returns false. */
 bool api_model_not_found(srv_error *e, const char *id);
 /* The compact text of root (malloc'd; NULL when out of memory), root freed. */

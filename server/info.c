@@ -115,13 +115,19 @@ char *info_detokenize(const tern_model *m, const char *body, size_t len, srv_err
     tern_model_get_info(m, &info);
     const cJSON *toks = api_field(root, "tokens");
     if (!toks) { srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens' is required: an array of token ids"); goto done; }
-    if (!cJSON_IsArray(toks)) { srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens' must be an array of token ids"); goto done; }
+    if (!cJSON_IsArray(toks)) {
+        char g[32];
+        srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens' must be an array of token ids, got %s", api_got(toks, g));
+        goto done;
+    }
     int i = 0;
     const cJSON *v;
     cJSON_ArrayForEach(v, toks) {
         const double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         if (!(d >= 0 && d < info.n_vocab && d == floor(d))) {
-            srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens[%d]' must be a token id in 0..%d", i, info.n_vocab - 1);
+            char g[32];
+            srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens[%d]' must be a token id in 0..%d, got %s", i,
+                     info.n_vocab - 1, api_got(v, g));
             goto done;
         }
         int k = 0;

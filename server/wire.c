@@ -200,7 +200,10 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
     }
     const cJSON *ms = api_field(root, "messages");
     if (!cJSON_IsArray(ms) || cJSON_GetArraySize(ms) == 0) {
-        bad(e, "messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}%s", NULL);
+        char g[32];
+        if (!ms) bad(e, "messages", "'messages' is required: a non-empty array of {\"role\", \"content\"}%s", NULL);
+        else bad(e, "messages", "'messages' must be a non-empty array of {\"role\", \"content\"}, got %s",
+                 cJSON_IsArray(ms) ? "an empty array" : api_got(ms, g));
         goto fail;
     }
     int i = 0;
@@ -331,8 +334,13 @@ static cJSON *resp_to_chat(const cJSON *root, srv_error *e) {
             if (!cJSON_IsObject(it)) { bad(e, "input", "'input' items must be objects%s", NULL); goto fail; }
             if (!resp_item(it, i, msgs, e)) goto fail;
         }
-    } else {
+    } else if (!in) {
         bad(e, "input", "'input' is required: a string or a non-empty array of items%s", NULL);
+        goto fail;
+    } else {   /* given, but not a string nor a non-empty array */
+        char g[32];
+        bad(e, "input", "'input' must be a string or a non-empty array of items, got %s",
+            cJSON_IsArray(in) ? "an empty array" : api_got(in, g));
         goto fail;
     }
     if (!tools_to_chat(api_field(root, "tools"), "parameters", "function", chat, e)) goto fail;

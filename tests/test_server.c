@@ -391,7 +391,7 @@ static void test_request_element_types(void **state) {
         {SRV_CHAT, "{\"messages\": [{\"content\": \"x\"}]}", "messages[0].role",
          "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got nothing"},
         {SRV_CHAT, "{\"messages\": [{\"role\": 1, \"content\": \"x\"}]}", "messages[0].role",
-         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got a number"},
+         "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got 1"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"wizard\", \"content\": \"x\"}]}", "messages[0].role",
          "'messages[0].role' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got 'wizard'"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": true}]}", "messages[0].content",
@@ -401,11 +401,11 @@ static void test_request_element_types(void **state) {
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", "messages[0].content[0]",
          "'messages[0].content[0]' must be a text part {\"type\": \"text\", \"text\": string}, got type 'image_url'"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": 5}]}]}",
-         "messages[0].content[0].text", "'messages[0].content[0].text' must be a string, got a number"},
+         "messages[0].content[0].text", "'messages[0].content[0].text' must be a string, got 5"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": {}}]}]}",
          "messages[0].tool_calls[0].function.name", "'messages[0].tool_calls[0].function.name' must be a string, got nothing"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": 3}]}", "messages[0].tool_calls",
-         "'messages[0].tool_calls' must be an array of tool calls, got a number"},
+         "'messages[0].tool_calls' must be an array of tool calls, got 3"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stop\": [\"a\", null]}", "stop[1]",
          "'stop[1]' must be a string, got null"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [null]}", "tools[0]",
@@ -415,7 +415,7 @@ static void test_request_element_types(void **state) {
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": \"yes\"}", "stream",
          "'stream' must be true or false, got a string"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": {\"include_usage\": 1}}",
-         "stream_options.include_usage", "'stream_options.include_usage' must be true or false, got a number"},
+         "stream_options.include_usage", "'stream_options.include_usage' must be true or false, got 1"},
         {SRV_COMPLETION, "{\"prompt\": null}", "prompt", "'prompt' is required: a string"},
         {SRV_COMPLETION, "{\"prompt\": {}}", "prompt", "'prompt' must be a string or an array of token ids (or an array of one of those), got an object"},
         {SRV_COMPLETION, "{\"prompt\": \"x\", \"model\": false}", "model", "'model' must be a string, got false"},
@@ -573,6 +573,8 @@ static void test_request_errors(void **state) {
     }
     expect_400(SRV_COMPLETION, "{}", "prompt");
     expect_400(SRV_COMPLETION, "{\"prompt\": [[1, 2], [3]]}", "prompt");   /* several prompts: one per request */
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, -1]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got -1");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, 2.5]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got 2.5");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"max_tokens\": 1e300}", "max_tokens");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": true}", "logprobs");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": 21}", "logprobs");
@@ -661,7 +663,7 @@ static void test_tool_call_arguments(void **state) {
     char body[512];
     snprintf(body, sizeof body, fmt, "5");
     expect_400_msg(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments",
-                   "'messages[1].tool_calls[0].function.arguments' must be a string (the arguments as JSON text) or an object, got a number");
+                   "'messages[1].tool_calls[0].function.arguments' must be a string (the arguments as JSON text) or an object, got 5");
     snprintf(body, sizeof body, fmt, "[1]");
     expect_400(SRV_CHAT, body, "messages[1].tool_calls[0].function.arguments");
     snprintf(body, sizeof body, fmt, "\"not json\"");

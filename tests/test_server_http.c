@@ -1942,7 +1942,7 @@ static void test_unsupported_fields(void **state) {
         {"response_format.type", "\"response_format\": {}", "'response_format.type' must be a string, got nothing"},
         {"grammar", "\"grammar\": \"root ::= \\\"yes\\\"\"", "'grammar' is not supported (no grammar-constrained decoding)"},
         {"grammar", "\"grammar\": \"\"", NULL},
-        {"grammar", "\"grammar\": 1", "'grammar' must be a string, got a number"},
+        {"grammar", "\"grammar\": 1", "'grammar' must be a string, got 1"},
         {"json_schema", "\"json_schema\": {\"type\": \"object\"}", "'json_schema' is not supported (output is not constrained to a schema)"},
         {"json_schema", "\"json_schema\": {}", "'json_schema' is not supported"},
         {"json_schema", "\"json_schema\": null", NULL},
@@ -2006,7 +2006,7 @@ static void test_unsupported_fields(void **state) {
         {"\"tool_choice\": \"required\"", "'tool_choice' 'required' is not supported (a tool call cannot be forced)"},
         {"\"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"f\"}}",
          "'tool_choice' naming a function is not supported (a tool call cannot be forced)"},
-        {"\"tool_choice\": 5", "'tool_choice' must be \"auto\" or \"none\", got a number"},
+        {"\"tool_choice\": 5", "'tool_choice' must be \"auto\" or \"none\", got 5"},
     };
     for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
         char body[512];
@@ -2471,6 +2471,16 @@ static void test_tokenize_detokenize_template(void **state) {
     expect_error(s, "POST", "/detokenize", "{\"tokens\":[151936]}", NULL, 400, "tokens");
     expect_error(s, "POST", "/detokenize", "{\"tokens\":[-1]}", NULL, 400, "tokens");
     expect_error(s, "POST", "/detokenize", "{\"tokens\":5}", NULL, 400, "tokens");
+    static const char *const bad_ids[][2] = {   /* each message says what the id was */
+        {"{\"tokens\":[1,\"x\"]}", "'tokens[1]' must be a token id in 0..151935, got a string"},
+        {"{\"tokens\":[-1]}", "'tokens[0]' must be a token id in 0..151935, got -1"},
+        {"{\"tokens\":5}", "'tokens' must be an array of token ids, got 5"},
+    };
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        cJSON *rb = http_json(s, "/detokenize", bad_ids[i][0], 400);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rb, "error"), "message")), bad_ids[i][1]);
+        cJSON_Delete(rb);
+    }
     expect_error(s, "POST", "/apply-template", "{\"messages\":[]}", NULL, 400, "messages");
     expect_error(s, "POST", "/apply-template", "{\"messages\":[{\"role\":\"user\",\"content\":7}]}", NULL, 400, NULL);
     srv_stop(s);

@@ -29,6 +29,16 @@ static void refused(srv_wire w, const char *body, const char *param) {
     if (strcmp(e.param, param)) fail_msg("%s: param '%s', expected '%s' (%s)", body, e.param, param, e.message);
 }
 
+/* refused, with exactly this message */
+static void refused_msg(srv_wire w, const char *body, const char *param, const char *msg) {
+    srv_error e;
+    char *t = wire_to_chat(w, body, strlen(body), &e);
+    if (t) fail_msg("accepted: %s -> %s", body, t);
+    assert_int_equal(e.status, 400);
+    assert_string_equal(e.param, param);
+    assert_string_equal(e.message, msg);
+}
+
 static const char *str(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItem(o, k);
     if (!cJSON_IsString(v)) fail_msg("no string '%s'", k);
@@ -83,7 +93,12 @@ static void test_messages_request(void **state) {
     refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\"}]}]}",
             "messages[0].content[0]");
     refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", "messages[0].role");
-    refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[]}", "messages");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[]}", "messages",
+                "'messages' must be a non-empty array of {\"role\", \"content\"}, got an empty array");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":\"hi\"}", "messages",
+                "'messages' must be a non-empty array of {\"role\", \"content\"}, got a string");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5}", "messages",
+                "'messages' is required: a non-empty array of {\"role\", \"content\"}");
     refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"system\":7}", "system");
 }
 
@@ -118,8 +133,10 @@ static void test_responses_request(void **state) {
     refused(WIRE_RESPONSES, "{\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"}]}", "tools[0]");
     refused(WIRE_RESPONSES, "{\"input\":[{\"type\":\"web_search_call\"}]}", "input[0]");
     refused(WIRE_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\"}]}]}", "input[0].content");
-    refused(WIRE_RESPONSES, "{\"input\":[]}", "input");
-    refused(WIRE_RESPONSES, "{}", "input");
+    refused_msg(WIRE_RESPONSES, "{\"input\":[]}", "input",
+                "'input' must be a string or a non-empty array of items, got an empty array");
+    refused_msg(WIRE_RESPONSES, "{\"input\":5}", "input", "'input' must be a string or a non-empty array of items, got 5");
+    refused_msg(WIRE_RESPONSES, "{}", "input", "'input' is required: a string or a non-empty array of items");
 }
 
 /* two calls: one with object arguments, one whose arguments are a string that is no object */
