@@ -611,6 +611,30 @@ static void test_bad_value_types(void **state) {
     bb_u64(&b, 3); bb_put(&b, "a\0b", 3); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
     EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0", "NUL");
     free(b.p);
+    /* names that are not UTF-8 (GGUF strings are; a name is printed in messages): a stray byte,
+     * a truncated sequence, an overlong form, a surrogate; the message shows the valid part only */
+    static const struct { const char *name; size_t n; const char *want; } bad_names[] = {
+        {"general.\xeb" "x", 10, "byte 0xeb at offset 8 of 10, after 'general.'"},
+        {"ab\xc3", 3, "byte 0xc3 at offset 2 of 3, after 'ab'"},
+        {"a\xc0\xaf" "b", 4, "byte 0xc0 at offset 1 of 4, after 'a'"},
+        {"\xed\xa0\x80", 3, "byte 0xed at offset 0 of 3, after ''"},
+    };
+    for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
+        b = (bb){0};
+        bb_hdr(&b, 3, 0, 1);
+        bb_u64(&b, bad_names[i].n); bb_put(&b, bad_names[i].name, bad_names[i].n); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
+        EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0", "not valid UTF-8", bad_names[i].want);
+        free(b.p);
+    }
+    b = (bb){0};                                       /* valid multi-byte UTF-8 is a name like any */
+    bb_hdr(&b, 3, 0, 1);
+    bb_u64(&b, 10); bb_put(&b, "general.\xc3\xa9", 10); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
+    bb_data(&b, 1, 8);
+    opened o;
+    tern_err err = {0};
+    if (open_bytes(&o, b.p, b.n, &err) != TERN_OK) fail_msg("a UTF-8 name refused: %s", err.msg);
+    close_bytes(&o);
+    free(b.p);
 }
 
 static void test_duplicate_key(void **state) {
