@@ -245,6 +245,16 @@ static void test_bad_input_messages(void **state) {
     snprintf(want, sizeof want, "tern run: -m: '%s' is a directory, expected a file", dir);
     expect_err(1, want, NULL, args);
     rmdir(dir);
+    /* synth: an empty chat template file is refused (it would render nothing) */
+    char tmpl[512], out[512];
+    fx_tmp_path(tmpl, sizeof tmpl, "empty-template.jinja");
+    fx_tmp_path(out, sizeof out, "empty-template.gguf");
+    write_file(tmpl, "", 0);
+    snprintf(args, sizeof args, "synth --arch qwen3-tiny --chat-template '%s' -o '%s'", tmpl, out);
+    snprintf(want, sizeof want, "tern synth: --chat-template '%s' is empty, expected a chat template's text", tmpl);
+    expect_err(1, want, NULL, args);
+    assert_int_equal(access(out, F_OK), -1);          /* nothing written */
+    remove(tmpl);
 }
 
 /* `tern run -n 0` generates nothing and prints nothing on stdout (no lone newline); with --echo

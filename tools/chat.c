@@ -86,8 +86,8 @@ static const opt_def chat_defs[] = {
 static void usage(FILE *f, const opt_table *t, int n_t) {
     fprintf(f, "usage: tern chat -m MODEL [options]\n");
     opts_help(f, t, n_t);
-    fprintf(f, "in the chat: /help lists the commands, /clear starts a new conversation, /exit (or Ctrl-D) quits,\n"
-               "Ctrl-C stops a reply, //text sends a message that starts with /\n");
+    fprintf(f, "in the chat: /help lists the commands, /clear starts a new conversation, /exit, /quit or /bye (or Ctrl-D)\n"
+               "quits, Ctrl-C stops a reply, //text sends a message that starts with /\n");
 }
 
 /* ---- argument parsing -------------------------------------------------------------------------- */

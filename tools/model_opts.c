@@ -198,7 +198,9 @@ bool opts_note_chat_template(const char *cmd, const tern_model *m, const char *n
     tern_model_info info;
     tern_model_get_info(m, &info);
     if ((name && *name) || info.has_chat_template) return false;
-    fprintf(stderr, "tern %s: warning: the model has no chat template (no tokenizer.chat_template in the file); "
-                    "using ChatML (--chat-template chatml|qwen3|qwen35 chooses one)\n", cmd);
+    const bool empty = tern_model_meta_str(m, "tokenizer.chat_template", NULL, 0) == 0;   /* present, "" */
+    fprintf(stderr, "tern %s: warning: the model has no chat template (%s); using ChatML (--chat-template "
+                    "chatml|qwen3|qwen35 chooses one)\n", cmd,
+            empty ? "tokenizer.chat_template is empty in the file" : "no tokenizer.chat_template in the file");
     return true;
 }

@@ -743,6 +743,11 @@ int cmd_synth(int argc, char **argv) {
     }
     size_t tmpl_len;
     if (tmpl_path && opts_read_input("--chat-template", tmpl_path, &tmpl, &tmpl_len)) return 1;
+    if (tmpl_path && tmpl_len == 0) {   /* an empty template renders nothing: a mistake, not a wish */
+        fprintf(stderr, "tern synth: --chat-template '%s' is empty, expected a chat template's text\n", tmpl_path);
+        free(tmpl);
+        return 1;
+    }
     if (rc == TERN_OK && tok_path) {
         /* spec archs: the spec's rows (an id beyond them is an error); tiny: --n-vocab or the ids */
         const tok_hf_opts o = {.pre = pre, .n_rows = (int32_t)(a->tiny ? n_vocab_opt : a->n_vocab), .chat_template = tmpl};
