@@ -131,6 +131,49 @@ static void test_golden_prompt_ids(void **state) {
     check_prompts(QWEN3, "golden/qwen3-tiny-pq2_0/prompts.json");
 }
 
+/* A vocabulary-only GGUF (no tensors: the Llama 2 SPM vocabulary) tokenises as llama-tokenize
+ * does with one: tokenize reads only the header and tokenizer.* keys. The ids are llama.cpp's own
+ * expected ids for its vocab test strings (.inp / .out, shared/data/llama2-spm-vocab), the first
+ * 12 of them (the empty string and whitespace-only ones included). */
+static void test_vocab_only_gguf(void **state) {
+    (void)state;
+    char bin[4096], vocab[1024], inp[1024], outp[1024], txt[512];
+    ru_need_tern(bin, sizeof bin);
+    fx_require(vocab, sizeof vocab, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf");
+    fx_require(inp, sizeof inp, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf.inp");
+    fx_require(outp, sizeof outp, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf.out");
+    fx_tmp_path(txt, sizeof txt, "vocab-only.txt");
+    size_t n_in = 0, n_out = 0;
+    char *in = fx_read_file(inp, &n_in), *out = fx_read_file(outp, &n_out);
+    assert_non_null(in);
+    assert_non_null(out);
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    char *s = in, *line = out;
+    for (int k = 0; k < 12; k++) {
+        char *e = strstr(s, sep);
+        assert_non_null(e);
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        *nl = '\0';
+        write_file(txt, s, (size_t)(e - s));
+        char want[1024] = "[";                        /* .out's "474 287" as tokenize --ids prints it */
+        size_t w = 1;
+        for (char *t = strtok(line, " "); t; t = strtok(NULL, " "))
+            w += (size_t)snprintf(want + w, sizeof want - w, "%s%s", w > 1 ? ", " : "", t);
+        snprintf(want + w, sizeof want - w, "]\n");
+        char *o = NULL, *er = NULL;
+        const int rc = ru_tern(&o, &er, "tokenize -m '%s' -f '%s' --ids --no-bos", vocab, txt);
+        if (rc != 0 || strcmp(o, want) != 0) fail_msg("string %d: exit %d, got %s expected %s (stderr: %s)", k, rc, o, want, er);
+        free(o);
+        free(er);
+        s = e + strlen(sep);
+        line = nl + 1;
+    }
+    free(in);
+    free(out);
+    remove(txt);
+}
+
 /* --no-bos drops exactly the leading BOS; without --parse-special control text stays text. */
 static void test_bos_and_special(void **state) {
     (void)state;
@@ -293,6 +336,7 @@ static void test_errors(void **state) {
 int suite_tokenize(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden_prompt_ids),
+        cmocka_unit_test(test_vocab_only_gguf),
         cmocka_unit_test(test_bos_and_special),
         cmocka_unit_test(test_detokenize_vectors),
         cmocka_unit_test(test_detokenize_bos),

@@ -19,8 +19,11 @@
  * default: tern keeps `tern run`'s default, user text stays text).
  * Exit status: 0; 2 a usage error (flags, an -p id list that is not a list of integers); 1 a
  * runtime error (the model, the file, an id list in a file that does not parse, an id outside
- * the vocabulary). The weights are mapped, not read: only the vocabulary is used. */
+ * the vocabulary). Only the GGUF's header is read (its weights are mapped, never touched) and
+ * only its tokenizer.* keys are used, so a vocabulary-only GGUF works as a model does and a 27B
+ * file costs what its header does. */
 #include "cli.h"
+#include "format/gguf.h"
 #include "model_opts.h"
 #include "tern.h"
 #include "tokenizer/tok.h"
@@ -113,46 +116,45 @@ static int tk_parse_ids(const char *what, const char *s, int32_t **ids, int *n) 
 
 /* The text of ids through the streaming detokeniser, then a newline; special: a control token
  * writes its text (after the bytes held back before it, which it cuts off). Returns 0 or 1. */
-static int tk_detokenize(const tern_model *m, const int32_t *ids, int n, const char *what, bool special) {
-    tern_model_info info;
-    tern_model_get_info(m, &info);
+static int tk_detokenize(const tok_vocab *v, const int32_t *ids, int n, const char *what, bool special) {
+    const int32_t n_vocab = tok_n_vocab(v);
     for (int i = 0; i < n; i++)
-        if (ids[i] >= info.n_vocab) {
+        if (ids[i] >= n_vocab) {
             fprintf(stderr, "tern tokenize: %s: id %d at index %d: expected an id in 0..%d (the model's vocabulary)\n",
-                    what, (int)ids[i], i, info.n_vocab - 1);
+                    what, (int)ids[i], i, (int)n_vocab - 1);
             return 1;
         }
-    tern_detok dt;
-    tern_detok_init(&dt);
+    tok_stream dt;
+    tok_stream_init(&dt);
     int cap = 1024;
     char *out = malloc((size_t)cap);
     for (int i = 0; out && i < n; i++) {
-        /* tern_detok_put needs at most 3 x (piece bytes + 3); a control piece fits too */
+        /* tok_stream_put needs at most 3 x (piece bytes + 3); a control piece fits too */
         char one[1];
-        const int need = 3 * (tern_token_piece(m, ids[i], true, one, 0) + 3);
+        const int need = 3 * (tok_piece(v, ids[i], true, one, 0) + 3);
         if (need > cap) {
             free(out);
             out = malloc((size_t)(cap = need));
             if (!out) break;
         }
-        const int nb = tern_detok_put(m, &dt, ids[i], out, cap);
+        const int nb = tok_stream_put(v, &dt, ids[i], out, cap);
         if (nb < 0) {
             fprintf(stderr, "tern tokenize: %s: id %d at index %d: %s\n", what, (int)ids[i], i, tern_strerror(nb));
             free(out);
             return 1;
         }
         fwrite(out, 1, (size_t)nb, stdout);
-        const int n_special = special && tern_token_piece(m, ids[i], false, one, 0) == 0
-                                  ? tern_token_piece(m, ids[i], true, out, cap) : 0;
+        const int n_special = special && tok_piece(v, ids[i], false, one, 0) == 0
+                                  ? tok_piece(v, ids[i], true, out, cap) : 0;
         if (n_special > 0 && n_special <= cap) {   /* the piece fits: cap >= 3 x (its bytes + 3) */
             char held[8];
-            const int nh = tern_detok_flush(&dt, held, sizeof held);
+            const int nh = tok_stream_flush(&dt, held, sizeof held);
             if (nh > 0) fwrite(held, 1, (size_t)nh, stdout);
             fwrite(out, 1, (size_t)n_special, stdout);
         }
     }
     if (!out) { fprintf(stderr, "tern tokenize: out of memory\n"); return 1; }
-    const int nb = tern_detok_flush(&dt, out, cap);
+    const int nb = tok_stream_flush(&dt, out, cap);
     if (nb > 0) fwrite(out, 1, (size_t)nb, stdout);
     fputc('\n', stdout);
     free(out);
@@ -160,14 +162,31 @@ static int tk_detokenize(const tern_model *m, const int32_t *ids, int n, const c
 }
 
 /* The tokens of text: ids and pieces in the chosen form. Returns 0 or 1. */
-static int tk_tokenize(const tern_model *m, const char *text, size_t len, bool add_bos, bool parse_special, bool ids_only,
+/* The vocabulary of the GGUF at path: its header (mapped) and tokenizer.* keys, no weights. */
+static int tk_load_vocab(const char *path, tok_vocab **v, tern_err *err) {
+    if (!opts_input_ok("-m", path, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
+    gguf_ctx *g = NULL;
+    int rc = gguf_open(&g, path, GGUF_LOAD_MMAP, err);
+    if (rc == TERN_OK) {
+        rc = tok_load(v, g, err);   /* copies what it needs */
+        if (rc) {
+            char m[sizeof err->msg];
+            snprintf(m, sizeof m, "%s", err->msg);
+            tern_err_set(err, rc, "%s: %s", path, m);
+        }
+    }
+    gguf_close(g);
+    return rc;
+}
+
+static int tk_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_bos, bool parse_special, bool ids_only,
                        bool pieces_only, bool show_count, tern_err *err) {
     int n = 0;
-    if (tern_tokenize(m, text, len, add_bos, parse_special, NULL, 0, &n, err) && err->code != TERN_E_RANGE) return 1;
+    if (tok_encode(v, text ? text : "", len, parse_special, add_bos, NULL, 0, &n, err) && err->code != TERN_E_RANGE) return 1;
     err->code = TERN_OK;
     int32_t *ids = malloc(((size_t)n + 1) * sizeof *ids);
     if (!ids) { fprintf(stderr, "tern tokenize: out of memory\n"); return 1; }
-    if (tern_tokenize(m, text, len, add_bos, parse_special, ids, n, &n, err)) { free(ids); return 1; }
+    if (tok_encode(v, text ? text : "", len, parse_special, add_bos, ids, n, &n, err)) { free(ids); return 1; }
     char small[256];
     if (ids_only) {
         putchar('[');
@@ -175,12 +194,12 @@ static int tk_tokenize(const tern_model *m, const char *text, size_t len, bool a
         printf("]\n");
     } else {
         for (int i = 0; i < n; i++) {
-            const int k = tern_token_piece(m, ids[i], true, small, (int)sizeof small);
+            const int k = tok_piece(v, ids[i], true, small, (int)sizeof small);
             char *piece = small;
             if (k > (int)sizeof small) {
                 piece = malloc((size_t)k);
                 if (!piece) { free(ids); fprintf(stderr, "tern tokenize: out of memory\n"); return 1; }
-                tern_token_piece(m, ids[i], true, piece, k);
+                tok_piece(v, ids[i], true, piece, k);
             }
             if (!pieces_only) printf("%6d -> ", (int)ids[i]);
             putchar('\'');
@@ -247,22 +266,17 @@ int cmd_tokenize(int argc, char **argv) {
     if (!path) text = NULL;
     if (!detok) opts_warn_utf8("tokenize", path ? path : "the text (-p)", path ? text : prompt, len, false);
 
-    oc.use_mmap = true;        /* only the vocabulary is needed: map the weights, do not read them */
-    oc.n_threads = 1;
-    oc.no_progress = true;
     tern_err err = {0};
-    tern_model *m = NULL;
+    tok_vocab *voc = NULL;
     int status = 1;
-    if (opts_load(&oc, &m, NULL, &err)) goto done;
-    tern_model_info info;
-    tern_model_get_info(m, &info);
-    if (detok) status = tk_detokenize(m, ids, n_ids, path ? what : "-p", parse_special);
-    else status = tk_tokenize(m, path ? text : prompt, len, info.add_bos && !no_bos, parse_special, ids_only,
+    if (tk_load_vocab(oc.model, &voc, &err)) goto done;
+    if (detok) status = tk_detokenize(voc, ids, n_ids, path ? what : "-p", parse_special);
+    else status = tk_tokenize(voc, path ? text : prompt, len, tok_add_bos(voc) && !no_bos, parse_special, ids_only,
                               pieces_only, show_count, &err);
 done:
     if (status && err.code) fprintf(stderr, "tern tokenize: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     free(ids);
     free(text);
-    tern_model_free(m);
+    tok_free(voc);
     return status;
 }
