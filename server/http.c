@@ -1142,8 +1142,18 @@ int srv_start(srv **out, tern_model *m, const srv_config *cfg, tern_err *err) {
     if (rc != TERN_OK) return rc;
     tern_model_info info;
     tern_model_get_info(m, &info);
+    /* the id: --alias, else the file's name without .gguf (as --models-dir names its files, and
+     * as llama-server and vLLM name a model after its path), else general.name, else "tern" */
     const char *name = cfg->model_name && *cfg->model_name ? cfg->model_name : info.name && *info.name ? info.name : "tern";
-    char *fixed = api_utf8_dup(name, strlen(name));
+    size_t name_len = strlen(name);
+    if (!(cfg->model_name && *cfg->model_name) && cfg->model_path && *cfg->model_path) {
+        const char *base = strrchr(cfg->model_path, '/');
+        base = base ? base + 1 : cfg->model_path;
+        size_t n = strlen(base);
+        if (n > 5 && !strcmp(base + n - 5, ".gguf")) n -= 5;
+        if (n > 0) { name = base; name_len = n; }
+    }
+    char *fixed = api_utf8_dup(name, name_len);
     srv_models *models = NULL;
     rc = srv_models_init_one(&models, m, cfg, fixed ? fixed : "tern", err);
     free(fixed);

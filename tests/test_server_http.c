@@ -2225,6 +2225,36 @@ static void test_tools_by_template_family(void **state) {
     tern_model_free(m);
 }
 
+/* The model id without --alias: the file's name less .gguf (as --models-dir names its files),
+ * or general.name when no path is known (stories260K's is "llama"). */
+static void test_default_model_id(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    const char *paths[2] = {"some/dir/stories260K.gguf", NULL}, *ids[2] = {"stories260K", "llama"};
+    for (int i = 0; i < 2; i++) {
+        srv_config c;
+        srv_config_default(&c);
+        c.port = 0;
+        c.parallel = 1;
+        c.n_ctx = 256;
+        c.model_path = paths[i];
+        srv *s = NULL;
+        tern_err err = {0};
+        if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+        int code;
+        char *out = http(s, "GET", "/v1/models", NULL, NULL, &code);
+        assert_int_equal(code, 200);
+        cJSON *r = cJSON_Parse(out);
+        free(out);
+        assert_non_null(r);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "data"), 0), "id")),
+                            ids[i]);
+        cJSON_Delete(r);
+        srv_stop(s);
+    }
+    tern_model_free(m);
+}
+
 /* A chat template no family renders (a Llama-3 one): the server starts (completions need no
  * template), and every request that renders chat messages answers 500 server_error naming the
  * template and --chat-template, not a 400 blaming the request. */
@@ -2621,6 +2651,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_unknown_template_is_server_error),
+        cmocka_unit_test(test_default_model_id),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_tool_calls_official_clients),
         cmocka_unit_test(test_chat_page_in_chromium),
