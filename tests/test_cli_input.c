@@ -927,6 +927,29 @@ static void test_prompt_file_newline_and_nul(void **state) {
     remove(path);
 }
 
+/* chat -sys "" is no system prompt (llama.cpp's -sys ""): the first turn's prompt is the one
+ * without -sys, token for token; a non-empty one adds its turn. */
+static void test_chat_empty_system(void **state) {
+    (void)state;
+    char model[1024], input[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(input, sizeof input, "chat-sys.txt");
+    write_file(input, "Hi\n", 3);
+    const char *sys[3] = {"", " -sys ''", " -sys 'Be brief.'"};
+    int n[3];
+    for (int i = 0; i < 3; i++) {
+        char *out = NULL, *err = NULL;
+        const int rc = ru_tern(&out, &err, "chat -m '%s' -n 1 --temp 0 -t 1%s < '%s'", model, sys[i], input);
+        const char *t = strstr(err, "[turn 1: ");
+        if (rc != 0 || !t || sscanf(t, "[turn 1: %d new prompt tokens", &n[i]) != 1) fail_msg("chat%s: exit %d, %s", sys[i], rc, err);
+        free(out);
+        free(err);
+    }
+    assert_int_equal(n[1], n[0]);
+    assert_true(n[2] > n[0]);
+    remove(input);
+}
+
 /* bench does not hold a model read from cache to the DRAM decode ceiling (stories260K, 1 MB of
  * weights, would show some 300% of it): a model whose bytes per token fit in the last-level
  * cache (any cache >= 2 MB, or 32 MB if unknown) has "cache_resident": true in the JSON and the
@@ -1094,6 +1117,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_bench_past_trained_ctx),
         cmocka_unit_test(test_empty_prompt_file),
         cmocka_unit_test(test_prompt_file_newline_and_nul),
+        cmocka_unit_test(test_chat_empty_system),
         cmocka_unit_test(test_bench_busy_cpu),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),

@@ -76,7 +76,7 @@ typedef struct chat {
 
 enum { CHAT_SYSTEM = 1, CHAT_NO_THINK, CHAT_SHOW_THINK, CHAT_TEMPLATE, CHAT_N_PREDICT };
 static const opt_def chat_defs[] = {
-    {CHAT_SYSTEM, "-sys, --system, --system-prompt", OPT_TEXT, "TEXT", 0, 0, NULL, "system prompt"},
+    {CHAT_SYSTEM, "-sys, --system, --system-prompt", OPT_TEXT, "TEXT", 0, 0, NULL, "system prompt (\"\": none)"},
     {CHAT_NO_THINK, "--no-think", OPT_FLAG, NULL, 0, 0, NULL, "pre-fill the empty think block (thinking off)"},
     {CHAT_SHOW_THINK, "--show-think", OPT_FLAG, NULL, 0, 0, NULL, "show the thinking text (dimmed); hidden by default"},
     {CHAT_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's, else chatml)"},
@@ -112,7 +112,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
         if (opts_apply_common(oc, id, &v) || opts_apply_sampling(&o->sp, id, &v) || spec_opts_apply(&o->spec, id, &v))
             continue;
         switch (id) {
-        case CHAT_SYSTEM: o->system = v.str; break;
+        case CHAT_SYSTEM: o->system = *v.str ? v.str : NULL; break;   /* "" is none, as llama.cpp's -sys "" */
         case CHAT_NO_THINK: o->think = false; break;
         case CHAT_SHOW_THINK: o->show_think = true; break;
         case CHAT_TEMPLATE: o->tmpl = v.str; break;
