@@ -161,7 +161,6 @@ static int tk_detokenize(const tok_vocab *v, const int32_t *ids, int n, const ch
     return 0;
 }
 
-/* The tokens of text: ids and pieces in the chosen form. Returns 0 or 1. */
 /* The vocabulary of the GGUF at path: its header (mapped) and tokenizer.* keys, no weights. */
 static int tk_load_vocab(const char *path, tok_vocab **v, tern_err *err) {
     if (!opts_input_ok("-m", path, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
@@ -179,6 +178,7 @@ static int tk_load_vocab(const char *path, tok_vocab **v, tern_err *err) {
     return rc;
 }
 
+/* The tokens of text: ids and pieces in the chosen form. Returns 0 or 1. */
 static int tk_tokenize(const tok_vocab *v, const char *text, size_t len, bool add_bos, bool parse_special, bool ids_only,
                        bool pieces_only, bool show_count, tern_err *err) {
     int n = 0;
