@@ -63,7 +63,11 @@ char *info_tokenize(const tern_model *m, const char *body, size_t len, srv_error
     bool add_special = false, parse_special = true, with_pieces = false;
     const cJSON *content = api_field(root, "content");
     if (!content) { srv_fail(e, 400, "invalid_request_error", "content", "'content' is required: a string"); goto done; }
-    if (!cJSON_IsString(content)) { srv_fail(e, 400, "invalid_request_error", "content", "'content' must be a string"); goto done; }
+    if (!cJSON_IsString(content)) {
+        char g[32];
+        srv_fail(e, 400, "invalid_request_error", "content", "'content' must be a string, got %s", api_got(content, g));
+        goto done;
+    }
     if (!opt_bool(root, "add_special", &add_special, e) || !opt_bool(root, "parse_special", &parse_special, e) ||
         !opt_bool(root, "with_pieces", &with_pieces, e))
         goto done;

@@ -363,6 +363,15 @@ char *wire_to_chat(srv_wire w, const char *body, size_t len, srv_error *e) {
 }
 
 char *wire_error_json(srv_wire w, const srv_error *e) {
+    if (w == WIRE_RESPONSES && !strcmp(e->param, "max_tokens")) {   /* the chat field it became: name the client's */
+        srv_error r = *e;
+        snprintf(r.param, sizeof r.param, "max_output_tokens");
+        const char *at = strstr(e->message, "'max_tokens'");
+        if (at)
+            snprintf(r.message, sizeof r.message, "%.*s'max_output_tokens'%s", (int)(at - e->message), e->message,
+                     at + strlen("'max_tokens'"));
+        return api_error_json(&r);
+    }
     if (w != WIRE_ANTHROPIC) return api_error_json(e);
     static const struct { int status; const char *type; } map[] = {
         {400, "invalid_request_error"}, {401, "authentication_error"}, {404, "not_found_error"},

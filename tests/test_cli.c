@@ -456,7 +456,7 @@ static void test_readme_usage(void **state) {
      * (Ollama's quit: what follows it is never read) */
     char input[512];
     fx_tmp_path(input, sizeof input, "chat-commands.txt");
-    const char *lines = "/help\n/bogus words\n//slash\n/clear\n/bye\nnever sent\n";
+    const char *lines = "/help\n/bogus words\n//slash\n/clear \n/bye\t\nnever sent\n";   /* blanks after a command */
     write_file(input, lines, strlen(lines));
     rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
     static const char help[] = "/help lists these commands, /clear starts a new conversation, /exit, /quit or /bye (or "

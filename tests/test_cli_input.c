@@ -128,7 +128,7 @@ static void test_perplexity_stdout_and_utf8(void **state) {
     const char *story = "Once upon a time there was a little girl named Lily. She liked to play in the park with her "
                         "dog. One day the dog ran away and Lily was sad. Then her mom found the dog under a tree.\n";
     write_file(text, story, strlen(story));
-    write_file(ids, "1 403 407 261 107 300 100 42 17 88\n", 36);
+    write_file(ids, "1 403 407 261 107 300 100 42 17 88\n", 35);
     for (int mode = 0; mode < 2; mode++) {
         char *out = NULL, *err = NULL, line[256];
         const int rc = mode == 0 ? ru_tern(&out, &err, "perplexity -m '%s' -f '%s' -c 16 -t 1", model, text)
@@ -214,6 +214,10 @@ static void test_bad_input_messages(void **state) {
     snprintf(args, sizeof args, "perplexity -m '%s' --tokens '%s'", model, ids);
     expect_err(1, "index 1 at byte 3: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got "
                   "'ab\\x01\\xff'", NULL, args);
+    write_file(ids, "1 2 3\0 4 5", 10);               /* a NUL byte would drop the ids after it unseen */
+    expect_err(1, "a NUL byte at offset 5 of 10, expected token ids as text", NULL, args);
+    write_file(ids, "7\n", 2);
+    expect_err(1, ": 1 id, expected at least 2", NULL, args);
     write_file(ids, "12 5x 7\n", 8);                  /* a number with trailing letters is no id */
     expect_err(1, "index 1 at byte 3: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got "
                   "'5x'", NULL, args);
@@ -895,6 +899,9 @@ static void test_empty_prompt_file(void **state) {
     write_file(path, "", 0);
     snprintf(args, sizeof args, "run -m '%s' -f '%s' -n 2 --temp 0 -t 1", model, path);
     snprintf(want, sizeof want, "tern run: warning: the prompt file '%s' (-f) is empty", path);
+    expect_err(0, want, NULL, args);
+    write_file(path, "\n", 1);                        /* a newline only: -f drops it, so the same */
+    snprintf(want, sizeof want, "tern run: warning: the prompt file '%s' (-f) is empty (a newline only, which -f drops)", path);
     expect_err(0, want, NULL, args);
     write_file(path, "Once", 4);
     expect_err(0, "generation: ", "is empty", args);

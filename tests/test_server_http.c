@@ -1702,6 +1702,11 @@ static void test_start_errors(void **state) {
     assert_int_equal(st, 2);
     assert_string_equal(out, "tern serve: --host: empty; expected a host name or an IPv4/IPv6 address\n");
     free(out);
+    snprintf(cmd, sizeof cmd, "%s serve -m %s -t 1 -c 256 --alias '' --port 0 2>&1", bin, model);
+    out = ru_capture(cmd, &st);
+    assert_int_equal(st, 2);
+    assert_string_equal(out, "tern serve: --alias: empty; expected a model id\n");
+    free(out);
 }
 
 /* Can this machine bind a TCP socket to ::1? (No IPv6 stack, or IPv6 disabled: the IPv6 cases are
@@ -2506,6 +2511,12 @@ static void test_tokenize_detokenize_template(void **state) {
         {"{\"tokens\":[-1]}", "'tokens[0]' must be a token id in 0..151935, got -1"},
         {"{\"tokens\":5}", "'tokens' must be an array of token ids, got 5"},
     };
+    {
+        cJSON *rb = http_json(s, "/tokenize", "{\"content\":5}", 400);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rb, "error"), "message")),
+                            "'content' must be a string, got 5");
+        cJSON_Delete(rb);
+    }
     for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
         cJSON *rb = http_json(s, "/detokenize", bad_ids[i][0], 400);
         assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rb, "error"), "message")), bad_ids[i][1]);

@@ -212,6 +212,16 @@ static void test_whole_responses(void **state) {
     assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "type"), "rate_limit_error");
     assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "message"), "busy");
     cJSON_Delete(j);
+    /* a Responses request's max_output_tokens is checked as the chat field it becomes: its error
+     * names the client's field */
+    srv_fail(&e, 400, "invalid_request_error", "max_tokens", "'max_tokens' must be an integer in [-1, 2147483647], got -5");
+    t = wire_error_json(WIRE_RESPONSES, &e);
+    j = cJSON_Parse(t);
+    free(t);
+    assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "param"), "max_output_tokens");
+    assert_string_equal(str(cJSON_GetObjectItem(j, "error"), "message"),
+                        "'max_output_tokens' must be an integer in [-1, 2147483647], got -5");
+    cJSON_Delete(j);
 }
 
 /* The events of a stream: "event: NAME" lines and their data objects, in order. */

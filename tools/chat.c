@@ -443,6 +443,10 @@ int cmd_chat(int argc, char **argv) {
             line = fixed;
             line_cap = 3 * (size_t)n + 1;
         }
+        if (line[0] == '/' && line[1] != '/') {   /* a command: "/exit " is /exit (trailing blanks are no argument) */
+            size_t ln = strlen(line);
+            while (ln > 1 && (line[ln - 1] == ' ' || line[ln - 1] == '\t')) line[--ln] = '\0';
+        }
         if (!strcmp(line, "/exit") || !strcmp(line, "/quit") || !strcmp(line, "/bye")) break;   /* /bye: Ollama's */
         if (!strcmp(line, "/clear")) {
             tern_session_reset(c.s);

@@ -63,6 +63,13 @@ static int read_ids(const char *path, int32_t **out, int *n) {
     char *txt;
     size_t len;
     if (opts_read_input("--tokens", path, &txt, &len)) return -1;
+    const char *nul = memchr(txt, '\0', len);
+    if (nul) {   /* the ids after it would be dropped unseen */
+        fprintf(stderr, "tern perplexity: --tokens %s: a NUL byte at offset %zu of %zu, expected token ids as text\n", path,
+                (size_t)(nul - txt), len);
+        free(txt);
+        return -1;
+    }
     int cap = 1024, k = 0;
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     char *p = txt;
@@ -164,7 +171,10 @@ int cmd_perplexity(int argc, char **argv) {
     long count = 0;
 
     if (tok_path) {
-        if (n_ids < 2) { fprintf(stderr, "tern perplexity: --tokens %s: %d ids, expected at least 2\n", tok_path, n_ids); goto done; }
+        if (n_ids < 2) {
+            fprintf(stderr, "tern perplexity: --tokens %s: %d id%s, expected at least 2\n", tok_path, n_ids, n_ids == 1 ? "" : "s");
+            goto done;
+        }
         if (n_ids > c) {
             fprintf(stderr, "tern perplexity: --tokens %s: %d ids, expected at most the context of %d (-c)\n", tok_path, n_ids, c);
             goto done;

@@ -100,11 +100,12 @@ int cmd_run(int argc, char **argv) {
     size_t plen = prompt ? strlen(prompt) : 0;
     if (prompt_file) {
         if (opts_read_input("-f", prompt_file, &file_text, &plen)) return 1;
+        const bool nl_only = plen == 1 && file_text[0] == '\n';
         if (plen > 0 && file_text[plen - 1] == '\n') file_text[--plen] = '\0';   /* an editor's final newline, as llama.cpp's -f */
         prompt = file_text;
         if (plen == 0)   /* more likely a mistake than a wish to start from BOS alone */
-            fprintf(stderr, "tern run: warning: the prompt file '%s' (-f) is empty: the generation starts from BOS alone\n",
-                    prompt_file);
+            fprintf(stderr, "tern run: warning: the prompt file '%s' (-f) is empty%s: the generation starts from BOS alone\n",
+                    prompt_file, nl_only ? " (a newline only, which -f drops)" : "");
     }
     if (!prompt) prompt = "";
     char what[320] = "the prompt (-p)";

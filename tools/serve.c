@@ -209,6 +209,10 @@ int cmd_serve(int argc, char **argv) {
                 models_dir ? "-m and --models-dir exclude each other: give one" : "-m MODEL or --models-dir DIR is required");
         return 2;
     }
+    if (cfg.model_name && !*cfg.model_name) {   /* as --host '': never fall back silently */
+        fprintf(stderr, "tern serve: --alias: empty; expected a model id\n");
+        return 2;
+    }
     if (models_dir && cfg.model_name) {
         fprintf(stderr, "tern serve: --alias names the one model of -m; with --models-dir the ids are the file names\n");
         return 2;

@@ -262,6 +262,13 @@ int cmd_tokenize(int argc, char **argv) {
     char what[1100];
     snprintf(what, sizeof what, "-f %s", path ? path : "");
     if (path && opts_read_input("-f", path, &text, &len)) { free(ids); return 1; }
+    if (detok && path && memchr(text, '\0', len)) {   /* the ids after it would be dropped unseen */
+        fprintf(stderr, "tern tokenize: %s: a NUL byte at offset %zu of %zu, expected token ids as text\n", what,
+                (size_t)((const char *)memchr(text, '\0', len) - text), len);
+        free(text);
+        free(ids);
+        return 1;
+    }
     if (detok && path && tk_parse_ids(what, text, &ids, &n_ids)) { free(text); return 1; }
     if (!path) text = NULL;
     if (!detok) opts_warn_utf8("tokenize", path ? path : "the text (-p)", path ? text : prompt, len, false);
