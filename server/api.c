@@ -208,24 +208,23 @@ static bool bad_type(srv_error *e, const char *param, const char *expected, cons
  * r->prompt_ids. Several prompts at once (an array of arrays or of strings) are batching, which
  * tern serve does not do: 400 saying to send one prompt per request. Ids are checked against the
  * vocabulary later (api_check_prompt_ids), when the model is known. */
-static bool parse_prompt_ids(const cJSON *p, srv_request *r, srv_error *e) {
+static bool parse_prompt_ids(const cJSON *p, const char *name, srv_request *r, srv_error *e) {
     const int n = cJSON_GetArraySize(p);
-    if (n == 0) return srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is an empty array; expected token ids");
-    if (n > (1 << 24)) return srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' has %d token ids, at most %d", n, 1 << 24);
+    if (n == 0) return srv_fail(e, 400, "invalid_request_error", "prompt", "'%s' is an empty array; expected token ids", name);
+    if (n > (1 << 24)) return srv_fail(e, 400, "invalid_request_error", "prompt", "'%s' has %d token ids, at most %d", name, n, 1 << 24);
     r->prompt_ids = malloc(sizeof *r->prompt_ids * (size_t)n);
     if (!r->prompt_ids) return srv_fail(e, 500, "server_error", NULL, "out of memory");
     int i = 0;
     const cJSON *v;
     cJSON_ArrayForEach(v, p) {
-        if (cJSON_IsArray(v) || cJSON_IsString(v))
+        if (i == 0 && (cJSON_IsArray(v) || cJSON_IsString(v)))   /* a list of prompts (one is unwrapped before) */
             return srv_fail(e, 400, "invalid_request_error", "prompt",
-                            "'prompt' holds several prompts (element %d is %s); send one prompt per request", i,
-                            json_kind(v));
+                            "'%s' holds several prompts (element 0 is %s); send one prompt per request", name, json_kind(v));
         char g[32];
         if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble || v->valuedouble < 0 ||
             v->valuedouble > 2147483647.0)
             return srv_fail(e, 400, "invalid_request_error", "prompt",
-                            "'prompt[%d]' must be a token id (an integer >= 0), got %s", i, api_got(v, g));
+                            "'%s[%d]' must be a token id (an integer >= 0), got %s", name, i, api_got(v, g));
         r->prompt_ids[i++] = (int32_t)v->valuedouble;
     }
     r->n_prompt_ids = n;
@@ -1072,11 +1071,12 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
         if (!parse_tools(root, fmt, r, e)) goto done;
     } else {
         const cJSON *p = field(root, "prompt");
+        const char *pname = "prompt";
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && (cJSON_IsString(p->child) || cJSON_IsArray(p->child)))
-            p = p->child;   /* ["text"] and [[ids]]: one prompt */
+            p = p->child, pname = "prompt[0]";   /* ["text"] and [[ids]]: one prompt */
         if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required: a string"); goto done; }
         if (cJSON_IsArray(p)) {
-            if (!parse_prompt_ids(p, r, e)) goto done;
+            if (!parse_prompt_ids(p, pname, r, e)) goto done;
         } else if (!cJSON_IsString(p)) {
             bad_type(e, "prompt", "a string or an array of token ids (or an array of one of those)", p);
             goto done;

@@ -575,6 +575,11 @@ static void test_request_errors(void **state) {
     expect_400(SRV_COMPLETION, "{\"prompt\": [[1, 2], [3]]}", "prompt");   /* several prompts: one per request */
     expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, -1]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got -1");
     expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, 2.5]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got 2.5");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[5, -1]]}", "prompt", "'prompt[0][1]' must be a token id (an integer >= 0), got -1");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[]]}", "prompt", "'prompt[0]' is an empty array; expected token ids");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, \"a\"]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got a string");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [\"a\", \"b\"]}", "prompt",
+                   "'prompt' holds several prompts (element 0 is a string); send one prompt per request");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"max_tokens\": 1e300}", "max_tokens");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": true}", "logprobs");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": 21}", "logprobs");
