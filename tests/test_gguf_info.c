@@ -309,6 +309,31 @@ static void test_info_cli(void **state) {
     snprintf(ceil, sizeof ceil, "%.2f tokens/s at 30 GB/s", 30e9 / (6857334096.0 + 65536.0 + 301989888.0 + 11796480.0));
     if (!strstr(out, ceil)) fail_msg("tern info (synth 27B) output lacks \"%s\"", ceil);
     free(out);
+    /* a string value that is not UTF-8 (general.name "llama" with its second byte 0xEB) is shown
+     * with that byte as \xeb: a damaged file sends no raw byte to the terminal */
+    {
+        char src[512], bad[512];
+        fx_require(src, sizeof src, "data/stories260k/stories260K.gguf");
+        size_t n = 0;
+        char *b = fx_read_file(src, &n);
+        assert_non_null(b);
+        char *k = memmem(b, n, "general.name", 12);
+        assert_non_null(k);
+        char *v = memmem(k, n - (size_t)(k - b), "llama", 5);
+        assert_non_null(v);
+        v[1] = (char)0xeb;
+        fx_tmp_path(bad, sizeof bad, "info-bad-utf8.gguf");
+        FILE *f = fopen(bad, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(b, 1, n, f), n);
+        fclose(f);
+        free(b);
+        snprintf(cmd, sizeof cmd, "%s info '%s' --no-tensors", bin, bad);
+        out = run_ok(cmd);
+        unlink(bad);
+        if (!strstr(out, "\"l\\xebama\"") || strchr(out, (char)0xeb)) fail_msg("tern info shows the bad byte raw:\n%s", out);
+        free(out);
+    }
     /* errors: a missing file exits 1 with a message */
     snprintf(cmd, sizeof cmd, "%s info /nonexistent.gguf 2>&1; echo rc=$?", bin);
     out = run_ok(cmd);

@@ -9,6 +9,7 @@
 
 #include "format/budget.h"
 #include "format/gguf.h"
+#include "tokenizer/tok.h"
 #include "format/qtypes.h"
 
 #include <inttypes.h>
@@ -28,10 +29,20 @@ static const char *group(uint64_t v, char *buf) {            /* 1234567 -> "1,23
     return buf;
 }
 
+/* A GGUF string, quoted, its first max bytes: control bytes and bytes that are not part of a
+ * valid UTF-8 character as \xNN (a damaged file never sends raw bytes to the terminal). */
 static void print_str(gguf_str s, size_t max) {
     putchar('"');
     for (uint64_t i = 0; i < s.n && i < max; i++) {
         const unsigned char c = (unsigned char)s.p[i];
+        if (c >= 0x80) {
+            const uint64_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2, left = s.n - i;
+            if (len <= left && tok_utf8_valid_len(s.p + i, (size_t)len) == len) {
+                fwrite(s.p + i, 1, (size_t)len, stdout);
+                i += len - 1;
+            } else printf("\\x%02x", c);
+            continue;
+        }
         if (c == '\n') fputs("\\n", stdout);
         else if (c == '"' || c == '\\') printf("\\%c", c);
         else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
