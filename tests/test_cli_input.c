@@ -218,6 +218,20 @@ static void test_bad_input_messages(void **state) {
     expect_err(1, "a NUL byte at offset 5 of 10, expected token ids as text", NULL, args);
     write_file(ids, "7\n", 2);
     expect_err(1, ": 1 id, expected at least 2", NULL, args);
+    write_file(ids, "[1, 403\n", 8);                  /* a list in brackets must close */
+    expect_err(1, ": '[' without a closing ']', expected ids in a list [1, 2, 3] or separated by spaces or commas", NULL, args);
+    {   /* "[1, 403, 407]" (tokenize --ids' output) scores as "1 403 407" */
+        char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
+        write_file(ids, "[1, 403, 407, 261]\n", 19);
+        const int r1 = ru_tern(&o1, &e1, "%s -t 1", args);
+        write_file(ids, "1 403 407 261\n", 14);
+        const int r2 = ru_tern(&o2, &e2, "%s -t 1", args);
+        if (r1 != 0 || r2 != 0 || strcmp(o1, o2) != 0) fail_msg("[list]: exit %d '%s' (%s); plain: exit %d '%s'", r1, o1, e1, r2, o2);
+        free(o1);
+        free(e1);
+        free(o2);
+        free(e2);
+    }
     write_file(ids, "12 5x 7\n", 8);                  /* a number with trailing letters is no id */
     expect_err(1, "index 1 at byte 3: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got "
                   "'5x'", NULL, args);

@@ -70,6 +70,17 @@ static int read_ids(const char *path, int32_t **out, int *n) {
         free(txt);
         return -1;
     }
+    /* a list in brackets, "[1, 2, 3]" (what tokenize --ids prints): the brackets become blanks */
+    size_t a = 0, z = len;
+    while (a < len && strchr(" \t\r\n", txt[a])) a++;
+    while (z > a && strchr(" \t\r\n", txt[z - 1])) z--;
+    if (a < z && (txt[a] == '[') != (txt[z - 1] == ']')) {
+        fprintf(stderr, "tern perplexity: --tokens %s: %s, expected ids in a list [1, 2, 3] or separated by spaces or commas\n",
+                path, txt[a] == '[' ? "'[' without a closing ']'" : "']' without an opening '['");
+        free(txt);
+        return -1;
+    }
+    if (a < z && txt[a] == '[') txt[a] = txt[z - 1] = ' ';
     int cap = 1024, k = 0;
     int32_t *ids = malloc((size_t)cap * sizeof *ids);
     char *p = txt;
