@@ -73,6 +73,22 @@ static srv *start(tern_model *m, int parallel, int n_ctx, int queue, size_t body
     return s;
 }
 
+/* One slot of 256 positions; path: the file /props and the default model id come from (NULL:
+ * none); name: --alias (NULL: none). */
+static srv *start_path(tern_model *m, const char *path, const char *name) {
+    srv_config c;
+    srv_config_default(&c);
+    c.port = 0;
+    c.parallel = 1;
+    c.n_ctx = 256;
+    c.model_path = path;
+    c.model_name = name;
+    srv *s = NULL;
+    tern_err err = {0};
+    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    return s;
+}
+
 /* ---- curl ------------------------------------------------------------------------------------ */
 
 static atomic_int body_counter;
@@ -2237,15 +2253,7 @@ static void test_default_model_id(void **state) {
     tern_model *m = load(STORIES);
     const char *paths[2] = {"some/dir/stories260K.gguf", NULL}, *ids[2] = {"stories260K", "llama"};
     for (int i = 0; i < 2; i++) {
-        srv_config c;
-        srv_config_default(&c);
-        c.port = 0;
-        c.parallel = 1;
-        c.n_ctx = 256;
-        c.model_path = paths[i];
-        srv *s = NULL;
-        tern_err err = {0};
-        if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+        srv *s = start_path(m, paths[i], NULL);
         int code;
         char *out = http(s, "GET", "/v1/models", NULL, NULL, &code);
         assert_int_equal(code, 200);
@@ -2282,14 +2290,7 @@ static void test_unknown_template_is_server_error(void **state) {
     tern_model *m = mfx_load(gguf, TERN_NUMERICS_FAST, 1);
     tern_err err = {0};
     assert_true(prompt_chat_family(m, NULL, &err) < 0);   /* independently: no family renders it */
-    srv_config c;
-    srv_config_default(&c);
-    c.port = 0;
-    c.parallel = 1;
-    c.n_ctx = 256;
-    c.model_name = "test-model";
-    srv *s = NULL;
-    if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
+    srv *s = start_path(m, NULL, "test-model");
     static const char *const chat[][2] = {
         {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"max_tokens\": 2}"},
         {"/apply-template", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}"},

@@ -836,7 +836,7 @@ static void test_bad_metadata(void **state) {
     assert_non_null(strstr(e.msg, "byte"));
 }
 
-/* tok_utf8_valid_len / tok_utf8_repair: Unicode 3.9 D92 cases, and the repair equals the
+/* tern_utf8_valid_len / tok_utf8_repair: Unicode 3.9 D92 cases, and the repair equals the
  * stream's U+FFFD rule on the same bytes. */
 static void test_utf8_check_repair(void **state) {
     (void)state;
@@ -850,8 +850,8 @@ static void test_utf8_check_repair(void **state) {
         {"a\0b", 3, 3},              /* NUL is valid UTF-8 */
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        if (tok_utf8_valid_len(c[i].s, c[i].n) != c[i].ok)
-            fail_msg("case %zu: valid prefix %zu, expected %zu", i, tok_utf8_valid_len(c[i].s, c[i].n), c[i].ok);
+        if (tern_utf8_valid_len(c[i].s, c[i].n) != c[i].ok)
+            fail_msg("case %zu: valid prefix %zu, expected %zu", i, tern_utf8_valid_len(c[i].s, c[i].n), c[i].ok);
     char out[64];
     const char *bad = "caf\xC3 \xFF\xFE ok \xED\xA0\x80 \xF0\x9F";
     const char *want = "caf\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD ok \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD";

@@ -424,7 +424,7 @@ int cmd_chat(int argc, char **argv) {
         }
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (n == 0) continue;
-        const size_t nul = strlen(line), ok = tok_utf8_valid_len(line, (size_t)n);
+        const size_t nul = strlen(line), ok = tern_utf8_valid_len(line, (size_t)n);
         if (nul != (size_t)n || ok != (size_t)n) {
             /* not UTF-8 text (or a NUL byte): sent with U+FFFD for each invalid sequence */
             const size_t bad = nul < ok ? nul : ok;

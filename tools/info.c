@@ -7,9 +7,9 @@
 #include "cli.h"
 #include "opts.h"
 
+#include "core/core.h"
 #include "format/budget.h"
 #include "format/gguf.h"
-#include "tokenizer/tok.h"
 #include "format/qtypes.h"
 
 #include <inttypes.h>
@@ -36,10 +36,11 @@ static void print_str(gguf_str s, size_t max) {
     for (uint64_t i = 0; i < s.n && i < max; i++) {
         const unsigned char c = (unsigned char)s.p[i];
         if (c >= 0x80) {
-            const uint64_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2, left = s.n - i;
-            if (len <= left && tok_utf8_valid_len(s.p + i, (size_t)len) == len) {
+            const uint64_t left = s.n - i;
+            const int len = tern_utf8_seq((const unsigned char *)s.p + i, left > 4 ? 4 : (int)left);
+            if (len > 0) {
                 fwrite(s.p + i, 1, (size_t)len, stdout);
-                i += len - 1;
+                i += (uint64_t)len - 1;
             } else printf("\\x%02x", c);
             continue;
         }

@@ -160,7 +160,7 @@ bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, 
     if (nul)   /* valid UTF-8, but no text holds one: most likely a binary or UTF-16 file */
         fprintf(stderr, "tern %s: warning: %s has a NUL byte at offset %zu of %zu (no text holds one: a binary or UTF-16 "
                 "file?); it is tokenised as the byte 0x00\n", cmd, what, (size_t)(nul - s), n);
-    const size_t ok = tok_utf8_valid_len(s, n);
+    const size_t ok = tern_utf8_valid_len(s, n);
     if (ok == n) return nul != NULL;
     fprintf(stderr,
             "tern %s: warning: %s is not valid UTF-8 (first bad byte 0x%02x at offset %zu of %zu); it is tokenised "
@@ -179,7 +179,7 @@ bool opts_warn_bad_logits(const char *cmd, const tern_gen_stats *gs, int n_vocab
 }
 
 void opts_write_utf8(FILE *f, const char *s, size_t n) {
-    if (tok_utf8_valid_len(s, n) == n) { fwrite(s, 1, n, f); return; }
+    if (tern_utf8_valid_len(s, n) == n) { fwrite(s, 1, n, f); return; }
     char *buf = malloc(3 * n + 1);
     if (!buf) { fwrite(s, 1, n, f); return; }
     fwrite(buf, 1, tok_utf8_repair(s, n, buf), f);

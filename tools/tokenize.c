@@ -58,7 +58,7 @@ static void tk_usage(FILE *f, const opt_table *t, int n_t) {
 static void tk_put_piece(const char *p, size_t n) {
     size_t i = 0;
     while (i < n) {
-        const size_t ok = tok_utf8_valid_len(p + i, n - i);
+        const size_t ok = tern_utf8_valid_len(p + i, n - i);
         fwrite(p + i, 1, ok, stdout);
         i += ok;
         if (i < n) printf("\\x%02x", (unsigned)(unsigned char)p[i++]);

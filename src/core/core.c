@@ -120,3 +120,35 @@ double tern_time_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+/* ---- UTF-8 (core.h) ---------------------------------------------------------------------- */
+
+int tern_utf8_seq(const unsigned char *p, int n) {
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    int len;
+    unsigned lo = 0x80, hi = 0xBF;                              /* bounds of the second byte */
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
+    else return -1;
+    for (int i = 1; i < len; i++) {
+        if (i >= n) return 0;
+        unsigned b = p[i];
+        if (i == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) return -i;
+    }
+    return len;
+}
+
+size_t tern_utf8_valid_len(const char *s, size_t n) {
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] < 0x80) { i++; continue; }
+        const size_t avail = n - i;
+        const int l = tern_utf8_seq(p + i, avail > 4 ? 4 : (int)avail);
+        if (l <= 0) return i;                                   /* invalid, or truncated at the end */
+        i += (size_t)l;
+    }
+    return n;
+}

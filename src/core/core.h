@@ -53,6 +53,15 @@ void tern_free_aligned(void *p);
 void tern_noalloc_enter(void);
 void tern_noalloc_leave(void);
 
+/* UTF-8 (Unicode 15 section 3.9, D92: no overlong forms, no surrogates, nothing above U+10FFFF),
+ * for the GGUF reader's names, the tokenizer's byte streams and the programs' text checks.
+ * tern_utf8_seq: at p[0..n) (n >= 1), the length of a complete valid sequence (> 0); 0 for a
+ * valid but incomplete prefix (it needs more bytes); -(length of the maximal invalid subpart,
+ * the bytes one U+FFFD replaces) otherwise. tern_utf8_valid_len: n when s[0..n) is valid, else
+ * the offset of the first byte of the first invalid or truncated sequence. */
+int tern_utf8_seq(const unsigned char *p, int n);
+size_t tern_utf8_valid_len(const char *s, size_t n);
+
 /* Logging: the library reports progress/warnings through a callback (default: stderr for
  * levels >= TERN_LOG_WARN, silent otherwise). Never stdout. */
 enum { TERN_LOG_DEBUG = 0, TERN_LOG_INFO = 1, TERN_LOG_WARN = 2, TERN_LOG_ERROR = 3 };

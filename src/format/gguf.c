@@ -162,31 +162,6 @@ static bool rd_str(rd *r, gguf_str *s, const char *what) {
     return true;
 }
 
-/* Length of the longest valid UTF-8 prefix of s[0..n) (n when all of it is valid): shortest
- * forms only, no surrogates, at most U+10FFFF. */
-static uint64_t utf8_valid_prefix(const uint8_t *s, uint64_t n) {
-    uint64_t i = 0;
-    while (i < n) {
-        const uint8_t b = s[i];
-        int len;
-        uint32_t cp;
-        if (b < 0x80) { i++; continue; }
-        if (b >= 0xc2 && b <= 0xdf) { len = 2; cp = b & 0x1fu; }
-        else if (b >= 0xe0 && b <= 0xef) { len = 3; cp = b & 0x0fu; }
-        else if (b >= 0xf0 && b <= 0xf4) { len = 4; cp = b & 0x07u; }
-        else return i;
-        if (n - i < (uint64_t)len) return i;
-        for (int k = 1; k < len; k++) {
-            if ((s[i + (uint64_t)k] & 0xc0) != 0x80) return i;
-            cp = cp << 6 | (s[i + (uint64_t)k] & 0x3fu);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-            return i;
-        i += (uint64_t)len;
-    }
-    return n;
-}
-
 /* A name (key or tensor name): non-empty, no NUL, UTF-8 (GGUF strings are; a name is printed in
  * messages); returns a NUL-terminated copy or NULL. */
 static char *rd_name(rd *r, const char *what, uint64_t idx) {
@@ -200,7 +175,7 @@ static char *rd_name(rd *r, const char *what, uint64_t idx) {
         rd_fail(r, TERN_E_FORMAT, "GGUF: %s at byte %" PRIu64 ": name contains a NUL byte, expected none", whatbuf, at);
         return NULL;
     }
-    const uint64_t ok = utf8_valid_prefix((const uint8_t *)s.p, s.n);
+    const uint64_t ok = tern_utf8_valid_len(s.p, (size_t)s.n);   /* s.n <= the file size */
     if (ok < s.n) {
         const int shown = (int)(ok < 48 ? ok : 48);
         rd_fail(r, TERN_E_FORMAT, "GGUF: %s at byte %" PRIu64 ": name is not valid UTF-8 (byte 0x%02x at offset %" PRIu64

@@ -596,25 +596,6 @@ int tok_piece(const tok_vocab *v, int32_t id, bool special, char *buf, int n) {
 /* ==== streaming detokeniser ===================================================================*/
 void tok_stream_init(tok_stream *s) { memset(s, 0, sizeof *s); }
 
-/* Length of a complete valid sequence at p[0..n): >0; 0 = a valid but incomplete prefix (needs
- * more bytes); <0 = -(length of the maximal invalid subpart) to replace by one U+FFFD. */
-static int utf8_seq(const unsigned char *p, int n) {
-    unsigned c = p[0];
-    if (c < 0x80) return 1;
-    int len;
-    unsigned lo = 0x80, hi = 0xBF;                              /* bounds of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
-    else return -1;
-    for (int i = 1; i < len; i++) {
-        if (i >= n) return 0;
-        unsigned b = p[i];
-        if (i == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) return -i;
-    }
-    return len;
-}
-
 int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap) {
     if (n < 0) return TERN_E_ARG;
     if ((int64_t)cap < 3 * ((int64_t)n + s->n_pend)) return TERN_E_ARG;
@@ -632,7 +613,7 @@ int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap) {
             p = tmp;
             if (avail > 4) avail = 4;
         } else p = (const unsigned char *)in + (i - np);
-        int l = utf8_seq(p, avail);
+        int l = tern_utf8_seq(p, avail);
         if (l == 0) {                                           /* hold the incomplete tail */
             int k = 0;
             for (int j = i; j < total; j++) tmp[k++] = j < np ? (unsigned char)s->pend[j] : (unsigned char)in[j - np];
@@ -647,19 +628,6 @@ int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap) {
     }
     s->n_pend = 0;
     return o;
-}
-
-size_t tok_utf8_valid_len(const char *s, size_t n) {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        if (p[i] < 0x80) { i++; continue; }
-        const size_t avail = n - i;
-        const int l = utf8_seq(p + i, avail > 4 ? 4 : (int)avail);
-        if (l <= 0) return i;                                   /* invalid, or truncated at the end */
-        i += (size_t)l;
-    }
-    return n;
 }
 
 size_t tok_utf8_repair(const char *s, size_t n, char *out) {

@@ -129,11 +129,6 @@ int tok_stream_flush(tok_stream *s, char *out, int cap);
  * the complete part to out (cap >= 3 * (n + 3)). Used by tok_stream_put; exposed for tests. */
 int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap);
 
-/* UTF-8 checks for programs that take text from users (Unicode 15 section 3.9, D92: no overlong
- * forms, no surrogates, nothing above U+10FFFF). Tokenisation itself never needs valid UTF-8.
- * tok_utf8_valid_len: n when s[0..n) is valid, else the offset of the first byte of the first
- * invalid or truncated sequence. */
-size_t tok_utf8_valid_len(const char *s, size_t n);
 /* Copy s[0..n) to out replacing each maximal invalid subpart, and a truncated sequence at the
  * end, by U+FFFD (the tok_stream rule). out must hold 3 * n + 1 bytes; it is NUL-terminated.
  * Returns the length written (without the NUL). */
