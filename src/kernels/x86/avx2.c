@@ -837,8 +837,9 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * written there). */
 #define R16Y_VNNI 0
 #ifndef R16Y_TH
-#define R16Y_TH 2   /* 16 rows x up to 4 columns: 8 int16 accumulators */
+#define R16Y_TH 2       /* 16 rows x up to 4 columns: 8 int16 accumulators */
 #define R16Y_TW 4
+#define R16Y_TW_ONE 5   /* a batch of 5 columns in one tile: 10 accumulators (r16_ymm.h) */
 #endif
 #include "kernels/x86/r16_ymm.h"
 

@@ -32,7 +32,10 @@
  *
  * Tiles: R16Y_TH row halves (2: 16 rows, so one broadcast feeds two steps; 1: 8 rows) x NC
  * columns (NC = 1..R16Y_TW compile-time, one copy per width; the includer sets both: measured,
- * 16 rows x up to 6 columns for VNNI and x up to 4 for AVX2 beat 8 rows x up to 8); each unpacked
+ * 16 rows x up to 6 columns for VNNI and x up to 4 for AVX2 beat 8 rows x up to 8). A batch of
+ * at most R16Y_TW_ONE columns (default R16Y_TW) runs as one tile, so it streams the weights once
+ * (AVX2: 5, the verification of 4 drafted tokens; its 5-column tile is slower per multiply-add
+ * than the 4-column one in a wide prefill, so wider batches keep tiles of up to 4); each unpacked
  * slot serves NC columns. The matvec (NC = 1) takes both halves of a group in one pass and streams
  * whole cache lines in order; every width prefetches ahead. VNNI accumulates in NA chains per column
  * (vpdpbusd's add is in its latency: ~8 independent chains cover it at two per cycle), added in a
@@ -47,7 +50,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define R16Y_NC 8   /* widest column tile any includer may ask for (R16Y_TW <= 8) */
+#define R16Y_NC 8   /* widest column tile any includer may ask for (R16Y_TW, R16Y_TW_ONE <= 8) */
 #define R16Y_PF 4   /* prefetch distance in blocks (as avx512vnni.c) */
 
 /* The emulated VNNI build (tests only) keeps one tile copy with NC at run time: same operations
@@ -192,6 +195,10 @@ R16Y_UNROLL8
 #define R16Y_TH 1
 #define R16Y_TW 8
 #endif
+#ifndef R16Y_TW_ONE
+#define R16Y_TW_ONE R16Y_TW
+#endif
+#define R16Y_TW_MAX (R16Y_TW_ONE > R16Y_TW ? R16Y_TW_ONE : R16Y_TW)
 typedef void (*r16y_tile_fn)(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int h0, float *const *out,
                              unsigned keep, int32_t *const *isum, int64_t isum_stride);
 #define R16Y_TILE(NC)                                                                                                  \
@@ -203,25 +210,25 @@ R16Y_TILE(1)
 R16Y_TILE(2)
 R16Y_TILE(3)
 R16Y_TILE(4)
-#if R16Y_TW > 4
+#if R16Y_TW_MAX > 4
 R16Y_TILE(5)
 #endif
-#if R16Y_TW > 5
+#if R16Y_TW_MAX > 5
 R16Y_TILE(6)
 #endif
-#if R16Y_TW > 6
+#if R16Y_TW_MAX > 6
 R16Y_TILE(7)
 R16Y_TILE(8)
 #endif
-static const r16y_tile_fn r16y_tiles[R16Y_TW + 1] = {NULL, r16y_tile_1, r16y_tile_2, r16y_tile_3, r16y_tile_4,
-#if R16Y_TW > 4
-                                                     r16y_tile_5,
+static const r16y_tile_fn r16y_tiles[R16Y_TW_MAX + 1] = {NULL, r16y_tile_1, r16y_tile_2, r16y_tile_3, r16y_tile_4,
+#if R16Y_TW_MAX > 4
+                                                         r16y_tile_5,
 #endif
-#if R16Y_TW > 5
-                                                     r16y_tile_6,
+#if R16Y_TW_MAX > 5
+                                                         r16y_tile_6,
 #endif
-#if R16Y_TW > 6
-                                                     r16y_tile_7, r16y_tile_8,
+#if R16Y_TW_MAX > 6
+                                                         r16y_tile_7, r16y_tile_8,
 #endif
 };
 
@@ -303,9 +310,11 @@ static void r16y_group(const void *Bv, int64_t nb, int nc, int n_cols, const kac
         if ((keep >> (8 * h)) & (R16Y_TH == 2 ? 0xffffu : 0xffu)) r16y_tiles[nc](B, nb, ac, h, out, keep, isum, isum_stride);
 }
 
-/* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to R16Y_TW columns. */
+/* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to R16Y_TW
+ * columns, or the whole batch as one tile when it has at most R16Y_TW_ONE. */
 static void r16y_mm_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
-    kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16Y_TW, r16y_group);
+    const int tile_max = m->a->ncols <= R16Y_TW_ONE ? R16Y_TW_ONE : R16Y_TW;
+    kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, tile_max, r16y_group);
 }
 
 #endif /* TERN_KERNELS_X86_R16_YMM_H */
