@@ -73,7 +73,7 @@ typedef enum {
 } tern_ptq1_0_mode;
 
 typedef struct tern_model_opts {
-    int n_threads;          /* worker threads incl. the caller; 0 = the CPUs this process may run on */
+    int n_threads;          /* worker threads incl. the caller, 1..1024; 0 = the CPUs this process may run on */
     bool use_mmap;          /* false (default): read() into anonymous memory; true: private mapping */
     tern_numerics numerics;
     bool progress;          /* draw a progress bar on stderr when loading takes more than a moment */
@@ -148,7 +148,8 @@ void tern_profile_get(tern_profile *p);
 int tern_tokenize(const tern_model *m, const char *text, size_t len, bool add_bos, bool parse_special,
                   int32_t *out, int n_max, int *n_out, tern_err *err);
 /* Bytes of one token (special: include control-token text). Returns bytes written, the size
- * needed if cap is too small, or TERN_E_RANGE for an id outside the vocabulary. */
+ * needed if cap is too small (buf NULL with cap 0 asks only the size), TERN_E_RANGE for an id
+ * outside the vocabulary, TERN_E_ARG for a NULL model or a NULL buf with cap > 0. */
 int tern_token_piece(const tern_model *m, int32_t id, bool special, char *buf, int cap);
 bool tern_token_is_eog(const tern_model *m, int32_t id);
 
@@ -160,7 +161,8 @@ bool tern_token_is_eog(const tern_model *m, int32_t id);
  * prompt text + streamed text = the detokenised whole sequence. Fields are private. */
 typedef struct tern_detok { char pend[8]; int n_pend; int n_out; } tern_detok;
 void tern_detok_init(tern_detok *d);
-/* Append the text of id to out (cap bytes); returns bytes written or a TERN_E_*. */
+/* Append the text of id to out (cap bytes); returns bytes written or a TERN_E_* (TERN_E_ARG for
+ * a NULL model or stream, or a NULL out with cap > 0). */
 int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap);
 int tern_detok_flush(tern_detok *d, char *out, int cap);
 
@@ -170,8 +172,8 @@ int tern_detok_flush(tern_detok *d, char *out, int cap);
 typedef struct tern_session tern_session;
 
 typedef struct tern_session_opts {
-    int n_ctx;              /* context length in tokens; 0 = 4096 (never the trained length by default) */
-    int n_batch;            /* max tokens per forward pass (prefill chunk); 0 = 512 */
+    int n_ctx;              /* context length in tokens; 0 = 4096 (never the trained length by default); < 0: TERN_E_ARG */
+    int n_batch;            /* max tokens per forward pass (prefill chunk); 0 = 512; < 0: TERN_E_ARG */
     bool kv_f32;            /* f32 KV cache (default f16; f32 numerics always use f32) */
     int n_checkpoints;      /* recurrent models (qwen35): room for this many whole-state copies that
                                tern_session_checkpoint takes (default 0; 0..64), so positions inside
@@ -310,8 +312,8 @@ uint64_t tern_sampler_seed(const tern_sampler *s);
 
 /* ==== Chat templates ===========================================================================*/
 typedef struct tern_chat_msg {
-    const char *role;       /* "system", "user", "assistant", "tool" */
-    const char *content;    /* NUL-terminated UTF-8 */
+    const char *role;       /* "system", "user", "assistant", "tool" (any other, or NULL: TERN_E_ARG) */
+    const char *content;    /* NUL-terminated UTF-8, "" for none (NULL: TERN_E_ARG) */
 } tern_chat_msg;
 /* Render msgs with the model's template (tokenizer.chat_template, detected as a known family) or
  * the named one (tmpl: "chatml", "qwen3", "qwen35"; NULL = the model's, ChatML if it has none).

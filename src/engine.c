@@ -37,8 +37,12 @@ int tern_model_load(tern_model **out, const char *path, const tern_model_opts *o
         return tern_err_set(err, TERN_E_ARG, "numerics %d, expected fast, ggml or f32", (int)opts->numerics);
     if (opts->ptq1_0 < TERN_PTQ1_0_AUTO || opts->ptq1_0 > TERN_PTQ1_0_DIRECT)
         return tern_err_set(err, TERN_E_ARG, "ptq1_0 %d, expected auto, transcode or direct", (int)opts->ptq1_0);
+    if (!path) return tern_err_set(err, TERN_E_ARG, "tern_model_load: path is NULL");
+    if (opts->n_threads < 0 || opts->n_threads > 1024)
+        return tern_err_set(err, TERN_E_ARG, "n_threads %d, expected 0 (the CPUs this process may run on) or 1..1024",
+                            opts->n_threads);
     int nt = opts->n_threads;
-    if (nt <= 0) nt = TERN_MIN(pool_cpus_available(), 256);
+    if (nt == 0) nt = TERN_MIN(pool_cpus_available(), 256);
     model_load_opts lo = {
         .n_threads = nt,
         .use_mmap = opts->use_mmap,
@@ -92,12 +96,16 @@ void tern_model_get_info(const tern_model *m, tern_model_info *info) {
 
 int tern_tokenize(const tern_model *m, const char *text, size_t len, bool add_bos, bool parse_special, int32_t *out,
                   int n_max, int *n_out, tern_err *err) {
-    if (!m || (!text && len) || n_max < 0 || (!out && n_max) || !n_out)
-        return tern_err_set(err, TERN_E_ARG, "tern_tokenize: bad arguments");
+    if (!m) return tern_err_set(err, TERN_E_ARG, "tern_tokenize: model is NULL");
+    if (!text && len) return tern_err_set(err, TERN_E_ARG, "tern_tokenize: text is NULL with len %zu (expected len 0)", len);
+    if (n_max < 0) return tern_err_set(err, TERN_E_ARG, "tern_tokenize: n_max is %d (expected >= 0)", n_max);
+    if (!out && n_max) return tern_err_set(err, TERN_E_ARG, "tern_tokenize: out is NULL with n_max %d (expected n_max 0)", n_max);
+    if (!n_out) return tern_err_set(err, TERN_E_ARG, "tern_tokenize: n_out is NULL");
     return tok_encode(m->vocab, text ? text : "", len, parse_special, add_bos, out, n_max, n_out, err);
 }
 
 int tern_token_piece(const tern_model *m, int32_t id, bool special, char *buf, int cap) {
+    if (!m || (!buf && cap > 0)) return TERN_E_ARG;   /* NULL buf with cap 0: the size query */
     return tok_piece(m->vocab, id, special, buf, cap);
 }
 
@@ -116,6 +124,7 @@ static void detok_to_stream(const tern_detok *d, tok_stream *s) {
 }
 
 int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap) {
+    if (!m || !d || (!out && cap > 0)) return TERN_E_ARG;
     tok_stream s;
     detok_to_stream(d, &s);
     const int r = tok_stream_put(m->vocab, &s, id, out, cap);
@@ -127,6 +136,7 @@ int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, in
 }
 
 int tern_detok_flush(tern_detok *d, char *out, int cap) {
+    if (!d || (!out && cap > 0)) return TERN_E_ARG;
     tok_stream s;
     detok_to_stream(d, &s);
     const int r = tok_stream_flush(&s, out, cap);
@@ -172,10 +182,12 @@ void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t 
 }
 
 int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts *o, tern_err *err) {
-    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_session_init: NULL argument");
+    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_session_init: %s is NULL", !out ? "out" : "model");
     *out = NULL;
     tern_session_opts def;
     if (!o) { tern_session_opts_default(&def); o = &def; }
+    if (o->n_ctx < 0) return tern_err_set(err, TERN_E_ARG, "n_ctx %d, expected 0 (4096) or more", o->n_ctx);
+    if (o->n_batch < 0) return tern_err_set(err, TERN_E_ARG, "n_batch %d, expected 0 (512) or more", o->n_batch);
     const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
     int n_batch = o->n_batch > 0 ? o->n_batch : 512;
     if (o->n_checkpoints < 0 || o->n_checkpoints > 64)
@@ -242,7 +254,8 @@ int tern_session_pos(const tern_session *s) { return s->pos; }
  * else the last position's to s->logits. */
 static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_logits, tern_err *err) {
     const model_t *m = s->m;
-    if (n <= 0 || !tok) return tern_err_set(err, TERN_E_ARG, "eval: need at least one token (n = %d)", n);
+    if (n <= 0) return tern_err_set(err, TERN_E_ARG, "eval: need at least one token (n = %d)", n);
+    if (!tok) return tern_err_set(err, TERN_E_ARG, "eval: tok is NULL with n = %d", n);
     if (n > s->n_ctx - s->pos)
         return tern_err_set(err, TERN_E_RANGE, "context full: position %d + %d tokens > n_ctx %d", s->pos, n, s->n_ctx);
     for (int i = 0; i < n; i++)
@@ -435,7 +448,19 @@ static int chat_prepare(const tern_model *m, const char *tmpl, const tern_chat_m
     *cm = calloc((size_t)(n_msgs > 0 ? n_msgs : 1), sizeof **cm);
     if (!*cm) return tern_err_set(err, TERN_E_NOMEM, "out of memory for %d chat messages", n_msgs);
     for (int i = 0; i < n_msgs; i++) {
-        (*cm)[i].role = msgs[i].role;
+        const char *r = msgs[i].role;
+        if (!r || (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool"))) {
+            free(*cm);
+            *cm = NULL;
+            if (!r) return tern_err_set(err, TERN_E_ARG, "message %d: role is NULL", i);
+            return tern_err_set(err, TERN_E_ARG, "message %d: unknown role '%.40s' (expected system, user, assistant or tool)", i, r);
+        }
+        if (!msgs[i].content) {
+            free(*cm);
+            *cm = NULL;
+            return tern_err_set(err, TERN_E_ARG, "message %d (%s): content is NULL (expected a string, \"\" for none)", i, r);
+        }
+        (*cm)[i].role = r;
         (*cm)[i].content = msgs[i].content;
     }
     return TERN_OK;

@@ -251,6 +251,8 @@ static void test_values_out_of_range(void **state) {
         {"chat", "-m x.gguf --chat-template foo", "tern chat: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
         {"bench-spec", "-m x.gguf --cost --spec-ngram-min 5 --spec-ngram-max 4",
          "tern bench-spec: --spec-ngram-max: expected an integer in 5..16 (at least --spec-ngram-min), got '4'"},
+        /* bench-spec always compares lookup speculation with plain decoding: --spec has nothing to choose */
+        {"bench-spec", "-m x.gguf --prompts p.jsonl --spec none", "tern bench-spec: unknown option --spec; see tern bench-spec --help"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
         {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 285..1048576, got '99999999999'"},

@@ -248,11 +248,22 @@ static void test_bad_input_messages(void **state) {
     snprintf(args, sizeof args, "bench-spec -m '%s' --prompts '%s' -n 2 -t 1", model, jl);
     snprintf(want, sizeof want, "tern bench-spec: warning: %s line 2: not JSON (at byte ", jl);
     expect_err(0, want, NULL, args);
-    write_file(jl, "{\"turns\": 5}\n\n", 14);
+    write_file(jl, "{\"turns\": 5}\n{\"prompt\": \"\"}\n", 28);
     snprintf(want, sizeof want, "tern bench-spec: no prompt in %s (2 lines: 0 not JSON, 1 without a string \"prompt\" or "
-             "\"turns\"[0]); expected JSON lines with one of those fields", jl);
+             "\"turns\"[0], 1 empty); expected JSON lines with one of those fields", jl);
+    expect_err(1, want, NULL, args);
+    /* a category no line has: the categories there are listed */
+    write_file(jl, "{\"prompt\": \"a\", \"category\": \"rag\"}\n{\"prompt\": \"b\", \"category\": \"math\"}\n", 71);
+    snprintf(args, sizeof args, "bench-spec -m '%s' --prompts '%s' --category coding -n 2 -t 1", model, jl);
+    snprintf(want, sizeof want, "tern bench-spec: --category coding: no line of %s has that category (the categories there: "
+             "'rag', 'math')", jl);
     expect_err(1, want, NULL, args);
     remove(jl);
+    /* a prompt file that is empty is refused before the model loads */
+    write_file(text, "", 0);
+    snprintf(args, sizeof args, "bench-spec -m '%s' --prompts '%s' -n 2 -t 1", model, text);
+    snprintf(want, sizeof want, "tern bench-spec: --prompts %s: the file is empty; expected a prompt text or .jsonl lines", text);
+    expect_err(1, want, NULL, args);
     remove(ids);
     remove(text);
     /* a directory given as the model is named with its flag */

@@ -73,6 +73,27 @@ static void test_chat_apply(void **st) {
     err = (tern_err){0};
     assert_int_equal(tern_chat_apply(m, "no-such-template", &cm, 1, true, true, out, sizeof out, &n, &err),
                      TERN_E_UNSUPPORTED);
+    /* a role outside system/user/assistant/tool, a NULL role or NULL content: TERN_E_ARG naming the
+     * message, under every template (ChatML would otherwise render any role text) */
+    const char *tmpls[] = {"chatml", "qwen3", NULL};
+    for (size_t t = 0; t < sizeof tmpls / sizeof tmpls[0]; t++) {
+        tern_chat_msg bad[2] = {{"user", "hi"}, {"wizard", "abracadabra"}};
+        err = (tern_err){0};
+        assert_int_equal(tern_chat_apply(m, tmpls[t], bad, 2, true, true, out, sizeof out, &n, &err), TERN_E_ARG);
+        assert_string_equal(err.msg, "message 1: unknown role 'wizard' (expected system, user, assistant or tool)");
+        int32_t tids[8];
+        int nt = 0;
+        err = (tern_err){0};
+        assert_int_equal(tern_chat_tokenize(m, tmpls[t], bad, 2, true, true, false, tids, 8, &nt, &err), TERN_E_ARG);
+        bad[1] = (tern_chat_msg){NULL, "x"};
+        err = (tern_err){0};
+        assert_int_equal(tern_chat_apply(m, tmpls[t], bad, 2, true, true, out, sizeof out, &n, &err), TERN_E_ARG);
+        assert_string_equal(err.msg, "message 1: role is NULL");
+        bad[1] = (tern_chat_msg){"assistant", NULL};
+        err = (tern_err){0};
+        assert_int_equal(tern_chat_apply(m, tmpls[t], bad, 2, true, true, out, sizeof out, &n, &err), TERN_E_ARG);
+        assert_string_equal(err.msg, "message 1 (assistant): content is NULL (expected a string, \"\" for none)");
+    }
     tern_model_free(m);
     cJSON_Delete(pj);
 }
@@ -110,6 +131,42 @@ static void test_tokenize_detok(void **st) {
     assert_int_equal(tern_token_piece(m, 403, false, piece, sizeof piece), 5);
     assert_memory_equal(piece, " Once", 5);
     assert_int_equal(tern_token_piece(m, 512, false, piece, sizeof piece), TERN_E_RANGE);
+    /* a NULL buffer with cap 0 asks the size; with cap > 0 it is refused, never written */
+    assert_int_equal(tern_token_piece(m, 403, false, NULL, 0), 5);
+    assert_int_equal(tern_token_piece(m, 403, false, NULL, 8), TERN_E_ARG);
+    tern_detok_init(&d);
+    assert_int_equal(tern_detok_put(m, &d, 403, NULL, 8), TERN_E_ARG);
+    assert_int_equal(tern_detok_flush(&d, NULL, 8), TERN_E_ARG);
+    /* tern_tokenize names the argument it refuses */
+    err = (tern_err){0};
+    assert_int_equal(tern_tokenize(m, NULL, 3, true, false, ids, 64, &n, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_tokenize: text is NULL with len 3 (expected len 0)");
+    err = (tern_err){0};
+    assert_int_equal(tern_tokenize(m, txt, strlen(txt), true, false, NULL, 4, &n, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_tokenize: out is NULL with n_max 4 (expected n_max 0)");
+    /* negative sizes in the session options are refused, not taken as the defaults */
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = -5;
+    tern_session *s = NULL;
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "n_ctx -5, expected 0 (4096) or more");
+    tern_session_opts_default(&so);
+    so.n_batch = -7;
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
+    assert_null(s);
+    /* a NULL token array is named as such */
+    tern_session_opts_default(&so);
+    so.n_ctx = 64;
+    err = (tern_err){0};
+    if (tern_session_init(&s, m, &so, &err) != TERN_OK) fail_msg("session: %s", err.msg);
+    err = (tern_err){0};
+    assert_null(tern_session_eval(s, NULL, 3, &err));
+    assert_int_equal(err.code, TERN_E_ARG);
+    assert_string_equal(err.msg, "eval: tok is NULL with n = 3");
+    tern_session_free(s);
     tern_model_free(m);
 }
 
@@ -136,6 +193,15 @@ static void test_bad_args(void **st) {
     o.numerics = (tern_numerics)7;
     assert_int_equal(tern_model_load(&m, "x.gguf", &o, &err), TERN_E_ARG);
     assert_null(m);
+    tern_model_opts_default(&o);
+    o.n_threads = -3;
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, "x.gguf", &o, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "n_threads -3, expected 0 (the CPUs this process may run on) or 1..1024");
+    tern_model_opts_default(&o);
+    err = (tern_err){0};
+    assert_int_equal(tern_model_load(&m, NULL, &o, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_model_load: path is NULL");
     /* a file that cannot be opened: the library's own message names it and the OS's reason */
     tern_model_opts_default(&o);
     err = (tern_err){0};

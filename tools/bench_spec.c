@@ -72,14 +72,33 @@ static int load_prompts(const bs_args *a, char ***out) {
     char *txt = read_all(a->prompts, &len);
     if (!txt) return -1;
     char **v = calloc((size_t)a->n_prompts, sizeof *v);
+    if (!v) {
+        free(txt);
+        fprintf(stderr, "tern bench-spec: out of memory for %d prompts\n", a->n_prompts);
+        return -1;
+    }
     int n = 0;
     const size_t pl = strlen(a->prompts);
-    if (pl < 6 || strcmp(a->prompts + pl - 6, ".jsonl") != 0) {
+    if (pl < 6 || strcmp(a->prompts + pl - 6, ".jsonl") != 0) {   /* the whole file is one prompt */
+        if (len == 0) {
+            fprintf(stderr, "tern bench-spec: --prompts %s: the file is empty; expected a prompt text or .jsonl lines\n",
+                    a->prompts);
+            free(txt);
+            free(v);
+            return -1;
+        }
+        if (strlen(txt) < len)
+            fprintf(stderr, "tern bench-spec: warning: --prompts %s: a NUL byte at offset %zu ends the prompt there "
+                            "(%zu of %zu bytes used)\n", a->prompts, strlen(txt), strlen(txt), len);
+        if (a->category)
+            fprintf(stderr, "tern bench-spec: warning: --category has no effect: %s is not a .jsonl file (one prompt)\n",
+                    a->prompts);
         v[n++] = txt;
         *out = v;
         return n;
     }
-    int line_no = 0, n_bad = 0, n_none = 0;
+    int line_no = 0, n_bad = 0, n_none = 0, n_empty = 0, n_other = 0;   /* n_other: lines of another category */
+    char cats[256] = "";   /* the categories seen on other lines, for the message when none match */
     for (char *line = txt, *next; line && *line && n < a->n_prompts; line = next) {
         next = strchr(line, '\n');
         if (next) *next++ = '\0';
@@ -95,23 +114,39 @@ static int load_prompts(const bs_args *a, char ***out) {
         }
         const cJSON *cat = cJSON_GetObjectItem(j, "category");
         if (a->category && !(cJSON_IsString(cat) && strcmp(cat->valuestring, a->category) == 0)) {
+            n_other++;
+            if (cJSON_IsString(cat) && !strstr(cats, cat->valuestring) && strlen(cats) + strlen(cat->valuestring) + 8 < sizeof cats)
+                snprintf(cats + strlen(cats), sizeof cats - strlen(cats), "%s'%s'", cats[0] ? ", " : "", cat->valuestring);
             cJSON_Delete(j);
             continue;
         }
         const cJSON *p = cJSON_GetObjectItem(j, "prompt");
         if (!cJSON_IsString(p)) p = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "turns"), 0);
-        if (cJSON_IsString(p)) v[n++] = strdup(p->valuestring);
-        else n_none++;
+        if (cJSON_IsString(p) && !p->valuestring[0]) {
+            if (n_empty++ < 3) fprintf(stderr, "tern bench-spec: warning: %s line %d: an empty prompt; skipped\n", a->prompts, line_no);
+        } else if (cJSON_IsString(p)) {
+            v[n++] = strdup(p->valuestring);
+        } else {
+            n_none++;
+        }
         cJSON_Delete(j);
     }
     free(txt);
-    *out = v;
     if (n_bad > 3) fprintf(stderr, "tern bench-spec: warning: %s: %d lines in all are not JSON; skipped\n", a->prompts, n_bad);
-    if (n == 0)
+    if (n == 0 && a->category && n_other > 0)
+        fprintf(stderr, "tern bench-spec: --category %s: no line of %s has that category (%s%s)\n", a->category, a->prompts,
+                cats[0] ? "the categories there: " : "no line has a string \"category\"", cats);
+    else if (n == 0)
         fprintf(stderr, "tern bench-spec: no prompt in %s%s%s (%d lines: %d not JSON, %d without a string \"prompt\" or "
-                        "\"turns\"[0]); expected JSON lines with one of those fields\n",
-                a->prompts, a->category ? " of category " : "", a->category ? a->category : "", line_no, n_bad, n_none);
-    return n ? n : -1;
+                        "\"turns\"[0], %d empty); expected JSON lines with one of those fields\n",
+                a->prompts, a->category ? " of category " : "", a->category ? a->category : "", line_no, n_bad, n_none,
+                n_empty);
+    if (n == 0) {
+        free(v);
+        return -1;
+    }
+    *out = v;
+    return n;
 }
 
 /* Tokens of a prompt (raw text, or a user turn in the model's chat template, thinking off). */
@@ -177,10 +212,7 @@ static int generate(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
     return o.n;
 }
 
-static int run_generation(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps) {
-    char **texts = NULL;
-    const int n_p = load_prompts(a, &texts);
-    if (n_p < 0) return 1;
+static int run_generation(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps, char **texts, int n_p) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     const bool raw = a->raw_set ? a->raw : strcmp(info.arch, "llama") == 0;
@@ -388,7 +420,7 @@ int cmd_bench_spec(int argc, char **argv) {
     a.n_prompts = 4;
     a.n_predict = 128;
     a.cost_pos = 64;
-    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bs_defs), spec_opts_tab, opts_tab_threads, opts_tab_ctx,
+    const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bs_defs), spec_opts_tab_tuning, opts_tab_threads, opts_tab_ctx,
                               opts_tab_load};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
     for (int i = 1; i < argc; i++) {
@@ -416,6 +448,12 @@ int cmd_bench_spec(int argc, char **argv) {
         fprintf(stderr, "tern bench-spec: %s is required; see tern bench-spec --help\n", !a.oc.model ? "-m MODEL" : "--prompts FILE (or --cost)");
         return 2;
     }
+    if (a.cost && (a.prompts || a.category))
+        fprintf(stderr, "tern bench-spec: warning: %s has no effect with --cost (it times forwards of fixed tokens)\n",
+                a.prompts ? "--prompts" : "--category");
+    if (!a.cost && a.profile)
+        fprintf(stderr, "tern bench-spec: warning: --profile has no effect without --cost (it profiles the cost mode's "
+                        "forwards)\n");
     a.so.on = true;                       /* bench-spec always speculates: no "--spec lookup" needed */
     if (spec_opts_check(&a.so)) return 2; /* the n-gram range, named by its flags (as run/chat do) */
     if (!a.reps) a.reps = a.cost ? 7 : 1;
@@ -423,14 +461,22 @@ int cmd_bench_spec(int argc, char **argv) {
     tern_model *m = NULL;
     tern_session *s = NULL;
     int status = 1;
+    char **texts = NULL;   /* the prompts, read and checked before the model loads */
+    int n_p = 0;
+    if (!a.cost && (n_p = load_prompts(&a, &texts)) < 0) goto done;
     if (opts_load(&a.oc, &m, &s, &err)) goto done;
     tern_model_info info;
     tern_model_get_info(m, &info);
     double gbs = 0;
     if (tern_membw(info.n_threads, (size_t)256 << 20, 3, &gbs, &err)) goto done;
     const double ceil_tps = gbs * 1e9 / (double)info.bytes_per_token;
-    status = a.cost ? run_cost(&a, m, s, ceil_tps) : run_generation(&a, m, s, ceil_tps);
+    status = a.cost ? run_cost(&a, m, s, ceil_tps) : run_generation(&a, m, s, ceil_tps, texts, n_p);
+    texts = NULL;   /* run_generation frees them */
 done:
+    if (texts) {
+        for (int i = 0; i < n_p; i++) free(texts[i]);
+        free(texts);
+    }
     if (err.code && status) fprintf(stderr, "tern bench-spec: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
     tern_session_free(s);
     tern_model_free(m);

@@ -13,6 +13,7 @@ static const opt_def d_spec[] = {
     {SPEC_OPT_NGRAM_MAX, "--spec-ngram-max", OPT_INT, "N", 1, 16, NULL, "longest n-gram matched (default 4)"},
 };
 const opt_table spec_opts_tab = {d_spec, (int)(sizeof d_spec / sizeof d_spec[0])};
+const opt_table spec_opts_tab_tuning = {d_spec + 1, (int)(sizeof d_spec / sizeof d_spec[0]) - 1};
 
 void spec_opts_default(spec_opts *o) {
     memset(o, 0, sizeof *o);

@@ -19,6 +19,9 @@ typedef struct spec_opts {
 /* Ids 1200..1209 are this table's. */
 enum { SPEC_OPT_SPEC = 1200, SPEC_OPT_DRAFT_MAX, SPEC_OPT_NGRAM_MIN, SPEC_OPT_NGRAM_MAX };
 extern const opt_table spec_opts_tab;
+/* The same without --spec: the tuning flags only, for bench-spec (it always compares lookup
+ * speculation with plain decoding, so --spec has no choice to make there). */
+extern const opt_table spec_opts_tab_tuning;
 
 void spec_opts_default(spec_opts *o);
 /* Store a parsed value of spec_opts_tab; returns false if id is not one of its options. */

@@ -83,7 +83,13 @@ def _float(name, v, lo=None, hi=None):
         raise TypeError("%s must be a number, got %s" % (name, type(v).__name__))
     v = float(v)
     if not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
-        raise ValueError("%s must be a finite number in %s..%s, got %r" % (name, lo, hi, v))
+        if lo is not None and hi is not None:
+            rng = " in %s..%s" % (lo, hi)
+        elif lo is not None:
+            rng = " >= %s" % lo
+        else:
+            rng = " <= %s" % hi if hi is not None else ""
+        raise ValueError("%s must be a finite number%s, got %r" % (name, rng, v))
     return v
 
 
@@ -541,8 +547,13 @@ class Model:
         if chunks is not None:
             n_chunk = min(n_chunk, chunks)
         if n_chunk < 1:
-            raise Error(_lib.TERN_E_ARG, "perplexity: the text is %d tokens, expected at least %d (one chunk of ctx %d)"
-                        % (len(ids), c, c))
+            if not b:
+                what = "empty (%d token%s%s)" % (len(ids), "" if len(ids) == 1 else "s",
+                                                  ": the BOS only" if self.add_bos and ids else "")
+            else:
+                what = "too short: %d token%s" % (len(ids), "" if len(ids) == 1 else "s")
+            raise Error(_lib.TERN_E_ARG, "perplexity: the text is %s, expected at least %d (one chunk of ctx %d)"
+                        % (what, c, c))
         V = self.n_vocab
         first = c // 2
         s = _RawSession(self, c, min(512, c))

@@ -338,8 +338,9 @@ uint64_t model_mem_available(const model_t *m) {
 
 int model_load(model_t **out, const char *path, const model_load_opts *o, tern_err *err) {
     *out = NULL;
-    if (!path || !o || o->n_threads < 1 || o->n_threads > 1024)
-        return tern_err_set(err, TERN_E_ARG, "model_load: need a path and 1..1024 threads");
+    if (!path || !o) return tern_err_set(err, TERN_E_ARG, "model_load: %s is NULL", !path ? "path" : "options");
+    if (o->n_threads < 1 || o->n_threads > 1024)
+        return tern_err_set(err, TERN_E_ARG, "model_load: %d threads, expected 1..1024", o->n_threads);
     const double t0 = tern_time_s();
     blk_init();
     struct stat st;
