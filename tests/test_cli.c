@@ -214,7 +214,13 @@ static void test_values_out_of_range(void **state) {
         {"run", "--repeat-penalty 0", "tern run: --repeat-penalty: expected a number in 0.01..100, got '0'"},
         {"run", "--top-k 4x", "tern run: --top-k: expected an integer in -1..1073741824, got '4x'"},
         {"run", "--repeat-last-n -2", "tern run: --repeat-last-n: expected an integer in -1..16777216, got '-2'"},
-        {"run", "--seed -5", "tern run: --seed: expected an integer in 0..18446744073709551615 or -1 (random), got '-5'"},
+        {"run", "--seed -5", "tern run: --seed: expected an integer in 0..18446744073709551614 or -1 (random), got '-5'"},
+        {"run", "--seed 18446744073709551615", "tern run: --seed: expected an integer in 0..18446744073709551614 or -1 (random), got '18446744073709551615'"},
+        {"synth", "--seed -1", "tern synth: --seed: expected an integer in 0..18446744073709551614 (synth is deterministic: no random seed), got '-1'"},
+        {"synth", "-o ''", "tern synth: -o: expected a path, got ''"},
+        {"quantize", "in.gguf '' --type q8_0", "tern quantize: OUT: expected a path, got ''; see tern quantize --help"},
+        {"bench", "-p ''", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got ''"},
+        {"bench-kernel", "--isa ''", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, got ''"},
         {"run", "--numerics fast2", "tern run: --numerics: expected one of fast, ggml, f32, got 'fast2'"},
         {"run", "--cache-type q8", "tern run: --cache-type: expected one of f16, f32, got 'q8'"},
         {"perplexity", "--chunks 0", "tern perplexity: --chunks: expected an integer in 1..1073741824, got '0'"},
@@ -229,7 +235,7 @@ static void test_values_out_of_range(void **state) {
         {"serve", "-np 0", "tern serve: -np: expected an integer in 1..64, got '0'"},
         {"serve", "--body-limit 10", "tern serve: --body-limit: expected an integer in 1024..1073741824, got '10'"},
         {"synth", "--n-vocab 0", "tern synth: --n-vocab: expected an integer in 285..1048576, got '0'"},
-        {"synth", "--seed x", "tern synth: --seed: expected an integer in 0..18446744073709551615 or -1 (random), got 'x'"},
+        {"synth", "--seed x", "tern synth: --seed: expected an integer in 0..18446744073709551614 or -1 (random), got 'x'"},
         {"bench-kernel", "--threads 0", "tern bench-kernel: --threads: expected a comma-separated list of at most 16 integers in 1.."},
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483648, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
@@ -268,7 +274,7 @@ static void test_values_at_range_ends(void **state) {
     const char *missing = "/nonexistent/tern-test.gguf";
     const char *ok[] = {
         "run -t 1 -c 16777216 -n -1 -b 65536 --temp 0 --top-p 1 --min-p 0 --top-k -1 --repeat-last-n -1 --seed -1",
-        "run -t %ld -c 1 -n 16777216 -b 1 --temp 100 --top-p 0 --min-p 1 --repeat-penalty 0.01 --seed 18446744073709551615",
+        "run -t %ld -c 1 -n 16777216 -b 1 --temp 100 --top-p 0 --min-p 1 --repeat-penalty 0.01 --seed 18446744073709551614",
         "perplexity -f x --chunks 1 -c 4 -t %ld",   /* -c 4: the lower end with -f (2 with --tokens) */
         "chat -t %ld -n -1 --no-think",
         "run --temp 4.9e-324 --min-p 1e-320",   /* values that underflow to subnormals are numbers in range */

@@ -611,7 +611,13 @@ int cmd_bench_kernel(int argc, char **argv) {
         case BK_DECODE: o.decode_seq = true; break;
         case BK_F16: o.f16 = true; break;
         case BK_SAMPLER: o.sampler = true; break;
-        case BK_ISA: snprintf(o.isa, sizeof o.isa, "%s", v.str); break;
+        case BK_ISA:
+            if (!v.str[0] || v.str[strspn(v.str, ",")] == '\0') {   /* "" or only commas: no name at all */
+                opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm", v.str);
+                return 2;
+            }
+            snprintf(o.isa, sizeof o.isa, "%s", v.str);
+            break;
         case BK_THREADS:
             if (v.n_list < 1 || v.n_list > max_threads) {
                 opts_bad_value("bench-kernel", "--threads", "1 to 8 thread counts", v.str);

@@ -318,7 +318,7 @@ static const char *expected(const opt_def *d, char *buf, size_t n) {
                  d->hi == OPT_HI_THREADS ? ", that is 4 per online CPU" : "");
         break;
     case OPT_FLOAT: snprintf(buf, n, "a number in %.15g..%.15g", d->lo, def_hi(d)); break;
-    case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551615 or -1 (random)"); break;
+    case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551614 or -1 (random)"); break;
     case OPT_TEXT: snprintf(buf, n, "text"); break;
     case OPT_PATH: snprintf(buf, n, "a path"); break;
     case OPT_LIST:
@@ -384,7 +384,7 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
         if (!strcmp(s, "-1")) { v->u = UINT64_MAX; return true; }   /* llama.cpp's "random" */
         if (!(*s >= '0' && *s <= '9')) return false;         /* strtoull would take "-2" */
         const unsigned long long x = strtoull(s, &end, 10);
-        if (errno || *end) return false;
+        if (errno || *end || x >= UINT64_MAX) return false;   /* 2^64 - 1 is the random seed's mark (-1) */
         v->u = x;
         return true;
     }
@@ -402,6 +402,7 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
     case OPT_LIST: {
         v->n_list = 0;
         const char *p = s;
+        if (!*p) return false;                                    /* "" is no list */
         while (*p) {
             char *end;
             errno = 0;
@@ -415,7 +416,8 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
         }
         return true;
     }
-    default: return true;                                     /* TEXT, PATH */
+    case OPT_PATH: return s[0] != '\0';                        /* "" names no file */
+    default: return true;                                     /* TEXT */
     }
 }
 

@@ -325,6 +325,10 @@ int cmd_quantize(int argc, char **argv) {
                 fprintf(stderr, "tern quantize: unexpected argument '%s' (IN and OUT already given); see tern quantize --help\n", v.str);
                 return 2;
             }
+            if (!v.str[0]) {   /* "" names no file (an empty OUT was seen only at the final rename) */
+                fprintf(stderr, "tern quantize: %s: expected a path, got ''; see tern quantize --help\n", n_paths ? "OUT" : "IN");
+                return 2;
+            }
             paths[n_paths++] = v.str;
             break;
         default: break;

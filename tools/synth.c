@@ -682,7 +682,13 @@ int cmd_synth(int argc, char **argv) {
         case OPT_POSITIONAL: return opts_unexpected("synth", v.str);
         case SY_ARCH: arch_name = v.str; break;
         case SY_TYPE: type_name = v.str; break;
-        case SY_SEED: seed = v.u; break;
+        case SY_SEED:
+            if (v.u == UINT64_MAX) {   /* "-1": no random draw here, the file is a function of the seed */
+                opts_bad_value("synth", "--seed", "an integer in 0..18446744073709551614 (synth is deterministic: no random seed)", v.str);
+                return 2;
+            }
+            seed = v.u;
+            break;
         case SY_TOKENIZER: tok_path = v.str; break;
         case SY_TEMPLATE: tmpl_path = v.str; break;
         case SY_N_VOCAB: n_vocab_opt = v.i; break;
