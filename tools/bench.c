@@ -315,7 +315,7 @@ int cmd_bench(int argc, char **argv) {
                            opts_numerics_name(oc.numerics), test, depth, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
                            kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_s, busy_cpu,
                            in_cache ? "true" : "false");
-                    if (isnan(frac)) printf("\"frac_of_ceiling\": null");
+                    if (isnan(frac) || in_cache) printf("\"frac_of_ceiling\": null");   /* as the table's "-" */
                     else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);
                     if (above) printf(", \"above_ceiling\": %.4f", frac_raw);
                     printf("}\n");

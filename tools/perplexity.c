@@ -153,6 +153,9 @@ int cmd_perplexity(int argc, char **argv) {
         fprintf(stderr, "tern perplexity: need -m MODEL and exactly one of -f TEXT or --tokens FILE; see tern perplexity --help\n");
         return 2;
     }
+    if (tok_path && max_chunks > 0)   /* the ids are one sequence, scored whole: there are no chunks to count */
+        fprintf(stderr, "tern perplexity: warning: --chunks has no effect with --tokens (the ids are one sequence, "
+                        "every next token scored)\n");
     int32_t *ids = NULL;
     int n_ids = 0;
     if (tok_path && read_ids(tok_path, &ids, &n_ids)) return 1;

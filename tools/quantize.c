@@ -238,6 +238,11 @@ static int quantize_file(const char *in, const opts_out *out, int type, tern_err
         if (idx < 0) { rc = tern_err_set(err, idx, "quantize: adding tensor '%s'", t->name); goto done; }
     }
     /* Nothing to convert: writing a copy would look like success, so say why and write no OUT */
+    if (g->n_tensors == 0) {
+        rc = tern_err_set(err, TERN_E_ARG, "IN has no tensors (a vocabulary-only GGUF?), nothing to convert to %s; "
+                                           "OUT not written", qt_get(type)->name);
+        goto done;
+    }
     if (n_conv == 0) {
         rc = tern_err_set(err, TERN_E_ARG,
                           "no tensor converted to %s (%d matrices are %s already, %d have rows not a multiple of %d%s%s%s, "

@@ -336,6 +336,18 @@ uint64_t model_mem_available(const model_t *m) {
 
 /* ---- load / free ---------------------------------------------------------------------------- */
 
+/* A message about the file's contents (a key, a tensor) with the file's path in front, when it is
+ * not there already and fits. */
+static void err_prefix_path(tern_err *err, const char *path) {
+    if (!err) return;
+    const size_t lp = strlen(path), lm = strlen(err->msg);
+    if (strncmp(err->msg, path, lp) != 0 && lp + 2 + lm < sizeof err->msg) {
+        memmove(err->msg + lp + 2, err->msg, lm + 1);
+        memcpy(err->msg, path, lp);
+        memcpy(err->msg + lp, ": ", 2);
+    }
+}
+
 int model_load(model_t **out, const char *path, const model_load_opts *o, tern_err *err) {
     *out = NULL;
     if (!path || !o) return tern_err_set(err, TERN_E_ARG, "model_load: %s is NULL", !path ? "path" : "options");
@@ -397,7 +409,10 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
         m->side_cap = (size_t)side_slices;
     }
     gguf_str as;
-    if ((rc = gguf_get_str(m->g, "general.architecture", true, &as, err))) goto fail;
+    if ((rc = gguf_get_str(m->g, "general.architecture", true, &as, err))) {
+        err_prefix_path(err, path);
+        goto fail;
+    }
     char an[64];
     snprintf(an, sizeof an, "%.*s", (int)TERN_MIN(as.n, 63u), as.p);
     m->arch = model_arch_find(an);
@@ -426,16 +441,14 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
     rc = m->arch->load(m, err);
     if (m->prog.drawn) fprintf(stderr, "\r%60s\r", "");
     m->prog.on = false;
-    if (rc) {   /* the hooks' messages name the tensor or key: put the file in front when it fits */
-        const size_t lp = strlen(path), lm = err ? strlen(err->msg) : 0;
-        if (err && strncmp(err->msg, path, lp) != 0 && lp + 2 + lm < sizeof err->msg) {
-            memmove(err->msg + lp + 2, err->msg, lm + 1);
-            memcpy(err->msg, path, lp);
-            memcpy(err->msg + lp, ": ", 2);
-        }
+    if (rc) {   /* the hooks' messages name the tensor or key: put the file in front */
+        err_prefix_path(err, path);
         goto fail;
     }
-    if ((rc = tok_load(&m->vocab, m->g, err))) goto fail;
+    if ((rc = tok_load(&m->vocab, m->g, err))) {
+        err_prefix_path(err, path);
+        goto fail;
+    }
     if ((rc = pool_init(&m->pool, o->n_threads, err))) goto fail;
     if (pthread_mutex_init(&m->eval_lock, NULL) != 0) {
         pool_free(m->pool);
