@@ -23,14 +23,36 @@ typedef struct seq {
     int done;
 } seq;
 
+/* A token count from text: all digits, 1..1000000; -1 when it is not one. */
+static long parse_count(const char *s) {
+    char *end;
+    const long v = strtol(s, &end, 10);
+    return *s && !*end && v >= 1 && v <= 1000000 ? v : -1;
+}
+
 int main(int argc, char **argv) {
     const char *path = NULL;
-    int n_predict = 64, n_seq = 0;
+    long n_predict = 64;
+    int n_seq = 0;
     static seq seqs[MAX_SESSIONS];
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "-m")) path = argv[i + 1];
-        else if (!strcmp(argv[i], "-n")) n_predict = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "-p") && n_seq < MAX_SESSIONS) seqs[n_seq++].prompt = argv[i + 1];
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc || (strcmp(argv[i], "-m") && strcmp(argv[i], "-p") && strcmp(argv[i], "-n"))) {
+            fprintf(stderr, "usage: %s -m MODEL [-n N] -p PROMPT [-p PROMPT ...]\n", argv[0]);
+            return 2;
+        }
+        if (!strcmp(argv[i], "-m")) {
+            path = argv[i + 1];
+        } else if (!strcmp(argv[i], "-n")) {
+            if ((n_predict = parse_count(argv[i + 1])) < 0) {
+                fprintf(stderr, "%s: -n: expected a token count in 1..1000000, got '%s'\n", argv[0], argv[i + 1]);
+                return 2;
+            }
+        } else if (n_seq == MAX_SESSIONS) {
+            fprintf(stderr, "%s: -p: at most %d prompts, got more\n", argv[0], MAX_SESSIONS);
+            return 2;
+        } else {
+            seqs[n_seq++].prompt = argv[i + 1];
+        }
     }
     if (!path || n_seq == 0) {
         fprintf(stderr, "usage: %s -m MODEL [-n N] -p PROMPT [-p PROMPT ...]\n", argv[0]);

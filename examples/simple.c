@@ -8,13 +8,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A token count from text: all digits, 1..1000000; -1 when it is not one. */
+static long parse_count(const char *s) {
+    char *end;
+    const long v = strtol(s, &end, 10);
+    return *s && !*end && v >= 1 && v <= 1000000 ? v : -1;
+}
+
 int main(int argc, char **argv) {
     const char *path = NULL, *prompt = "";
-    int n_predict = 64;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    long n_predict = 64;
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc || (strcmp(argv[i], "-m") && strcmp(argv[i], "-p") && strcmp(argv[i], "-n"))) {
+            fprintf(stderr, "usage: %s -m MODEL [-p PROMPT] [-n N]\n", argv[0]);
+            return 2;
+        }
         if (!strcmp(argv[i], "-m")) path = argv[i + 1];
         else if (!strcmp(argv[i], "-p")) prompt = argv[i + 1];
-        else if (!strcmp(argv[i], "-n")) n_predict = atoi(argv[i + 1]);
+        else if ((n_predict = parse_count(argv[i + 1])) < 0) {
+            fprintf(stderr, "%s: -n: expected a token count in 1..1000000, got '%s'\n", argv[0], argv[i + 1]);
+            return 2;
+        }
     }
     if (!path) {
         fprintf(stderr, "usage: %s -m MODEL [-p PROMPT] [-n N]\n", argv[0]);
