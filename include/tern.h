@@ -201,6 +201,8 @@ int tern_session_n_ctx(const tern_session *s);
 int tern_session_n_batch(const tern_session *s);
 /* Number of tokens in the sequence so far (the position of the next token). */
 int tern_session_pos(const tern_session *s);
+/* The model s was created for (NULL for a NULL s). */
+const tern_model *tern_session_model(const tern_session *s);
 
 /* Append n tokens (in chunks of n_batch through the batched path) and return the logits of the
  * last one (n_vocab floats, owned by the session, valid until the next call), or NULL with err
@@ -295,7 +297,9 @@ void tern_sampler_free(tern_sampler *s);
  * record it: call tern_sampler_accept with the token actually appended. Returns an id in
  * [0, n_vocab). Cost: O(n_vocab) copy + O(k log k) for top-k; top-p without top-k sorts only
  * the candidates it needs (partial selection); min-p and temperature are linear. */
-int32_t tern_sampler_sample(tern_sampler *s, const float *logits);
+int32_t tern_sampler_sample(tern_sampler *s, const float *logits);   /* -1 for a NULL s or logits */
+/* The vocabulary size s was created for (0 for a NULL s). */
+int32_t tern_sampler_n_vocab(const tern_sampler *s);
 /* A constraint on what may be drawn: mask(user, logits, n_vocab) gets a copy of each call's logits
  * and sets -INFINITY on the tokens that must not be drawn (constrained output, e.g. JSON); it
  * runs on the thread that samples and must leave at least one token finite. NULL removes it.
@@ -435,8 +439,9 @@ void tern_spec_reset(tern_spec *sp);
 void tern_spec_get_stats(const tern_spec *sp, tern_spec_stats *st);
 void tern_spec_reset_stats(tern_spec *sp);
 /* Append n tokens that were evaluated into the session outside tern_spec_step (the prompt, a
- * new chat turn). The history must always equal the session's tokens when a step starts.
- * Errors: TERN_E_ARG, TERN_E_NOMEM. */
+ * new chat turn). The history must always equal the session's tokens when a step starts (a step
+ * compares the lengths; other tokens of the same length only draft worse: the output stays the
+ * sampler's). Errors: TERN_E_ARG (an id outside the vocabulary, named), TERN_E_NOMEM. */
 int tern_spec_add(tern_spec *sp, const int32_t *tok, int n, tern_err *err);
 /* History length (== tern_session_pos of the session in use between steps). */
 int tern_spec_n_history(const tern_spec *sp);
@@ -541,6 +546,9 @@ void tern_gen_free(tern_gen *g);
 /* Start a reply on s, sampling with smp; spec non-NULL: speculative steps (its history must be
  * the session's tokens before each step). p is copied (NULL: defaults). Not owned. */
 void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *spec, const tern_gen_params *p);
+/* (A NULL s or smp, a session of another model, a sampler of another vocabulary size or a spec of
+ * another model makes the reply stop at once with TERN_STOP_ERROR, the reason given by
+ * tern_gen_prompt / tern_gen_step / tern_gen_end's err; so does sampling before any begin.) */
 /* Evaluate n prompt tokens into the session and return the logits of the last one (as
  * tern_session_eval), and record them as tern_gen_prompt_seen does; with a spec, also add them to
  * its history. NULL with err set on failure (TERN_E_RANGE: nothing was appended). */

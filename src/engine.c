@@ -171,6 +171,12 @@ void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t 
                       uint64_t *avail_out) {
     tern_session_opts def;
     if (!o) { tern_session_opts_default(&def); o = &def; }
+    if (!m) {   /* no model: nothing to size */
+        if (kv_out) *kv_out = 0;
+        if (state_out) *state_out = 0;
+        if (avail_out) *avail_out = 0;
+        return;
+    }
     const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
     const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
     const model_hparams *hp = &m->hp;
@@ -249,6 +255,8 @@ void tern_session_free(tern_session *s) {
 int tern_session_n_ctx(const tern_session *s) { return s->n_ctx; }
 int tern_session_n_batch(const tern_session *s) { return s->n_batch; }
 int tern_session_pos(const tern_session *s) { return s->pos; }
+
+const tern_model *tern_session_model(const tern_session *s) { return s ? s->m : NULL; }
 
 /* Evaluate tok[0..n) in chunks; logits of every position to all_logits (n * n_vocab) when given,
  * else the last position's to s->logits. */

@@ -91,7 +91,7 @@ static void test_lookup(void **st) {
     {
         enum { N = 5000 };
         int32_t *h = malloc(N * sizeof *h);
-        for (int i = 0; i < N; i++) h[i] = 3 + (int32_t)((i * 7919u) % 400u) + (i >= 1000 ? 400 : 0);
+        for (int i = 0; i < N; i++) h[i] = 3 + (int32_t)((i * 7919u) % 250u) + (i >= 1000 ? 250 : 0);   /* < 512: the vocabulary */
         h[N - 2] = h[10];   /* suffix (h[10], h[11], last = h[12]) occurred at 10..12 */
         h[N - 1] = h[11];
         const int32_t w[] = {h[13], h[14], h[15]};
@@ -99,6 +99,104 @@ static void test_lookup(void **st) {
         check_lookup(&p, h, N, h[12], 3, w, 3);
         free(h);
     }
+}
+
+/* Parts made for different models are refused before any buffer is touched: a spec against a
+ * session or sampler of another model, a generator begun with another model's session, sampler or
+ * spec (its calls stop with TERN_STOP_ERROR and say why); sampling before any begin, a NULL
+ * sampler or logits, an out-of-vocabulary id given to the drafter, and an empty tern_spec_add. */
+static void test_mismatched_parts(void **st) {
+    (void)st;
+    tern_model *ms = load_fx(STORIES), *mq = load_fx(QWEN3);
+    tern_err err = {0};
+    tern_session_opts so;
+    tern_session_opts_default(&so);
+    so.n_ctx = 64;
+    tern_session *ss = NULL, *sq = NULL;
+    assert_int_equal(tern_session_init(&ss, ms, &so, &err), TERN_OK);
+    assert_int_equal(tern_session_init(&sq, mq, &so, &err), TERN_OK);
+    assert_ptr_equal(tern_session_model(sq), mq);
+    tern_sampler_params sp_p;
+    tern_sampler_params_default(&sp_p);
+    sp_p.temp = 0;
+    tern_sampler *smp_s = NULL, *smp_q = NULL;
+    assert_int_equal(tern_sampler_init(&smp_s, ms, &sp_p, &err), TERN_OK);
+    assert_int_equal(tern_sampler_init(&smp_q, mq, &sp_p, &err), TERN_OK);
+    assert_int_equal(tern_sampler_n_vocab(smp_s), 512);
+    tern_spec *spec_s = NULL;
+    assert_int_equal(tern_spec_init(&spec_s, ms, NULL, &err), TERN_OK);
+    const int32_t pr[] = {1, 100, 101, 102};
+    assert_int_equal(tern_spec_add(spec_s, pr, 0, &err), TERN_OK);   /* nothing to add: fine */
+    const int32_t bad_ids[] = {5, -1};
+    err = (tern_err){0};
+    assert_int_equal(tern_spec_add(spec_s, bad_ids, 2, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_spec_add: token -1 at index 1, expected 0..511");
+    assert_int_equal(tern_spec_n_history(spec_s), 0);
+    assert_non_null(tern_session_eval(sq, pr, 4, &err));
+    assert_int_equal(tern_spec_add(spec_s, pr, 4, &err), TERN_OK);
+    int32_t out[8];
+    int n_out = 0;
+    const int32_t draft[] = {100, 101};
+    err = (tern_err){0};
+    assert_int_equal(tern_spec_verify(spec_s, sq, smp_s, 100, draft, 2, 8, out, &n_out, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_spec_step: the session is of another model than the spec's (tern_spec_init)");
+    assert_non_null(tern_session_eval(ss, pr, 4, &err));
+    err = (tern_err){0};
+    assert_int_equal(tern_spec_step(spec_s, ss, smp_q, 100, 8, out, &n_out, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_spec_step: the sampler is for 151936 tokens, the model has 512");
+    assert_int_equal(tern_session_pos(ss), 4);   /* nothing evaluated */
+    /* the generator */
+    tern_gen *g = NULL;
+    assert_int_equal(tern_gen_init(&g, ms, &err), TERN_OK);
+    float logits[512] = {0};
+    assert_int_equal(tern_gen_sample(g, logits), TERN_STOP_ERROR);   /* before any begin */
+    err = (tern_err){0};
+    assert_int_equal(tern_gen_end(g, &err), TERN_STOP_ERROR);
+    assert_string_equal(err.msg, "no reply begun (call tern_gen_begin first)");
+    tern_gen_begin(g, ss, smp_q, NULL, NULL);
+    err = (tern_err){0};
+    assert_int_equal(tern_gen_run(g, logits, &err), TERN_STOP_ERROR);
+    assert_string_equal(err.msg, "tern_gen_begin: the sampler is for 151936 tokens, the model has 512");
+    tern_gen_begin(g, sq, smp_s, NULL, NULL);
+    err = (tern_err){0};
+    assert_null(tern_gen_prompt(g, pr, 4, &err));
+    assert_string_equal(err.msg, "tern_gen_begin: the session is of another model than the generator's");
+    tern_spec *spec_q = NULL;
+    assert_int_equal(tern_spec_init(&spec_q, mq, NULL, &err), TERN_OK);
+    tern_gen_begin(g, ss, smp_s, spec_q, NULL);
+    err = (tern_err){0};
+    assert_int_equal(tern_gen_run(g, logits, &err), TERN_STOP_ERROR);
+    assert_string_equal(err.msg, "tern_gen_begin: the spec is of another model than the generator's");
+    /* a forced id outside the vocabulary is named */
+    tern_gen_params gp;
+    tern_gen_params_default(&gp);
+    const int32_t forced[] = {5, 600};
+    gp.forced = forced;
+    gp.n_forced = 2;
+    gp.n_predict = 4;
+    tern_gen_begin(g, ss, smp_s, NULL, &gp);
+    err = (tern_err){0};
+    assert_int_equal(tern_gen_run(g, logits, &err), TERN_STOP_ERROR);
+    assert_string_equal(err.msg, "tern_gen: forced token 600 at reply index 1, expected 0..511");
+    /* parts that match run */
+    gp.n_forced = 1;
+    tern_gen_begin(g, ss, smp_s, NULL, &gp);
+    err = (tern_err){0};
+    assert_int_equal(tern_gen_run(g, tern_session_eval(ss, pr, 1, &err), &err), TERN_STOP_LENGTH);
+    assert_int_equal(tern_sampler_sample(NULL, logits), -1);
+    assert_int_equal(tern_sampler_sample(smp_s, NULL), -1);
+    uint64_t kv = 1;
+    tern_session_mem(NULL, NULL, &kv, NULL, NULL);
+    assert_int_equal(kv, 0);
+    tern_gen_free(g);
+    tern_spec_free(spec_q);
+    tern_spec_free(spec_s);
+    tern_sampler_free(smp_s);
+    tern_sampler_free(smp_q);
+    tern_session_free(ss);
+    tern_session_free(sq);
+    tern_model_free(ms);
+    tern_model_free(mq);
 }
 
 static void test_params(void **st) {
@@ -514,6 +612,7 @@ int suite_spec(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lookup),
         cmocka_unit_test(test_params),
+        cmocka_unit_test(test_mismatched_parts),
         cmocka_unit_test(test_greedy_stories),
         cmocka_unit_test(test_greedy_qwen3),
         cmocka_unit_test(test_greedy_qwen35),

@@ -9,8 +9,11 @@
 #include "tern.h"
 
 #include "core/core.h"
+#include "spec/spec.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +40,21 @@ struct tern_gen {
     int n_ev;
     tern_gen_stats st;
     double t_begin, t_first, t_last;
+    char bad[160];           /* why the reply cannot run ("": it can): no begin, mismatched parts, a bad
+                                forced id; every call then stops with TERN_STOP_ERROR and says this */
     char text[GEN_TEXT_CAP];
 };
+
+/* The reply stops with an error: the reason kept for the calls that take an err. */
+static tern_stop gen_bad(tern_gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static tern_stop gen_bad(tern_gen *g, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(g->bad, sizeof g->bad, fmt, ap);
+    va_end(ap);
+    g->pending = -1;
+    return g->stop = TERN_STOP_ERROR;
+}
 
 void tern_gen_params_default(tern_gen_params *p) {
     memset(p, 0, sizeof *p);
@@ -68,6 +84,7 @@ int tern_gen_init(tern_gen **out, const tern_model *m, tern_err *err) {
     g->think_close = single_token(m, "</think>");
     g->pending = g->last = -1;
     tern_gen_params_default(&g->p);
+    snprintf(g->bad, sizeof g->bad, "no reply begun (call tern_gen_begin first)");
     *out = g;
     return TERN_OK;
 }
@@ -91,9 +108,22 @@ void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
     g->st.bad_logits_pos = -1;
     g->t_begin = tern_time_s();
     g->t_first = g->t_last = 0;
+    g->bad[0] = '\0';
+    /* parts made for another model would read and write past each other's buffers */
+    if (!s || !smp) gen_bad(g, "tern_gen_begin: the %s is NULL", !s ? "session" : "sampler");
+    else if (tern_session_model(s) != g->m) gen_bad(g, "tern_gen_begin: the session is of another model than the generator's");
+    else if (tern_sampler_n_vocab(smp) != g->n_vocab)
+        gen_bad(g, "tern_gen_begin: the sampler is for %d tokens, the model has %d", (int)tern_sampler_n_vocab(smp),
+                (int)g->n_vocab);
+    else if (spec && spec_model(spec) != g->m) gen_bad(g, "tern_gen_begin: the spec is of another model than the generator's");
+    else if (g->p.n_predict < -1) gen_bad(g, "tern_gen_begin: n_predict %d, expected -1 (until a stop) or >= 0", g->p.n_predict);
+    else if (g->p.n_forced < 0 || (g->p.n_forced > 0 && !g->p.forced))
+        gen_bad(g, "tern_gen_begin: n_forced %d with forced %s, expected n_forced >= 0 and forced tokens when > 0",
+                g->p.n_forced, g->p.forced ? "set" : "NULL");
 }
 
 void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n) {
+    if (g->bad[0] || n <= 0 || !tok) return;   /* nothing to record (a reply that cannot run says why elsewhere) */
     for (int i = 0; i < n; i++) {
         tern_sampler_accept(g->smp, tok[i]);
         if (!g->p.split_think) continue;
@@ -104,6 +134,10 @@ void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n) {
 }
 
 const float *tern_gen_prompt(tern_gen *g, const int32_t *tok, int n, tern_err *err) {
+    if (g->bad[0]) {
+        tern_err_set(err, TERN_E_ARG, "%s", g->bad);
+        return NULL;
+    }
     tern_err e_local = {0};
     tern_err *e = err ? err : &e_local;
     const double t0 = tern_time_s();
@@ -167,13 +201,18 @@ static tern_stop emit(tern_gen *g, int32_t t, const float *logits, bool in_sessi
 
 /* tern_gen_sample without forgetting the tokens reported earlier in the same call (a step). */
 static tern_stop sample_one(tern_gen *g, const float *logits) {
+    if (g->bad[0]) return g->stop = TERN_STOP_ERROR;
     if (g->stop != TERN_STOP_NONE) return g->stop;
+    if (!logits) return gen_bad(g, "tern_gen_sample: logits is NULL");
     if (g->p.n_predict >= 0 && g->st.n_gen >= g->p.n_predict) return g->stop = TERN_STOP_LENGTH;
     if (g->spec == NULL || g->st.n_gen == 0) check_logits(g, logits);
     /* the think block has used its budget: the reply's next token closes it (the answer begins) */
     const bool close = g->p.think_budget >= 0 && g->p.split_think && g->in_think && g->think_close >= 0 &&
                        g->n_think >= g->p.think_budget;
     const bool given = g->p.forced && g->st.n_gen < g->p.n_forced;
+    if (given && (g->p.forced[g->st.n_gen] < 0 || g->p.forced[g->st.n_gen] >= g->n_vocab))
+        return gen_bad(g, "tern_gen: forced token %d at reply index %d, expected 0..%d", (int)g->p.forced[g->st.n_gen],
+                       g->st.n_gen, (int)g->n_vocab - 1);
     const int32_t t = given ? g->p.forced[g->st.n_gen] : close ? g->think_close : tern_sampler_sample(g->smp, logits);
     if (g->in_think && !close) g->n_think++;
     tern_sampler_accept(g->smp, t);
@@ -198,6 +237,10 @@ tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *
     if (n_tok) *n_tok = 0;
     g->n_step = 0;
     g->n_ev = 0;
+    if (g->bad[0]) {
+        tern_err_set(err, TERN_E_ARG, "%s", g->bad);
+        return g->stop = TERN_STOP_ERROR;
+    }
     if (g->stop != TERN_STOP_NONE) return g->stop;
     if (g->pending < 0) {
         tern_err_set(err, TERN_E_ARG, "tern_gen_step: no pending token (call tern_gen_sample first)");
@@ -230,6 +273,10 @@ tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *
 }
 
 tern_stop tern_gen_end(tern_gen *g, tern_err *err) {
+    if (g->bad[0]) {   /* no reply ran: nothing to flush or report */
+        tern_err_set(err, TERN_E_ARG, "%s", g->bad);
+        return g->stop = TERN_STOP_ERROR;
+    }
     if (g->p.eval_last && (g->stop == TERN_STOP_LENGTH || g->stop == TERN_STOP_CALLER) && g->last >= 0 &&
         !g->last_in_session) {
         tern_err e_local = {0};

@@ -508,8 +508,10 @@ int tern_sampler_set_mask(tern_sampler *s, tern_sampler_mask mask, void *user, t
     return TERN_OK;
 }
 
+int32_t tern_sampler_n_vocab(const tern_sampler *s) { return s ? s->n_vocab : 0; }
+
 int32_t tern_sampler_sample(tern_sampler *s, const float *logits) {
-    TERN_ASSERT(s && logits);
+    if (!s || !logits) return -1;
     if (s->mask) {                                    /* the draw sees only the tokens the mask leaves */
         memcpy(s->masked, logits, sizeof(float) * (size_t)s->n_vocab);
         s->mask(s->mask_user, s->masked, s->n_vocab);

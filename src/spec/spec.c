@@ -243,8 +243,17 @@ void tern_spec_reset_stats(tern_spec *sp) {
 
 int tern_spec_n_history(const tern_spec *sp) { return sp ? sp->n_hist : 0; }
 
+const tern_model *spec_model(const tern_spec *sp) { return sp ? sp->m : NULL; }
+
 int tern_spec_add(tern_spec *sp, const int32_t *tok, int n, tern_err *err) {
-    if (!sp || n < 0 || (!tok && n)) return tern_err_set(err, TERN_E_ARG, "tern_spec_add: bad arguments");
+    if (!sp) return tern_err_set(err, TERN_E_ARG, "tern_spec_add: the spec is NULL");
+    if (n < 0) return tern_err_set(err, TERN_E_ARG, "tern_spec_add: n %d, expected >= 0", n);
+    if (!tok && n) return tern_err_set(err, TERN_E_ARG, "tern_spec_add: tok is NULL with n %d", n);
+    if (n == 0) return TERN_OK;
+    for (int i = 0; i < n; i++)
+        if (tok[i] < 0 || tok[i] >= sp->n_vocab)
+            return tern_err_set(err, TERN_E_ARG, "tern_spec_add: token %d at index %d, expected 0..%d", tok[i], i,
+                                sp->n_vocab - 1);
     int rc = hist_reserve(sp, n, err);
     if (rc) return rc;
     memcpy(sp->hist + sp->n_hist, tok, (size_t)n * sizeof *tok);
@@ -346,8 +355,16 @@ static int spec_run(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t l
 /* Checks shared by step and verify; returns the draft length limit (>= 0) or a TERN_E_*. */
 static int spec_check(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, int n_max, int32_t *out,
                       int *n_out, tern_err *err) {
-    if (!sp || !s || !smp || !out || !n_out) return tern_err_set(err, TERN_E_ARG, "tern_spec_step: NULL argument");
+    if (!sp || !s || !smp || !out || !n_out)
+        return tern_err_set(err, TERN_E_ARG, "tern_spec_step: %s is NULL",
+                            !sp ? "the spec" : !s ? "the session" : !smp ? "the sampler" : !out ? "out" : "n_out");
     *n_out = 0;
+    if (tern_session_model(s) != sp->m)   /* its logits would not fit the spec's buffers */
+        return tern_err_set(err, TERN_E_ARG, "tern_spec_step: the session is of another model than the spec's "
+                                             "(tern_spec_init)");
+    if (tern_sampler_n_vocab(smp) != sp->n_vocab)
+        return tern_err_set(err, TERN_E_ARG, "tern_spec_step: the sampler is for %d tokens, the model has %d",
+                            (int)tern_sampler_n_vocab(smp), (int)sp->n_vocab);
     if (n_max < 1) return tern_err_set(err, TERN_E_ARG, "tern_spec_step: n_max %d, expected >= 1", n_max);
     const int P = tern_session_pos(s), n_ctx = tern_session_n_ctx(s);
     if (sp->n_hist != P)

@@ -10,4 +10,7 @@
  * index may grow). */
 int spec_lookup(tern_spec *sp, int32_t last, int32_t *draft, int k, tern_err *err);
 
+/* The model sp was created for (tern_gen checks a spec against its own model). */
+const tern_model *spec_model(const tern_spec *sp);
+
 #endif /* TERN_SPEC_SPEC_H */
