@@ -18,6 +18,7 @@
 /* ==== model ================================================================================== */
 
 void tern_model_opts_default(tern_model_opts *o) {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->numerics = TERN_NUMERICS_FAST;
     o->ptq1_0 = TERN_PTQ1_0_AUTO;
@@ -73,7 +74,9 @@ int tern_model_meta_str(const tern_model *m, const char *key, char *buf, size_t 
 }
 
 void tern_model_get_info(const tern_model *m, tern_model_info *info) {
+    if (!info) return;
     memset(info, 0, sizeof *info);
+    if (!m) return;
     info->arch = m->arch->name;
     info->name = m->name;
     info->n_vocab = m->hp.n_vocab;
@@ -109,9 +112,11 @@ int tern_token_piece(const tern_model *m, int32_t id, bool special, char *buf, i
     return tok_piece(m->vocab, id, special, buf, cap);
 }
 
-bool tern_token_is_eog(const tern_model *m, int32_t id) { return tok_is_eog(m->vocab, id); }
+bool tern_token_is_eog(const tern_model *m, int32_t id) { return m && tok_is_eog(m->vocab, id); }
 
-void tern_detok_init(tern_detok *d) { memset(d, 0, sizeof *d); }
+void tern_detok_init(tern_detok *d) {
+    if (d) memset(d, 0, sizeof *d);
+}
 
 /* tern_detok mirrors tok_stream: pend/n_pend, and n_out holds its two flags (0: nothing put yet;
  * 1: started; 2: started at BOS, the next SPM piece drops its space prefix). */
@@ -162,6 +167,7 @@ struct tern_session {
 };
 
 void tern_session_opts_default(tern_session_opts *o) {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->n_ctx = 4096;
     o->n_batch = 512;
@@ -252,9 +258,9 @@ void tern_session_free(tern_session *s) {
     free(s);
 }
 
-int tern_session_n_ctx(const tern_session *s) { return s->n_ctx; }
-int tern_session_n_batch(const tern_session *s) { return s->n_batch; }
-int tern_session_pos(const tern_session *s) { return s->pos; }
+int tern_session_n_ctx(const tern_session *s) { return s ? s->n_ctx : 0; }
+int tern_session_n_batch(const tern_session *s) { return s ? s->n_batch : 0; }
+int tern_session_pos(const tern_session *s) { return s ? s->pos : 0; }
 
 const tern_model *tern_session_model(const tern_session *s) { return s ? s->m : NULL; }
 
@@ -306,12 +312,12 @@ const float *tern_session_eval(tern_session *s, const int32_t *tok, int n, tern_
 }
 
 int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *logits, tern_err *err) {
-    if (!s || !logits) return tern_err_set(err, TERN_E_ARG, "tern_session_eval_all: NULL argument");
+    if (!s || !logits) return tern_err_set(err, TERN_E_ARG, "tern_session_eval_all: %s is NULL", !s ? "the session" : "logits");
     return session_eval(s, tok, n, logits, err);
 }
 
 int tern_batch_eval(tern_session *const *ss, const int32_t *tok, int n, float *logits, tern_err *err) {
-    if (!ss || !tok || !logits || n < 1 || !ss[0]) return tern_err_set(err, TERN_E_ARG, "tern_batch_eval: bad arguments");
+    if (n < 1) return tern_err_set(err, TERN_E_ARG, "tern_batch_eval: n %d, expected >= 1 (one token per session)", n);
     return tern_batch_eval_seqs(ss, tok, NULL, n, logits, err);
 }
 
@@ -321,8 +327,10 @@ int tern_batch_eval(tern_session *const *ss, const int32_t *tok, int n, float *l
  * asks for logits, packed in session order. Scratch is sessions[0]'s. */
 int tern_batch_eval_seqs(tern_session *const *ss, const int32_t *tok, const int *n_tok, int n_seq, float *logits,
                          tern_err *err) {
-    if (!ss || !tok || !logits || n_seq < 1 || !ss[0])
-        return tern_err_set(err, TERN_E_ARG, "tern_batch_eval_seqs: bad arguments");
+    if (n_seq < 1) return tern_err_set(err, TERN_E_ARG, "tern_batch_eval: %d sessions, expected >= 1", n_seq);
+    if (!ss || !tok || !logits || !ss[0])
+        return tern_err_set(err, TERN_E_ARG, "tern_batch_eval: %s is NULL",
+                            !ss ? "sessions" : !tok ? "tok" : !logits ? "logits" : "sessions[0]");
     tern_session *s0 = ss[0];
     const model_t *m = s0->m;
     int n = 0;   /* columns */
@@ -423,7 +431,10 @@ void tern_session_reset(tern_session *s) {
 #include "runtime/membw.h"
 
 static int membw_run(int n_threads, size_t bytes, int reps, double *passes, double *gbs, tern_err *err) {
-    if (n_threads <= 0) n_threads = TERN_MIN(pool_cpus_available(), 256);
+    if (n_threads < 0 || n_threads > 1024)
+        return tern_err_set(err, TERN_E_ARG, "n_threads %d, expected 0 (the CPUs this process may run on) or 1..1024",
+                            n_threads);
+    if (n_threads == 0) n_threads = TERN_MIN(pool_cpus_available(), 256);
     tern_pool *p = NULL;
     int rc = pool_init(&p, n_threads, err);
     if (rc) return rc;
@@ -491,7 +502,9 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
                     bool add_generation_prompt, bool enable_thinking, char *out, size_t cap, size_t *n_out,
                     tern_err *err) {
     if (!m || (!msgs && n_msgs) || n_msgs < 0 || !n_out || (!out && cap))
-        return tern_err_set(err, TERN_E_ARG, "tern_chat_apply: bad arguments");
+        return tern_err_set(err, TERN_E_ARG, "tern_chat_apply: %s",
+                            !m ? "the model is NULL" : n_msgs < 0 ? "n_msgs is negative" : !msgs ? "msgs is NULL with n_msgs > 0"
+                            : !n_out ? "n_out is NULL" : "out is NULL with cap > 0");
     chat_tmpl t;
     chat_msg *cm = NULL;
     int rc = chat_prepare(m, tmpl, msgs, n_msgs, &t, &cm, err);
@@ -507,7 +520,9 @@ int tern_chat_apply(const tern_model *m, const char *tmpl, const tern_chat_msg *
 
 int tern_chat_tools_section(const char *tmpl, const char *tools_json, char *out, size_t cap, size_t *n_out,
                             tern_err *err) {
-    if (!tmpl || !n_out || (!out && cap)) return tern_err_set(err, TERN_E_ARG, "tern_chat_tools_section: bad arguments");
+    if (!tmpl || !n_out || (!out && cap))
+        return tern_err_set(err, TERN_E_ARG, "tern_chat_tools_section: %s",
+                            !tmpl ? "the template name is NULL" : !n_out ? "n_out is NULL" : "out is NULL with cap > 0");
     chat_tmpl t;
     int rc = chat_tmpl_by_name(tmpl, &t, err);
     if (rc) return rc;
@@ -556,6 +571,7 @@ void tern_profile_enable(bool on) {
 }
 
 void tern_profile_get(tern_profile *p) {
+    if (!p) return;
     memset(p, 0, sizeof *p);
     p->total_s = g_blk_prof.total_s;
     p->n_forward = g_blk_prof.n_forward;

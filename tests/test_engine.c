@@ -213,6 +213,27 @@ static void test_bad_args(void **st) {
     assert_int_equal(tern_session_init(NULL, NULL, NULL, &err), TERN_E_ARG);
     tern_model_free(NULL);
     tern_session_free(NULL);
+    /* getters and defaults take NULL without touching it */
+    tern_model_info info;
+    memset(&info, 0xff, sizeof info);
+    tern_model_get_info(NULL, &info);
+    assert_int_equal(info.n_vocab, 0);
+    tern_model_get_info(NULL, NULL);
+    assert_int_equal(tern_session_pos(NULL), 0);
+    assert_int_equal(tern_session_n_ctx(NULL), 0);
+    assert_false(tern_token_is_eog(NULL, 2));
+    tern_model_opts_default(NULL);
+    tern_session_opts_default(NULL);
+    tern_detok_init(NULL);
+    tern_profile_get(NULL);
+    /* the bandwidth probe's thread count is checked as tern_model_load's */
+    double gbs = 0;
+    err = (tern_err){0};
+    assert_int_equal(tern_membw(-1, 1 << 20, 1, &gbs, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "n_threads -1, expected 0 (the CPUs this process may run on) or 1..1024");
+    err = (tern_err){0};
+    assert_int_equal(tern_membw(1, 1000, 1, &gbs, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "membw: 1000 bytes, expected at least 65536");
 }
 
 

@@ -24,6 +24,10 @@ const char *tern_strerror(int code) {
 int tern_err_set(tern_err *err, int code, const char *fmt, ...) {
     if (!err || err->code < 0) return code;         /* sticky: the first error wins */
     err->code = code;
+    if (!fmt) {                                       /* a code without words */
+        err->msg[0] = '\0';
+        return code;
+    }
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);

@@ -57,6 +57,7 @@ static tern_stop gen_bad(tern_gen *g, const char *fmt, ...) {
 }
 
 void tern_gen_params_default(tern_gen_params *p) {
+    if (!p) return;
     memset(p, 0, sizeof *p);
     p->n_predict = -1;
     p->think_budget = -1;
@@ -72,7 +73,7 @@ static int32_t single_token(const tern_model *m, const char *text) {
 }
 
 int tern_gen_init(tern_gen **out, const tern_model *m, tern_err *err) {
-    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_gen_init: NULL argument");
+    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_gen_init: %s is NULL", !out ? "out" : "the model");
     *out = NULL;
     tern_gen *g = calloc(1, sizeof *g);
     if (!g) return tern_err_set(err, TERN_E_NOMEM, "tern_gen_init: out of memory");
@@ -92,6 +93,7 @@ int tern_gen_init(tern_gen **out, const tern_model *m, tern_err *err) {
 void tern_gen_free(tern_gen *g) { free(g); }
 
 void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *spec, const tern_gen_params *p) {
+    if (!g) return;
     g->s = s;
     g->smp = smp;
     g->spec = spec;
@@ -230,7 +232,7 @@ int tern_gen_tokens(const tern_gen *g, const int32_t **tok) {
     return g->n_ev;
 }
 
-int32_t tern_gen_pending(const tern_gen *g) { return g->stop == TERN_STOP_NONE ? g->pending : -1; }
+int32_t tern_gen_pending(const tern_gen *g) { return g && g->stop == TERN_STOP_NONE ? g->pending : -1; }
 
 tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *err) {
     if (tok) *tok = g->step;
@@ -301,6 +303,7 @@ tern_stop tern_gen_run(tern_gen *g, const float *logits, tern_err *err) {
 }
 
 void tern_gen_get_stats(const tern_gen *g, tern_gen_stats *st) {
+    if (!g || !st) return;
     *st = g->st;
     st->t_first_s = g->st.n_gen > 0 ? g->t_first - g->t_begin : 0.0;
     st->t_gen_s = g->st.n_gen > 0 ? g->t_last - g->t_first : 0.0;

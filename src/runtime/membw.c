@@ -40,7 +40,8 @@ static void job_read(void *ctx, int64_t i0, int64_t i1, int ith) {
 
 int membw_read_passes(tern_pool *pool, size_t bytes, int reps, double *passes, double *gbs, tern_err *err) {
     const size_t lines = bytes / 64;
-    if (lines < 1024 || reps < 1) return tern_err_set(err, TERN_E_ARG, "membw: %zu bytes / %d reps too small", bytes, reps);
+    if (lines < 1024) return tern_err_set(err, TERN_E_ARG, "membw: %zu bytes, expected at least 65536", bytes);
+    if (reps < 1) return tern_err_set(err, TERN_E_ARG, "membw: %d passes, expected at least 1", reps);
     const size_t len = lines * 64;
     void *p = os_pages_alloc(len);
     if (!p) return tern_err_set(err, TERN_E_NOMEM, "membw: cannot map %zu bytes", len);

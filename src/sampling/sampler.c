@@ -54,6 +54,7 @@ struct tern_sampler {
 };
 
 void tern_sampler_params_default(tern_sampler_params *p) {
+    if (!p) return;
     p->temp = 0.8f;
     p->top_k = 40;
     p->top_p = 0.95f;

@@ -46,6 +46,7 @@ struct tern_spec {
 };
 
 void tern_spec_params_default(tern_spec_params *p) {
+    if (!p) return;
     memset(p, 0, sizeof *p);
     p->draft_max = 3;
     p->ngram_min = 2;
@@ -177,7 +178,7 @@ static int spec_draft(tern_spec *sp, int32_t *draft, int k, tern_err *err, int *
 /* ---- lifecycle ------------------------------------------------------------------------------- */
 
 int tern_spec_init(tern_spec **out, const tern_model *m, const tern_spec_params *p, tern_err *err) {
-    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_spec_init: NULL argument");
+    if (!out || !m) return tern_err_set(err, TERN_E_ARG, "tern_spec_init: %s is NULL", !out ? "out" : "the model");
     *out = NULL;
     tern_spec_params def;
     if (!p) {
@@ -233,6 +234,7 @@ void tern_spec_reset(tern_spec *sp) {
 }
 
 void tern_spec_get_stats(const tern_spec *sp, tern_spec_stats *st) {
+    if (!st) return;
     if (sp) *st = sp->st;
     else memset(st, 0, sizeof *st);
 }
