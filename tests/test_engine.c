@@ -226,6 +226,15 @@ static void test_bad_args(void **st) {
     tern_session_opts_default(NULL);
     tern_detok_init(NULL);
     tern_profile_get(NULL);
+    /* a tools list that does not parse, or has bytes after the array, is named with the offset */
+    char sec[256];
+    size_t n_sec = 0;
+    err = (tern_err){0};
+    assert_int_equal(tern_chat_tools_section("qwen3", "[1] trailing", sec, sizeof sec, &n_sec, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "chat template: tools: not JSON at byte 4 (of 12), expected a JSON array");
+    err = (tern_err){0};
+    assert_int_equal(tern_chat_tools_section("qwen3", "{\"a\": 1}", sec, sizeof sec, &n_sec, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "chat template: tools: a JSON object, expected a JSON array");
     /* the bandwidth probe's thread count is checked as tern_model_load's */
     double gbs = 0;
     err = (tern_err){0};

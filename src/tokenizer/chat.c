@@ -441,6 +441,31 @@ int chat_render(chat_tmpl t, const chat_msg *msgs, int n, const chat_opts *o, ch
     return chat_render_spans(t, msgs, n, o, out, n_out, NULL, NULL, err);
 }
 
+/* The tools JSON as an array, or NULL with err set: text that does not parse (or has bytes after
+ * the value) named with the byte offset where parsing stopped, another JSON value by its kind. */
+static cJSON *parse_tools(const char *json, tern_err *err) {
+    if (!json) {
+        tern_err_set(err, TERN_E_ARG, "chat template: tools: NULL, expected a JSON array");
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(json, &end, true);
+    if (!j) {
+        const char *at = cJSON_GetErrorPtr();
+        const size_t off = at && at >= json ? (size_t)(at - json) : 0;
+        tern_err_set(err, TERN_E_ARG, "chat template: tools: not JSON at byte %zu (of %zu), expected a JSON array", off,
+                     strlen(json));
+        return NULL;
+    }
+    if (!cJSON_IsArray(j)) {
+        tern_err_set(err, TERN_E_ARG, "chat template: tools: a JSON %s, expected a JSON array",
+                     cJSON_IsObject(j) ? "object" : cJSON_IsString(j) ? "string" : cJSON_IsNumber(j) ? "number" : "value");
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
 static int render_spans(chat_tmpl t, const chat_msg *msgs, const bool *scaffold, int n, const chat_opts *o, char **out,
                         size_t *n_out, tok_span **spans, int *n_spans, tern_err *err) {
     *out = NULL;
@@ -457,8 +482,8 @@ static int render_spans(chat_tmpl t, const chat_msg *msgs, const bool *scaffold,
     c.b.scaffold = scaffold;
     c.b.n_m = n;
     if (o->tools) {
-        c.tools = cJSON_Parse(o->tools);
-        if (!cJSON_IsArray(c.tools)) { cJSON_Delete(c.tools); return tern_err_set(err, TERN_E_ARG, "chat template: tools: expected a JSON array"); }
+        c.tools = parse_tools(o->tools, err);
+        if (!c.tools) return err && err->code ? err->code : TERN_E_ARG;
     }
     sb_s(&c.b, "");
     switch (t) {
@@ -517,11 +542,8 @@ int chat_tools_section(chat_tmpl t, const char *tools_json, char **out, size_t *
     if (t != CHAT_TMPL_QWEN3 && t != CHAT_TMPL_QWEN35)
         return tern_err_set(err, TERN_E_UNSUPPORTED, "chat template %s has no tools section (expected qwen3 or qwen35)",
                             chat_tmpl_name(t));
-    cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
-    if (!cJSON_IsArray(tools)) {
-        cJSON_Delete(tools);
-        return tern_err_set(err, TERN_E_ARG, "chat template: tools: expected a JSON array");
-    }
+    cJSON *tools = parse_tools(tools_json, err);
+    if (!tools) return err && err->code ? err->code : TERN_E_ARG;
     sbuf b = {0};
     sb_s(&b, "");
     render_tools(&b, t, tools);
