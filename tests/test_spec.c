@@ -139,7 +139,7 @@ static void test_mismatched_parts(void **st) {
     const int32_t draft[] = {100, 101};
     err = (tern_err){0};
     assert_int_equal(tern_spec_verify(spec_s, sq, smp_s, 100, draft, 2, 8, out, &n_out, &err), TERN_E_ARG);
-    assert_string_equal(err.msg, "tern_spec_step: the session is of another model than the spec's (tern_spec_init)");
+    assert_string_equal(err.msg, "tern_spec_verify: the session is of another model than the spec's (tern_spec_init)");
     assert_non_null(tern_session_eval(ss, pr, 4, &err));
     err = (tern_err){0};
     assert_int_equal(tern_spec_step(spec_s, ss, smp_q, 100, 8, out, &n_out, &err), TERN_E_ARG);

@@ -355,27 +355,27 @@ static int spec_run(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t l
 }
 
 /* Checks shared by step and verify; returns the draft length limit (>= 0) or a TERN_E_*. */
-static int spec_check(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, int n_max, int32_t *out,
-                      int *n_out, tern_err *err) {
+static int spec_check(const char *fn, tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, int n_max,
+                      int32_t *out, int *n_out, tern_err *err) {
     if (!sp || !s || !smp || !out || !n_out)
-        return tern_err_set(err, TERN_E_ARG, "tern_spec_step: %s is NULL",
+        return tern_err_set(err, TERN_E_ARG, "%s: %s is NULL", fn,
                             !sp ? "the spec" : !s ? "the session" : !smp ? "the sampler" : !out ? "out" : "n_out");
     *n_out = 0;
     if (tern_session_model(s) != sp->m)   /* its logits would not fit the spec's buffers */
-        return tern_err_set(err, TERN_E_ARG, "tern_spec_step: the session is of another model than the spec's "
-                                             "(tern_spec_init)");
+        return tern_err_set(err, TERN_E_ARG, "%s: the session is of another model than the spec's "
+                                             "(tern_spec_init)", fn);
     if (tern_sampler_n_vocab(smp) != sp->n_vocab)
-        return tern_err_set(err, TERN_E_ARG, "tern_spec_step: the sampler is for %d tokens, the model has %d",
+        return tern_err_set(err, TERN_E_ARG, "%s: the sampler is for %d tokens, the model has %d", fn,
                             (int)tern_sampler_n_vocab(smp), (int)sp->n_vocab);
-    if (n_max < 1) return tern_err_set(err, TERN_E_ARG, "tern_spec_step: n_max %d, expected >= 1", n_max);
+    if (n_max < 1) return tern_err_set(err, TERN_E_ARG, "%s: n_max %d, expected >= 1", fn, n_max);
     const int P = tern_session_pos(s), n_ctx = tern_session_n_ctx(s);
     if (sp->n_hist != P)
         return tern_err_set(err, TERN_E_ARG,
-                            "tern_spec_step: the drafter's history has %d tokens, the session %d (tern_spec_add the "
-                            "tokens evaluated outside the step)", sp->n_hist, P);
-    if (P >= n_ctx) return tern_err_set(err, TERN_E_RANGE, "tern_spec_step: context full (%d tokens)", n_ctx);
+                            "%s: the drafter's history has %d tokens, the session %d (tern_spec_add the "
+                            "tokens evaluated outside the step)", fn, sp->n_hist, P);
+    if (P >= n_ctx) return tern_err_set(err, TERN_E_RANGE, "%s: context full (%d tokens)", fn, n_ctx);
     if (last < 0 || last >= sp->n_vocab)
-        return tern_err_set(err, TERN_E_RANGE, "tern_spec_step: token %d, expected 0..%d", last, sp->n_vocab - 1);
+        return tern_err_set(err, TERN_E_RANGE, "%s: token %d, expected 0..%d", fn, last, sp->n_vocab - 1);
     int rc = hist_reserve(sp, TERN_SPEC_DRAFT_LIMIT + 2, err);
     if (rc) return rc;
     int k = sp->p.draft_max;
@@ -398,7 +398,7 @@ int spec_lookup(tern_spec *sp, int32_t last, int32_t *draft, int k, tern_err *er
 
 int tern_spec_step(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, int n_max, int32_t *out,
                    int *n_out, tern_err *err) {
-    int kmax = spec_check(sp, s, smp, last, n_max, out, n_out, err);
+    int kmax = spec_check("tern_spec_step", sp, s, smp, last, n_max, out, n_out, err);
     if (kmax < 0) return kmax;
     if (sp->p.adaptive) kmax = TERN_MIN(kmax, sp->cur);
     const int k = spec_lookup(sp, last, sp->toks + 1, kmax, err);
@@ -415,7 +415,7 @@ int tern_spec_step(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t la
 
 int tern_spec_verify(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t last, const int32_t *draft,
                      int n_draft, int n_max, int32_t *out, int *n_out, tern_err *err) {
-    const int kmax = spec_check(sp, s, smp, last, n_max, out, n_out, err);
+    const int kmax = spec_check("tern_spec_verify", sp, s, smp, last, n_max, out, n_out, err);
     if (kmax < 0) return kmax;
     if (n_draft < 0 || (n_draft > 0 && !draft) || n_draft > sp->p.draft_max)
         return tern_err_set(err, TERN_E_ARG, "tern_spec_verify: n_draft %d, expected 0..%d (draft_max)", n_draft,
