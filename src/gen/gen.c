@@ -119,9 +119,8 @@ void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
                 (int)g->n_vocab);
     else if (spec && spec_model(spec) != g->m) gen_bad(g, "tern_gen_begin: the spec is of another model than the generator's");
     else if (g->p.n_predict < -1) gen_bad(g, "tern_gen_begin: n_predict %d, expected -1 (until a stop) or >= 0", g->p.n_predict);
-    else if (g->p.n_forced < 0 || (g->p.n_forced > 0 && !g->p.forced))
-        gen_bad(g, "tern_gen_begin: n_forced %d with forced %s, expected n_forced >= 0 and forced tokens when > 0",
-                g->p.n_forced, g->p.forced ? "set" : "NULL");
+    else if (g->p.forced && g->p.n_forced < 0)   /* forced NULL: none, whatever n_forced says (the header) */
+        gen_bad(g, "tern_gen_begin: n_forced %d, expected >= 0", g->p.n_forced);
 }
 
 void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n) {
