@@ -126,8 +126,9 @@ static int load_prompts(const bs_args *a, char ***out) {
             if (n_empty++ < 3) fprintf(stderr, "tern bench-spec: warning: %s line %d: an empty prompt; skipped\n", a->prompts, line_no);
         } else if (cJSON_IsString(p)) {
             v[n++] = strdup(p->valuestring);
-        } else {
-            n_none++;
+        } else if (n_none++ < 3) {
+            fprintf(stderr, "tern bench-spec: warning: %s line %d: no string \"prompt\" or \"turns\"[0]; skipped\n",
+                    a->prompts, line_no);
         }
         cJSON_Delete(j);
     }
