@@ -642,7 +642,7 @@ enum { SY_ARCH = 1, SY_TYPE, SY_SEED, SY_TOKENIZER, SY_TEMPLATE, SY_N_VOCAB, SY_
 static const opt_def synth_defs[] = {
     {SY_ARCH, "--arch", OPT_TEXT, "ARCH", 0, 0, NULL, "qwen3-tiny | bonsai-1.7b | qwen35-tiny | bonsai2-27b"},
     {SY_TYPE, "--type", OPT_TEXT, "TYPE", 0, 0, NULL, "ternary encoding pq2_0 (default) | ptq1_0 | q2_0 (group 64, id 42)"},
-    {SY_SEED, "--seed", OPT_SEED, "N", 0, 0, NULL, "PRNG seed (default 1); the same seed gives the same bytes"},
+    {SY_SEED, "--seed", OPT_TEXT, "N", 0, 0, NULL, "PRNG seed (default 1); the same seed gives the same bytes"},
     {SY_TOKENIZER, "--tokenizer", OPT_PATH, "PATH", 0, 0, NULL,
      "embed a HF tokenizer.json and the tokenizer_config.json beside it (default:\n"
      "                          a small byte-level vocabulary); rows beyond its ids become [PADi] (unused)"},
@@ -682,13 +682,17 @@ int cmd_synth(int argc, char **argv) {
         case OPT_POSITIONAL: return opts_unexpected("synth", v.str);
         case SY_ARCH: arch_name = v.str; break;
         case SY_TYPE: type_name = v.str; break;
-        case SY_SEED:
-            if (v.u == UINT64_MAX) {   /* "-1": no random draw here, the file is a function of the seed */
+        case SY_SEED: {   /* all digits, 0..2^64-2: no "-1 (random)" here, the file is a function of the seed */
+            char *end;
+            errno = 0;
+            const unsigned long long x = v.str[0] >= '0' && v.str[0] <= '9' ? strtoull(v.str, &end, 10) : 0;
+            if (!(v.str[0] >= '0' && v.str[0] <= '9') || errno || *end || x >= UINT64_MAX) {
                 opts_bad_value("synth", "--seed", "an integer in 0..18446744073709551614 (synth is deterministic: no random seed)", v.str);
                 return 2;
             }
-            seed = v.u;
+            seed = x;
             break;
+        }
         case SY_TOKENIZER: tok_path = v.str; break;
         case SY_TEMPLATE: tmpl_path = v.str; break;
         case SY_N_VOCAB: n_vocab_opt = v.i; break;
