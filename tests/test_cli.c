@@ -221,6 +221,8 @@ static void test_values_out_of_range(void **state) {
         {"quantize", "in.gguf '' --type q8_0", "tern quantize: OUT: expected a path, got ''; see tern quantize --help"},
         {"bench", "-p ''", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got ''"},
         {"bench-kernel", "--isa ''", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, got ''"},
+        {"bench-kernel", "--isa ref,", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, got 'ref,'"},
+        {"bench-kernel", "--isa ref,,avx2", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, got 'ref,,avx2'"},
         {"run", "--numerics fast2", "tern run: --numerics: expected one of fast, ggml, f32, got 'fast2'"},
         {"run", "--cache-type q8", "tern run: --cache-type: expected one of f16, f32, got 'q8'"},
         {"perplexity", "--chunks 0", "tern perplexity: --chunks: expected an integer in 1..1073741824, got '0'"},

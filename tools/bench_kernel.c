@@ -111,11 +111,12 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static int64_t peak_vnni(
         PEAK_DP(a8, w2, y0); PEAK_DP(a9, w2, y1); PEAK_DP(a10, w2, y2); PEAK_DP(a11, w2, y3);
         PEAK_DP(a12, w3, y0); PEAK_DP(a13, w3, y1); PEAK_DP(a14, w3, y2); PEAK_DP(a15, w3, y3);
     }
-    const __m512i s0 = _mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3));
-    const __m512i s1 = _mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7));
-    const __m512i s2 = _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11));
-    const __m512i s3 = _mm512_add_epi32(_mm512_add_epi32(a12, a13), _mm512_add_epi32(a14, a15));
-    volatile int r = _mm512_reduce_add_epi32(_mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_add_epi32(s2, s3)));
+    /* the accumulators are only kept alive: XOR them (lane-wise, no integer overflow) */
+    const __m512i s0 = _mm512_xor_si512(_mm512_xor_si512(a0, a1), _mm512_xor_si512(a2, a3));
+    const __m512i s1 = _mm512_xor_si512(_mm512_xor_si512(a4, a5), _mm512_xor_si512(a6, a7));
+    const __m512i s2 = _mm512_xor_si512(_mm512_xor_si512(a8, a9), _mm512_xor_si512(a10, a11));
+    const __m512i s3 = _mm512_xor_si512(_mm512_xor_si512(a12, a13), _mm512_xor_si512(a14, a15));
+    volatile int r = _mm_cvtsi128_si32(_mm512_castsi512_si128(_mm512_xor_si512(_mm512_xor_si512(s0, s1), _mm512_xor_si512(s2, s3))));
     (void)r;
     return (int64_t)(PEAK_ITERS / 2) * 16 * 64;   /* MACs: 64 byte products per vpdpbusd zmm */
 }
@@ -622,7 +623,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         case BK_F16: o.f16 = true; break;
         case BK_SAMPLER: o.sampler = true; break;
         case BK_ISA:
-            if (!v.str[0] || v.str[strspn(v.str, ",")] == '\0') {   /* "" or only commas: no name at all */
+            if (!v.str[0] || v.str[0] == ',' || v.str[strlen(v.str) - 1] == ',' || strstr(v.str, ",,")) {   /* an empty item */
                 opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm", v.str);
                 return 2;
             }
@@ -645,6 +646,12 @@ int cmd_bench_kernel(int argc, char **argv) {
     g_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
 #endif
     const int reps = o.quick ? 3 : 15;
+    if (o.sampler + o.decode_seq + o.f16 > 1)   /* one set per run, in this order */
+        fprintf(stderr, "tern bench-kernel: warning: --sampler, --decode-seq and --f16 each select one set; running only %s\n",
+                o.sampler ? "--sampler" : "--decode-seq");
+    if ((o.sampler || o.decode_seq || o.f16) && o.isa[0])   /* those sets run the best path only */
+        fprintf(stderr, "tern bench-kernel: warning: --isa has no effect with %s\n",
+                o.sampler ? "--sampler" : o.decode_seq ? "--decode-seq" : "--f16");
     if (o.sampler) return bench_sampler(&o);
     const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
     const int n_isas = (int)(sizeof isas / sizeof isas[0]);
