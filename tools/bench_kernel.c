@@ -523,7 +523,7 @@ static const opt_def bk_defs[] = {
     {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure, of ref,avx2,avxvnni,avx512vnni (default: all this CPU runs)"},
     {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts, at most 8 (default 1,2)"},
     {BK_DECODE, "--decode-seq", OPT_FLAG, NULL, 0, 0, NULL,
-     "only bonsai-1.7b's decode matvecs: 8 layers as pool jobs (claimed, fixed shares), without barriers, lm_head, 71 MB, cache-resident (busy GB/s vs the probe)"},
+     "only bonsai-1.7b's decode matvecs, busy GB/s against the probe: 8 layers as pool jobs (rows claimed, fixed shares), the same as one job without barriers, the LM head, and one 2048x2048 matrix with its weights in cache"},
     {BK_F16, "--f16", OPT_FLAG, NULL, 0, 0, NULL,
      "after the probes, only the F16 and F32 matmuls (128 MiB each, K 2048) at 1, 2, 4, 8 columns: weight GB/s vs the bandwidth and time vs 1 column"},
     {BK_SAMPLER, "--sampler", OPT_FLAG, NULL, 0, 0, NULL,

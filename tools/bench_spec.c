@@ -229,8 +229,8 @@ static int run_generation(const bs_args *a, tern_model *m, tern_session *s, doub
     if (!ga || !gb || tern_sampler_init(&smp, m, &spp, &err) || tern_spec_init(&sp, m, &a->so.p, &err) ||
         tern_gen_init(&gen, m, &err))
         goto done;
-    printf("bench-spec: %s (%s), %d threads, prompts %s%s%s (%d), -n %d, %s, draft-max %d, n-gram %d..%d\n",
-           a->oc.model, info.arch, info.n_threads, a->prompts, a->category ? " category " : "",
+    printf("bench-spec: %s (%s), %d thread%s, prompts %s%s%s (%d), -n %d, %s, draft-max %d, n-gram %d..%d\n",
+           a->oc.model, info.arch, info.n_threads, info.n_threads == 1 ? "" : "s", a->prompts, a->category ? " category " : "",
            a->category ? a->category : "", n_p, a->n_predict, raw ? "raw text" : "chat template", a->so.p.draft_max,
            a->so.p.ngram_min, a->so.p.ngram_max);
     printf("%-4s %7s %6s %9s %9s %7s %10s %10s %7s\n", "#", "prompt", "gen", "drafted", "accepted", "tok/fwd",
@@ -368,8 +368,8 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
         qsort(tr + n * a->reps, (size_t)a->reps, sizeof *tr, cmp_dbl);
     }
     const double t1 = t[1 * a->reps + a->reps / 2];
-    printf("bench-spec --cost: %s (%s, %d layers, n_embd %d), %d threads, %s, position %d, median of %d\n", a->oc.model,
-           info.arch, info.n_layer, info.n_embd, info.n_threads, info.isa, P, a->reps);
+    printf("bench-spec --cost: %s (%s, %d layers, n_embd %d), %d thread%s, %s, position %d, median of %d\n", a->oc.model,
+           info.arch, info.n_layer, info.n_embd, info.n_threads, info.n_threads == 1 ? "" : "s", info.isa, P, a->reps);
     printf("decode ceiling %.2f tokens/s (%.1f MB per token / read bandwidth); one decode step %.2f ms = %.2f of it\n",
            ceil_tps, (double)info.bytes_per_token / 1e6, t1 * 1e3, (1.0 / t1) / ceil_tps);
     printf("%8s %8s %12s %12s %14s\n", "columns", "drafted", "eval ms", "vs 1 step", "rollback ms");
