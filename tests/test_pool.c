@@ -377,6 +377,58 @@ static void test_adapt_slow_worker(void **state) {
     pool_free(p);
 }
 
+/* Two threads on one CPU (as when another process holds the other CPU and the scheduler puts the
+ * worker beside the caller, where neither may spin): every index is still covered once, no job
+ * waits for ever on a sleeping thread, and the pool soon runs such jobs on the caller alone, since
+ * two threads sharing a CPU cannot beat one: of 640 jobs after the first 320, fewer than 64 reach
+ * the worker (1-2 did in quiet runs here). All threads are pinned to the first CPU of the mask. */
+typedef struct { int cpu; atomic_int failed; } pin_ctx;
+static void job_pin(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)i0; (void)i1; (void)ith;
+    pin_ctx *c = ctx;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c->cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) atomic_store(&c->failed, 1);
+}
+typedef struct { atomic_int *hits; atomic_int worker_ran; } beside_ctx;
+static void job_beside(void *ctx, int64_t i0, int64_t i1, int ith) {
+    beside_ctx *c = ctx;
+    if (ith != 0) atomic_store(&c->worker_ran, 1);
+    for (int64_t i = i0; i < i1; i++) atomic_fetch_add(&c->hits[i], 1);
+    const double t_end = tern_time_s() + 1e-6 * (double)(i1 - i0);
+    while (tern_time_s() < t_end) {}
+}
+static void test_two_on_one_cpu(void **state) {
+    (void)state;
+    if (pool_cpus_available() < 2) return;
+    cpu_set_t old;
+    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+    pin_ctx pc = {0};
+    atomic_init(&pc.failed, 0);
+    while (!CPU_ISSET(pc.cpu, &old)) pc.cpu++;
+    tern_pool *p;
+    assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
+    pool_run_all(p, job_pin, &pc);
+    assert_int_equal(atomic_load(&pc.failed), 0);
+    enum { N = 64 };
+    beside_ctx c = {0};
+    c.hits = calloc(N, sizeof *c.hits);
+    atomic_init(&c.worker_ran, 0);
+    for (int r = 0; r < 320; r++) pool_for(p, N, 1, job_beside, &c);
+    int reached = 0;
+    for (int r = 0; r < 640; r++) {
+        atomic_store(&c.worker_ran, 0);
+        pool_for(p, N, 1, job_beside, &c);
+        reached += atomic_load(&c.worker_ran);
+    }
+    pool_free(p);
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+    for (int i = 0; i < N; i++) assert_int_equal(atomic_load(&c.hits[i]), 960);
+    free(c.hits);
+    if (reached >= 64) fail_msg("the worker, on the caller's CPU, still ran chunks of %d of 640 jobs", reached);
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -397,6 +449,7 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_cpus_available),
         cmocka_unit_test(test_held_worker),
         cmocka_unit_test(test_adapt_slow_worker),
+        cmocka_unit_test(test_two_on_one_cpu),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

@@ -63,6 +63,8 @@ int os_cpus_available(void) {
     return si.dwNumberOfProcessors > 0 ? (int)(si.dwNumberOfProcessors > 1024 ? 1024 : si.dwNumberOfProcessors) : 1;
 }
 
+int os_current_cpu(void) { return (int)GetCurrentProcessorNumber(); }
+
 /* RtlGenRandom (advapi32's SystemFunction036): the CSPRNG behind rand_s. */
 BOOLEAN NTAPI SystemFunction036(PVOID buf, ULONG n);
 int os_random_bytes(void *buf, size_t n) {
@@ -143,6 +145,14 @@ int os_cpus_available(void) {
 #endif
     const long nc = sysconf(_SC_NPROCESSORS_ONLN);
     return nc > 0 ? (int)(nc > 1024 ? 1024 : nc) : 1;
+}
+
+int os_current_cpu(void) {
+#ifdef __linux__
+    return sched_getcpu();   /* glibc: the rseq area's cpu_id, no system call */
+#else
+    return -1;
+#endif
 }
 
 int os_random_bytes(void *buf, size_t n) {

@@ -57,6 +57,9 @@ void os_aligned_free(void *p);
  * GetProcessAffinityMask on Windows, which sees at most the 64 CPUs of its processor group),
  * else the online count; 1..1024. */
 int os_cpus_available(void);
+/* The CPU the calling thread runs on now (it may move at any time after), or -1 where the OS
+ * does not say. A hint for spin-or-sleep choices; never needed for correctness. */
+int os_current_cpu(void);
 
 /* Fills buf with n bytes from the OS's random source; 0 on success, -1 when it is unavailable. */
 int os_random_bytes(void *buf, size_t n);

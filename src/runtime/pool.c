@@ -13,7 +13,11 @@
  * the counter for at most spin_ns (then sleep on a condition variable; the Dekker-style
  * handshakes n_sleeping/gen and caller_waiting/done are seq_cst, so no wake-up is lost).
  * spin_ns is POOL_SPIN_NS, or 0 when the pool has more threads than the CPUs the process may
- * run on (a spinning thread would take the CPU from one that works). */
+ * run on (a spinning thread would take the CPU from one that works). Nor does a thread spin on
+ * the CPU where another thread of the job runs (the scheduler put both on one CPU, e.g. when
+ * another process holds the other one): a worker does not spin where the caller last published
+ * a job from, and the caller does not spin where a worker of the job last took work; they sleep
+ * at once, so the one that works keeps the CPU. */
 #include "runtime/pool.h"
 
 #include <pthread.h>
@@ -51,7 +55,12 @@
  * ADAPT_LONG_NS or more tries hi - 1 only while the caller, its own claims done, waits for the
  * others for over ADAPT_WAIT of the job (running mean): with less, the threads share the work
  * and one thread alone cannot win, while a try runs whole long jobs (a prefill matmul: with 28
- * layers, several of a forward's 28 runs of each kind) on one thread. */
+ * layers, several of a forward's 28 runs of each kind) on one thread.
+ *   With hi = 2, a run of both threads in which the worker took its work on the caller's CPU
+ * counts as lost at once (the kind goes to the caller alone; a try of two ends): the scheduler
+ * put both on one CPU, where two threads cannot beat one, and on a machine with other processes'
+ * noise the timing alone takes many runs to see it. (With more threads, dropping one need not
+ * separate the two that share a CPU, so there the timing alone decides.) */
 #define ADAPT_GAP_NS 2000000
 #define ADAPT_LONG_NS 2000000.0
 #define ADAPT_WAIT 0.25
@@ -75,6 +84,7 @@ typedef struct pool_adapt {
     int hi;                       /* min(n_threads, CPUs available): the most threads worth running */
     int64_t last;                 /* end of the last chunked job (ns; 0: none) */
     int64_t wait;                 /* the last job's wait of the caller for the others (ns) */
+    bool beside;                  /* a worker of the last job took its work on the caller's CPU */
     adapt_kind *k;                /* the current job's kind */
     adapt_kind kind[ADAPT_KINDS];
 } pool_adapt;
@@ -83,6 +93,8 @@ typedef struct worker {
     struct tern_pool *pool;
     int ith;
     pthread_t th;
+    atomic_int cpu;            /* where it last took work (os_current_cpu; -1: not known) */
+    char pad[64];
 } worker;
 
 struct tern_pool {
@@ -106,6 +118,7 @@ struct tern_pool {
     atomic_int stop;
     atomic_int n_sleeping;     /* workers waiting on cv_work */
     atomic_int caller_waiting;
+    atomic_int caller_cpu;     /* where the caller published the last job (-1: not known) */
     atomic_uint_fast64_t *each;/* pool_run_all: n_each_words bit words */
     atomic_int active;         /* threads awake for chunked work (ith < active); the rest park */
     atomic_int job_threads;    /* threads that take part in the current chunked job (read before a
@@ -185,6 +198,20 @@ static void take_work(struct tern_pool *p, int ith) {
     }
 }
 
+/* Whether the calling thread runs on CPU `cpu` (never when either is not known). */
+static bool on_cpu(int cpu) {
+    return cpu >= 0 && os_current_cpu() == cpu;
+}
+
+/* Whether a worker of the current job last took work on the caller's CPU. */
+static bool worker_beside_caller(struct tern_pool *p) {
+    const int me = os_current_cpu(), n = atomic_load_explicit(&p->job_threads, memory_order_relaxed);
+    if (me < 0) return false;
+    for (int i = 1; i < n && i < p->n_threads; i++)
+        if (atomic_load_explicit(&p->w[i - 1].cpu, memory_order_relaxed) == me) return true;
+    return false;
+}
+
 static void *worker_main(void *arg) {
     worker *wk = arg;
     struct tern_pool *p = wk->pool;
@@ -198,16 +225,19 @@ static void *worker_main(void *arg) {
             /* the job that made it active may already be published: look at once (a claim
              * on a finished job's words takes nothing) */
             seen = atomic_load(&p->gen);
+            atomic_store_explicit(&wk->cpu, os_current_cpu(), memory_order_relaxed);
             take_work(p, wk->ith);
             continue;
         }
         uint_fast64_t g = atomic_load(&p->gen);
-        if (g == seen && p->spin_ns > 0) {
+        if (g == seen && p->spin_ns > 0 && !on_cpu(atomic_load_explicit(&p->caller_cpu, memory_order_relaxed))) {
             const int64_t t_end = now_ns() + p->spin_ns;
             for (int i = 1; g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed); i++) {
                 CPU_RELAX();
                 g = atomic_load(&p->gen);
-                if (i % POOL_SPIN_CHECK == 0 && now_ns() > t_end) break;
+                if (i % POOL_SPIN_CHECK == 0 &&
+                    (now_ns() > t_end || on_cpu(atomic_load_explicit(&p->caller_cpu, memory_order_relaxed))))
+                    break;
             }
         }
         if (g == seen) {
@@ -223,6 +253,7 @@ static void *worker_main(void *arg) {
         if (atomic_load(&p->stop)) return NULL;
         if (g == seen) continue;                    /* woken to park */
         seen = g;
+        atomic_store_explicit(&wk->cpu, os_current_cpu(), memory_order_relaxed);
         take_work(p, wk->ith);
     }
 }
@@ -246,6 +277,7 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     atomic_init(&p->stop, 0);
     atomic_init(&p->n_sleeping, 0);
     atomic_init(&p->caller_waiting, 0);
+    atomic_init(&p->caller_cpu, -1);
     atomic_init(&p->active, n_threads);
     const int hi = TERN_MIN(n_threads, pool_cpus_available());
     p->ad = (pool_adapt){.hi = hi};
@@ -263,6 +295,7 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
         for (int i = 0; i < n_threads - 1; i++) {
             p->w[i].pool = p;
             p->w[i].ith = i + 1;
+            atomic_init(&p->w[i].cpu, -1);
             if (pthread_create(&p->w[i].th, NULL, worker_main, &p->w[i]) != 0) {
                 p->n_threads = i + 1;          /* pool_free joins only the started ones */
                 pool_free(p);
@@ -298,6 +331,7 @@ int pool_n_threads(const tern_pool *p) { return p ? p->n_threads : 1; }
 
 /* Wake the workers (the job's fields and work word are stored), take work, wait for the rest. */
 static void run_job(struct tern_pool *p) {
+    atomic_store_explicit(&p->caller_cpu, os_current_cpu(), memory_order_relaxed);
     atomic_fetch_add(&p->gen, 1);
     if (atomic_load(&p->n_sleeping) > 0) {
         pthread_mutex_lock(&p->mu);
@@ -307,13 +341,14 @@ static void run_job(struct tern_pool *p) {
     take_work(p, 0);
     const int64_t target = atomic_load_explicit(&p->target, memory_order_relaxed);
     p->ad.wait = 0;
+    p->ad.beside = worker_beside_caller(p);
     if (atomic_load(&p->done) == target) return;
     const int64_t w0 = now_ns();
-    if (p->spin_ns > 0) {
+    if (p->spin_ns > 0 && !worker_beside_caller(p)) {
         const int64_t t_end = now_ns() + p->spin_ns;
         for (int i = 1; atomic_load(&p->done) != target; i++) {
             CPU_RELAX();
-            if (i % POOL_SPIN_CHECK == 0 && now_ns() > t_end) break;
+            if (i % POOL_SPIN_CHECK == 0 && (now_ns() > t_end || worker_beside_caller(p))) break;
         }
     }
     if (atomic_load(&p->done) != target) {
@@ -365,13 +400,16 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     const double dt = (double)(a->last && t0 - a->last <= ADAPT_GAP_NS ? t - a->last : t - t0);
     a->last = t;
     adapt_kind *k = a->k;
+    const bool ran_hi = (k->trying ? !k->alt : k->alt) == 0;
     if (k->trying) {
         k->try_sum += dt;
         const int runs = ADAPT_TRY - --k->trying;
+        const bool lost = a->hi == 2 && ran_hi && a->beside;      /* both threads on one CPU */
+        if (lost) k->trying = 0;
         if (k->trying > 0 && !(k->t_cur > 0 && dt > ADAPT_ABORT * k->t_cur)) return;
         k->trying = 0;                                            /* the try ends: all runs, or one too slow */
         const double mean = k->try_sum / runs;
-        if (runs == ADAPT_TRY && k->t_cur > 0 && mean < ADAPT_MARGIN * k->t_cur) {   /* the other count is faster */
+        if (!lost && runs == ADAPT_TRY && k->t_cur > 0 && mean < ADAPT_MARGIN * k->t_cur) {   /* the other count is faster */
             k->alt = !k->alt;
             k->t_cur = mean;
             k->w_cur = 0;
@@ -380,6 +418,10 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
             k->every *= 2;
         }
         k->since = 0;
+        return;
+    }
+    if (a->hi == 2 && ran_hi && a->beside) {   /* both threads on one CPU: the caller alone */
+        *k = (adapt_kind){.fn = k->fn, .n = k->n, .alt = 1, .every = ADAPT_EVERY_MIN};
         return;
     }
     const double wf = dt > 0 ? (double)a->wait / dt : 0.0;
@@ -408,6 +450,7 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
         const int64_t step = cmax == INT64_MAX ? n : cmax;
         for (int64_t i = 0; i < n; i += step) fn(ctx, i, TERN_MIN(i + step, n), 0);
         p->ad.wait = 0;
+        p->ad.beside = false;
         adapt_end(p, t0, p->ad.hi > 1 ? now_ns() : 0);
         return;
     }
