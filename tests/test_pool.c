@@ -5,7 +5,6 @@
  * once, aligned chunks within their bounds, the caller's claims above the workers', same bits. */
 #include "test.h"
 
-#include "core/os.h"
 #include "runtime/pool.h"
 
 #include <pthread.h>
@@ -430,37 +429,6 @@ static void test_two_on_one_cpu(void **state) {
     if (reached >= 64) fail_msg("the worker, on the caller's CPU, still ran chunks of %d of 640 jobs", reached);
 }
 
-/* os_move_off_cpu: the thread leaves the CPU it names for another of its mask, and the mask is
- * as before; refused for a CPU outside the mask and for the mask's only CPU. */
-static void test_move_off_cpu(void **state) {
-    (void)state;
-    cpu_set_t old, two, one;
-    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
-    if (CPU_COUNT(&old) < 2) return;
-    int a = 0, b;
-    while (!CPU_ISSET(a, &old)) a++;
-    b = a + 1;
-    while (!CPU_ISSET(b, &old)) b++;
-    CPU_ZERO(&two);
-    CPU_SET(a, &two);
-    CPU_SET(b, &two);
-    CPU_ZERO(&one);
-    CPU_SET(a, &one);
-    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);     /* now on a */
-    assert_int_equal(os_current_cpu(), a);
-    assert_int_equal(os_move_off_cpu(a), -1);                          /* the only CPU */
-    assert_int_equal(os_move_off_cpu(b), -1);                          /* not in the mask */
-    assert_int_equal(sched_setaffinity(0, sizeof two, &two), 0);
-    const int r = os_move_off_cpu(a);
-    const int now = os_current_cpu();
-    cpu_set_t after;
-    assert_int_equal(sched_getaffinity(0, sizeof after, &after), 0);
-    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
-    assert_int_equal(r, 0);
-    assert_int_equal(now, b);
-    assert_true(CPU_EQUAL(&after, &two));
-}
-
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -482,7 +450,6 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_held_worker),
         cmocka_unit_test(test_adapt_slow_worker),
         cmocka_unit_test(test_two_on_one_cpu),
-        cmocka_unit_test(test_move_off_cpu),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

@@ -64,7 +64,6 @@ int os_cpus_available(void) {
 }
 
 int os_current_cpu(void) { return (int)GetCurrentProcessorNumber(); }
-int os_move_off_cpu(int cpu) { (void)cpu; return -1; }
 
 /* RtlGenRandom (advapi32's SystemFunction036): the CSPRNG behind rand_s. */
 BOOLEAN NTAPI SystemFunction036(PVOID buf, ULONG n);
@@ -152,20 +151,6 @@ int os_current_cpu(void) {
 #ifdef __linux__
     return sched_getcpu();   /* glibc: the rseq area's cpu_id, no system call */
 #else
-    return -1;
-#endif
-}
-
-int os_move_off_cpu(int cpu) {
-#ifdef __linux__
-    cpu_set_t old, set;
-    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getaffinity(0, sizeof old, &old) != 0 || !CPU_ISSET(cpu, &old)) return -1;
-    set = old;
-    CPU_CLR(cpu, &set);
-    if (CPU_COUNT(&set) == 0 || sched_setaffinity(0, sizeof set, &set) != 0) return -1;   /* moves it now */
-    return sched_setaffinity(0, sizeof old, &old) == 0 ? 0 : -1;                         /* it stays there */
-#else
-    (void)cpu;
     return -1;
 #endif
 }

@@ -60,10 +60,6 @@ int os_cpus_available(void);
 /* The CPU the calling thread runs on now (it may move at any time after), or -1 where the OS
  * does not say. A hint for spin-or-sleep choices; never needed for correctness. */
 int os_current_cpu(void);
-/* Moves the calling thread off CPU `cpu` to another CPU of its affinity mask, chosen by the OS,
- * and leaves the mask as it was (the thread stays where it was moved until the scheduler moves
- * it). 0 when moved; -1 when it cannot (not on Linux, `cpu` not in the mask, or the only one). */
-int os_move_off_cpu(int cpu);
 
 /* Fills buf with n bytes from the OS's random source; 0 on success, -1 when it is unavailable. */
 int os_random_bytes(void *buf, size_t n);

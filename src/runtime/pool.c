@@ -38,8 +38,7 @@
 #endif
 
 #define POOL_SPIN_NS 40000      /* 40 us: a few decode jobs; far below a scheduler time slice */
-#define POOL_SPIN_CHECK 16
-#define POOL_MOVE_NS 2000000    /* 2 ms: a worker moves itself off the caller's CPU at most this often */      /* pause loops between two clock reads (a read is ~20 ns) */
+#define POOL_SPIN_CHECK 16      /* pause loops between two clock reads (a read is ~20 ns) */
 
 /* How many threads take a chunked job (adapt_* below): at most hi = min(n_threads, CPUs the
  * process may run on), so threads beyond the CPUs stay parked (an explicit oversubscription costs
@@ -57,13 +56,14 @@
  * others for over ADAPT_WAIT of the job (running mean): with less, the threads share the work
  * and one thread alone cannot win, while a try runs whole long jobs (a prefill matmul: with 28
  * layers, several of a forward's 28 runs of each kind) on one thread.
- *   With hi = 2, a run of both threads in which the worker took its work on the caller's CPU
- * counts as lost at once (the kind goes to the caller alone; a try of two ends): the scheduler
- * put both on one CPU, where two threads cannot beat one, and on a machine with other processes'
- * noise the timing alone takes many runs to see it. (With more threads, dropping one need not
- * separate the two that share a CPU, so there the timing alone decides.) */
+ *   With hi = 2, a run of both threads shorter than ADAPT_LONG_NS in which the worker took its
+ * work on the caller's CPU counts as lost at once (the kind goes to the caller alone; a try of
+ * two ends): the scheduler put both on one CPU, where two threads cannot beat one, and on a
+ * machine with other processes' noise the timing alone takes many runs to see it. A longer run
+ * is left to the timing: while both threads work for milliseconds the scheduler may move one
+ * to another CPU, which a caller alone would never let it do. (With more threads, dropping one
+ * need not separate the two that share a CPU, so there the timing alone decides.) */
 #define ADAPT_GAP_NS 2000000
-#define ADAPT_STALL_NS 200000     /* far above a wake-up (tens of us), below a time slice (ms) */
 #define ADAPT_LONG_NS 2000000.0
 #define ADAPT_WAIT 0.25
 #define ADAPT_ABORT 1.5
@@ -96,7 +96,6 @@ typedef struct worker {
     int ith;
     pthread_t th;
     atomic_int cpu;            /* where it last took work (os_current_cpu; -1: not known) */
-    int64_t moved_at;          /* when it last moved itself off the caller's CPU (ns; 0: never) */
     char pad[64];
 } worker;
 
@@ -122,7 +121,6 @@ struct tern_pool {
     atomic_int n_sleeping;     /* workers waiting on cv_work */
     atomic_int caller_waiting;
     atomic_int caller_cpu;     /* where the caller published the last job (-1: not known) */
-    atomic_int move_ok;        /* the job is of a long kind: a worker beside the caller moves */
     atomic_uint_fast64_t *each;/* pool_run_all: n_each_words bit words */
     atomic_int active;         /* threads awake for chunked work (ith < active); the rest park */
     atomic_int job_threads;    /* threads that take part in the current chunked job (read before a
@@ -216,26 +214,6 @@ static bool worker_beside_caller(struct tern_pool *p) {
     return false;
 }
 
-/* A worker about to take work: where it runs. On the caller's CPU (the scheduler put both
- * there; on a machine where another process holds the other CPUs it may keep them there for
- * seconds, and two threads on one CPU run no faster than one), for a job of a long kind
- * (move_ok), it moves itself to another CPU of its mask, at most once per POOL_MOVE_NS (should
- * the scheduler keep putting it back): there it may share a CPU with another process, which the
- * dynamic chunks absorb in a long job. A short job would wait on its chunk for one of the other
- * process's time slices (milliseconds): short kinds run on the caller alone instead (adapt_end). */
-static void worker_place(struct tern_pool *p, worker *wk) {
-    int cpu = os_current_cpu();
-    if (atomic_load_explicit(&p->move_ok, memory_order_relaxed) &&
-        on_cpu(atomic_load_explicit(&p->caller_cpu, memory_order_relaxed))) {
-        const int64_t t = now_ns();
-        if ((wk->moved_at == 0 || t - wk->moved_at >= POOL_MOVE_NS) && os_move_off_cpu(cpu) == 0) {
-            wk->moved_at = t;
-            cpu = os_current_cpu();
-        }
-    }
-    atomic_store_explicit(&wk->cpu, cpu, memory_order_relaxed);
-}
-
 static void *worker_main(void *arg) {
     worker *wk = arg;
     struct tern_pool *p = wk->pool;
@@ -249,7 +227,7 @@ static void *worker_main(void *arg) {
             /* the job that made it active may already be published: look at once (a claim
              * on a finished job's words takes nothing) */
             seen = atomic_load(&p->gen);
-            worker_place(p, wk);
+            atomic_store_explicit(&wk->cpu, os_current_cpu(), memory_order_relaxed);
             take_work(p, wk->ith);
             continue;
         }
@@ -277,7 +255,7 @@ static void *worker_main(void *arg) {
         if (atomic_load(&p->stop)) return NULL;
         if (g == seen) continue;                    /* woken to park */
         seen = g;
-        worker_place(p, wk);
+        atomic_store_explicit(&wk->cpu, os_current_cpu(), memory_order_relaxed);
         take_work(p, wk->ith);
     }
 }
@@ -302,7 +280,6 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     atomic_init(&p->n_sleeping, 0);
     atomic_init(&p->caller_waiting, 0);
     atomic_init(&p->caller_cpu, -1);
-    atomic_init(&p->move_ok, 0);
     atomic_init(&p->active, n_threads);
     const int hi = TERN_MIN(n_threads, pool_cpus_available());
     p->ad = (pool_adapt){.hi = hi};
@@ -426,11 +403,10 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     a->last = t;
     adapt_kind *k = a->k;
     const bool ran_hi = (k->trying ? !k->alt : k->alt) == 0;
-    const bool stalled = (double)a->wait > ADAPT_STALL_NS && (double)a->wait > dt / 2;
     if (k->trying) {
         k->try_sum += dt;
         const int runs = ADAPT_TRY - --k->trying;
-        const bool lost = a->hi == 2 && ran_hi && (a->beside || stalled) && dt < ADAPT_LONG_NS;
+        const bool lost = a->hi == 2 && ran_hi && a->beside && dt < ADAPT_LONG_NS;   /* both on one CPU */
         if (lost) k->trying = 0;
         if (k->trying > 0 && !(k->t_cur > 0 && dt > ADAPT_ABORT * k->t_cur)) return;
         k->trying = 0;                                            /* the try ends: all runs, or one too slow */
@@ -446,7 +422,7 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
         k->since = 0;
         return;
     }
-    if (a->hi == 2 && ran_hi && (a->beside || stalled) && dt < ADAPT_LONG_NS) {   /* the caller alone */
+    if (a->hi == 2 && ran_hi && a->beside && dt < ADAPT_LONG_NS) {   /* both on one CPU: the caller alone */
         *k = (adapt_kind){.fn = k->fn, .n = k->n, .alt = 1, .every = ADAPT_EVERY_MIN};
         return;
     }
@@ -488,7 +464,6 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
         units = n / unit + (n % unit != 0);
     }
     set_job(p, fn, ctx, n, unit, units);
-    atomic_store_explicit(&p->move_ok, p->ad.k && p->ad.k->t_cur >= ADAPT_LONG_NS, memory_order_relaxed);
     const int64_t ucmin = TERN_MAX(cmin / unit, 1);
     atomic_store_explicit(&p->cmin, ucmin, memory_order_relaxed);
     atomic_store_explicit(&p->cmax, cmax == INT64_MAX ? units : TERN_MAX(cmax / unit, ucmin), memory_order_relaxed);
@@ -510,7 +485,6 @@ void pool_run_all(tern_pool *p, pool_fn fn, void *ctx) {
     if (p->n_threads == 1) { fn(ctx, 0, 1, 0); return; }
     set_active(p, p->n_threads);          /* every thread: parked ones too */
     set_job(p, fn, ctx, p->n_threads, 1, p->n_threads);
-    atomic_store_explicit(&p->move_ok, 0, memory_order_relaxed);
     for (int w = 0; w < p->n_each_words; w++) {
         const int nb = TERN_MIN(64, p->n_threads - 64 * w);
         atomic_store_explicit(&p->each[w], nb == 64 ? ~(uint_fast64_t)0 : (((uint_fast64_t)1 << nb) - 1),
