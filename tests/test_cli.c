@@ -508,7 +508,7 @@ static void test_file_errors(void **state) {
         {"perplexity -m %3$s -f %1$s.txt", "tern perplexity: -f: cannot open '%1$s.txt': %2$s", enoent},
         {"perplexity -m %3$s -f /", "tern perplexity: -f: cannot read '/': %2$s", eisdir},
         {"perplexity -m %3$s --tokens /", "tern perplexity: --tokens: cannot read '/': %2$s", eisdir},
-        {"bench-spec -m %3$s --prompts %1$s.txt", "tern bench-spec: cannot open '%1$s.txt': %2$s", enoent},
+        {"bench-spec -m %3$s --prompts %1$s.txt", "tern bench-spec: --prompts: cannot open '%1$s.txt': %2$s", enoent},
         {"synth --arch qwen3-tiny --tokenizer %1$s.json -o %1$s.gguf", "tern synth: --tokenizer: cannot open '%1$s.json': %2$s", enoent},
         {"synth --arch qwen3-tiny --chat-template %1$s.j2 -o %1$s.gguf", "tern synth: --chat-template: cannot open '%1$s.j2': %2$s", enoent},
         {"quantize %1$s.gguf %1$s-out.gguf --type f32", "tern quantize: cannot open '%1$s.gguf': %2$s", enoent},
@@ -521,6 +521,16 @@ static void test_file_errors(void **state) {
         strcat(args, " </dev/null");
         expect_tern(1, want, args);
     }
+}
+
+/* bench-spec --cost: a measurement position and draft past the context (-c) is a usage error
+ * (exit 2) that names the three flags; 300 + (4 + 1) > 256. */
+static void test_cost_pos_past_context(void **state) {
+    (void)state;
+    char model[1024], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    snprintf(args, sizeof args, "bench-spec -m '%s' --cost --cost-pos 300 -c 256 --draft-max 4 -t 1 </dev/null", model);
+    expect_tern(2, "tern bench-spec: --cost-pos 300 + 5 tokens (--draft-max + 1) > context 256 (-c)", args);
 }
 
 /* ---- tern run: the streamed continuation appends to the prompt ------------------------------------ */
@@ -696,6 +706,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_values_at_range_ends),
         cmocka_unit_test(test_missing_value_and_unknown_option),
         cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_cost_pos_past_context),
         cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_default_ctx_trained),
         cmocka_unit_test(test_readme_usage),

@@ -61,7 +61,7 @@ typedef struct bs_args {
 
 static char *read_all(const char *path, size_t *len) {
     char *s = NULL;
-    if (opts_read_file(path, &s, len)) return NULL;
+    if (opts_read_input("--prompts", path, &s, len)) return NULL;   /* the message names the flag */
     return s;
 }
 
@@ -314,12 +314,14 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     tern_model_get_info(m, &info);
     const int P = a->cost_pos, nmax = a->so.p.draft_max + 1;
     if (P + nmax > tern_session_n_ctx(s)) {
-        fprintf(stderr, "tern bench-spec: --cost-pos %d + %d tokens > context %d (-c)\n", P, nmax, tern_session_n_ctx(s));
-        return 1;
+        fprintf(stderr, "tern bench-spec: --cost-pos %d + %d tokens (--draft-max + 1) > context %d (-c): expected a "
+                        "position and draft that fit the context\n", P, nmax, tern_session_n_ctx(s));
+        return 2;
     }
     if (nmax > tern_session_n_batch(s)) {
-        fprintf(stderr, "tern bench-spec: draft-max + 1 = %d > n_batch %d (-b)\n", nmax, tern_session_n_batch(s));
-        return 1;
+        fprintf(stderr, "tern bench-spec: --draft-max + 1 = %d > n_batch %d (-b): expected a draft that fits one batch\n",
+                nmax, tern_session_n_batch(s));
+        return 2;
     }
     tern_err err = {0};
     int32_t *pre = malloc((size_t)P * sizeof *pre);
