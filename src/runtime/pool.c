@@ -346,7 +346,7 @@ static void run_job(struct tern_pool *p) {
     p->ad.beside = worker_beside_caller(p);
     if (atomic_load(&p->done) == target) return;
     const int64_t w0 = now_ns();
-    if (p->spin_ns > 0 && !worker_beside_caller(p)) {
+    if (p->spin_ns > 0 && !p->ad.beside) {
         const int64_t t_end = now_ns() + p->spin_ns;
         for (int i = 1; atomic_load(&p->done) != target; i++) {
             CPU_RELAX();
