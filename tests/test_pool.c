@@ -5,6 +5,7 @@
  * once, aligned chunks within their bounds, the caller's claims above the workers', same bits. */
 #include "test.h"
 
+#include "core/os.h"
 #include "runtime/pool.h"
 
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -429,6 +431,80 @@ static void test_two_on_one_cpu(void **state) {
     if (reached >= 64) fail_msg("the worker, on the caller's CPU, still ran chunks of %d of 640 jobs", reached);
 }
 
+/* The caller shares its CPU with a busy thread while the worker has a CPU of its own (the kernel
+ * may leave the caller there while the worker keeps the other CPU busy): two threads time faster
+ * than the caller alone, but the caller's run delay (half of every window here) sends short job
+ * kinds to the caller alone, which lets the kernel move it to the worker's idle CPU. With the
+ * caller pinned beside the busy thread, the jobs after the first 0.3 s must stay on the caller:
+ * of 200, fewer than 20 reach the worker (without the rule, nearly all do). Needs 2 CPUs and the
+ * OS's run delay; pins the caller to the first CPU of the mask, the worker to the second. */
+typedef struct { int cpu[2]; atomic_int failed; } pin2_ctx;
+static void job_pin2(void *ctx, int64_t i0, int64_t i1, int ith) {
+    (void)i0; (void)i1;
+    pin2_ctx *c = ctx;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(c->cpu[ith], &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) atomic_store(&c->failed, 1);
+}
+typedef struct { int cpu; atomic_int stop; } busy_ctx;
+static void *busy_thread(void *arg) {
+    busy_ctx *b = arg;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(b->cpu, &one);
+    (void)sched_setaffinity(0, sizeof one, &one);
+    volatile unsigned x = 0;
+    while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) x++;
+    return NULL;
+}
+static void job_units(void *ctx, int64_t i0, int64_t i1, int ith) {
+    beside_ctx *c = ctx;
+    if (ith != 0) atomic_store(&c->worker_ran, 1);
+    for (int64_t i = i0; i < i1; i++) atomic_fetch_add(&c->hits[i], 1);
+    const double t_end = tern_time_s() + 4e-6 * (double)(i1 - i0);
+    while (tern_time_s() < t_end) {}
+}
+static void test_caller_shares_cpu(void **state) {
+    (void)state;
+    const int rd = os_run_delay_open();
+    const bool have_delay = os_run_delay_read(rd) >= 0;
+    os_run_delay_close(rd);
+    if (pool_cpus_available() < 2 || !have_delay) return;
+    cpu_set_t old;
+    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+    pin2_ctx pc = {{0, 0}, 0};
+    while (!CPU_ISSET(pc.cpu[0], &old)) pc.cpu[0]++;
+    pc.cpu[1] = pc.cpu[0] + 1;
+    while (!CPU_ISSET(pc.cpu[1], &old)) pc.cpu[1]++;
+    tern_pool *p;
+    assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
+    pool_run_all(p, job_pin2, &pc);
+    assert_int_equal(atomic_load(&pc.failed), 0);
+    busy_ctx b = {.cpu = pc.cpu[0]};
+    atomic_init(&b.stop, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, busy_thread, &b), 0);
+    enum { N = 64 };
+    beside_ctx c = {0};
+    c.hits = calloc(N, sizeof *c.hits);
+    atomic_init(&c.worker_ran, 0);
+    int runs = 0, reached = 0;
+    for (const double t_end = tern_time_s() + 0.3; tern_time_s() < t_end; runs++) pool_for(p, N, 1, job_units, &c);
+    for (int r = 0; r < 200; r++, runs++) {
+        atomic_store(&c.worker_ran, 0);
+        pool_for(p, N, 1, job_units, &c);
+        reached += atomic_load(&c.worker_ran);
+    }
+    atomic_store(&b.stop, 1);
+    pthread_join(th, NULL);
+    pool_free(p);
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+    for (int i = 0; i < N; i++) assert_int_equal(atomic_load(&c.hits[i]), runs);
+    free(c.hits);
+    if (reached >= 20) fail_msg("with the caller beside a busy thread, the worker still ran chunks of %d of 200 jobs", reached);
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -450,6 +526,7 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_held_worker),
         cmocka_unit_test(test_adapt_slow_worker),
         cmocka_unit_test(test_two_on_one_cpu),
+        cmocka_unit_test(test_caller_shares_cpu),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

@@ -64,6 +64,9 @@ int os_cpus_available(void) {
 }
 
 int os_current_cpu(void) { return (int)GetCurrentProcessorNumber(); }
+int os_run_delay_open(void) { return -1; }
+int64_t os_run_delay_read(int h) { (void)h; return -1; }
+void os_run_delay_close(int h) { (void)h; }
 
 /* RtlGenRandom (advapi32's SystemFunction036): the CSPRNG behind rand_s. */
 BOOLEAN NTAPI SystemFunction036(PVOID buf, ULONG n);
@@ -154,6 +157,29 @@ int os_current_cpu(void) {
     return -1;
 #endif
 }
+
+int os_run_delay_open(void) {
+#ifdef __linux__
+    return open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+#else
+    return -1;
+#endif
+}
+/* schedstat: "<ns on the CPU> <ns waiting on a run queue> <time slices>\n" */
+int64_t os_run_delay_read(int h) {
+    if (h < 0) return -1;
+    char buf[96];
+    const ssize_t n = pread(h, buf, sizeof buf - 1, 0);
+    if (n <= 0) return -1;
+    buf[n] = 0;
+    char *e;
+    (void)strtoull(buf, &e, 10);
+    if (e == buf) return -1;
+    const char *f = e;
+    const unsigned long long d = strtoull(f, &e, 10);
+    return e == f ? -1 : (int64_t)d;
+}
+void os_run_delay_close(int h) { if (h >= 0) close(h); }
 
 int os_random_bytes(void *buf, size_t n) {
     return getrandom(buf, n, GRND_NONBLOCK) == (ssize_t)n ? 0 : -1;

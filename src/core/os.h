@@ -60,6 +60,12 @@ int os_cpus_available(void);
 /* The CPU the calling thread runs on now (it may move at any time after), or -1 where the OS
  * does not say. A hint for spin-or-sleep choices; never needed for correctness. */
 int os_current_cpu(void);
+/* The time the calling thread has spent ready to run but waiting for a CPU (run delay, ns): a
+ * handle opened by that thread (Linux: /proc/thread-self/schedstat, kept open; -1 where the OS
+ * does not say), read by one pread from any thread, closed once. */
+int os_run_delay_open(void);
+int64_t os_run_delay_read(int h);    /* ns, or -1 */
+void os_run_delay_close(int h);      /* h = -1: nothing */
 
 /* Fills buf with n bytes from the OS's random source; 0 on success, -1 when it is unavailable. */
 int os_random_bytes(void *buf, size_t n);

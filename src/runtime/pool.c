@@ -62,7 +62,22 @@
  * machine with other processes' noise the timing alone takes many runs to see it. A longer run
  * is left to the timing: while both threads work for milliseconds the scheduler may move one
  * to another CPU, which a caller alone would never let it do. (With more threads, dropping one
- * need not separate the two that share a CPU, so there the timing alone decides.) */
+ * need not separate the two that share a CPU, so there the timing alone decides.)
+ *   With hi = 2, a caller that waits for its CPU behind another process sends every kind shorter
+ * than ADAPT_LONG_NS to the caller alone for POOL_HOLD_NS. The scheduler may leave the caller on
+ * a CPU that another process holds while the worker has the other: then two threads time faster
+ * than the caller alone on its shared CPU, and while the worker spins or works the other CPU is
+ * never idle, so the kernel never moves the caller there. Held, the worker sleeps, its CPU goes
+ * idle and the kernel pulls the caller over (as it does for a single thread); longer kinds
+ * (prefill's matmuls) still take both threads. The sign: the caller's run delay (time ready to
+ * run with no CPU) over POOL_CHECK_DELAY of a check window of POOL_CHECK_NS or more (one pread
+ * per window), in POOL_STREAK windows each within POOL_STREAK_NS of the last: sharing a CPU with
+ * a busy process costs about half of every window, a kernel thread on a quiet machine a sliver. */
+#define POOL_CHECK_NS 4000000
+#define POOL_CHECK_DELAY 0.25
+#define POOL_STREAK 2
+#define POOL_STREAK_NS 50000000
+#define POOL_HOLD_NS 500000000
 #define ADAPT_GAP_NS 2000000
 #define ADAPT_LONG_NS 2000000.0
 #define ADAPT_WAIT 0.25
@@ -87,6 +102,13 @@ typedef struct pool_adapt {
     int64_t last;                 /* end of the last chunked job (ns; 0: none) */
     int64_t wait;                 /* the last job's wait of the caller for the others (ns) */
     bool beside;                  /* a worker of the last job took its work on the caller's CPU */
+    bool held;                    /* the current job: a short kind held to the caller alone */
+    int64_t contended;            /* when the last streak of contention was seen (ns; 0: never) */
+    int64_t ev_last;              /* the last sign of contention (ns) */
+    int streak;                   /* signs in a row, each within POOL_STREAK_NS of the one before */
+    int rd;                       /* the caller's run-delay handle (os_run_delay_open; -1: none) */
+    pthread_t rd_th;              /* the thread that opened it */
+    int64_t rd_t, rd_v;           /* the last check: when, the run delay then (ns) */
     adapt_kind *k;                /* the current job's kind */
     adapt_kind kind[ADAPT_KINDS];
 } pool_adapt;
@@ -282,7 +304,7 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     atomic_init(&p->caller_cpu, -1);
     atomic_init(&p->active, n_threads);
     const int hi = TERN_MIN(n_threads, pool_cpus_available());
-    p->ad = (pool_adapt){.hi = hi};
+    p->ad = (pool_adapt){.hi = hi, .rd = -1};
     atomic_init(&p->job_threads, hi);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv_active, NULL);
@@ -322,6 +344,7 @@ void pool_free(tern_pool *p) {
         free(p->w);
     }
     free(p->each);
+    os_run_delay_close(p->ad.rd);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv_work);
     pthread_cond_destroy(&p->cv_done);
@@ -384,15 +407,44 @@ static void set_active(struct tern_pool *p, int n) {
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Before a chunked job: the thread count for it. */
-static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n) {
+/* A sign at time t that a thread of the pool shares its CPU with another process. */
+static void contention_sign(pool_adapt *a, int64_t t) {
+    if (t - a->ev_last > POOL_STREAK_NS) a->streak = 0;
+    a->ev_last = t;
+    if (++a->streak >= POOL_STREAK) a->contended = t;
+}
+
+/* Before a chunked job starting at t0: the thread count for it. */
+static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0) {
     pool_adapt *a = &p->ad;
+    a->held = false;
     if (a->hi == 1) return 1;
     const uint64_t h = ((uint64_t)(uintptr_t)fn * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)n * 0xc2b2ae3d27d4eb4full);
     adapt_kind *k = &a->kind[(h >> 32) % ADAPT_KINDS];
     if (k->fn != fn || k->n != n) *k = (adapt_kind){.fn = fn, .n = n, .every = ADAPT_EVERY_MIN};   /* takes the entry */
     a->k = k;
-    return (k->trying ? !k->alt : k->alt) ? a->hi - 1 : a->hi;
+    const int act = (k->trying ? !k->alt : k->alt) ? a->hi - 1 : a->hi;
+    if (a->hi != 2) return act;
+    if (t0 - a->rd_t >= POOL_CHECK_NS) {   /* the caller's own CPU: shared? */
+        const pthread_t me = pthread_self();
+        if (a->rd_t == 0 || !pthread_equal(me, a->rd_th)) {   /* first check on this thread */
+            os_run_delay_close(a->rd);
+            a->rd = os_run_delay_open();
+            a->rd_th = me;
+            a->rd_v = os_run_delay_read(a->rd);
+        } else {
+            const int64_t v = os_run_delay_read(a->rd);
+            if (v >= 0 && a->rd_v >= 0 && (double)(v - a->rd_v) >= POOL_CHECK_DELAY * (double)(t0 - a->rd_t))
+                contention_sign(a, t0);
+            a->rd_v = v;
+        }
+        a->rd_t = t0;
+    }
+    if (act == 2 && k->t_cur < ADAPT_LONG_NS && a->contended && t0 - a->contended < POOL_HOLD_NS) {
+        a->held = true;
+        return 1;
+    }
+    return act;
 }
 
 /* After it (t0, t: its start and end): account its time to its kind; end a try, choose. */
@@ -401,6 +453,7 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     if (a->hi == 1) return;
     const double dt = (double)(a->last && t0 - a->last <= ADAPT_GAP_NS ? t - a->last : t - t0);
     a->last = t;
+    if (a->held) return;                 /* not the kind's chosen count: no measure of it */
     adapt_kind *k = a->k;
     const bool ran_hi = (k->trying ? !k->alt : k->alt) == 0;
     if (k->trying) {
@@ -445,7 +498,7 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
     if (n == 0) return;
     if (p->n_threads == 1 || n <= cmin) { fn(ctx, 0, n, 0); return; }
     const int64_t t0 = p->ad.hi > 1 ? now_ns() : 0;
-    const int act = adapt_begin(p, fn, n);
+    const int act = adapt_begin(p, fn, n, t0);
     set_active(p, p->ad.hi);              /* threads beyond the CPUs park (a no-op once set) */
     atomic_store_explicit(&p->job_threads, act, memory_order_relaxed);
     if (act == 1) {                       /* the caller alone, in chunks of at most cmax */
