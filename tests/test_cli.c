@@ -201,7 +201,7 @@ static void test_values_out_of_range(void **state) {
     const long mt = max_threads();
     snprintf(thr, sizeof thr, "tern run: -t: expected an integer in 1..%ld, that is 4 per online CPU, got '1000'", mt);
     snprintf(thr_chat, sizeof thr_chat, "tern chat: --threads: expected an integer in 1..%ld, that is 4 per online CPU, got '0'", mt);
-    snprintf(thr_list, sizeof thr_list, "tern bench: -t: expected a comma-separated list of at most 16 integers in 1..%ld, got '1,2000'", mt);
+    snprintf(thr_list, sizeof thr_list, "tern bench: -t: expected a comma-separated list of at most 16 integers in 1..%ld, that is 4 per online CPU, got '1,2000'", mt);
     const bad_case cases[] = {
         {"run", "-t 1000", thr},
         {"run", "-c 0", "tern run: -c: expected an integer in 1..16777216, got '0'"},

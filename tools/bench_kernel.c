@@ -521,7 +521,7 @@ static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
     {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure, of ref,avx2,avxvnni,avx512vnni (default: all this CPU runs)"},
-    {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts, at most 8 (default 1,2)"},
+    {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts (default 1,2)"},
     {BK_DECODE, "--decode-seq", OPT_FLAG, NULL, 0, 0, NULL,
      "only bonsai-1.7b's decode matvecs, busy GB/s against the probe: 8 layers as pool jobs (rows claimed, fixed shares), the same as one job without barriers, the LM head, and one 2048x2048 matrix with its weights in cache"},
     {BK_F16, "--f16", OPT_FLAG, NULL, 0, 0, NULL,

@@ -322,7 +322,8 @@ static const char *expected(const opt_def *d, char *buf, size_t n) {
     case OPT_TEXT: snprintf(buf, n, "text"); break;
     case OPT_PATH: snprintf(buf, n, "a path"); break;
     case OPT_LIST:
-        snprintf(buf, n, "a comma-separated list of at most %d integers in %.0f..%.0f", OPT_LIST_MAX, d->lo, def_hi(d));
+        snprintf(buf, n, "a comma-separated list of at most %d integers in %.0f..%.0f%s", OPT_LIST_MAX, d->lo, def_hi(d),
+                 d->hi == OPT_HI_THREADS ? ", that is 4 per online CPU" : "");
         break;
     case OPT_CHOICE: {
         size_t o = (size_t)snprintf(buf, n, "one of ");
