@@ -810,7 +810,8 @@ static double num_after(const char *s, const char *key) {
 }
 
 /* bench --busy-cpu N: the competitor is named in the JSON of every row; a CPU outside the range
- * is a usage error, one this process may not run on a runtime error naming it. */
+ * is a usage error, one this process may not run on (offline, or outside its affinity mask) a
+ * runtime error naming it. */
 static void test_bench_busy_cpu(void **state) {
     (void)state;
     char model[1024], args[2048];
@@ -837,6 +838,22 @@ static void test_bench_busy_cpu(void **state) {
         rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -r 1 -t 1 --busy-cpu %d", model, off);
         snprintf(want, sizeof want, "--busy-cpu %d: cannot start", off);
         if (rc != 1 || !strstr(err, want)) fail_msg("--busy-cpu %d: exit %d, stderr: %s", off, rc, err);
+        free(out);
+        free(err);
+    }
+    /* a CPU that exists but is outside the mask bench inherits (taskset -c CPU) competes with
+     * nothing of it: refused the same way */
+    int other = cpu + 1;
+    while (other < 1024 && !CPU_ISSET(other, &set)) other++;
+    if (other < 1024) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpu, &one);
+        assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+        rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -r 1 -t 1 --busy-cpu %d", model, other);
+        assert_int_equal(sched_setaffinity(0, sizeof set, &set), 0);
+        snprintf(want, sizeof want, "--busy-cpu %d: cannot start", other);
+        if (rc != 1 || !strstr(err, want)) fail_msg("--busy-cpu %d outside the mask: exit %d, stderr: %s", other, rc, err);
         free(out);
         free(err);
     }

@@ -23,6 +23,9 @@
 #include <signal.h>
 #ifndef _WIN32
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #endif
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,11 +65,22 @@ static void busy_stop(pid_t pid) { (void)pid; }
 #else
 static pid_t busy_start(int cpu) {
     cpu_set_t set;
+#ifdef __linux__
+    CPU_ZERO(&set);                                   /* a CPU outside our mask competes with nothing */
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && !CPU_ISSET(cpu, &set)) return -1;
+#endif
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
+#ifdef __linux__
+        /* killed with bench, however bench ends (a signal to bench alone included) */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(3);
+#else
+        (void)parent;
+#endif
         if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(3);
         volatile unsigned long x = 0;
         for (;;) x++;
@@ -189,6 +203,7 @@ int cmd_bench(int argc, char **argv) {
             goto out;
         }
         if (!json) printf("competitor: a busy-loop process pinned to CPU %d for the whole run\n\n", busy_cpu);
+        fflush(stdout);
     }
     for (int it = 0; it < n_th; it++) {
         tern_model *m = NULL;
