@@ -23,7 +23,9 @@ int kv_init(kv_cache *kv, int n_layer, int n_ctx, int n_head_kv, int hd_k, int h
     if (total == 0 || (int64_t)n_head_kv * hd_k > INT_MAX || (int64_t)n_head_kv * hd_v > INT_MAX)
         return tern_err_set(err, TERN_E_ARG, "kv cache: bad shape n_layer=%d n_ctx=%d n_head_kv=%d hd_k=%d hd_v=%d",
                             n_layer, n_ctx, n_head_kv, hd_k, hd_v);
-    if (total > SIZE_MAX / 2) return tern_err_set(err, TERN_E_NOMEM, "kv cache: %llu bytes", (unsigned long long)total);
+    if (total > SIZE_MAX / 2)
+        return tern_err_set(err, TERN_E_NOMEM, "kv cache: %llu bytes for a context of %d tokens, more than this system can address",
+                            (unsigned long long)total, n_ctx);
     const int n_embd_k = n_head_kv * hd_k, n_embd_v = n_head_kv * hd_v;
     kv->n_layer = n_layer;
     kv->n_ctx = n_ctx;
@@ -40,7 +42,9 @@ int kv_init(kv_cache *kv, int n_layer, int n_ctx, int n_head_kv, int hd_k, int h
     kv->v = tern_calloc_aligned(bv);
     if (!kv->k || !kv->v) {
         kv_free(kv);
-        return tern_err_set(err, TERN_E_NOMEM, "kv cache: cannot allocate %llu bytes", (unsigned long long)total);
+        return tern_err_set(err, TERN_E_NOMEM,
+                            "kv cache: cannot allocate %llu bytes for a context of %d tokens (%d layers); a smaller "
+                            "context (-c) needs proportionally less", (unsigned long long)total, n_ctx, n_layer);
     }
     return TERN_OK;
 }
