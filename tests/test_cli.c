@@ -511,6 +511,7 @@ static void test_file_errors(void **state) {
         {"bench-spec -m %3$s --prompts %1$s.txt", "tern bench-spec: --prompts: cannot open '%1$s.txt': %2$s", enoent},
         {"synth --arch qwen3-tiny --tokenizer %1$s.json -o %1$s.gguf", "tern synth: --tokenizer: cannot open '%1$s.json': %2$s", enoent},
         {"synth --arch qwen3-tiny --chat-template %1$s.j2 -o %1$s.gguf", "tern synth: --chat-template: cannot open '%1$s.j2': %2$s", enoent},
+        {"synth --arch qwen3-tiny --tokenizer %3$s -o %1$s.gguf", "tern synth: --tokenizer: '%3$s': invalid JSON near byte 0", enoent},
         {"quantize %1$s.gguf %1$s-out.gguf --type f32", "tern quantize: cannot open '%1$s.gguf': %2$s", enoent},
         {"info %1$s.gguf", "tern info: cannot open '%1$s.gguf': %2$s", enoent},
     };

@@ -763,6 +763,11 @@ int cmd_synth(int argc, char **argv) {
         const tok_hf_opts o = {.pre = pre, .n_rows = (int32_t)(a->tiny ? n_vocab_opt : a->n_vocab), .chat_template = tmpl};
         rc = tok_hf_load(&hf, tok_path, &o, &err);
         if (rc == TERN_OK) p.n_vocab = hf->n_vocab;
+        else {                                /* the file's own error, under the flag that named it */
+            char why[sizeof err.msg];
+            snprintf(why, sizeof why, "%s", err.msg);
+            snprintf(err.msg, sizeof err.msg, "--tokenizer: %.*s", (int)(sizeof err.msg - sizeof "--tokenizer: "), why);
+        }
     }
     if (rc == TERN_OK && (rc = plan_build(&p)) != TERN_OK) tern_err_set(&err, rc, "synth: out of memory planning tensors");
     if (rc == TERN_OK && p.rotated) rc = plan_signs(&p, seed, &err);
