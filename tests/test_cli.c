@@ -201,7 +201,7 @@ static void test_values_out_of_range(void **state) {
     const long mt = max_threads();
     snprintf(thr, sizeof thr, "tern run: -t: expected an integer in 1..%ld, that is 4 per online CPU, got '1000'", mt);
     snprintf(thr_chat, sizeof thr_chat, "tern chat: --threads: expected an integer in 1..%ld, that is 4 per online CPU, got '0'", mt);
-    snprintf(thr_list, sizeof thr_list, "tern bench: -t: expected a comma-separated list of at most 16 integers in 1..%ld, that is 4 per online CPU, got '1,2000'", mt);
+    snprintf(thr_list, sizeof thr_list, "tern bench: -t: expected a comma-separated list of at most 16 integers in 1..%ld, that is 4 per online CPU, got '1,2000': item 2 (2000) is out of range", mt);
     const bad_case cases[] = {
         {"run", "-t 1000", thr},
         {"run", "-c 0", "tern run: -c: expected an integer in 1..16777216, got '0'"},
@@ -229,7 +229,9 @@ static void test_values_out_of_range(void **state) {
         {"perplexity", "-c 1", "tern perplexity: -c: expected an integer in 2..16777216, got '1'"},
         {"bench", "-r 0", "tern bench: -r: expected an integer in 1..1000, got '0'"},
         {"bench", "-t 1,2000", thr_list},
-        {"bench", "-p 512,", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '512,'"},
+        {"bench", "-p 512,", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '512,': a comma ends the list"},
+        {"bench", "-p 1,,2", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '1,,2': item 2 is empty"},
+        {"bench", "-n 64,1x", "tern bench: -n: expected a comma-separated list of at most 16 integers in 0..1048576, got '64,1x': item 2 ('1x') is not an integer"},
         {"bench", "-o csv", "tern bench: -o: expected one of md, json, jsonl, got 'csv'"},
         {"chat", "--threads 0", thr_chat},
         {"chat", "-n -5", "tern chat: -n: expected an integer in -1..16777216, got '-5'"},

@@ -422,6 +422,32 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
     }
 }
 
+/* For a list parse_value refused: which item is wrong and how, as ": item 2 (99) is out of
+ * range", into buf ("" when it cannot tell). */
+static const char *list_fault(const opt_def *d, const char *s, char *buf, size_t n) {
+    const double hi = def_hi(d);
+    buf[0] = '\0';
+    int k = 1;
+    for (const char *p = s; *p; k++) {
+        const char *e = strchr(p, ',');
+        const int len = e ? (int)(e - p) : (int)strlen(p);
+        if (k > OPT_LIST_MAX) { snprintf(buf, n, ": more than %d items", OPT_LIST_MAX); return buf; }
+        char *end;
+        errno = 0;
+        const long long x = strtoll(p, &end, 10);
+        if (len == 0) { snprintf(buf, n, ": item %d is empty", k); return buf; }
+        if (end == p || end != p + len) { snprintf(buf, n, ": item %d ('%.*s') is not an integer", k, len, p); return buf; }
+        if (errno || (double)x < d->lo || (double)x > hi) {
+            snprintf(buf, n, ": item %d (%.*s) is out of range", k, len, p);
+            return buf;
+        }
+        if (!e) break;
+        p = e + 1;
+        if (!*p) { snprintf(buf, n, ": a comma ends the list"); return buf; }
+    }
+    return buf;
+}
+
 int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **argv, int *i, opt_val *v) {
     memset(v, 0, sizeof *v);
     g_cmd = cmd;
@@ -464,7 +490,9 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
         return OPT_ERR;
     }
     if (!parse_value(d, s, v)) {
-        fprintf(stderr, "tern %s: %.*s: expected %s, got '%s'\n", cmd, (int)n, a, expected(d, what, sizeof what), s);
+        char fault[96] = "";
+        if (d->kind == OPT_LIST) list_fault(d, s, fault, sizeof fault);
+        fprintf(stderr, "tern %s: %.*s: expected %s, got '%s'%s\n", cmd, (int)n, a, expected(d, what, sizeof what), s, fault);
         return OPT_ERR;
     }
     v->str = s;
