@@ -393,12 +393,12 @@ static void job_pin(void *ctx, int64_t i0, int64_t i1, int ith) {
     CPU_SET(c->cpu, &one);
     if (sched_setaffinity(0, sizeof one, &one) != 0) atomic_store(&c->failed, 1);
 }
-typedef struct { atomic_int *hits; atomic_int worker_ran; } beside_ctx;
+typedef struct { atomic_int *hits; atomic_int worker_ran; double unit_s; } beside_ctx;
 static void job_beside(void *ctx, int64_t i0, int64_t i1, int ith) {
     beside_ctx *c = ctx;
     if (ith != 0) atomic_store(&c->worker_ran, 1);
     for (int64_t i = i0; i < i1; i++) atomic_fetch_add(&c->hits[i], 1);
-    const double t_end = tern_time_s() + 1e-6 * (double)(i1 - i0);
+    const double t_end = tern_time_s() + c->unit_s * (double)(i1 - i0);
     while (tern_time_s() < t_end) {}
 }
 static void test_two_on_one_cpu(void **state) {
@@ -414,7 +414,7 @@ static void test_two_on_one_cpu(void **state) {
     pool_run_all(p, job_pin, &pc);
     assert_int_equal(atomic_load(&pc.failed), 0);
     enum { N = 64 };
-    beside_ctx c = {0};
+    beside_ctx c = {.unit_s = 1e-6};
     c.hits = calloc(N, sizeof *c.hits);
     atomic_init(&c.worker_ran, 0);
     for (int r = 0; r < 320; r++) pool_for(p, N, 1, job_beside, &c);
@@ -458,13 +458,6 @@ static void *busy_thread(void *arg) {
     while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) x++;
     return NULL;
 }
-static void job_units(void *ctx, int64_t i0, int64_t i1, int ith) {
-    beside_ctx *c = ctx;
-    if (ith != 0) atomic_store(&c->worker_ran, 1);
-    for (int64_t i = i0; i < i1; i++) atomic_fetch_add(&c->hits[i], 1);
-    const double t_end = tern_time_s() + 4e-6 * (double)(i1 - i0);
-    while (tern_time_s() < t_end) {}
-}
 static void test_caller_shares_cpu(void **state) {
     (void)state;
     const int rd = os_run_delay_open();
@@ -486,14 +479,14 @@ static void test_caller_shares_cpu(void **state) {
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, busy_thread, &b), 0);
     enum { N = 64 };
-    beside_ctx c = {0};
+    beside_ctx c = {.unit_s = 4e-6};
     c.hits = calloc(N, sizeof *c.hits);
     atomic_init(&c.worker_ran, 0);
     int runs = 0, reached = 0;
-    for (const double t_end = tern_time_s() + 0.3; tern_time_s() < t_end; runs++) pool_for(p, N, 1, job_units, &c);
+    for (const double t_end = tern_time_s() + 0.3; tern_time_s() < t_end; runs++) pool_for(p, N, 1, job_beside, &c);
     for (int r = 0; r < 200; r++, runs++) {
         atomic_store(&c.worker_ran, 0);
-        pool_for(p, N, 1, job_units, &c);
+        pool_for(p, N, 1, job_beside, &c);
         reached += atomic_load(&c.worker_ran);
     }
     atomic_store(&b.stop, 1);

@@ -358,8 +358,10 @@ static bool parse_ll(const char *s, long long *out) {
     return true;
 }
 
-/* Parse s as a value of d into v; false if it is not one. */
-static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
+/* Parse s as a value of d into v; false if it is not one, with why (a list's first bad item, as
+ * ": item 2 (99) is out of range"; else "") in why[0..nwhy). */
+static bool parse_value(const opt_def *d, const char *s, opt_val *v, char *why, size_t nwhy) {
+    why[0] = '\0';
     const double hi = def_hi(d);
     switch (d->kind) {
     case OPT_INT: {
@@ -400,52 +402,34 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v) {
             p = e + 1;
         }
     }
-    case OPT_LIST: {
+    case OPT_LIST: {   /* each item an integer in range, at most OPT_LIST_MAX, no empty one */
         v->n_list = 0;
-        const char *p = s;
-        if (!*p) return false;                                    /* "" is no list */
-        while (*p) {
+        if (!*s) return false;                                    /* "" is no list */
+        for (const char *p = s;; p++) {
+            const char *e = strchr(p, ',');
+            const int len = e ? (int)(e - p) : (int)strlen(p), k = v->n_list + 1;
+            if (v->n_list == OPT_LIST_MAX) { snprintf(why, nwhy, ": more than %d items", OPT_LIST_MAX); return false; }
+            if (len == 0) {
+                if (e || k == 1) snprintf(why, nwhy, ": item %d is empty", k);
+                else snprintf(why, nwhy, ": a comma ends the list");
+                return false;
+            }
             char *end;
             errno = 0;
             const long long x = strtoll(p, &end, 10);
-            if (errno || end == p || (*end && *end != ',') || (double)x < d->lo || (double)x > hi ||
-                v->n_list == OPT_LIST_MAX)
+            if (end != p + len) { snprintf(why, nwhy, ": item %d ('%.*s') is not an integer", k, len, p); return false; }
+            if (errno || (double)x < d->lo || (double)x > hi) {
+                snprintf(why, nwhy, ": item %d (%.*s) is out of range", k, len, p);
                 return false;
+            }
             v->list[v->n_list++] = (int)x;
-            p = *end ? end + 1 : end;
-            if (*end && !*p) return false;                    /* a trailing comma */
+            if (!e) return true;
+            p = e;
         }
-        return true;
     }
     case OPT_PATH: return s[0] != '\0';                        /* "" names no file */
     default: return true;                                     /* TEXT */
     }
-}
-
-/* For a list parse_value refused: which item is wrong and how, as ": item 2 (99) is out of
- * range", into buf ("" when it cannot tell). */
-static const char *list_fault(const opt_def *d, const char *s, char *buf, size_t n) {
-    const double hi = def_hi(d);
-    buf[0] = '\0';
-    int k = 1;
-    for (const char *p = s; *p; k++) {
-        const char *e = strchr(p, ',');
-        const int len = e ? (int)(e - p) : (int)strlen(p);
-        if (k > OPT_LIST_MAX) { snprintf(buf, n, ": more than %d items", OPT_LIST_MAX); return buf; }
-        char *end;
-        errno = 0;
-        const long long x = strtoll(p, &end, 10);
-        if (len == 0) { snprintf(buf, n, ": item %d is empty", k); return buf; }
-        if (end == p || end != p + len) { snprintf(buf, n, ": item %d ('%.*s') is not an integer", k, len, p); return buf; }
-        if (errno || (double)x < d->lo || (double)x > hi) {
-            snprintf(buf, n, ": item %d (%.*s) is out of range", k, len, p);
-            return buf;
-        }
-        if (!e) break;
-        p = e + 1;
-        if (!*p) { snprintf(buf, n, ": a comma ends the list"); return buf; }
-    }
-    return buf;
 }
 
 int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **argv, int *i, opt_val *v) {
@@ -489,9 +473,8 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
         fprintf(stderr, "tern %s: %.*s needs a value (%s)\n", cmd, (int)n, a, expected(d, what, sizeof what));
         return OPT_ERR;
     }
-    if (!parse_value(d, s, v)) {
-        char fault[96] = "";
-        if (d->kind == OPT_LIST) list_fault(d, s, fault, sizeof fault);
+    char fault[96];
+    if (!parse_value(d, s, v, fault, sizeof fault)) {
         fprintf(stderr, "tern %s: %.*s: expected %s, got '%s'%s\n", cmd, (int)n, a, expected(d, what, sizeof what), s, fault);
         return OPT_ERR;
     }
