@@ -224,7 +224,7 @@ static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float 
  * range edge inside a 16-row group makes both threads compute the whole group. Variants,
  * interleaved per repeat:
  *   jobs     one pool job per projection (the model's barriers; rows claimed as the model's
- *            one-column projections claim them, pool_for);
+ *            one-column projections claim them, pool_for_dyn down to 64 rows);
  *   fixed    one pool job per projection, each thread its fixed share of the rows (pool_split):
  *            beside jobs, the cost of the claims alone;
  *   nobar    one job: each thread runs its share of every projection of every layer with no
@@ -390,7 +390,8 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
                         memcpy(c.w, layers[l], sizeof c.w);
                         c.kind = k;
                         if (c.fixed) pool_run_all(pool, job_ds, &c);
-                        else pool_for(pool, shp[k][0], k == DS_GU ? 128 : KERN_ROW_SPLIT, job_ds, &c);
+                        else pool_for_dyn(pool, shp[k][0], k == DS_GU ? 128 : KERN_ROW_SPLIT, k == DS_GU ? 128 : 64, INT64_MAX,
+                                          job_ds, &c);   /* claims as blk_project_job / blk_ffn_up */
                         busy += busy_take(nt);
                     }
             }

@@ -270,11 +270,13 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
  *   threads finish (pool_for_dyn), so a thread the OS delays, or a range that runs slower, does
  *   not leave the others waiting at the job's end (with fixed ranges the profile's "barrier wait +
  *   imbalance" was 4.1% of pp512); the AVX2 wide matmul works in row chunks of 256 (x86/avx2.c);
- * - one column with blk_proj.claim (decode of the hybrid arch): claims of (rows left) / (2 T), at
- *   least 64 rows, the caller from the back and the workers from the front, each streaming its
- *   own end of the rows: a thread slowed down for a while leaves at most its current claim to
- *   wait for, instead of its half of the rows; undisturbed the claims cost about 1%;
- * - otherwise fixed ranges (pool_for). */
+ * - fewer columns (decode, speculative verification, small server batches): claims of
+ *   (rows left) / (2 T), at least BLK_CLAIM_MIN rows, the caller from the back and the workers
+ *   from the front, each streaming its own end of the rows: a thread slowed down for a while (a
+ *   neighbour on a shared VM, a page fault, an interrupt) leaves at most its current claim to
+ *   wait for, instead of a quarter of the rows. On the noisy 2-vCPU Zen 4 VM of bench/RESULTS.md
+ *   the profile's barrier wait + imbalance of bonsai-1.7b tg128 -t 2 went from a median 6.8% to
+ *   5.1% of the matmul time (6 interleaved runs each; t/s and the 4-column cost within the noise). */
 #define BLK_DYN_COLS 16
 #define BLK_DYN_CMIN 32
 #define BLK_DYN_CMAX 512
@@ -316,12 +318,8 @@ void blk_project_job(tern_pool *pool, const blk_proj *p) {
         ncols = TERN_MAX(ncols, p->a[k]->ncols);
     }
     const double t0 = blk_prof_now();
-    if (ncols >= BLK_DYN_COLS)
-        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, &j);
-    else if (p->claim && ncols == 1 && pool_n_threads(pool) > 1)
-        pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_CLAIM_MIN, INT64_MAX, job_project, &j);
-    else
-        pool_for(pool, off, KERN_ROW_SPLIT, job_project, &j);
+    if (ncols >= BLK_DYN_COLS) pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_DYN_CMIN, BLK_DYN_CMAX, job_project, &j);
+    else pool_for_dyn(pool, off, KERN_ROW_SPLIT, BLK_CLAIM_MIN, INT64_MAX, job_project, &j);
     blk_prof_add(BLK_PROF_MATMUL, t0);
 }
 
@@ -440,7 +438,7 @@ void blk_ffn_up(tern_pool *pool, kern_act *out, const kern_act *a, const kern_w 
     const double t0 = blk_prof_now();
     const double sw0 = g_blk_prof.s[BLK_PROF_SWIGLU];
     if (a->ncols >= BLK_DYN_COLS) pool_for_dyn(pool, F, unit, unit, 4 * unit, job_ffn_up, &j);
-    else pool_for(pool, F, unit, job_ffn_up, &j);
+    else pool_for_dyn(pool, F, unit, (BLK_CLAIM_MIN + unit - 1) / unit * unit, INT64_MAX, job_ffn_up, &j);   /* as blk_project_job */
     if (g_blk_prof.on) g_blk_prof.s[BLK_PROF_MATMUL] += tern_time_s() - t0 - (g_blk_prof.s[BLK_PROF_SWIGLU] - sw0);
 }
 

@@ -112,10 +112,9 @@ void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const 
 /* Projections in ONE pool job: y[k] = w[k] . a[k] for k < n_w (y[k]: (a[k]->ncols, w[k]->n_out),
  * column-major), every row of every weight. The rows are split over the pool in multiples of
  * KERN_ROW_SPLIT on a virtual concatenation of the weights (each padded to the alignment); how
- * (fixed ranges, or claimed as threads finish) is in blocks.c. With resid (n_w == 1):
+ * (claimed as threads finish, in chunk sizes by batch width) is in blocks.c. With resid (n_w == 1):
  * resid[c * n_out + r] += y[c * n_out + r], added by the thread that computed the row (the
- * residual add inside the same job). claim: a one-column job on 2+ threads is claimed rather than
- * split in fixed ranges. Called with a literal:
+ * residual add inside the same job). Called with a literal:
  *   blk_project_job(pool, &(blk_proj){.n_w = 2, .a = {&a, &a}, .w = {&gate, &up}, .y = {hg, hu}}); */
 #define BLK_PROJ_MAX 4
 typedef struct blk_proj {
@@ -124,7 +123,6 @@ typedef struct blk_proj {
     const kern_w *w[BLK_PROJ_MAX];
     float *y[BLK_PROJ_MAX];
     float *resid;
-    bool claim;
 } blk_proj;
 void blk_project_job(tern_pool *pool, const blk_proj *p);
 /* Which SiLU an FFN's SwiGLU takes: libm's expf (blk_swiglu), the fast-numerics vsilu8

@@ -375,19 +375,13 @@ static void job_gdn_heads(void *ctx, int64_t i0, int64_t i1, int ith) {
 
 /* ---- projections ----------------------------------------------------------------------------- */
 
-/* y[k] = w[k] a[k] (n_w <= 4) in one pool job (blk_project_job). A decode step's rows are claimed
- * by whichever thread is free (blk_proj.claim): the 27B's projections are long, and a thread
- * descheduled for a while then holds back at most its current claim. The GDN heads of a decode
- * step are claimed the same way, Q35_HEADS_CLAIM at a time (gdn_layer). Results depend neither on
- * who takes which rows nor on the thread count (test_qwen35: 2 and 3 threads == 1 thread). */
+/* The projections run as blk_project_job (a decode step's rows claimed by whichever thread is
+ * free: blocks.c). The GDN heads of a decode step are claimed too, Q35_HEADS_CLAIM at a time
+ * (gdn_layer). Results depend neither on who takes which rows nor on the thread count
+ * (test_qwen35: 2 and 3 threads == 1 thread). */
 #define Q35_HEADS_CLAIM 4
 
 static bool is_float_w(const kern_w *w) { return w->type == QT_F32 || w->type == QT_F16 || w->type == QT_BF16; }
-
-static void q35_project(const model_t *m, blk_proj p) {
-    p.claim = true;
-    blk_project_job(m->pool, &p);
-}
 
 /* ---- ggml numerics: the reference runtime's BF16 dot and SwiGLU ------------------------------ */
 
@@ -564,7 +558,7 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     norm_rot_quant(m, &a, w->xr, w->aq, NULL, ws->x, L->attn_norm, n, D, hp->f_norm_rms_eps, &L->rot_in);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
     /* qg (n, 2 Hq hd): q and the output gate interleaved per head; k, v (n, Hkv hd) */
-    q35_project(m, (blk_proj){.n_w = 3, .a = {&a, &a, &a}, .w = {&L->attn_q, &L->attn_k, &L->attn_v},
+    blk_project_job(m->pool, &(blk_proj){.n_w = 3, .a = {&a, &a, &a}, .w = {&L->attn_q, &L->attn_k, &L->attn_v},
                               .y = {w->qg, ws->k, ws->v}});
     pt = blk_prof_now();
     /* q, gate (n, Hq hd) split from qg; att (n, Hq hd) = the dense blocks' attention (QK-norm,
@@ -579,7 +573,7 @@ static void attn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_ba
     rot_quant(m, &a, &rq, n);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
     /* x (n, D) += attn_output . att */
-    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&L->attn_output}, .y = {ws->xb}, .resid = ws->x});
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&a}, .w = {&L->attn_output}, .y = {ws->xb}, .resid = ws->x});
 }
 
 static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_batch *b, int il) {
@@ -610,11 +604,11 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
         /* order alpha, qkv, beta, gate: the rows split evenly, so with 2 threads each thread
          * gets one of the two BF16 weights (10 KB a row, 7.5 PQ2_0 rows' bytes) instead of the
          * second thread both */
-        q35_project(m, (blk_proj){.n_w = 4, .a = {&af, &a, &af, &a},
+        blk_project_job(m->pool, &(blk_proj){.n_w = 4, .a = {&af, &a, &af, &a},
                                   .w = {&L->ssm_alpha, &L->attn_qkv, &L->ssm_beta, &L->attn_gate},
                                   .y = {w->ga, w->qkv, w->gb, w->z}});
     } else {
-        q35_project(m, (blk_proj){.n_w = 2, .a = {&a, &a}, .w = {&L->attn_qkv, &L->attn_gate}, .y = {w->qkv, w->z}});
+        blk_project_job(m->pool, &(blk_proj){.n_w = 2, .a = {&a, &a}, .w = {&L->attn_qkv, &L->attn_gate}, .y = {w->qkv, w->z}});
     }
     if (merged) {
         /* alpha and beta were projected with qkv and gate */
@@ -631,7 +625,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     } else {
         kern_act af;
         blk_quantize(m->pool, &af, ws->xb, w->aq, D, n, float_ab ? KQ_F32 : m->numerics);
-        q35_project(m, (blk_proj){.n_w = 2, .a = {&af, &af}, .w = {&L->ssm_alpha, &L->ssm_beta}, .y = {w->ga, w->gb}});
+        blk_project_job(m->pool, &(blk_proj){.n_w = 2, .a = {&af, &af}, .w = {&L->ssm_alpha, &L->ssm_beta}, .y = {w->ga, w->gb}});
     }
     pt = blk_prof_now();
     gdn_gates(g, n, w->ga, w->gb, L->ssm_dt_bias, L->ssm_a, w->ga, w->gb);   /* -> gam, beta */
@@ -648,9 +642,9 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     q35_job j = {.m = m, .ws = ws, .w = w, .b = b, .L = L};
     pool_for(m->pool, nch, g->d_head, job_gdn_conv, &j);
     if (n == 1 && pool_n_threads(m->pool) > 1) {
-        /* the heads of a decode step under the dynamic schedule (q35_project): threads claim
-         * Q35_HEADS_CLAIM heads at a time as they finish (pool_for_dyn; each head's recurrence is
-         * the same computation in any range, so the split never changes a bit) */
+        /* a decode step's heads: threads claim Q35_HEADS_CLAIM at a time as they finish
+         * (pool_for_dyn; each head's recurrence is the same computation in any range, so the
+         * split never changes a bit) */
         pool_for_dyn(m->pool, hv, 1, Q35_HEADS_CLAIM, Q35_HEADS_CLAIM, job_gdn_heads, &j);
     } else {
         pool_for(m->pool, (int64_t)w->n_run * hv, 1, job_gdn_heads, &j);
@@ -663,7 +657,7 @@ static void gdn_layer(const model_t *m, model_ws *ws, q35_ws *w, const model_bat
     rot_quant(m, &a, &rq, n);
     pt = blk_prof_add(BLK_PROF_QUANT, pt);
     /* x (n, D) += ssm_out . y */
-    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&L->ssm_out}, .y = {ws->xb}, .resid = ws->x});
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&a}, .w = {&L->ssm_out}, .y = {ws->xb}, .resid = ws->x});
 }
 
 static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) {
@@ -681,7 +675,7 @@ static void ffn_layer(const model_t *m, model_ws *ws, q35_ws *w, int n, int il) 
     blk_ffn_up(m->pool, &h, &a, &L->ffn_gate, &L->ffn_up, ws->hg, ws->hu, ws->aq2, m->numerics,
                q->g.ggml ? BLK_SILU_GGML : BLK_SILU_FAST, &L->rot_down);
     /* x (n, D) += ffn_down . hg */
-    q35_project(m, (blk_proj){.n_w = 1, .a = {&h}, .w = {&L->ffn_down}, .y = {ws->xb}, .resid = ws->x});
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&h}, .w = {&L->ffn_down}, .y = {ws->xb}, .resid = ws->x});
 }
 
 static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
@@ -737,7 +731,7 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
     if (nl == 0) return TERN_OK;
     /* logits (nl, n_vocab) = output . lx */
     const kern_act a = {.x = ws->lx, .q = m->numerics == KQ_F32 ? NULL : w.aq, .K = D, .ncols = nl, .mode = m->numerics};
-    q35_project(m, (blk_proj){.n_w = 1, .a = {&a}, .w = {&m->output}, .y = {b->logits}});
+    blk_project_job(m->pool, &(blk_proj){.n_w = 1, .a = {&a}, .w = {&m->output}, .y = {b->logits}});
     return TERN_OK;
 }
 
