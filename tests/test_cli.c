@@ -232,6 +232,7 @@ static void test_values_out_of_range(void **state) {
         {"bench", "-p 512,", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '512,': a comma ends the list"},
         {"bench", "-p 1,,2", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '1,,2': item 2 is empty"},
         {"bench", "-n 64,1x", "tern bench: -n: expected a comma-separated list of at most 16 integers in 0..1048576, got '64,1x': item 2 ('1x') is not an integer"},
+        {"bench", "-n '64, 1'", "tern bench: -n: expected a comma-separated list of at most 16 integers in 0..1048576, got '64, 1': item 2 (' 1') is not an integer"},
         {"bench", "-o csv", "tern bench: -o: expected one of md, json, jsonl, got 'csv'"},
         {"chat", "--threads 0", thr_chat},
         {"chat", "-n -5", "tern chat: -n: expected an integer in -1..16777216, got '-5'"},

@@ -414,9 +414,9 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v, char *why, 
                 else snprintf(why, nwhy, ": a comma ends the list");
                 return false;
             }
-            char *end;
+            char *end = (char *)(uintptr_t)p;
             errno = 0;
-            const long long x = strtoll(p, &end, 10);
+            const long long x = isspace((unsigned char)*p) ? 0 : strtoll(p, &end, 10);   /* strtoll would skip the space */
             if (end != p + len) { snprintf(why, nwhy, ": item %d ('%.*s') is not an integer", k, len, p); return false; }
             if (errno || (double)x < d->lo || (double)x > hi) {
                 snprintf(why, nwhy, ": item %d (%.*s) is out of range", k, len, p);
