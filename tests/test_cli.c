@@ -264,6 +264,8 @@ static void test_values_out_of_range(void **state) {
          "tern bench-spec: --spec-ngram-max: expected an integer in 5..16 (at least --spec-ngram-min), got '4'"},
         /* bench-spec always compares lookup speculation with plain decoding: --spec has nothing to choose */
         {"bench-spec", "-m x.gguf --prompts p.jsonl --spec none", "tern bench-spec: unknown option --spec; see tern bench-spec --help"},
+        {"bench-spec", "-m x.gguf --cost --cost-pos 4093", "tern bench-spec: --cost-pos 4093 + 4 tokens (--draft-max + 1) > context 4096 (the default; -c N sets it): expected a position and draft that fit the context"},
+        {"bench-spec", "-m x.gguf --cost --cost-pos 60 -c 64 --draft-max 4", "tern bench-spec: --cost-pos 60 + 5 tokens (--draft-max + 1) > context 64 (-c): expected a position and draft that fit the context"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
         {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 285..1048576, got '99999999999'"},

@@ -467,6 +467,16 @@ int cmd_bench_spec(int argc, char **argv) {
     char **texts = NULL;   /* the prompts, read and checked before the model loads */
     int n_p = 0;
     if (!a.cost && (n_p = load_prompts(&a, &texts)) < 0) goto done;
+    if (a.cost) {   /* before the load: the context is at most -c, or the default 4096 without it */
+        const int ctx_max = a.oc.ctx_given ? a.oc.n_ctx : 4096, nmax = a.so.p.draft_max + 1;
+        if (a.cost_pos + nmax > ctx_max) {
+            fprintf(stderr, "tern bench-spec: --cost-pos %d + %d tokens (--draft-max + 1) > context %d (%s): expected a "
+                            "position and draft that fit the context\n", a.cost_pos, nmax, ctx_max,
+                    a.oc.ctx_given ? "-c" : "the default; -c N sets it");
+            status = 2;
+            goto done;
+        }
+    }
     if (opts_load(&a.oc, &m, &s, &err)) goto done;
     tern_model_info info;
     tern_model_get_info(m, &info);
