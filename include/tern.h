@@ -306,6 +306,12 @@ int32_t tern_sampler_n_vocab(const tern_sampler *s);
  * Allocates n_vocab floats once. Errors: TERN_E_ARG, TERN_E_NOMEM. */
 typedef void (*tern_sampler_mask)(void *user, float *logits, int32_t n_vocab);
 int tern_sampler_set_mask(tern_sampler *s, tern_sampler_mask mask, void *user, tern_err *err);
+/* Add bias[i] to the logit of token ids[i] before every draw (OpenAI's and llama.cpp's
+ * logit_bias), first in the chain: before the repetition penalty, top-k, top-p, min-p and the
+ * temperature. -INFINITY bans the token; a repeated id adds each bias. The arrays are copied;
+ * n 0 removes the biases. With every token banned a draw still returns an id of the vocabulary.
+ * Errors: TERN_E_ARG (an id outside 0..n_vocab-1, a NaN or +inf bias), TERN_E_NOMEM. */
+int tern_sampler_set_logit_bias(tern_sampler *s, const int32_t *ids, const float *bias, int n, tern_err *err);
 /* Record an accepted token (repetition-penalty history of the last repeat_last_n); ids outside
  * the vocabulary are ignored. */
 void tern_sampler_accept(tern_sampler *s, int32_t tok);

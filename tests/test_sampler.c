@@ -227,6 +227,102 @@ static void test_repeat_penalty(void **state) {
     tern_sampler_free(s);
 }
 
+/* logit bias: the distribution is the softmax of the biased logits (computed here), before the
+ * penalty (which sees the biased value's sign); -inf bans; the draws of a biased sampler equal
+ * those of an unbiased one given the biased logits (same seed), on the small and the wide path;
+ * bad ids and values are refused and leave the biases in place. */
+static void test_logit_bias(void **state) {
+    (void)state;
+    tern_sampler_params p = params(1.0f, 0, 1.0f, 0.0f);
+    tern_sampler *s = mk(4, &p);
+    const float l[4] = {2.0f, -1.0f, 0.5f, 1.0f};
+    const int32_t ids[3] = {1, 3, 1};
+    const float bias[3] = {1.5f, -INFINITY, 0.5f};    /* id 1 twice: +2 in all; id 3 banned */
+    tern_err e = {0};
+    assert_int_equal(tern_sampler_set_logit_bias(s, ids, bias, 3, &e), TERN_OK);
+    {   /* the softmax of the biased logits, computed here (the banned id: probability 0) */
+        const float biased[4] = {2.0f, 1.0f, 0.5f, -INFINITY};
+        const int all[4] = {0, 1, 2, 3};
+        int32_t got[4];
+        float pr[4];
+        double want[4];
+        const int n = samp_dist(s, l, got, pr, 4);
+        assert_true(n == 3 || n == 4);
+        softmax_ref(biased, all, 4, 1.0, want);
+        for (int i = 0; i < n; i++) assert_true(fabs(pr[i] - want[got[i]]) < 1e-6);
+        assert_true(fabs(want[3]) == 0.0);
+    }
+    /* greedy: the bias moves the argmax; the ban holds even for the largest logit */
+    tern_sampler_params g = params(0.0f, 40, 0.95f, 0.05f);
+    tern_sampler *sg = mk(4, &g);
+    const float top3[4] = {0.0f, 0.0f, 0.0f, 9.0f};
+    const int32_t ban3 = 3, up2 = 2;
+    const float ninf = -INFINITY, plus = 0.5f;
+    assert_int_equal(tern_sampler_sample(sg, top3), 3);
+    assert_int_equal(tern_sampler_set_logit_bias(sg, &ban3, &ninf, 1, &e), TERN_OK);
+    assert_int_equal(tern_sampler_sample(sg, top3), 0);   /* ties to the lowest id */
+    assert_int_equal(tern_sampler_set_logit_bias(sg, &up2, &plus, 1, &e), TERN_OK);   /* replaces the ban */
+    assert_int_equal(tern_sampler_sample(sg, top3), 3);
+    const float top2[4] = {0.0f, 0.0f, 0.0f, 0.25f};
+    assert_int_equal(tern_sampler_sample(sg, top2), 2);
+    /* the penalty comes after the bias: -1 + 2 = 1 > 0 is divided, not multiplied */
+    g.repeat_penalty = 4.0f;
+    tern_sampler *sp = mk(2, &g);
+    const int32_t one = 1;
+    const float two = 2.0f;
+    assert_int_equal(tern_sampler_set_logit_bias(sp, &one, &two, 1, &e), TERN_OK);
+    tern_sampler_accept(sp, 1);
+    const float pl[2] = {0.3f, -1.0f};                /* id 1: (-1 + 2) / 4 = 0.25 < 0.3 */
+    assert_int_equal(tern_sampler_sample(sp, pl), 0);
+    tern_sampler_free(sp);
+    /* every token banned: the draw still returns an id of the vocabulary */
+    const int32_t all4[4] = {0, 1, 2, 3};
+    const float ban4[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    assert_int_equal(tern_sampler_set_logit_bias(s, all4, ban4, 4, &e), TERN_OK);
+    for (int i = 0; i < 4; i++) {
+        const int32_t t = tern_sampler_sample(s, l);
+        assert_true(t >= 0 && t < 4);
+    }
+    /* refused: an id outside the vocabulary, NaN, +inf, n < 0; the biases in place stay */
+    const int32_t bad_id = 4;
+    const float nan_v = NAN, inf_v = INFINITY, zero = 0.0f;
+    assert_int_equal(tern_sampler_set_logit_bias(sg, &bad_id, &zero, 1, &e), TERN_E_ARG);
+    assert_non_null(strstr(e.msg, "token id 4, expected 0..3"));
+    assert_int_equal(tern_sampler_set_logit_bias(sg, &up2, &nan_v, 1, &e), TERN_E_ARG);
+    assert_int_equal(tern_sampler_set_logit_bias(sg, &up2, &inf_v, 1, &e), TERN_E_ARG);
+    assert_int_equal(tern_sampler_set_logit_bias(sg, &up2, &plus, -1, &e), TERN_E_ARG);
+    assert_int_equal(tern_sampler_set_logit_bias(NULL, &up2, &plus, 1, &e), TERN_E_ARG);
+    assert_int_equal(tern_sampler_sample(sg, top2), 2);   /* still +0.5 on id 2 */
+    assert_int_equal(tern_sampler_set_logit_bias(sg, NULL, NULL, 0, &e), TERN_OK);   /* cleared */
+    assert_int_equal(tern_sampler_sample(sg, top2), 3);
+    tern_sampler_free(sg);
+    tern_sampler_free(s);
+    /* draws: biased sampler on l == plain sampler on l + bias, same seed; small (top-k 40) and
+     * wide (top-k off, top-p 0.9) paths */
+    enum { V = 5000, T = 200, NB = 64 };
+    float *lv = malloc(V * sizeof *lv), *lb = malloc(V * sizeof *lb);
+    int32_t bid[NB];
+    float bv[NB];
+    srand(11);
+    for (int i = 0; i < V; i++) lv[i] = (float)rand() / RAND_MAX * 6.0f;
+    memcpy(lb, lv, V * sizeof *lb);
+    for (int i = 0; i < NB; i++) {
+        bid[i] = (int32_t)(((unsigned)i * 2654435761u) % V);
+        bv[i] = i % 5 == 0 ? -INFINITY : (float)(i % 7) - 1.5f;
+        lb[bid[i]] += bv[i];
+    }
+    for (int path = 0; path < 2; path++) {
+        tern_sampler_params q = path ? params(0.9f, 0, 0.9f, 0.02f) : params(0.9f, 40, 0.95f, 0.05f);
+        tern_sampler *a = mk(V, &q), *b = mk(V, &q);
+        assert_int_equal(tern_sampler_set_logit_bias(a, bid, bv, NB, &e), TERN_OK);
+        for (int t = 0; t < T; t++) assert_int_equal(tern_sampler_sample(a, lv), tern_sampler_sample(b, lb));
+        tern_sampler_free(a);
+        tern_sampler_free(b);
+    }
+    free(lv);
+    free(lb);
+}
+
 /* Chi-square of the counts of n draws against probabilities want[] (k categories). */
 static double chi2(const int *count, const double *want, int k, int n) {
     double x = 0;
@@ -548,6 +644,7 @@ int suite_sampler(int *n_tests) {
         cmocka_unit_test(test_top_p),
         cmocka_unit_test(test_min_p),
         cmocka_unit_test(test_repeat_penalty),
+        cmocka_unit_test(test_logit_bias),
         cmocka_unit_test(test_draw_frequencies),
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_large_vocab_vs_full_sort),

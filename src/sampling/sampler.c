@@ -51,6 +51,9 @@ struct tern_sampler {
     tern_sampler_mask mask; /* tern_sampler_set_mask: called on a copy of the logits before each draw */
     void *mask_user;
     float *masked;          /* (n_vocab) that copy */
+    int32_t *bias_id;       /* tern_sampler_set_logit_bias: bias_v[i] added to the logit of bias_id[i] */
+    float *bias_v;
+    int n_bias;
 };
 
 void tern_sampler_params_default(tern_sampler_params *p) {
@@ -152,6 +155,17 @@ static void stage_load(tern_sampler *s, const float *logits) {
     s->sorted = false;
 }
 
+/* The logit bias (OpenAI's logit_bias), first in the chain as llama.cpp's: bias_v[i] added to
+ * x[bias_id[i]] in the order given (-inf bans the token; a repeated id adds each of its biases). */
+static void stage_bias(tern_sampler *s) {
+    for (int i = 0; i < s->n_bias; i++) s->x[s->bias_id[i]] += s->bias_v[i];
+}
+
+/* The logits were changed after stage_load (bias or penalty): its max and min no longer hold. */
+static bool changed_after_load(const tern_sampler *s) {
+    return s->n_bias > 0 || (s->p.repeat_penalty != 1.0f && s->n_hist > 0);
+}
+
 /* llama.cpp's repetition penalty: each distinct id among the last repeat_last_n accepted is
  * penalised once: logit / penalty if positive, logit * penalty otherwise, so its probability
  * drops (for penalty > 1) whatever the sign. */
@@ -174,8 +188,7 @@ static void stage_penalty(tern_sampler *s) {
 
 /* Argmax: the lowest id holding the largest logit. */
 static int32_t stage_greedy(const tern_sampler *s) {
-    const bool penalised = s->p.repeat_penalty != 1.0f && s->n_hist > 0;
-    const float mx = penalised ? v4_max(s->x, s->n_vocab) : s->mx;   /* else stage_load's */
+    const float mx = changed_after_load(s) ? v4_max(s->x, s->n_vocab) : s->mx;   /* else stage_load's */
     int32_t i = 0;
     while (s->x[i] != mx) i++;
     return i;
@@ -417,10 +430,11 @@ static double stage_weights_small(tern_sampler *s) {
     return sum;
 }
 
-/* Runs penalty -> top-k -> top-p -> min-p; returns the greedy id if temp <= 0, else -1 with the
- * survivors in s->cand[0..n_cand) (small path) or described by the cut and threshold (wide). */
+/* Runs bias -> penalty -> top-k -> top-p -> min-p; returns the greedy id if temp <= 0, else -1 with
+ * the survivors in s->cand[0..n_cand) (small path) or described by the cut and threshold (wide). */
 static int32_t sampler_chain(tern_sampler *s, const float *logits) {
     stage_load(s, logits);
+    stage_bias(s);
     stage_penalty(s);
     if (!(s->p.temp > 0.0f)) return stage_greedy(s);
     const int k = s->p.top_k;
@@ -434,9 +448,8 @@ static int32_t sampler_chain(tern_sampler *s, const float *logits) {
     s->cut_l = -INFINITY;                             /* keep all (-inf logits too) */
     s->cut_id = INT32_MAX;
     s->thr = -INFINITY;
-    const bool penalised = s->p.repeat_penalty != 1.0f && s->n_hist > 0;
     if (k > 0 && k < s->n_vocab) stage_top_k_wide(s, k);
-    if ((k > 0 && k < s->n_vocab) || penalised) wide_max(s);   /* else stage_load's max and min hold */
+    if ((k > 0 && k < s->n_vocab) || changed_after_load(s)) wide_max(s);   /* else stage_load's max and min hold */
     stage_top_p_wide(s);
     if (s->p.min_p > 0.0f && s->mx > -INFINITY) s->thr = s->mx + logf(s->p.min_p);
     return -1;
@@ -497,7 +510,40 @@ void tern_sampler_free(tern_sampler *s) {
     free(s->bin_mass);
     free(s->gsum);
     free(s->masked);
+    free(s->bias_id);
+    free(s->bias_v);
     free(s);
+}
+
+int tern_sampler_set_logit_bias(tern_sampler *s, const int32_t *ids, const float *bias, int n, tern_err *err) {
+    if (!s) return tern_err_set(err, TERN_E_ARG, "tern_sampler_set_logit_bias: sampler is NULL");
+    if (n < 0 || (n > 0 && (!ids || !bias)))
+        return tern_err_set(err, TERN_E_ARG, "tern_sampler_set_logit_bias: n %d with ids %p and bias %p", n,
+                            (const void *)ids, (const void *)bias);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= s->n_vocab)
+            return tern_err_set(err, TERN_E_ARG, "logit bias %d: token id %d, expected 0..%d (the vocabulary)", i,
+                                (int)ids[i], (int)s->n_vocab - 1);
+        if (isnan(bias[i]) || bias[i] == INFINITY)
+            return tern_err_set(err, TERN_E_ARG, "logit bias %d (token %d): %g, expected a finite number or -inf (a ban)",
+                                i, (int)ids[i], (double)bias[i]);
+    }
+    int32_t *id2 = NULL;
+    float *v2 = NULL;
+    if (n > 0 && (!(id2 = malloc((size_t)n * sizeof *id2)) || !(v2 = malloc((size_t)n * sizeof *v2)))) {
+        free(id2);
+        return tern_err_set(err, TERN_E_NOMEM, "out of memory for %d logit biases", n);
+    }
+    if (n > 0) {
+        memcpy(id2, ids, (size_t)n * sizeof *id2);
+        memcpy(v2, bias, (size_t)n * sizeof *v2);
+    }
+    free(s->bias_id);
+    free(s->bias_v);
+    s->bias_id = id2;
+    s->bias_v = v2;
+    s->n_bias = n;
+    return TERN_OK;
 }
 
 int tern_sampler_set_mask(tern_sampler *s, tern_sampler_mask mask, void *user, tern_err *err) {
