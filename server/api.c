@@ -231,6 +231,52 @@ static bool parse_prompt_ids(const cJSON *p, const char *name, srv_request *r, s
     return true;
 }
 
+/* logit_bias (OpenAI): an object {"TOKEN_ID": BIAS}, the id a decimal integer >= 0, the bias a
+ * number in -100..100 added to the token's logit before sampling, or false (llama-server's ban:
+ * -inf). At most SRV_MAX_LOGIT_BIAS entries. Ids are checked against the vocabulary when the
+ * model is known (api_check_logit_bias); null and {} set nothing. */
+static bool parse_logit_bias(const cJSON *root, srv_request *r, srv_error *e) {
+    const cJSON *f = field(root, "logit_bias");
+    if (!f) return true;
+    if (!cJSON_IsObject(f)) return bad_type(e, "logit_bias", "an object {\"token id\": bias}", f);
+    const int n = cJSON_GetArraySize(f);
+    if (n == 0) return true;
+    if (n > SRV_MAX_LOGIT_BIAS)
+        return srv_fail(e, 400, "invalid_request_error", "logit_bias", "'logit_bias' has %d entries, at most %d", n,
+                        SRV_MAX_LOGIT_BIAS);
+    r->bias_ids = malloc(sizeof *r->bias_ids * (size_t)n);
+    r->bias = malloc(sizeof *r->bias * (size_t)n);
+    if (!r->bias_ids || !r->bias) return srv_fail(e, 500, "server_error", NULL, "out of memory");
+    int i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, f) {
+        const char *k = v->string;
+        long long id = -1;
+        if (*k && strlen(k) <= 10 && strspn(k, "0123456789") == strlen(k)) id = strtoll(k, NULL, 10);
+        if (id < 0 || id > 2147483647LL)
+            return srv_fail(e, 400, "invalid_request_error", "logit_bias",
+                            "'logit_bias' key '%.40s' must be a token id (a decimal integer >= 0)", k);
+        char g[32];
+        if (cJSON_IsFalse(v)) r->bias[i] = -INFINITY;
+        else if (cJSON_IsNumber(v) && v->valuedouble >= -100.0 && v->valuedouble <= 100.0) r->bias[i] = (float)v->valuedouble;
+        else
+            return srv_fail(e, 400, "invalid_request_error", "logit_bias",
+                            "'logit_bias[\"%s\"]' must be a number in [-100, 100] or false (a ban), got %s", k, api_got(v, g));
+        r->bias_ids[i++] = (int32_t)id;
+    }
+    r->n_bias = n;
+    return true;
+}
+
+bool api_check_logit_bias(const srv_request *r, int32_t n_vocab, srv_error *e) {
+    for (int i = 0; i < r->n_bias; i++)
+        if (r->bias_ids[i] >= n_vocab)
+            return srv_fail(e, 400, "invalid_request_error", "logit_bias",
+                            "'logit_bias' key '%d' is not a token of the model: the vocabulary has ids 0..%d", (int)r->bias_ids[i],
+                            (int)n_vocab - 1);
+    return true;
+}
+
 /* A boolean field of root; path names it in errors ("stream", "stream_options.include_usage"). */
 static bool get_bool(const cJSON *root, const char *name, const char *path, bool *out, srv_error *e) {
     const cJSON *f = field(root, name);
@@ -242,7 +288,7 @@ static bool get_bool(const cJSON *root, const char *name, const char *path, bool
 
 /* OpenAI fields that would change the answer and that tern does not implement: 400 naming the
  * field instead of a reply that silently ignores it (as presence_penalty). Their neutral values
- * pass: n 1, best_of 1, echo false, suffix "" and logit_bias {} (null: not given). */
+ * pass: n 1, best_of 1, echo false and suffix "" (null: not given). */
 static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     double d = 1;
     char g[32], a[32];
@@ -265,11 +311,6 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     if (f && *f->valuestring)
         return srv_fail(e, 400, "invalid_request_error", "suffix",
                         "'suffix' is not supported (no text after the insertion point); send \"\" or leave it out");
-    f = field(root, "logit_bias");
-    if (f && !cJSON_IsObject(f)) return bad_type(e, "logit_bias", "an object", f);
-    if (f && f->child)
-        return srv_fail(e, 400, "invalid_request_error", "logit_bias",
-                        "'logit_bias' is not supported (token biases are not applied); send {} or leave it out");
     d = 0;                                            /* llama-server's token probabilities */
     if (!get_int(root, "n_probs", 0, 2147483647.0, &d, e)) return false;
     if (d != 0)
@@ -1025,6 +1066,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     if (!get_number(root, "frequency_penalty", -2, 2, &d, e)) goto done;
     if (d != 0) { srv_fail(e, 400, "invalid_request_error", "frequency_penalty", "'frequency_penalty' is not supported (use repeat_penalty)"); goto done; }
     if (!refuse_unsupported(root, e)) goto done;
+    if (!parse_logit_bias(root, r, e)) goto done;
     {                                                 /* checked by refuse_unsupported */
         const cJSON *rf = field(root, "response_format");
         const cJSON *rt = rf ? cJSON_GetObjectItemCaseSensitive(rf, "type") : NULL;
@@ -1103,6 +1145,8 @@ void api_request_free(srv_request *r) {
     free(r->trusted);
     free(r->prompt);
     free(r->prompt_ids);
+    free(r->bias_ids);
+    free(r->bias);
     free(r->model);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     memset(r, 0, sizeof *r);

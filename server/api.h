@@ -29,7 +29,7 @@ bool srv_fail(srv_error *e, int status, const char *type, const char *param, con
 #endif
     ;
 
-enum { SRV_MAX_STOP = 16, SRV_MAX_STOP_LEN = 256, SRV_MAX_MESSAGES = 4096, SRV_MAX_TOP_LOGPROBS = 20 };
+enum { SRV_MAX_STOP = 16, SRV_MAX_STOP_LEN = 256, SRV_MAX_MESSAGES = 4096, SRV_MAX_TOP_LOGPROBS = 20, SRV_MAX_LOGIT_BIAS = 1024 };
 
 typedef struct srv_request {
     srv_kind kind;
@@ -43,6 +43,9 @@ typedef struct srv_request {
                                as llama-server and vLLM); chat contents are always plain text */
     int max_tokens;         /* -1: until the end of generation or the context */
     tern_sampler_params sp;
+    int32_t *bias_ids;      /* logit_bias: bias[i] added to the logit of bias_ids[i] (-inf: banned) */
+    float *bias;
+    int n_bias;
     char *stop[SRV_MAX_STOP];
     int n_stop;
     bool stream, include_usage;
@@ -76,6 +79,9 @@ bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request 
 /* Same, with tools and tool calls written for the template family fmt (api_parse_request: QWEN35). */
 bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, size_t len, srv_request *req, srv_error *e);
 void api_request_free(srv_request *req);
+/* The logit_bias ids of req against a vocabulary of n_vocab tokens: false with e set (400 naming
+ * the first id outside it). */
+bool api_check_logit_bias(const srv_request *req, int32_t n_vocab, srv_error *e);
 
 /* ---- responses (malloc'd NUL-terminated JSON; NULL only when out of memory) ---------------- */
 typedef struct srv_usage {

@@ -579,6 +579,11 @@ static srv_job *completion_job(srv *s, srv_backend *b, srv_job *j, srv_kind kind
         srv_fail(e, 500, "server_error", NULL, "the model '%s' cannot render chat messages: %s", b->name, b->template_err);
         return NULL;
     }
+    {
+        tern_model_info info;
+        tern_model_get_info(b->m, &info);
+        if (!api_check_logit_bias(&j->req, info.n_vocab, e)) return NULL;
+    }
     if (kind == SRV_CHAT)
         rc = prompt_chat_append_ex(b->m, s->cfg.chat_template, j->req.msgs, j->req.trusted, j->req.n_msgs, true,
                                    j->req.enable_thinking, true, &j->prompt, NULL, &err);

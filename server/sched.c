@@ -227,7 +227,8 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     sl->logits = NULL;
     j->t_admit = tern_time_s();
     tern_err err = {0};
-    if (tern_sampler_init(&sl->smp, s->m, &j->req.sp, &err) != TERN_OK) {
+    if (tern_sampler_init(&sl->smp, s->m, &j->req.sp, &err) != TERN_OK ||
+        tern_sampler_set_logit_bias(sl->smp, j->req.bias_ids, j->req.bias, j->req.n_bias, &err) != TERN_OK) {
         srv_error e;
         srv_fail(&e, 400, "invalid_request_error", NULL, "%s", err.msg);
         slot_finish(s, sl, "error", &e);

@@ -1792,12 +1792,13 @@ static void test_host_names(void **state) {
 }
 
 /* OpenAI fields tern does not implement are refused rather than ignored (echo, suffix, best_of,
- * logit_bias, llama-server's n_probs, response_format json_schema, a forced tool_choice,
+ * llama-server's n_probs, response_format json_schema, a forced tool_choice,
  * llama-server's grammar and json_schema, the typical_p / mirostat / DRY / XTC /
  * dynamic-temperature samplers, vLLM's min_tokens and repetition_penalty): each gets 400 with an
  * OpenAI error object naming the field and saying "not supported", on both endpoints, as
- * presence_penalty; their neutral values (and null) are still served. An empty API key is refused
- * by srv_start (it would let everyone in). */
+ * presence_penalty; their neutral values (and null) are still served. logit_bias is served; its
+ * bad keys, values and ids are 400 naming them. An empty API key is refused by srv_start (it would
+ * let everyone in). */
 
 /* ---- tern serve under a low open-file limit ------------------------------------------------- */
 
@@ -1945,9 +1946,20 @@ static void test_unsupported_fields(void **state) {
         {"best_of", "\"best_of\": 2", "'best_of' is not supported above 1 (one completion per request), got 2"},
         {"best_of", "\"best_of\": 1", NULL},
         {"best_of", "\"best_of\": 0", "'best_of' must be an integer in [1, 2147483647], got 0"},
-        {"logit_bias", "\"logit_bias\": {\"50\": -100}", "'logit_bias' is not supported"},
+        {"logit_bias", "\"logit_bias\": {\"50\": -100}", NULL},
+        {"logit_bias", "\"logit_bias\": {\"50\": false, \"7\": 2.5}", NULL},
         {"logit_bias", "\"logit_bias\": {}", NULL},
-        {"logit_bias", "\"logit_bias\": [1]", "'logit_bias' must be an object"},
+        {"logit_bias", "\"logit_bias\": null", NULL},
+        {"logit_bias", "\"logit_bias\": [1]", "'logit_bias' must be an object {\"token id\": bias}, got an array"},
+        {"logit_bias", "\"logit_bias\": {\"abc\": 1}", "'logit_bias' key 'abc' must be a token id (a decimal integer >= 0)"},
+        {"logit_bias", "\"logit_bias\": {\"-1\": 1}", "'logit_bias' key '-1' must be a token id"},
+        {"logit_bias", "\"logit_bias\": {\" 5\": 1}", "'logit_bias' key ' 5' must be a token id"},
+        {"logit_bias", "\"logit_bias\": {\"\": 1}", "'logit_bias' key '' must be a token id"},
+        {"logit_bias", "\"logit_bias\": {\"99999999999\": 1}", "'logit_bias' key '99999999999' must be a token id"},
+        {"logit_bias", "\"logit_bias\": {\"5\": 101}", "'logit_bias[\"5\"]' must be a number in [-100, 100] or false (a ban), got 101"},
+        {"logit_bias", "\"logit_bias\": {\"5\": \"x\"}", "'logit_bias[\"5\"]' must be a number in [-100, 100] or false (a ban), got a string"},
+        {"logit_bias", "\"logit_bias\": {\"5\": true}", "'logit_bias[\"5\"]' must be a number in [-100, 100] or false"},
+        {"logit_bias", "\"logit_bias\": {\"2000000\": 1}", "'logit_bias' key '2000000' is not a token of the model: the vocabulary has ids 0.."},
         {"n", "\"n\": 2", "'n' is not supported above 1 (one choice per request), got 2"},
         {"n", "\"n\": 1", NULL},
         {"presence_penalty", "\"presence_penalty\": 0.5", "'presence_penalty' is not supported"},
@@ -2044,6 +2056,48 @@ static void test_unsupported_fields(void **state) {
                             tc[i].want ? tc[i].want : "");
         cJSON_Delete(j);
         free(out);
+    }
+    srv_stop(s);
+    tern_model_free(m);
+}
+
+/* logit_bias steers the draw: with +100 on token A, greedy decoding gives A at every step (the
+ * text of A twice, A's text from /detokenize); with A banned (false) and +100 on token B, B twice;
+ * on the chat endpoint too (its content). */
+static void test_logit_bias_served(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    const int tok[2] = {300, 301};
+    char piece[2][64];
+    for (int i = 0; i < 2; i++) {
+        char body[64];
+        snprintf(body, sizeof body, "{\"tokens\": [%d]}", tok[i]);
+        cJSON *r = http_json(s, "/detokenize", body, 200);
+        const cJSON *c = cJSON_GetObjectItem(r, "content");
+        assert_true(cJSON_IsString(c) && strlen(c->valuestring) > 0 && strlen(c->valuestring) < sizeof piece[i]);
+        snprintf(piece[i], sizeof piece[i], "%s", c->valuestring);
+        cJSON_Delete(r);
+    }
+    assert_string_not_equal(piece[0], piece[1]);
+    const char *bias[2] = {"{\"300\": 100}", "{\"300\": false, \"301\": 100}"};
+    for (int i = 0; i < 2; i++) {
+        char body[256], want[160];
+        snprintf(want, sizeof want, "%s%s", piece[i], piece[i]);
+        snprintf(body, sizeof body, "{\"prompt\": \"Once\", \"max_tokens\": 2, \"temperature\": 0, \"logit_bias\": %s}", bias[i]);
+        cJSON *r = http_json(s, "/v1/completions", body, 200);
+        const cJSON *t = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0), "text");
+        assert_true(cJSON_IsString(t));
+        if (strcmp(t->valuestring, want)) fail_msg("%s: text '%s', expected '%s'", body, t->valuestring, want);
+        cJSON_Delete(r);
+        snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 2, "
+                 "\"temperature\": 0, \"logit_bias\": %s}", bias[i]);
+        r = http_json(s, "/v1/chat/completions", body, 200);
+        const cJSON *msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0), "message");
+        const cJSON *c = cJSON_GetObjectItem(msg, "content");
+        assert_true(cJSON_IsString(c));
+        if (strcmp(c->valuestring, want)) fail_msg("%s: content '%s', expected '%s'", body, c->valuestring, want);
+        cJSON_Delete(r);
     }
     srv_stop(s);
     tern_model_free(m);
@@ -2659,6 +2713,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_start_errors),
         cmocka_unit_test(test_host_names),
         cmocka_unit_test(test_unsupported_fields),
+        cmocka_unit_test(test_logit_bias_served),
         cmocka_unit_test(test_serve_low_nofile),
         cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
