@@ -129,6 +129,31 @@ def _stops(stop):
     return list(stop)
 
 
+def _logit_bias(v):
+    """logit_bias {token_id: bias} (llama-cpp-python's and OpenAI's): the ids and the biases, a bias
+    a finite number or False / -inf (a ban). Ids are checked against the vocabulary by the sampler."""
+    if v is None:
+        return [], []
+    if not isinstance(v, dict):
+        raise TypeError("logit_bias must be a dict {token_id: bias}, got %s" % type(v).__name__)
+    ids, bias = [], []
+    for k, b in v.items():
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise TypeError("logit_bias key %r must be an int token id, got %s" % (k, type(k).__name__))
+        if not 0 <= k < 2**31:
+            raise ValueError("logit_bias key %d is not a token id (expected 0..2**31-1)" % k)
+        if b is False:
+            b = float("-inf")
+        elif isinstance(b, bool) or not isinstance(b, (int, float)):
+            raise TypeError("logit_bias[%d] must be a number or False (a ban), got %s" % (k, type(b).__name__))
+        b = float(b)
+        if b != b or b == float("inf"):
+            raise ValueError("logit_bias[%d] = %r: expected a finite number or -inf / False (a ban)" % (k, b))
+        ids.append(k)
+        bias.append(b)
+    return ids, bias
+
+
 def _int32_array(ids):
     return (ctypes.c_int32 * max(1, len(ids)))(*ids)
 
@@ -137,8 +162,9 @@ class _Sampling:
     """Sampler parameters of generate/stream/chat, checked (bounds of tern_sampler_init)."""
 
     def __init__(self, max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop,
-                 speculative, ignore_eos):
+                 speculative, ignore_eos, logit_bias=None):
         self.max_tokens = _int("max_tokens", max_tokens, -1, 2**31 - 1)
+        self.bias_ids, self.bias = _logit_bias(logit_bias)
         p = _lib.tern_sampler_params()
         lib = _lib_handle()
         lib.tern_sampler_params_default(ctypes.byref(p))
@@ -370,17 +396,17 @@ class Model:
 
     def generate(self, prompt, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
                  repeat_penalty=1.0, repeat_last_n=64, seed=None, stop=None, speculative=False, special=False,
-                 ignore_eos=False):
+                 ignore_eos=False, logit_bias=None):
         """Generate a continuation of prompt (raw text, no chat template, as `tern run`) and return
         it. Same parameters as stream(); the text is the concatenation of stream()'s pieces."""
         return "".join(self.stream(prompt, max_tokens=max_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                                    min_p=min_p, repeat_penalty=repeat_penalty, repeat_last_n=repeat_last_n,
                                    seed=seed, stop=stop, speculative=speculative, special=special,
-                                   ignore_eos=ignore_eos))
+                                   ignore_eos=ignore_eos, logit_bias=logit_bias))
 
     def stream(self, prompt, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
                repeat_penalty=1.0, repeat_last_n=64, seed=None, stop=None, speculative=False, special=False,
-               ignore_eos=False):
+               ignore_eos=False, logit_bias=None):
         """Yield the generated text in pieces as tokens arrive. The prompt is tokenised as `tern run`
         does (BOS when the vocabulary asks for it or the prompt is empty; special: parse
         control-token text). Sampling as llama.cpp (tern.h): temperature 0 is greedy; seed None
@@ -388,13 +414,15 @@ class Model:
         tokens (-1: no limit), when the context is full, or before the first occurrence of any
         stop string (not included). speculative: True or a dict (draft_max, ngram_min,
         ngram_max, adaptive) for prompt-lookup speculation: with temperature 0 the same text,
-        fewer forward passes on repetitive text. One C call per token, so Ctrl-C
-        (KeyboardInterrupt) stops between tokens; the model stays usable."""
+        fewer forward passes on repetitive text. logit_bias: {token_id: bias} added to those
+        tokens' logits before sampling (False or -inf bans a token; ids outside the vocabulary
+        raise Error). One C call per token, so Ctrl-C (KeyboardInterrupt) stops between tokens;
+        the model stays usable."""
         b = _text("prompt", prompt)
         if not isinstance(special, bool):
             raise TypeError("special must be a bool, got %s" % type(special).__name__)
         smp = _Sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop,
-                        speculative, ignore_eos)
+                        speculative, ignore_eos, logit_bias)
         ids = self._tokenize(b, special, self.add_bos or len(b) == 0)
         if not ids:
             raise Error(_lib.TERN_E_ARG, "empty prompt and the model has no BOS token: give a prompt")
@@ -425,6 +453,10 @@ class Model:
             else:
                 p.repeat_last_n = smp.repeat_last_n
             if lib.tern_sampler_init(ctypes.byref(sampler), h, ctypes.byref(p), ctypes.byref(err)):
+                _raise(err)
+            if smp.bias_ids and lib.tern_sampler_set_logit_bias(sampler, _int32_array(smp.bias_ids),
+                                                                (ctypes.c_float * len(smp.bias))(*smp.bias),
+                                                                len(smp.bias), ctypes.byref(err)):
                 _raise(err)
             if smp.spec is not None and lib.tern_spec_init(ctypes.byref(spec), h, ctypes.byref(smp.spec), ctypes.byref(err)):
                 _raise(err)
@@ -511,7 +543,8 @@ class Model:
             cap = n.value
 
     def chat(self, messages, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
-             repeat_last_n=64, seed=None, stop=None, speculative=False, thinking=None, template=None, stream=False):
+             repeat_last_n=64, seed=None, stop=None, speculative=False, thinking=None, template=None, stream=False,
+             logit_bias=None):
         """The assistant's reply to messages ([{'role': 'system'|'user'|'assistant'|'tool',
         'content': str}]) rendered with the model's chat template (see apply_chat_template) and
         generated as stream() does, ending at the template's end-of-turn token. Returns the text,
@@ -520,7 +553,7 @@ class Model:
         if not isinstance(stream, bool):
             raise TypeError("stream must be a bool, got %s" % type(stream).__name__)
         smp = _Sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop,
-                        speculative, False)
+                        speculative, False, logit_bias)
         it = self._stream_ids(self.chat_tokens(messages, True, thinking, template), smp)
         return it if stream else "".join(it)
 

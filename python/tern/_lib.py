@@ -106,6 +106,7 @@ _PROTOS = {
     "tern_sampler_sample": (c_int32, [c_void_p, P(c_float)]),
     "tern_sampler_accept": (None, [c_void_p, c_int32]),
     "tern_sampler_seed": (c_uint64, [c_void_p]),
+    "tern_sampler_set_logit_bias": (c_int, [c_void_p, P(c_int32), P(c_float), c_int, P(tern_err)]),
     "tern_chat_apply": (c_int, [c_void_p, c_char_p, P(tern_chat_msg), c_int, c_bool, c_bool, ctypes.c_char_p,
                                 c_size_t, P(c_size_t), P(tern_err)]),
     "tern_chat_tokenize": (c_int, [c_void_p, c_char_p, P(tern_chat_msg), c_int, c_bool, c_bool, c_bool, P(c_int32),

@@ -60,6 +60,36 @@ def test_stream_concatenation_equals_generate(stories):
         assert "".join(pieces) == stories.generate("Once upon a time", max_tokens=60, **kw)
 
 
+def test_logit_bias(stories):
+    # +100 on a token: greedy decoding gives it at every step (its text from detokenize)
+    piece = stories.detokenize([300])
+    assert piece and piece != stories.detokenize([301])
+    assert stories.generate("Once upon a time", max_tokens=3, temperature=0, logit_bias={300: 100}) == piece * 3
+    # a ban: the greedy token (the argmax of the session's logits, computed here) banned gives the
+    # second best, for False and for -inf
+    s = stories.session(ctx=64)
+    s.eval(stories.tokenize("Once upon a time"))
+    lg = list(s.logits())
+    s.close()
+    order = sorted(range(len(lg)), key=lambda i: (-lg[i], i))
+    assert stories.generate("Once upon a time", max_tokens=1, temperature=0) == stories.detokenize([order[0]])
+    for ban in (False, float("-inf")):
+        assert stories.generate("Once upon a time", max_tokens=1, temperature=0,
+                                logit_bias={order[0]: ban}) == stories.detokenize([order[1]])
+    # chat takes it too (the same sampler)
+    assert stories.chat([{"role": "user", "content": "hi"}], max_tokens=2, temperature=0,
+                        logit_bias={301: 100}, template="chatml") == stories.detokenize([301]) * 2
+    # bad input
+    for bad, exc in (([300], TypeError), ({"300": 1}, TypeError), ({True: 1}, TypeError), ({300: "1"}, TypeError),
+                     ({300: True}, TypeError), ({-1: 1}, ValueError), ({300: float("nan")}, ValueError),
+                     ({300: float("inf")}, ValueError)):
+        with pytest.raises(exc):
+            stories.generate("x", max_tokens=1, logit_bias=bad)
+    with pytest.raises(tern.Error) as e:
+        stories.generate("x", max_tokens=1, logit_bias={512: 1.0})
+    assert "token id 512, expected 0..511" in e.value.message
+
+
 def test_stop_strings(stories):
     full = stories.generate("Once upon a time", max_tokens=60, temperature=0)
     i = full.index("Lily")                            # the greedy text names her (test_greedy_equals_cli)
