@@ -231,7 +231,8 @@ static bool parse_prompt_ids(const cJSON *p, const char *name, srv_request *r, s
     return true;
 }
 
-/* logit_bias (OpenAI): an object {"TOKEN_ID": BIAS}, the id a decimal integer >= 0, the bias a
+/* logit_bias (OpenAI): an object {"TOKEN_ID": BIAS}, the id a decimal integer >= 0 written without
+ * leading zeros (so two keys never name one token: the JSON parser refuses repeated keys), the bias a
  * number in -100..100 added to the token's logit before sampling, or false (llama-server's ban:
  * -inf). At most SRV_MAX_LOGIT_BIAS entries. Ids are checked against the vocabulary when the
  * model is known (api_check_logit_bias); null and {} set nothing. */
@@ -251,11 +252,14 @@ static bool parse_logit_bias(const cJSON *root, srv_request *r, srv_error *e) {
     const cJSON *v;
     cJSON_ArrayForEach(v, f) {
         const char *k = v->string;
-        long long id = -1;
-        if (*k && strlen(k) <= 10 && strspn(k, "0123456789") == strlen(k)) id = strtoll(k, NULL, 10);
+        const size_t nk = strlen(k);
+        if (!nk || strspn(k, "0123456789") != nk || (k[0] == '0' && nk > 1))   /* one spelling per id: no "0300" */
+            return srv_fail(e, 400, "invalid_request_error", "logit_bias",
+                            "'logit_bias' key '%.40s' must be a token id (a decimal integer >= 0 without leading zeros)", k);
+        const long long id = nk <= 10 ? strtoll(k, NULL, 10) : -1;
         if (id < 0 || id > 2147483647LL)
             return srv_fail(e, 400, "invalid_request_error", "logit_bias",
-                            "'logit_bias' key '%.40s' must be a token id (a decimal integer >= 0)", k);
+                            "'logit_bias' key '%.40s' is not a token of the model (token ids are below 2^31)", k);
         char g[32];
         if (cJSON_IsFalse(v)) r->bias[i] = -INFINITY;
         else if (cJSON_IsNumber(v) && v->valuedouble >= -100.0 && v->valuedouble <= 100.0) r->bias[i] = (float)v->valuedouble;
@@ -269,11 +273,17 @@ static bool parse_logit_bias(const cJSON *root, srv_request *r, srv_error *e) {
 }
 
 bool api_check_logit_bias(const srv_request *r, int32_t n_vocab, srv_error *e) {
-    for (int i = 0; i < r->n_bias; i++)
+    int n_ban = 0;   /* the keys are distinct ids (one spelling each, no duplicate keys) */
+    for (int i = 0; i < r->n_bias; i++) {
         if (r->bias_ids[i] >= n_vocab)
             return srv_fail(e, 400, "invalid_request_error", "logit_bias",
                             "'logit_bias' key '%d' is not a token of the model: the vocabulary has ids 0..%d", (int)r->bias_ids[i],
                             (int)n_vocab - 1);
+        n_ban += r->bias[i] == -INFINITY;
+    }
+    if (n_ban == n_vocab)
+        return srv_fail(e, 400, "invalid_request_error", "logit_bias",
+                        "'logit_bias' bans every token of the model (%d); leave at least one token allowed", (int)n_vocab);
     return true;
 }
 

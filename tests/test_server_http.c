@@ -1951,11 +1951,14 @@ static void test_unsupported_fields(void **state) {
         {"logit_bias", "\"logit_bias\": {}", NULL},
         {"logit_bias", "\"logit_bias\": null", NULL},
         {"logit_bias", "\"logit_bias\": [1]", "'logit_bias' must be an object {\"token id\": bias}, got an array"},
-        {"logit_bias", "\"logit_bias\": {\"abc\": 1}", "'logit_bias' key 'abc' must be a token id (a decimal integer >= 0)"},
+        {"logit_bias", "\"logit_bias\": {\"abc\": 1}", "'logit_bias' key 'abc' must be a token id (a decimal integer >= 0 without leading zeros)"},
         {"logit_bias", "\"logit_bias\": {\"-1\": 1}", "'logit_bias' key '-1' must be a token id"},
         {"logit_bias", "\"logit_bias\": {\" 5\": 1}", "'logit_bias' key ' 5' must be a token id"},
         {"logit_bias", "\"logit_bias\": {\"\": 1}", "'logit_bias' key '' must be a token id"},
-        {"logit_bias", "\"logit_bias\": {\"99999999999\": 1}", "'logit_bias' key '99999999999' must be a token id"},
+        {"logit_bias", "\"logit_bias\": {\"99999999999\": 1}", "'logit_bias' key '99999999999' is not a token of the model (token ids are below 2^31)"},
+        {"logit_bias", "\"logit_bias\": {\"2147483648\": 1}", "'logit_bias' key '2147483648' is not a token of the model"},
+        {"logit_bias", "\"logit_bias\": {\"300\": 100, \"0300\": -100}", "'logit_bias' key '0300' must be a token id (a decimal integer >= 0 without leading zeros)"},
+        {"logit_bias", "\"logit_bias\": {\"0\": 1}", NULL},
         {"logit_bias", "\"logit_bias\": {\"5\": 101}", "'logit_bias[\"5\"]' must be a number in [-100, 100] or false (a ban), got 101"},
         {"logit_bias", "\"logit_bias\": {\"5\": \"x\"}", "'logit_bias[\"5\"]' must be a number in [-100, 100] or false (a ban), got a string"},
         {"logit_bias", "\"logit_bias\": {\"5\": true}", "'logit_bias[\"5\"]' must be a number in [-100, 100] or false"},
@@ -2098,6 +2101,21 @@ static void test_logit_bias_served(void **state) {
         assert_true(cJSON_IsString(c));
         if (strcmp(c->valuestring, want)) fail_msg("%s: content '%s', expected '%s'", body, c->valuestring, want);
         cJSON_Delete(r);
+    }
+    {   /* every token banned: 400, nothing generated */
+        tern_model_info info;
+        tern_model_get_info(m, &info);
+        size_t cap = 128 + (size_t)info.n_vocab * 16, n = 0;
+        char *body = malloc(cap);
+        n += (size_t)snprintf(body + n, cap - n, "{\"prompt\": \"Once\", \"max_tokens\": 2, \"logit_bias\": {");
+        for (int t = 0; t < info.n_vocab; t++) n += (size_t)snprintf(body + n, cap - n, "%s\"%d\": false", t ? ", " : "", t);
+        snprintf(body + n, cap - n, "}}");
+        int code;
+        char *out = http(s, "POST", "/v1/completions", body, NULL, &code);
+        assert_int_equal(code, 400);
+        assert_non_null(strstr(out, "'logit_bias' bans every token of the model (512); leave at least one token allowed"));
+        free(out);
+        free(body);
     }
     srv_stop(s);
     tern_model_free(m);
