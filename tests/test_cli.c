@@ -343,6 +343,25 @@ static void test_spec_flags_without_spec(void **state) {
     }
 }
 
+/* bench-spec --cost past the context names where the context came from: the default capped at
+ * the trained length (stories260K: 2048), or -c. */
+static void test_bench_spec_cost_pos_context(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    struct { const char *args, *want; } cases[] = {
+        {"bench-spec -m '%s' --cost --cost-pos 3000", "--cost-pos 3000 + 4 tokens (--draft-max + 1) > context 2048 (the model's trained length; -c N sets it)"},
+        {"bench-spec -m '%s' --cost --cost-pos 3000 -c 3002", "--cost-pos 3000 + 4 tokens (--draft-max + 1) > context 3002 (-c)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[2048], *err = NULL;
+        snprintf(args, sizeof args, cases[i].args, model);
+        const int rc = ru_tern(NULL, &err, "%s", args);
+        if (rc != 2 || !strstr(err, cases[i].want)) fail_msg("tern %s: exit %d, stderr: %s(expected 2 and %s)", args, rc, err, cases[i].want);
+        free(err);
+    }
+}
+
 /* Without -c, the context is 4096 capped at the model's trained length, with a one-line notice
  * (stories260K: 2048; qwen3-tiny, trained on 40960: 4096, no notice); an -c past the trained
  * length is kept, with a warning. Checked by what fits: a prompt of more than 2048 and fewer than
@@ -714,6 +733,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_cost_pos_past_context),
         cmocka_unit_test(test_spec_flags_without_spec),
+        cmocka_unit_test(test_bench_spec_cost_pos_context),
         cmocka_unit_test(test_default_ctx_trained),
         cmocka_unit_test(test_readme_usage),
         cmocka_unit_test(test_run_continuation_keeps_space),

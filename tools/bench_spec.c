@@ -313,9 +313,10 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     tern_model_info info;
     tern_model_get_info(m, &info);
     const int P = a->cost_pos, nmax = a->so.p.draft_max + 1;
-    if (P + nmax > tern_session_n_ctx(s)) {
-        fprintf(stderr, "tern bench-spec: --cost-pos %d + %d tokens (--draft-max + 1) > context %d (-c): expected a "
-                        "position and draft that fit the context\n", P, nmax, tern_session_n_ctx(s));
+    if (P + nmax > tern_session_n_ctx(s)) {   /* without -c: the default capped at the trained length */
+        fprintf(stderr, "tern bench-spec: --cost-pos %d + %d tokens (--draft-max + 1) > context %d (%s): expected a "
+                        "position and draft that fit the context\n", P, nmax, tern_session_n_ctx(s),
+                a->oc.ctx_given ? "-c" : "the model's trained length; -c N sets it");
         return 2;
     }
     if (nmax > tern_session_n_batch(s)) {
