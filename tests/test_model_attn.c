@@ -5,8 +5,9 @@
  *  - bit identity: every query of a tile of 1..8 queries with different lengths equals the same
  *    query computed alone (prefill tiles vs decode), for f16 and f32 K/V and head dims that are
  *    and are not multiples of 8;
- *  - the portable copy and the AVX2 copy give the same bits (where the host runs AVX2), and every
- *    architecture gives the bits of x86-64 (a pinned hash of all outputs);
+ *  - the portable copy and the AVX2 and AVX-512 copies give the same bits (where the host runs
+ *    them: the active kernel path), and every architecture gives the bits of x86-64 (a pinned
+ *    hash of all outputs);
  *  - the KV cache's head-major layout and its views. */
 #include "test.h"
 
@@ -98,6 +99,7 @@ static bool host_avx2(void) {
     const char *isa = kern_isa();
     return !strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni");
 }
+static bool host_avx512(void) { return !strcmp(kern_isa(), "avx512vnni"); }
 #endif
 
 /* FNV-1a over the output bits of every configuration: pinned below from an x86-64 run, so other
@@ -118,9 +120,11 @@ static void check_config(int hd, bool f32, float kscale) {
     float *scores = malloc((size_t)BLK_ATTN_NQ * NCTX * sizeof(float));
     double ref[HDMAX];
     double worst = 0;
-    tile_fn fns[2] = {blk_attn_tile_generic, NULL};
+    tile_fn fns[3] = {blk_attn_tile_generic, NULL, NULL};
+    static const char *const fn_name[3] = {"portable", "AVX2", "AVX-512"};
 #if defined(__x86_64__)
     if (host_avx2()) fns[1] = blk_attn_tile_avx2;
+    if (host_avx512()) fns[2] = blk_attn_tile_avx512;
 #endif
     for (int nq = 1; nq <= 8; nq++) {
         const float *qp[8];
@@ -135,11 +139,13 @@ static void check_config(int hd, bool f32, float kscale) {
         }
         const int ikv = nq & 1;
         fns[0](nq, qp, op, n_kv, &view, ikv, hd, hd, scale, scores);
-        if (fns[1]) {
-            fns[1](nq, qp, oo, n_kv, &view, ikv, hd, hd, scale, scores);
+        for (int c = 1; c < 3; c++) {
+            if (!fns[c]) continue;
+            memset(other, 0xff, sizeof other);
+            fns[c](nq, qp, oo, n_kv, &view, ikv, hd, hd, scale, scores);
             for (int s = 0; s < nq; s++)
                 if (memcmp(out[s], other[s], sizeof(float) * (size_t)hd) != 0)
-                    fail_msg("hd %d f32 %d nq %d query %d: portable and AVX2 copies differ", hd, f32, nq, s);
+                    fail_msg("hd %d f32 %d nq %d query %d: %s and %s copies differ", hd, f32, nq, s, fn_name[0], fn_name[c]);
         }
         for (int s = 0; s < nq; s++) hash_floats(out[s], hd);
         for (int s = 0; s < nq; s++) {

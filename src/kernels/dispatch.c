@@ -174,6 +174,7 @@ const char *kern_isa(void) { return kern_active()->name; }
 bool kern_isa_row16(void) { return kern_active()->row16; }
 
 bool kern_isa_avx2(void) { return (kern_active()->needs & KCPU_AVX2) != 0; }
+bool kern_isa_avx512(void) { return (kern_active()->needs & KCPU_AVX512VNNI) != 0; }
 
 int kern_force_isa(const char *name, tern_err *err) {
     const kern_table *t = name ? find(name) : NULL;

@@ -152,6 +152,9 @@ bool kern_isa_row16(void);
 /* Whether the active table runs on x86 AVX2 + FMA + F16C (avx2, avxvnni, avx512vnni): the model's
  * element-wise vector code (src/model/ops.h) then takes its AVX2 copy. */
 bool kern_isa_avx2(void);
+/* Whether the active table runs on AVX-512 F/BW/VL/DQ (avx512vnni): the model's vector code then
+ * takes its copies compiled with AVX-512VL (the same 8-lane operations, 32 vector registers). */
+bool kern_isa_avx512(void);
 /* Force a path by name (tern_set_isa; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);

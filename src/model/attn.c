@@ -1,9 +1,10 @@
 /* attn.c: the standard-softmax attention tile (blk_attn_tile, blocks.h), its portable copy and
  * the choice of copy, plus the exact fp16 -> f32 table. The body is attn_impl.h; x86/attn_avx2.c
- * compiles the same body with -mavx2 -mf16c. Both copies give the same bits (see attn_impl.h),
- * so the choice never changes a result: the ops table (ops.h) takes the AVX2 copy when the
- * kernels run an x86 SIMD path (avx2, avxvnni, avx512vnni: those need AVX2 + F16C), the
- * portable copy otherwise (so the ref path also exercises it). */
+ * compiles the same body with -mavx2 -mf16c, x86/attn_avx512.c adds -mavx512f -mavx512vl. The
+ * copies give the same bits (see attn_impl.h), so the choice never changes a result: the ops
+ * table (ops.h) takes the AVX-512 copy when the kernels run avx512vnni, the AVX2 copy on avx2 and
+ * avxvnni (those need AVX2 + F16C), the portable copy otherwise (so the ref path also exercises
+ * it). */
 #include "model/blocks.h"
 #include "model/ops.h"
 

@@ -1,8 +1,9 @@
 /* attn_impl.h: the body of the standard-softmax attention tile (blk_attn_tile, blocks.h),
- * included once per instruction set: by attn.c (portable; fp16 widened through a table) and by
- * x86/attn_avx2.c (compiled with -mavx2 -mf16c; fp16 widened by vcvtph2ps). Both widenings are
- * exact and every float operation below is an element-wise IEEE multiply or add on 8-lane GCC/clang
- * vectors (no contraction: -ffp-contract=off), so both copies give the same bits.
+ * included once per instruction set: by attn.c (portable; fp16 widened through a table), by
+ * x86/attn_avx2.c (compiled with -mavx2 -mf16c; fp16 widened by vcvtph2ps) and by
+ * x86/attn_avx512.c (the same with AVX-512VL: 32 vector registers, the same 8-lane operations).
+ * The widenings are exact and every float operation below is an element-wise IEEE multiply or add
+ * on 8-lane GCC/clang vectors (no contraction: -ffp-contract=off), so every copy gives the same bits.
  *
  * The includer defines:
  *   ATTN_SUFFIX            name suffix of the exported function (blk_attn_tile_<suffix>)

@@ -108,7 +108,8 @@ void blk_swiglu(float *out, const float *g, const float *u, int64_t n) {
 }
 
 /* SwiGLU of fast numerics: the body (swiglu_impl.h) compiled here portably and in
- * x86/attn_avx2.c with AVX2; both give the same bits, the ops table (ops.h) picks one. */
+ * x86/attn_avx2.c with AVX2 (the avx2 and avx512 tables' copy); both give the same bits, the ops
+ * table (ops.h) picks one. */
 #define SWIGLU_SUFFIX generic
 #include "model/swiglu_impl.h"
 #undef SWIGLU_SUFFIX

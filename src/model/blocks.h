@@ -100,7 +100,7 @@ void blk_attn_head(float *out, const float *q, const blk_kv_view *kv, int ikv, i
 #define BLK_ATTN_NQ 8
 void blk_attn_tile(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv, int ikv,
                    int hd_k, int hd_v, float scale, float *scores);
-/* The copies (attn.c, x86/attn_avx2.c): same contract and bits as blk_attn_tile. */
+/* The copies (attn.c, x86/attn_avx2.c, x86/attn_avx512.c): same contract and bits as blk_attn_tile. */
 typedef float attn_v8f __attribute__((vector_size(32)));
 typedef int32_t attn_v8i __attribute__((vector_size(32)));
 typedef double attn_v4d __attribute__((vector_size(32)));
@@ -108,6 +108,8 @@ void blk_attn_tile_generic(int nq, const float *const *q, float *const *out, con
                            int ikv, int hd_k, int hd_v, float scale, float *scores);
 void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
                         int ikv, int hd_k, int hd_v, float scale, float *scores);
+void blk_attn_tile_avx512(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
+                          int ikv, int hd_k, int hd_v, float scale, float *scores);
 
 /* Projections in ONE pool job: y[k] = w[k] . a[k] for k < n_w (y[k]: (a[k]->ncols, w[k]->n_out),
  * column-major), every row of every weight. The rows are split over the pool in multiples of

@@ -27,18 +27,31 @@ static const model_ops ops_avx2 = {
     .delta_chunk = gdn_delta_chunk_avx2,
     .fwht_blocks = had_fwht_blocks_avx2,
 };
+/* AVX-512 (avx512vnni): the AVX2 table with the attention tile compiled for 32 registers. */
+static const model_ops ops_avx512 = {
+    .name = "avx512",
+    .attn_tile = blk_attn_tile_avx512,
+    .swiglu_fast = blk_swiglu_fast_avx2,
+    .f16_from_f32 = blk_f16_from_f32_avx2,
+    .gdn_conv_blocks = gdn_conv_blocks_avx2,
+    .delta_token = gdn_delta_token_avx2,
+    .delta_chunk = gdn_delta_chunk_avx2,
+    .fwht_blocks = had_fwht_blocks_avx2,
+};
 #endif
 
 const model_ops *const model_ops_all[] = {
     &ops_generic,
 #if defined(__x86_64__) && defined(__GNUC__)
     &ops_avx2,
+    &ops_avx512,
 #endif
     NULL,
 };
 
 const model_ops *model_ops_active(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
+    if (kern_isa_avx512()) return &ops_avx512;
     if (kern_isa_avx2()) return &ops_avx2;
 #endif
     return &ops_generic;
@@ -46,7 +59,8 @@ const model_ops *model_ops_active(void) {
 
 const model_ops *model_ops_find(const char *name) {
     if (!name) return NULL;
-    if (!strcmp(name, "avx512vnni") || !strcmp(name, "avxvnni")) name = "avx2";   /* the same vector code: AVX2 is part of both */
+    if (!strcmp(name, "avx512vnni")) name = "avx512";
+    if (!strcmp(name, "avxvnni")) name = "avx2";   /* the same vector code: AVX2 is part of it */
     for (int i = 0; model_ops_all[i]; i++)
         if (!strcmp(model_ops_all[i]->name, name)) return model_ops_all[i];
     return NULL;

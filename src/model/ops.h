@@ -1,5 +1,5 @@
 /* ops.h: the element-wise vector operations of the forward passes, one table per instruction set,
- * chosen beside the kernel table (kern_isa_avx2): the attention tile, the fast SwiGLU, the f16 KV
+ * chosen beside the kernel table (kern_isa_avx512, kern_isa_avx2): the attention tile, the fast SwiGLU, the f16 KV
  * store, the causal conv, the delta rule (token and chunked) and the Walsh-Hadamard transform.
  * Layer 5.
  * Every table computes the same bits (IEEE operations in the same order, the exp of vexp.h); a
@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 typedef struct model_ops {
-    const char *name;   /* "generic", "avx2" */
+    const char *name;   /* "generic", "avx2", "avx512" */
     /* blk_attn_tile (blocks.h) */
     void (*attn_tile)(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
                       int ikv, int hd_k, int hd_v, float scale, float *scores);
@@ -41,7 +41,8 @@ typedef struct model_ops {
 
 /* The table of the active kernel path: one test of a flag per call, no name comparison. */
 const model_ops *model_ops_active(void);
-/* The table named name ("generic", "avx2"; "avx512vnni" is "avx2"), or NULL if it is not compiled
+/* The table named name ("generic", "avx2", "avx512"; the kernel paths' names "avxvnni" and
+ * "avx512vnni" are "avx2" and "avx512"), or NULL if it is not compiled
  * in. For tests that run every table. */
 const model_ops *model_ops_find(const char *name);
 /* NULL-terminated list of the tables compiled in. */

@@ -1,0 +1,26 @@
+/* attn_avx512.c: the attention tile body (attn_impl.h) compiled with -mavx2 -mf16c -mavx512f
+ * -mavx512vl (Makefile): the same 8-lane vectors and vcvtph2ps widening as x86/attn_avx2.c, so the
+ * same bits, with AVX-512VL's 32 vector registers, where the 8-query tiles of prefill keep their
+ * accumulators, query chunks and broadcast weights in registers instead of reloading them. Only
+ * blk_attn_tile_avx512 is exported; the avx512 ops table (ops.c) holds it. */
+#include "model/blocks.h"
+
+#if defined(__x86_64__)
+#if !defined(__AVX2__) || !defined(__F16C__) || !defined(__AVX512VL__)
+#error "attn_avx512.c must be compiled with -mavx2 -mf16c -mavx512f -mavx512vl"
+#endif
+
+#include <immintrin.h>
+#include <string.h>
+
+static inline __attribute__((always_inline)) attn_v8f attn_ld_f16c(const uint16_t *p) {
+    const __m256 r = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+    attn_v8f v;
+    memcpy(&v, &r, sizeof v);
+    return v;
+}
+
+#define ATTN_SUFFIX avx512
+#define ATTN_LD_F16(p) attn_ld_f16c(p)
+#include "model/attn_impl.h"
+#endif
