@@ -1420,7 +1420,8 @@ char *api_logprobs_json(const tern_model *m, srv_kind kind, const srv_logprob *e
             }
             cJSON_AddItemToArray(tops, top);
             cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*text_offset));
-            *text_offset += (size_t)nb;
+            const int nv = tern_token_piece(m, e[i].tok, false, NULL, 0);   /* its bytes in the text: none for a control token */
+            *text_offset += nv > 0 ? (size_t)nv : 0;
         }
     }
     return print_free(root);

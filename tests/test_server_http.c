@@ -1514,7 +1514,7 @@ static void test_logprobs(void **state) {
         if (fabsl((long double)got - ((long double)lg[best] - lse)) > 1e-4L)
             fail_msg("token %d: logprob %.6f, expected %.6Lf", i, got, (long double)lg[best] - lse);
         assert_int_equal(cJSON_GetArrayItem(offs, i)->valueint, off);
-        off += np;
+        off += tern_token_piece(m, best, false, NULL, 0);   /* the bytes it adds to the text */
         /* the top 5: the 5 largest logits, by value */
         cJSON *top = cJSON_GetArrayItem(tops, i);
         assert_true(cJSON_GetArraySize(top) >= 1 && cJSON_GetArraySize(top) <= NTOP);
@@ -2100,6 +2100,22 @@ static void test_logit_bias_served(void **state) {
         const cJSON *c = cJSON_GetObjectItem(msg, "content");
         assert_true(cJSON_IsString(c));
         if (strcmp(c->valuestring, want)) fail_msg("%s: content '%s', expected '%s'", body, c->valuestring, want);
+        cJSON_Delete(r);
+    }
+    {   /* a control token forced (id 0, no text of its own): the text is empty and the legacy
+         * logprobs' text_offset stays 0, while its tokens show the control token's text */
+        char ctl[64];
+        const int nc = tern_token_piece(m, 0, true, ctl, sizeof ctl);
+        assert_true(nc > 0 && nc < (int)sizeof ctl && tern_token_piece(m, 0, false, NULL, 0) == 0);
+        ctl[nc] = '\0';
+        cJSON *r = http_json(s, "/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 3, \"temperature\": 0, \"logprobs\": 1, "
+                             "\"logit_bias\": {\"0\": 100}}", 200);
+        const cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "choices"), 0), *lp = cJSON_GetObjectItem(ch, "logprobs");
+        assert_string_equal(cJSON_GetObjectItem(ch, "text")->valuestring, "");
+        for (int i = 0; i < 3; i++) {
+            assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(lp, "tokens"), i)->valuestring, ctl);
+            assert_int_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(lp, "text_offset"), i)->valueint, 0);
+        }
         cJSON_Delete(r);
     }
     {   /* every token banned: 400, nothing generated */
