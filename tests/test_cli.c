@@ -246,6 +246,11 @@ static void test_values_out_of_range(void **state) {
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
         {"run", "--temp ' 0.5'", "tern run: --temp: expected a number in 0..100, got ' 0.5'"},
+        {"run", "-l 300", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300'"},
+        {"chat", "--logit-bias 300+inf", "tern chat: --logit-bias: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300+inf'"},
+        {"run", "-l '300+ 1'", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300+ 1'"},
+        {"run", "-l 99999999999+1", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '99999999999+1'"},
+        {"run", "-l 300--1", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300--1'"},
         {"run", "-n ' 5'", "tern run: -n: expected an integer in -1..16777216, got ' 5'"},
         /* speculative flags against each other: the flag given is named, usage exit status */
         {"run", "-m x.gguf --spec lookup --spec-ngram-min 4 --spec-ngram-max 2",
@@ -341,6 +346,46 @@ static void test_spec_flags_without_spec(void **state) {
             fail_msg("tern %s: exit %d, stderr: %s(expected %s)", args, rc, err, cases[i].warn ? cases[i].warn : "no warning");
         free(err);
     }
+}
+
+/* -l TOKEN_ID(+|-)BIAS, repeatable, as llama.cpp: +100 on a token makes greedy decoding give it at
+ * every step (its text from the library), a later -inf on it bans it and +100 on another token
+ * gives that one; an id outside the vocabulary is an error naming the flag; more than 256 is a
+ * usage error. */
+static void test_logit_bias_flag(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    tern_model *m = NULL;
+    tern_err e = {0};
+    assert_int_equal(tern_model_load(&m, model, NULL, &e), TERN_OK);
+    char p300[64], p301[64], want[256];
+    int n = tern_token_piece(m, 300, false, p300, sizeof p300 - 1);
+    assert_true(n > 0);
+    p300[n] = '\0';
+    n = tern_token_piece(m, 301, false, p301, sizeof p301 - 1);
+    assert_true(n > 0);
+    p301[n] = '\0';
+    tern_model_free(m);
+    struct { const char *flags, *piece; } cases[] = {{"-l 300+100", p300}, {"-l 300+100 --logit-bias 300-inf -l 301+100", p301}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        const int rc = ru_tern(&out, NULL, "run -m '%s' -p Once -n 3 --temp 0 -t 1 %s", model, cases[i].flags);
+        snprintf(want, sizeof want, "%s%s%s\n", cases[i].piece, cases[i].piece, cases[i].piece);
+        if (rc != 0 || !strstr(out, want)) fail_msg("run %s: exit %d, output '%s', expected '%s'", cases[i].flags, rc, out, want);
+        free(out);
+    }
+    char *err = NULL;
+    int rc = ru_tern(NULL, &err, "run -m '%s' -p Once -n 1 -l 600+1", model);
+    if (rc != 1 || !strstr(err, "-l, --logit-bias: token id 600 is not in the model's vocabulary (ids 0..511)"))
+        fail_msg("-l 600+1: exit %d, stderr %s", rc, err);
+    free(err);
+    char many[257 * 10 + 1] = "";
+    for (int i = 0; i < 257; i++) snprintf(many + strlen(many), sizeof many - strlen(many), " -l %d+1", i);
+    err = NULL;
+    rc = ru_tern(NULL, &err, "run -m '%s' -p Once -n 1%s", model, many);
+    if (rc != 2 || !strstr(err, "tern run: -l, --logit-bias: given 257 times, at most 256")) fail_msg("257 x -l: exit %d, stderr %s", rc, err);
+    free(err);
 }
 
 /* bench-spec --cost past the context names where the context came from: the default capped at
@@ -734,6 +779,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_cost_pos_past_context),
         cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_bench_spec_cost_pos_context),
+        cmocka_unit_test(test_logit_bias_flag),
         cmocka_unit_test(test_default_ctx_trained),
         cmocka_unit_test(test_readme_usage),
         cmocka_unit_test(test_run_continuation_keeps_space),

@@ -57,7 +57,7 @@ typedef struct chat_opts {
     const char *system, *tmpl;
     bool think, show_think;
     int n_predict;
-    tern_sampler_params sp;
+    opts_sampling sp;       /* --temp ... -l (model_opts.h) */
     spec_opts spec;         /* --spec lookup --draft-max N */
 } chat_opts;
 
@@ -96,7 +96,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
     memset(o, 0, sizeof *o);
     o->think = true;
     o->n_predict = 1024;   /* a model that never ends its turn cannot fill the context with one reply */
-    tern_sampler_params_default(&o->sp);
+    opts_sampling_default(&o->sp);
     spec_opts_default(&o->spec);
     opts_common *oc = &o->oc;
     opts_common_default(oc);
@@ -129,7 +129,7 @@ static int parse_args(chat_opts *o, int argc, char **argv) {
                         "give one of them\n");
         return 2;
     }
-    if (spec_opts_check(&o->spec)) return 2;
+    if (spec_opts_check(&o->spec) || !opts_sampling_check(&o->sp)) return 2;
     if (opts_check_chat_template("chat", o->tmpl)) return 2;
     return 0;
 }
@@ -368,8 +368,7 @@ int cmd_chat(int argc, char **argv) {
 
     tern_err err = {0};
     if (opts_load(&c.o.oc, &c.m, &c.s, &err) != TERN_OK) goto fail;
-    if (c.o.sp.repeat_last_n < 0) c.o.sp.repeat_last_n = tern_session_n_ctx(c.s);
-    if (tern_sampler_init(&c.smp, c.m, &c.o.sp, &err) != TERN_OK) goto fail;
+    if (opts_sampler_init(&c.o.sp, c.m, c.s, &c.smp, &err) != TERN_OK) goto fail;
     if (c.o.spec.on && tern_spec_init(&c.spec, c.m, &c.o.spec.p, &err) != TERN_OK) goto fail;
     if (tern_gen_init(&c.gen, c.m, &err) != TERN_OK) goto fail;
     opts_note_chat_template("chat", c.m, c.o.tmpl);

@@ -42,6 +42,8 @@ static const opt_def d_sampling[] = {
     {OPTS_REPEAT_LAST_N, "--repeat-last-n", OPT_INT, "N", -1, 1 << 24, NULL,
      "tokens the penalty looks back (default 64; 0 = off, -1 = context)"},
     {OPTS_SEED, "-s, --seed", OPT_SEED, "N", 0, 0, NULL, "random seed (default -1: drawn from the OS)"},
+    {OPTS_LOGIT_BIAS, "-l, --logit-bias", OPT_BIAS, "ID(+|-)B", 0, 0, NULL,
+     "add B to token ID's logit before sampling; repeatable (15043+1, 15043-inf bans it)"},
 };
 const opt_table opts_tab_model = {d_model, (int)(sizeof d_model / sizeof d_model[0])};
 const opt_table opts_tab_threads = {d_threads, (int)(sizeof d_threads / sizeof d_threads[0])};
@@ -71,8 +73,21 @@ bool opts_apply_common(opts_common *o, int id, const opt_val *v) {
     return true;
 }
 
-bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v) {
+void opts_sampling_default(opts_sampling *s) {
+    memset(s, 0, sizeof *s);
+    tern_sampler_params_default(&s->p);
+}
+
+bool opts_apply_sampling(opts_sampling *s, int id, const opt_val *v) {
+    tern_sampler_params *p = &s->p;
     switch (id) {
+    case OPTS_LOGIT_BIAS:
+        if (s->n_bias < OPTS_BIAS_MAX) {
+            s->bias_id[s->n_bias] = (int32_t)v->i;
+            s->bias[s->n_bias] = (float)v->f;
+        }
+        s->n_bias++;
+        break;
     case OPTS_TEMP: p->temp = (float)v->f; break;
     case OPTS_TOP_K: p->top_k = (int32_t)v->i; break;
     case OPTS_TOP_P: p->top_p = (float)v->f; break;
@@ -83,6 +98,27 @@ bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v) {
     default: return false;
     }
     return true;
+}
+
+bool opts_sampling_check(const opts_sampling *s) {
+    if (s->n_bias <= OPTS_BIAS_MAX) return true;
+    fprintf(stderr, "tern %s: -l, --logit-bias: given %d times, at most %d\n", opts_cmd(), s->n_bias, OPTS_BIAS_MAX);
+    return false;
+}
+
+int opts_sampler_init(const opts_sampling *s, const tern_model *m, const tern_session *se, tern_sampler **out,
+                      tern_err *err) {
+    tern_sampler_params p = s->p;
+    if (p.repeat_last_n < 0) p.repeat_last_n = tern_session_n_ctx(se);   /* llama.cpp's -1: the whole context */
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    for (int i = 0; i < s->n_bias; i++)
+        if (s->bias_id[i] >= info.n_vocab)
+            return tern_err_set(err, TERN_E_ARG, "-l, --logit-bias: token id %d is not in the model's vocabulary (ids 0..%d)",
+                                (int)s->bias_id[i], (int)info.n_vocab - 1);
+    int rc = tern_sampler_init(out, m, &p, err);
+    if (!rc) rc = tern_sampler_set_logit_bias(*out, s->bias_id, s->bias, s->n_bias, err);
+    return rc;
 }
 
 int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given, int need) {

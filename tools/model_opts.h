@@ -31,12 +31,13 @@ enum {
     OPTS_MODEL = 1000, OPTS_THREADS, OPTS_CTX, OPTS_BATCH, OPTS_NUMERICS, OPTS_CACHE_TYPE, OPTS_MMAP, OPTS_NO_MMAP,
     OPTS_NO_PROGRESS,
     OPTS_TEMP = 1100, OPTS_TOP_K, OPTS_TOP_P, OPTS_MIN_P, OPTS_REPEAT_PENALTY, OPTS_REPEAT_LAST_N, OPTS_SEED,
+    OPTS_LOGIT_BIAS,
 };
 extern const opt_table opts_tab_model;     /* -m, --model PATH */
 extern const opt_table opts_tab_threads;   /* -t, --threads N (1..opts_max_threads()) */
 extern const opt_table opts_tab_ctx;       /* -c, --ctx-size N (1..2^24) */
 extern const opt_table opts_tab_load;      /* -b, --numerics, --cache-type, --mmap, --no-mmap, --no-progress */
-extern const opt_table opts_tab_sampling;  /* --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed */
+extern const opt_table opts_tab_sampling;  /* --temp --top-k --top-p --min-p --repeat-penalty --repeat-last-n --seed -l */
 /* Store a parsed value of one of the tables above; returns false if id is none of theirs. */
 bool opts_apply_common(opts_common *o, int id, const opt_val *v);
 /* The context of a session of m. n_ctx 0 (no -c): 4096, capped at the model's trained context
@@ -44,7 +45,22 @@ bool opts_apply_common(opts_common *o, int id, const opt_val *v);
  * notice unless need (> 0: the most positions the command can use) fits under the cap. An -c given (given = true) past the trained context is kept, with a one-line warning
  * (llama.cpp's "possible training context overflow"). Notices go to stderr as "tern CMD: ...". */
 int opts_ctx_resolve(const tern_model *m, int n_ctx, bool given, int need);
-bool opts_apply_sampling(tern_sampler_params *p, int id, const opt_val *v);
+/* Sampling flags: the sampler's parameters and llama.cpp's repeatable -l TOKEN_ID(+|-)BIAS. */
+#define OPTS_BIAS_MAX 256
+typedef struct opts_sampling {
+    tern_sampler_params p;
+    int n_bias;                       /* -l given this many times (stored: the first OPTS_BIAS_MAX) */
+    int32_t bias_id[OPTS_BIAS_MAX];
+    float bias[OPTS_BIAS_MAX];
+} opts_sampling;
+void opts_sampling_default(opts_sampling *s);
+bool opts_apply_sampling(opts_sampling *s, int id, const opt_val *v);
+/* After parsing: false (with the error printed, a usage error) for more than OPTS_BIAS_MAX -l. */
+bool opts_sampling_check(const opts_sampling *s);
+/* The sampler of s for session se of m: repeat_last_n -1 becomes the context, the -l biases are
+ * applied (an id outside the vocabulary: TERN_E_ARG naming the flag). */
+int opts_sampler_init(const opts_sampling *s, const tern_model *m, const tern_session *se, tern_sampler **out,
+                      tern_err *err);
 const char *opts_numerics_name(tern_numerics n);
 /* The model options the environment sets for every program: TERN_MEM_AVAILABLE (bytes the memory
  * checks assume available) and TERN_PTQ1_0 (auto | transcode | direct). TERN_E_ARG naming the

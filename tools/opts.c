@@ -320,6 +320,7 @@ static const char *expected(const opt_def *d, char *buf, size_t n) {
     case OPT_FLOAT: snprintf(buf, n, "a number in %.15g..%.15g", d->lo, def_hi(d)); break;
     case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551614 or -1 (random)"); break;
     case OPT_TEXT: snprintf(buf, n, "text"); break;
+    case OPT_BIAS: snprintf(buf, n, "TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf)"); break;
     case OPT_PATH: snprintf(buf, n, "a path"); break;
     case OPT_LIST:
         snprintf(buf, n, "a comma-separated list of at most %d integers in %.0f..%.0f%s", OPT_LIST_MAX, d->lo, def_hi(d),
@@ -427,6 +428,20 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v, char *why, 
             p = e;
         }
     }
+    case OPT_BIAS: {   /* digits, a sign, then a number (strtod: no leading space after the sign) or inf */
+        const size_t nd = strspn(s, "0123456789");
+        if (nd == 0 || nd > 10 || (s[nd] != '+' && s[nd] != '-') || isspace((unsigned char)s[nd + 1])) return false;
+        const long long id = strtoll(s, NULL, 10);
+        if (id > 2147483647LL) return false;
+        const char *b = s + nd + 1;
+        char *end;
+        const double x = strcmp(b, "inf") ? strtod(b, &end) : INFINITY;
+        if (strcmp(b, "inf") && (end == b || *end || !isfinite(x) || *b == '+' || *b == '-')) return false;
+        if (s[nd] == '+' && !isfinite(x)) return false;             /* +inf would make the token the only one */
+        v->i = id;
+        v->f = s[nd] == '-' ? -x : x;
+        return true;
+    }
     case OPT_PATH: return s[0] != '\0';                        /* "" names no file */
     default: return true;                                     /* TEXT */
     }
@@ -452,7 +467,7 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
      * ids seen are forgotten there. */
     static int seen[128], n_seen;
     if (*i <= 1) n_seen = 0;
-    for (int k = 0; k < n_seen; k++)
+    for (int k = 0; k < n_seen && d->kind != OPT_BIAS; k++)
         if (seen[k] == d->id) {
             fprintf(stderr, "tern %s: %.*s given twice (as %s); give it once; see tern %s --help\n", cmd, (int)n, a,
                     d->names, cmd);

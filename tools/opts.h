@@ -25,6 +25,8 @@ typedef enum {
     OPT_PATH,    /* a file path -> opt_val.str (a value that is itself an option name counts as missing) */
     OPT_CHOICE,  /* one of the '|'-separated words of `choices` -> opt_val.choice (index) */
     OPT_LIST,    /* comma-separated integers, each in [lo, hi], at most OPT_LIST_MAX -> list/n_list */
+    OPT_BIAS,    /* a logit bias TOKEN_ID(+|-)BIAS (15043+1, 15043-inf) -> opt_val.i (the id, 0..2^31-1) and .f
+                  * (the signed bias, finite or -inf); the one kind that may be given more than once */
 } opt_kind;
 
 /* hi of an option counting threads: replaced by opts_max_threads() when parsing and printing. */
@@ -60,7 +62,7 @@ enum { OPT_ERR = -1, OPT_POSITIONAL = -2, OPT_HELP = -3 };
  * advanced past the value), OPT_POSITIONAL for an argument that is not an option (does not start
  * with '-', or is "-" alone; *v->str = it), OPT_HELP for -h/--help, or OPT_ERR after printing the
  * error (unknown option, missing value, value not of the kind or out of range, an option given a
- * second time under any of its spellings: `-p a --prompt b`; no option is repeatable). cmd is the
+ * second time under any of its spellings: `-p a --prompt b`; only OPT_BIAS repeats). cmd is the
  * command's name without "tern " ("run"). */
 int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **argv, int *i, opt_val *v);
 /* Print one line per option (names, placeholder, help, range or choices) and -h, --help. */

@@ -60,8 +60,8 @@ static void run_usage(FILE *f, const opt_table *t, int n_t) {
 int cmd_run(int argc, char **argv) {
     opts_common oc;
     opts_common_default(&oc);
-    tern_sampler_params sp;
-    tern_sampler_params_default(&sp);
+    opts_sampling sp;
+    opts_sampling_default(&sp);
     const char *prompt = NULL, *prompt_file = NULL;
     int n_predict = 256;
     bool echo = false, parse_special = false, ignore_eos = false;
@@ -91,7 +91,7 @@ int cmd_run(int argc, char **argv) {
         fprintf(stderr, "tern run: -m MODEL is required; see tern run --help\n");
         return 2;
     }
-    if (spec_opts_check(&so)) return 2;
+    if (spec_opts_check(&so) || !opts_sampling_check(&sp)) return 2;
     if (prompt && prompt_file) {   /* one prompt: never drop one of the two silently */
         fprintf(stderr, "tern run: -p and -f both give the prompt; use one of them; see tern run --help\n");
         return 2;
@@ -133,8 +133,7 @@ int cmd_run(int argc, char **argv) {
     const double t_load = now_s() - t_load0;
     tern_model_info info;
     tern_model_get_info(m, &info);
-    if (sp.repeat_last_n < 0) sp.repeat_last_n = tern_session_n_ctx(s);   /* llama.cpp's -1: the whole context */
-    if (tern_sampler_init(&smp, m, &sp, &err)) goto done;
+    if (opts_sampler_init(&sp, m, s, &smp, &err)) goto done;
     so.p.ignore_eos = ignore_eos;
     if (so.on && tern_spec_init(&spec, m, &so.p, &err)) goto done;
     if (tern_gen_init(&gen, m, &err)) goto done;
