@@ -283,6 +283,27 @@ static void test_logit_bias(void **state) {
         const int32_t t = tern_sampler_sample(s, l);
         assert_true(t >= 0 && t < 4);
     }
+    /* a huge bias on a huge logit stays finite (clamped to FLT_MAX): the draw is still that token,
+     * on the greedy and the wide path */
+    {
+        const float big[4] = {3e38f, 0.0f, 0.0f, 1.0f};
+        const int32_t b0 = 0;
+        const float huge = 3e38f;
+        tern_sampler_params w = params(1.0f, 0, 1.0f, 0.0f);
+        tern_sampler *sw = mk(4, &w);
+        assert_int_equal(tern_sampler_set_logit_bias(sw, &b0, &huge, 1, &e), TERN_OK);
+        for (int i = 0; i < 8; i++) assert_int_equal(tern_sampler_sample(sw, big), 0);
+        int32_t got[4];
+        float pr[4];
+        const int nd = samp_dist(sw, big, got, pr, 4);
+        for (int i = 0; i < nd; i++)
+            if (!(pr[i] == (got[i] == 0 ? 1.0f : 0.0f))) fail_msg("huge bias: p(%d) = %g", (int)got[i], (double)pr[i]);
+        tern_sampler_free(sw);
+        tern_sampler *s0 = mk(4, &g);
+        assert_int_equal(tern_sampler_set_logit_bias(s0, &b0, &huge, 1, &e), TERN_OK);
+        assert_int_equal(tern_sampler_sample(s0, big), 0);
+        tern_sampler_free(s0);
+    }
     /* refused: an id outside the vocabulary, NaN, +inf, n < 0; the biases in place stay */
     const int32_t bad_id = 4;
     const float nan_v = NAN, inf_v = INFINITY, zero = 0.0f;

@@ -156,9 +156,15 @@ static void stage_load(tern_sampler *s, const float *logits) {
 }
 
 /* The logit bias (OpenAI's logit_bias), first in the chain as llama.cpp's: bias_v[i] added to
- * x[bias_id[i]] in the order given (-inf bans the token; a repeated id adds each of its biases). */
+ * x[bias_id[i]] in the order given (-inf bans the token; a repeated id adds each of its biases).
+ * A sum past FLT_MAX is clamped to it, as stage_load clamps +inf (never NaN: the biases are
+ * finite or -inf, the logits finite or -inf). */
 static void stage_bias(tern_sampler *s) {
-    for (int i = 0; i < s->n_bias; i++) s->x[s->bias_id[i]] += s->bias_v[i];
+    for (int i = 0; i < s->n_bias; i++) {
+        float *l = &s->x[s->bias_id[i]];
+        *l += s->bias_v[i];
+        if (*l > FLT_MAX) *l = FLT_MAX;
+    }
 }
 
 /* The logits were changed after stage_load (bias or penalty): its max and min no longer hold. */
