@@ -2085,7 +2085,7 @@ static void test_logit_bias_served(void **state) {
     assert_string_not_equal(piece[0], piece[1]);
     const char *bias[2] = {"{\"300\": 100}", "{\"300\": false, \"301\": 100}"};
     for (int i = 0; i < 2; i++) {
-        char body[256], want[160];
+        char body[256], want[256];
         snprintf(want, sizeof want, "%s%s", piece[i], piece[i]);
         snprintf(body, sizeof body, "{\"prompt\": \"Once\", \"max_tokens\": 2, \"temperature\": 0, \"logit_bias\": %s}", bias[i]);
         cJSON *r = http_json(s, "/v1/completions", body, 200);
