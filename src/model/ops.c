@@ -17,27 +17,15 @@ static const model_ops ops_generic = {
 };
 
 #if defined(__x86_64__) && defined(__GNUC__)
-static const model_ops ops_avx2 = {
-    .name = "avx2",
-    .attn_tile = blk_attn_tile_avx2,
-    .swiglu_fast = blk_swiglu_fast_avx2,
-    .f16_from_f32 = blk_f16_from_f32_avx2,
-    .gdn_conv_blocks = gdn_conv_blocks_avx2,
-    .delta_token = gdn_delta_token_avx2,
-    .delta_chunk = gdn_delta_chunk_avx2,
-    .fwht_blocks = had_fwht_blocks_avx2,
-};
-/* AVX-512 (avx512vnni): the AVX2 table with the attention tile compiled for 32 registers. */
-static const model_ops ops_avx512 = {
-    .name = "avx512",
-    .attn_tile = blk_attn_tile_avx512,
-    .swiglu_fast = blk_swiglu_fast_avx2,
-    .f16_from_f32 = blk_f16_from_f32_avx2,
-    .gdn_conv_blocks = gdn_conv_blocks_avx2,
-    .delta_token = gdn_delta_token_avx2,
-    .delta_chunk = gdn_delta_chunk_avx2,
-    .fwht_blocks = had_fwht_blocks_avx2,
-};
+/* The AVX2 copies both x86 tables hold; they differ in the attention tile only. */
+#define OPS_X86_SHARED                                                                              \
+    .swiglu_fast = blk_swiglu_fast_avx2, .f16_from_f32 = blk_f16_from_f32_avx2,                    \
+    .gdn_conv_blocks = gdn_conv_blocks_avx2, .delta_token = gdn_delta_token_avx2,                  \
+    .delta_chunk = gdn_delta_chunk_avx2, .fwht_blocks = had_fwht_blocks_avx2
+static const model_ops ops_avx2 = {.name = "avx2", .attn_tile = blk_attn_tile_avx2, OPS_X86_SHARED};
+/* AVX-512 (avx512vnni): the attention tile compiled for 32 vector registers. */
+static const model_ops ops_avx512 = {.name = "avx512", .attn_tile = blk_attn_tile_avx512, OPS_X86_SHARED};
+#undef OPS_X86_SHARED
 #endif
 
 const model_ops *const model_ops_all[] = {

@@ -167,7 +167,8 @@ static void stage_bias(tern_sampler *s) {
     }
 }
 
-/* The logits were changed after stage_load (bias or penalty): its max and min no longer hold. */
+/* Whether a stage after stage_load (the bias, the penalty) changes the logits: then the max and
+ * min must be recomputed. */
 static bool changed_after_load(const tern_sampler *s) {
     return s->n_bias > 0 || (s->p.repeat_penalty != 1.0f && s->n_hist > 0);
 }

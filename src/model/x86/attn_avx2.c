@@ -11,16 +11,10 @@
 #error "attn_avx2.c must be compiled with -mavx2 -mf16c"
 #endif
 #include "core/fp16.h"
+#include "model/x86/f16c.h"
 
 #include <immintrin.h>
 #include <string.h>
-
-static inline __attribute__((always_inline)) attn_v8f attn_ld_f16c(const uint16_t *p) {
-    const __m256 r = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-    attn_v8f v;
-    memcpy(&v, &r, sizeof v);
-    return v;
-}
 
 #define ATTN_SUFFIX avx2
 #define ATTN_LD_F16(p) attn_ld_f16c(p)

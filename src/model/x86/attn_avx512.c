@@ -10,15 +10,7 @@
 #error "attn_avx512.c must be compiled with -mavx2 -mf16c -mavx512f -mavx512vl"
 #endif
 
-#include <immintrin.h>
-#include <string.h>
-
-static inline __attribute__((always_inline)) attn_v8f attn_ld_f16c(const uint16_t *p) {
-    const __m256 r = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-    attn_v8f v;
-    memcpy(&v, &r, sizeof v);
-    return v;
-}
+#include "model/x86/f16c.h"
 
 #define ATTN_SUFFIX avx512
 #define ATTN_LD_F16(p) attn_ld_f16c(p)
