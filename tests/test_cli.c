@@ -251,6 +251,8 @@ static void test_values_out_of_range(void **state) {
         {"run", "-l '300+ 1'", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300+ 1'"},
         {"run", "-l 99999999999+1", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '99999999999+1'"},
         {"run", "-l 300--1", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300--1'"},
+        {"run", "-l 300+3.5e38", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300+3.5e38'"},
+        {"run", "-l 300-3.5e38", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number or inf (15043+1, 15043-inf), got '300-3.5e38'"},
         {"run", "-n ' 5'", "tern run: -n: expected an integer in -1..16777216, got ' 5'"},
         /* speculative flags against each other: the flag given is named, usage exit status */
         {"run", "-m x.gguf --spec lookup --spec-ngram-min 4 --spec-ngram-max 2",
@@ -385,6 +387,13 @@ static void test_logit_bias_flag(void **state) {
     err = NULL;
     rc = ru_tern(NULL, &err, "run -m '%s' -p Once -n 1%s", model, many);
     if (rc != 2 || !strstr(err, "tern run: -l, --logit-bias: given 257 times, at most 256")) fail_msg("257 x -l: exit %d, stderr %s", rc, err);
+    free(err);
+    /* many -l do not hide another option given twice */
+    err = NULL;
+    many[0] = '\0';
+    for (int i = 0; i < 150; i++) snprintf(many + strlen(many), sizeof many - strlen(many), " -l %d+1", i);
+    rc = ru_tern(NULL, &err, "run -m '%s' -p Once -n 1%s --temp 0 --temp 1", model, many);
+    if (rc != 2 || !strstr(err, "tern run: --temp given twice")) fail_msg("-l x 150 then --temp twice: exit %d, stderr %s", rc, err);
     free(err);
 }
 

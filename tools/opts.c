@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -436,7 +437,7 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v, char *why, 
         const char *b = s + nd + 1;
         char *end;
         const double x = strcmp(b, "inf") ? strtod(b, &end) : INFINITY;
-        if (strcmp(b, "inf") && (end == b || *end || !isfinite(x) || *b == '+' || *b == '-')) return false;
+        if (strcmp(b, "inf") && (end == b || *end || !(fabs(x) <= FLT_MAX) || *b == '+' || *b == '-')) return false;   /* a float */
         if (s[nd] == '+' && !isfinite(x)) return false;             /* +inf would make the token the only one */
         v->i = id;
         v->f = s[nd] == '-' ? -x : x;
@@ -473,7 +474,7 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
                     d->names, cmd);
             return OPT_ERR;
         }
-    if (n_seen < (int)(sizeof seen / sizeof seen[0])) seen[n_seen++] = d->id;
+    if (d->kind != OPT_BIAS && n_seen < (int)(sizeof seen / sizeof seen[0])) seen[n_seen++] = d->id;   /* -l repeats */
     char what[160];
     if (d->kind == OPT_FLAG) {
         if (eq) {

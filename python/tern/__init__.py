@@ -146,9 +146,14 @@ def _logit_bias(v):
             b = float("-inf")
         elif isinstance(b, bool) or not isinstance(b, (int, float)):
             raise TypeError("logit_bias[%d] must be a number or False (a ban), got %s" % (k, type(b).__name__))
-        b = float(b)
-        if b != b or b == float("inf"):
-            raise ValueError("logit_bias[%d] = %r: expected a finite number or -inf / False (a ban)" % (k, b))
+        try:
+            f = float(b)
+        except OverflowError:
+            f = float("nan")
+        if f != f or f == float("inf") or (f != float("-inf") and abs(f) > 3.4028234663852886e38):
+            raise ValueError("logit_bias[%d] = %r: expected a number within the float range or -inf / False (a ban)"
+                             % (k, b))
+        b = f
         ids.append(k)
         bias.append(b)
     return ids, bias
@@ -436,6 +441,8 @@ class Model:
         for i, t in enumerate(ids):
             if not 0 <= t < self.n_vocab:
                 raise Error(_lib.TERN_E_RANGE, "prompt token %d at index %d: expected 0..%d" % (t, i, self.n_vocab - 1))
+        if sum(1 for k, b in zip(smp.bias_ids, smp.bias) if b == float("-inf") and k < self.n_vocab) == self.n_vocab:
+            raise ValueError("logit_bias bans every token of the model (%d); leave at least one token allowed" % self.n_vocab)
         return _StopFilter(self._gen_tokens(ids, smp), smp.stop).run()
 
     def _gen_tokens(self, ids, smp):

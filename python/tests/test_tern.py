@@ -82,7 +82,8 @@ def test_logit_bias(stories):
     # bad input
     for bad, exc in (([300], TypeError), ({"300": 1}, TypeError), ({True: 1}, TypeError), ({300: "1"}, TypeError),
                      ({300: True}, TypeError), ({-1: 1}, ValueError), ({300: float("nan")}, ValueError),
-                     ({300: float("inf")}, ValueError)):
+                     ({300: float("inf")}, ValueError), ({300: 3.5e38}, ValueError), ({300: -3.5e38}, ValueError),
+                     ({300: 10**400}, ValueError), ({i: False for i in range(512)}, ValueError)):
         with pytest.raises(exc):
             stories.generate("x", max_tokens=1, logit_bias=bad)
     with pytest.raises(tern.Error) as e:
