@@ -147,6 +147,57 @@ static void test_rmsnorm_mode(void **st) {
     }
 }
 
+/* Fast numerics' RMSNorm, bit for bit against its documented order written out here in scalar
+ * code: float squares summed in double over 8 lanes (lane l: i = l mod 8, increasing i), combined
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)), scale = 1 / sqrtf(mean + eps), then
+ * (x * scale) * w; lengths with every tail of the 4- and 8-wide loops. */
+static void test_rmsnorm_fast_order(void **st) {
+    (void)st;
+    static const int lens[] = {1, 3, 4, 5, 7, 8, 9, 12, 13, 64, 127, 128, 300, 2048};
+    float x[2048], w[2048], y[2048], ref[2048];
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        const int n = lens[k];
+        for (int i = 0; i < n; i++) { x[i] = urand() * (i % 7 == 0 ? 50.0f : 1.5f); w[i] = 1.0f + 0.3f * urand(); }
+        double a[8] = {0};
+        for (int i = 0; i < n; i++) a[i % 8] += (double)(x[i] * x[i]);
+        const double sum = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+        const float scale = 1.0f / sqrtf((float)(sum / n) + 1e-6f);
+        for (int i = 0; i < n; i++) ref[i] = (x[i] * scale) * w[i];
+        blk_rmsnorm_mode(y, x, w, n, 1e-6f, KQ_FAST);
+        assert_memory_equal(ref, y, sizeof(float) * (size_t)n);
+        for (int i = 0; i < n; i++) ref[i] = x[i] * scale;
+        blk_rmsnorm_mode(y, x, NULL, n, 1e-6f, KQ_FAST);
+        assert_memory_equal(ref, y, sizeof(float) * (size_t)n);
+    }
+}
+
+/* blk_rope bit for bit against the rotation written out in scalar code, NEOX pairs (i, i + n_rot/2)
+ * and normal pairs (2i, 2i + 1), for rotated widths whose half is and is not a multiple of 4 and
+ * heads wider than the rotated part (the rest untouched). */
+static void test_rope_exact(void **st) {
+    (void)st;
+    static const int rots[][2] = {{128, 128}, {64, 128}, {8, 8}, {12, 16}, {6, 10}, {2, 4}};
+    enum { NH = 3 };
+    float x[NH * 128], ref[NH * 128], cs[128];
+    for (size_t k = 0; k < sizeof rots / sizeof rots[0]; k++) {
+        const int n_rot = rots[k][0], hd = rots[k][1], half = n_rot / 2;
+        for (int i = 0; i < n_rot; i++) cs[i] = urand() * 1.2f;
+        for (int type = 0; type < 2; type++) {
+            const int rope_type = type ? ROPE_NEOX : ROPE_NORMAL;
+            for (int i = 0; i < NH * hd; i++) x[i] = ref[i] = urand() * 3.0f;
+            for (int h = 0; h < NH; h++)
+                for (int i = 0; i < half; i++) {
+                    const int ia = h * hd + (type ? i : 2 * i), ib = h * hd + (type ? i + half : 2 * i + 1);
+                    const float x0 = ref[ia], x1 = ref[ib], c = cs[2 * i], s = cs[2 * i + 1];
+                    ref[ia] = x0 * c - x1 * s;
+                    ref[ib] = x0 * s + x1 * c;
+                }
+            blk_rope(x, NH, hd, cs, n_rot, rope_type);
+            assert_memory_equal(ref, x, sizeof(float) * (size_t)(NH * hd));
+        }
+    }
+}
+
 static void test_prep_act_threads(void **st) {
     (void)st;
     tern_pool *pool = NULL;
@@ -208,6 +259,8 @@ int suite_model_act(int *n_tests) {
         cmocka_unit_test(test_prep_act_threads),
         cmocka_unit_test(test_swiglu_fast),
         cmocka_unit_test(test_rmsnorm_mode),
+        cmocka_unit_test(test_rmsnorm_fast_order),
+        cmocka_unit_test(test_rope_exact),
     };
     TEST_RUN_SUITE("model_act", tests);
 }

@@ -1,6 +1,7 @@
-/* blocks.c: shared forward-pass blocks (see blocks.h). Everything here is scalar C with a fixed
- * operation order (compiled with -ffp-contract=off; fmaf() only where ggml's AVX-512 build fuses),
- * so the results are the same bits on every ISA and for every thread count. */
+/* blocks.c: shared forward-pass blocks (see blocks.h). Everything here is portable C (scalar, or
+ * GCC vector extensions whose lanes repeat the scalar operations) with a fixed operation order
+ * (compiled with -ffp-contract=off; fmaf() only where ggml's AVX-512 build fuses), so the results
+ * are the same bits on every ISA and for every thread count. */
 #include "model/blocks.h"
 #include "model/gdn.h"
 #include "model/hadamard.h"
@@ -15,6 +16,18 @@
 /* ---- profiling ------------------------------------------------------------------------------ */
 
 blk_prof g_blk_prof;
+
+/* 4-float vectors (GCC/clang vector extensions: one SSE2 or NEON register on the baseline build)
+ * for the element-wise loops below. Each lane runs the scalar code's operations in the same order,
+ * so the bits are those of the scalar loops; the loads and stores are unaligned copies. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v2d __attribute__((vector_size(16)));
+static inline v4f v4f_ld(const float *p) {
+    v4f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void v4f_st(float *p, v4f v) { memcpy(p, &v, sizeof v); }
 
 /* ---- RMSNorm -------------------------------------------------------------------------------- */
 
@@ -31,10 +44,16 @@ static float rms_scale(const float *x, int n, float eps) {
  * chains instead of one (the sequential sum is a latency chain of n double adds on the critical
  * path of every decode step); differs from ggml's order by at most ~1 ulp of the scale. */
 static float rms_scale_lanes(const float *x, int n, float eps) {
-    double a[8] = {0};
+    v2d a01 = {0, 0}, a23 = {0, 0}, a45 = {0, 0}, a67 = {0, 0};   /* lanes 0-1, 2-3, 4-5, 6-7 */
     int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; l++) a[l] += (double)(x[i + l] * x[i + l]);
+    for (; i + 8 <= n; i += 8) {
+        const v4f u = v4f_ld(x + i), w = v4f_ld(x + i + 4), pu = u * u, pw = w * w;
+        a01 += __builtin_convertvector(__builtin_shufflevector(pu, pu, 0, 1), v2d);
+        a23 += __builtin_convertvector(__builtin_shufflevector(pu, pu, 2, 3), v2d);
+        a45 += __builtin_convertvector(__builtin_shufflevector(pw, pw, 0, 1), v2d);
+        a67 += __builtin_convertvector(__builtin_shufflevector(pw, pw, 2, 3), v2d);
+    }
+    double a[8] = {a01[0], a01[1], a23[0], a23[1], a45[0], a45[1], a67[0], a67[1]};
     for (; i < n; i++) a[i & 7] += (double)(x[i] * x[i]);
     const double sum = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
     const float mean = (float)(sum / n);
@@ -46,10 +65,14 @@ static float rms_scale_mode(const float *x, int n, float eps, kern_numerics mode
 }
 
 static void rms_apply(float *y, const float *x, const float *w, int n, float scale) {
+    const v4f vs = {scale, scale, scale, scale};
+    int i = 0;
     if (w) {
-        for (int i = 0; i < n; i++) y[i] = (x[i] * scale) * w[i];
+        for (; i + 4 <= n; i += 4) v4f_st(y + i, (v4f_ld(x + i) * vs) * v4f_ld(w + i));
+        for (; i < n; i++) y[i] = (x[i] * scale) * w[i];
     } else {
-        for (int i = 0; i < n; i++) y[i] = x[i] * scale;
+        for (; i + 4 <= n; i += 4) v4f_st(y + i, v4f_ld(x + i) * vs);
+        for (; i < n; i++) y[i] = x[i] * scale;
     }
 }
 
@@ -86,7 +109,16 @@ void blk_rope(float *x, int n_head, int hd, const float *cs, int n_rot, int rope
     const int half = n_rot / 2;
     for (int h = 0; h < n_head; h++) {
         float *xh = x + (size_t)h * hd;
-        for (int i = 0; i < half; i++) {
+        int i = 0;
+        if (rope_type == ROPE_NEOX)   /* pairs (i, i + half): 4 pairs per step, cs de-interleaved */
+            for (; i + 4 <= half; i += 4) {
+                const v4f p0 = v4f_ld(cs + 2 * i), p1 = v4f_ld(cs + 2 * i + 4);
+                const v4f c = __builtin_shufflevector(p0, p1, 0, 2, 4, 6), s = __builtin_shufflevector(p0, p1, 1, 3, 5, 7);
+                const v4f x0 = v4f_ld(xh + i), x1 = v4f_ld(xh + i + half);
+                v4f_st(xh + i, x0 * c - x1 * s);
+                v4f_st(xh + i + half, x0 * s + x1 * c);
+            }
+        for (; i < half; i++) {
             const float c = cs[2 * i], s = cs[2 * i + 1];
             float *a, *b;
             if (rope_type == ROPE_NEOX) { a = &xh[i]; b = &xh[i + half]; }
@@ -301,7 +333,9 @@ static void job_project(void *ctx, int64_t i0, int64_t i1, int ith) {
             for (int c = 0; c < j->a[k]->ncols; c++) {
                 float *x = j->resid + (size_t)c * N;
                 const float *y = j->y[k] + (size_t)c * N;
-                for (int64_t r = lo; r < hi; r++) x[r] += y[r];
+                int64_t r = lo;
+                for (; r + 4 <= hi; r += 4) v4f_st(x + r, v4f_ld(x + r) + v4f_ld(y + r));
+                for (; r < hi; r++) x[r] += y[r];
             }
         }
     }
@@ -358,7 +392,7 @@ static void job_prep_split(void *ctx, int64_t i0, int64_t i1, int ith) {
     const prep_job *j = ctx;
     if (j->op == BLK_PREP_NORM) {
         const float scale = rms_scale_mode(j->src, (int)j->K, j->eps, j->mode);
-        for (int64_t i = i0; i < i1; i++) j->dst[i] = (j->src[i] * scale) * j->aux[i];
+        rms_apply(j->dst + i0, j->src + i0, j->aux + i0, (int)(i1 - i0), scale);
     } else if (j->op == BLK_PREP_SWIGLU) {
         swiglu_mode(j->dst + i0, j->src + i0, j->aux + i0, i1 - i0, j->mode);
     }
