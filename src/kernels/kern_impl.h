@@ -271,14 +271,21 @@ static inline void kern_r16_mm(const kern_mm_args *m, const void *base, size_t b
     for (int64_t gc = r0 / 16; gc * 16 < g1; gc += cg) {
         for (int ti = 0, c0 = 0; ti < nt; ti++) {
             const int nc = (a->ncols - c0) / (nt - ti);   /* the widths differ by at most 1 */
-            for (int64_t g = gc; g < gc + cg && g * 16 < g1; g++) {
+            const int64_t ge = gc + cg < (g1 + 15) / 16 ? gc + cg : (g1 + 15) / 16;
+            /* the tile's pointers at group gc, then one step per group (16 rows) */
+            for (int c = 0; c < nc; c++) {
+                const int cc = c0 + c;
+                ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
+                out[c] = m->y + cc * m->ldy + 16 * gc;
+                if (m->isum) is[c] = m->isum + ((int64_t)cc * N + 16 * gc) * nb;
+            }
+            for (int64_t g = gc; g < ge; g++) {
                 const int64_t lo = (r0 > 16 * g ? r0 : 16 * g) - 16 * g, hi = (g1 < 16 * g + 16 ? g1 : 16 * g + 16) - 16 * g;
                 const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
-                for (int c = 0; c < nc; c++) {
-                    const int cc = c0 + c;
-                    ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)cc);
-                    out[c] = m->y + cc * m->ldy + 16 * g;
-                    is[c] = m->isum ? m->isum + ((int64_t)cc * N + 16 * g) * nb : NULL;
+                if (g > gc) {
+                    for (int c = 0; c < nc; c++) out[c] += 16;
+                    if (m->isum)
+                        for (int c = 0; c < nc; c++) is[c] += 16 * nb;
                 }
                 group((const uint8_t *)base + (size_t)(g * nb) * blk_bytes, nb, nc, a->ncols, ac, out, keep, m->isum ? is : NULL, nb);
             }
