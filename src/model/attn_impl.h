@@ -36,6 +36,7 @@
 #define ATTN_INLINE static inline __attribute__((always_inline))
 #define ATTN_PF_ROWS 8   /* K rows prefetched ahead of the scores loop (attn_tile_body) */
 #define ATTN_PV_ROWS 32  /* V rows per block of the softmax-weighted sum (attn_tile_body) */
+#define ATTN_QP_MAX (8 * 256)   /* floats of a tile's packed queries on the stack (attn_scores) */
 
 ATTN_INLINE attn_v8f ATTN_FN(attn_ld)(const float *p) {
     attn_v8f v;
@@ -80,6 +81,18 @@ ATTN_INLINE attn_v8f ATTN_FN(attn_exp)(const attn_v8f *xp) {   /* by pointer: no
     return vexp_le0(xp);
 }
 
+/* Lanes 0-3 / 4-7 of *e widened to double (exact). */
+ATTN_INLINE attn_v4d ATTN_FN(attn_cvt_lo)(const attn_v8f *e) {
+    attn_v4f h;
+    memcpy(&h, e, sizeof h);
+    return __builtin_convertvector(h, attn_v4d);
+}
+ATTN_INLINE attn_v4d ATTN_FN(attn_cvt_hi)(const attn_v8f *e) {
+    attn_v4f h;
+    memcpy(&h, (const char *)e + sizeof h, sizeof h);
+    return __builtin_convertvector(h, attn_v4d);
+}
+
 /* In place over S[0, n): scores -> softmax probabilities (order in the file comment). */
 ATTN_INLINE void ATTN_FN(attn_softmax)(float *S, int n) {
     const attn_v8f ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
@@ -95,7 +108,19 @@ ATTN_INLINE void ATTN_FN(attn_softmax)(float *S, int n) {
     for (int k = j; k < n; k++) mx = S[k] > mx ? S[k] : mx;
     const attn_v8f vmx = {mx, mx, mx, mx, mx, mx, mx, mx};
     attn_v4d lo = {0, 0, 0, 0}, hi = {0, 0, 0, 0};
-    for (j = 0; j < n; j += 8) {
+    /* two chunks per step while 16 are left: two independent exp chains in flight (the polynomial
+     * is one long dependency chain); the lane sums still take the chunks in increasing order */
+    for (j = 0; j + 16 <= n; j += 16) {
+        const attn_v8f d0 = ATTN_FN(attn_ld)(S + j) - vmx, d1 = ATTN_FN(attn_ld)(S + j + 8) - vmx;
+        const attn_v8f e0 = ATTN_FN(attn_exp)(&d0), e1 = ATTN_FN(attn_exp)(&d1);
+        memcpy(S + j, &e0, sizeof e0);
+        memcpy(S + j + 8, &e1, sizeof e1);
+        lo += ATTN_FN(attn_cvt_lo)(&e0);
+        hi += ATTN_FN(attn_cvt_hi)(&e0);
+        lo += ATTN_FN(attn_cvt_lo)(&e1);
+        hi += ATTN_FN(attn_cvt_hi)(&e1);
+    }
+    for (; j < n; j += 8) {
         attn_v8f v;
         if (j + 8 <= n) v = ATTN_FN(attn_ld)(S + j);
         else {   /* tail: padding lanes are -inf, e = 0, and add +0 to their lane sums (exact) */
@@ -106,8 +131,8 @@ ATTN_INLINE void ATTN_FN(attn_softmax)(float *S, int n) {
         const attn_v8f e = ATTN_FN(attn_exp)(&d);
         if (j + 8 <= n) memcpy(S + j, &e, sizeof e);
         else for (int l = 0; l < n - j; l++) S[j + l] = e[l];
-        lo += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3), attn_v4d);
-        hi += __builtin_convertvector(__builtin_shufflevector(e, e, 4, 5, 6, 7), attn_v4d);
+        lo += ATTN_FN(attn_cvt_lo)(&e);
+        hi += ATTN_FN(attn_cvt_hi)(&e);
     }
     const double sum = ((lo[0] + hi[0]) + (lo[2] + hi[2])) + ((lo[1] + hi[1]) + (lo[3] + hi[3]));
     const float inv = (float)(1.0 / sum);
@@ -183,6 +208,60 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
         for (int c = 0; c < CG; c++) memcpy(out[s] + i + 8 * c, &o[s][c], sizeof o[s][c]);
 }
 
+/* The scores of a tile (attn_tile_body: S[s ss + j] = dot8(q_s, k_j) * scale for j < n_max), KG
+ * keys at once (4 for 1-2 queries, 2 for 3-4, else 1: at most 8 accumulators): accumulator
+ * a = s KG + g holds query s against key j + g, so a tile of few queries still runs several
+ * independent add chains; each dot is the same lane sums in the same order and attn_reduce8's
+ * tree (lane a of its result), so the same bits as one key at a time. Keys past n_max in the last
+ * group read row n_max - 1 again and are not stored. PK: the whole chunks of 8 dims are read from
+ * qp, the queries packed chunk-major (chunk i / 8 of query s at qp[(i / 8) NQ 8 + 8 s]), so the
+ * loop holds one query pointer with constant offsets instead of NQ pointers that compete for the
+ * general registers; else from q[s] (the same values: the same bits). */
+ATTN_INLINE void ATTN_FN(attn_scores)(const int NQ, const bool f32, const bool PK, const float *const *q,
+                                      const float *qp, const uint8_t *k0, size_t ks, const uint8_t *v0, size_t vs,
+                                      int n_max, int hd_k, size_t kb, size_t vb, float scale, float *S, size_t ss) {
+    const int KG = NQ <= 2 ? 4 : NQ <= 4 ? 2 : 1;
+    const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
+    for (int j = 0; j < n_max; j += KG) {
+        const uint8_t *kr[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < KG; g++) {
+            const int jg = j + g < n_max ? j + g : n_max - 1;
+            kr[g] = k0 + (size_t)jg * ks;
+            if (jg + ATTN_PF_ROWS < n_max)
+                for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(jg + ATTN_PF_ROWS) * ks + o, 0, 3);
+            for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)jg * vs + o, 0, 3);
+        }
+        attn_v8f acc[8];
+#pragma GCC unroll 8
+        for (int s = 0; s < 8; s++) acc[s] = (attn_v8f){0};
+        int i = 0;
+        for (; i + 8 <= hd_k; i += 8) {
+            attn_v8f kk[4];
+#pragma GCC unroll 4
+            for (int g = 0; g < KG; g++) kk[g] = ATTN_FN(attn_ld_row)(kr[g], i, 8, f32);
+#pragma GCC unroll 8
+            for (int s = 0; s < NQ; s++) {
+                const attn_v8f qv = ATTN_FN(attn_ld)(PK ? qp + (size_t)i * NQ + 8 * s : q[s] + i);
+#pragma GCC unroll 4
+                for (int g = 0; g < KG; g++) acc[s * KG + g] += qv * kk[g];
+            }
+        }
+        if (i < hd_k) {
+            for (int g = 0; g < KG; g++) {
+                const attn_v8f kk = ATTN_FN(attn_ld_row)(kr[g], i, hd_k - i, f32);
+                for (int s = 0; s < NQ; s++) acc[s * KG + g] += ATTN_FN(attn_ld_part)(q[s] + i, hd_k - i) * kk;
+            }
+        }
+        const attn_v8f sc = ATTN_FN(attn_reduce8)(acc) * vscale;
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++)
+#pragma GCC unroll 4
+            for (int g = 0; g < KG; g++)
+                if (j + g < n_max) S[(size_t)s * ss + j + g] = sc[s * KG + g];
+    }
+}
+
 /* One tile of NQ (1..8, a compile-time constant after inlining) queries; f32: the K/V element
  * type. S: NQ * max(n_kv) floats, query s's scores then probabilities at S[s * max(n_kv) + j]. */
 ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const float *const *q, float *const *out,
@@ -206,50 +285,13 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     const size_t kb = (size_t)hd_k * elt, vb = (size_t)hd_v * elt;
     for (int j = 0; j < ATTN_PF_ROWS && j < n_max; j++)
         for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)j * ks + o, 0, 3);
-    /* scores: KG keys at once (4 for 1-2 queries, 2 for 3-4, else 1: at most 8 accumulators),
-     * accumulator a = s KG + g holds query s against key j + g, so a tile of few queries still
-     * runs several independent add chains; each dot is the same lane sums in the same order and
-     * attn_reduce8's tree (lane a of its result), so the same bits as one key at a time. Keys
-     * past n_max in the last group read row n_max - 1 again and are not stored. */
-    const int KG = NQ <= 2 ? 4 : NQ <= 4 ? 2 : 1;
-    const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
-    for (int j = 0; j < n_max; j += KG) {
-        const uint8_t *kr[4];
-#pragma GCC unroll 4
-        for (int g = 0; g < KG; g++) {
-            const int jg = j + g < n_max ? j + g : n_max - 1;
-            kr[g] = k0 + (size_t)jg * ks;
-            if (jg + ATTN_PF_ROWS < n_max)
-                for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(jg + ATTN_PF_ROWS) * ks + o, 0, 3);
-            for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)jg * vs + o, 0, 3);
-        }
-        attn_v8f acc[8];
-#pragma GCC unroll 8
-        for (int s = 0; s < 8; s++) acc[s] = (attn_v8f){0};
-        int i = 0;
-        for (; i + 8 <= hd_k; i += 8) {
-            attn_v8f kk[4];
-#pragma GCC unroll 4
-            for (int g = 0; g < KG; g++) kk[g] = ATTN_FN(attn_ld_row)(kr[g], i, 8, f32);
-#pragma GCC unroll 8
-            for (int s = 0; s < NQ; s++) {
-                const attn_v8f qv = ATTN_FN(attn_ld)(q[s] + i);
-#pragma GCC unroll 4
-                for (int g = 0; g < KG; g++) acc[s * KG + g] += qv * kk[g];
-            }
-        }
-        if (i < hd_k) {
-            for (int g = 0; g < KG; g++) {
-                const attn_v8f kk = ATTN_FN(attn_ld_row)(kr[g], i, hd_k - i, f32);
-                for (int s = 0; s < NQ; s++) acc[s * KG + g] += ATTN_FN(attn_ld_part)(q[s] + i, hd_k - i) * kk;
-            }
-        }
-        const attn_v8f sc = ATTN_FN(attn_reduce8)(acc) * vscale;
-#pragma GCC unroll 8
-        for (int s = 0; s < NQ; s++)
-#pragma GCC unroll 4
-            for (int g = 0; g < KG; g++)
-                if (j + g < n_max) S[(size_t)s * ss + j + g] = sc[s * KG + g];
+    if (NQ * (hd_k / 8 * 8) <= ATTN_QP_MAX) {
+        float qp[ATTN_QP_MAX];
+        for (int i = 0; i + 8 <= hd_k; i += 8)
+            for (int s = 0; s < NQ; s++) memcpy(qp + (size_t)i * NQ + 8 * s, q[s] + i, 8 * sizeof(float));
+        ATTN_FN(attn_scores)(NQ, f32, true, q, qp, k0, ks, v0, vs, n_max, hd_k, kb, vb, scale, S, ss);
+    } else {
+        ATTN_FN(attn_scores)(NQ, f32, false, q, NULL, k0, ks, v0, vs, n_max, hd_k, kb, vb, scale, S, ss);
     }
     for (int s = 0; s < NQ; s++) ATTN_FN(attn_softmax)(S + (size_t)s * ss, n_kv[s]);
     /* softmax-weighted V in blocks of ATTN_PV_ROWS rows (ATTN_PV_ROWS * hd_v * elt bytes, 8 KB
@@ -297,6 +339,7 @@ void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, co
 #undef ATTN_INLINE
 #undef ATTN_PF_ROWS
 #undef ATTN_PV_ROWS
+#undef ATTN_QP_MAX
 #undef ATTN_FN
 #undef ATTN_CAT
 #undef ATTN_CAT2
