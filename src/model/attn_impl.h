@@ -8,6 +8,8 @@
  * The includer defines:
  *   ATTN_SUFFIX            name suffix of the exported function (blk_attn_tile_<suffix>)
  *   ATTN_LD_F16(p)         an expression: the 8 fp16 values at p widened to an attn_v8f
+ *   ATTN_CG_WIDE           optional: output chunks per pass of the weighted V sum for 5-8
+ *                          queries (default 1; 2 with 32 vector registers: 16 accumulators)
  *
  * Per query (slot s of a tile), the order of operations is fixed and does not depend on the tile:
  *   score_j = dot8(q, k_j) * scale, dot8 = 8 lane accumulators (lane l sums dims i = l mod 8 in
@@ -21,6 +23,9 @@
  * bit-identical whether it is computed alone (decode) or in a tile (prefill). */
 #ifndef ATTN_SUFFIX
 #error "define ATTN_SUFFIX and ATTN_LD_F16 before including attn_impl.h"
+#endif
+#ifndef ATTN_CG_WIDE
+#define ATTN_CG_WIDE 1
 #endif
 
 #include <limits.h>
@@ -146,9 +151,10 @@ ATTN_INLINE void ATTN_FN(attn_softmax)(float *S, int n) {
 
 /* Output dims [i, i + n) (n <= 8) of every query of a tile over rows [j0, j1): 8 accumulators per
  * query in registers, loaded from out and stored back (an f32 store and load keeps the bits, so
- * the row blocks of attn_tile_body add every row in increasing order as one pass would). */
+ * the row blocks of attn_tile_body add every row in increasing order as one pass would). P: the
+ * block's probabilities, row j of query s at P[(j - j0) NQ + s] (one pointer, constant offsets). */
 ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *out, const int *n_kv, int n_min, int j0,
-                                  int j1, const uint8_t *v0, size_t vs, const float *S, size_t ss, int i, const int n) {
+                                  int j1, const uint8_t *v0, size_t vs, const float *P, int i, const int n) {
     attn_v8f o[8];
 #pragma GCC unroll 8
     for (int s = 0; s < NQ; s++) o[s] = n == 8 ? ATTN_FN(attn_ld)(out[s] + i) : ATTN_FN(attn_ld_part)(out[s] + i, n);
@@ -158,7 +164,7 @@ ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *ou
         const attn_v8f vv = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i, n, f32);
 #pragma GCC unroll 8
         for (int s = 0; s < NQ; s++) {
-            const float p = S[(size_t)s * ss + j];
+            const float p = P[(size_t)(j - j0) * NQ + s];
             const attn_v8f pv = {p, p, p, p, p, p, p, p};
             o[s] += pv * vv;
         }
@@ -167,7 +173,7 @@ ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *ou
         const attn_v8f vv = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i, n, f32);
         for (int s = 0; s < NQ; s++) {
             if (j >= n_kv[s]) continue;
-            const float p = S[(size_t)s * ss + j];
+            const float p = P[(size_t)(j - j0) * NQ + s];
             const attn_v8f pv = {p, p, p, p, p, p, p, p};
             o[s] += pv * vv;
         }
@@ -182,8 +188,7 @@ ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *ou
  * add's latency, not its throughput, bounds a chain of one). Each accumulator adds the rows in
  * increasing order, as attn_pv: the same bits. */
 ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, float *const *out, const int *n_kv,
-                                    int n_min, int j0, int j1, const uint8_t *v0, size_t vs, const float *S, size_t ss,
-                                    int i) {
+                                    int n_min, int j0, int j1, const uint8_t *v0, size_t vs, const float *P, int i) {
     attn_v8f o[8][4];
 #pragma GCC unroll 8
     for (int s = 0; s < NQ; s++)
@@ -196,7 +201,7 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
 #pragma GCC unroll 8
         for (int s = 0; s < NQ; s++) {
             if (j >= n_min && j >= n_kv[s]) continue;
-            const float p = S[(size_t)s * ss + j];
+            const float p = P[(size_t)(j - j0) * NQ + s];
             const attn_v8f pv = {p, p, p, p, p, p, p, p};
 #pragma GCC unroll 4
             for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
@@ -297,19 +302,24 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     /* softmax-weighted V in blocks of ATTN_PV_ROWS rows (ATTN_PV_ROWS * hd_v * elt bytes, 8 KB
      * for hd_v 128 in fp16: held in L1 across the block's passes, so each V row is read from
      * memory once however many passes cover hd_v); per block, CG chunks of 8 output dims of every
-     * query in registers (CG = 4 for 1-2 queries, 2 for 3-4: at most 8 accumulators), then the
-     * chunks left one at a time. The outputs are the accumulators between blocks. */
-    const int CG = NQ <= 2 ? 4 : NQ <= 4 ? 2 : 1;
+     * query in registers (CG = 4 for 1-2 queries, 2 for 3-4, ATTN_CG_WIDE for 5-8), then the
+     * chunks left one at a time. The outputs are the accumulators between blocks. Each block's
+     * probabilities are first copied row-major (P), so the passes read them from one pointer. */
+    const int CG = NQ <= 2 ? 4 : NQ <= 4 ? 2 : ATTN_CG_WIDE;
     for (int s = 0; s < NQ; s++) memset(out[s], 0, (size_t)hd_v * sizeof(float));
     for (int jb = 0; jb < n_max; jb += ATTN_PV_ROWS) {
         const int je = jb + ATTN_PV_ROWS < n_max ? jb + ATTN_PV_ROWS : n_max;
+        float P[ATTN_PV_ROWS * 8];   /* the block's probabilities row-major: P[(j - jb) NQ + s] */
+        for (int j = jb; j < je; j++)
+#pragma GCC unroll 8
+            for (int s = 0; s < NQ; s++) P[(j - jb) * NQ + s] = S[(size_t)s * ss + j];
         int i0 = 0;
         if (CG > 1)
             for (; i0 + 8 * CG <= hd_v; i0 += 8 * CG)
-                ATTN_FN(attn_pv_g)(NQ, CG, f32, out, n_kv, n_min, jb, je, v0, vs, S, ss, i0);
+                ATTN_FN(attn_pv_g)(NQ, CG, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
         for (int i = i0; i < hd_v; i += 8) {
-            if (i + 8 <= hd_v) ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, S, ss, i, 8);
-            else ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, S, ss, i, hd_v - i);
+            if (i + 8 <= hd_v) ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, P, i, 8);
+            else ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, P, i, hd_v - i);
         }
     }
 }
@@ -339,6 +349,7 @@ void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, co
 #undef ATTN_INLINE
 #undef ATTN_PF_ROWS
 #undef ATTN_PV_ROWS
+#undef ATTN_CG_WIDE
 #undef ATTN_QP_MAX
 #undef ATTN_FN
 #undef ATTN_CAT

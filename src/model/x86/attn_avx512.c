@@ -14,5 +14,6 @@
 
 #define ATTN_SUFFIX avx512
 #define ATTN_LD_F16(p) attn_ld_f16c(p)
+#define ATTN_CG_WIDE 2   /* 8 queries x 2 chunks of the weighted V sum in registers */
 #include "model/attn_impl.h"
 #endif
