@@ -88,7 +88,7 @@ def test_logit_bias(stories):
             stories.generate("x", max_tokens=1, logit_bias=bad)
     with pytest.raises(tern.Error) as e:
         stories.generate("x", max_tokens=1, logit_bias={512: 1.0})
-    assert "token id 512, expected 0..511" in e.value.message
+    assert "token 512 (entry 1 of 1): not a token of the model, whose vocabulary has ids 0..511" in e.value.message
 
 
 def test_stop_strings(stories):

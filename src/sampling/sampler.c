@@ -529,11 +529,14 @@ int tern_sampler_set_logit_bias(tern_sampler *s, const int32_t *ids, const float
                             (const void *)ids, (const void *)bias);
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= s->n_vocab)
-            return tern_err_set(err, TERN_E_ARG, "logit bias %d: token id %d, expected 0..%d (the vocabulary)", i,
-                                (int)ids[i], (int)s->n_vocab - 1);
+            return tern_err_set(err, TERN_E_ARG,
+                                "logit bias of token %d (entry %d of %d): not a token of the model, whose vocabulary "
+                                "has ids 0..%d",
+                                (int)ids[i], i + 1, n, (int)s->n_vocab - 1);
         if (isnan(bias[i]) || bias[i] == INFINITY)
-            return tern_err_set(err, TERN_E_ARG, "logit bias %d (token %d): %g, expected a finite number or -inf (a ban)",
-                                i, (int)ids[i], (double)bias[i]);
+            return tern_err_set(err, TERN_E_ARG,
+                                "logit bias of token %d (entry %d of %d): %g, expected a finite number or -inf (a ban)",
+                                (int)ids[i], i + 1, n, (double)bias[i]);
     }
     int32_t *id2 = NULL;
     float *v2 = NULL;
