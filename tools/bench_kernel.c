@@ -8,7 +8,9 @@
  *     GB/s as a fraction of the bandwidth; matmul 17408 x 5120 (PQ2_0, PTQ1_0 direct) at 4, 16, 64 columns in GMAC/s as
  *     a fraction of the int8 peak; per ISA path, per thread count; median, min and max over
  *     repeats. The ref path is timed on a 1/16 row slice (it is compute-bound; the rate per
- *     weight is what matters) and says so in `rows`.
+ *     weight is what matters) and says so in `rows`;
+ *   - with --attn only: the prefill attention tile per ops table against the f32 multiply + add
+ *     peak (bench_attn).
  * Threads are never created inside a timed loop. */
 #include "cli.h"
 #include "opts.h"
@@ -16,6 +18,7 @@
 #include "core/core.h"
 #include "core/fp16.h"
 #include "kernels/kernels.h"
+#include "model/ops.h"
 #include "runtime/membw.h"
 #include "runtime/pool.h"
 #include "tern.h"
@@ -38,6 +41,7 @@ typedef struct {
     bool decode_seq;     /* --decode-seq: only bench_decode_seq */
     bool f16;            /* --f16: the probes, then only bench_f16 (F16 and F32 weights) */
     bool sampler;        /* --sampler: only bench_sampler */
+    bool attn;           /* --attn: only bench_attn */
     char isa[128];       /* comma list or "" = every runnable path */
     int threads[8];
     int n_threads;
@@ -517,7 +521,7 @@ static int bench_f16(const bk_opts *o, tern_pool **pools, const double *bw, int 
     return rc;
 }
 
-enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16, BK_SAMPLER };
+enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16, BK_SAMPLER, BK_ATTN };
 static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
@@ -529,6 +533,8 @@ static const opt_def bk_defs[] = {
      "after the probes, only the F16 and F32 matmuls (128 MiB each, K 2048) at 1, 2, 4, 8 columns: weight GB/s vs the bandwidth and time vs 1 column"},
     {BK_SAMPLER, "--sampler", OPT_FLAG, NULL, 0, 0, NULL,
      "only the sampler: ms per token at 151936 and 248320 logits, flat and peaked, for the llama.cpp defaults and with top-k off"},
+    {BK_ATTN, "--attn", OPT_FLAG, NULL, 0, 0, NULL,
+     "only the prefill attention tile: one bonsai-1.7b layer at 512 positions per ops table this CPU runs, 1 thread, against the f32 multiply + add peak"},
 };
 
 /* ---- sampler -------------------------------------------------------------------------------- */
@@ -599,6 +605,130 @@ static int bench_sampler(const bk_opts *o) {
     return 0;
 }
 
+/* ---- prefill attention tile ----------------------------------------------------------------- */
+#if defined(__x86_64__)
+/* The f32 rate of the attention's float order (a multiply, then an add: no fused multiply-add) on
+ * 8-lane ymm: 7 independent multiply chains and 7 independent add chains per iteration (14
+ * accumulators + the 2 constants fill the 16 ymm registers; the multiplier 1 and the addend 0
+ * keep every value at 1, never subnormal); 56 multiply-adds per iteration. */
+#define FPEAK_ITERS (1 << 22)
+#define FPEAK_MUL(a, c) __asm__("vmulps %1, %0, %0" : "+x"(a) : "x"(c))
+#define FPEAK_ADD(a, c) __asm__("vaddps %1, %0, %0" : "+x"(a) : "x"(c))
+__attribute__((target("avx2"))) static int64_t fpeak_avx2(void) {
+    __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+    __m256 m0 = one, m1 = one, m2 = one, m3 = one, m4 = one, m5 = one, m6 = one;
+    __m256 a0 = one, a1 = one, a2 = one, a3 = one, a4 = one, a5 = one, a6 = one;
+    __asm__ volatile("" : "+x"(one), "+x"(zero));
+    for (int it = 0; it < FPEAK_ITERS; it++) {
+        FPEAK_MUL(m0, one); FPEAK_ADD(a0, zero); FPEAK_MUL(m1, one); FPEAK_ADD(a1, zero);
+        FPEAK_MUL(m2, one); FPEAK_ADD(a2, zero); FPEAK_MUL(m3, one); FPEAK_ADD(a3, zero);
+        FPEAK_MUL(m4, one); FPEAK_ADD(a4, zero); FPEAK_MUL(m5, one); FPEAK_ADD(a5, zero);
+        FPEAK_MUL(m6, one); FPEAK_ADD(a6, zero);
+    }
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(m0, m1), _mm256_add_ps(m2, m3)),
+                                   _mm256_add_ps(_mm256_add_ps(m4, m5), m6));
+    const __m256 t = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                                   _mm256_add_ps(_mm256_add_ps(a4, a5), a6));
+    volatile float r = _mm256_cvtss_f32(_mm256_add_ps(s, t));
+    (void)r;
+    return (int64_t)FPEAK_ITERS * 7 * 8;
+}
+#endif
+
+/* blk_attn_tile of every ops table this CPU runs on one layer of bonsai-1.7b's attention shape
+ * (512 positions, 8 KV heads and 16 query heads of 128, fp16 K/V, causal) in the tiles prefill
+ * uses (4 positions x the 2 query heads of a KV head, longest first), one thread: ms per layer
+ * (median, min, max of the repeats), GMAC/s (score and weighted-V multiply-adds) and the fraction
+ * of the f32 multiply + add peak measured right before (x86 with AVX2; elsewhere GMAC/s only).
+ * Every table's outputs are compared bit for bit with the portable one's (they must agree). */
+static int bench_attn(const bk_opts *o) {
+    enum { P = 512, HKV = 8, NH = 16, HD = 128, TQ = 4 };
+    const size_t nkv = (size_t)P * HKV * HD, nq = (size_t)P * NH * HD;
+    uint16_t *k = malloc(nkv * sizeof *k), *v = malloc(nkv * sizeof *v);
+    float *q = malloc(nq * sizeof *q), *out = malloc(nq * sizeof *out), *ref = malloc(nq * sizeof *ref);
+    float *S = malloc((size_t)BLK_ATTN_NQ * P * sizeof *S);
+    if (!k || !v || !q || !out || !ref || !S) {
+        fprintf(stderr, "tern bench-kernel: no memory for the attention buffers\n");
+        free(k); free(v); free(q); free(out); free(ref); free(S);
+        return 1;
+    }
+    for (size_t i = 0; i < nkv; i++) {
+        k[i] = f32_to_fp16((float)((double)(rnd() >> 11) / 4503599627370496.0 - 1.0));
+        v[i] = f32_to_fp16((float)((double)(rnd() >> 11) / 4503599627370496.0 - 1.0));
+    }
+    for (size_t i = 0; i < nq; i++) q[i] = (float)(((double)(rnd() >> 11) / 4503599627370496.0 - 1.0) * 3.0);
+    blk_init();   /* the portable table's fp16 widening table */
+    const blk_kv_view kv = {.k = k, .v = v, .k_stride = HD, .v_stride = HD, .k_head = (size_t)P * HD,
+                            .v_head = (size_t)P * HD, .f32 = false};
+    const float scale = 1.0f / sqrtf((float)HD);
+    double macs = 0;
+    for (int c = 0; c < P; c++) macs += (double)NH * (c + 1) * (2.0 * HD);
+    double fpeak = 0;
+#if defined(__x86_64__)
+    for (int r = 0; g_avx2 && r < 7; r++) {   /* the best of short runs, as the int8 peak */
+        const double t0 = tern_time_s();
+        const int64_t n = fpeak_avx2();
+        const double rate = (double)n / (tern_time_s() - t0) / 1e9;
+        fpeak = rate > fpeak ? rate : fpeak;
+    }
+#endif
+    const int reps = o->quick ? 3 : 15;
+    char line[512];
+    int rc = 0;
+    for (int ti = 0; model_ops_all[ti]; ti++) {
+        const model_ops *ops = model_ops_all[ti];
+#if defined(__x86_64__)
+        if (!strcmp(ops->name, "avx2") && !(g_avx2 && __builtin_cpu_supports("f16c"))) continue;
+        if (!strcmp(ops->name, "avx512") && !(g_vnni && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c")))
+            continue;
+#endif
+        double t[16];
+        for (int r = 0; r < reps + 1; r++) {   /* the first run warms the caches and is not counted */
+            const double t0 = tern_time_s();
+            for (int g = 0; g < HKV; g++)
+                for (int kt = P / TQ - 1; kt >= 0; kt--) {
+                    const float *qq[BLK_ATTN_NQ];
+                    float *oo[BLK_ATTN_NQ];
+                    int n_kv[BLK_ATTN_NQ], m = 0;
+                    for (int c = kt * TQ; c < kt * TQ + TQ; c++)
+                        for (int h = 2 * g; h < 2 * g + 2; h++) {
+                            qq[m] = q + ((size_t)c * NH + h) * HD;
+                            oo[m] = out + ((size_t)c * NH + h) * HD;
+                            n_kv[m++] = c + 1;
+                        }
+                    ops->attn_tile(m, qq, oo, n_kv, &kv, g, HD, HD, scale, S);
+                }
+            if (r > 0) t[r - 1] = (tern_time_s() - t0) * 1e3;
+        }
+        if (ti == 0) memcpy(ref, out, nq * sizeof *out);
+        else if (memcmp(ref, out, nq * sizeof *out) != 0) {
+            fprintf(stderr, "tern bench-kernel: the %s attention tile differs from the portable one\n", ops->name);
+            rc = 1;
+        }
+        const stat3 st = stats(t, reps);
+        const double gmacs = macs / (st.med * 1e-3) / 1e9;
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "test", "attn_tile");
+        cJSON_AddStringToObject(j, "ops", ops->name);
+        cJSON_AddNumberToObject(j, "threads", 1);
+        cJSON_AddNumberToObject(j, "positions", P);
+        cJSON_AddNumberToObject(j, "ms_median", st.med);
+        cJSON_AddNumberToObject(j, "ms_min", st.min);
+        cJSON_AddNumberToObject(j, "ms_max", st.max);
+        cJSON_AddNumberToObject(j, "gmacs", gmacs);
+        if (fpeak > 0) cJSON_AddNumberToObject(j, "f32_peak_gmacs", fpeak);
+        if (fpeak > 0)
+            snprintf(line, sizeof line,
+                     "attn tile %-8s t1 bonsai-1.7b layer, %d positions: %7.2f ms [%.2f, %.2f] %6.2f GMAC/s = %5.1f%% of the f32 mul+add peak %.1f",
+                     ops->name, P, st.med, st.min, st.max, gmacs, 100.0 * gmacs / fpeak, fpeak);
+        else
+            snprintf(line, sizeof line, "attn tile %-8s t1 bonsai-1.7b layer, %d positions: %7.2f ms [%.2f, %.2f] %6.2f GMAC/s",
+                     ops->name, P, st.med, st.min, st.max, gmacs);
+        emit(o, j, line);
+    }
+    free(k); free(v); free(q); free(out); free(ref); free(S);
+    return rc;
+}
 
 static void usage(FILE *f) {
     fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avxvnni,avx512vnni] [--threads 1,2]\n"
@@ -623,6 +753,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         case BK_DECODE: o.decode_seq = true; break;
         case BK_F16: o.f16 = true; break;
         case BK_SAMPLER: o.sampler = true; break;
+        case BK_ATTN: o.attn = true; break;
         case BK_ISA:
             if (!v.str[0] || v.str[0] == ',' || v.str[strlen(v.str) - 1] == ',' || strstr(v.str, ",,")) {   /* an empty item */
                 opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm", v.str);
@@ -647,12 +778,14 @@ int cmd_bench_kernel(int argc, char **argv) {
     g_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
 #endif
     const int reps = o.quick ? 3 : 15;
-    if (o.sampler + o.decode_seq + o.f16 > 1)   /* one set per run, in this order */
-        fprintf(stderr, "tern bench-kernel: warning: --sampler, --decode-seq and --f16 each select one set; running only %s\n",
-                o.sampler ? "--sampler" : "--decode-seq");
-    if ((o.sampler || o.decode_seq || o.f16) && o.isa[0])   /* those sets run the best path only */
+    if (o.attn + o.sampler + o.decode_seq + o.f16 > 1)   /* one set per run, in this order */
+        fprintf(stderr,
+                "tern bench-kernel: warning: --attn, --sampler, --decode-seq and --f16 each select one set; running only %s\n",
+                o.attn ? "--attn" : o.sampler ? "--sampler" : "--decode-seq");
+    if ((o.attn || o.sampler || o.decode_seq || o.f16) && o.isa[0])   /* those sets run their own paths */
         fprintf(stderr, "tern bench-kernel: warning: --isa has no effect with %s\n",
-                o.sampler ? "--sampler" : o.decode_seq ? "--decode-seq" : "--f16");
+                o.attn ? "--attn" : o.sampler ? "--sampler" : o.decode_seq ? "--decode-seq" : "--f16");
+    if (o.attn) return bench_attn(&o);
     if (o.sampler) return bench_sampler(&o);
     const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
     const int n_isas = (int)(sizeof isas / sizeof isas[0]);
