@@ -88,12 +88,12 @@ ATTN_INLINE attn_v8f ATTN_FN(attn_exp)(const attn_v8f *xp) {   /* by pointer: no
 
 /* Lanes 0-3 / 4-7 of *e widened to double (exact). */
 ATTN_INLINE attn_v4d ATTN_FN(attn_cvt_lo)(const attn_v8f *e) {
-    attn_v4f h;
+    vexp_v4f h;
     memcpy(&h, e, sizeof h);
     return __builtin_convertvector(h, attn_v4d);
 }
 ATTN_INLINE attn_v4d ATTN_FN(attn_cvt_hi)(const attn_v8f *e) {
-    attn_v4f h;
+    vexp_v4f h;
     memcpy(&h, (const char *)e + sizeof h, sizeof h);
     return __builtin_convertvector(h, attn_v4d);
 }
@@ -309,10 +309,15 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     for (int s = 0; s < NQ; s++) memset(out[s], 0, (size_t)hd_v * sizeof(float));
     for (int jb = 0; jb < n_max; jb += ATTN_PV_ROWS) {
         const int je = jb + ATTN_PV_ROWS < n_max ? jb + ATTN_PV_ROWS : n_max;
-        float P[ATTN_PV_ROWS * 8];   /* the block's probabilities row-major: P[(j - jb) NQ + s] */
-        for (int j = jb; j < je; j++)
+        /* the block's probabilities row-major, P[(j - jb) NQ + s]: for one query, S itself */
+        float Pb[ATTN_PV_ROWS * 8];
+        const float *P = S + jb;
+        if (NQ > 1) {
+            for (int j = jb; j < je; j++)
 #pragma GCC unroll 8
-            for (int s = 0; s < NQ; s++) P[(j - jb) * NQ + s] = S[(size_t)s * ss + j];
+                for (int s = 0; s < NQ; s++) Pb[(j - jb) * NQ + s] = S[(size_t)s * ss + j];
+            P = Pb;
+        }
         int i0 = 0;
         if (CG > 1)
             for (; i0 + 8 * CG <= hd_v; i0 += 8 * CG)

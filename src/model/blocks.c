@@ -6,6 +6,7 @@
 #include "model/gdn.h"
 #include "model/hadamard.h"
 #include "model/ops.h"
+#include "model/vexp.h"
 
 #include "core/fp16.h"
 
@@ -17,10 +18,10 @@
 
 blk_prof g_blk_prof;
 
-/* 4-float vectors (GCC/clang vector extensions: one SSE2 or NEON register on the baseline build)
- * for the element-wise loops below. Each lane runs the scalar code's operations in the same order,
- * so the bits are those of the scalar loops; the loads and stores are unaligned copies. */
-typedef float v4f __attribute__((vector_size(16)));
+/* The element-wise loops below run on vexp.h's 4-float vectors (one SSE2 or NEON register on the
+ * baseline build). Each lane runs the scalar code's operations in the same order, so the bits are
+ * those of the scalar loops; the loads and stores are unaligned copies. */
+typedef vexp_v4f v4f;
 typedef double v2d __attribute__((vector_size(16)));
 static inline v4f v4f_ld(const float *p) {
     v4f v;

@@ -104,7 +104,6 @@ void blk_attn_tile(int nq, const float *const *q, float *const *out, const int *
 typedef float attn_v8f __attribute__((vector_size(32)));
 typedef int32_t attn_v8i __attribute__((vector_size(32)));
 typedef double attn_v4d __attribute__((vector_size(32)));
-typedef float attn_v4f __attribute__((vector_size(16)));
 void blk_attn_tile_generic(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
                            int ikv, int hd_k, int hd_v, float scale, float *scores);
 void blk_attn_tile_avx2(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
