@@ -43,6 +43,7 @@ typedef struct {
     bool sampler;        /* --sampler: only bench_sampler */
     bool attn;           /* --attn: only bench_attn */
     char isa[128];       /* comma list or "" = every runnable path */
+    bool threads_set;    /* --threads given */
     int threads[8];
     int n_threads;
 } bk_opts;
@@ -608,7 +609,8 @@ static int bench_sampler(const bk_opts *o) {
 /* ---- prefill attention tile ----------------------------------------------------------------- */
 #if defined(__x86_64__)
 /* The f32 rate of the attention's float order (a multiply, then an add: no fused multiply-add) on
- * 8-lane ymm: 7 independent multiply chains and 7 independent add chains per iteration (14
+ * 8-lane ymm (the best of 25 runs of ~5 ms: the neighbours of a shared host slow single runs
+ * by up to 2x): 7 independent multiply chains and 7 independent add chains per iteration (14
  * accumulators + the 2 constants fill the 16 ymm registers; the multiplier 1 and the addend 0
  * keep every value at 1, never subnormal); 56 multiply-adds per iteration. */
 #define FPEAK_ITERS (1 << 22)
@@ -665,7 +667,7 @@ static int bench_attn(const bk_opts *o) {
     for (int c = 0; c < P; c++) macs += (double)NH * (c + 1) * (2.0 * HD);
     double fpeak = 0;
 #if defined(__x86_64__)
-    for (int r = 0; g_avx2 && r < 7; r++) {   /* the best of short runs, as the int8 peak */
+    for (int r = 0; g_avx2 && r < 25; r++) {   /* the best of short runs, as the int8 peak */
         const double t0 = tern_time_s();
         const int64_t n = fpeak_avx2();
         const double rate = (double)n / (tern_time_s() - t0) / 1e9;
@@ -767,6 +769,7 @@ int cmd_bench_kernel(int argc, char **argv) {
                 return 2;
             }
             o.n_threads = v.n_list;
+            o.threads_set = true;
             for (int k = 0; k < v.n_list; k++) o.threads[k] = v.list[k];
             break;
         default: break;
@@ -785,6 +788,8 @@ int cmd_bench_kernel(int argc, char **argv) {
     if ((o.attn || o.sampler || o.decode_seq || o.f16) && o.isa[0])   /* those sets run their own paths */
         fprintf(stderr, "tern bench-kernel: warning: --isa has no effect with %s\n",
                 o.attn ? "--attn" : o.sampler ? "--sampler" : o.decode_seq ? "--decode-seq" : "--f16");
+    if (o.attn && o.threads_set)
+        fprintf(stderr, "tern bench-kernel: warning: --threads has no effect with --attn (one thread: the tile's own rate)\n");
     if (o.attn) return bench_attn(&o);
     if (o.sampler) return bench_sampler(&o);
     const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};

@@ -43,7 +43,7 @@ static const opt_def d_sampling[] = {
      "tokens the penalty looks back (default 64; 0 = off, -1 = context)"},
     {OPTS_SEED, "-s, --seed", OPT_SEED, "N", 0, 0, NULL, "random seed (default -1: drawn from the OS)"},
     {OPTS_LOGIT_BIAS, "-l, --logit-bias", OPT_BIAS, "ID(+|-)B", 0, 0, NULL,
-     "add B to token ID's logit before sampling; repeatable (15043+1, 15043-inf bans it)"},
+     "add B to token ID's logit before sampling; repeatable up to 256 times (15043+1, 15043-inf bans it)"},
 };
 const opt_table opts_tab_model = {d_model, (int)(sizeof d_model / sizeof d_model[0])};
 const opt_table opts_tab_threads = {d_threads, (int)(sizeof d_threads / sizeof d_threads[0])};
