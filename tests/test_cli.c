@@ -379,8 +379,13 @@ static void test_logit_bias_flag(void **state) {
     }
     char *err = NULL;
     int rc = ru_tern(NULL, &err, "run -m '%s' -p Once -n 1 -l 600+1", model);
-    if (rc != 1 || !strstr(err, "-l, --logit-bias: token id 600 is not in the model's vocabulary (ids 0..511)"))
+    if (rc != 2 || !strstr(err, "-l, --logit-bias: token id 600 is not in the model's vocabulary (ids 0..511)"))
         fail_msg("-l 600+1: exit %d, stderr %s", rc, err);
+    free(err);
+    err = NULL;   /* chat: the same usage error, found after the load */
+    rc = ru_tern(NULL, &err, "chat -m '%s' -n 1 -l 600+1 < /dev/null", model);
+    if (rc != 2 || !strstr(err, "tern chat: -l, --logit-bias: token id 600 is not in the model's vocabulary (ids 0..511)"))
+        fail_msg("chat -l 600+1: exit %d, stderr %s", rc, err);
     free(err);
     char many[257 * 10 + 1] = "";
     for (int i = 0; i < 257; i++) snprintf(many + strlen(many), sizeof many - strlen(many), " -l %d+1", i);

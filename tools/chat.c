@@ -368,6 +368,12 @@ int cmd_chat(int argc, char **argv) {
 
     tern_err err = {0};
     if (opts_load(&c.o.oc, &c.m, &c.s, &err) != TERN_OK) goto fail;
+    if (opts_bias_check(&c.o.sp, c.m, &err) != TERN_OK) {
+        fprintf(stderr, "tern chat: %s\n", err.msg);
+        tern_session_free(c.s);
+        tern_model_free(c.m);
+        return 2;   /* a usage error found after the load */
+    }
     if (opts_sampler_init(&c.o.sp, c.m, c.s, &c.smp, &err) != TERN_OK) goto fail;
     if (c.o.spec.on && tern_spec_init(&c.spec, c.m, &c.o.spec.p, &err) != TERN_OK) goto fail;
     if (tern_gen_init(&c.gen, c.m, &err) != TERN_OK) goto fail;

@@ -106,17 +106,23 @@ bool opts_sampling_check(const opts_sampling *s) {
     return false;
 }
 
-int opts_sampler_init(const opts_sampling *s, const tern_model *m, const tern_session *se, tern_sampler **out,
-                      tern_err *err) {
-    tern_sampler_params p = s->p;
-    if (p.repeat_last_n < 0) p.repeat_last_n = tern_session_n_ctx(se);   /* llama.cpp's -1: the whole context */
+int opts_bias_check(const opts_sampling *s, const tern_model *m, tern_err *err) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     for (int i = 0; i < s->n_bias; i++)
         if (s->bias_id[i] >= info.n_vocab)
             return tern_err_set(err, TERN_E_ARG, "-l, --logit-bias: token id %d is not in the model's vocabulary (ids 0..%d)",
                                 (int)s->bias_id[i], (int)info.n_vocab - 1);
-    int rc = tern_sampler_init(out, m, &p, err);
+    return TERN_OK;
+}
+
+int opts_sampler_init(const opts_sampling *s, const tern_model *m, const tern_session *se, tern_sampler **out,
+                      tern_err *err) {
+    tern_sampler_params p = s->p;
+    if (p.repeat_last_n < 0) p.repeat_last_n = tern_session_n_ctx(se);   /* llama.cpp's -1: the whole context */
+    int rc = opts_bias_check(s, m, err);
+    if (rc) return rc;
+    rc = tern_sampler_init(out, m, &p, err);
     if (!rc) rc = tern_sampler_set_logit_bias(*out, s->bias_id, s->bias, s->n_bias, err);
     return rc;
 }

@@ -57,8 +57,11 @@ void opts_sampling_default(opts_sampling *s);
 bool opts_apply_sampling(opts_sampling *s, int id, const opt_val *v);
 /* After parsing: false (with the error printed, a usage error) for more than OPTS_BIAS_MAX -l. */
 bool opts_sampling_check(const opts_sampling *s);
+/* After the load: TERN_OK, or TERN_E_ARG naming the flag for a -l token id outside m's
+ * vocabulary (a usage error: the callers exit 2, as for a malformed -l). */
+int opts_bias_check(const opts_sampling *s, const tern_model *m, tern_err *err);
 /* The sampler of s for session se of m: repeat_last_n -1 becomes the context, the -l biases are
- * applied (an id outside the vocabulary: TERN_E_ARG naming the flag). */
+ * applied (checked by opts_bias_check first). */
 int opts_sampler_init(const opts_sampling *s, const tern_model *m, const tern_session *se, tern_sampler **out,
                       tern_err *err);
 const char *opts_numerics_name(tern_numerics n);

@@ -133,6 +133,10 @@ int cmd_run(int argc, char **argv) {
     const double t_load = now_s() - t_load0;
     tern_model_info info;
     tern_model_get_info(m, &info);
+    if (opts_bias_check(&sp, m, &err)) {
+        status = 2;   /* a usage error found after the load */
+        goto done;
+    }
     if (opts_sampler_init(&sp, m, s, &smp, &err)) goto done;
     so.p.ignore_eos = ignore_eos;
     if (so.on && tern_spec_init(&spec, m, &so.p, &err)) goto done;
