@@ -194,13 +194,28 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
     for (int s = 0; s < NQ; s++)
 #pragma GCC unroll 4
         for (int c = 0; c < CG; c++) o[s][c] = ATTN_FN(attn_ld)(out[s] + i + 8 * c);
-    for (int j = j0; j < j1; j++) {
+    /* rows every query sees (below n_min) with no test per query, then the rest tested */
+    const int jm = j1 < n_min ? j1 : n_min;
+    int j = j0;
+    for (; j < jm; j++) {
         attn_v8f vv[4];
 #pragma GCC unroll 4
         for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i + 8 * c, 8, f32);
 #pragma GCC unroll 8
         for (int s = 0; s < NQ; s++) {
-            if (j >= n_min && j >= n_kv[s]) continue;
+            const float p = P[(size_t)(j - j0) * NQ + s];
+            const attn_v8f pv = {p, p, p, p, p, p, p, p};
+#pragma GCC unroll 4
+            for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
+        }
+    }
+    for (; j < j1; j++) {
+        attn_v8f vv[4];
+#pragma GCC unroll 4
+        for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i + 8 * c, 8, f32);
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++) {
+            if (j >= n_kv[s]) continue;
             const float p = P[(size_t)(j - j0) * NQ + s];
             const attn_v8f pv = {p, p, p, p, p, p, p, p};
 #pragma GCC unroll 4
