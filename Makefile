@@ -71,6 +71,7 @@ $(B)/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
 $(B)/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
+$(B)/src/kernels/x86/act_avx512.o: ISA_FLAGS := -mavx2 -mavx512f -mavx512bw -mavx512vl -mavx512dq
 $(B)/src/sampling/x86/passes_avx2.o: ISA_FLAGS := -mavx2
 $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
@@ -265,6 +266,7 @@ $(B)/pic/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
 $(B)/pic/src/model/x86/hadamard_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/runtime/x86/membw_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/x86/act_avx2.o:   ISA_FLAGS := -mavx2
+$(B)/pic/src/kernels/x86/act_avx512.o: ISA_FLAGS := -mavx2 -mavx512f -mavx512bw -mavx512vl -mavx512dq
 $(B)/pic/src/sampling/x86/passes_avx2.o: ISA_FLAGS := -mavx2
 $(B)/pic/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/pic/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod

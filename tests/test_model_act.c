@@ -27,10 +27,10 @@ static float urand(void) {
     return (float)((double)(st_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
 
-static void check_fast_block_path(const float *x, bool avx2) {
+static void check_fast_block_path(const float *x, kact_path path) {
     kact_fast b;
     kern_act a = {.x = x, .q = &b, .K = 128, .ncols = 1, .mode = KQ_FAST};
-    kern_quantize_path(&a, avx2);
+    kern_quantize_path(&a, path);
     float amax = 0.0f;
     for (int i = 0; i < 128; i++)
         if (fabsf(x[i]) > amax) amax = fabsf(x[i]);
@@ -52,11 +52,13 @@ static void check_fast_block_path(const float *x, bool avx2) {
     assert_int_equal(b.sum, tot);
 }
 
-/* The portable block path, and the AVX2 one (x86/act_avx2.c) where the host has AVX2. */
+/* The portable block path, the AVX2 one (x86/act_avx2.c) where the host has AVX2 and the
+ * AVX-512 one (x86/act_avx512.c) where it runs the AVX-512 table. */
 static void check_fast_block(const float *x) {
-    check_fast_block_path(x, false);
+    check_fast_block_path(x, KACT_PORTABLE);
 #if defined(__x86_64__)
-    if (kern_cpu_features() & KCPU_AVX2) check_fast_block_path(x, true);
+    if (kern_cpu_features() & KCPU_AVX2) check_fast_block_path(x, KACT_AVX2);
+    if (kern_cpu_features() & KCPU_AVX512VNNI) check_fast_block_path(x, KACT_AVX512);
 #endif
 }
 

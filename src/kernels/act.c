@@ -117,8 +117,8 @@ static int32_t q8_round_128(const float *x, float id, int8_t *qs, int16_t *bsums
     return total;
 }
 
-static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk, bool avx2) {
-    (void)avx2;
+static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk, kact_path path) {
+    (void)path;
     const int64_t nb = (K + KA_FAST_BLOCK - 1) / KA_FAST_BLOCK;
     for (int64_t b = 0; b < nb; b++) {
         const int64_t k0 = b * KA_FAST_BLOCK;
@@ -126,7 +126,8 @@ static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk, bool av
         kact_fast *o = &blk[b];
         float amax;
 #if defined(__x86_64__)
-        if (avx2 && n == KA_FAST_BLOCK) amax = kern_act_amax128_avx2(x + k0);
+        if (path == KACT_AVX512 && n == KA_FAST_BLOCK) amax = kern_act_amax128_avx512(x + k0);
+        else if (path == KACT_AVX2 && n == KA_FAST_BLOCK) amax = kern_act_amax128_avx2(x + k0);
         else
 #endif
             amax = n == KA_FAST_BLOCK ? amax_of_128(x + k0) : amax_of(x + k0, n);
@@ -135,7 +136,8 @@ static void quantize_fast_col(const float *x, int64_t K, kact_fast *blk, bool av
         int32_t total = 0;
         if (isfinite(id) && n == KA_FAST_BLOCK) {
 #if defined(__x86_64__)
-            if (avx2) total = kern_act_round128_avx2(x + k0, id, o->qs, o->bsums);
+            if (path == KACT_AVX512) total = kern_act_round128_avx512(x + k0, id, o->qs, o->bsums);
+            else if (path == KACT_AVX2) total = kern_act_round128_avx2(x + k0, id, o->qs, o->bsums);
             else
 #endif
                 total = q8_round_128(x + k0, id, o->qs, o->bsums);
@@ -176,9 +178,9 @@ static void quantize_ggml_col(const float *x, int64_t K, kact_ggml *blk) {
     }
 }
 
-void kern_quantize(kern_act *a) { kern_quantize_path(a, (kern_cpu_features() & KCPU_AVX2) != 0); }
+void kern_quantize(kern_act *a) { kern_quantize_path(a, kern_act_path()); }
 
-void kern_quantize_path(kern_act *a, bool avx2) {
+void kern_quantize_path(kern_act *a, kact_path path) {
     TERN_ASSERT(a && a->K > 0 && a->ncols >= 1);
     if (a->mode == KQ_F32) return;
     TERN_ASSERT(a->q != NULL && a->x != NULL);
@@ -186,7 +188,7 @@ void kern_quantize_path(kern_act *a, bool avx2) {
     for (int c = 0; c < a->ncols; c++) {
         const float *x = a->x + (int64_t)c * a->K;
         uint8_t *dst = (uint8_t *)a->q + (size_t)c * col;
-        if (a->mode == KQ_FAST) quantize_fast_col(x, a->K, (kact_fast *)(void *)dst, avx2);
+        if (a->mode == KQ_FAST) quantize_fast_col(x, a->K, (kact_fast *)(void *)dst, path);
         else quantize_ggml_col(x, a->K, (kact_ggml *)(void *)dst);
     }
 }

@@ -176,6 +176,12 @@ bool kern_isa_row16(void) { return kern_active()->row16; }
 bool kern_isa_avx2(void) { return (kern_active()->needs & KCPU_AVX2) != 0; }
 bool kern_isa_avx512(void) { return (kern_active()->needs & KCPU_AVX512VNNI) != 0; }
 
+kact_path kern_act_path(void) {
+    const kern_table *t = __atomic_load_n(&g_active, __ATOMIC_ACQUIRE);
+    if (t && (t->needs & KCPU_AVX512VNNI)) return KACT_AVX512;
+    return (kern_cpu_features() & KCPU_AVX2) ? KACT_AVX2 : KACT_PORTABLE;
+}
+
 int kern_force_isa(const char *name, tern_err *err) {
     const kern_table *t = name ? find(name) : NULL;
     if (!t) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' is not compiled in", name ? name : "(null)");

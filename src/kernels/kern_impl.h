@@ -193,11 +193,18 @@ const kern_table *kern_active(void);
  * 16-value sums (returns their total): the same bytes as act.c's portable path. */
 float kern_act_amax128_avx2(const float *x);
 int32_t kern_act_round128_avx2(const float *x, float id, int8_t *qs, int16_t *bsums);
-/* kern_quantize with the block path chosen by the caller: avx2 (only on a host with KCPU_AVX2)
- * or portable. kern_quantize uses AVX2 whenever the host has it (the bytes are the same; the
- * dispatcher's self-check quantises before a table is active, so this does not follow
- * kern_active). Tests run both. */
-void kern_quantize_path(kern_act *a, bool avx2);
+/* x86/act_avx512.c (AVX-512 F/BW/VL/DQ): the same two steps on 16 lanes, the same bytes. */
+float kern_act_amax128_avx512(const float *x);
+int32_t kern_act_round128_avx512(const float *x, float id, int8_t *qs, int16_t *bsums);
+/* The block paths of the fast-numerics quantisation; every one writes the same bytes. */
+typedef enum { KACT_PORTABLE, KACT_AVX2, KACT_AVX512 } kact_path;
+/* The path kern_quantize takes: AVX-512 while the active table is the AVX-512 one (so a forced
+ * AVX2 table runs AVX2 code only), else AVX2 on a host with it, else portable. It does not
+ * choose a table itself: the dispatcher's self-check quantises before any table is active. */
+kact_path kern_act_path(void);
+/* kern_quantize with the block path chosen by the caller (only one the host runs). Tests run
+ * every one. */
+void kern_quantize_path(kern_act *a, kact_path path);
 
 /* kern_matmul through table t (NULL entries fall back to ref), with the isum test hook. */
 void kern_matmul_table(const kern_table *t, const kern_w *w, const kern_act *a, float *y, int64_t ldy, int64_t r0,
