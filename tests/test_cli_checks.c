@@ -87,8 +87,8 @@ static void test_model_not_regular(void **state) {
         char *err = ru_capture(cmd, &rc);
         /* a directory opens: the command's own input check names it with its flag; the others
          * reach the loader */
-        if (i == 2) snprintf(want, sizeof want, "-m: '%s' is a directory, expected a file", paths[i]);
-        else snprintf(want, sizeof want, "'%s' is %s, expected a regular GGUF file", paths[i], kinds[i]);
+        if (i == 2) snprintf(want, sizeof want, "-m: '%s' is a directory, expected a regular file", paths[i]);
+        else snprintf(want, sizeof want, "'%s' is %s, expected a regular file", paths[i], kinds[i]);
         if (rc != 1 || !strstr(err, want)) fail_msg("tern run -m %s: exit %d (expected 1), stderr: %s; expected '%s'", paths[i], rc, err, want);
         free(err);
     }

@@ -271,7 +271,7 @@ static void test_bad_input_messages(void **state) {
     fx_tmp_path(dir, sizeof dir, "model-dir");
     assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
     snprintf(args, sizeof args, "run -m '%s' -p hi -n 2", dir);
-    snprintf(want, sizeof want, "tern run: -m: '%s' is a directory, expected a file", dir);
+    snprintf(want, sizeof want, "tern run: -m: '%s' is a directory, expected a regular file", dir);
     expect_err(1, want, NULL, args);
     rmdir(dir);
     /* synth: an empty chat template file is refused (it would render nothing) */

@@ -321,7 +321,7 @@ static void test_writer_roundtrip(void **state) {
     assert_non_null(strstr(err.msg, "/nonexistent/x.gguf"));
     tern_err_clear(&err);
     assert_int_equal(gguf_open(&g, "/tmp", GGUF_LOAD_MMAP, &err), TERN_E_IO);
-    assert_non_null(strstr(err.msg, "'/tmp' is a directory, expected a regular GGUF file"));   /* stat, before open */
+    assert_non_null(strstr(err.msg, "'/tmp' is a directory, expected a regular file"));   /* stat, before open */
     tern_err_clear(&err);
     FILE *f = fopen(path, "wb");
     assert_non_null(f);

@@ -42,7 +42,7 @@ bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n) {
         const bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
         close(fd);
         if (!dir) return true;
-        snprintf(msg, n, "%s%s'%s' is a directory, expected a file", flag ? flag : "", flag ? ": " : "", path);
+        snprintf(msg, n, "%s%s'%s' is a directory, expected a regular file", flag ? flag : "", flag ? ": " : "", path);
         return false;
     }
     snprintf(msg, n, "%s%scannot open '%s': %s", flag ? flag : "", flag ? ": " : "", path, strerror(errno));
@@ -321,7 +321,7 @@ static const char *expected(const opt_def *d, char *buf, size_t n) {
     case OPT_FLOAT: snprintf(buf, n, "a number in %.15g..%.15g", d->lo, def_hi(d)); break;
     case OPT_SEED: snprintf(buf, n, "an integer in 0..18446744073709551614 or -1 (random)"); break;
     case OPT_TEXT: snprintf(buf, n, "text"); break;
-    case OPT_BIAS: snprintf(buf, n, "TOKEN_ID(+|-)BIAS, a token id and a signed finite number, or -inf for a ban (15043+1, 15043-inf)"); break;
+    case OPT_BIAS: snprintf(buf, n, "TOKEN_ID(+|-)BIAS, a token id and a signed number within the float range (|BIAS| <= 3.4e38), or -inf for a ban (15043+1, 15043-inf)"); break;
     case OPT_PATH: snprintf(buf, n, "a path"); break;
     case OPT_LIST:
         snprintf(buf, n, "a comma-separated list of at most %d integers in %.0f..%.0f%s", OPT_LIST_MAX, d->lo, def_hi(d),

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 static double now_s(void) {
@@ -181,7 +182,10 @@ int cmd_run(int argc, char **argv) {
         fputc('\n', stdout);
         opts_flush_stdout();
     }
-    if (stop == TERN_STOP_CTX) fprintf(stderr, "\ntern run: context full (%d tokens, -c)\n", tern_session_n_ctx(s));
+    /* on a terminal a blank line sets the notices and speeds apart from the text; in a file it
+     * would only open it with an empty line */
+    const char *gap = isatty(STDERR_FILENO) ? "\n" : "";
+    if (stop == TERN_STOP_CTX) fprintf(stderr, "%stern run: context full (%d tokens, -c)\n", gap, tern_session_n_ctx(s));
     tern_gen_stats gs;
     tern_gen_get_stats(gen, &gs);
     /* damaged weights (NaN, Inf) make every logit NaN and the sampler then prints garbage: the run
@@ -189,11 +193,11 @@ int cmd_run(int argc, char **argv) {
     bad_logits = opts_warn_bad_logits("run", &gs, info.n_vocab, "the run will exit with status 1");
     const int n_gen = gs.n_gen;
     if (stop == TERN_STOP_EOG && n_predict > 0 && n_gen < n_predict)   /* say why it stopped short of -n */
-        fprintf(stderr, "\ntern run: end of text after %d of -n %d tokens (the model's end-of-generation token; "
-                        "--ignore-eos goes on to -n)\n", n_gen, n_predict);
+        fprintf(stderr, "%stern run: end of text after %d of -n %d tokens (the model's end-of-generation token; "
+                        "--ignore-eos goes on to -n)\n", gap, n_gen, n_predict);
     const double t_prompt = gs.t_prompt_s, t_first = gs.t_first_s;
     const double t_gen = n_gen > 1 ? gs.t_gen_s : 0;
-    fprintf(stderr, "\nmodel: %s (%s), %s, %d thread%s, numerics %s, load %.2f s (%s)\n", oc.model, info.arch, info.isa,
+    fprintf(stderr, "%smodel: %s (%s), %s, %d thread%s, numerics %s, load %.2f s (%s)\n", gap, oc.model, info.arch, info.isa,
             info.n_threads, info.n_threads == 1 ? "" : "s", opts_numerics_name(oc.numerics), t_load,
             oc.use_mmap ? "mmap" : "read");
     fprintf(stderr, "prompt: %d token%s in %.1f ms, %.2f tokens/s\n", n_tok, n_tok == 1 ? "" : "s", t_prompt * 1e3,

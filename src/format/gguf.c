@@ -492,7 +492,7 @@ int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err) {
         const char *kind = S_ISFIFO(pst.st_mode) ? "a FIFO" : S_ISSOCK(pst.st_mode) ? "a socket"
                            : S_ISCHR(pst.st_mode) ? "a character device" : S_ISBLK(pst.st_mode) ? "a block device"
                            : S_ISDIR(pst.st_mode) ? "a directory" : "not a regular file";
-        return tern_err_set(err, TERN_E_IO, "'%s' is %s, expected a regular GGUF file", path, kind);
+        return tern_err_set(err, TERN_E_IO, "'%s' is %s, expected a regular file", path, kind);
     }
     const int fd = open(path, O_RDONLY | O_CLOEXEC | O_BINARY | O_NONBLOCK);   /* never blocks (a file swapped for a FIFO) */
     if (fd < 0) return tern_err_set(err, TERN_E_IO, "cannot open '%s': %s", path, strerror(errno));
