@@ -154,8 +154,8 @@ static bool rd_str(rd *r, gguf_str *s, const char *what) {
     const uint64_t at = r->off;
     if (!rd_u64(r, &n, what)) return false;
     if (n > r->len - r->off)
-        return rd_fail(r, TERN_E_FORMAT, "GGUF: %s at byte %" PRIu64 ": string length %" PRIu64 ", expected at most the %" PRIu64 " bytes that remain",
-                       what, at, n, r->len - r->off);
+        return rd_fail(r, TERN_E_FORMAT, "GGUF: %s at byte %" PRIu64 ": string length %" PRIu64 ", expected at most the %" PRIu64 " bytes that remain "
+                       "of this %" PRIu64 "-byte file (truncated, or the length is damaged)", what, at, n, r->len - r->off, r->len);
     s->p = (const char *)r->p + r->off;
     s->n = n;
     r->off += n;
@@ -168,7 +168,7 @@ static char *rd_name(rd *r, const char *what, uint64_t idx) {
     gguf_str s;
     const uint64_t at = r->off;
     char whatbuf[64];
-    snprintf(whatbuf, sizeof whatbuf, "%s %" PRIu64, what, idx);
+    snprintf(whatbuf, sizeof whatbuf, "%s %" PRIu64 " (from 0)", what, idx);
     if (!rd_str(r, &s, whatbuf)) return NULL;
     if (s.n == 0) { rd_fail(r, TERN_E_FORMAT, "GGUF: %s at byte %" PRIu64 ": empty name, expected at least 1 byte", whatbuf, at); return NULL; }
     if (memchr(s.p, 0, s.n)) {
@@ -210,8 +210,9 @@ static bool rd_value(rd *r, gguf_kv *kv, uint64_t type_at) {
         kv->v.a.data = r->p + r->off;
         if (et == GGUF_T_STRING) {
             if (n > (r->len - r->off) / 8)
-                return rd_fail(r, TERN_E_FORMAT, "GGUF key '%s' at byte %" PRIu64 ": array of %" PRIu64 " strings needs at least %" PRIu64 " bytes, expected at most the %" PRIu64 " that remain",
-                               kv->key, at, n, n > UINT64_MAX / 8 ? UINT64_MAX : n * 8, r->len - r->off);
+                return rd_fail(r, TERN_E_FORMAT, "GGUF key '%s' at byte %" PRIu64 ": array of %" PRIu64 " strings needs at least %" PRIu64 " bytes, expected at most the %" PRIu64 " that remain "
+                               "of this %" PRIu64 "-byte file (truncated, or the count is damaged)",
+                               kv->key, at, n, n > UINT64_MAX / 8 ? UINT64_MAX : n * 8, r->len - r->off, r->len);
             gguf_str *strs = n ? calloc(n, sizeof *strs) : NULL;
             if (n && !strs) return rd_fail(r, TERN_E_NOMEM, "GGUF key '%s': out of memory for %" PRIu64 " string entries", kv->key, n);
             kv->v.a.strs = strs;
@@ -221,9 +222,10 @@ static bool rd_value(rd *r, gguf_kv *kv, uint64_t type_at) {
         }
         const uint64_t es = (uint64_t)vtype_size(et);
         if (n > (r->len - r->off) / es)
-            return rd_fail(r, TERN_E_FORMAT, "GGUF key '%s' at byte %" PRIu64 ": array of %" PRIu64 " %s needs %" PRIu64 "%s bytes, expected at most the %" PRIu64 " bytes that remain",
+            return rd_fail(r, TERN_E_FORMAT, "GGUF key '%s' at byte %" PRIu64 ": array of %" PRIu64 " %s needs %" PRIu64 "%s bytes, expected at most the %" PRIu64 " bytes that remain "
+                           "of this %" PRIu64 "-byte file (truncated, or the count is damaged)",
                            kv->key, at, n, gguf_vtype_name((gguf_vtype)et), n > UINT64_MAX / es ? UINT64_MAX : n * es,
-                           n > UINT64_MAX / es ? "+" : "", r->len - r->off);
+                           n > UINT64_MAX / es ? "+" : "", r->len - r->off, r->len);
         r->off += n * es;
         return true;
     }
