@@ -476,6 +476,9 @@ int tern_spec_verify(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t 
  * counters, times); it allocates nothing after tern_gen_init.
  *
  * Stop rules, for each sampled token t in order:
+ *   0. (before sampling) the logits hold a NaN or an Inf: TERN_STOP_LOGITS, nothing is sampled
+ *      from them (damaged weights make every later token meaningless; the stats name the
+ *      position). Plain steps and a reply's first token are checked;
  *   1. t is an end-of-generation token (tern_token_is_eog) and ignore_eos is off: TERN_STOP_EOG
  *      (t is counted and reported with eog set, has no text, and is not appended);
  *   2. t's text goes to on_token; a non-zero return stops: TERN_STOP_CALLER (a stop string, an
@@ -498,6 +501,8 @@ typedef enum tern_stop {
     TERN_STOP_CTX,          /* the context is full */
     TERN_STOP_CALLER,       /* on_token returned non-zero */
     TERN_STOP_ERROR,        /* a forward or truncation failed: see the tern_err; reset the session */
+    TERN_STOP_LOGITS,       /* the logits were not finite (NaN or Inf: damaged weights); nothing was
+                               sampled from them: tern_gen_get_stats's bad_logits_* say where */
 } tern_stop;
 
 /* One event of a reply, passed to on_token: a sampled token, or the end (id -1: the text the
@@ -539,8 +544,8 @@ typedef struct tern_gen_stats {
     double t_prompt_s;      /* time in tern_gen_prompt's forward */
     double t_first_s;       /* from tern_gen_begin to the first token sampled */
     double t_gen_s;         /* from the first token sampled to the last, or to tern_gen_end */
-    int bad_logits_pos;     /* the first position whose logits held a NaN or Inf, -1: none (plain
-                               steps are checked: damaged weights make the text meaningless) */
+    int bad_logits_pos;     /* the position whose logits held a NaN or Inf (the reply stopped
+                               there: TERN_STOP_LOGITS), -1: none */
     int32_t bad_logits_id;  /* the first such logit and its value */
     float bad_logits_val;
 } tern_gen_stats;

@@ -419,18 +419,24 @@ static const char *finish_reason(tern_stop stop) {
 /* Samples the next token from the slot's logits (its own sampler and settings): the slot
  * continues with it pending, or the job ends (end of generation, stop string, max_tokens, a full
  * context). */
+/* The job fails on non-finite logits (damaged weights: the reply would be meaningless); nothing
+ * was sampled from them, so no token of that position reached the client. */
+static void slot_fail_logits(srv_sched *s, slot *sl) {
+    tern_gen_stats gs;
+    tern_gen_get_stats(sl->gen, &gs);
+    tern_err err = {0};
+    tern_err_set(&err, TERN_E_FORMAT, "the logits for position %d are not finite (logit %d is %s): the model's "
+                 "weights may be damaged (NaN or Inf)", gs.bad_logits_pos, (int)gs.bad_logits_id,
+                 isnan(gs.bad_logits_val) ? "NaN" : gs.bad_logits_val > 0 ? "+Inf" : "-Inf");
+    slot_fail(s, sl, &err);
+}
+
 static bool slot_sample(srv_sched *s, slot *sl) {
     const float *logits = sl->logits;
     sl->logits = NULL;
     const tern_stop stop = tern_gen_sample(sl->gen, logits);
-    tern_gen_stats gs;
-    tern_gen_get_stats(sl->gen, &gs);
-    if (gs.bad_logits_pos >= 0) {   /* damaged weights (NaN, Inf): the reply would be meaningless */
-        tern_err err = {0};
-        tern_err_set(&err, TERN_E_FORMAT, "the logits for position %d are not finite (logit %d is %s): the model's "
-                     "weights may be damaged (NaN or Inf)", gs.bad_logits_pos, (int)gs.bad_logits_id,
-                     isnan(gs.bad_logits_val) ? "NaN" : gs.bad_logits_val > 0 ? "+Inf" : "-Inf");
-        slot_fail(s, sl, &err);
+    if (stop == TERN_STOP_LOGITS) {
+        slot_fail_logits(s, sl);
         return false;
     }
     if (stop != TERN_STOP_NONE) {
@@ -461,6 +467,10 @@ static void slot_spec(srv_sched *s, slot *sl) {
     const tern_stop stop = tern_gen_step(sl->gen, &added, &n_added, &err);
     if (stop == TERN_STOP_ERROR) {
         slot_fail(s, sl, &err);
+        return;
+    }
+    if (stop == TERN_STOP_LOGITS) {
+        slot_fail_logits(s, sl);
         return;
     }
     tern_spec_get_stats(sl->sp, &st1);

@@ -1157,8 +1157,9 @@ static void wait_slots(srv *s, int want) {
 
 /* A model whose weights hold NaN (blk.4.ffn_down.weight of stories260K set to 0xff bytes: an F32
  * projection, not scanned at load) gives non-finite logits: the request fails with 500 naming
- * the position, instead of a 200 with meaningless text; the same server answers the next request
- * the same way (no state lost). The undamaged model answers 200 (the control). */
+ * the position, instead of a 200 with meaningless text, and a streamed sampled request gets the
+ * error before any text; the same server answers the next request the same way (no state lost).
+ * The undamaged model answers 200 with text (the control). */
 static void test_nonfinite_logits_refused(void **state) {
     (void)state;
     char model[1024], bad[512];
@@ -1166,6 +1167,8 @@ static void test_nonfinite_logits_refused(void **state) {
     fx_tmp_path(bad, sizeof bad, "srv-nan-model.gguf");
     mfx_write_nan_tensor(model, "blk.4.ffn_down.weight", bad);
     const char *body = "{\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":4}";
+    const char *sbody = "{\"messages\":[{\"role\":\"user\",\"content\":\"Once upon a time\"}],\"max_tokens\":4,"
+                        "\"stream\":true,\"temperature\":1,\"seed\":1}";
     for (int damaged = 0; damaged < 2; damaged++) {
         tern_model *m = mfx_load(damaged ? bad : model, TERN_NUMERICS_FAST, 1);
         srv *sv = start(m, 1, 256, 0, 0, NULL, 0);
@@ -1174,6 +1177,15 @@ static void test_nonfinite_logits_refused(void **state) {
             char *out = http(sv, "POST", "/v1/chat/completions", body, NULL, &code);
             if (damaged ? code != 500 || !strstr(out, "are not finite") || !strstr(out, "may be damaged") : code != 200)
                 fail_msg("%s model: status %d: %s", damaged ? "damaged" : "undamaged", code, out);
+            free(out);
+            /* streamed and sampled (temperature > 0 samples even from NaN logits): the error comes
+             * before any text, since nothing is sampled from non-finite logits */
+            out = http(sv, "POST", "/v1/chat/completions", sbody, NULL, &code);
+            const char *text = strstr(out, "\"content\":\"");
+            const bool has_text = text && text[11] != '"';
+            if (damaged ? !strstr(out, "are not finite") || has_text
+                        : code != 200 || !has_text || !strstr(out, "[DONE]"))
+                fail_msg("%s model, streamed: status %d: %s", damaged ? "damaged" : "undamaged", code, out);
             free(out);
         }
         srv_stop(sv);

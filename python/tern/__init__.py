@@ -66,6 +66,17 @@ def _raise(err):
     raise Error(err.code, err.msg.decode("utf-8", "replace"))
 
 
+def _raise_bad_logits(lib, gen):
+    """The generation stopped on logits that were not finite (damaged weights): raise Error
+    (TERN_E_FORMAT) naming the position and the logit."""
+    st = _lib.tern_gen_stats()
+    lib.tern_gen_get_stats(gen, ctypes.byref(st))
+    v = st.bad_logits_val
+    raise Error(_lib.TERN_E_FORMAT, "the logits for position %d are not finite (logit %d is %s): the model's weights "
+                "may be damaged (NaN or Inf)" % (st.bad_logits_pos, st.bad_logits_id,
+                                                  "NaN" if v != v else "+Inf" if v > 0 else "-Inf"))
+
+
 # ---- argument checks: every value is checked here, before anything reaches C ---------------------
 
 def _int(name, v, lo=None, hi=None, none_ok=False):
@@ -422,7 +433,8 @@ class Model:
         fewer forward passes on repetitive text. logit_bias: {token_id: bias} added to those
         tokens' logits before sampling (False or -inf bans a token; ids outside the vocabulary
         raise Error). One C call per token, so Ctrl-C (KeyboardInterrupt) stops between tokens;
-        the model stays usable."""
+        the model stays usable. Logits that are not finite (a model with damaged NaN/Inf weights)
+        raise Error (TERN_E_FORMAT) naming the position; nothing is sampled from them."""
         b = _text("prompt", prompt)
         if not isinstance(special, bool):
             raise TypeError("special must be a bool, got %s" % type(special).__name__)
@@ -485,6 +497,8 @@ class Model:
             while True:
                 for j in range(lib.tern_gen_tokens(gen, ctypes.byref(toks))):
                     yield d.put(toks[j])
+                if stop == _lib.TERN_STOP_LOGITS:
+                    _raise_bad_logits(lib, gen)
                 if stop != _lib.TERN_STOP_NONE:
                     break
                 stop = lib.tern_gen_step(gen, None, None, ctypes.byref(err))

@@ -341,6 +341,76 @@ def test_bad_file_raises_library_message(tmp_path):
     assert e.value.code == -2 and str(p) in str(e.value)
 
 
+def _gguf_tensor_offset(path, name):
+    """The file offset of tensor name's data in the GGUF file at path (a reader written from the
+    format's description: header, key/values, tensor infos, data aligned to general.alignment)."""
+    import struct
+    with open(path, "rb") as f:
+        buf = f.read()
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from("<" + fmt, buf, pos)
+        pos += struct.calcsize("<" + fmt)
+        return v[0]
+
+    def string():
+        nonlocal pos
+        n = take("Q")
+        pos += n
+        return buf[pos - n:pos].decode()
+
+    sizes = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            et, n = take("I"), take("Q")
+            return [value(et) for _ in range(n)]
+        return take(sizes[t])
+
+    assert buf[:4] == b"GGUF"
+    pos = 8
+    n_tensors, n_kv = take("Q"), take("Q")
+    align = 32
+    for _ in range(n_kv):
+        k = string()
+        v = value(take("I"))
+        if k == "general.alignment":
+            align = v
+    infos = {}
+    for _ in range(n_tensors):
+        t = string()
+        n_dims = take("I")
+        pos += 8 * n_dims
+        take("I")
+        infos[t] = take("Q")
+    return (pos + align - 1) // align * align + infos[name]
+
+
+def test_nonfinite_logits_raise_error(stories, tmp_path):
+    """Weights damaged to NaN (an F32 projection, not scanned at load) make every logit NaN: generate
+    raises tern.Error (TERN_E_FORMAT) naming the position instead of returning meaningless text,
+    for greedy and sampled generation; the undamaged model generates (the control)."""
+    src = require(STORIES)
+    bad = tmp_path / "nan.gguf"
+    data = bytearray(open(src, "rb").read())
+    at = _gguf_tensor_offset(src, "blk.4.ffn_down.weight")
+    data[at:at + 172 * 64 * 4] = b"\xff" * (172 * 64 * 4)
+    bad.write_bytes(bytes(data))
+    m = tern.Model(bad, threads=1)
+    try:
+        for temp in (0, 0.8):
+            with pytest.raises(tern.Error) as e:
+                m.generate("Once upon a time", max_tokens=4, temperature=temp, seed=1)
+            assert e.value.name == "TERN_E_FORMAT" and "are not finite (logit 0 is NaN)" in e.value.message
+    finally:
+        m.close()
+    assert stories.generate("Once upon a time", max_tokens=4, temperature=0.8, seed=1)
+
+
 def test_bad_types_raise_type_error(stories):
     with pytest.raises(TypeError):
         tern.Model(123)

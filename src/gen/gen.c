@@ -206,7 +206,10 @@ static tern_stop sample_one(tern_gen *g, const float *logits) {
     if (g->stop != TERN_STOP_NONE) return g->stop;
     if (!logits) return gen_bad(g, "tern_gen_sample: logits is NULL");
     if (g->p.n_predict >= 0 && g->st.n_gen >= g->p.n_predict) return g->stop = TERN_STOP_LENGTH;
-    if (g->spec == NULL || g->st.n_gen == 0) check_logits(g, logits);
+    if (g->spec == NULL || g->st.n_gen == 0) {
+        check_logits(g, logits);
+        if (g->st.bad_logits_pos >= 0) return g->stop = TERN_STOP_LOGITS;   /* nothing to sample from */
+    }
     /* the think block has used its budget: the reply's next token closes it (the answer begins) */
     const bool close = g->p.think_budget >= 0 && g->p.split_think && g->in_think && g->think_close >= 0 &&
                        g->n_think >= g->p.think_budget;
