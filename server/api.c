@@ -1126,7 +1126,11 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
         const char *pname = "prompt";
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && (cJSON_IsString(p->child) || cJSON_IsArray(p->child)))
             p = p->child, pname = "prompt[0]";   /* ["text"] and [[ids]]: one prompt */
-        if (!p) { srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt' is required: a string"); goto done; }
+        if (!p) {
+            srv_fail(e, 400, "invalid_request_error", "prompt",
+                     "'prompt' is required: a string or an array of token ids (or an array of one of those)");
+            goto done;
+        }
         if (cJSON_IsArray(p)) {
             if (!parse_prompt_ids(p, pname, r, e)) goto done;
         } else if (!cJSON_IsString(p)) {

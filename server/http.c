@@ -1083,7 +1083,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         srv_models_release(s->models, b);
         return j ? send_text(s, c, 200, "application/json", j) : send_error(s, c, &e);
     }
-    return fail(s, c, 404, "invalid_request_error", NULL, "no such endpoint");
+    srv_error e;   /* OpenAI names the method and path, so a client sees which URL it built */
+    srv_fail(&e, 404, "invalid_request_error", NULL, "no such endpoint: %.16s %.512s; expected /v1/chat/completions, "
+             "/v1/completions, /v1/messages, /v1/responses, /v1/models, /health, /metrics, ...", method, url);
+    return send_error(s, c, &e);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {

@@ -103,8 +103,17 @@ static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
     char param[64];
     snprintf(param, sizeof param, "messages[%d].role", i);
     const cJSON *role = api_field(m, "role"), *content = api_field(m, "content");
-    if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant")))
-        return bad(e, param, "'%s' must be \"user\" or \"assistant\"", param);
+    if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant"))) {
+        char g[32];
+        if (cJSON_IsString(role) && !strcmp(role->valuestring, "system"))   /* the Messages API's own place for it */
+            return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be \"user\" or \"assistant\", got "
+                            "\"system\": the Messages API takes the system prompt in the top-level 'system' field", param);
+        if (cJSON_IsString(role))
+            return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be \"user\" or \"assistant\", got \"%.32s\"",
+                            param, role->valuestring);
+        return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be \"user\" or \"assistant\", got %s", param,
+                        role ? api_got(role, g) : "nothing");
+    }
     const bool user = !strcmp(role->valuestring, "user");
     snprintf(param, sizeof param, "messages[%d].content", i);
     if (cJSON_IsString(content)) {

@@ -245,9 +245,15 @@ static void test_endpoints_and_errors(void **state) {
     free(out);
     const uint64_t n404 = metric(s, "tern_requests_total{status=\"404\"}"), n405 = metric(s, "tern_requests_total{status=\"405\"}");
     expect_error(s, "GET", "/v1/nothing", NULL, NULL, 404, NULL);
+    {   /* the message names the method and path the client sent */
+        int got;
+        char *o = http(s, "POST", "/v1/nothing", "{}", NULL, &got);
+        if (got != 404 || !strstr(o, "no such endpoint: POST /v1/nothing;")) fail_msg("POST /v1/nothing: %d %s", got, o);
+        free(o);
+    }
     expect_error(s, "GET", "/v1/completions", NULL, NULL, 405, NULL);
     expect_error(s, "DELETE", "/v1/models", NULL, NULL, 405, NULL);
-    assert_int_equal(metric(s, "tern_requests_total{status=\"404\"}"), n404 + 1);   /* each status its own count */
+    assert_int_equal(metric(s, "tern_requests_total{status=\"404\"}"), n404 + 2);   /* each status its own count */
     assert_int_equal(metric(s, "tern_requests_total{status=\"405\"}"), n405 + 2);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
     out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\",\n \"max_tokens\": 5x}", NULL, &code);

@@ -92,7 +92,15 @@ static void test_messages_request(void **state) {
     refused(WIRE_ANTHROPIC, b, "thinking");
     refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"image\"}]}]}",
             "messages[0].content[0]");
-    refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}", "messages[0].role");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"system\",\"content\":\"x\"}]}",
+                "messages[0].role", "'messages[0].role' must be \"user\" or \"assistant\", got \"system\": the Messages "
+                "API takes the system prompt in the top-level 'system' field");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"tool\",\"content\":\"x\"}]}",
+                "messages[0].role", "'messages[0].role' must be \"user\" or \"assistant\", got \"tool\"");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":1,\"content\":\"x\"}]}",
+                "messages[0].role", "'messages[0].role' must be \"user\" or \"assistant\", got 1");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"content\":\"x\"}]}",
+                "messages[0].role", "'messages[0].role' must be \"user\" or \"assistant\", got nothing");
     refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[]}", "messages",
                 "'messages' must be a non-empty array of {\"role\", \"content\"}, got an empty array");
     refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":\"hi\"}", "messages",
