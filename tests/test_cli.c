@@ -754,6 +754,17 @@ static void test_invalid_utf8_input(void **state) {
             free(out);
             free(err);
         }
+        if (k == 0) {   /* the system prompt (-sys): the same repair, with a note naming it */
+            char *out = NULL, *err = NULL;
+            write_file(input, "hi\n", 3);
+            const int rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 -sys 'be \xFF\xC3 nice' < '%s'", models[k], input);
+            const char *note = "tern chat: the system prompt (-sys) is not valid UTF-8 (first bad byte 0xff at offset 3 of "
+                               "10); invalid bytes were replaced by U+FFFD";
+            if (rc != 0 || !strstr(err, note) || !utf8_ok(out))
+                fail_msg("chat -sys %s: exit %d, stderr: %s, stdout: %s", models[k], rc, err, out);
+            free(out);
+            free(err);
+        }
     }
     remove(file);
     remove(input);

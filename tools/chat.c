@@ -72,6 +72,7 @@ typedef struct chat {
     bool color;             /* stdout is a terminal: ANSI dim for thinking */
     bool bad_logits;        /* a reply met non-finite logits (damaged weights): chat ends, exit 1 */
     int turn;
+    char *sys_fixed;        /* -sys with its invalid UTF-8 replaced by U+FFFD (o.system points here), or NULL */
 } chat;
 
 enum { CHAT_SYSTEM = 1, CHAT_NO_THINK, CHAT_SHOW_THINK, CHAT_TEMPLATE, CHAT_N_PREDICT };
@@ -365,6 +366,20 @@ int cmd_chat(int argc, char **argv) {
     memset(&c, 0, sizeof c);
     int rc = parse_args(&c.o, argc, argv);
     if (rc) return rc == 1 ? 0 : rc;
+    if (c.o.system) {   /* as a typed message: invalid bytes become U+FFFD, with a note */
+        const size_t n = strlen(c.o.system), ok = tern_utf8_valid_len(c.o.system, n);
+        if (ok != n) {
+            fprintf(stderr, "tern chat: the system prompt (-sys) is not valid UTF-8 (first bad byte 0x%02x at offset %zu "
+                            "of %zu); invalid bytes were replaced by U+FFFD\n",
+                    (unsigned)(unsigned char)c.o.system[ok], ok, n);
+            if (!(c.sys_fixed = malloc(3 * n + 1))) {
+                fprintf(stderr, "tern chat: out of memory\n");
+                return 1;
+            }
+            tok_utf8_repair(c.o.system, n, c.sys_fixed);
+            c.o.system = c.sys_fixed;
+        }
+    }
 
     tern_err err = {0};
     if (opts_load(&c.o.oc, &c.m, &c.s, &err) != TERN_OK) goto fail;
@@ -372,6 +387,7 @@ int cmd_chat(int argc, char **argv) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
         tern_session_free(c.s);
         tern_model_free(c.m);
+        free(c.sys_fixed);
         return 2;   /* a usage error found after the load */
     }
     if (opts_sampler_init(&c.o.sp, c.m, c.s, &c.smp, &err) != TERN_OK) goto fail;
@@ -485,6 +501,7 @@ int cmd_chat(int argc, char **argv) {
     tern_gen_free(c.gen);
     tern_session_free(c.s);
     tern_model_free(c.m);
+    free(c.sys_fixed);
     return c.bad_logits ? 1 : 0;
 fail:
     fprintf(stderr, "tern chat: %s\n", err.msg);
@@ -493,5 +510,6 @@ fail:
     tern_gen_free(c.gen);
     tern_session_free(c.s);
     tern_model_free(c.m);
+    free(c.sys_fixed);
     return 1;
 }
