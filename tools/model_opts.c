@@ -184,7 +184,7 @@ int opts_load(const opts_common *o, tern_model **m, tern_session **s, tern_err *
     tern_model_opts mo;
     int rc = opts_model_opts(o, &mo, err);
     if (rc) return rc;
-    if (!opts_input_ok("-m", o->model, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
+    if (!opts_model_input_ok("-m", o->model, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
     rc = tern_model_load(m, o->model, &mo, err);
     if (rc || !s) return rc;
     tern_session_opts so;

@@ -49,6 +49,17 @@ bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n) {
     return false;
 }
 
+bool opts_model_input_ok(const char *flag, const char *path, char *msg, size_t n) {
+    if (!opts_input_ok(flag, path, msg, n)) return false;
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return true;   /* a race: the loader says what it finds */
+    const char *kind = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISBLK(st.st_mode) ? "a block device" : "not a regular file";
+    snprintf(msg, n, "%s%s'%s' is %s, expected a regular file (a GGUF model)", flag ? flag : "", flag ? ": " : "", path,
+             kind);
+    return false;
+}
+
 int opts_read_input(const char *flag, const char *path, char **out, size_t *len) {
     *out = NULL;
     char msg[1200];

@@ -78,10 +78,14 @@ int opts_unexpected(const char *cmd, const char *arg);
 const char *opts_cmd(void);
 
 /* ---- input files ---------------------------------------------------------------------------- */
-/* Whether path can be opened for reading. If not, writes "FLAG: cannot open 'PATH': REASON"
- * (REASON: the OS's, strerror) into msg (n bytes) and returns false. flag may be NULL (then the
- * message starts at "cannot"). */
+/* Whether path can be opened for reading and is not a directory. If not, writes "FLAG: cannot
+ * open 'PATH': REASON" (REASON: the OS's, strerror) or "FLAG: 'PATH' is a directory, expected a
+ * regular file" into msg (n bytes) and returns false. flag may be NULL (then the message starts
+ * at "cannot" or the path). */
 bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n);
+/* opts_input_ok, and path must be a regular file (a model: not a FIFO, a device or a socket):
+ * else "FLAG: 'PATH' is a character device, expected a regular file (a GGUF model)". */
+bool opts_model_input_ok(const char *flag, const char *path, char *msg, size_t n);
 /* Read a whole file (NUL-terminated, caller frees). On failure prints "tern CMD: FLAG: cannot
  * open|read 'PATH': REASON" and returns -1. */
 int opts_read_input(const char *flag, const char *path, char **out, size_t *len);

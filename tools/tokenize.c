@@ -163,7 +163,7 @@ static int tk_detokenize(const tok_vocab *v, const int32_t *ids, int n, const ch
 
 /* The vocabulary of the GGUF at path: its header (mapped) and tokenizer.* keys, no weights. */
 static int tk_load_vocab(const char *path, tok_vocab **v, tern_err *err) {
-    if (!opts_input_ok("-m", path, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
+    if (!opts_model_input_ok("-m", path, err->msg, sizeof err->msg)) return err->code = TERN_E_IO;
     gguf_ctx *g = NULL;
     int rc = gguf_open(&g, path, GGUF_LOAD_MMAP, err);
     if (rc == TERN_OK) {
