@@ -10,6 +10,13 @@
  *   ATTN_LD_F16(p)         an expression: the 8 fp16 values at p widened to an attn_v8f
  *   ATTN_CG_WIDE           optional: output chunks per pass of the weighted V sum for 5-8
  *                          queries (default 1; 2 with 32 vector registers: 16 accumulators)
+ *   ATTN_V16               optional: 16-lane vectors exist (AVX-512F), with ATTN_LD_F16_16(p)
+ *                          the 16 fp16 values at p widened to an attn_v16f. The dot products
+ *                          then take two keys per vector (key j in lanes 0-7, key j + 1 in
+ *                          lanes 8-15, the query chunk in both halves) and the weighted V sum
+ *                          16 output dims per accumulator: each lane does the same multiplies
+ *                          and adds in the same order as in an 8-lane vector, so the same bits,
+ *                          in half the instructions where the vector unit is 512 bits wide.
  *
  * Per query (slot s of a tile), the order of operations is fixed and does not depend on the tile:
  *   score_j = dot8(q, k_j) * scale, dot8 = 8 lane accumulators (lane l sums dims i = l mod 8 in
@@ -64,6 +71,32 @@ ATTN_INLINE attn_v8f ATTN_FN(attn_ld_row)(const void *row, int i, int n, bool f3
     memcpy(t, (const uint16_t *)row + i, (size_t)n * sizeof(uint16_t));
     return ATTN_LD_F16(t);
 }
+
+#ifdef ATTN_V16
+typedef float attn_v16f __attribute__((vector_size(64)));
+
+ATTN_INLINE attn_v16f ATTN_FN(attn_ld16)(const float *p) {
+    attn_v16f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Elements [i, i + 16) of a K/V row. */
+ATTN_INLINE attn_v16f ATTN_FN(attn_ld_row16)(const void *row, int i, bool f32) {
+    return f32 ? ATTN_FN(attn_ld16)((const float *)row + i) : ATTN_LD_F16_16((const uint16_t *)row + i);
+}
+
+/* Elements [i, i + 8) of two rows: row a in lanes 0-7, row b in lanes 8-15. */
+ATTN_INLINE attn_v16f ATTN_FN(attn_ld_pair)(const void *a, const void *b, int i, bool f32) {
+    const attn_v8f x = ATTN_FN(attn_ld_row)(a, i, 8, f32), y = ATTN_FN(attn_ld_row)(b, i, 8, f32);
+    return __builtin_shufflevector(x, y, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+ATTN_INLINE attn_v8f ATTN_FN(attn_lo8)(attn_v16f v) { return __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7); }
+ATTN_INLINE attn_v8f ATTN_FN(attn_hi8)(attn_v16f v) {
+    return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#endif
 
 /* The 8 dot8 reductions of a[0..7] at once: lane s of the result is
  * ((a[s]0 + a[s]4) + (a[s]2 + a[s]6)) + ((a[s]1 + a[s]5) + (a[s]3 + a[s]7)). */
@@ -149,6 +182,56 @@ ATTN_INLINE void ATTN_FN(attn_softmax)(float *S, int n) {
     for (; j < n; j++) S[j] *= inv;
 }
 
+#ifdef ATTN_V16
+typedef int32_t attn_v16i __attribute__((vector_size(64)));
+typedef double attn_v8d __attribute__((vector_size(64)));
+#define ATTN_B16(c) ((attn_v16f){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
+ATTN_INLINE attn_v16f ATTN_FN(attn_exp16)(const attn_v16f *xp) { VEXP_LE0_BODY(attn_v16f, attn_v16i, ATTN_B16); }
+
+/* attn_softmax with 16 lanes: the max as there; the exps of 16 scores at once (vexp's operations
+ * per lane); the double lane sums of lanes 0-3 and 4-7 (lo, hi there) held side by side in one
+ * 8-double vector, chunk j + 8 added after chunk j as there; the same bits. */
+ATTN_INLINE void ATTN_FN(attn_softmax16)(float *S, int n) {
+    const attn_v8f ninf = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    attn_v8f m = ninf;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const attn_v8f v = ATTN_FN(attn_ld)(S + j);
+        const attn_v8i gt = v > m;
+        m = (attn_v8f)(((attn_v8i)v & gt) | ((attn_v8i)m & ~gt));
+    }
+    float mx = -INFINITY;
+    for (int l = 0; l < 8; l++) mx = m[l] > mx ? m[l] : mx;
+    for (int k = j; k < n; k++) mx = S[k] > mx ? S[k] : mx;
+    const attn_v16f vmx = ATTN_B16(mx);
+    attn_v8d sum8 = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (j = 0; j + 16 <= n; j += 16) {
+        const attn_v16f d = ATTN_FN(attn_ld16)(S + j) - vmx;
+        const attn_v16f e = ATTN_FN(attn_exp16)(&d);
+        memcpy(S + j, &e, sizeof e);
+        sum8 += __builtin_convertvector(ATTN_FN(attn_lo8)(e), attn_v8d);
+        sum8 += __builtin_convertvector(ATTN_FN(attn_hi8)(e), attn_v8d);
+    }
+    for (; j < n; j += 8) {
+        attn_v16f v = ATTN_B16(-INFINITY);   /* lanes 8-15 unused; padding lanes: e = 0, +0 to the sums */
+        for (int l = 0; l < 8 && j + l < n; l++) v[l] = S[j + l];
+        const attn_v16f d = v - vmx;
+        const attn_v16f e = ATTN_FN(attn_exp16)(&d);
+        for (int l = 0; l < 8 && j + l < n; l++) S[j + l] = e[l];
+        sum8 += __builtin_convertvector(ATTN_FN(attn_lo8)(e), attn_v8d);
+    }
+    const double sum = ((sum8[0] + sum8[4]) + (sum8[2] + sum8[6])) + ((sum8[1] + sum8[5]) + (sum8[3] + sum8[7]));
+    const float inv = (float)(1.0 / sum);
+    const attn_v16f vinv = ATTN_B16(inv);
+    for (j = 0; j + 16 <= n; j += 16) {
+        const attn_v16f v = ATTN_FN(attn_ld16)(S + j) * vinv;
+        memcpy(S + j, &v, sizeof v);
+    }
+    for (; j < n; j++) S[j] *= inv;
+}
+#undef ATTN_B16
+#endif
+
 /* Output dims [i, i + n) (n <= 8) of every query of a tile over rows [j0, j1): 8 accumulators per
  * query in registers, loaded from out and stored back (an f32 store and load keeps the bits, so
  * the row blocks of attn_tile_body add every row in increasing order as one pass would). P: the
@@ -228,6 +311,106 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
         for (int c = 0; c < CG; c++) memcpy(out[s] + i + 8 * c, &o[s][c], sizeof o[s][c]);
 }
 
+#ifdef ATTN_V16
+/* attn_pv_g over dims [i, i + 16 CG) with 16-lane accumulators (CG = 1 or 2 chunks of 16): each
+ * lane adds the rows in increasing order as attn_pv_g's, so the same bits. */
+ATTN_INLINE void ATTN_FN(attn_pv_g16)(const int NQ, const int CG, const bool f32, float *const *out, const int *n_kv,
+                                      int n_min, int j0, int j1, const uint8_t *v0, size_t vs, const float *P, int i) {
+    attn_v16f o[8][2];
+#pragma GCC unroll 8
+    for (int s = 0; s < NQ; s++)
+#pragma GCC unroll 2
+        for (int c = 0; c < CG; c++) o[s][c] = ATTN_FN(attn_ld16)(out[s] + i + 16 * c);
+    const int jm = j1 < n_min ? j1 : n_min;
+    int j = j0;
+    for (; j < jm; j++) {
+        attn_v16f vv[2];
+#pragma GCC unroll 2
+        for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row16)(v0 + (size_t)j * vs, i + 16 * c, f32);
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++) {
+            const float p = P[(size_t)(j - j0) * NQ + s];
+            const attn_v16f pv = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};
+#pragma GCC unroll 2
+            for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
+        }
+    }
+    for (; j < j1; j++) {
+        attn_v16f vv[2];
+#pragma GCC unroll 2
+        for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row16)(v0 + (size_t)j * vs, i + 16 * c, f32);
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++) {
+            if (j >= n_kv[s]) continue;
+            const float p = P[(size_t)(j - j0) * NQ + s];
+            const attn_v16f pv = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};
+#pragma GCC unroll 2
+            for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
+        }
+    }
+#pragma GCC unroll 8
+    for (int s = 0; s < NQ; s++)
+#pragma GCC unroll 2
+        for (int c = 0; c < CG; c++) memcpy(out[s] + i + 16 * c, &o[s][c], sizeof o[s][c]);
+}
+
+/* attn_scores with two keys per 16-lane accumulator (hd_k a multiple of 8): KP pairs of keys at
+ * once (2 for 1-2 queries, else 1), accumulator s KP + g holding query s against keys
+ * j + 2g (lanes 0-7) and j + 2g + 1 (lanes 8-15); the query chunk is read from qp2, each chunk
+ * of 8 stored twice (chunk i / 8 of query s at qp2[(i / 8) NQ 16 + 16 s]). Each key's lane sums
+ * take the products in the same order and go through attn_reduce8's tree, so the same bits as
+ * attn_scores. Keys past n_max read row n_max - 1 again and are not stored. */
+ATTN_INLINE void ATTN_FN(attn_scores16)(const int NQ, const bool f32, const float *qp2, const uint8_t *k0, size_t ks,
+                                        const uint8_t *v0, size_t vs, int n_max, int hd_k, size_t kb, size_t vb,
+                                        float scale, float *S, size_t ss) {
+    const int KP = NQ <= 2 ? 2 : 1, KG = 2 * KP;
+    const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
+    for (int j = 0; j < n_max; j += KG) {
+        const uint8_t *kr[4];
+#pragma GCC unroll 4
+        for (int g = 0; g < KG; g++) {
+            const int jg = j + g < n_max ? j + g : n_max - 1;
+            kr[g] = k0 + (size_t)jg * ks;
+            if (jg + ATTN_PF_ROWS < n_max)
+                for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(jg + ATTN_PF_ROWS) * ks + o, 0, 3);
+            for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)jg * vs + o, 0, 3);
+        }
+        attn_v16f acc[8];
+#pragma GCC unroll 8
+        for (int a = 0; a < 8; a++) acc[a] = (attn_v16f){0};
+        for (int i = 0; i < hd_k; i += 8) {
+            attn_v16f kk[2];
+#pragma GCC unroll 2
+            for (int g = 0; g < KP; g++) kk[g] = ATTN_FN(attn_ld_pair)(kr[2 * g], kr[2 * g + 1], i, f32);
+#pragma GCC unroll 8
+            for (int s = 0; s < NQ; s++) {
+                const attn_v16f qv = ATTN_FN(attn_ld16)(qp2 + (size_t)i * 2 * NQ + 16 * s);
+#pragma GCC unroll 2
+                for (int g = 0; g < KP; g++) acc[s * KP + g] += qv * kk[g];
+            }
+        }
+        /* the 8-lane sums of each (query, key), in attn_scores' accumulator order a = s KG + g */
+        attn_v8f a8[16];
+#pragma GCC unroll 8
+        for (int a = NQ * KG; a % 8; a++) a8[a] = (attn_v8f){0};   /* reduced, not stored (none for 8 queries) */
+#pragma GCC unroll 8
+        for (int s = 0; s < NQ; s++)
+#pragma GCC unroll 2
+            for (int g = 0; g < KP; g++) {
+                a8[s * KG + 2 * g] = ATTN_FN(attn_lo8)(acc[s * KP + g]);
+                a8[s * KG + 2 * g + 1] = ATTN_FN(attn_hi8)(acc[s * KP + g]);
+            }
+        for (int a0 = 0; a0 < NQ * KG; a0 += 8) {
+            const attn_v8f sc = ATTN_FN(attn_reduce8)(a8 + a0) * vscale;
+            for (int l = 0; l < 8 && a0 + l < NQ * KG; l++) {
+                const int s = (a0 + l) / KG, g = (a0 + l) % KG;
+                if (j + g < n_max) S[(size_t)s * ss + j + g] = sc[l];
+            }
+        }
+    }
+}
+#endif
+
 /* The scores of a tile (attn_tile_body: S[s ss + j] = dot8(q_s, k_j) * scale for j < n_max), KG
  * keys at once (4 for 1-2 queries, 2 for 3-4, else 1: at most 8 accumulators): accumulator
  * a = s KG + g holds query s against key j + g, so a tile of few queries still runs several
@@ -305,6 +488,17 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     const size_t kb = (size_t)hd_k * elt, vb = (size_t)hd_v * elt;
     for (int j = 0; j < ATTN_PF_ROWS && j < n_max; j++)
         for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)j * ks + o, 0, 3);
+#ifdef ATTN_V16
+    if (hd_k % 8 == 0 && NQ * hd_k <= ATTN_QP_MAX) {
+        float qp2[2 * ATTN_QP_MAX];
+        for (int i = 0; i < hd_k; i += 8)
+            for (int s = 0; s < NQ; s++) {
+                memcpy(qp2 + (size_t)i * 2 * NQ + 16 * s, q[s] + i, 8 * sizeof(float));
+                memcpy(qp2 + (size_t)i * 2 * NQ + 16 * s + 8, q[s] + i, 8 * sizeof(float));
+            }
+        ATTN_FN(attn_scores16)(NQ, f32, qp2, k0, ks, v0, vs, n_max, hd_k, kb, vb, scale, S, ss);
+    } else
+#endif
     if (NQ * (hd_k / 8 * 8) <= ATTN_QP_MAX) {
         float qp[ATTN_QP_MAX];
         for (int i = 0; i + 8 <= hd_k; i += 8)
@@ -313,7 +507,11 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     } else {
         ATTN_FN(attn_scores)(NQ, f32, false, q, NULL, k0, ks, v0, vs, n_max, hd_k, kb, vb, scale, S, ss);
     }
+#ifdef ATTN_V16
+    for (int s = 0; s < NQ; s++) ATTN_FN(attn_softmax16)(S + (size_t)s * ss, n_kv[s]);
+#else
     for (int s = 0; s < NQ; s++) ATTN_FN(attn_softmax)(S + (size_t)s * ss, n_kv[s]);
+#endif
     /* softmax-weighted V in blocks of ATTN_PV_ROWS rows (ATTN_PV_ROWS * hd_v * elt bytes, 8 KB
      * for hd_v 128 in fp16: held in L1 across the block's passes, so each V row is read from
      * memory once however many passes cover hd_v); per block, CG chunks of 8 output dims of every
@@ -334,6 +532,10 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
             P = Pb;
         }
         int i0 = 0;
+#ifdef ATTN_V16
+        /* 2 chunks of 16 dims per pass (at most 16 accumulators in the 32 registers) */
+        for (; i0 + 32 <= hd_v; i0 += 32) ATTN_FN(attn_pv_g16)(NQ, 2, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
+#endif
         if (CG > 1)
             for (; i0 + 8 * CG <= hd_v; i0 += 8 * CG)
                 ATTN_FN(attn_pv_g)(NQ, CG, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
