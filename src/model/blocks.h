@@ -65,10 +65,11 @@ void blk_swiglu(float *out, const float *g, const float *u, int64_t n);
  * with t = e^-|x| from an 8-lane IEEE-only exp (model/vexp.h, within ~2 ulp of expf, the same bits
  * on every ISA): silu(x) = x / (1 + t) for x >= 0, (x * t) / (1 + t) for x < 0. out may alias g. */
 void blk_swiglu_fast(float *out, const float *g, const float *u, int64_t n);
-/* Its copies (blocks.c portable, x86/attn_avx2.c AVX2): same bits; blk_swiglu_fast takes the one
+/* Its copies (blocks.c portable, x86/attn_avx2.c AVX2, x86/attn_avx512.c AVX-512): same bits; blk_swiglu_fast takes the one
  * of the active ops table (ops.h), as blk_attn_tile does. */
 void blk_swiglu_fast_generic(float *out, const float *g, const float *u, int64_t n);
 void blk_swiglu_fast_avx2(float *out, const float *g, const float *u, int64_t n);
+void blk_swiglu_fast_avx512(float *out, const float *g, const float *u, int64_t n);
 
 /* Attention of one query head over positions [0, n_kv) of a layer's K/V rows, kv head ikv.
  *   q: (hd_k) roped query; out: (hd_v).

@@ -2,8 +2,9 @@
  * -mavx512vl (Makefile): the same 8-lane vectors and vcvtph2ps widening as x86/attn_avx2.c, so the
  * same bits, with AVX-512VL's 32 vector registers, where the 8-query tiles of prefill keep their
  * accumulators, query chunks and broadcast weights in registers instead of reloading them, and
- * 16-lane vectors that hold two 8-lane ones side by side (ATTN_V16, attn_impl.h). Only
- * blk_attn_tile_avx512 is exported; the avx512 ops table (ops.c) holds it. */
+ * 16-lane vectors that hold two 8-lane ones side by side (ATTN_V16, attn_impl.h); and the fast
+ * SwiGLU 16 lanes at a time (swiglu_impl.h). Only blk_attn_tile_avx512 and blk_swiglu_fast_avx512
+ * are exported; the avx512 ops table (ops.c) holds them. */
 #include "model/blocks.h"
 
 #if defined(__x86_64__)
@@ -27,4 +28,8 @@ static inline __attribute__((always_inline)) float __attribute__((vector_size(64
 #define ATTN_V16         /* two keys per dot-product vector, 16 output dims per accumulator */
 #define ATTN_LD_F16_16(p) attn_ld16_f16c(p)
 #include "model/attn_impl.h"
+
+#define SWIGLU_SUFFIX avx512
+#define SWIGLU_V16
+#include "model/swiglu_impl.h"
 #endif
