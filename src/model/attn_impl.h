@@ -188,6 +188,33 @@ typedef double attn_v8d __attribute__((vector_size(64)));
 #define ATTN_B16(c) ((attn_v16f){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
 ATTN_INLINE attn_v16f ATTN_FN(attn_exp16)(const attn_v16f *xp) { VEXP_LE0_BODY(attn_v16f, attn_v16i, ATTN_B16); }
 
+/* attn_reduce8 on both halves of a[0..7] at once: lane 8 h + s of the result is attn_reduce8's
+ * lane s for the 8-lane vectors made of lanes 8 h .. 8 h + 7 of each a[s], by the same adds in
+ * the same tree (each shuffle picks, within each half, what attn_reduce8's picks). */
+ATTN_INLINE attn_v16f ATTN_FN(attn_reduce16)(const attn_v16f *a) {
+#define SH(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+#define PAIR_LO 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
+#define PAIR_HI 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
+#define QUAD_LO 0, 1, 4, 5, 16, 17, 20, 21, 8, 9, 12, 13, 24, 25, 28, 29
+#define QUAD_HI 2, 3, 6, 7, 18, 19, 22, 23, 10, 11, 14, 15, 26, 27, 30, 31
+#define OCT_LO 0, 2, 4, 6, 16, 18, 20, 22, 8, 10, 12, 14, 24, 26, 28, 30
+#define OCT_HI 1, 3, 5, 7, 17, 19, 21, 23, 9, 11, 13, 15, 25, 27, 29, 31
+    const attn_v16f u01 = SH(a[0], a[1], PAIR_LO) + SH(a[0], a[1], PAIR_HI);
+    const attn_v16f u23 = SH(a[2], a[3], PAIR_LO) + SH(a[2], a[3], PAIR_HI);
+    const attn_v16f u45 = SH(a[4], a[5], PAIR_LO) + SH(a[4], a[5], PAIR_HI);
+    const attn_v16f u67 = SH(a[6], a[7], PAIR_LO) + SH(a[6], a[7], PAIR_HI);
+    const attn_v16f v03 = SH(u01, u23, QUAD_LO) + SH(u01, u23, QUAD_HI);
+    const attn_v16f v47 = SH(u45, u67, QUAD_LO) + SH(u45, u67, QUAD_HI);
+    return SH(v03, v47, OCT_LO) + SH(v03, v47, OCT_HI);
+#undef PAIR_LO
+#undef PAIR_HI
+#undef QUAD_LO
+#undef QUAD_HI
+#undef OCT_LO
+#undef OCT_HI
+#undef SH
+}
+
 /* attn_softmax with 16 lanes: the max as there; the exps of 16 scores at once (vexp's operations
  * per lane); the double lane sums of lanes 0-3 and 4-7 (lo, hi there) held side by side in one
  * 8-double vector, chunk j + 8 added after chunk j as there; the same bits. */
@@ -388,6 +415,17 @@ ATTN_INLINE void ATTN_FN(attn_scores16)(const int NQ, const bool f32, const floa
 #pragma GCC unroll 2
                 for (int g = 0; g < KP; g++) acc[s * KP + g] += qv * kk[g];
             }
+        }
+        if (KP == 1) {   /* 3-8 queries: both keys' reductions at once, lane 8 h + s: key j + h, query s */
+            const attn_v16f sc = ATTN_FN(attn_reduce16)(acc) * (attn_v16f){scale, scale, scale, scale, scale, scale,
+                                                                            scale, scale, scale, scale, scale, scale,
+                                                                            scale, scale, scale, scale};
+#pragma GCC unroll 8
+            for (int s = 0; s < NQ; s++) {
+                S[(size_t)s * ss + j] = sc[s];
+                if (j + 1 < n_max) S[(size_t)s * ss + j + 1] = sc[8 + s];
+            }
+            continue;
         }
         /* the 8-lane sums of each (query, key), in attn_scores' accumulator order a = s KG + g */
         attn_v8f a8[16];
