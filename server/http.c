@@ -982,6 +982,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_text(s, c, 503, "application/json", strdup("{\"status\":\"draining\"}"));
         return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
     }
+    if (open_route(url)) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");   /* PUT /health, POST / */
     if (!authorized(s, c)) return fail_auth(s, c, url);
     if (cn->too_large) return fail_too_large(s, c, url, "");
     const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");

@@ -102,6 +102,12 @@ static const char *const anth_text[] = {"text", NULL};
 static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
     char param[64];
     snprintf(param, sizeof param, "messages[%d].role", i);
+    if (!cJSON_IsObject(m)) {
+        char g[32];
+        snprintf(param, sizeof param, "messages[%d]", i);
+        return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be an object {\"role\", \"content\"}, got %s",
+                        param, api_got(m, g));
+    }
     const cJSON *role = api_field(m, "role"), *content = api_field(m, "content");
     if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") && strcmp(role->valuestring, "assistant"))) {
         char g[32];
@@ -111,8 +117,9 @@ static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
         if (cJSON_IsString(role))
             return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be \"user\" or \"assistant\", got \"%.32s\"",
                             param, role->valuestring);
+        const cJSON *raw = cJSON_GetObjectItemCaseSensitive(m, "role");   /* null as well as absent */
         return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be \"user\" or \"assistant\", got %s", param,
-                        role ? api_got(role, g) : "nothing");
+                        raw ? api_got(raw, g) : "nothing");
     }
     const bool user = !strcmp(role->valuestring, "user");
     snprintf(param, sizeof param, "messages[%d].content", i);

@@ -253,8 +253,9 @@ static void test_endpoints_and_errors(void **state) {
     }
     expect_error(s, "GET", "/v1/completions", NULL, NULL, 405, NULL);
     expect_error(s, "DELETE", "/v1/models", NULL, NULL, 405, NULL);
+    expect_error(s, "PUT", "/health", NULL, NULL, 405, NULL);   /* an open GET path: the wrong method */
     assert_int_equal(metric(s, "tern_requests_total{status=\"404\"}"), n404 + 2);   /* each status its own count */
-    assert_int_equal(metric(s, "tern_requests_total{status=\"405\"}"), n405 + 2);
+    assert_int_equal(metric(s, "tern_requests_total{status=\"405\"}"), n405 + 3);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
     out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\",\n \"max_tokens\": 5x}", NULL, &code);
     if (code != 400 || !strstr(out, "\"the request body is not valid JSON: at byte 32 (line 2, column 17): found 'x'\""))

@@ -101,6 +101,10 @@ static void test_messages_request(void **state) {
                 "messages[0].role", "'messages[0].role' must be \"user\" or \"assistant\", got 1");
     refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"content\":\"x\"}]}",
                 "messages[0].role", "'messages[0].role' must be \"user\" or \"assistant\", got nothing");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":null,\"content\":\"x\"}]}",
+                "messages[0].role", "'messages[0].role' must be \"user\" or \"assistant\", got null");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[\"hi\"]}", "messages[0]",
+                "'messages[0]' must be an object {\"role\", \"content\"}, got a string");
     refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[]}", "messages",
                 "'messages' must be a non-empty array of {\"role\", \"content\"}, got an empty array");
     refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":\"hi\"}", "messages",
