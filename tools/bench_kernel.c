@@ -647,17 +647,19 @@ static int bench_sampler(const bk_opts *o) {
 #define FPEAK_ITERS (1 << 22)
 #define FPEAK_MUL(a, c) __asm__("vmulps %1, %0, %0" : "+x"(a) : "x"(c))
 #define FPEAK_ADD(a, c) __asm__("vaddps %1, %0, %0" : "+x"(a) : "x"(c))
+/* The timed loop of both widths: 7 multiply chains m0..m6 by one, 7 add chains a0..a6 of zero. */
+#define FPEAK_LOOP(MUL, ADD)                                                                     \
+    for (int it = 0; it < FPEAK_ITERS; it++) {                                                   \
+        MUL(m0, one); ADD(a0, zero); MUL(m1, one); ADD(a1, zero); MUL(m2, one); ADD(a2, zero);   \
+        MUL(m3, one); ADD(a3, zero); MUL(m4, one); ADD(a4, zero); MUL(m5, one); ADD(a5, zero);   \
+        MUL(m6, one); ADD(a6, zero);                                                             \
+    }
 __attribute__((target("avx2"))) static int64_t fpeak_avx2(void) {
     __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
     __m256 m0 = one, m1 = one, m2 = one, m3 = one, m4 = one, m5 = one, m6 = one;
     __m256 a0 = one, a1 = one, a2 = one, a3 = one, a4 = one, a5 = one, a6 = one;
     __asm__ volatile("" : "+x"(one), "+x"(zero));
-    for (int it = 0; it < FPEAK_ITERS; it++) {
-        FPEAK_MUL(m0, one); FPEAK_ADD(a0, zero); FPEAK_MUL(m1, one); FPEAK_ADD(a1, zero);
-        FPEAK_MUL(m2, one); FPEAK_ADD(a2, zero); FPEAK_MUL(m3, one); FPEAK_ADD(a3, zero);
-        FPEAK_MUL(m4, one); FPEAK_ADD(a4, zero); FPEAK_MUL(m5, one); FPEAK_ADD(a5, zero);
-        FPEAK_MUL(m6, one); FPEAK_ADD(a6, zero);
-    }
+    FPEAK_LOOP(FPEAK_MUL, FPEAK_ADD);
     const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(m0, m1), _mm256_add_ps(m2, m3)),
                                    _mm256_add_ps(_mm256_add_ps(m4, m5), m6));
     const __m256 t = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
@@ -676,12 +678,7 @@ __attribute__((target("avx512f"))) static int64_t fpeak_avx512(void) {
     __m512 m0 = one, m1 = one, m2 = one, m3 = one, m4 = one, m5 = one, m6 = one;
     __m512 a0 = one, a1 = one, a2 = one, a3 = one, a4 = one, a5 = one, a6 = one;
     __asm__ volatile("" : "+v"(one), "+v"(zero));
-    for (int it = 0; it < FPEAK_ITERS; it++) {
-        FPEAK_MUL512(m0, one); FPEAK_ADD512(a0, zero); FPEAK_MUL512(m1, one); FPEAK_ADD512(a1, zero);
-        FPEAK_MUL512(m2, one); FPEAK_ADD512(a2, zero); FPEAK_MUL512(m3, one); FPEAK_ADD512(a3, zero);
-        FPEAK_MUL512(m4, one); FPEAK_ADD512(a4, zero); FPEAK_MUL512(m5, one); FPEAK_ADD512(a5, zero);
-        FPEAK_MUL512(m6, one); FPEAK_ADD512(a6, zero);
-    }
+    FPEAK_LOOP(FPEAK_MUL512, FPEAK_ADD512);
     const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(m0, m1), _mm512_add_ps(m2, m3)),
                                    _mm512_add_ps(_mm512_add_ps(m4, m5), m6));
     const __m512 t = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),

@@ -98,6 +98,20 @@ ATTN_INLINE attn_v8f ATTN_FN(attn_hi8)(attn_v16f v) {
 }
 #endif
 
+/* The K rows of keys j .. j + KG - 1 (past n_max: row n_max - 1 again) into kr, with the K row
+ * ATTN_PF_ROWS ahead of each and its V row prefetched (attn_tile_body says why). */
+ATTN_INLINE void ATTN_FN(attn_key_rows)(const int KG, int j, int n_max, const uint8_t *k0, size_t ks, const uint8_t *v0,
+                                        size_t vs, size_t kb, size_t vb, const uint8_t **kr) {
+#pragma GCC unroll 4
+    for (int g = 0; g < KG; g++) {
+        const int jg = j + g < n_max ? j + g : n_max - 1;
+        kr[g] = k0 + (size_t)jg * ks;
+        if (jg + ATTN_PF_ROWS < n_max)
+            for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(jg + ATTN_PF_ROWS) * ks + o, 0, 3);
+        for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)jg * vs + o, 0, 3);
+    }
+}
+
 /* The 8 dot8 reductions of a[0..7] at once: lane s of the result is
  * ((a[s]0 + a[s]4) + (a[s]2 + a[s]6)) + ((a[s]1 + a[s]5) + (a[s]3 + a[s]7)). */
 ATTN_INLINE attn_v8f ATTN_FN(attn_reduce8)(const attn_v8f *a) {
@@ -339,6 +353,24 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
 }
 
 #ifdef ATTN_V16
+/* Row j of attn_pv_g16: o[s][c] += p_js * V_j[i + 16 c ..], for the queries whose n_kv covers j
+ * when tested (a compile-time constant after inlining). */
+ATTN_INLINE void ATTN_FN(attn_pv_row16)(const int NQ, const int CG, const bool f32, attn_v16f o[8][2], const bool tested,
+                                        const int *n_kv, int j, int j0, const uint8_t *v0, size_t vs, const float *P,
+                                        int i) {
+    attn_v16f vv[2];
+#pragma GCC unroll 2
+    for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row16)(v0 + (size_t)j * vs, i + 16 * c, f32);
+#pragma GCC unroll 8
+    for (int s = 0; s < NQ; s++) {
+        if (tested && j >= n_kv[s]) continue;
+        const float p = P[(size_t)(j - j0) * NQ + s];
+        const attn_v16f pv = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};
+#pragma GCC unroll 2
+        for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
+    }
+}
+
 /* attn_pv_g over dims [i, i + 16 CG) with 16-lane accumulators (CG = 1 or 2 chunks of 16): each
  * lane adds the rows in increasing order as attn_pv_g's, so the same bits. */
 ATTN_INLINE void ATTN_FN(attn_pv_g16)(const int NQ, const int CG, const bool f32, float *const *out, const int *n_kv,
@@ -348,33 +380,11 @@ ATTN_INLINE void ATTN_FN(attn_pv_g16)(const int NQ, const int CG, const bool f32
     for (int s = 0; s < NQ; s++)
 #pragma GCC unroll 2
         for (int c = 0; c < CG; c++) o[s][c] = ATTN_FN(attn_ld16)(out[s] + i + 16 * c);
+    /* rows every query sees (below n_min) with no test per query, then the rest tested */
     const int jm = j1 < n_min ? j1 : n_min;
     int j = j0;
-    for (; j < jm; j++) {
-        attn_v16f vv[2];
-#pragma GCC unroll 2
-        for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row16)(v0 + (size_t)j * vs, i + 16 * c, f32);
-#pragma GCC unroll 8
-        for (int s = 0; s < NQ; s++) {
-            const float p = P[(size_t)(j - j0) * NQ + s];
-            const attn_v16f pv = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};
-#pragma GCC unroll 2
-            for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
-        }
-    }
-    for (; j < j1; j++) {
-        attn_v16f vv[2];
-#pragma GCC unroll 2
-        for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row16)(v0 + (size_t)j * vs, i + 16 * c, f32);
-#pragma GCC unroll 8
-        for (int s = 0; s < NQ; s++) {
-            if (j >= n_kv[s]) continue;
-            const float p = P[(size_t)(j - j0) * NQ + s];
-            const attn_v16f pv = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};
-#pragma GCC unroll 2
-            for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
-        }
-    }
+    for (; j < jm; j++) ATTN_FN(attn_pv_row16)(NQ, CG, f32, o, false, n_kv, j, j0, v0, vs, P, i);
+    for (; j < j1; j++) ATTN_FN(attn_pv_row16)(NQ, CG, f32, o, true, n_kv, j, j0, v0, vs, P, i);
 #pragma GCC unroll 8
     for (int s = 0; s < NQ; s++)
 #pragma GCC unroll 2
@@ -394,14 +404,7 @@ ATTN_INLINE void ATTN_FN(attn_scores16)(const int NQ, const bool f32, const floa
     const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
     for (int j = 0; j < n_max; j += KG) {
         const uint8_t *kr[4];
-#pragma GCC unroll 4
-        for (int g = 0; g < KG; g++) {
-            const int jg = j + g < n_max ? j + g : n_max - 1;
-            kr[g] = k0 + (size_t)jg * ks;
-            if (jg + ATTN_PF_ROWS < n_max)
-                for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(jg + ATTN_PF_ROWS) * ks + o, 0, 3);
-            for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)jg * vs + o, 0, 3);
-        }
+        ATTN_FN(attn_key_rows)(KG, j, n_max, k0, ks, v0, vs, kb, vb, kr);
         attn_v16f acc[8];
 #pragma GCC unroll 8
         for (int a = 0; a < 8; a++) acc[a] = (attn_v16f){0};
@@ -465,14 +468,7 @@ ATTN_INLINE void ATTN_FN(attn_scores)(const int NQ, const bool f32, const bool P
     const attn_v8f vscale = {scale, scale, scale, scale, scale, scale, scale, scale};
     for (int j = 0; j < n_max; j += KG) {
         const uint8_t *kr[4];
-#pragma GCC unroll 4
-        for (int g = 0; g < KG; g++) {
-            const int jg = j + g < n_max ? j + g : n_max - 1;
-            kr[g] = k0 + (size_t)jg * ks;
-            if (jg + ATTN_PF_ROWS < n_max)
-                for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)(jg + ATTN_PF_ROWS) * ks + o, 0, 3);
-            for (size_t o = 0; o < vb; o += 64) __builtin_prefetch(v0 + (size_t)jg * vs + o, 0, 3);
-        }
+        ATTN_FN(attn_key_rows)(KG, j, n_max, k0, ks, v0, vs, kb, vb, kr);
         attn_v8f acc[8];
 #pragma GCC unroll 8
         for (int s = 0; s < 8; s++) acc[s] = (attn_v8f){0};
