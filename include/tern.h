@@ -590,6 +590,10 @@ tern_stop tern_gen_end(tern_gen *g, tern_err *err);
 /* tern_gen_sample on logits, tern_gen_step until a stop, tern_gen_end. */
 tern_stop tern_gen_run(tern_gen *g, const float *logits, tern_err *err);
 void tern_gen_get_stats(const tern_gen *g, tern_gen_stats *st);
+/* After TERN_STOP_LOGITS: sets err to TERN_E_FORMAT, "the logits for position P are not finite
+ * (logit I of N is NaN); expected finite logits: the model's weights may be damaged (NaN or Inf)",
+ * and returns TERN_E_FORMAT; TERN_OK (err untouched) when no logits were found non-finite. */
+int tern_gen_logits_error(const tern_gen *g, tern_err *err);
 
 #ifdef __cplusplus
 }

@@ -416,21 +416,17 @@ static const char *finish_reason(tern_stop stop) {
     return stop == TERN_STOP_EOG || stop == TERN_STOP_CALLER ? "stop" : "length";   /* LENGTH, CTX */
 }
 
-/* Samples the next token from the slot's logits (its own sampler and settings): the slot
- * continues with it pending, or the job ends (end of generation, stop string, max_tokens, a full
- * context). */
 /* The job fails on non-finite logits (damaged weights: the reply would be meaningless); nothing
  * was sampled from them, so no token of that position reached the client. */
 static void slot_fail_logits(srv_sched *s, slot *sl) {
-    tern_gen_stats gs;
-    tern_gen_get_stats(sl->gen, &gs);
     tern_err err = {0};
-    tern_err_set(&err, TERN_E_FORMAT, "the logits for position %d are not finite (logit %d is %s): the model's "
-                 "weights may be damaged (NaN or Inf)", gs.bad_logits_pos, (int)gs.bad_logits_id,
-                 isnan(gs.bad_logits_val) ? "NaN" : gs.bad_logits_val > 0 ? "+Inf" : "-Inf");
+    tern_gen_logits_error(sl->gen, &err);
     slot_fail(s, sl, &err);
 }
 
+/* Samples the next token from the slot's logits (its own sampler and settings): the slot
+ * continues with it pending, or the job ends (end of generation, stop string, max_tokens, a full
+ * context). */
 static bool slot_sample(srv_sched *s, slot *sl) {
     const float *logits = sl->logits;
     sl->logits = NULL;

@@ -21,7 +21,6 @@
 #include "spec_opts.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,14 +210,7 @@ static int generate(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
     const double t0 = now_s();
     const tern_stop stop = tern_gen_run(g, l, err);
     if (stop == TERN_STOP_ERROR) return err->code;
-    if (stop == TERN_STOP_LOGITS) {   /* damaged weights: nothing to time */
-        tern_gen_stats gs;
-        tern_gen_get_stats(g, &gs);
-        tern_err_set(err, TERN_E_FORMAT, "the logits for position %d are not finite (logit %d is %s): the model's "
-                     "weights may be damaged (NaN or Inf)", gs.bad_logits_pos, (int)gs.bad_logits_id,
-                     isnan(gs.bad_logits_val) ? "NaN" : gs.bad_logits_val > 0 ? "+Inf" : "-Inf");
-        return err->code;
-    }
+    if (stop == TERN_STOP_LOGITS) return tern_gen_logits_error(g, err);   /* damaged weights: nothing to time */
     *t_gen = now_s() - t0;
     return o.n;
 }

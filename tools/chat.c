@@ -344,7 +344,7 @@ static void run_turn(chat *c, const char *user) {
     tern_gen_get_stats(c->gen, &st);
     tern_model_info mi;
     tern_model_get_info(c->m, &mi);
-    c->bad_logits = opts_warn_bad_logits("chat", &st, mi.n_vocab, "chat ends with status 1");
+    c->bad_logits = opts_warn_bad_logits("chat", c->gen, "chat ends with status 1");
     const double t_gen = st.t_gen_s;
     fprintf(stderr, "%s[turn %d: %d new prompt tokens in %.3f s (%.1f t/s), time to first token %.3f s, "
                     "%d tokens at %.1f t/s, context %d/%d]%s\n",

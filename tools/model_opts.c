@@ -211,12 +211,10 @@ bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, 
     return true;
 }
 
-bool opts_warn_bad_logits(const char *cmd, const tern_gen_stats *gs, int n_vocab, const char *then) {
-    if (gs->bad_logits_pos < 0) return false;
-    fprintf(stderr, "\ntern %s: the logits for position %d are not finite (logit %d of %d is %s); expected finite "
-                    "logits: the model's weights may be damaged (NaN or Inf); generation stopped there and %s\n",
-            cmd, gs->bad_logits_pos, (int)gs->bad_logits_id, n_vocab,
-            isnan(gs->bad_logits_val) ? "NaN" : gs->bad_logits_val > 0 ? "+Inf" : "-Inf", then);
+bool opts_warn_bad_logits(const char *cmd, const tern_gen *g, const char *then) {
+    tern_err e = {0};
+    if (tern_gen_logits_error(g, &e) == TERN_OK) return false;
+    fprintf(stderr, "\ntern %s: %s; generation stopped there and %s\n", cmd, e.msg, then);
     return true;
 }
 

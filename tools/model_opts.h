@@ -91,9 +91,9 @@ bool opts_note_chat_template(const char *cmd, const tern_model *m, const char *n
  * with its offset. Returns true if it warned. */
 bool opts_warn_utf8(const char *cmd, const char *what, const char *s, size_t n, bool shown);
 /* Damaged weights (NaN, Inf) make the logits non-finite, and the generation stops there
- * (TERN_STOP_LOGITS): when gs records such a position, print "tern CMD: the logits for position P
- * are not finite (logit I of N is NaN); ... THEN" on stderr and return true. */
-bool opts_warn_bad_logits(const char *cmd, const tern_gen_stats *gs, int n_vocab, const char *then);
+ * (TERN_STOP_LOGITS): when g stopped so, print "tern CMD: " + tern_gen_logits_error's message +
+ * "; generation stopped there and THEN" on stderr and return true. */
+bool opts_warn_bad_logits(const char *cmd, const tern_gen *g, const char *then);
 /* Write s[0..n) to f with invalid UTF-8 replaced by U+FFFD (stdout stays valid UTF-8). */
 void opts_write_utf8(FILE *f, const char *s, size_t n);
 

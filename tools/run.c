@@ -190,7 +190,7 @@ int cmd_run(int argc, char **argv) {
     tern_gen_get_stats(gen, &gs);
     /* damaged weights (NaN, Inf) make the logits NaN: the generation stopped at the first such
      * position (nothing is sampled from them); the run says where and exits 1 */
-    bad_logits = opts_warn_bad_logits("run", &gs, info.n_vocab, "the run exits with status 1");
+    bad_logits = opts_warn_bad_logits("run", gen, "the run exits with status 1");
     const int n_gen = gs.n_gen;
     if (stop == TERN_STOP_EOG && n_predict > 0 && n_gen < n_predict)   /* say why it stopped short of -n */
         fprintf(stderr, "%stern run: end of text after %d of -n %d tokens (the model's end-of-generation token; "

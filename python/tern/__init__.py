@@ -68,13 +68,10 @@ def _raise(err):
 
 def _raise_bad_logits(lib, gen):
     """The generation stopped on logits that were not finite (damaged weights): raise Error
-    (TERN_E_FORMAT) naming the position and the logit."""
-    st = _lib.tern_gen_stats()
-    lib.tern_gen_get_stats(gen, ctypes.byref(st))
-    v = st.bad_logits_val
-    raise Error(_lib.TERN_E_FORMAT, "the logits for position %d are not finite (logit %d is %s): the model's weights "
-                "may be damaged (NaN or Inf)" % (st.bad_logits_pos, st.bad_logits_id,
-                                                  "NaN" if v != v else "+Inf" if v > 0 else "-Inf"))
+    (TERN_E_FORMAT) with the library's message naming the position and the logit."""
+    err = _lib.tern_err()
+    lib.tern_gen_logits_error(gen, ctypes.byref(err))
+    _raise(err)
 
 
 # ---- argument checks: every value is checked here, before anything reaches C ---------------------

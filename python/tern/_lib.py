@@ -73,14 +73,7 @@ class tern_gen_params(ctypes.Structure):
                 ("on_token", c_void_p), ("user", c_void_p)]
 
 
-class tern_gen_stats(ctypes.Structure):
-    _fields_ = [("n_prompt", c_int), ("n_gen", c_int), ("t_prompt_s", ctypes.c_double), ("t_first_s", ctypes.c_double),
-                ("t_gen_s", ctypes.c_double), ("bad_logits_pos", c_int), ("bad_logits_id", c_int32),
-                ("bad_logits_val", c_float)]
-
-
 TERN_STOP_NONE, TERN_STOP_ERROR, TERN_STOP_LOGITS = 0, 5, 6
-TERN_E_FORMAT = -2
 
 
 # name: (restype, argtypes); handles (tern_model *, tern_session *, ...) are opaque void pointers
@@ -133,7 +126,7 @@ _PROTOS = {
     "tern_gen_step": (c_int, [c_void_p, c_void_p, c_void_p, P(tern_err)]),
     "tern_gen_end": (c_int, [c_void_p, P(tern_err)]),
     "tern_gen_tokens": (c_int, [c_void_p, P(P(c_int32))]),
-    "tern_gen_get_stats": (None, [c_void_p, P(tern_gen_stats)]),
+    "tern_gen_logits_error": (c_int, [c_void_p, P(tern_err)]),
 }
 
 

@@ -405,7 +405,7 @@ def test_nonfinite_logits_raise_error(stories, tmp_path):
         for temp in (0, 0.8):
             with pytest.raises(tern.Error) as e:
                 m.generate("Once upon a time", max_tokens=4, temperature=temp, seed=1)
-            assert e.value.name == "TERN_E_FORMAT" and "are not finite (logit 0 is NaN)" in e.value.message
+            assert e.value.name == "TERN_E_FORMAT" and "are not finite (logit 0 of 512 is NaN)" in e.value.message
     finally:
         m.close()
     assert stories.generate("Once upon a time", max_tokens=4, temperature=0.8, seed=1)

@@ -310,3 +310,11 @@ void tern_gen_get_stats(const tern_gen *g, tern_gen_stats *st) {
     st->t_first_s = g->st.n_gen > 0 ? g->t_first - g->t_begin : 0.0;
     st->t_gen_s = g->st.n_gen > 0 ? g->t_last - g->t_first : 0.0;
 }
+
+int tern_gen_logits_error(const tern_gen *g, tern_err *err) {
+    if (!g || g->st.bad_logits_pos < 0) return TERN_OK;
+    const float v = g->st.bad_logits_val;
+    return tern_err_set(err, TERN_E_FORMAT, "the logits for position %d are not finite (logit %d of %d is %s); expected "
+                        "finite logits: the model's weights may be damaged (NaN or Inf)", g->st.bad_logits_pos,
+                        (int)g->st.bad_logits_id, (int)g->n_vocab, isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf");
+}
