@@ -194,15 +194,23 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * the f32 accumulators (past ~8 columns some live in memory: an fma from memory and a store per
  * block, off the vector ports). Per block and column the vector ports see 32 vpdpbusd + 56 / NC
  * unpack ops (40 / NC up to 8 columns, below) + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps, vfmadd): ~80% vpdpbusd at 16
- * columns. Tiles of up to 8 columns (decode and verification), where the unpack is a large share
- * (this host retires about two zmm operations per cycle, whatever their kind: a 4-column block
- * took ~110 cycles for 220 operations), unpack with one shift per word instead of three: with
- * h = v >> 4, slots 0 and 2 are v & 3 and h & 3, slots 1 and 3 are v & 12 and h & 12 (4 u,
- * <= 12: still an unsigned byte). Slots 0 and 2 go to the even accumulators, the scaled slots 1
- * and 3 to the odd ones (NA = 4: words j even / odd in 0, 1 / 2, 3; NA = 2: 0 / 1), and isum =
- * even sum + (odd sum >> 2) - sum q: the odd sum is 4 x an integer of at most 64 * 3 * 127 per
- * block, so the arithmetic shift is exact and isum is the same int32 (-16 unpack ops per block,
- * +1 shift per column).
+ * columns. Tiles of up to 8 columns (decode and verification), where the unpack is a large share,
+ * unpack with fewer operations:
+ *   NC = 1 (decode): masks only, no shift. Slot s of word v is v & (3 << 2s) = 4^s u (<= 192:
+ *   still an unsigned byte), accumulated into accumulator s (one per power of 4; words j even and
+ *   odd into two sets of four, rows 0 and 1 of acc: 8 chains of 4 per block), and isum = a0 +
+ *   (a1 >> 2) + (a2 >> 4) + (a3 >> 6) - sum q: accumulator s holds 4^s x an integer of at most
+ *   32 * 3 * 127 per block (|.| < 2^20), so the arithmetic shifts are exact and isum is the same
+ *   int32. Measured on Zen 5 (bench-kernel --decode-seq "hot", weights in cache): +30% of the
+ *   1-column rate over one shift per word; the shifts, not the chains' latency (8 accumulators
+ *   with the shift ran no faster than 4). With more columns the three epilogue shifts per column
+ *   cost what the word shifts save, so:
+ *   NC 2..8: one shift per word: with h = v >> 4, slots 0 and 2 are v & 3 and h & 3, slots 1 and
+ *   3 are v & 12 and h & 12 (4 u, <= 12). Slots 0 and 2 go to the even accumulators, the scaled
+ *   slots 1 and 3 to the odd ones (NA = 4: words j even / odd in 0, 1 / 2, 3; NA = 2: 0 / 1), and
+ *   isum = even sum + (odd sum >> 2) - sum q: the odd sum is 4 x an integer of at most 64 * 3 *
+ *   127 per block, so the shift is exact.
+ *   NC 9..16: the three shifts above, one accumulator.
  * The broadcast is written as vpdpbusd's {1to16} memory operand (inline asm) because GCC emits a
  * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
@@ -238,8 +246,8 @@ R16_UNROLL16
 R16_TILE_ATTR void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
                                                           int NC, float *const *out, unsigned keep, int32_t *const *isum,
                                                           int64_t isum_stride) {
-    const int NA = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;   /* NA > 1: the one-shift unpack (above) */
-    const v512 m3 = v512_set1_8(3), m12 = v512_set1_8(12);
+    const int NA = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;   /* accumulators per column (NC = 1: two sets of 4) */
+    const v512 m3 = v512_set1_8(3), m12 = v512_set1_8(12), m48 = v512_set1_8(48), m192 = v512_set1_8((char)192);
     v512f facc[R16_NC];   /* past ~8 columns the compiler keeps some in memory (fma from memory + store) */
 R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
@@ -254,12 +262,25 @@ R16_UNROLL9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
         }
         v512 acc[R16_NC][4];
+        const int NS = NC == 1 ? 2 : NC;   /* accumulator rows: at one column, two sets */
 R16_UNROLL16
-        for (int c = 0; c < NC; c++) {
+        for (int c = 0; c < NS; c++) {
 R16_UNROLL4
             for (int k = 0; k < NA; k++) acc[c][k] = v512_zero();
         }
-        if (NA > 1) {
+        if (NC == 1) {
+R16_UNROLL8
+            for (int j = 0; j < 8; j++) {   /* slot s (4^s u) -> accumulator s of set j & 1 */
+                const v512 v = v512_loadu(blk->qs[j]);
+                v512 (*const as)[4] = acc + (j & 1);
+                r16_slot(as, 1, 0, 4 * j + 0, v512_and(v, m3), ac, b);
+                r16_slot(as, 1, 1, 4 * j + 1, v512_and(v, m12), ac, b);
+                r16_slot(as, 1, 2, 4 * j + 2, v512_and(v, m48), ac, b);
+                r16_slot(as, 1, 3, 4 * j + 3, v512_and(v, m192), ac, b);
+            }
+R16_UNROLL4
+            for (int k = 0; k < 4; k++) acc[0][k] = v512_add32(acc[0][k], acc[1][k]);
+        } else if (NA > 1) {
 R16_UNROLL8
             for (int j = 0; j < 8; j++) {   /* slots 0, 2 -> accumulators 0 (, 2); slots 1, 3 (4 u) -> 1 (, 3) */
                 const v512 v = v512_loadu(blk->qs[j]), h = v512_srli16(v, 4);
@@ -282,10 +303,13 @@ R16_UNROLL8
         const v512f dw = v512f_ph(blk->d);
 R16_UNROLL16
         for (int c = 0; c < NC; c++) {
-            /* exact in int32: the order is free, a fixed tree is chosen; the odd accumulators hold
-             * 4 x their sums (|.| < 2^19), so >> 2 is exact */
+            /* exact in int32: the order is free, a fixed tree is chosen; the shifts divide exactly
+             * (NC = 1: accumulator s holds 4^s x its sum; NC 2..8: the odd ones 4 x theirs) */
             v512 t = acc[c][0];
-            if (NA == 4) t = v512_add32(v512_add32(t, acc[c][2]), v512_srai32(v512_add32(acc[c][1], acc[c][3]), 2));
+            if (NC == 1)
+                t = v512_add32(v512_add32(t, v512_srai32(acc[c][1], 2)),
+                               v512_add32(v512_srai32(acc[c][2], 4), v512_srai32(acc[c][3], 6)));
+            else if (NA == 4) t = v512_add32(v512_add32(t, acc[c][2]), v512_srai32(v512_add32(acc[c][1], acc[c][3]), 2));
             if (NA == 2) t = v512_add32(t, v512_srai32(acc[c][1], 2));
             t = v512_sub32(t, v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
             if (isum) {   /* test hook: row i of the group at isum[c][i * stride + b] */
