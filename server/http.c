@@ -831,6 +831,27 @@ static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, 
 }
 
 /* Routes that answer without the API key. */
+/* The request path as an error message shows it: invalid UTF-8 as U+FFFD, whole up to
+ * SRV_PATH_SHOWN bytes, else its first bytes (cut at a character boundary) then "... (N bytes)",
+ * N the bytes the path had, so the client sees it was cut (a message has 320 bytes, a path can be
+ * as long as the request line). Returns buf. */
+enum { SRV_PATH_SHOWN = 128 };
+static const char *path_shown(const char *url, char buf[SRV_PATH_SHOWN + 40]) {
+    const size_t n = strlen(url);
+    char *clean = api_utf8_dup(url, n);
+    if (!clean) return strcpy(buf, "(a path)");
+    const size_t m = strlen(clean);
+    if (m <= SRV_PATH_SHOWN) {
+        memcpy(buf, clean, m + 1);
+    } else {
+        size_t k = SRV_PATH_SHOWN - 3;                /* the kept bytes and "..." fit SRV_PATH_SHOWN */
+        while (k > 0 && ((unsigned char)clean[k] & 0xc0) == 0x80) k--;
+        snprintf(buf, SRV_PATH_SHOWN + 40, "%.*s... (%zu bytes)", (int)k, clean, n);
+    }
+    free(clean);
+    return buf;
+}
+
 static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
 
 /* The error shape a URL's clients read: Anthropic's for /v1/messages, OpenAI's elsewhere. */
@@ -1085,8 +1106,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return j ? send_text(s, c, 200, "application/json", j) : send_error(s, c, &e);
     }
     srv_error e;   /* OpenAI names the method and path, so a client sees which URL it built */
-    srv_fail(&e, 404, "invalid_request_error", NULL, "no such endpoint: %.16s %.512s; expected /v1/chat/completions, "
-             "/v1/completions, /v1/messages, /v1/responses, /v1/models, /health, /metrics, ...", method, url);
+    char shown[SRV_PATH_SHOWN + 40];
+    srv_fail(&e, 404, "invalid_request_error", NULL, "no such endpoint: %.16s %s; expected /v1/chat/completions, "
+             "/v1/completions, /v1/messages, /v1/responses, /v1/models, /health, /metrics, ...", method, path_shown(url, shown));
     return send_error(s, c, &e);
 }
 

@@ -448,6 +448,46 @@ static void test_content_length_twice(void **state) {
     tern_model_free(m);
 }
 
+/* A path too long for the 404 message (20000 bytes here) is shown cut, and marked: its first bytes,
+ * "...", and how many bytes it had; a path of 2-byte characters is cut between characters. A short
+ * one is shown whole (test_endpoints_and_errors). */
+static void test_long_path_404(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 4096, NULL, 0);
+    for (int utf8 = 0; utf8 < 2; utf8++) {
+        const size_t n = 20000;                         /* the path's bytes: "/" then 19999 of 'x' or of "é" */
+        char *path = malloc(n + 1);
+        path[0] = '/';
+        for (size_t i = 1; i < n; i++) path[i] = utf8 ? (i % 2 ? '\xc3' : '\xa9') : 'x';
+        if (utf8) path[n - 1] = 'x';                    /* 9999 "é" and one 'x': 1 + 19998 + 1 bytes */
+        path[n] = '\0';
+        char *head = malloc(n + 128);
+        snprintf(head, n + 128, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+        double secs;
+        char *out = raw_exchange(s, head, 0, 10.0, &secs);
+        const char *json = strstr(out, "\r\n\r\n");
+        cJSON *j = json ? cJSON_Parse(json + 4) : NULL;
+        const cJSON *msg = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "message");
+        if (strncmp(out, "HTTP/1.1 404 ", 13) || !cJSON_IsString(msg)) fail_msg("GET of a %zu-byte path:\n%.400s", n, out);
+        const char *t = msg->valuestring, *lead = "no such endpoint: GET ";
+        char mark[64];
+        snprintf(mark, sizeof mark, "... (%zu bytes); expected /v1/chat/completions", n);
+        const char *cut = strstr(t, mark);
+        if (strncmp(t, lead, strlen(lead)) || !cut) fail_msg("the %zu-byte path is not shown cut and marked: %s", n, t);
+        const char *shown = t + strlen(lead);
+        const size_t k = (size_t)(cut - shown);         /* the bytes of the path shown */
+        if (k < 64 || k >= n || memcmp(shown, path, k)) fail_msg("not the path's first bytes (%zu shown): %s", k, t);
+        if (utf8 && k % 2 != 1) fail_msg("the path is cut inside a character (%zu bytes shown): %s", k, t);
+        cJSON_Delete(j);
+        free(out);
+        free(head);
+        free(path);
+    }
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* The body limit (4096 here) is enforced as the body arrives: a chunked body that passes it gets
  * 413 with an OpenAI error object as soon as the received bytes pass the limit, even when the
  * client declared a larger chunk and stalls (no wait for the 120 s connection timeout);
@@ -2746,6 +2786,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_api_key_scheme),
         cmocka_unit_test(test_body_limit_on_arrival),
         cmocka_unit_test(test_content_length_twice),
+        cmocka_unit_test(test_long_path_404),
         cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_max_tokens_and_length),
         cmocka_unit_test(test_stop_strings_and_stream),
