@@ -852,6 +852,16 @@ static const char *path_shown(const char *url, char buf[SRV_PATH_SHOWN + 40]) {
     return buf;
 }
 
+/* 405 naming the method and path received and the one the path takes ("GET" or "POST"), in the
+ * path's error shape w. */
+static enum MHD_Result fail_method(srv *s, struct MHD_Connection *c, srv_wire w, const char *method, const char *url,
+                                   const char *want) {
+    char shown[SRV_PATH_SHOWN + 40];
+    srv_error e;
+    srv_fail(&e, 405, "invalid_request_error", NULL, "method %.16s not allowed on %s; use %s", method, path_shown(url, shown), want);
+    return send_error_w(s, c, w, &e);
+}
+
 static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
 
 /* The error shape a URL's clients read: Anthropic's for /v1/messages, OpenAI's elsewhere. */
@@ -1003,13 +1013,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_text(s, c, 503, "application/json", strdup("{\"status\":\"draining\"}"));
         return send_text(s, c, 200, "application/json", strdup("{\"status\":\"ok\"}"));
     }
-    if (open_route(url)) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");   /* PUT /health, POST / */
+    if (open_route(url)) return fail_method(s, c, WIRE_OPENAI, method, url, "GET");   /* PUT /health, POST / */
     if (!authorized(s, c)) return fail_auth(s, c, url);
     if (cn->too_large) return fail_too_large(s, c, url, "");
     const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {
-        if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        if (!post) return fail_method(s, c, WIRE_OPENAI, method, url, "POST");
         if (atomic_load(&s->draining))
             return fail(s, c, 503, "unavailable_error", NULL, "the server is draining (stopping after its running requests)");
         char why[256];
@@ -1020,7 +1030,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const bool is_msgs = !strcmp(url, "/v1/messages"), is_resp = !strcmp(url, "/v1/responses");
     if (is_msgs || is_resp) {
         const srv_wire w = is_msgs ? WIRE_ANTHROPIC : WIRE_RESPONSES;
-        if (!post) return fail_w(s, c, w, 405, "invalid_request_error", NULL, "use POST");
+        if (!post) return fail_method(s, c, w, method, url, "POST");
         if (atomic_load(&s->draining))
             return fail_w(s, c, w, 503, "unavailable_error", NULL, "the server is draining (stopping after its running requests)");
         char why[256];
@@ -1029,16 +1039,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return handle_completion(s, cn, SRV_CHAT, w);
     }
     if (!strcmp(url, "/v1/models") || !strcmp(url, "/models")) {
-        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
+        if (!get) return fail_method(s, c, WIRE_OPENAI, method, url, "GET");
         return send_text(s, c, 200, "application/json", srv_models_list_json(s->models, (long)time(NULL)));
     }
     if (!strcmp(url, "/metrics")) {
-        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
+        if (!get) return fail_method(s, c, WIRE_OPENAI, method, url, "GET");
         return send_text(s, c, 200, "text/plain; version=0.0.4", metrics_text(s));
     }
     const bool is_load = !strcmp(url, "/models/load"), is_unload = !strcmp(url, "/models/unload");
     if (is_load || is_unload) {                        /* llama-server's router: {"model": id} */
-        if (!post) return fail(s, c, 405, "invalid_request_error", NULL, "use POST");
+        if (!post) return fail_method(s, c, WIRE_OPENAI, method, url, "POST");
         char why[256];
         if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
             return fail(s, c, 415, "invalid_request_error", NULL, why);
@@ -1059,7 +1069,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return ok ? send_text(s, c, 200, "application/json", strdup("{\"success\":true}")) : send_error(s, c, &e);
     }
     if (!strncmp(url, "/v1/models/", 11) || !strncmp(url, "/models/", 8)) {
-        if (!get) return fail(s, c, 405, "invalid_request_error", NULL, "use GET");
+        if (!get) return fail_method(s, c, WIRE_OPENAI, method, url, "GET");
         srv_error e;
         const char *id = url + (url[1] == 'v' ? strlen("/v1/models/") : strlen("/models/"));
         char *list = srv_models_list_json(s->models, (long)time(NULL));
@@ -1071,7 +1081,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                is_tmpl = !strcmp(url, "/apply-template"), is_props = !strcmp(url, "/props"), is_slots = !strcmp(url, "/slots");
     if (is_tok || is_detok || is_tmpl || is_props || is_slots) {
         const bool is_get = is_props || is_slots;
-        if (is_get ? !get : !post) return fail(s, c, 405, "invalid_request_error", NULL, is_get ? "use GET" : "use POST");
+        if (is_get ? !get : !post) return fail_method(s, c, WIRE_OPENAI, method, url, is_get ? "GET" : "POST");
         char why[256];
         if (!is_get && !content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
             return fail(s, c, 415, "invalid_request_error", NULL, why);

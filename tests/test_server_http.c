@@ -254,8 +254,25 @@ static void test_endpoints_and_errors(void **state) {
     expect_error(s, "GET", "/v1/completions", NULL, NULL, 405, NULL);
     expect_error(s, "DELETE", "/v1/models", NULL, NULL, 405, NULL);
     expect_error(s, "PUT", "/health", NULL, NULL, 405, NULL);   /* an open GET path: the wrong method */
+    {   /* a 405 names the method and path received and the method the path takes */
+        static const char *const cases[][3] = {{"PUT", "/health", "GET"}, {"GET", "/v1/chat/completions", "POST"},
+                                               {"DELETE", "/v1/models", "GET"}, {"GET", "/v1/messages", "POST"},
+                                               {"POST", "/props", "GET"}, {"PATCH", "/tokenize", "POST"}};
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            int got;
+            char *o = http(s, cases[i][0], cases[i][1], NULL, NULL, &got);
+            char want[160];
+            snprintf(want, sizeof want, "method %s not allowed on %s; use %s", cases[i][0], cases[i][1], cases[i][2]);
+            cJSON *jo = cJSON_Parse(o);
+            const cJSON *msg = cJSON_GetObjectItem(cJSON_GetObjectItem(jo, "error"), "message");
+            if (got != 405 || !cJSON_IsString(msg) || strcmp(msg->valuestring, want))
+                fail_msg("%s %s: %d %s, expected 405 '%s'", cases[i][0], cases[i][1], got, o, want);
+            cJSON_Delete(jo);
+            free(o);
+        }
+    }
     assert_int_equal(metric(s, "tern_requests_total{status=\"404\"}"), n404 + 2);   /* each status its own count */
-    assert_int_equal(metric(s, "tern_requests_total{status=\"405\"}"), n405 + 3);
+    assert_int_equal(metric(s, "tern_requests_total{status=\"405\"}"), n405 + 3 + 6);
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
     out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\",\n \"max_tokens\": 5x}", NULL, &code);
     if (code != 400 || !strstr(out, "\"the request body is not valid JSON: at byte 32 (line 2, column 17): found 'x'\""))
