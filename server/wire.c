@@ -30,7 +30,9 @@ static void copy_fields(cJSON *dst, const cJSON *src, const char *const (*names)
 static char *text_of(const cJSON *c, const char *param, const char *const *types, srv_error *e) {
     if (cJSON_IsString(c)) return strdup(c->valuestring);
     if (!cJSON_IsArray(c)) {
-        bad(e, param, "'%s' must be a string or an array of text blocks", param);
+        char g[32];
+        srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a string or an array of text blocks, got %s", param,
+                 api_got(c, g));
         return NULL;
     }
     sbuf b = {0};
@@ -43,10 +45,18 @@ static char *text_of(const cJSON *c, const char *param, const char *const *types
         ok = false;
     text_ok:
         if (!ok) {
-            char msg[160];
-            snprintf(msg, sizeof msg, "'%s[%d]' must be a text block of type '%s'", param, k, types[0]);
+            char g[32], got[64];
+            if (!cJSON_IsObject(p)) snprintf(got, sizeof got, "%s", api_got(p, g));
+            else if (!cJSON_IsString(type)) snprintf(got, sizeof got, "type %s", type ? api_got(type, g) : "nothing");
+            else {
+                bool known = false;                   /* a type of types[]: then the text is what is wrong */
+                for (int t = 0; types[t] && !known; t++) known = !strcmp(type->valuestring, types[t]);
+                if (!known) snprintf(got, sizeof got, "type '%.32s'", type->valuestring);
+                else snprintf(got, sizeof got, "type '%.32s' with 'text' %s", type->valuestring, text ? api_got(text, g) : "missing");
+            }
             sbuf_free(&b);
-            bad(e, param, "%s", msg);
+            srv_fail(e, 400, "invalid_request_error", param, "'%s[%d]' must be a text block of type '%s', got %s", param, k,
+                     types[0], got);
             return NULL;
         }
         sbuf_add(&b, text->valuestring, strlen(text->valuestring));
@@ -96,6 +106,27 @@ static const char *const anth_fields[] = {"model",  "messages",    "system",   "
                                           "tool_choice", "metadata", "thinking", "service_tier", NULL};
 static const char *const anth_text[] = {"text", NULL};
 
+/* What a content block anth_message refuses is, for its message: "type 'image'", "type 'tool_use'
+ * in a user message", "type 'text' without a string 'text'", "a number". */
+static void anth_block_got(const cJSON *b, bool user, char got[96]) {
+    char g[32];
+    const cJSON *type = api_field(b, "type");
+    if (!cJSON_IsObject(b)) {
+        snprintf(got, 96, "%s", api_got(b, g));
+        return;
+    }
+    if (!cJSON_IsString(type)) {
+        snprintf(got, 96, "type %s", type ? api_got(type, g) : "nothing");
+        return;
+    }
+    const char *t = type->valuestring, *why = "";
+    if (!strcmp(t, "text")) why = " without a string 'text'";
+    else if (!strcmp(t, "tool_use")) why = user ? " in a user message" : " without a string 'id' and 'name'";
+    else if (!strcmp(t, "tool_result")) why = !user ? " in an assistant message" : " without a string 'tool_use_id'";
+    else if (!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")) why = " in a user message";
+    snprintf(got, 96, "type '%.32s'%s", t, why);
+}
+
 /* One Messages message into chat messages: a user's tool_result blocks become tool messages
  * (before its text), an assistant's tool_use blocks its tool_calls; thinking blocks of earlier
  * replies are dropped (the templates keep no reasoning of past turns). */
@@ -127,7 +158,13 @@ static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
         cJSON_AddItemToArray(out, chat_msg(role->valuestring, content->valuestring));
         return true;
     }
-    if (!cJSON_IsArray(content)) return bad(e, param, "'%s' must be a string or an array of content blocks", param);
+    if (!cJSON_IsArray(content) || !content->child) {   /* [] as well: Anthropic refuses a message with no content */
+        char g[32];
+        const cJSON *raw = cJSON_GetObjectItemCaseSensitive(m, "content");   /* null as well as absent */
+        return srv_fail(e, 400, "invalid_request_error", param,
+                        "'%s' must be a string or a non-empty array of content blocks, got %s", param,
+                        cJSON_IsArray(content) ? "an empty array" : raw ? api_got(raw, g) : "nothing");
+    }
     sbuf text = {0};
     cJSON *calls = cJSON_CreateArray();
     int k = 0;
@@ -161,8 +198,10 @@ static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
         } else if ((!strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")) && !user) {
             continue;
         } else {
-            bad(e, bp, "'%s' must be a text block, a tool_use block (assistant) or a tool_result block (user); "
-                       "images and documents are not supported", bp);
+            char got[96];
+            anth_block_got(b, user, got);
+            srv_fail(e, 400, "invalid_request_error", bp, "'%s' must be a text block, a tool_use block (assistant) or a "
+                     "tool_result block (user); images and documents are not supported; got %s", bp, got);
             goto fail;
         }
     }

@@ -112,6 +112,37 @@ static void test_messages_request(void **state) {
     refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5}", "messages",
                 "'messages' is required: a non-empty array of {\"role\", \"content\"}");
     refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"system\":7}", "system");
+    /* content: an empty array is refused, and every content error says what it got */
+    static const struct { const char *content, *got; } cs[] = {
+        {"[]", "an empty array"}, {"5", "5"}, {"null", "null"}, {"{}", "an object"}, {"true", "true"}};
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        char want[200];
+        snprintf(b, sizeof b, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+                 "{\"role\":\"assistant\",\"content\":%s}]}", cs[i].content);
+        snprintf(want, sizeof want, "'messages[1].content' must be a string or a non-empty array of content blocks, got %s",
+                 cs[i].got);
+        refused_msg(WIRE_ANTHROPIC, b, "messages[1].content", want);
+    }
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\"}]}", "messages[0].content",
+                "'messages[0].content' must be a string or a non-empty array of content blocks, got nothing");
+    static const struct { const char *block, *got; } bs[] = {
+        {"{\"type\":\"image\"}", "type 'image'"},
+        {"{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"f\"}", "type 'tool_use' in a user message"},
+        {"{\"type\":\"text\",\"text\":3}", "type 'text' without a string 'text'"},
+        {"{\"text\":\"x\"}", "type nothing"}, {"\"x\"", "a string"}};
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) {
+        char want[300];
+        snprintf(b, sizeof b, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[%s]}]}", bs[i].block);
+        snprintf(want, sizeof want, "'messages[0].content[0]' must be a text block, a tool_use block (assistant) or a "
+                 "tool_result block (user); images and documents are not supported; got %s", bs[i].got);
+        refused_msg(WIRE_ANTHROPIC, b, "messages[0].content[0]", want);
+    }
+    snprintf(b, sizeof b, "{%s,\"system\":7}", ok);
+    refused_msg(WIRE_ANTHROPIC, b, "system", "'system' must be a string or an array of text blocks, got 7");
+    snprintf(b, sizeof b, "{%s,\"system\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"image\"}]}", ok);
+    refused_msg(WIRE_ANTHROPIC, b, "system", "'system[1]' must be a text block of type 'text', got type 'image'");
+    snprintf(b, sizeof b, "{%s,\"system\":[{\"type\":\"text\"}]}", ok);
+    refused_msg(WIRE_ANTHROPIC, b, "system", "'system[0]' must be a text block of type 'text', got type 'text' with 'text' missing");
 }
 
 static void test_responses_request(void **state) {
