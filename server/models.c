@@ -195,9 +195,29 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
         if (t->n == MODELS_MAX) { skipped++; continue; }
         srv_backend *b = &t->b[t->n];
         struct stat st;
-        if (snprintf(b->path, sizeof b->path, "%s/%s", dir, de->d_name) >= (int)sizeof b->path ||
-            stat(b->path, &st) != 0 || !S_ISREG(st.st_mode) || k - 5 >= sizeof b->name)
+        /* an entry that cannot be served is named on stderr (as -m refuses a FIFO), the others are served */
+        if (snprintf(b->path, sizeof b->path, "%s/%s", dir, de->d_name) >= (int)sizeof b->path) {
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s/%.64s...': the path is longer than %zu bytes; not served\n",
+                    dir, de->d_name, sizeof b->path - 1);
             continue;
+        }
+        if (stat(b->path, &st) != 0) {
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s': %s; not served\n", b->path, strerror(errno));
+            continue;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                             : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                             : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s' is %s, expected a regular file (a GGUF model); not served\n",
+                    b->path, kind);
+            continue;
+        }
+        if (k - 5 >= sizeof b->name) {
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s': the name is longer than %zu bytes before .gguf; not served\n",
+                    b->path, sizeof b->name - 1);
+            continue;
+        }
         memcpy(b->name, de->d_name, k - 5);
         b->name[k - 5] = '\0';
         b->file_bytes = (uint64_t)st.st_size;

@@ -137,3 +137,26 @@ def test_models_dir_refusals(tmp_path):
         r = subprocess.run([tern_bin(), "serve", "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=30)
         assert r.returncode == code and text in r.stderr.decode(), (args, r.returncode, r.stderr)
+
+
+def test_models_dir_warns_on_entries_not_files(tmp_path):
+    # a directory and a FIFO named *.gguf are named on stderr with what they are; the regular file is served
+    d = tmp_path / "models"
+    d.mkdir()
+    os.symlink(require(STORIES), d / "stories.gguf")
+    (d / "x.gguf").mkdir()
+    os.mkfifo(d / "pipe.gguf")
+    port = free_port()
+    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(d), "-t", "1", "-np", "1", "-c", "256",
+                          "--port", str(port), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = "http://127.0.0.1:%d" % port
+        wait_http(url + "/health", time.time() + 30, p)
+        assert _states(url) == {"stories": "unloaded"}
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    err = err.decode()
+    for name, kind in (("x.gguf", "a directory"), ("pipe.gguf", "a FIFO")):
+        want = "--models-dir: '%s' is %s, expected a regular file (a GGUF model); not served" % (d / name, kind)
+        assert want in err, err
