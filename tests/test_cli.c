@@ -741,12 +741,15 @@ static void test_invalid_utf8_input(void **state) {
             free(out);
             free(err);
         }
-        /* chat: a message with invalid bytes and one with a NUL byte */
-        const char lines[2][16] = {"hi \xFF\xC3 there\n", "hi \0 there\n"};
-        const size_t line_len[2] = {12, 11};
-        const char *notes[2] = {"tern chat: your message is not valid UTF-8 (first bad byte 0xff at offset 3); invalid bytes were replaced by U+FFFD",
-                                "tern chat: your message has a NUL byte at offset 3 (no text holds one: it would end the message "
-                                "there); it was replaced by U+FFFD"};
+        /* chat: a message with invalid bytes and one with a NUL byte, each the second line of stdin; the note
+         * names the line and counts the bytes replaced of the line's (without its newline): 0xFF and the
+         * truncated 0xC3 (2 of 11), the NUL (1 of 10) */
+        const char lines[2][24] = {"hello\nhi \xFF\xC3 there\n", "hello\nhi \0 there\n"};
+        const size_t line_len[2] = {6 + 12, 6 + 11};
+        const char *notes[2] = {"tern chat: your message (line 2 of stdin) is not valid UTF-8 (first bad byte 0xff at offset 3 of "
+                                "11); 2 of its 11 bytes were replaced by U+FFFD",
+                                "tern chat: your message (line 2 of stdin) has a NUL byte at offset 3 of 10 (no text holds one: it "
+                                "would end the message there); 1 of its 10 bytes was replaced by U+FFFD"};
         for (int l = 0; l < (k == 0 ? 2 : 1); l++) {
             char *out = NULL, *err = NULL;
             write_file(input, lines[l], line_len[l]);
@@ -761,7 +764,7 @@ static void test_invalid_utf8_input(void **state) {
             write_file(input, "hi\n", 3);
             const int rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 -sys 'be \xFF\xC3 nice' < '%s'", models[k], input);
             const char *note = "tern chat: the system prompt (-sys) is not valid UTF-8 (first bad byte 0xff at offset 3 of "
-                               "10); invalid bytes were replaced by U+FFFD";
+                               "10); 2 of its 10 bytes were replaced by U+FFFD";   /* 0xFF and the truncated 0xC3 */
             if (rc != 0 || !strstr(err, note) || !utf8_ok(out))
                 fail_msg("chat -sys %s: exit %d, stderr: %s, stdout: %s", models[k], rc, err, out);
             free(out);

@@ -361,6 +361,16 @@ static void run_turn(chat *c, const char *user) {
     }
 }
 
+/* The bytes of s[0..n) that belong to no valid UTF-8 sequence: those tok_utf8_repair replaces. */
+static size_t utf8_bad_bytes(const char *s, size_t n) {
+    size_t bad = 0;
+    for (size_t i = 0; i < n;) {
+        i += tern_utf8_valid_len(s + i, n - i);       /* the valid run, then one bad byte */
+        if (i < n) bad++, i++;
+    }
+    return bad;
+}
+
 int cmd_chat(int argc, char **argv) {
     chat c;
     memset(&c, 0, sizeof c);
@@ -369,9 +379,10 @@ int cmd_chat(int argc, char **argv) {
     if (c.o.system) {   /* as a typed message: invalid bytes become U+FFFD, with a note */
         const size_t n = strlen(c.o.system), ok = tern_utf8_valid_len(c.o.system, n);
         if (ok != n) {
+            const size_t bad = utf8_bad_bytes(c.o.system, n);
             fprintf(stderr, "tern chat: the system prompt (-sys) is not valid UTF-8 (first bad byte 0x%02x at offset %zu "
-                            "of %zu); invalid bytes were replaced by U+FFFD\n",
-                    (unsigned)(unsigned char)c.o.system[ok], ok, n);
+                            "of %zu); %zu of its %zu bytes %s replaced by U+FFFD\n",
+                    (unsigned)(unsigned char)c.o.system[ok], ok, n, bad, n, bad == 1 ? "was" : "were");
             if (!(c.sys_fixed = malloc(3 * n + 1))) {
                 fprintf(stderr, "tern chat: out of memory\n");
                 return 1;
@@ -426,6 +437,7 @@ int cmd_chat(int argc, char **argv) {
 
     char *line = NULL;
     size_t line_cap = 0;
+    long line_no = 0;                                     /* of stdin, for the notes */
     for (;;) {
         if (interactive) {
             fputs(c.color ? "\x1b[1m> \x1b[0m" : "> ", stdout);
@@ -443,20 +455,25 @@ int cmd_chat(int argc, char **argv) {
             if (interactive) fputs("\n", stdout);
             break;                                         /* EOF */
         }
+        line_no++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (n == 0) continue;
         const size_t nul = strlen(line), ok = tern_utf8_valid_len(line, (size_t)n);
         if (nul != (size_t)n || ok != (size_t)n) {
             /* not UTF-8 text (or a NUL byte): sent with U+FFFD for each invalid sequence */
             const size_t bad = nul < ok ? nul : ok;
-            if (bad == nul)   /* U+0000 is valid UTF-8, but a C string (and the tokenizer) ends at it */
-                fprintf(stderr, "tern chat: your message has a NUL byte at offset %zu (no text holds one: it would end the "
-                        "message there); it was replaced by U+FFFD, as any invalid bytes\n", bad);
-            else
-                fprintf(stderr, "tern chat: your message is not valid UTF-8 (first bad byte 0x%02x at offset %zu); "
-                        "invalid bytes were replaced by U+FFFD\n", (unsigned)(unsigned char)line[bad], bad);
+            const unsigned first = (unsigned)(unsigned char)line[bad];
             for (ssize_t k = 0; k < n; k++)
                 if (!line[k]) line[k] = (char)0xFF;               /* a NUL byte is no text either */
+            const size_t n_bad = utf8_bad_bytes(line, (size_t)n);
+            if (bad == nul)   /* U+0000 is valid UTF-8, but a C string (and the tokenizer) ends at it */
+                fprintf(stderr, "tern chat: your message (line %ld of stdin) has a NUL byte at offset %zu of %zd (no text "
+                        "holds one: it would end the message there); %zu of its %zd bytes %s replaced by U+FFFD (NUL and "
+                        "invalid bytes)\n", line_no, bad, n, n_bad, n, n_bad == 1 ? "was" : "were");
+            else
+                fprintf(stderr, "tern chat: your message (line %ld of stdin) is not valid UTF-8 (first bad byte 0x%02x at "
+                        "offset %zu of %zd); %zu of its %zd bytes %s replaced by U+FFFD\n", line_no, first, bad, n, n_bad, n,
+                        n_bad == 1 ? "was" : "were");
             char *fixed = malloc(3 * (size_t)n + 1);
             if (!fixed) { fprintf(stderr, "tern chat: out of memory\n"); continue; }
             tok_utf8_repair(line, (size_t)n, fixed);
