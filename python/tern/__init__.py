@@ -74,6 +74,16 @@ def _raise_bad_logits(lib, gen):
     _raise(err)
 
 
+def _raise_bad_row(where, row):
+    """Logits row (n_vocab floats) holds a NaN or an infinity: raise Error (TERN_E_FORMAT) naming
+    where, the first such logit, n_vocab and its value, as tern_gen_logits_error and `tern
+    perplexity` do."""
+    i = next(k for k, x in enumerate(row) if not math.isfinite(x))
+    v = row[i]
+    raise Error(_lib.TERN_E_FORMAT, "%s are not finite (logit %d of %d is %s); expected finite logits: the model's "
+                "weights may be damaged (NaN or Inf)" % (where, i, len(row), "NaN" if v != v else "+Inf" if v > 0 else "-Inf"))
+
+
 # ---- argument checks: every value is checked here, before anything reaches C ---------------------
 
 def _int(name, v, lo=None, hi=None, none_ok=False):
@@ -587,7 +597,8 @@ class Model:
         chunks of ctx tokens (4..2**24; BOS replaces each chunk's first token when the vocabulary
         adds it), the second half of each chunk scored. chunks: at most that many (None: all).
         Returns exp(mean -log p). Cost: the forward passes plus O(n_vocab) Python work per scored
-        token. Raises Error (TERN_E_ARG) for a text shorter than one chunk."""
+        token. Raises Error (TERN_E_ARG) for a text shorter than one chunk, and Error (TERN_E_FORMAT)
+        for logits that are not finite, naming the chunk, the position and the first such logit."""
         b = _text("text", text)
         c = _int("ctx", ctx, 4, 1 << 24)
         chunks = _int("chunks", chunks, 1, None, none_ok=True)
@@ -623,7 +634,8 @@ class Model:
                     row = rows[(j - first) * V:(j - first + 1) * V]
                     mx = max(row)
                     if not math.isfinite(mx) or any(not math.isfinite(x) for x in row):
-                        raise Error(-2, "perplexity: the logits at chunk %d, position %d are not finite" % (ic + 1, j))
+                        _raise_bad_row("perplexity: the logits at chunk %d, position %d (token %d of the text)"
+                                       % (ic + 1, j, ic * c + j), row)
                     lse = math.log(math.fsum(math.exp(x - mx) for x in row))
                     nll += -((row[ids[ic * c + j + 1]] - mx) - lse)
                     count += 1

@@ -393,7 +393,8 @@ def _gguf_tensor_offset(path, name):
 def test_nonfinite_logits_raise_error(stories, tmp_path):
     """Weights damaged to NaN (an F32 projection, not scanned at load) make every logit NaN: generate
     raises tern.Error (TERN_E_FORMAT) naming the position instead of returning meaningless text,
-    for greedy and sampled generation; the undamaged model generates (the control)."""
+    for greedy and sampled generation, and so does perplexity (with the logit and its value as
+    generation gives them); the undamaged model generates (the control)."""
     src = require(STORIES)
     bad = tmp_path / "nan.gguf"
     data = bytearray(open(src, "rb").read())
@@ -406,6 +407,12 @@ def test_nonfinite_logits_raise_error(stories, tmp_path):
             with pytest.raises(tern.Error) as e:
                 m.generate("Once upon a time", max_tokens=4, temperature=temp, seed=1)
             assert e.value.name == "TERN_E_FORMAT" and "are not finite (logit 0 of 512 is NaN)" in e.value.message
+        # perplexity names the first scored position (ctx 16: the second half starts at 8), the logit and its value
+        with pytest.raises(tern.Error) as e:
+            m.perplexity("Once upon a time " * 10, ctx=16, chunks=1)
+        assert e.value.name == "TERN_E_FORMAT"
+        assert e.value.message.startswith("perplexity: the logits at chunk 1, position 8 (token 8 of the text) are not "
+                                          "finite (logit 0 of 512 is NaN); expected finite logits"), e.value.message
     finally:
         m.close()
     assert stories.generate("Once upon a time", max_tokens=4, temperature=0.8, seed=1)
