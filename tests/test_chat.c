@@ -361,12 +361,24 @@ static void test_chat_in_terminal(void **state) {
     if (system(cmd) != 0) print_message("tmux kill-session failed\n");
 }
 
+/* Both tmux servers of test_chat_in_terminal go, whether it passed or failed midway (a failed
+ * assertion leaves its chat running, waiting for input). */
+static int teardown_terminal(void **state) {
+    (void)state;
+    char cmd[256];
+    for (int b = 0; b < 2; b++) {
+        snprintf(cmd, sizeof cmd, "tmux -L tern-test-%ld%s kill-server >/dev/null 2>&1", (long)getpid(), b ? "-b" : "");
+        if (system(cmd) != 0) { /* already gone: the test ended it */ }
+    }
+    return 0;
+}
+
 int suite_chat(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_special_tokens_only_in_scaffolding),
         cmocka_unit_test(test_multi_turn_incremental_equals_scratch),
         cmocka_unit_test(test_install_and_examples),
-        cmocka_unit_test(test_chat_in_terminal),
+        cmocka_unit_test_teardown(test_chat_in_terminal, teardown_terminal),
     };
     TEST_RUN_SUITE("chat", tests);
 }

@@ -307,7 +307,9 @@ static void run_turn(chat *c, const char *user) {
         c->turn--;
         return;
     }
-    g_interrupt = 0;
+    /* g_interrupt is not cleared here: the loop clears it before reading the line, so a Ctrl-C
+     * typed after Enter (while the message is tokenized or its prompt evaluated) stops the reply
+     * at its first token instead of being lost */
     chat_reply r = {.c = c};
     tern_gen_params gp;
     tern_gen_params_default(&gp);
