@@ -6,7 +6,8 @@
  *    double: theta_extrap = p base^(-2i/d), theta_interp = theta_extrap / factor,
  *    ramp = 1 - clamp((i - lo) / max(0.001, hi - lo), 0, 1), theta = interp (1 - ramp) +
  *    extrap ramp, cos/sin times 1 + 0.1 ln(factor);
- *  - without the keys: no scaling (plain theta, magnitude 1). */
+ *  - without the keys: no scaling (plain theta, magnitude 1);
+ *  - a hyperparameter out of its range is refused naming its key, its value and the range. */
 #include "test.h"
 
 #include "format/gguf.h"
@@ -102,9 +103,56 @@ static void test_yarn(void **st) {
     check_cache(&hp, 1.0, 0, 0);
 }
 
+/* The qwen3 header of load_hp with one key set to v: model_load_hparams_common's error. */
+static int load_bad(const char *key, uint32_t v, tern_err *err) {
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/tern-test-hp-%ld.gguf", (long)getpid());
+    gguf_writer *w = NULL;
+    assert_int_equal(gguf_w_init(&w, err), TERN_OK);
+    gguf_w_set_str(w, "general.architecture", "qwen3");
+    static const char *keys[] = {"qwen3.embedding_length", "qwen3.block_count", "qwen3.feed_forward_length",
+                                 "qwen3.attention.head_count"};
+    static const uint32_t vals[] = {128, 1, 256, 1};
+    for (int i = 0; i < 4; i++) gguf_w_set_u32(w, keys[i], strcmp(keys[i], key) ? vals[i] : v);
+    gguf_w_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
+    static float embd[128 * 4];
+    const int64_t ne[2] = {128, 4};
+    assert_true(gguf_w_add_tensor(w, "token_embd.weight", 0 /* F32 */, 2, ne, embd) >= 0);
+    assert_int_equal(gguf_w_write_file(w, path, err), TERN_OK);
+    gguf_w_free(w);
+    model_t m;
+    memset(&m, 0, sizeof m);
+    assert_int_equal(gguf_open(&m.g, path, GGUF_LOAD_READ, err), TERN_OK);
+    m.arch = model_arch_find("qwen3");
+    assert_non_null(m.arch);
+    const int rc = model_load_hparams_common(&m, err);
+    gguf_close(m.g);
+    unlink(path);
+    return rc;
+}
+
+static void test_hparams_range(void **state) {
+    (void)state;
+    static const struct { const char *key; uint32_t v; const char *want; } c[] = {
+        {"qwen3.block_count", 100000, "key 'qwen3.block_count' is 100000, expected 1..4096"},
+        {"qwen3.block_count", 0, "key 'qwen3.block_count' is 0, expected 1..4096"},
+        {"qwen3.embedding_length", 0, "key 'qwen3.embedding_length' is 0, expected a positive integer"},
+        {"qwen3.feed_forward_length", 0, "key 'qwen3.feed_forward_length' is 0, expected a positive integer"},
+        {"qwen3.attention.head_count", 0, "key 'qwen3.attention.head_count' is 0, expected a positive integer"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        tern_err err = {0};
+        assert_int_equal(load_bad(c[i].key, c[i].v, &err), TERN_E_FORMAT);
+        if (!strstr(err.msg, c[i].want)) fail_msg("%s = %u: '%s', expected '%s'", c[i].key, c[i].v, err.msg, c[i].want);
+    }
+    tern_err err = {0};
+    if (load_bad("qwen3.block_count", 4096, &err) != TERN_OK) fail_msg("block_count 4096: %s", err.msg);   /* the bound itself loads */
+}
+
 int suite_model_yarn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_yarn),
+        cmocka_unit_test(test_hparams_range),
     };
     TEST_RUN_SUITE("model_yarn", tests);
 }

@@ -192,10 +192,17 @@ int model_load_hparams_common(model_t *m, tern_err *err) {
         (rc = model_get_i32(m, "attention.head_count", true, 0, &hp->n_head, err)) ||
         (rc = model_get_i32(m, "context_length", false, 0, &hp->n_ctx_train, err)))
         return rc;
-    if (hp->n_embd <= 0 || hp->n_layer <= 0 || hp->n_ff <= 0 || hp->n_head <= 0 || hp->n_layer > 4096)
-        return tern_err_set(err, TERN_E_FORMAT,
-                            "%s: bad hyperparameters n_embd=%d n_layer=%d n_ff=%d n_head=%d (expected positive)",
-                            m->arch->name, hp->n_embd, hp->n_layer, hp->n_ff, hp->n_head);
+    /* n_layer's bound keeps the per-layer tables and the layer loops' int arithmetic small */
+    const struct { const char *suffix; int32_t v, max; } hk[] = {
+        {"embedding_length", hp->n_embd, INT32_MAX}, {"block_count", hp->n_layer, 4096},
+        {"feed_forward_length", hp->n_ff, INT32_MAX}, {"attention.head_count", hp->n_head, INT32_MAX}};
+    for (size_t i = 0; i < sizeof hk / sizeof hk[0]; i++)
+        if (hk[i].v <= 0 || hk[i].v > hk[i].max) {
+            char key[128];
+            return tern_err_set(err, TERN_E_FORMAT, "%s: key '%s' is %d, expected %s", m->arch->name,
+                                model_key(m, key, sizeof key, hk[i].suffix), hk[i].v,
+                                hk[i].max == INT32_MAX ? "a positive integer" : "1..4096");
+        }
     if ((rc = model_get_i32(m, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv, err)) ||
         (rc = model_get_i32(m, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->n_embd_head_k, err)) ||
         (rc = model_get_i32(m, "attention.value_length", false, hp->n_embd_head_k, &hp->n_embd_head_v, err)) ||
