@@ -162,12 +162,15 @@ static void test_env_values(void **state) {
     (void)state;
     char tern[4096];
     ru_need_tern(tern, sizeof tern);
-    const char *var[4] = {"TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_PTQ1_0", "TERN_MEM_AVAILABLE"};
-    const char *val[4] = {"12x", "-5", "fast", "1000"};
-    const char *want[4] = {"TERN_MEM_AVAILABLE='12x': expected a positive number of bytes",
-                           "TERN_MEM_AVAILABLE='-5': expected a positive number of bytes",
+    enum { N = 5 };
+    const char *var[N] = {"TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_PTQ1_0",
+                          "TERN_MEM_AVAILABLE"};
+    const char *val[N] = {"12x", "-5", "1e20", "fast", "1000"};
+    const char *want[N] = {"TERN_MEM_AVAILABLE='12x': expected a positive integer number of bytes in decimal",
+                           "TERN_MEM_AVAILABLE='-5': expected a positive integer number of bytes in decimal",
+                           "TERN_MEM_AVAILABLE='1e20': expected a positive integer number of bytes in decimal",
                            "TERN_PTQ1_0='fast': expected auto, transcode or direct", "only 1000 bytes (0.0 MB) available"};
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N; i++) {
         setenv(var[i], val[i], 1);
         char *err = NULL;
         const int rc = ru_tern(NULL, &err, "run -m " SHIPPED " -n 1 -t 1");

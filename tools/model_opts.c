@@ -4,6 +4,7 @@
 #include "tokenizer/tok.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +155,9 @@ int opts_env_model(tern_model_opts *mo, tern_err *err) {
         errno = 0;
         const unsigned long long v = strtoull(mem, &end, 10);
         if (*end || errno || v == 0 || mem[0] == '-')
-            return tern_err_set(err, TERN_E_ARG, "TERN_MEM_AVAILABLE='%s': expected a positive number of bytes", mem);
+            return tern_err_set(err, TERN_E_ARG,
+                                "TERN_MEM_AVAILABLE='%s': expected a positive integer number of bytes in decimal "
+                                "(e.g. 8000000000), at most %llu", mem, (unsigned long long)ULLONG_MAX);
         mo->mem_available = v;
     }
     const char *ptq = getenv("TERN_PTQ1_0");
