@@ -177,11 +177,18 @@ static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
             const char *s = api_field(b, "text")->valuestring;
             sbuf_add(&text, s, strlen(s));
         } else if (!strcmp(t, "tool_use") && !user && cJSON_IsString(api_field(b, "id")) && cJSON_IsString(api_field(b, "name"))) {
+            const cJSON *input = api_field(b, "input");
+            if (input && !cJSON_IsObject(input)) {    /* the call's arguments: an object, as Anthropic's API has it */
+                char g[32], ip[112];
+                snprintf(ip, sizeof ip, "%s.input", bp);
+                srv_fail(e, 400, "invalid_request_error", ip, "'%s' must be an object (the tool's arguments), got %s", ip,
+                         api_got(input, g));
+                goto fail;
+            }
             cJSON *c = cJSON_CreateObject(), *fn = cJSON_CreateObject();
             cJSON_AddStringToObject(c, "id", api_field(b, "id")->valuestring);
             cJSON_AddStringToObject(c, "type", "function");
             cJSON_AddStringToObject(fn, "name", api_field(b, "name")->valuestring);
-            const cJSON *input = api_field(b, "input");
             char *args = input ? cJSON_PrintUnformatted(input) : strdup("{}");
             cJSON_AddStringToObject(fn, "arguments", args ? args : "{}");
             free(args);
@@ -267,8 +274,19 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
     if (!tools_to_chat(api_field(root, "tools"), "input_schema", NULL, chat, e)) goto fail;
     const cJSON *tc = api_field(root, "tool_choice");
     if (tc) {
+        char g[32];
+        if (!cJSON_IsObject(tc)) {                    /* Anthropic's is an object, not OpenAI's string */
+            bad(e, "tool_choice", "'tool_choice' must be an object {\"type\": \"auto\"} or {\"type\": \"none\"}, got %s",
+                api_got(tc, g));
+            goto fail;
+        }
         const cJSON *type = api_field(tc, "type");
-        const char *t = cJSON_IsString(type) ? type->valuestring : "";
+        if (!cJSON_IsString(type)) {
+            const cJSON *raw = cJSON_GetObjectItemCaseSensitive(tc, "type");   /* null as well as absent */
+            bad(e, "tool_choice", "'tool_choice.type' must be \"auto\" or \"none\", got %s", raw ? api_got(raw, g) : "nothing");
+            goto fail;
+        }
+        const char *t = type->valuestring;
         if (strcmp(t, "auto") && strcmp(t, "none")) {
             bad(e, "tool_choice", "'tool_choice' {\"type\": \"%.32s\"} is not supported (a tool call cannot be forced); "
                                   "send {\"type\": \"auto\"} or {\"type\": \"none\"}", t);
@@ -278,8 +296,19 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
     }
     const cJSON *th = api_field(root, "thinking");
     if (th) {
+        char g[32];
+        if (!cJSON_IsObject(th)) {
+            bad(e, "thinking", "'thinking' must be an object {\"type\": \"enabled\" or \"disabled\", \"budget_tokens\"}, "
+                "got %s", api_got(th, g));
+            goto fail;
+        }
         const cJSON *type = api_field(th, "type");
-        const char *t = cJSON_IsString(type) ? type->valuestring : "";
+        if (!cJSON_IsString(type)) {
+            const cJSON *raw = cJSON_GetObjectItemCaseSensitive(th, "type");   /* null as well as absent */
+            bad(e, "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got %s", raw ? api_got(raw, g) : "nothing");
+            goto fail;
+        }
+        const char *t = type->valuestring;
         if (strcmp(t, "enabled") && strcmp(t, "disabled")) {
             bad(e, "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got '%.32s'", t);
             goto fail;
@@ -417,16 +446,46 @@ char *wire_to_chat(srv_wire w, const char *body, size_t len, srv_error *e) {
     return t;
 }
 
-char *wire_error_json(srv_wire w, const srv_error *e) {
-    if (w == WIRE_RESPONSES && !strcmp(e->param, "max_tokens")) {   /* the chat field it became: name the client's */
-        srv_error r = *e;
-        snprintf(r.param, sizeof r.param, "max_output_tokens");
-        const char *at = strstr(e->message, "'max_tokens'");
-        if (at)
-            snprintf(r.message, sizeof r.message, "%.*s'max_output_tokens'%s", (int)(at - e->message), e->message,
-                     at + strlen("'max_tokens'"));
-        return api_error_json(&r);
+/* The chat fields a Messages or Responses request becomes, under the names its client sent: an
+ * error of the translated request names the chat field, and is shown under the client's. */
+static const struct { srv_wire w; const char *chat, *client; } wire_names[] = {
+    {WIRE_ANTHROPIC, "stop", "stop_sequences"},
+    {WIRE_ANTHROPIC, "reasoning_budget", "thinking.budget_tokens"},
+    {WIRE_RESPONSES, "max_tokens", "max_output_tokens"},
+};
+
+/* e with its param, and each quoted mention of it in the message, under the client's name when
+ * the param is a wire_names chat field or an element or member of one ("stop[2]"). */
+static srv_error client_names(srv_wire w, const srv_error *e) {
+    srv_error r = *e;
+    for (size_t i = 0; i < sizeof wire_names / sizeof wire_names[0]; i++) {
+        const size_t n = strlen(wire_names[i].chat);
+        if (wire_names[i].w != w || strncmp(e->param, wire_names[i].chat, n) ||
+            (e->param[n] && e->param[n] != '[' && e->param[n] != '.'))
+            continue;
+        char param[sizeof e->param], from[sizeof e->param + 2], to[sizeof e->param + 2];
+        snprintf(param, sizeof param, "%s%s", wire_names[i].client, e->param + n);
+        snprintf(from, sizeof from, "'%s'", e->param);
+        snprintf(to, sizeof to, "'%s'", param);
+        sbuf m = {0};
+        const char *p = e->message;
+        bool ok = true;
+        for (const char *at; ok && (at = strstr(p, from)); p = at + strlen(from))
+            ok = sbuf_add(&m, p, (size_t)(at - p)) && sbuf_add(&m, to, strlen(to));
+        ok = ok && sbuf_add(&m, p, strlen(p));
+        if (ok) {                                     /* srv_fail cuts it to the message's size */
+            srv_fail(&r, e->status, e->type, param, "%s", m.p);
+            r.code = e->code;
+        }
+        sbuf_free(&m);
+        break;
     }
+    return r;
+}
+
+char *wire_error_json(srv_wire w, const srv_error *e) {
+    const srv_error r = client_names(w, e);
+    e = &r;
     if (w != WIRE_ANTHROPIC) return api_error_json(e);
     static const struct { int status; const char *type; } map[] = {
         {400, "invalid_request_error"}, {401, "authentication_error"}, {404, "not_found_error"},

@@ -14,12 +14,15 @@ typedef enum { WIRE_OPENAI = 0, WIRE_ANTHROPIC = 1, WIRE_RESPONSES = 2 } srv_wir
 
 /* The chat completion body (malloc'd JSON text) equivalent to a Messages or Responses request,
  * or NULL with e set (400 naming the field by the format's own names). Refused: content other
- * than text, tool use and tool results (images, documents), a forced tool choice, response
- * formats other than text, previous_response_id (nothing is stored), and unknown top-level
- * fields of a Messages request (as Anthropic's API refuses them). */
+ * than text, tool use and tool results (images, documents), a tool_use input that is not an
+ * object, a forced tool choice, response formats other than text, previous_response_id (nothing
+ * is stored), and unknown top-level fields of a Messages request (as Anthropic's API refuses
+ * them). */
 char *wire_to_chat(srv_wire w, const char *body, size_t len, srv_error *e);
 /* An error body in the format's shape (Anthropic: {"type":"error","error":{"type","message"}};
- * Responses: OpenAI's error object). */
+ * Responses: OpenAI's error object). An error of the translated chat request that names a chat
+ * field the client did not send (Messages: stop, reasoning_budget; Responses: max_tokens) names
+ * the client's field instead (stop_sequences, thinking.budget_tokens; max_output_tokens). */
 char *wire_error_json(srv_wire w, const srv_error *e);
 
 /* What a finished reply holds, for wire_response and wire_stream_end. */

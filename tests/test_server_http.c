@@ -2432,6 +2432,44 @@ static void test_default_model_id(void **state) {
     tern_model_free(m);
 }
 
+/* An error in Anthropic's shape, {"type": "error", "error": {"type", "message"}}, with this
+ * status, error type and message. */
+static void expect_anth_error(srv *s, const char *method, const char *path, const char *body, int code, const char *type,
+                              const char *message) {
+    int got;
+    char *out = http(s, method, path, body, NULL, &got);
+    cJSON *j = cJSON_Parse(out);
+    const cJSON *e = cJSON_GetObjectItem(j, "error");
+    const cJSON *jt = cJSON_GetObjectItem(j, "type"), *et = cJSON_GetObjectItem(e, "type"), *em = cJSON_GetObjectItem(e, "message");
+    if (got != code || !cJSON_IsString(jt) || strcmp(jt->valuestring, "error") || !cJSON_IsString(et) ||
+        strcmp(et->valuestring, type) || !cJSON_IsString(em) || strcmp(em->valuestring, message))
+        fail_msg("%s %s %s: %d %s; expected %d {\"type\": \"error\", \"error\": {\"type\": \"%s\", \"message\": \"%s\"}}",
+                 method, path, body ? body : "", got, out, code, type, message);
+    cJSON_Delete(j);
+    free(out);
+}
+
+/* /v1/messages refusals name the fields the client sent, also those the chat parser checks
+ * under the chat names they become (stop, reasoning_budget). */
+static void test_messages_field_names(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 0, NULL, 0);
+    static const struct { const char *extra, *message; } cases[] = {
+        {"\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":-7}",
+         "'thinking.budget_tokens' must be an integer in [-1, 16777216], got -7"},
+        {"\"stop_sequences\":[1]", "'stop_sequences[0]' must be a string, got 1"},
+        {"\"thinking\":5", "'thinking' must be an object {\"type\": \"enabled\" or \"disabled\", \"budget_tokens\"}, got 5"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[512];
+        snprintf(body, sizeof body, "{\"model\":\"m\",\"max_tokens\":3,%s,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+                 cases[i].extra);
+        expect_anth_error(s, "POST", "/v1/messages", body, 400, "invalid_request_error", cases[i].message);
+    }
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* A chat template no family renders (a Llama-3 one): the server starts (completions need no
  * template), and every request that renders chat messages answers 500 server_error naming the
  * template and --chat-template, not a 400 blaming the request. */
@@ -2830,6 +2868,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_unknown_template_is_server_error),
         cmocka_unit_test(test_default_model_id),
+        cmocka_unit_test(test_messages_field_names),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_tool_calls_official_clients),
         cmocka_unit_test(test_chat_page_in_chromium),

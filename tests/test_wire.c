@@ -39,6 +39,33 @@ static void refused_msg(srv_wire w, const char *body, const char *param, const c
     assert_string_equal(e.message, msg);
 }
 
+/* The error message a Messages client reads for body: the translation's refusal, else the chat
+ * parser's refusal of the chat request it became, each through wire_error_json. */
+static char *anth_error(const char *body) {
+    srv_error e;
+    char *chat = wire_to_chat(WIRE_ANTHROPIC, body, strlen(body), &e);
+    if (chat) {
+        srv_request r;
+        const bool ok = api_parse_request(SRV_CHAT, chat, strlen(chat), &r, &e);
+        if (ok) {
+            api_request_free(&r);
+            fail_msg("accepted: %s -> %s", body, chat);
+        }
+        free(chat);
+    }
+    assert_int_equal(e.status, 400);
+    char *t = wire_error_json(WIRE_ANTHROPIC, &e);
+    cJSON *j = cJSON_Parse(t);
+    free(t);
+    const cJSON *err = cJSON_GetObjectItem(j, "error"), *msg = cJSON_GetObjectItem(err, "message");
+    if (!cJSON_IsString(cJSON_GetObjectItem(j, "type")) || strcmp(cJSON_GetObjectItem(j, "type")->valuestring, "error") ||
+        !cJSON_IsString(msg))
+        fail_msg("%s: not Anthropic's error shape", body);
+    char *m = strdup(msg->valuestring);
+    cJSON_Delete(j);
+    return m;
+}
+
 static const char *str(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItem(o, k);
     if (!cJSON_IsString(v)) fail_msg("no string '%s'", k);
@@ -143,6 +170,59 @@ static void test_messages_request(void **state) {
     refused_msg(WIRE_ANTHROPIC, b, "system", "'system[1]' must be a text block of type 'text', got type 'image'");
     snprintf(b, sizeof b, "{%s,\"system\":[{\"type\":\"text\"}]}", ok);
     refused_msg(WIRE_ANTHROPIC, b, "system", "'system[0]' must be a text block of type 'text', got type 'text' with 'text' missing");
+    /* thinking and tool_choice of another kind than an object, or without a string type: the
+     * message says what came */
+    static const struct { const char *field, *value, *param, *want; } kinds[] = {
+        {"thinking", "5", "thinking", "'thinking' must be an object {\"type\": \"enabled\" or \"disabled\", \"budget_tokens\"}, got 5"},
+        {"thinking", "\"enabled\"", "thinking",
+         "'thinking' must be an object {\"type\": \"enabled\" or \"disabled\", \"budget_tokens\"}, got a string"},
+        {"thinking", "{}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got nothing"},
+        {"thinking", "{\"type\":null}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got null"},
+        {"thinking", "{\"type\":1}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got 1"},
+        {"thinking", "{\"type\":\"on\"}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got 'on'"},
+        {"tool_choice", "\"auto\"", "tool_choice",
+         "'tool_choice' must be an object {\"type\": \"auto\"} or {\"type\": \"none\"}, got a string"},
+        {"tool_choice", "{\"name\":\"f\"}", "tool_choice", "'tool_choice.type' must be \"auto\" or \"none\", got nothing"}};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        snprintf(b, sizeof b, "{%s,\"%s\":%s}", ok, kinds[i].field, kinds[i].value);
+        refused_msg(WIRE_ANTHROPIC, b, kinds[i].param, kinds[i].want);
+    }
+    /* a tool_use block's input is the call's arguments object (the Qwen3.5 markup writes each
+     * member as a parameter): anything else is refused under the block's own name */
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"system\":\"s\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+                "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"t\"},"
+                "{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"f\",\"input\":[1]}]}]}",
+                "messages[1].content[1].input", "'messages[1].content[1].input' must be an object (the tool's arguments), got an array");
+    /* fields the chat parser checks under its own names (stop, reasoning_budget): the message
+     * names the field the client sent */
+    static const struct { const char *extra, *want; } chat_checked[] = {
+        {"\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":-7}",
+         "'thinking.budget_tokens' must be an integer in [-1, 16777216], got -7"},
+        {"\"thinking\":{\"type\":\"enabled\",\"budget_tokens\":\"9\"}",
+         "'thinking.budget_tokens' must be an integer in [-1, 16777216], got a string"},
+        {"\"stop_sequences\":[1]", "'stop_sequences[0]' must be a string, got 1"},
+        {"\"stop_sequences\":[\"a\",\"b\",null]", "'stop_sequences[2]' must be a string, got null"},
+        {"\"stop_sequences\":[\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\",\"10\",\"11\",\"12\",\"13\",\"14\",\"15\",\"16\",\"17\"]",
+         "'stop_sequences' has 17 strings, at most 16"},
+        {"\"temperature\":3", "'temperature' must be a number in [0, 2], got 3"},
+        {"\"top_k\":1.5", "'top_k' must be an integer in [-1, 1000000000], got 1.5"},
+        {"\"stream\":1", "'stream' must be true or false, got 1"}};
+    for (size_t i = 0; i < sizeof chat_checked / sizeof chat_checked[0]; i++) {
+        snprintf(b, sizeof b, "{%s,%s}", ok, chat_checked[i].extra);
+        char *msg = anth_error(b);
+        if (strcmp(msg, chat_checked[i].want)) fail_msg("%s: message '%s', expected '%s'", b, msg, chat_checked[i].want);
+        free(msg);
+    }
+    {   /* a stop sequence over 256 bytes */
+        char big[300];
+        memset(big, 'x', 257);
+        big[257] = '\0';
+        char body[700];
+        snprintf(body, sizeof body, "{%s,\"stop_sequences\":[\"a\",\"%s\"]}", ok, big);
+        char *msg = anth_error(body);
+        assert_string_equal(msg, "'stop_sequences[1]' must be at most 256 bytes, got 257");
+        free(msg);
+    }
 }
 
 static void test_responses_request(void **state) {
