@@ -864,8 +864,12 @@ static enum MHD_Result fail_method(srv *s, struct MHD_Connection *c, srv_wire w,
 
 static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
 
-/* The error shape a URL's clients read: Anthropic's for /v1/messages, OpenAI's elsewhere. */
-static srv_wire wire_of(const char *url) { return !strcmp(url, "/v1/messages") ? WIRE_ANTHROPIC : WIRE_OPENAI; }
+/* The error shape a URL's clients read: Anthropic's for /v1/messages and any path under it (an
+ * Anthropic client's /v1/messages/count_tokens, /v1/messages/batches), OpenAI's elsewhere. */
+static srv_wire wire_of(const char *url) {
+    const size_t n = strlen("/v1/messages");
+    return !strncmp(url, "/v1/messages", n) && (url[n] == '\0' || url[n] == '/') ? WIRE_ANTHROPIC : WIRE_OPENAI;
+}
 
 static enum MHD_Result fail_auth(srv *s, struct MHD_Connection *c, const char *url) {
     return fail_w(s, c, wire_of(url), 401, "authentication_error", NULL,
@@ -887,8 +891,8 @@ static enum MHD_Result fail_too_large(srv *s, struct MHD_Connection *c, const ch
  * on it. The write side is shut down after the response and what the client still sends is
  * drained for a moment (at most 1 s), so the close does not reset the connection before the
  * client has read the answer. */
-static enum MHD_Result reject_upload(srv *s, conn *cn, int status, const srv_error *e) {
-    char *body = api_error_json(e);
+static enum MHD_Result reject_upload(srv *s, conn *cn, srv_wire shape, int status, const srv_error *e) {
+    char *body = wire_error_json(shape, e);
     const int fd = conn_fd(cn->c);
     count_status(s, status);
     if (!body || fd < 0) {
@@ -992,7 +996,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                 srv_fail(&e, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
             else
                 srv_fail(&e, 413, "invalid_request_error", NULL, "the request body is larger than the limit of %zu bytes", s->cfg.body_max);
-            return reject_upload(s, cn, e.status, &e);
+            return reject_upload(s, cn, wire_of(url), e.status, &e);
         }
         return MHD_YES;
     }
@@ -1119,7 +1123,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     char shown[SRV_PATH_SHOWN + 40];
     srv_fail(&e, 404, "invalid_request_error", NULL, "no such endpoint: %.16s %s; expected /v1/chat/completions, "
              "/v1/completions, /v1/messages, /v1/responses, /v1/models, /health, /metrics, ...", method, path_shown(url, shown));
-    return send_error(s, c, &e);
+    return send_error_w(s, c, wire_of(url), &e);   /* under /v1/messages: Anthropic's not_found_error */
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {

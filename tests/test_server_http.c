@@ -542,6 +542,24 @@ static void test_body_limit_on_arrival(void **state) {
         free(out);
     }
     assert_int_equal(metric(s, "tern_requests_total{status=\"413\"}"), n413 + 2);
+    {   /* the same on /v1/messages: Anthropic's shape, as its other errors */
+        double secs;
+        char *out = raw_exchange(s, "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                                 "Transfer-Encoding: chunked\r\n\r\n100000\r\n", 8000, 10.0, &secs);
+        const char *json = strstr(out, "\r\n\r\n");
+        cJSON *j = json ? cJSON_Parse(json + 4) : NULL;
+        const cJSON *e = cJSON_GetObjectItem(j, "error");
+        const bool good = !strncmp(out, "HTTP/1.1 413 ", 13) && cJSON_IsString(cJSON_GetObjectItem(j, "type")) &&
+                          !strcmp(cJSON_GetObjectItem(j, "type")->valuestring, "error") &&
+                          cJSON_IsString(cJSON_GetObjectItem(e, "type")) &&
+                          !strcmp(cJSON_GetObjectItem(e, "type")->valuestring, "request_too_large") &&
+                          cJSON_IsString(cJSON_GetObjectItem(e, "message")) &&
+                          !strcmp(cJSON_GetObjectItem(e, "message")->valuestring, cases[0].msg);
+        if (!good) fail_msg("chunked /v1/messages over the limit: expected 413 {\"type\": \"error\", \"error\": "
+                            "{\"type\": \"request_too_large\", \"message\": \"%s\"}}, got:\n%s", cases[0].msg, out);
+        cJSON_Delete(j);
+        free(out);
+    }
     /* a chunked body within the limit: served */
     const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 2, \"temperature\": 0}";
     char head[512];
@@ -2470,6 +2488,31 @@ static void test_messages_field_names(void **state) {
     tern_model_free(m);
 }
 
+/* A path under /v1/messages that is no endpoint (an Anthropic client's count_tokens, batches) is
+ * 404 in Anthropic's shape, as /v1/messages's other errors; a path that only begins with the same
+ * letters keeps OpenAI's. With a key, a request without it is 401 in the same shapes. */
+static void test_messages_unknown_paths(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 0, NULL, 0);
+    const char *body = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+    static const char *const under[][2] = {{"POST", "/v1/messages/count_tokens"}, {"GET", "/v1/messages/batches"},
+                                           {"POST", "/v1/messages/"}};
+    for (size_t i = 0; i < sizeof under / sizeof under[0]; i++) {
+        char want[320];
+        snprintf(want, sizeof want, "no such endpoint: %s %s; expected /v1/chat/completions, /v1/completions, /v1/messages, "
+                 "/v1/responses, /v1/models, /health, /metrics, ...", under[i][0], under[i][1]);
+        expect_anth_error(s, under[i][0], under[i][1], !strcmp(under[i][0], "POST") ? body : NULL, 404, "not_found_error", want);
+    }
+    expect_error(s, "POST", "/v1/messagesx", body, NULL, 404, NULL);   /* OpenAI's object */
+    srv_stop(s);
+    s = start(m, 1, 256, 4, 0, "sekret", 0);
+    expect_anth_error(s, "POST", "/v1/messages/count_tokens", body, 401, "authentication_error",
+                      "invalid or missing API key (Authorization: Bearer KEY, or x-api-key: KEY)");
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* A chat template no family renders (a Llama-3 one): the server starts (completions need no
  * template), and every request that renders chat messages answers 500 server_error naming the
  * template and --chat-template, not a 400 blaming the request. */
@@ -2869,6 +2912,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_unknown_template_is_server_error),
         cmocka_unit_test(test_default_model_id),
         cmocka_unit_test(test_messages_field_names),
+        cmocka_unit_test(test_messages_unknown_paths),
         cmocka_unit_test(test_openai_client),
         cmocka_unit_test(test_tool_calls_official_clients),
         cmocka_unit_test(test_chat_page_in_chromium),
