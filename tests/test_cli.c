@@ -491,8 +491,13 @@ static void test_default_ctx_trained(void **state) {
     ru_need_tern(bin, sizeof bin);
     snprintf(cmd, sizeof cmd, "timeout -k 10 -s INT 2 '%s' serve -m '%s' --port 0 -t 1 2>&1", bin, spm);
     out = ru_capture(cmd, NULL);
-    if (!strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "slots, context 2048)"))
-        fail_msg("serve: %s", out);
+    if (!strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "(4 slots, context 2048)"))
+        fail_msg("serve: expected the notice and '(4 slots, context 2048)' (-np's default 4), got: %s", out);
+    free(out);
+    /* one slot is "1 slot" */
+    snprintf(cmd, sizeof cmd, "timeout -k 10 -s INT 2 '%s' serve -m '%s' --port 0 -t 1 -np 1 2>&1", bin, spm);
+    out = ru_capture(cmd, NULL);
+    if (!strstr(out, "(1 slot, context 2048)")) fail_msg("serve -np 1: expected '(1 slot, context 2048)', got: %s", out);
     free(out);
     remove(file);
 }
