@@ -594,6 +594,16 @@ static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r,
             return srv_fail(e, 400, "invalid_request_error", param,
                             "'%s' must be one of \"system\", \"developer\", \"user\", \"assistant\", \"tool\", got '%.40s'",
                             param, role->valuestring);
+        if (!strcmp(rs, "tool")) {                    /* as OpenAI: a tool result names the call it answers */
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(m, "tool_call_id");
+            if (!cJSON_IsString(id)) {
+                char g[32];
+                snprintf(param, sizeof param, "messages[%d].tool_call_id", i);
+                return srv_fail(e, 400, "invalid_request_error", param,
+                                "'%s' is required for a 'tool' message: a string, the id of the tool call it answers; got %s",
+                                param, id ? api_got(id, g) : "nothing");
+            }
+        }
         char *content = NULL;
         if (!get_content(m, i, &content, e)) return false;
         r->msgs[r->n_msgs].role = strdup(rs);

@@ -634,7 +634,7 @@ static void test_tools_block_and_history(void **state) {
         "{\"messages\": [{\"role\": \"user\", \"content\": \"weather?\"},"
         " {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\","
         " \"function\": {\"name\": \"get_weather\", \"arguments\": \"{\\\"city\\\": \\\"Paris\\\", \\\"days\\\": 2}\"}}]},"
-        " {\"role\": \"tool\", \"content\": \"sunny\"}],"
+        " {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"sunny\"}],"
         " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather \\u00e9t\\u00e9\","
         " \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}]}";
     srv_request r;
@@ -694,6 +694,33 @@ static void test_tool_call_arguments(void **state) {
                    "'messages[0].content' is required for a 'user' message (a string or an array of text parts), got no field");
 }
 
+/* A tool message names the call it answers (tool_call_id, a string), as OpenAI requires: without
+ * one it is 400 naming messages[i].tool_call_id, with what came. */
+static void test_tool_message_call_id(void **state) {
+    (void)state;
+    const char *fmt = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"\","
+                      " \"tool_calls\": [{\"id\": \"c1\", \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": {}}}]},"
+                      " {\"role\": \"tool\", \"content\": \"r\"%s}]}";
+    static const struct { const char *id, *got; } bad[] = {{"", "nothing"}, {", \"tool_call_id\": null", "null"},
+                                                          {", \"tool_call_id\": 7", "7"}, {", \"tool_call_id\": [\"c1\"]", "an array"}};
+    char body[512];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char want[200];
+        snprintf(body, sizeof body, fmt, bad[i].id);
+        snprintf(want, sizeof want, "'messages[2].tool_call_id' is required for a 'tool' message: a string, the id of the "
+                 "tool call it answers; got %s", bad[i].got);
+        expect_400_msg(SRV_CHAT, body, "messages[2].tool_call_id", want);
+    }
+    snprintf(body, sizeof body, fmt, ", \"tool_call_id\": \"c1\"");
+    srv_request r;
+    srv_error e;
+    if (!api_parse_request(SRV_CHAT, body, strlen(body), &r, &e)) fail_msg("tool message with tool_call_id refused: %s", e.message);
+    assert_int_equal(r.n_msgs, 3);
+    assert_string_equal(r.msgs[2].role, "tool");
+    assert_string_equal(r.msgs[2].content, "r");
+    api_request_free(&r);
+}
+
 static void test_response_shapes(void **state) {
     (void)state;
     srv_usage u = {10, 3, 4};
@@ -751,6 +778,7 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_request_duplicate_keys),
         cmocka_unit_test(test_tools_block_and_history),
         cmocka_unit_test(test_tool_call_arguments),
+        cmocka_unit_test(test_tool_message_call_id),
         cmocka_unit_test(test_response_shapes),
     };
     TEST_RUN_SUITE("server", tests);

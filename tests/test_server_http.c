@@ -281,6 +281,8 @@ static void test_endpoints_and_errors(void **state) {
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": \"x\", \"temperature\": \"hot\"}", NULL, 400, "temperature");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": []}", NULL, 400, "messages");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [null]}", NULL, 400, "messages[0]");
+    expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, "
+                 "{\"role\": \"tool\", \"content\": \"r\"}]}", NULL, 400, "messages[1].tool_call_id");
     expect_error(s, "POST", "/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"caf\xc3 \xff\"}]}", NULL,
                  400, "messages[0].content");
     out = http(s, "POST", "/v1/completions", "{\"prompt\": \"ab\xc3\"}", NULL, &code);
@@ -2372,7 +2374,7 @@ static void tools_case(tern_model *m, srv_tools_fmt fmt, bool with_system, bool 
                  with_system ? "{\"role\": \"system\", \"content\": \"Be brief.\"}, " : "", user1, TOOLS_JSON);
     else snprintf(body, sizeof body,
              "{\"messages\": [%s{\"role\": \"user\", \"content\": \"%s\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": %s},"
-             " {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"sunny, 21.5\"}, {\"role\": \"tool\", \"content\": \"12:00\"},"
+             " {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"sunny, 21.5\"}, {\"role\": \"tool\", \"tool_call_id\": \"c2\", \"content\": \"12:00\"},"
              " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"%s\"}]}], \"tools\": %s, \"max_tokens\": 1, \"temperature\": 0}",
              with_system ? "{\"role\": \"system\", \"content\": \"Be brief.\"}, " : "", user1, CALLS_JSON, user2, TOOLS_JSON);
     srv_request r;
