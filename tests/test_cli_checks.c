@@ -180,6 +180,44 @@ static void test_env_values(void **state) {
     }
 }
 
+/* TERN_ISA is checked like the other variables: a name that is no kernel path on any architecture
+ * (include/tern.h lists them) is exit 1 naming the variable, the value and the accepted names,
+ * before anything runs; a real path this build cannot run (the other architecture's) is a warning
+ * giving the reason, and the command runs on the automatic path (exit 0). */
+static void test_env_isa(void **state) {
+    (void)state;
+    char tern[4096];
+    ru_need_tern(tern, sizeof tern);
+    const char *had = getenv("TERN_ISA");   /* the runner's forced path, restored below */
+    char *saved = had ? strdup(had) : NULL;
+    setenv("TERN_ISA", "bogus", 1);
+    char *err = NULL;
+    int rc = ru_tern(NULL, &err, "run -m " SHIPPED " -n 1 -t 1");
+    const char *want = "TERN_ISA='bogus': expected ref, avx2, avxvnni, avx512vnni (x86-64), neon, dotprod or i8mm (ARM64)";
+    if (rc != 1 || !strstr(err, want)) fail_msg("TERN_ISA=bogus tern run: exit %d (expected 1), stderr: %s", rc, err);
+    free(err);
+#if defined(__x86_64__) || defined(_M_X64)
+    const char *other = "neon";
+#else
+    const char *other = "avx2";
+#endif
+    char warn[256];
+    snprintf(warn, sizeof warn, "tern: warning: TERN_ISA=%s: ISA path '%s' is not compiled in; using the best available path",
+             other, other);
+    setenv("TERN_ISA", other, 1);
+    char *out = NULL;
+    err = NULL;
+    rc = ru_tern(&out, &err, "run -m " SHIPPED " -n 1 -t 1");
+    if (saved) setenv("TERN_ISA", saved, 1);
+    else unsetenv("TERN_ISA");
+    free(saved);
+    if (rc != 0 || !strstr(err, warn) || !out || !*out)
+        fail_msg("TERN_ISA=%s tern run: exit %d (expected 0 with the warning '%s'), stdout '%s', stderr: %s", other, rc, warn,
+                 out ? out : "", err);
+    free(out);
+    free(err);
+}
+
 /* stories260K (width 64, ffn 172) has no matrix whose rows fit PQ2_0's block of 128: quantize
  * converts nothing, so it fails (exit 1) saying why and writes no OUT. Its 48 tensors
  * (models/PROVENANCE.md, shared/data/stories260k/PROVENANCE.md): 5 blocks x 7 matrices +
@@ -320,6 +358,7 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_write_error_reason),
         cmocka_unit_test(test_option_twice),
         cmocka_unit_test(test_env_values),
+        cmocka_unit_test(test_env_isa),
         cmocka_unit_test(test_quantize_nothing),
         cmocka_unit_test(test_bos_ends_reply),
         cmocka_unit_test(test_chat_message_too_long),

@@ -1,5 +1,6 @@
 /* cli.c: the `tern` binary: dispatches `tern <command> [args]` to tools/<command>.c. */
 #include "cli.h"
+#include "model_opts.h"
 #include "opts.h"
 #include "tern.h"
 
@@ -111,14 +112,11 @@ int main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return close_stdout(NULL, argc < 2 ? 2 : 0);
     }
-    /* TERN_ISA=name forces a kernel path for the whole process (tests, benchmarks, a CPU whose
-     * fastest path should be avoided); a path this build or CPU cannot run is a warning, and the
-     * automatic choice stays. */
-    const char *isa = getenv("TERN_ISA");
-    if (isa && *isa) {
-        tern_err e = {0};
-        if (tern_set_isa(isa, &e) != TERN_OK)
-            fprintf(stderr, "tern: warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);
+    /* TERN_ISA is checked before any command runs (opts_env_isa): an unknown name is exit 1. */
+    tern_err isa_err = {0};
+    if (opts_env_isa(&isa_err) != TERN_OK) {
+        fprintf(stderr, "tern: %s\n", isa_err.msg);
+        return 1;
     }
     if (strcmp(argv[1], "--version") == 0) return close_stdout("version", cmd_version(argc - 1, argv + 1));
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)

@@ -69,6 +69,11 @@ const char *opts_numerics_name(tern_numerics n);
  * checks assume available) and TERN_PTQ1_0 (auto | transcode | direct). TERN_E_ARG naming the
  * variable when a value is malformed. */
 int opts_env_model(tern_model_opts *mo, tern_err *err);
+/* TERN_ISA=NAME forces the kernel path for the whole process (tests, benchmarks, a CPU whose
+ * fastest path should be avoided). A name tern_set_isa does not know on any architecture is
+ * TERN_E_ARG naming the variable, the value and the accepted names; a known path this build or
+ * CPU cannot run is a warning on stderr giving the library's reason, and the automatic choice stays. */
+int opts_env_isa(tern_err *err);
 /* The model options of o and the environment (opts_env_model). */
 int opts_model_opts(const opts_common *o, tern_model_opts *mo, tern_err *err);
 /* Load the model and (when s != NULL) a session from the options and the environment
