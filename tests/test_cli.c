@@ -211,6 +211,13 @@ static void test_values_out_of_range(void **state) {
         {"run", "--temp -0.5", "tern run: --temp: expected a number in 0..100, got '-0.5'"},
         {"run", "--top-p 1.5", "tern run: --top-p: expected a number in 0..1, got '1.5'"},
         {"run", "--min-p nan", "tern run: --min-p: expected a number in 0..1, got 'nan'"},
+        {"run", "--temp 0x10", "tern run: --temp: expected a number in 0..100, got '0x10'"},   /* strtod: 16 */
+        {"run", "--top-p 0x1p-2", "tern run: --top-p: expected a number in 0..1, got '0x1p-2'"},   /* strtod: 0.25 */
+        {"run", "--temp 0X1.8P1", "tern run: --temp: expected a number in 0..100, got '0X1.8P1'"},   /* strtod: 3 */
+        {"run", "--temp inf", "tern run: --temp: expected a number in 0..100, got 'inf'"},
+        {"run", "--temp -Infinity", "tern run: --temp: expected a number in 0..100, got '-Infinity'"},
+        {"run", "--min-p 'NAN(1)'", "tern run: --min-p: expected a number in 0..1, got 'NAN(1)'"},
+        {"run", "-l 300+0x10", "tern run: -l: expected TOKEN_ID(+|-)BIAS, a token id and a signed number within the float range (|BIAS| <= 3.4e38), or -inf for a ban (15043+1, 15043-inf), got '300+0x10'"},
         {"run", "--repeat-penalty 0", "tern run: --repeat-penalty: expected a number in 0.01..100, got '0'"},
         {"run", "--top-k 4x", "tern run: --top-k: expected an integer in -1..1073741824, got '4x'"},
         {"run", "--repeat-last-n -2", "tern run: --repeat-last-n: expected an integer in -1..16777216, got '-2'"},
@@ -292,6 +299,7 @@ static void test_values_at_range_ends(void **state) {
         "perplexity -f x --chunks 1 -c 4 -t %ld",   /* -c 4: the lower end with -f (2 with --tokens) */
         "chat -t %ld -n -1 --no-think",
         "run --temp 4.9e-324 --min-p 1e-320",   /* values that underflow to subnormals are numbers in range */
+        "run --temp 1e-3 --top-p 5E-1 --min-p .5e+0 -l 300-1.5e1",   /* decimal forms with exponents */
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         char args[512], cmd[1024];

@@ -371,6 +371,11 @@ static bool parse_ll(const char *s, long long *out) {
     return true;
 }
 
+/* Whether s has only the characters of a decimal number (digits, '.', a sign, an exponent's e):
+ * strtod also reads C hex floats ("0x10" is 16), "inf", "infinity" and "nan" in any case, and
+ * skips leading space, none of which a number flag accepts. strtod still checks the form. */
+static bool decimal_chars(const char *s) { return s[strspn(s, "0123456789.eE+-")] == '\0'; }
+
 /* Parse s as a value of d into v; false if it is not one, with why (a list's first bad item, as
  * ": item 2 (99) is out of range"; else "") in why[0..nwhy). */
 static bool parse_value(const opt_def *d, const char *s, opt_val *v, char *why, size_t nwhy) {
@@ -385,7 +390,7 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v, char *why, 
     }
     case OPT_FLOAT: {
         char *end;
-        if (isspace((unsigned char)*s)) return false;   /* strtod would skip it */
+        if (!decimal_chars(s)) return false;   /* strtod would take hex, inf, nan and a leading space */
         errno = 0;
         const double x = strtod(s, &end);
         /* ERANGE on a finite result is an underflow (a value below 2^-1022 read as a subnormal
@@ -448,7 +453,7 @@ static bool parse_value(const opt_def *d, const char *s, opt_val *v, char *why, 
         const char *b = s + nd + 1;
         char *end;
         const double x = strcmp(b, "inf") ? strtod(b, &end) : INFINITY;
-        if (strcmp(b, "inf") && (end == b || *end || !(fabs(x) <= FLT_MAX) || *b == '+' || *b == '-')) return false;   /* a float */
+        if (strcmp(b, "inf") && (!decimal_chars(b) || end == b || *end || !(fabs(x) <= FLT_MAX) || *b == '+' || *b == '-')) return false;   /* a float */
         if (s[nd] == '+' && !isfinite(x)) return false;             /* +inf would make the token the only one */
         v->i = id;
         v->f = s[nd] == '-' ? -x : x;
