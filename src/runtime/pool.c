@@ -11,7 +11,9 @@
  * waits for a thread that claimed nothing.
  * Waiting: a worker waits for a new generation, the caller for done == target; both spin on
  * the counter for at most spin_ns (then sleep on a condition variable; the Dekker-style
- * handshakes n_sleeping/gen and caller_waiting/done are seq_cst, so no wake-up is lost).
+ * handshakes n_sleeping/gen and caller_waiting/done are seq_cst, so no wake-up is lost, except
+ * that a chunked job's caller does not wait for a worker descheduled while it holds the mutex:
+ * wake_workers).
  * spin_ns is POOL_SPIN_NS, or 0 when the pool has more threads than the CPUs the process may
  * run on (a spinning thread would take the CPU from one that works). Nor does a thread spin on
  * the CPU where another thread of the job runs (the scheduler put both on one CPU, e.g. when
@@ -39,6 +41,7 @@
 
 #define POOL_SPIN_NS 40000      /* 40 us: a few decode jobs; far below a scheduler time slice */
 #define POOL_SPIN_CHECK 16      /* pause loops between two clock reads (a read is ~20 ns) */
+#define POOL_WAKE_TRY_NS 50000  /* 50 us: how long a chunked job's caller tries for mu to wake the workers */
 
 /* How many threads take a chunked job (adapt_* below): at most hi = min(n_threads, CPUs the
  * process may run on), so threads beyond the CPUs stay parked (an explicit oversubscription costs
@@ -354,15 +357,35 @@ void pool_free(tern_pool *p) {
 
 int pool_n_threads(const tern_pool *p) { return p ? p->n_threads : 1; }
 
+/* Wake the sleeping workers for a new generation. Under mu the broadcast cannot fall between a
+ * worker's check of gen and its wait (it holds mu across both). A worker holds mu only for that
+ * check (and its wake-up's bookkeeping), so mu is normally had within nanoseconds; a worker
+ * that holds it longer has been descheduled inside that window. For a chunked job (all_needed
+ * false) the caller then broadcasts without mu after POOL_WAKE_TRY_NS rather than wait for a
+ * thread the job does not need: that worker may sleep through this job (the others do its
+ * share) and wakes at the next one's broadcast. pool_run_all needs every thread: it waits. */
+static void wake_workers(struct tern_pool *p, bool all_needed) {
+    if (all_needed) {
+        pthread_mutex_lock(&p->mu);
+    } else {
+        const int64_t t_end = now_ns() + POOL_WAKE_TRY_NS;
+        for (int i = 1; pthread_mutex_trylock(&p->mu) != 0; i++) {
+            CPU_RELAX();
+            if (i % POOL_SPIN_CHECK == 0 && now_ns() > t_end) {
+                pthread_cond_broadcast(&p->cv_work);
+                return;
+            }
+        }
+    }
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+}
+
 /* Wake the workers (the job's fields and work word are stored), take work, wait for the rest. */
-static void run_job(struct tern_pool *p) {
+static void run_job(struct tern_pool *p, bool all_needed) {
     atomic_store_explicit(&p->caller_cpu, os_current_cpu(), memory_order_relaxed);
     atomic_fetch_add(&p->gen, 1);
-    if (atomic_load(&p->n_sleeping) > 0) {
-        pthread_mutex_lock(&p->mu);
-        pthread_cond_broadcast(&p->cv_work);
-        pthread_mutex_unlock(&p->mu);
-    }
+    if (atomic_load(&p->n_sleeping) > 0) wake_workers(p, all_needed);
     take_work(p, 0);
     const int64_t target = atomic_load_explicit(&p->target, memory_order_relaxed);
     p->ad.wait = 0;
@@ -521,7 +544,7 @@ void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t 
     atomic_store_explicit(&p->cmin, ucmin, memory_order_relaxed);
     atomic_store_explicit(&p->cmax, cmax == INT64_MAX ? units : TERN_MAX(cmax / unit, ucmin), memory_order_relaxed);
     atomic_store_explicit(&p->left, (uint_fast64_t)units << 32, memory_order_release);
-    run_job(p);
+    run_job(p, false);
     adapt_end(p, t0, p->ad.hi > 1 ? now_ns() : 0);
 }
 
@@ -543,5 +566,5 @@ void pool_run_all(tern_pool *p, pool_fn fn, void *ctx) {
         atomic_store_explicit(&p->each[w], nb == 64 ? ~(uint_fast64_t)0 : (((uint_fast64_t)1 << nb) - 1),
                               memory_order_release);
     }
-    run_job(p);
+    run_job(p, true);
 }
