@@ -88,8 +88,9 @@ void tern_model_opts_default(tern_model_opts *o);
 /* Choose the kernel path for the whole process by name ("ref", "avx2", "avxvnni", "avx512vnni", "neon",
  * "dotprod", "i8mm"; NULL or "" keeps the automatic choice: the fastest path this CPU runs).
  * Call it before loading any model: weights are laid out at load for the path then active.
- * Errors (nothing changes): TERN_E_UNSUPPORTED when the path is not compiled in, this CPU cannot
- * run it, or it disagrees with the scalar reference on this CPU. */
+ * Errors (nothing changes): TERN_E_ARG for a name that is none of these; TERN_E_UNSUPPORTED when
+ * the path is not compiled in, this CPU cannot run it, or it disagrees with the scalar reference
+ * on this CPU. */
 int tern_set_isa(const char *name, tern_err *err);
 /* Load a GGUF model: validates every tensor's shape and type (error names the tensor, expected,
  * got), repacks ternary weights in place, checks the weights fit in available memory.

@@ -936,8 +936,16 @@ static void test_rejects(void **state) {
     assert_int_equal(kern_matmul_check(&w, &a, 4, 0, 5, &err), TERN_E_ARG); tern_err_clear(&err);
     assert_int_equal(kern_matmul_check(&w, &a, 4, 4, 0, &err), TERN_E_ARG); tern_err_clear(&err);
     kern_w_free(&w);
-    /* forcing a path: unknown names and (where absent) unsupported hosts are errors */
-    assert_int_equal(kern_force_isa("sse9", &err), TERN_E_UNSUPPORTED); tern_err_clear(&err);
+    /* forcing a path: unknown names (TERN_E_ARG, listing the names), another architecture's path
+     * and (where absent) unsupported hosts (TERN_E_UNSUPPORTED) are errors */
+    assert_int_equal(kern_force_isa("sse9", &err), TERN_E_ARG);
+    assert_non_null(strstr(err.msg, "expected ref, avx2, avxvnni, avx512vnni (x86-64), neon, dotprod or i8mm (ARM64), got 'sse9'"));
+    tern_err_clear(&err);
+#if defined(__x86_64__)
+    assert_int_equal(kern_force_isa("neon", &err), TERN_E_UNSUPPORTED); tern_err_clear(&err);
+#elif defined(__aarch64__)
+    assert_int_equal(kern_force_isa("avx2", &err), TERN_E_UNSUPPORTED); tern_err_clear(&err);
+#endif
     const char *prev = kern_isa();
     assert_int_equal(kern_force_isa("ref", &err), TERN_OK);
     assert_string_equal(kern_isa(), "ref");

@@ -173,18 +173,10 @@ int opts_env_model(tern_model_opts *mo, tern_err *err) {
 int opts_env_isa(tern_err *err) {
     const char *isa = getenv("TERN_ISA");
     if (!isa || !*isa) return TERN_OK;
-    /* every name tern_set_isa knows on any architecture (include/tern.h); the library itself says
-     * only "not compiled in" for a misspelt one, so a typo would silently run the automatic path */
-    static const char *const names[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
-    bool known = false;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) known = known || !strcmp(isa, names[i]);
-    if (!known)
-        return tern_err_set(err, TERN_E_ARG,
-                            "TERN_ISA='%s': expected ref, avx2, avxvnni, avx512vnni (x86-64), neon, dotprod or i8mm (ARM64)",
-                            isa);
     tern_err e = {0};
-    if (tern_set_isa(isa, &e) != TERN_OK)
-        fprintf(stderr, "tern: warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);
+    const int rc = tern_set_isa(isa, &e);
+    if (rc == TERN_E_ARG) return tern_err_set(err, TERN_E_ARG, "TERN_ISA='%s': %s", isa, e.msg);   /* a misspelling */
+    if (rc != TERN_OK) fprintf(stderr, "tern: warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);
     return TERN_OK;
 }
 

@@ -183,8 +183,17 @@ kact_path kern_act_path(void) {
 }
 
 int kern_force_isa(const char *name, tern_err *err) {
-    const kern_table *t = name ? find(name) : NULL;
-    if (!t) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' is not compiled in", name ? name : "(null)");
+    /* every path of every architecture: a name outside these is a misspelling (TERN_E_ARG), one of
+     * them that this build lacks is another architecture's (TERN_E_UNSUPPORTED) */
+    static const char *const known[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
+    bool is_known = false;
+    for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++) is_known = is_known || !strcmp(name, known[i]);
+    if (!is_known)
+        return tern_err_set(err, TERN_E_ARG,
+                            "expected ref, avx2, avxvnni, avx512vnni (x86-64), neon, dotprod or i8mm (ARM64), got '%s'",
+                            name ? name : "(null)");
+    const kern_table *t = find(name);
+    if (!t) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' is not compiled in", name);
     if (!runnable(t)) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s': this CPU cannot run it", name);
     if (!kern_table_selfcheck(t))
         return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' disagrees with the reference on this CPU", name);
