@@ -830,7 +830,6 @@ static enum MHD_Result count_content_length(void *cls, enum MHD_ValueKind kind, 
     return MHD_YES;
 }
 
-/* Routes that answer without the API key. */
 /* The request path as an error message shows it: invalid UTF-8 as U+FFFD, whole up to
  * SRV_PATH_SHOWN bytes, else its first bytes (cut at a character boundary) then "... (N bytes)",
  * N the bytes the path had, so the client sees it was cut (a message has 320 bytes, a path can be
@@ -862,6 +861,7 @@ static enum MHD_Result fail_method(srv *s, struct MHD_Connection *c, srv_wire w,
     return send_error_w(s, c, w, &e);
 }
 
+/* Routes that answer without the API key. */
 static bool open_route(const char *url) { return !strcmp(url, "/") || !strcmp(url, "/index.html") || !strcmp(url, "/health"); }
 
 /* The error shape a URL's clients read: Anthropic's for /v1/messages and any path under it (an
