@@ -41,8 +41,9 @@ def library_path():
 def set_isa(name):
     """Choose the kernel path for the whole process by name ("ref", "avx2", "avx512vnni", "neon",
     "dotprod", "i8mm", ...; None or "": the fastest this CPU runs). Call it before loading models:
-    weights are laid out at load for the path then active. Raises tern.Error when the path is not
-    built in, this CPU cannot run it, or it disagrees with the scalar reference here."""
+    weights are laid out at load for the path then active. Raises tern.Error: TERN_E_ARG for a name
+    that is no path on any architecture, TERN_E_UNSUPPORTED when the path is not built in, this CPU
+    cannot run it, or it disagrees with the scalar reference here."""
     if name is not None and not isinstance(name, str):
         raise TypeError("name must be None or a str, got %s" % type(name).__name__)
     lib = _lib_handle()

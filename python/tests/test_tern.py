@@ -6,6 +6,7 @@ import ctypes
 import json
 import math
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -487,7 +488,11 @@ def test_isa_and_load_options():
     library's memory message (the file's size from the OS here); ptq1_0 modes give the same text."""
     with pytest.raises(tern.Error) as e:
         tern.set_isa("no-such-isa")
-    assert e.value.name == "TERN_E_UNSUPPORTED" and "no-such-isa" in str(e.value)
+    assert e.value.name == "TERN_E_ARG" and "no-such-isa" in str(e.value) and "avx512vnni" in str(e.value)
+    other = "neon" if platform.machine() in ("x86_64", "AMD64") else "avx2"   # another architecture's path
+    with pytest.raises(tern.Error) as e:
+        tern.set_isa(other)
+    assert e.value.name == "TERN_E_UNSUPPORTED" and other in str(e.value)
     with pytest.raises(TypeError):
         tern.set_isa(3)
     tern.set_isa(None)                                # keeps the automatic choice
