@@ -747,6 +747,7 @@ typedef struct json_scan {
     bool in_str;
     size_t str_start;       /* offset of the opening quote of the current string */
     int depth;              /* '[' and '{' not yet closed */
+    uint64_t objs;          /* bit d - 1: the container open at depth d (<= 64) is an object */
 } json_scan;
 
 static json_scan json_scan_to(const char *s, size_t upto) {
@@ -761,8 +762,13 @@ static json_scan json_scan_to(const char *s, size_t upto) {
         } else if (c == '"') {
             st.in_str = true;
             st.str_start = i;
-        } else if (c == '[' || c == '{') st.depth++;
-        else if ((c == ']' || c == '}') && st.depth > 0) st.depth--;
+        } else if (c == '[' || c == '{') {
+            if (st.depth < 64) {
+                const uint64_t bit = (uint64_t)1 << st.depth;
+                st.objs = c == '{' ? st.objs | bit : st.objs & ~bit;
+            }
+            st.depth++;
+        } else if ((c == ']' || c == '}') && st.depth > 0) st.depth--;
     }
     return st;
 }
@@ -810,6 +816,24 @@ static bool json_syntax_error(const char *body, size_t len, size_t pos, bool tra
     while (first < len && json_ws(body[first])) first++;
     if (first == len) return srv_fail(e, 400, "invalid_request_error", NULL, "%sit is empty, expected a JSON object", head);
     if (pos > len) pos = len;
+    /* cJSON reads a member name from one byte past where it expects the opening quote and stops
+     * there (or, at the end of the body, on the last byte) when the quote is missing ({a:1},
+     * {'a':1}, {"a":1,}): the byte at fault is the first non-blank one where an object wants a
+     * name (after its '{' or a ','), and it is not a quote */
+    bool want_name = false;
+    for (int d = 1; d >= 0 && !trailing && !want_name; d--) {   /* the byte before pos, then pos */
+        if ((size_t)d > pos || pos - (size_t)d >= len) continue;
+        const size_t k = pos - (size_t)d;
+        if (json_ws(body[k]) || body[k] == '"') continue;
+        const json_scan at = json_scan_to(body, k);
+        size_t b = k;
+        while (b > 0 && json_ws(body[b - 1])) b--;
+        if (!at.in_str && b > 0 && (body[b - 1] == '{' || body[b - 1] == ',') && at.depth >= 1 && at.depth <= 64 &&
+            ((at.objs >> (at.depth - 1)) & 1)) {
+            want_name = true;
+            pos = k;
+        }
+    }
     const unsigned char c = pos < len ? (unsigned char)body[pos] : 0;
     if (pos == len) snprintf(found, sizeof found, "the end of the body");
     else if (c >= 0x20 && c < 0x7f) snprintf(found, sizeof found, "'%c'", c);
@@ -829,6 +853,9 @@ static bool json_syntax_error(const char *body, size_t len, size_t pos, bool tra
                             "low surrogate \\udc00-\\udfff, and a low one must follow a high one", head, body + pos + 2,
                             json_where(body, pos, where, sizeof where));
     }
+    if (want_name)
+        return srv_fail(e, 400, "invalid_request_error", NULL, "%sat %s: found %s, expected '\"' to start a member name", head,
+                        json_where(body, pos, where, sizeof where), found);
     /* cJSON looks for a string's closing quote first and stops just inside the opening one */
     const json_scan all = json_scan_to(body, len);
     if (all.in_str && pos == all.str_start + 1)

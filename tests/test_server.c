@@ -448,6 +448,13 @@ static void test_request_json_syntax(void **state) {
         {"{\"prompt\":\n\"\\udc00\"}", "a lone UTF-16 surrogate \\udc00 at byte 12 (line 2, column 2): a high surrogate "
                                        "\\ud800-\\udbff must be followed by a low surrogate \\udc00-\\udfff, and a low one must follow a high one"},
         {"{\"prompt\": \"x\"} {\"prompt\": \"y\"}", "unexpected data after the JSON value at byte 16 (line 1, column 17): found '{'"},
+        /* a member name without its opening quote: the byte where the quote should be */
+        {"{a:1}", "at byte 1 (line 1, column 2): found 'a', expected '\"' to start a member name"},
+        {"{'a':1}", "at byte 1 (line 1, column 2): found ''', expected '\"' to start a member name"},
+        {"{\"a\":1,}", "at byte 7 (line 1, column 8): found '}', expected '\"' to start a member name"},
+        {"{\"a\":1, \n }", "at byte 10 (line 2, column 2): found '}', expected '\"' to start a member name"},
+        {"{\"messages\":[{\"role\":\"user\",}]}", "at byte 28 (line 1, column 29): found '}', expected '\"' to start a member name"},
+        {"{\"prompt\": [1,]}", "at byte 14 (line 1, column 15): found ']'"},   /* an array wants no name */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(want, sizeof want, "%s%s", h, cases[i].message);
