@@ -63,8 +63,8 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
         char stp[96] = "";
         if (st1) snprintf(stp, sizeof stp, " + %.1f MB recurrent state", (double)st1 / 1e6);
         return tern_err_set(err, TERN_E_NOMEM,
-                           "%d slots (-np %d) with context %d (-c) need %.1f MB: per slot %.1f MB KV cache%s; only %.1f MB "
-                           "available: lower -c or -np", cfg->parallel, cfg->parallel, b->n_ctx, (double)need / 1e6,
+                           "%d slot%s (-np %d) with context %d (-c) need %.1f MB: per slot %.1f MB KV cache%s; only %.1f MB "
+                           "available: lower -c or -np", cfg->parallel, cfg->parallel == 1 ? "" : "s", cfg->parallel, b->n_ctx, (double)need / 1e6,
                            (double)kv1 / 1e6, stp, (double)avail / 1e6);
     }
     b->resident = b->file_bytes + need;
@@ -286,16 +286,15 @@ static int backend_load(srv_models *t, srv_backend *b, srv_error *e) {
         rc = tern_model_load(&b->m, b->path, &mo, &err);
         if (rc == TERN_E_NOMEM && evict_one(t, b)) continue;
         if (rc != TERN_OK) break;
-        for (;;) {
-            err = (tern_err){0};
-            rc = backend_start(t, b, &err);
-            if (rc == TERN_E_NOMEM && evict_one(t, b)) continue;
-            break;
-        }
+        err = (tern_err){0};
+        rc = backend_start(t, b, &err);
         if (rc != TERN_OK) {
             tern_model_free(b->m);
             b->m = NULL;
         }
+        /* the slots did not fit: the model was loaded with the budget left before the unload, so
+         * it is loaded again with the budget the unloaded model leaves */
+        if (rc == TERN_E_NOMEM && evict_one(t, b)) continue;
         break;
     }
     if (rc != TERN_OK)

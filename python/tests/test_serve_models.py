@@ -41,15 +41,15 @@ def folder(tmp_path):
 def _serve_dir(folder, budget):
     port = free_port()
     env = dict(os.environ, TERN_MEM_AVAILABLE=str(budget))
-    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(folder), "-t", "1", "-np", "1", "-c", "512",
+    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(folder), "-t", "1", "-np", "1", "-c", "2048",
                           "--port", str(port), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     wait_http("http://127.0.0.1:%d/health" % port, time.time() + 30, p)
     return p, "http://127.0.0.1:%d" % port
 
 
 def test_models_dir(folder):
-    # a budget for qwen3 (file + one 512-token slot) or stories, not both at once
-    budget = os.path.getsize(require(QWEN3)) + 1_400_000
+    # a budget for qwen3 (its file + one 2048-token slot: 4.2 MB of KV cache) or stories, not both at once
+    budget = os.path.getsize(require(QWEN3)) + 5_600_000
     p, url = _serve_dir(folder, budget)
     try:
         assert _states(url) == {"qwen3": "unloaded", "stories": "unloaded"}
@@ -73,8 +73,9 @@ def test_models_dir(folder):
         assert _states(url) == {"qwen3": "loaded", "stories": "unloaded"}   # least recently used, idle: out
 
         # a model with a request running is never unloaded: qwen3 generates a long reply meanwhile
+        # (1800 tokens: about a second here, so the two requests below come while it runs)
         done = []
-        longreq = {"model": "qwen3", "prompt": "Once", "max_tokens": 400, "temperature": 0, "ignore_eos": True}
+        longreq = {"model": "qwen3", "prompt": "Once", "max_tokens": 1800, "temperature": 0, "ignore_eos": True}
         th = threading.Thread(target=lambda: done.append(post_json(url, "/v1/completions", longreq)))
         th.start()
         deadline = time.time() + 30
@@ -88,7 +89,7 @@ def test_models_dir(folder):
         st, r = post_json(url, "/v1/completions", dict(req, model="stories"))
         assert st == 503 and "could not be loaded" in r["error"]["message"], r
         th.join(timeout=120)
-        assert done and done[0][0] == 200 and done[0][1]["usage"]["completion_tokens"] == 400
+        assert done and done[0][0] == 200 and done[0][1]["usage"]["completion_tokens"] == 1800
         st, r = post_json(url, "/v1/completions", dict(req, model="stories"))   # now qwen3 is idle: it goes
         assert st == 200 and r["choices"][0]["text"] == a["choices"][0]["text"]
         assert _states(url) == {"qwen3": "unloaded", "stories": "loaded"}
