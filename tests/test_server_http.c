@@ -837,8 +837,8 @@ static void test_batch_equivalence_and_429(void **state) {
     batch_equivalence(m, bodies, 4, 20, false);       /* stories is too fast to be sure they overlap */
     srv *s;
     /* one slot, no queue: a second request while the first runs gets 429 */
-    s = start(m, 1, 4096, 0, 0, NULL, 0);
-    req_arg slow = {s, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 3000, \"temperature\": 0, \"ignore_eos\": true}", NULL};
+    s = start(m, 1, 16384, 0, 0, NULL, 0);            /* 16000 tokens: seconds even on a fast machine */
+    req_arg slow = {s, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 16000, \"temperature\": 0, \"ignore_eos\": true}", NULL};
     pthread_t t1;
     pthread_create(&t1, NULL, req_thread, &slow);
     int code = 0;
@@ -861,9 +861,9 @@ static void test_disconnects_free_the_slot(void **state) {
     (void)state;
     tern_model *m = load(QWEN3);
     srv *s = start(m, 1, 16384, 4, 0, NULL, 4);
-    /* mid-stream: curl gives up after 0.5 s of a 4000-token stream */
+    /* mid-stream: curl gives up after 0.5 s of a 16000-token stream (4000 tokens take about 1 s here) */
     int code;
-    char *out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 4000, \"temperature\": 0, \"stream\": true}",
+    char *out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 16000, \"temperature\": 0, \"stream\": true}",
                       "--max-time 0.5", &code);
     free(out);
     double t0 = now_s();
@@ -872,7 +872,7 @@ static void test_disconnects_free_the_slot(void **state) {
     while (metric(s, "tern_slots_active") != 0 && now_s() - t0 < 5) usleep(10 * 1000);
     assert_int_equal(metric(s, "tern_slots_active"), 0);
     uint64_t gen = metric(s, "tern_generated_tokens_total");
-    assert_true(gen < 4000);
+    assert_true(gen < 16000);
     /* mid-generation, not streamed: tokens come every few ms, so the wait for the next one never
      * times out; the socket is still watched, or the whole reply would be generated for nobody */
     out = http(s, "POST", "/v1/completions", "{\"prompt\": \"Hello\", \"max_tokens\": 12000, \"temperature\": 0}", "--max-time 0.5", &code);
@@ -1045,8 +1045,8 @@ static void *waiting_request(void *p) {
 static void test_queue_disconnect(void **state) {
     (void)state;
     tern_model *m = load(QWEN3);
-    srv *s = start(m, 1, 8192, 2, 0, NULL, 0);
-    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 6000, \"temperature\": 0, \"stream\": true}", NULL};
+    srv *s = start(m, 1, 16384, 2, 0, NULL, 0);       /* the stream outlasts the test (srv_stop ends it) */
+    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 16000, \"temperature\": 0, \"stream\": true}", NULL};
     pthread_t th, tb;
     pthread_create(&th, NULL, stream_thread, &a);
     double t0 = now_s();

@@ -142,7 +142,7 @@ def test_sticky_failover_drain(fleet):
     result = {}
 
     def long_request():
-        result["r"] = _post(url, {"prompt": "A long story", "max_tokens": 600, "temperature": 0, "ignore_eos": True},
+        result["r"] = _post(url, {"prompt": "A long story", "max_tokens": 1800, "temperature": 0, "ignore_eos": True},
                             session, timeout=90)
 
     import threading
@@ -167,6 +167,6 @@ def test_sticky_failover_drain(fleet):
     assert st == 200 and r["usage"]["completion_tokens"] == 2
     th.join(timeout=90)
     st, r = result["r"]
-    assert st == 200 and r["usage"]["completion_tokens"] == 600
+    assert st == 200 and r["usage"]["completion_tokens"] == 1800
     assert replicas[target][1].wait(timeout=30) == 0  # exits by itself once idle
     assert time.time() < t_end
