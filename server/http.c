@@ -63,6 +63,7 @@ typedef struct conn {
     struct MHD_Connection *c;
     sbuf body;
     bool too_large;
+    uint64_t arrived;        /* body bytes received, the refused ones included */
 } conn;
 
 typedef struct stream {
@@ -981,12 +982,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             const unsigned long long n = strtoull(cl, &end, 10);
             if (end != cl && n > s->cfg.body_max) {      /* (past 64 bits libmicrohttpd answers 413 itself) */
                 if (!open_route(url) && !authorized(s, c)) return fail_auth(s, c, url);
-                return fail_too_large(s, c, url, " (Content-Length)");
+                char how[64];
+                snprintf(how, sizeof how, ": Content-Length is %llu", n);
+                return fail_too_large(s, c, url, how);
             }
         }
         return MHD_YES;
     }
     if (*upload_size > 0) {                           /* body, in pieces */
+        cn->arrived += *upload_size;
         if (!cn->too_large && cn->body.n + *upload_size > s->cfg.body_max) cn->too_large = true;
         if (!cn->too_large && !sbuf_add(&cn->body, upload_data, *upload_size)) cn->too_large = true;
         *upload_size = 0;
@@ -995,7 +999,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             if (!open_route(url) && !authorized(s, c))
                 srv_fail(&e, 401, "authentication_error", NULL, "invalid or missing API key (Authorization: Bearer KEY)");
             else
-                srv_fail(&e, 413, "invalid_request_error", NULL, "the request body is larger than the limit of %zu bytes", s->cfg.body_max);
+                srv_fail(&e, 413, "invalid_request_error", NULL,
+                         "the request body is larger than the limit of %zu bytes: %llu bytes had arrived", s->cfg.body_max,
+                         (unsigned long long)cn->arrived);
             return reject_upload(s, cn, wire_of(url), e.status, &e);
         }
         return MHD_YES;
@@ -1019,7 +1025,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (open_route(url)) return fail_method(s, c, WIRE_OPENAI, method, url, "GET");   /* PUT /health, POST / */
     if (!authorized(s, c)) return fail_auth(s, c, url);
-    if (cn->too_large) return fail_too_large(s, c, url, "");
+    if (cn->too_large) {
+        char how[64];
+        snprintf(how, sizeof how, ": %llu bytes had arrived", (unsigned long long)cn->arrived);
+        return fail_too_large(s, c, url, how);
+    }
     const bool is_chat = !strcmp(url, "/v1/chat/completions") || !strcmp(url, "/chat/completions");
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {
