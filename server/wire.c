@@ -313,6 +313,14 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
             bad(e, "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got '%.32s'", t);
             goto fail;
         }
+        /* as Anthropic's API: the thinking budget is part of max_tokens, so it must be less */
+        const cJSON *budget = api_field(th, "budget_tokens"), *max = api_field(root, "max_tokens");
+        if (!strcmp(t, "enabled") && cJSON_IsNumber(budget) && cJSON_IsNumber(max) && budget->valuedouble >= max->valuedouble) {
+            char gb[32], gm[32];
+            srv_fail(e, 400, "invalid_request_error", "thinking", "'thinking.budget_tokens' (%s) must be less than 'max_tokens' (%s)",
+                     api_got(budget, gb), api_got(max, gm));
+            goto fail;
+        }
         cJSON *kw = cJSON_AddObjectToObject(chat, "chat_template_kwargs");
         cJSON_AddBoolToObject(kw, "enable_thinking", !strcmp(t, "enabled"));
         copy_field(chat, th, "budget_tokens", "reasoning_budget");   /* the think block's token budget */
@@ -333,6 +341,21 @@ static cJSON *last_assistant(cJSON *msgs) {
     return r && !strcmp(r->valuestring, "assistant") ? m : NULL;
 }
 
+/* The first of a Responses item's required string fields (a NULL-ended list) that is missing or
+ * not a string, as a 400 naming it and what came ('input[2].arguments' must be a string (a JSON
+ * text: the call's arguments), got 5); true when they are all strings. */
+static bool resp_strings(const cJSON *it, const char *param, const char *type, const char *const *names, srv_error *e) {
+    for (int k = 0; names[k]; k++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(it, names[k]);
+        if (cJSON_IsString(f)) continue;
+        char g[32];
+        const char *what = !strcmp(names[k], "arguments") ? " (the call's arguments as a JSON text)" : "";
+        return srv_fail(e, 400, "invalid_request_error", param, "'%s.%s' (%s) must be a string%s, got %s", param, names[k],
+                        type, what, f ? api_got(f, g) : "nothing");
+    }
+    return true;
+}
+
 static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
     char param[64];
     snprintf(param, sizeof param, "input[%d]", i);
@@ -351,9 +374,8 @@ static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
         return true;
     }
     if (!strcmp(t, "function_call")) {
-        if (!cJSON_IsString(api_field(it, "call_id")) || !cJSON_IsString(api_field(it, "name")) ||
-            !cJSON_IsString(api_field(it, "arguments")))
-            return bad(e, param, "'%s' (function_call) needs string 'call_id', 'name' and 'arguments'", param);
+        static const char *const need[] = {"call_id", "name", "arguments", NULL};
+        if (!resp_strings(it, param, "function_call", need, e)) return false;
         cJSON *a = last_assistant(msgs);
         if (!a) {
             a = chat_msg("assistant", "");
@@ -371,8 +393,8 @@ static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
         return true;
     }
     if (!strcmp(t, "function_call_output")) {
-        if (!cJSON_IsString(api_field(it, "call_id")) || !cJSON_IsString(api_field(it, "output")))
-            return bad(e, param, "'%s' (function_call_output) needs string 'call_id' and 'output'", param);
+        static const char *const need[] = {"call_id", "output", NULL};
+        if (!resp_strings(it, param, "function_call_output", need, e)) return false;
         cJSON *m = chat_msg("tool", api_field(it, "output")->valuestring);
         copy_field(m, it, "call_id", "tool_call_id");
         cJSON_AddItemToArray(msgs, m);

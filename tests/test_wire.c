@@ -180,6 +180,9 @@ static void test_messages_request(void **state) {
         {"thinking", "{\"type\":null}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got null"},
         {"thinking", "{\"type\":1}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got 1"},
         {"thinking", "{\"type\":\"on\"}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got 'on'"},
+        /* max_tokens is 5: the budget is part of it (as Anthropic's API says) */
+        {"thinking", "{\"type\":\"enabled\",\"budget_tokens\":5}", "thinking",
+         "'thinking.budget_tokens' (5) must be less than 'max_tokens' (5)"},
         {"tool_choice", "\"auto\"", "tool_choice",
          "'tool_choice' must be an object {\"type\": \"auto\"} or {\"type\": \"none\"}, got a string"},
         {"tool_choice", "{\"name\":\"f\"}", "tool_choice", "'tool_choice.type' must be \"auto\" or \"none\", got nothing"}};
@@ -255,6 +258,12 @@ static void test_responses_request(void **state) {
     refused(WIRE_RESPONSES, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\"}}}", "text.format");
     refused(WIRE_RESPONSES, "{\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"}]}", "tools[0]");
     refused(WIRE_RESPONSES, "{\"input\":[{\"type\":\"web_search_call\"}]}", "input[0]");
+    refused_msg(WIRE_RESPONSES, "{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":5}]}",
+                "input[0]", "'input[0].arguments' (function_call) must be a string (the call's arguments as a JSON text), got 5");
+    refused_msg(WIRE_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":\"x\"},{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":\"{}\"}]}",
+                "input[1]", "'input[1].call_id' (function_call) must be a string, got nothing");
+    refused_msg(WIRE_RESPONSES, "{\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":{}}]}",
+                "input[0]", "'input[0].output' (function_call_output) must be a string, got an object");
     refused(WIRE_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\"}]}]}", "input[0].content");
     refused_msg(WIRE_RESPONSES, "{\"input\":[]}", "input",
                 "'input' must be a string or a non-empty array of items, got an empty array");
