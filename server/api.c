@@ -1004,6 +1004,58 @@ static size_t json_nul_escape_at(const char *body, size_t len) {
     return len;
 }
 
+/* Whether s[0..n) is a JSON number (RFC 8259): -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool json_number_ok(const char *s, size_t n) {
+    size_t p = 0;
+#define DIGIT(k) ((k) < n && s[k] >= '0' && s[k] <= '9')
+    if (p < n && s[p] == '-') p++;
+    if (p < n && s[p] == '0') p++;
+    else if (DIGIT(p)) while (DIGIT(p)) p++;
+    else return false;
+    if (p < n && s[p] == '.') {
+        if (!DIGIT(p + 1)) return false;
+        p++;
+        while (DIGIT(p)) p++;
+    }
+    if (p < n && (s[p] == 'e' || s[p] == 'E')) {
+        p++;
+        if (p < n && (s[p] == '+' || s[p] == '-')) p++;
+        if (!DIGIT(p)) return false;
+        while (DIGIT(p)) p++;
+    }
+#undef DIGIT
+    return p == n;
+}
+
+/* The offset of the first number token (outside strings: a '-' or digit and the number characters
+ * after it) that is not a JSON number, its length in *n_tok; len when there is none. Run on a body
+ * cJSON took: its number reader takes 01, -01, 00, 1. and 1.e5 too, which Python's json (vLLM)
+ * refuses, and a number a client did not mean to send should not be read as another. */
+static size_t json_bad_number(const char *body, size_t len, size_t *n_tok) {
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        const char c = body[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = false;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            continue;
+        }
+        if (c != '-' && !(c >= '0' && c <= '9')) continue;
+        size_t j = i;
+        while (j < len && body[j] && ((body[j] >= '0' && body[j] <= '9') || strchr("+-.eE", body[j]))) j++;
+        if (!json_number_ok(body + i, j - i)) {
+            *n_tok = j - i;
+            return i;
+        }
+        i = j - 1;
+    }
+    return len;
+}
+
 bool api_parse_request(srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e) {
     return api_parse_request_fmt(kind, SRV_TOOLS_QWEN35, body, len, r, e);
 }
@@ -1018,6 +1070,16 @@ cJSON *api_parse_body(const char *body, size_t len, srv_error *e) {
     while (end < len && json_ws(body[end])) end++;
     if (end < len) {                                   /* cJSON stops after one value: refuse the rest */
         json_syntax_error(body, len, end, true, e);
+        goto fail;
+    }
+    size_t n_tok = 0;
+    const size_t at = json_bad_number(body, len, &n_tok);
+    if (at < len) {
+        char where[80];
+        srv_fail(e, 400, "invalid_request_error", NULL,
+                 "the request body is not valid JSON: the number '%.*s' at %s is not a JSON number (no leading zeros, "
+                 "digits on both sides of a '.')", n_tok > 24 ? 24 : (int)n_tok, body + at,
+                 json_where(body, at, where, sizeof where));
         goto fail;
     }
     if (!cJSON_IsObject(root)) {

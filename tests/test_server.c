@@ -455,6 +455,15 @@ static void test_request_json_syntax(void **state) {
         {"{\"a\":1, \n }", "at byte 10 (line 2, column 2): found '}', expected '\"' to start a member name"},
         {"{\"messages\":[{\"role\":\"user\",}]}", "at byte 28 (line 1, column 29): found '}', expected '\"' to start a member name"},
         {"{\"prompt\": [1,]}", "at byte 14 (line 1, column 15): found ']'"},   /* an array wants no name */
+        /* numbers cJSON's reader takes but JSON does not (RFC 8259) */
+        {"{\"prompt\": \"x\", \"max_tokens\": 01}", "the number '01' at byte 30 (line 1, column 31) is not a JSON number "
+                                                     "(no leading zeros, digits on both sides of a '.')"},
+        {"{\"prompt\": \"a\\\" 1.\", \"seed\": -007}", "the number '-007' at byte 29 (line 1, column 30) is not a JSON number "
+                                                       "(no leading zeros, digits on both sides of a '.')"},
+        {"{\"prompt\": [1,\n 2.]}", "the number '2.' at byte 16 (line 2, column 2) is not a JSON number "
+                                  "(no leading zeros, digits on both sides of a '.')"},
+        {"{\"prompt\": \"x\", \"temperature\": 1.e0}", "the number '1.e0' at byte 31 (line 1, column 32) is not a JSON number "
+                                                        "(no leading zeros, digits on both sides of a '.')"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(want, sizeof want, "%s%s", h, cases[i].message);
@@ -470,6 +479,14 @@ static void test_request_json_syntax(void **state) {
              at, at + 1);
     expect_400_msg(SRV_COMPLETION, deep, "", want);
     free(deep);
+    /* JSON numbers of every form, and number-like text inside strings, pass */
+    const char nums[] = "{\"prompt\": \"01 1. \\\"-0\", \"temperature\": 0.5e0, \"top_p\": 1E-0, \"seed\": 0, "
+                        "\"logit_bias\": {\"5\": -0.25, \"6\": -1e+1}}";
+    srv_request r;
+    srv_error e;
+    if (!api_parse_request(SRV_COMPLETION, nums, sizeof nums - 1, &r, &e)) fail_msg("%s: %s", nums, e.message);
+    assert_string_equal(r.prompt, "01 1. \"-0");
+    api_request_free(&r);
 }
 
 /* Invalid UTF-8 anywhere in the body is refused (JSON text is UTF-8, and llama-server and vLLM
