@@ -580,6 +580,8 @@ static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r,
     r->trusted = calloc((size_t)n + 1, sizeof *r->trusted);
     if (!r->msgs || !r->trusted) return srv_fail(e, 500, "server_error", NULL, "out of memory");
     int i = 0;
+    const cJSON *calls = NULL;   /* the tool_calls of the assistant turn that tool messages answer */
+    int calls_at = -1;
     for (const cJSON *m = msgs->child; m; m = m->next, i++) {
         char param[64];
         snprintf(param, sizeof param, "messages[%d]", i);
@@ -603,6 +605,30 @@ static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r,
                                 "'%s' is required for a 'tool' message: a string, the id of the tool call it answers; got %s",
                                 param, id ? api_got(id, g) : "nothing");
             }
+            /* as OpenAI: it follows (after other results) an assistant turn with tool_calls, and
+             * answers one of them; calls sent without ids cannot be matched and are not */
+            snprintf(param, sizeof param, "messages[%d]", i);
+            if (!calls)
+                return srv_fail(e, 400, "invalid_request_error", param,
+                                "'messages[%d]' is a 'tool' message, expected after an assistant message with 'tool_calls' "
+                                "(and that turn's other results)", i);
+            bool any_id = false, found = false;
+            for (const cJSON *c = calls->child; c; c = c->next) {
+                const cJSON *cid = cJSON_GetObjectItemCaseSensitive(c, "id");
+                if (!cJSON_IsString(cid)) continue;
+                any_id = true;
+                found = found || !strcmp(cid->valuestring, id->valuestring);
+            }
+            if (any_id && !found) {
+                snprintf(param, sizeof param, "messages[%d].tool_call_id", i);
+                return srv_fail(e, 400, "invalid_request_error", param,
+                                "'%s' is '%.64s', expected the id of a call in messages[%d].tool_calls", param, id->valuestring,
+                                calls_at);
+            }
+        } else {
+            const cJSON *tc = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+            calls = !strcmp(rs, "assistant") && cJSON_IsArray(tc) && cJSON_GetArraySize(tc) > 0 ? tc : NULL;
+            calls_at = i;
         }
         char *content = NULL;
         if (!get_content(m, i, &content, e)) return false;

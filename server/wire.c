@@ -127,6 +127,25 @@ static void anth_block_got(const cJSON *b, bool user, char got[96]) {
     snprintf(got, 96, "type '%.32s'%s", t, why);
 }
 
+/* Whether the chat messages so far (msgs) end in an assistant turn whose tool_calls include id,
+ * followed only by tool results: a tool result must answer a call of the turn before it, as the
+ * chat parser requires (which would name the chat request's messages, not the client's). */
+static bool answers_a_call(const cJSON *msgs, const char *id) {
+    const cJSON *m = msgs->child ? msgs->child->prev : NULL;   /* cJSON: the first item's prev is the last */
+    for (; m; m = m == msgs->child ? NULL : m->prev) {
+        const cJSON *role = cJSON_GetObjectItem(m, "role");
+        if (cJSON_IsString(role) && !strcmp(role->valuestring, "tool")) continue;
+        if (!cJSON_IsString(role) || strcmp(role->valuestring, "assistant")) return false;
+        const cJSON *calls = cJSON_GetObjectItem(m, "tool_calls");
+        for (const cJSON *c = calls ? calls->child : NULL; c; c = c->next) {
+            const cJSON *cid = cJSON_GetObjectItem(c, "id");
+            if (cJSON_IsString(cid) && !strcmp(cid->valuestring, id)) return true;
+        }
+        return false;
+    }
+    return false;
+}
+
 /* One Messages message into chat messages: a user's tool_result blocks become tool messages
  * (before its text), an assistant's tool_use blocks its tool_calls; thinking blocks of earlier
  * replies are dropped (the templates keep no reasoning of past turns). */
@@ -195,6 +214,14 @@ static bool anth_message(const cJSON *m, int i, cJSON *out, srv_error *e) {
             cJSON_AddItemToObject(c, "function", fn);
             cJSON_AddItemToArray(calls, c);
         } else if (!strcmp(t, "tool_result") && user && cJSON_IsString(api_field(b, "tool_use_id"))) {
+            const char *use_id = api_field(b, "tool_use_id")->valuestring;
+            if (!answers_a_call(out, use_id)) {       /* as Anthropic's API: it answers the previous message's tool_use */
+                char ip[112];
+                snprintf(ip, sizeof ip, "%s.tool_use_id", bp);
+                srv_fail(e, 400, "invalid_request_error", ip,
+                         "'%s' is '%.64s', expected the id of a tool_use block in the previous (assistant) message", ip, use_id);
+                goto fail;
+            }
             const cJSON *rc = api_field(b, "content");
             char *r = rc ? text_of(rc, bp, anth_text, e) : strdup("");
             if (!r) goto fail;
@@ -395,6 +422,14 @@ static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
     if (!strcmp(t, "function_call_output")) {
         static const char *const need[] = {"call_id", "output", NULL};
         if (!resp_strings(it, param, "function_call_output", need, e)) return false;
+        const char *call_id = api_field(it, "call_id")->valuestring;
+        if (!answers_a_call(msgs, call_id)) {
+            char cp[80];
+            snprintf(cp, sizeof cp, "%s.call_id", param);
+            return srv_fail(e, 400, "invalid_request_error", cp,
+                            "'%s' is '%.64s', expected the call_id of a function_call item before it (with only other "
+                            "outputs between)", cp, call_id);
+        }
         cJSON *m = chat_msg("tool", api_field(it, "output")->valuestring);
         copy_field(m, it, "call_id", "tool_call_id");
         cJSON_AddItemToArray(msgs, m);

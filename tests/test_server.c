@@ -719,7 +719,8 @@ static void test_tool_call_arguments(void **state) {
 }
 
 /* A tool message names the call it answers (tool_call_id, a string), as OpenAI requires: without
- * one it is 400 naming messages[i].tool_call_id, with what came. */
+ * one it is 400 naming messages[i].tool_call_id, with what came; so is one that answers no call of
+ * the assistant turn before it. */
 static void test_tool_message_call_id(void **state) {
     (void)state;
     const char *fmt = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"\","
@@ -742,6 +743,26 @@ static void test_tool_message_call_id(void **state) {
     assert_int_equal(r.n_msgs, 3);
     assert_string_equal(r.msgs[2].role, "tool");
     assert_string_equal(r.msgs[2].content, "r");
+    api_request_free(&r);
+    /* it answers a call of the assistant turn before it (other results may come between): an id
+     * no call has, or no such turn, is 400 as OpenAI has it */
+    snprintf(body, sizeof body, fmt, ", \"tool_call_id\": \"c9\"");
+    expect_400_msg(SRV_CHAT, body, "messages[2].tool_call_id", "'messages[2].tool_call_id' is 'c9', expected the id of a call in messages[1].tool_calls");
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"tool\", \"content\": \"r\", \"tool_call_id\": \"c1\"}]}",
+                   "messages[1]", "'messages[1]' is a 'tool' message, expected after an assistant message with 'tool_calls' (and that turn's other results)");
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"y\"}, "
+                   "{\"role\": \"tool\", \"content\": \"r\", \"tool_call_id\": \"c1\"}]}",
+                   "messages[2]", "'messages[2]' is a 'tool' message, expected after an assistant message with 'tool_calls' (and that turn's other results)");
+    static const char two[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": ["
+                              "{\"id\": \"a\", \"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": {}}},"
+                              "{\"id\": \"b\", \"type\": \"function\", \"function\": {\"name\": \"g\", \"arguments\": {}}}]},"
+                              "{\"role\": \"tool\", \"content\": \"rb\", \"tool_call_id\": \"b\"}, {\"role\": \"tool\", \"content\": \"ra\", \"tool_call_id\": \"a\"}]}";
+    if (!api_parse_request(SRV_CHAT, two, sizeof two - 1, &r, &e)) fail_msg("two results in another order refused: %s", e.message);
+    api_request_free(&r);
+    static const char noid[] = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": ["
+                               "{\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": {}}}]},"
+                               "{\"role\": \"tool\", \"content\": \"r\", \"tool_call_id\": \"any\"}]}";
+    if (!api_parse_request(SRV_CHAT, noid, sizeof noid - 1, &r, &e)) fail_msg("a result of a call sent without an id refused: %s", e.message);
     api_request_free(&r);
 }
 

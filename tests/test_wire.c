@@ -196,6 +196,15 @@ static void test_messages_request(void **state) {
                 "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"t\"},"
                 "{\"type\":\"tool_use\",\"id\":\"a\",\"name\":\"f\",\"input\":[1]}]}]}",
                 "messages[1].content[1].input", "'messages[1].content[1].input' must be an object (the tool's arguments), got an array");
+    /* a tool_result answers a tool_use of the previous (assistant) message */
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+                "\"tool_use_id\":\"t1\",\"content\":\"r\"}]}]}", "messages[0].content[0].tool_use_id",
+                "'messages[0].content[0].tool_use_id' is 't1', expected the id of a tool_use block in the previous (assistant) message");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\","
+                "\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"f\",\"input\":{}}]},{\"role\":\"user\",\"content\":["
+                "{\"type\":\"tool_result\",\"tool_use_id\":\"t1\",\"content\":\"r\"},{\"type\":\"tool_result\",\"tool_use_id\":\"t2\"}]}]}",
+                "messages[2].content[1].tool_use_id",
+                "'messages[2].content[1].tool_use_id' is 't2', expected the id of a tool_use block in the previous (assistant) message");
     /* fields the chat parser checks under its own names (stop, reasoning_budget): the message
      * names the field the client sent */
     static const struct { const char *extra, *want; } chat_checked[] = {
@@ -264,6 +273,15 @@ static void test_responses_request(void **state) {
                 "input[1]", "'input[1].call_id' (function_call) must be a string, got nothing");
     refused_msg(WIRE_RESPONSES, "{\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":{}}]}",
                 "input[0]", "'input[0].output' (function_call_output) must be a string, got an object");
+    /* an output answers a function_call item before it */
+    refused_msg(WIRE_RESPONSES, "{\"input\":[{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"}]}",
+                "input[0].call_id", "'input[0].call_id' is 'c1', expected the call_id of a function_call item before it (with only "
+                "other outputs between)");
+    refused_msg(WIRE_RESPONSES, "{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":\"{}\"},"
+                "{\"type\":\"function_call_output\",\"call_id\":\"c1\",\"output\":\"r\"},"
+                "{\"type\":\"function_call_output\",\"call_id\":\"c2\",\"output\":\"r\"}]}",
+                "input[2].call_id", "'input[2].call_id' is 'c2', expected the call_id of a function_call item before it (with only "
+                "other outputs between)");
     refused(WIRE_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":[{\"type\":\"input_image\"}]}]}", "input[0].content");
     refused_msg(WIRE_RESPONSES, "{\"input\":[]}", "input",
                 "'input' must be a string or a non-empty array of items, got an empty array");
