@@ -181,8 +181,12 @@ int main(int argc, char **argv) {
     const char *isa = getenv("TERN_ISA");   /* the kernel path every suite runs (qemu passes force each) */
     if (isa && *isa) {
         tern_err e = {0};
-        if (tern_set_isa(isa, &e) != TERN_OK)
-            fprintf(stderr, "warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);
+        const int rc = tern_set_isa(isa, &e);
+        if (rc == TERN_E_ARG) {                      /* a misspelt path: the run would not test what was asked */
+            fprintf(stderr, "%s: TERN_ISA='%s': %s\n", argv[0], isa, e.msg);
+            return 2;
+        }
+        if (rc != TERN_OK) fprintf(stderr, "warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     cmocka_set_message_output(CM_OUTPUT_STDOUT);
