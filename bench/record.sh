@@ -27,7 +27,12 @@ run $T bench-kernel
 run $T bench -m "$D/b17.gguf" -p 512 -n 128 -t 1,2 -r 3
 run env TERN_ISA=avxvnni $T bench -m "$D/b17.gguf" -p 512 -n 128 -t 2 -r 3
 run env TERN_ISA=avx2 $T bench -m "$D/b17.gguf" -p 512 -n 128 -t 2 -r 3
-run $T bench -m "$D/b17-ptq.gguf" -p 0 -n 128 -t 2 -r 3
+# PTQ1_0 against PQ2_0 tg: ten alternating pairs, so both see the same bus (a VM's bus can move
+# by 1.5x within seconds); the figure is the median of the pairs' ratios
+echo; echo "\$ for i in 1..10: $T bench -m b17.gguf, then b17-ptq.gguf, -p 0 -n 128 -t 2 -r 2 --json"
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    for m in b17 b17-ptq; do $T bench -m "$D/$m.gguf" -p 0 -n 128 -t 2 -r 2 --json --no-progress | grep '"tg'; done
+done
 # batched forward cost in decode steps (speculative verification, batched decode)
 run $T bench-spec -m "$D/b17.gguf" --cost -t 2 --reps 7 --draft-max 8 -c 256
 run $T bench-spec -m "$D/b27.gguf" --cost -t 2 --reps 3 --draft-max 4 -c 256
