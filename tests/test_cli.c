@@ -603,6 +603,9 @@ static void test_file_errors(void **state) {
         {"bench-spec -m %1$s.gguf --cost", "tern bench-spec: -m: cannot open '%1$s.gguf': %2$s", enoent},
         {"run -m %3$s -f %1$s.txt", "tern run: -f: cannot open '%1$s.txt': %2$s", enoent},
         {"run -m %3$s -f /", "tern run: -f: cannot read '/': %2$s", eisdir},
+        /* a stream that never ends is read up to the 1 GiB limit, not until memory runs out */
+        {"tokenize -m %3$s -f /dev/zero", "tern tokenize: -f: '/dev/zero' is over 1024 MiB (1073741824 bytes), the most an input "
+                                          "file may be", ""},
         {"perplexity -m %3$s -f %1$s.txt", "tern perplexity: -f: cannot open '%1$s.txt': %2$s", enoent},
         {"perplexity -m %3$s -f /", "tern perplexity: -f: cannot read '/': %2$s", eisdir},
         {"perplexity -m %3$s --tokens /", "tern perplexity: --tokens: cannot read '/': %2$s", eisdir},

@@ -72,16 +72,24 @@ int opts_read_input(const char *flag, const char *path, char **out, size_t *len)
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap + 1);
     int e = 0;
+    bool too_big = false;
     while (b) {
         const size_t got = fread(b + n, 1, cap - n, f);
         n += got;
         if (n < cap) { if (ferror(f)) e = errno ? errno : EIO; break; }
-        cap *= 2;
+        if (n > OPTS_INPUT_MAX) { too_big = true; break; }   /* /dev/zero, a stream that never ends */
+        cap = cap * 2 > OPTS_INPUT_MAX ? OPTS_INPUT_MAX + 1 : cap * 2;
         char *nb = realloc(b, cap + 1);
         if (!nb) { free(b); b = NULL; }
         else b = nb;
     }
     fclose(f);
+    if (too_big) {
+        free(b);
+        fprintf(stderr, "tern %s: %s%s'%s' is over %d MiB (%llu bytes), the most an input file may be\n", g_cmd, flag ? flag : "",
+                flag ? ": " : "", path, OPTS_INPUT_MAX >> 20, (unsigned long long)OPTS_INPUT_MAX);
+        return -1;
+    }
     if (!b || e) {
         free(b);
         fprintf(stderr, "tern %s: %s%scannot read '%s': %s\n", g_cmd, flag ? flag : "", flag ? ": " : "", path,

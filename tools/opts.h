@@ -86,8 +86,11 @@ bool opts_input_ok(const char *flag, const char *path, char *msg, size_t n);
 /* opts_input_ok, and path must be a regular file (a model: not a FIFO, a device or a socket):
  * else "FLAG: 'PATH' is a character device, expected a regular file (a GGUF model)". */
 bool opts_model_input_ok(const char *flag, const char *path, char *msg, size_t n);
-/* Read a whole file (NUL-terminated, caller frees). On failure prints "tern CMD: FLAG: cannot
- * open|read 'PATH': REASON" and returns -1. */
+/* The largest input file opts_read_input reads (prompts, corpora, templates): 1 GiB. */
+#define OPTS_INPUT_MAX (1 << 30)
+/* Read a whole file (NUL-terminated, caller frees), at most OPTS_INPUT_MAX bytes. On failure
+ * prints "tern CMD: FLAG: cannot open|read 'PATH': REASON" (or "'PATH' is over 1024 MiB ...")
+ * and returns -1. */
 int opts_read_input(const char *flag, const char *path, char **out, size_t *len);
 /* opts_read_input without a flag name. */
 int opts_read_file(const char *path, char **out, size_t *len);
