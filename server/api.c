@@ -471,6 +471,15 @@ static bool append_tool_calls(const cJSON *msg, int i, srv_tools_fmt fmt, char *
             snprintf(param, sizeof param, "messages[%d].tool_calls[%d]", i, k);
             return bad_type(e, param, "an object {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", c);
         }
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(c, "type");
+        if (type && !(cJSON_IsString(type) && !strcmp(type->valuestring, "function"))) {   /* the only kind of call */
+            free(buf);
+            snprintf(param, sizeof param, "messages[%d].tool_calls[%d].type", i, k);
+            if (cJSON_IsString(type))
+                return srv_fail(e, 400, "invalid_request_error", param, "'%s' must be \"function\", got '%.40s'", param,
+                                type->valuestring);
+            return bad_type(e, param, "\"function\"", type);
+        }
         if (!cJSON_IsString(name)) {
             free(buf);
             snprintf(param, sizeof param, "messages[%d].tool_calls[%d].function.name", i, k);

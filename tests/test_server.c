@@ -712,6 +712,12 @@ static void test_tool_call_arguments(void **state) {
     snprintf(body, sizeof body, fmt, "null");
     assert_true(api_parse_request(SRV_CHAT, body, strlen(body), &r, &e));
     api_request_free(&r);
+    /* a call's type, when given, is "function" (the only kind) */
+    expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"tool_calls\": "
+                   "[{\"type\": \"nonfunction\", \"function\": {\"name\": \"f\", \"arguments\": \"{}\"}}]}]}",
+                   "messages[1].tool_calls[0].type", "'messages[1].tool_calls[0].type' must be \"function\", got 'nonfunction'");
+    expect_400(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"tool_calls\": "
+               "[{\"type\": 1, \"function\": {\"name\": \"f\"}}]}]}", "messages[1].tool_calls[0].type");
     expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": null}]}", "messages[0].content",
                    "'messages[0].content' is required for a 'user' message (a string or an array of text parts), got null");
     expect_400_msg(SRV_CHAT, "{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content",
