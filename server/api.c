@@ -672,6 +672,11 @@ static bool parse_tools(const cJSON *root, srv_tools_fmt fmt, srv_request *r, sr
      * made to call a tool, so "required" and a named function are refused, not ignored */
     if (choice && !cJSON_IsString(choice) && !cJSON_IsObject(choice))
         return bad_type(e, "tool_choice", "\"auto\" or \"none\"", choice);
+    if (choice && cJSON_IsString(choice) && strcmp(choice->valuestring, "auto") && strcmp(choice->valuestring, "none") &&
+        strcmp(choice->valuestring, "required"))
+        return srv_fail(e, 400, "invalid_request_error", "tool_choice",
+                        "'tool_choice' must be \"auto\" or \"none\" (OpenAI's \"required\" and a named function are not "
+                        "supported here), got '%.40s'", choice->valuestring);
     if (choice && (cJSON_IsObject(choice) || (strcmp(choice->valuestring, "auto") && strcmp(choice->valuestring, "none"))))
         return srv_fail(e, 400, "invalid_request_error", "tool_choice",
                         "'tool_choice' %s%.40s%s is not supported (a tool call cannot be forced); send \"auto\" or \"none\", or leave it out",

@@ -663,8 +663,11 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
     if (rc != 0) {
         srv_job_unref(j);
         srv_models_release(s->models, b);
-        return rc == -1 ? fail_w(s, c, w, 429, "rate_limit_error", NULL, "too many requests: the queue is full, retry later")
-                        : fail_w(s, c, w, 503, "unavailable_error", NULL, "the server is shutting down");
+        if (rc != -1) return fail_w(s, c, w, 503, "unavailable_error", NULL, "the server is shutting down");
+        char msg[160];
+        snprintf(msg, sizeof msg, "too many requests: every slot (-np %d) is busy and the queue is full (--queue %d); retry later",
+                 s->cfg.parallel, s->cfg.queue_max);
+        return fail_w(s, c, w, 429, "rate_limit_error", NULL, msg);
     }
     const int fd = conn_fd(c);
     if (j->req.stream) {

@@ -314,6 +314,11 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
             goto fail;
         }
         const char *t = type->valuestring;
+        if (strcmp(t, "auto") && strcmp(t, "none") && strcmp(t, "any") && strcmp(t, "tool")) {
+            bad(e, "tool_choice", "'tool_choice.type' must be \"auto\" or \"none\" (Anthropic's \"any\" and \"tool\" are not "
+                                  "supported here), got '%.32s'", t);
+            goto fail;
+        }
         if (strcmp(t, "auto") && strcmp(t, "none")) {
             bad(e, "tool_choice", "'tool_choice' {\"type\": \"%.32s\"} is not supported (a tool call cannot be forced); "
                                   "send {\"type\": \"auto\"} or {\"type\": \"none\"}", t);

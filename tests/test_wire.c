@@ -185,7 +185,9 @@ static void test_messages_request(void **state) {
          "'thinking.budget_tokens' (5) must be less than 'max_tokens' (5)"},
         {"tool_choice", "\"auto\"", "tool_choice",
          "'tool_choice' must be an object {\"type\": \"auto\"} or {\"type\": \"none\"}, got a string"},
-        {"tool_choice", "{\"name\":\"f\"}", "tool_choice", "'tool_choice.type' must be \"auto\" or \"none\", got nothing"}};
+        {"tool_choice", "{\"name\":\"f\"}", "tool_choice", "'tool_choice.type' must be \"auto\" or \"none\", got nothing"},
+        {"tool_choice", "{\"type\":\"x\"}", "tool_choice",
+         "'tool_choice.type' must be \"auto\" or \"none\" (Anthropic's \"any\" and \"tool\" are not supported here), got 'x'"}};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         snprintf(b, sizeof b, "{%s,\"%s\":%s}", ok, kinds[i].field, kinds[i].value);
         refused_msg(WIRE_ANTHROPIC, b, kinds[i].param, kinds[i].want);
