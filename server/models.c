@@ -297,10 +297,14 @@ static int backend_load(srv_models *t, srv_backend *b, srv_error *e) {
         if (rc == TERN_E_NOMEM && evict_one(t, b)) continue;
         break;
     }
-    if (rc != TERN_OK)
+    if (rc != TERN_OK) {
+        /* the client reads the reason without the server's path to the file (the log has it) */
+        fprintf(stderr, "tern serve: could not load '%s': %s\n", b->name, err.msg);
+        const size_t np = strlen(b->path);
+        const char *why = !strncmp(err.msg, b->path, np) && !strncmp(err.msg + np, ": ", 2) ? err.msg + np + 2 : err.msg;
         srv_fail(e, rc == TERN_E_NOMEM ? 503 : 500, rc == TERN_E_NOMEM ? "unavailable_error" : "server_error", "model",
-                 "model '%.100s' could not be loaded: %s", b->name, err.msg);
-    else fprintf(stderr, "tern serve: loaded '%s' (%d slot%s, context %d)\n", b->name, t->cfg.parallel,
+                 "model '%.100s' could not be loaded: %s", b->name, why);
+    } else fprintf(stderr, "tern serve: loaded '%s' (%d slot%s, context %d)\n", b->name, t->cfg.parallel,
                  t->cfg.parallel == 1 ? "" : "s", b->n_ctx);
     return rc;
 }

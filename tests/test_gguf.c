@@ -556,7 +556,7 @@ static void test_string_length_too_large(void **state) {
     bb b = {0};
     bb_hdr(&b, 3, 0, 1);
     bb_u64(&b, 1ull << 50); bb_put(&b, "general.name", 12); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (from 0)", "string length 1125899906842624", "expected at most");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "string length 1125899906842624", "expected at most");
     free(b.p);
     /* string value length */
     b = (bb){0};
@@ -569,7 +569,7 @@ static void test_string_length_too_large(void **state) {
     bb_hdr(&b, 3, 1, 0);
     bb_u64(&b, 1000); bb_put(&b, "w", 1); bb_u32(&b, 1); bb_u64(&b, 8); bb_u32(&b, 0); bb_u64(&b, 0);
     bb_data(&b, 32, 32);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "tensor name 0 (from 0)", "string length 1000", "expected at most");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "tensor name 0 (counting from 0)", "string length 1000", "expected at most");
     free(b.p);
 }
 
@@ -619,12 +619,12 @@ static void test_bad_value_types(void **state) {
     bb_hdr(&b, 3, 0, 1);
     bb_u64(&b, 0); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
     bb_data(&b, 1, 8);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (from 0)", "empty name");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "empty name");
     free(b.p);
     b = (bb){0};
     bb_hdr(&b, 3, 0, 1);
     bb_u64(&b, 3); bb_put(&b, "a\0b", 3); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (from 0)", "NUL");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "NUL");
     free(b.p);
     /* names that are not UTF-8 (GGUF strings are; a name is printed in messages): a stray byte,
      * a truncated sequence, an overlong form, a surrogate; the message shows the valid part only */
@@ -638,7 +638,7 @@ static void test_bad_value_types(void **state) {
         b = (bb){0};
         bb_hdr(&b, 3, 0, 1);
         bb_u64(&b, bad_names[i].n); bb_put(&b, bad_names[i].name, bad_names[i].n); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
-        EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (from 0)", "not valid UTF-8", bad_names[i].want);
+        EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "not valid UTF-8", bad_names[i].want);
         free(b.p);
     }
     b = (bb){0};                                       /* valid multi-byte UTF-8 is a name like any */

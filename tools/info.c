@@ -180,7 +180,7 @@ static const opt_def info_defs[] = {
     {INFO_BW, "--bw", OPT_FLOAT, "GB/s", 0.001, 1e6, NULL,
      "memory bandwidth for the decode ceiling (default 30: an example, not a\n"
      "                          measurement; measure yours with `tern bench-kernel`)"},
-    {INFO_POS, "--pos", OPT_INT, "N", 0, 2147483648.0, NULL, "position of the decoded token for the KV cache read (default 0)"},
+    {INFO_POS, "--pos", OPT_INT, "N", 0, 2147483647.0, NULL, "position of the decoded token for the KV cache read (default 0)"},
     {INFO_NO_TENSORS, "--no-tensors", OPT_FLAG, NULL, 0, 0, NULL, "omit the tensor table"},
 };
 

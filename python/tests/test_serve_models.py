@@ -161,3 +161,28 @@ def test_models_dir_warns_on_entries_not_files(tmp_path):
     for name, kind in (("x.gguf", "a directory"), ("pipe.gguf", "a FIFO")):
         want = "--models-dir: '%s' is %s, expected a regular file (a GGUF model); not served" % (d / name, kind)
         assert want in err, err
+
+
+def test_models_dir_bad_file(tmp_path):
+    # a file that is no GGUF model: 500 naming the model and the reason, not the server's path to
+    # it (the server's log has that); the other model is still served
+    d = tmp_path / "models"
+    d.mkdir()
+    os.symlink(require(STORIES), d / "stories.gguf")
+    (d / "bad.gguf").write_bytes(b"not a model at all")
+    port = free_port()
+    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(d), "-t", "1", "-np", "1", "-c", "256",
+                          "--port", str(port), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = "http://127.0.0.1:%d" % port
+        wait_http(url + "/health", time.time() + 30, p)
+        st, r = post_json(url, "/v1/completions", {"model": "bad", "prompt": "x", "max_tokens": 1})
+        msg = r["error"]["message"]
+        assert st == 500 and r["error"]["param"] == "model", r
+        assert msg.startswith("model 'bad' could not be loaded: ") and "GGUF" in msg and str(tmp_path) not in msg, msg
+        st, r = post_json(url, "/v1/completions", {"model": "stories", "prompt": "x", "max_tokens": 1})
+        assert st == 200, r
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    assert "could not load 'bad': %s" % (d / "bad.gguf") in err.decode(), err

@@ -168,7 +168,7 @@ static char *rd_name(rd *r, const char *what, uint64_t idx) {
     gguf_str s;
     const uint64_t at = r->off;
     char whatbuf[64];
-    snprintf(whatbuf, sizeof whatbuf, "%s %" PRIu64 " (from 0)", what, idx);
+    snprintf(whatbuf, sizeof whatbuf, "%s %" PRIu64 " (counting from 0)", what, idx);
     if (!rd_str(r, &s, whatbuf)) return NULL;
     if (s.n == 0) { rd_fail(r, TERN_E_FORMAT, "GGUF: %s at byte %" PRIu64 ": empty name, expected at least 1 byte", whatbuf, at); return NULL; }
     if (memchr(s.p, 0, s.n)) {
