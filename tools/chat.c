@@ -292,10 +292,12 @@ static void run_turn(chat *c, const char *user) {
      * fit even in an empty context (ids.n: its tokens in the template, plus one for the reply) is
      * too long for -c, and /clear would not help: say so with both numbers. */
     if (ids.n + 1 > n_ctx) {
+        char advice[96];                              /* -c takes at most 2^24 (model_opts.c) */
+        if (ids.n + 1 <= (1 << 24)) snprintf(advice, sizeof advice, "start tern chat with -c %d or more, or ", ids.n + 1);
+        else snprintf(advice, sizeof advice, "more than the largest -c (%d): ", 1 << 24);
         fprintf(stderr, "\n[this message is too long for the context (-c %d): it needs %d tokens (%s in the chat "
-                        "template, plus one for the reply); start tern chat with -c %d or more, or send a shorter "
-                        "message.]\n", n_ctx, ids.n + 1,
-                pos0 == 0 && c->o.system ? "the system prompt and the message" : "the message", ids.n + 1);
+                        "template, plus one for the reply); %ssend a shorter message.]\n", n_ctx, ids.n + 1,
+                pos0 == 0 && c->o.system ? "the system prompt and the message" : "the message", advice);
         ids_free(&ids);
         c->turn--;
         return;
