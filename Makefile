@@ -98,8 +98,11 @@ help:
 	@echo "make load-test    bounded load test of tern serve (LOAD_SECONDS=60, LOAD_MODEL=synthetic 1.7B, LOAD_MODELS_MB=its F32 and F16 8-block copies)"
 	@echo "make clean"
 
+# With other goals and none of them a test (make deps run, make deps lib), only the build
+# packages; with a test goal (make deps test) or alone, the test tools too.
+DEPS_GOALS := $(filter-out deps,$(MAKECMDGOALS))
 deps:
-	@sh scripts/deps.sh
+	@sh scripts/deps.sh $(if $(DEPS_GOALS),$(if $(findstring test,$(DEPS_GOALS)),,--build))
 
 # `make -j2 deps run` (or MAKEFLAGS=-j): the packages must be in place before anything compiles,
 # so with deps among the goals the goals run one after the other, in the order given.
@@ -167,7 +170,7 @@ test-python: $(TERN_BIN) $(B)/libtern.so
 	TERN_SHARED=$(SHARED) TERN_BIN=./$(TERN_BIN) TERN_LIB= sh scripts/test.sh ./$(TEST_BIN) 1 python
 
 run: $(TERN_BIN)
-	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) run -m "$(MODEL)" -p "Once upon a time" -n 200; \
+	@if [ -f "$(MODEL)" ]; then ./$(TERN_BIN) run -m "$(MODEL)" -p "Once upon a time" -n 200 --echo; \
 	else echo "make run: no model at $(MODEL) (models/stories260K.gguf ships with the repository); give MODEL=path/to/model.gguf" >&2; exit 1; fi
 
 debug:

@@ -6,14 +6,18 @@
 # Debian multiarch (dpkg --add-architecture arm64), plus the cross compiler and qemu-user.
 # --windows adds the mingw-w64 cross compiler (posix threads: winpthreads) and wine for
 # `make windows` / `make test-windows`; the libraries come from scripts/win_deps.sh.
+# --build: only what building ./tern and libtern needs (compiler, make, pkg-config, cJSON,
+# utf8proc, libmicrohttpd): `make deps run` passes it; the test tools (cmocka, Python modules,
+# HAProxy, Node.js and npm packages, Chromium) come with `make deps test` or a plain `make deps`.
 set -eu
-ci=0; cross=0; windows=0
+ci=0; cross=0; windows=0; build_only=0
 for a in "$@"; do
     case "$a" in
         --ci) ci=1 ;;
         --cross) cross=1 ;;
         --windows) windows=1 ;;
-        *) echo "deps: unknown option $a (use --ci, --cross, --windows)" >&2; exit 2 ;;
+        --build) build_only=1 ;;
+        *) echo "deps: unknown option $a (use --build, --ci, --cross, --windows)" >&2; exit 2 ;;
     esac
 done
 pkgs=""
@@ -26,19 +30,25 @@ need() { # need <header-or-command> <package>
 need cc gcc
 need make make
 need pkg-config pkg-config
-need /usr/include/cmocka.h libcmocka-dev
 need /usr/include/cjson/cJSON.h libcjson-dev
 need /usr/include/utf8proc.h libutf8proc-dev
 need /usr/include/microhttpd.h libmicrohttpd-dev
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if [ "$build_only" = 1 ]; then
+    if [ -z "$pkgs" ]; then echo "deps: the build packages are present"; exit 0; fi
+    echo "deps: installing:$pkgs"
+    $SUDO apt-get install -y -q $pkgs || { $SUDO apt-get update -q && $SUDO apt-get install -y -q $pkgs; }
+    exit 0
+fi
+need /usr/include/cmocka.h libcmocka-dev
 if [ "$ci" = 1 ]; then
     need clang clang
     need /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
     need aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
     need qemu-aarch64 qemu-user
 fi
-SUDO=""
-[ "$(id -u)" = 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
 if [ "$cross" = 1 ]; then
     need aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
     need qemu-aarch64 qemu-user
