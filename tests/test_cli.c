@@ -729,6 +729,25 @@ static bool utf8_ok(const char *s) {
  * each maximal invalid subpart shown as one U+FFFD. Chat input: replaced by U+FFFD, with a notice.
  * Both tokenizer kinds (SentencePiece stories260K: -p, -f, chat with bad bytes and with a NUL;
  * byte-level BPE qwen3-tiny: -p and chat); never a crash. */
+/* A prompt that starts with BOS (written with --parse-special) on a model that adds BOS itself:
+ * a warning that the sequence starts with two (as llama.cpp warns); without --parse-special the
+ * text "<s>" is plain text and nothing is said. */
+static void test_run_double_bos(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    const char *warn = "tern run: warning: the prompt starts with the BOS token and the model adds one too: two BOS tokens";
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "run -m '%s' -p '<s>Once' --parse-special -n 2 --temp 0 --no-progress", model);
+    if (rc != 0 || !strstr(err, warn)) fail_msg("--parse-special '<s>Once': exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+    rc = ru_tern(&out, &err, "run -m '%s' -p '<s>Once' -n 2 --temp 0 --no-progress", model);
+    if (rc != 0 || strstr(err, "two BOS")) fail_msg("'<s>Once' as text: exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+}
+
 static void test_invalid_utf8_input(void **state) {
     (void)state;
     char spm[1024], bpe[1024], file[512], input[512];
@@ -829,6 +848,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_default_ctx_trained),
         cmocka_unit_test(test_readme_usage),
         cmocka_unit_test(test_run_continuation_keeps_space),
+        cmocka_unit_test(test_run_double_bos),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),
     };

@@ -155,6 +155,9 @@ int cmd_run(int argc, char **argv) {
         fail_msg(&err, TERN_E_ARG, "empty prompt and the model has no BOS token: give a prompt with -p");
         goto done;
     }
+    if (add_bos && info.bos >= 0 && n_tok >= 2 && toks[0] == info.bos && toks[1] == info.bos)   /* as llama.cpp warns */
+        fprintf(stderr, "tern run: warning: the prompt starts with the BOS token and the model adds one too: two BOS "
+                        "tokens (leave the prompt's own out, or drop --parse-special)\n");
     if (n_tok >= tern_session_n_ctx(s)) {
         char src[300];
         if (prompt_file) snprintf(src, sizeof src, "the prompt file '%.256s' (-f)", prompt_file);
