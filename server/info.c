@@ -201,7 +201,7 @@ char *info_props(const tern_model *m, const info_props_in *in) {
     }
     cJSON_AddNumberToObject(root, "total_slots", in->n_slots);
     /* the template in force: the name given with --chat-template, else the file's Jinja text
-     * (tern renders it by its detected family), else "" (ChatML is used) */
+     * (tern renders it by its detected family), else "chatml" (the fallback, by its name) */
     const int n_t = tern_model_meta_str(m, "tokenizer.chat_template", NULL, 0);
     char *t = NULL;
     if (in->tmpl) t = api_utf8_dup(in->tmpl, strlen(in->tmpl));
@@ -211,7 +211,7 @@ char *info_props(const tern_model *m, const info_props_in *in) {
         free(t);
         t = fixed;
     }
-    cJSON_AddStringToObject(root, "chat_template", t ? t : "");
+    cJSON_AddStringToObject(root, "chat_template", t ? t : "chatml");
     free(t);
     cJSON_AddStringToObject(root, "build_info", "tern " TERN_VERSION);
     tern_model_info info;

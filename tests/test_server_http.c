@@ -2817,6 +2817,19 @@ static void test_props_slots_model(void **state) {
     assert_memory_equal(got, tmpl.p, tmpl.n);
     gguf_close(g);
     cJSON_Delete(p);
+    {   /* a model without a template: the ChatML fallback, by its name */
+        tern_model *st = load(STORIES);
+        srv *s2 = start(st, 1, 256, 0, 0, NULL, 0);
+        out = http(s2, "GET", "/props", NULL, NULL, &code);
+        cJSON *p2 = cJSON_Parse(out);
+        if (code != 200 || !cJSON_IsString(cJSON_GetObjectItem(p2, "chat_template")) ||
+            strcmp(cJSON_GetObjectItem(p2, "chat_template")->valuestring, "chatml"))
+            fail_msg("/props of stories260K (no template in the file): expected chat_template \"chatml\": %s", out);
+        free(out);
+        cJSON_Delete(p2);
+        srv_stop(s2);
+        tern_model_free(st);
+    }
     /* a request: afterwards one slot caches at least its prompt, none is busy */
     cJSON *r = http_json(s, "/v1/completions", "{\"prompt\":\"The cat sat on the mat\",\"max_tokens\":4,\"temperature\":0}", 200);
     const int n_prompt = usage(r, "prompt_tokens");
