@@ -979,20 +979,22 @@ static void test_prompt_file_newline_and_nul(void **state) {
 }
 
 /* chat -sys "" is no system prompt (llama.cpp's -sys ""): the first turn's prompt is the one
- * without -sys, token for token; a non-empty one adds its turn. */
+ * without -sys, token for token; a non-empty one adds its turn. Lines of only blanks before the
+ * message are no messages: "Hi" is turn 1, and there is no turn 2. */
 static void test_chat_empty_system(void **state) {
     (void)state;
     char model[1024], input[512];
     fx_require(model, sizeof model, STORIES);
     fx_tmp_path(input, sizeof input, "chat-sys.txt");
-    write_file(input, "Hi\n", 3);
+    write_file(input, "   \n\t \nHi\n", 9);
     const char *sys[3] = {"", " -sys ''", " -sys 'Be brief.'"};
     int n[3];
     for (int i = 0; i < 3; i++) {
         char *out = NULL, *err = NULL;
         const int rc = ru_tern(&out, &err, "chat -m '%s' -n 1 --temp 0 -t 1%s < '%s'", model, sys[i], input);
         const char *t = strstr(err, "[turn 1: ");
-        if (rc != 0 || !t || sscanf(t, "[turn 1: %d new prompt tokens", &n[i]) != 1) fail_msg("chat%s: exit %d, %s", sys[i], rc, err);
+        if (rc != 0 || !t || sscanf(t, "[turn 1: %d new prompt tokens", &n[i]) != 1 || strstr(err, "[turn 2: "))
+            fail_msg("chat%s: exit %d, %s", sys[i], rc, err);
         free(out);
         free(err);
     }

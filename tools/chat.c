@@ -461,7 +461,9 @@ int cmd_chat(int argc, char **argv) {
         }
         line_no++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
-        if (n == 0) continue;
+        ssize_t blank = 0;                                 /* an empty or all-blank line is no message */
+        while (blank < n && (line[blank] == ' ' || line[blank] == '\t')) blank++;
+        if (blank == n) continue;
         const size_t nul = strlen(line), ok = tern_utf8_valid_len(line, (size_t)n);
         if (nul != (size_t)n || ok != (size_t)n) {
             /* not UTF-8 text (or a NUL byte): sent with U+FFFD for each invalid sequence */
