@@ -13,6 +13,11 @@ pass=0; fail=0; skip=0
 ok() { echo "windows: ok: $1"; pass=$((pass + 1)); }
 bad() { echo "windows: FAILED: $1"; fail=$((fail + 1)); }
 
+# Create or update the prefix first and wait for wine's background setup to end (wineboot starts
+# on the first call and runs beside the next ones; a program started meanwhile can fail to start).
+timeout 120 wineboot -u >/dev/null 2>&1
+timeout 60 wineserver -w >/dev/null 2>&1
+
 # 1. The C suites. Left out: test_synth_tokenizer_e2e runs `tern synth` through popen with POSIX
 #    shell quoting, which cmd.exe does not parse.
 log="$dir/tests/run.log"
@@ -39,18 +44,18 @@ if [ -f "$model" ] && [ -f "$want" ]; then
     rc=$?
     { cat "$want"; printf '\n'; } > "$got.want"
     if [ "$rc" = 0 ] && sed '1s/^ //' "$got" | cmp -s - "$got.want"; then ok "stories260K greedy = llama2.c's 200 steps"
-    else bad "stories260K greedy (exit $rc): $(sed '1s/^ //' "$got" | cmp - "$got.want" 2>&1)"; fi
+    else bad "stories260K greedy (exit $rc): $(sed '1s/^ //' "$got" | cmp - "$got.want" 2>&1); stderr: $(head -c 400 "$got.err")"; fi
     # the same with --mmap (read into memory on Windows) and 3 threads
     $W "$dir/tern.exe" run -m "$model" -p "" -n 200 --temp 0 --no-progress --mmap -t 3 > "$got" 2> "$got.err"
     rc=$?
     if [ "$rc" = 0 ] && sed '1s/^ //' "$got" | cmp -s - "$got.want"; then ok "stories260K greedy, --mmap -t 3"
-    else bad "stories260K greedy --mmap -t 3 (exit $rc)"; fi
+    else bad "stories260K greedy --mmap -t 3 (exit $rc); stderr: $(head -c 400 "$got.err")"; fi
     # argv in UTF-8: a prompt with non-ASCII characters reaches the tokenizer as UTF-8 (the
     # CRT's ANSI argv would turn them into '?', and --echo would print those)
     $W "$dir/tern.exe" run -m "$model" -p "Élan café 日本" -n 1 --temp 0 --echo --no-progress > "$got" 2> "$got.err"
     rc=$?
     if [ "$rc" = 0 ] && head -c 24 "$got" | grep -q "Élan café 日本"; then ok "UTF-8 argv and output"
-    else bad "UTF-8 argv and output (exit $rc): $(head -c 80 "$got" | od -c | head -n 3)"; fi
+    else bad "UTF-8 argv and output (exit $rc): $(head -c 80 "$got" | od -c | head -n 3); stderr: $(head -c 400 "$got.err")"; fi
 else
     if [ "${CI:-}" = true ]; then bad "missing $model or $want"; else echo "windows: skipped: no $model"; skip=$((skip + 1)); fi
 fi
