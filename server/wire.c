@@ -374,8 +374,8 @@ static cJSON *last_assistant(cJSON *msgs) {
 }
 
 /* The first of a Responses item's required string fields (a NULL-ended list) that is missing or
- * not a string, as a 400 naming it and what came ('input[2].arguments' must be a string (a JSON
- * text: the call's arguments), got 5); true when they are all strings. */
+ * not a string, as a 400 naming it and what came ('input[2].arguments' (function_call) must be a
+ * string (the call's arguments as a JSON text), got 5); true when they are all strings. */
 static bool resp_strings(const cJSON *it, const char *param, const char *type, const char *const *names, srv_error *e) {
     for (int k = 0; names[k]; k++) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(it, names[k]);

@@ -38,10 +38,12 @@ def folder(tmp_path):
     return d
 
 
-def _serve_dir(folder, budget):
+def _serve_dir(folder, budget=None, ctx=2048):
+    """tern serve --models-dir folder, one slot of ctx tokens, with TERN_MEM_AVAILABLE=budget when
+    given; returns (the process, its stderr a pipe; its base URL) once /health answers."""
     port = free_port()
-    env = dict(os.environ, TERN_MEM_AVAILABLE=str(budget))
-    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(folder), "-t", "1", "-np", "1", "-c", "2048",
+    env = dict(os.environ, TERN_MEM_AVAILABLE=str(budget)) if budget else None
+    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(folder), "-t", "1", "-np", "1", "-c", str(ctx),
                           "--port", str(port), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     wait_http("http://127.0.0.1:%d/health" % port, time.time() + 30, p)
     return p, "http://127.0.0.1:%d" % port
@@ -147,12 +149,8 @@ def test_models_dir_warns_on_entries_not_files(tmp_path):
     os.symlink(require(STORIES), d / "stories.gguf")
     (d / "x.gguf").mkdir()
     os.mkfifo(d / "pipe.gguf")
-    port = free_port()
-    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(d), "-t", "1", "-np", "1", "-c", "256",
-                          "--port", str(port), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p, url = _serve_dir(d, ctx=256)
     try:
-        url = "http://127.0.0.1:%d" % port
-        wait_http(url + "/health", time.time() + 30, p)
         assert _states(url) == {"stories": "unloaded"}
     finally:
         p.terminate()
@@ -170,12 +168,8 @@ def test_models_dir_bad_file(tmp_path):
     d.mkdir()
     os.symlink(require(STORIES), d / "stories.gguf")
     (d / "bad.gguf").write_bytes(b"not a model at all")
-    port = free_port()
-    p = subprocess.Popen([tern_bin(), "serve", "--models-dir", str(d), "-t", "1", "-np", "1", "-c", "256",
-                          "--port", str(port), "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p, url = _serve_dir(d, ctx=256)
     try:
-        url = "http://127.0.0.1:%d" % port
-        wait_http(url + "/health", time.time() + 30, p)
         st, r = post_json(url, "/v1/completions", {"model": "bad", "prompt": "x", "max_tokens": 1})
         msg = r["error"]["message"]
         assert st == 500 and r["error"]["param"] == "model", r
