@@ -104,8 +104,9 @@ DEPS_GOALS := $(filter-out deps,$(MAKECMDGOALS))
 deps:
 	@sh scripts/deps.sh $(if $(DEPS_GOALS),$(if $(findstring test,$(DEPS_GOALS)),,--build))
 
-# `make -j2 deps run` (or MAKEFLAGS=-j): the packages must be in place before anything compiles,
-# so with deps among the goals the goals run one after the other, in the order given.
+# `make deps run`: the packages must be in place before anything compiles, so with deps among the
+# goals everything runs one at a time, in the order given (a -j is given up for that run:
+# `make deps && make -j2 run` compiles in parallel).
 ifneq ($(filter deps,$(MAKECMDGOALS)),)
 .NOTPARALLEL:
 endif

@@ -395,8 +395,14 @@ static bool resp_item(const cJSON *it, int i, cJSON *msgs, srv_error *e) {
     const char *t = cJSON_IsString(type) ? type->valuestring : "message";
     if (!strcmp(t, "message")) {
         const char *r = cJSON_IsString(role) ? role->valuestring : "";
-        if (strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "system") && strcmp(r, "developer"))
-            return bad(e, param, "'%s.role' must be \"user\", \"assistant\", \"system\" or \"developer\"", param);
+        if (strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "system") && strcmp(r, "developer")) {
+            char g[32], got[64];
+            const cJSON *raw = cJSON_GetObjectItemCaseSensitive(it, "role");   /* null as well as absent */
+            if (cJSON_IsString(raw)) snprintf(got, sizeof got, "'%.40s'", raw->valuestring);
+            else snprintf(got, sizeof got, "%s", raw ? api_got(raw, g) : "nothing");
+            return srv_fail(e, 400, "invalid_request_error", param,
+                            "'%s.role' must be \"user\", \"assistant\", \"system\" or \"developer\", got %s", param, got);
+        }
         char cp[80];
         snprintf(cp, sizeof cp, "input[%d].content", i);
         char *text = text_of(api_field(it, "content"), cp, resp_text, e);

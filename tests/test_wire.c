@@ -269,6 +269,10 @@ static void test_responses_request(void **state) {
     refused(WIRE_RESPONSES, "{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\"}}}", "text.format");
     refused(WIRE_RESPONSES, "{\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"}]}", "tools[0]");
     refused(WIRE_RESPONSES, "{\"input\":[{\"type\":\"web_search_call\"}]}", "input[0]");
+    refused_msg(WIRE_RESPONSES, "{\"input\":[{\"role\":\"wizard\",\"content\":\"x\"}]}", "input[0]",
+                "'input[0].role' must be \"user\", \"assistant\", \"system\" or \"developer\", got 'wizard'");
+    refused_msg(WIRE_RESPONSES, "{\"input\":[{\"content\":\"x\"}]}", "input[0]",
+                "'input[0].role' must be \"user\", \"assistant\", \"system\" or \"developer\", got nothing");
     refused_msg(WIRE_RESPONSES, "{\"input\":[{\"type\":\"function_call\",\"call_id\":\"c1\",\"name\":\"f\",\"arguments\":5}]}",
                 "input[0]", "'input[0].arguments' (function_call) must be a string (the call's arguments as a JSON text), got 5");
     refused_msg(WIRE_RESPONSES, "{\"input\":[{\"role\":\"user\",\"content\":\"x\"},{\"type\":\"function_call\",\"name\":\"f\",\"arguments\":\"{}\"}]}",
