@@ -160,6 +160,7 @@ enum {
     KCPU_AVX2 = 1u << 0,       /* AVX2 + FMA + F16C, OS saves ymm */
     KCPU_AVX512VNNI = 1u << 1, /* AVX-512 F/BW/VL/DQ/VNNI, OS saves zmm + opmask */
     KCPU_AVXVNNI = 1u << 2,    /* AVX-VNNI (VEX vpdpbusd on ymm: CPUID.(7,1):EAX[4]), OS saves ymm */
+    KCPU_GFNI = 1u << 3,       /* GFNI (CPUID.(7,0):ECX[8]); set only beside KCPU_AVX512VNNI, for the zmm form */
     KCPU_NEON = 1u << 8,
     KCPU_DOTPROD = 1u << 9,
     KCPU_I8MM = 1u << 10,
@@ -248,8 +249,9 @@ static inline float kern_lane_reduce(float acc[16]) {
 }
 
 /* One 16-row group against nc columns (the tile of a kern_r16_mm pass): ac[c] the columns'
- * activations, out[c] where their 16 outputs go (rows in keep only), isum[c] their per-block
- * sums (NULL: none; stride isum_stride). n_cols: the whole matmul's column count. */
+ * activations, consecutive columns of one kern_act (ac[c] = ac[0] + c x the column stride: the
+ * x86 tiles rely on it), out[c] where their 16 outputs go (rows in keep only), isum[c] their
+ * per-block sums (NULL: none; stride isum_stride). n_cols: the whole matmul's column count. */
 typedef void (*kern_r16_group_fn)(const void *B, int64_t nb, int nc, int n_cols, const kact_fast *const *ac,
                                   float *const *out, unsigned keep, int32_t *const *isum, int64_t isum_stride);
 
