@@ -345,8 +345,15 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
             bad(e, "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got '%.32s'", t);
             goto fail;
         }
-        /* as Anthropic's API: the thinking budget is part of max_tokens, so it must be less */
+        /* as Anthropic's API: thinking enabled names its budget, which is part of max_tokens and so
+         * must be less */
         const cJSON *budget = api_field(th, "budget_tokens"), *max = api_field(root, "max_tokens");
+        if (!strcmp(t, "enabled") && !budget) {
+            const cJSON *raw = cJSON_GetObjectItemCaseSensitive(th, "budget_tokens");   /* null as well as absent */
+            bad(e, "thinking", "'thinking.budget_tokens' is required when 'thinking.type' is \"enabled\" (the thinking's "
+                "token budget, less than 'max_tokens'), got %s", raw ? api_got(raw, g) : "nothing");
+            goto fail;
+        }
         if (!strcmp(t, "enabled") && cJSON_IsNumber(budget) && cJSON_IsNumber(max) && budget->valuedouble >= max->valuedouble) {
             char gb[32], gm[32];
             srv_fail(e, 400, "invalid_request_error", "thinking", "'thinking.budget_tokens' (%s) must be less than 'max_tokens' (%s)",

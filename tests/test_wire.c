@@ -180,6 +180,12 @@ static void test_messages_request(void **state) {
         {"thinking", "{\"type\":null}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got null"},
         {"thinking", "{\"type\":1}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got 1"},
         {"thinking", "{\"type\":\"on\"}", "thinking", "'thinking.type' must be \"enabled\" or \"disabled\", got 'on'"},
+        {"thinking", "{\"type\":\"enabled\"}", "thinking",
+         "'thinking.budget_tokens' is required when 'thinking.type' is \"enabled\" (the thinking's token budget, less than "
+         "'max_tokens'), got nothing"},
+        {"thinking", "{\"type\":\"enabled\",\"budget_tokens\":null}", "thinking",
+         "'thinking.budget_tokens' is required when 'thinking.type' is \"enabled\" (the thinking's token budget, less than "
+         "'max_tokens'), got null"},
         /* max_tokens is 5: the budget is part of it (as Anthropic's API says) */
         {"thinking", "{\"type\":\"enabled\",\"budget_tokens\":5}", "thinking",
          "'thinking.budget_tokens' (5) must be less than 'max_tokens' (5)"},
