@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
         tern_err e = {0};
         const int rc = tern_set_isa(isa, &e);
         if (rc == TERN_E_ARG) {                      /* a misspelt path: the run would not test what was asked */
-            fprintf(stderr, "%s: TERN_ISA='%s': %s\n", argv[0], isa, e.msg);
+            fprintf(stderr, "%s: TERN_ISA: %s\n", argv[0], e.msg);
             return 2;
         }
         if (rc != TERN_OK) fprintf(stderr, "warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);

@@ -112,7 +112,8 @@ int main(int argc, char **argv) {
         usage(argc < 2 ? stderr : stdout);
         return close_stdout(NULL, argc < 2 ? 2 : 0);
     }
-    /* TERN_ISA is checked before any command runs (opts_env_isa): an unknown name is exit 1. */
+    /* TERN_ISA is checked before any command runs (opts_env_isa): an unknown name is exit 1, as
+     * for the other TERN_ variables. */
     tern_err isa_err = {0};
     if (opts_env_isa(&isa_err) != TERN_OK) {
         fprintf(stderr, "tern: %s\n", isa_err.msg);

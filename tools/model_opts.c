@@ -175,7 +175,7 @@ int opts_env_isa(tern_err *err) {
     if (!isa || !*isa) return TERN_OK;
     tern_err e = {0};
     const int rc = tern_set_isa(isa, &e);
-    if (rc == TERN_E_ARG) return tern_err_set(err, TERN_E_ARG, "TERN_ISA='%s': %s", isa, e.msg);   /* a misspelling */
+    if (rc == TERN_E_ARG) return tern_err_set(err, TERN_E_ARG, "TERN_ISA: %s", e.msg);   /* a misspelling; the message has the name */
     if (rc != TERN_OK) fprintf(stderr, "tern: warning: TERN_ISA=%s: %s; using the best available path\n", isa, e.msg);
     return TERN_OK;
 }
