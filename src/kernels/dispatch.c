@@ -66,6 +66,7 @@ static uint32_t detect(void) { return 0; }
 
 static uint32_t g_cpu;
 static bool g_cpu_done;
+static uint32_t g_cpu_hidden;   /* kern_cpu_hide */
 static const kern_table *g_active;
 
 uint32_t kern_cpu_features(void) {
@@ -73,8 +74,10 @@ uint32_t kern_cpu_features(void) {
         __atomic_store_n(&g_cpu, detect(), __ATOMIC_RELAXED);
         __atomic_store_n(&g_cpu_done, true, __ATOMIC_RELEASE);
     }
-    return __atomic_load_n(&g_cpu, __ATOMIC_RELAXED);
+    return __atomic_load_n(&g_cpu, __ATOMIC_RELAXED) & ~__atomic_load_n(&g_cpu_hidden, __ATOMIC_RELAXED);
 }
+
+void kern_cpu_hide(uint32_t bits) { __atomic_store_n(&g_cpu_hidden, bits, __ATOMIC_RELAXED); }
 
 static bool runnable(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }
 

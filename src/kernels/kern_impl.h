@@ -186,8 +186,11 @@ extern const kern_table kern_table_avx512vnni;
 
 /* NULL-terminated list of the tables compiled in, worst -> best (tests walk all of them). */
 extern const kern_table *const kern_tables[];
-/* KCPU_* bits of this host (computed once). */
+/* KCPU_* bits of this host (computed once), less those hidden by kern_cpu_hide. */
 uint32_t kern_cpu_features(void);
+/* Tests: report the KCPU_* bits given as absent from now on (0: none), so that the code a table
+ * chooses by a feature bit inside it (the AVX-512 tiles without GFNI) runs on a host that has it. */
+void kern_cpu_hide(uint32_t bits);
 /* The table kern_matmul uses now. */
 const kern_table *kern_active(void);
 /* x86/act_avx2.c (AVX2 only): max |x| of a full 128-value block, and its rounding into qs with the
