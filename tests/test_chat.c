@@ -272,6 +272,29 @@ static char *wait_for(const tmux *t, const char *what, int times, double secs) {
     }
 }
 
+/* Waits (up to secs) until the screen shows something after the line that holds the last
+ * occurrence of `line`: the chat read that message and its reply began. A Ctrl-C typed before the
+ * chat has read the line would be a Ctrl-C at the prompt, since the terminal discards its pending
+ * input on ^C; under load the read can lag the typing by any amount. */
+static void wait_reply(const tmux *t, const char *line, double secs) {
+    const double end = now_s() + secs;
+    for (;;) {
+        char *s = screen(t);
+        const char *last = NULL;
+        for (const char *p = s; (p = strstr(p, line)); p += strlen(line)) last = p;
+        const char *nl = last ? strchr(last, '\n') : NULL;
+        bool begun = false;
+        for (const char *p = nl; p && *p && !begun; p++) begun = *p != ' ' && *p != '\n';
+        if (begun) {
+            free(s);
+            return;
+        }
+        if (now_s() > end) fail_msg("no reply began after '%s':\n%s", line, s);
+        free(s);
+        usleep(20 * 1000);
+    }
+}
+
 static void keys(const tmux *t, const char *k) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "tmux -L %s send-keys -t %s %s", t->name, t->name, k);
@@ -324,24 +347,26 @@ static void test_chat_in_terminal(void **state) {
     snprintf(cmd, sizeof cmd, "tmux -L %s kill-session -t %s", t.name, t.name);
     if (system(cmd) != 0) print_message("tmux kill-session failed\n");
 
-    /* a long reply interrupted with Ctrl-C: the session goes on; /clear; thinking hidden */
+    /* a long reply interrupted with Ctrl-C: the session goes on; /clear; thinking hidden. With
+     * -n -1 a reply runs until Ctrl-C or the context is full (16384 tokens take this model seconds,
+     * where its default 1024 tokens can end before the Ctrl-C arrives on a fast machine). */
     snprintf(t.name, sizeof t.name, "tern-test-%ld-b", (long)getpid());
     snprintf(cmd, sizeof cmd,
-             "tmux -L %s new-session -d -s %s -x 160 -y 50 \"%s chat -m %s --chat-template chatml --temp 0 -c 4096 -t 1; "
+             "tmux -L %s new-session -d -s %s -x 160 -y 50 \"%s chat -m %s --chat-template chatml --temp 0 -c 16384 -n -1 -t 1; "
              "echo CHAT-EXITED; sleep 30\"",
              t.name, t.name, bin, model);
     assert_int_equal(system(cmd), 0);
     s = wait_for(&t, "> ", 1, 20);
     free(s);
     keys(&t, "'Count to a thousand' Enter");
-    usleep(300 * 1000);
+    wait_reply(&t, "Count to a thousand", 30);
     keys(&t, "C-c");
     s = wait_for(&t, "[stopped]", 1, 30);
     free(s);
     s = wait_for(&t, "[turn 1:", 1, 10);
     free(s);
     keys(&t, "'Hi again' Enter");
-    usleep(300 * 1000);
+    wait_reply(&t, "Hi again", 30);
     keys(&t, "C-c");
     s = wait_for(&t, "[turn 2:", 1, 30);              /* the conversation continued: turn 2 */
     free(s);
@@ -349,7 +374,7 @@ static void test_chat_in_terminal(void **state) {
     s = wait_for(&t, "[new conversation]", 1, 10);
     free(s);
     keys(&t, "'Fresh start' Enter");
-    usleep(300 * 1000);
+    wait_reply(&t, "Fresh start", 30);
     keys(&t, "C-c");
     s = wait_for(&t, "[turn 1:", 2, 30);              /* numbering restarts after /clear */
     assert_null(strstr(s, "CHAT-EXITED"));
