@@ -221,6 +221,7 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
 #define R16_NC 16
 #define R16_PF 4   /* prefetch distance in blocks (2.2 KB; 16 blocks = 8.7 KB ahead streamed the
                       * K = 2048 lm_head at ~70% of the bus against ~92%: tern bench-kernel --decode-seq) */
+#define R16_PF_L2 16   /* tiles of 2..8 columns: a second prefetch, into L2, 16 blocks (8.7 KB) ahead */
 
 /* The emulated build (tests on hosts without AVX-512) compiles one r16_tile with NC at run time
  * and no unrolling: the same operations in the same order, so the same bits and the same data
@@ -360,10 +361,21 @@ R16_UNROLL16
         {   /* prefetch R16_PF blocks ahead, every line of the block, at every width: a tile of 2+
              * columns left to the hardware prefetcher stalls on the stream and its columns'
              * vpdpbusd add to the stall instead of running under it (a streamed 4-column matmul
-             * took ~2.1x the 1-column time without, ~1.4x with the prefetch) */
+             * took ~2.1x the 1-column time without, ~1.4x with the prefetch). Tiles of 2..8
+             * columns, whose compute per block is about the time DRAM takes to deliver one, also
+             * prefetch R16_PF_L2 blocks ahead into L2, so more lines are in flight than the L1
+             * prefetches alone keep: on Zen 5 the 4-column matmul went from 52% to 64-68% of the
+             * vpdpbusd peak (tern bench-kernel). One column (decode) and 9+ columns (prefill,
+             * compute-bound) ran no faster with it. */
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
 R16_UNROLL9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
+            if (NC >= 2 && NC <= 8) {
+                const uintptr_t p2 = (uintptr_t)blk + R16_PF_L2 * sizeof(kern_r16_block);
+R16_UNROLL9
+                for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64)
+                    _mm_prefetch((const char *)(p2 + (uintptr_t)o), _MM_HINT_T1);
+            }
         }
 #ifndef KERN_EMU512
         if (R16_WIDE(NC)) {   /* column 0 and column 9 at block b; kept in two registers */
@@ -559,7 +571,8 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16t_block *blk = B + b;
-        {   /* prefetch R16_PF blocks ahead, every line (as the PQ2_0 tile) */
+        {   /* prefetch R16_PF blocks ahead, every line (as the PQ2_0 tile; the L2 prefetch of its
+             * 2..8-column tiles made no difference here, where the base-3 unpack sets the rate) */
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16t_block);   /* may pass the end: never faults */
 R16_UNROLL8
             for (int o = 0; o < (int)sizeof(kern_r16t_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
