@@ -292,6 +292,53 @@ static void test_gdn_delta_token_isa_bits(void **state) {
     }
 }
 
+/* gdn_delta_tokens: n tokens in one call (each column tile through all of them) == the scalar
+ * loops token after token, bit for bit, for n = 1..GDN_CHUNK, several d (tiles of 64, 32, 16 and
+ * 8 columns: 88 = 64 + 16 + 8), inputs at a stride, with and without the output, on the generic,
+ * AVX2 and AVX-512 (16-lane) builds where the CPU runs them. */
+static void test_gdn_delta_tokens_bits(void **state) {
+    (void)state;
+    const int ds[] = {8, 48, 88, 128};
+    const char *isas[3] = {"generic", "avx2", "avx512"};
+    for (size_t di = 0; di < sizeof ds / sizeof ds[0]; di++) {
+        const int d = ds[di], ld = 3 * d + 5;   /* token i's q, k, v at i ld (a row of a larger buffer) */
+        const size_t dd = (size_t)d * (size_t)d;
+        float *S0 = malloc(sizeof(float) * dd), *S1 = malloc(sizeof(float) * dd);
+        float *in = malloc(sizeof(float) * (size_t)ld * GDN_CHUNK), *o0 = malloc(sizeof(float) * (size_t)ld * GDN_CHUNK);
+        float *o1 = malloc(sizeof(float) * (size_t)ld * GDN_CHUNK), bg[2 * GDN_CHUNK];
+        for (int ii = 0; ii < 3; ii++) {
+#if defined(__x86_64__) || defined(__i386__)
+            if (ii == 1 && !__builtin_cpu_supports("avx2")) continue;
+            if (ii == 2 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f"))) continue;
+#else
+            if (ii >= 1) continue;
+#endif
+            for (int n = 1; n <= GDN_CHUNK; n++) {
+                for (int out = 0; out < 2; out++) {
+                    for (size_t e = 0; e < dd; e++) S0[e] = S1[e] = 0.3f * nrand();
+                    for (int i = 0; i < n; i++) {
+                        float *t = in + (size_t)i * ld;
+                        for (int e = 0; e < d; e++) { t[e] = nrand(); t[d + e] = nrand() / sqrtf((float)d); t[2 * d + e] = nrand(); }
+                        bg[2 * i] = 0.1f + 0.05f * (float)i;        /* beta, gam interleaved: stride 2 */
+                        bg[2 * i + 1] = -0.03f * (float)(i + 1);
+                    }
+                    memset(o0, 0, sizeof(float) * (size_t)ld * GDN_CHUNK);
+                    memset(o1, 0, sizeof(float) * (size_t)ld * GDN_CHUNK);
+                    for (int i = 0; i < n; i++) {
+                        const float *t = in + (size_t)i * ld;
+                        delta_token_scalar(S0, d, t, t + d, t + 2 * d, bg[2 * i], bg[2 * i + 1], out ? o0 + (size_t)i * ld : NULL);
+                    }
+                    gdn_delta_tokens_isa(isas[ii], S1, d, n, in, ld, in + d, ld, in + 2 * d, ld, bg, bg + 1, 2,
+                                         out ? o1 : NULL, ld);
+                    assert_memory_equal(S0, S1, sizeof(float) * dd);
+                    assert_memory_equal(o0, o1, sizeof(float) * (size_t)ld * GDN_CHUNK);
+                }
+            }
+        }
+        free(S0); free(S1); free(in); free(o0); free(o1);
+    }
+}
+
 /* gdn_delta_chunk: the generic and AVX2 builds give the same bits (S and o), full and partial
  * chunks. */
 static void test_gdn_delta_chunk_isa_bits(void **state) {
@@ -551,6 +598,7 @@ int suite_gdn(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gdn_primitives),
         cmocka_unit_test(test_gdn_delta_token_isa_bits),
+        cmocka_unit_test(test_gdn_delta_tokens_bits),
         cmocka_unit_test(test_gdn_silu_fast),
         cmocka_unit_test(test_gdn_delta_chunk_isa_bits),
         cmocka_unit_test(test_gdn_token_vs_double),

@@ -21,7 +21,7 @@ static void test_tables_complete(void **state) {
     for (int i = 0; model_ops_all[i]; i++, n++) {
         const model_ops *o = model_ops_all[i];
         if (!o->name || !o->attn_tile || !o->swiglu_fast || !o->f16_from_f32 ||
-            !o->gdn_conv_blocks || !o->delta_token || !o->delta_chunk || !o->fwht_blocks)
+            !o->gdn_conv_blocks || !o->delta_tokens || !o->delta_chunk || !o->fwht_blocks)
             fail_msg("ops table %d ('%s') has an empty entry", i, o->name ? o->name : "?");
         assert_ptr_equal(model_ops_find(o->name), o);
         for (int j = 0; j < i; j++)
@@ -64,7 +64,7 @@ static void test_same_bits_as_generic(void **state) {
     float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *y0 = malloc(N * sizeof *y0),
           *y1 = malloc(N * sizeof *y1);
     uint16_t *h0 = malloc(N * sizeof *h0), *h1 = malloc(N * sizeof *h1);
-    float *S0 = malloc(D * D * sizeof *S0), *S1 = malloc(D * D * sizeof *S1), q[D], k[D], v[D], o0[D], o1[D];
+    float *S0 = malloc(D * D * sizeof *S0), *S1 = malloc(D * D * sizeof *S1), q[3 * D], k[3 * D], v[3 * D], o0[3 * D], o1[3 * D];
     for (size_t i = 1; i < sizeof paths / sizeof paths[0]; i++) {
         if (kern_force_isa(paths[i], &err) != TERN_OK) continue;
         const model_ops *o = model_ops_active();
@@ -90,11 +90,12 @@ static void test_same_bits_as_generic(void **state) {
         assert_memory_equal(y0, y1, N * sizeof *y0);
         fill(S0, D * D, 4);
         memcpy(S1, S0, D * D * sizeof *S0);
-        fill(q, D, 5);
-        fill(k, D, 6);
-        fill(v, D, 7);
-        g->delta_token(S0, D, q, k, v, 0.3f, 0.9f, o0, NULL);
-        o->delta_token(S1, D, q, k, v, 0.3f, 0.9f, o1, NULL);
+        fill(q, 3 * D, 5);   /* three tokens in one call, inputs and outputs at a stride of D */
+        fill(k, 3 * D, 6);
+        fill(v, 3 * D, 7);
+        const float beta[3] = {0.3f, 0.5f, 0.2f}, gam[3] = {-0.1f, -0.02f, -0.3f};
+        g->delta_tokens(S0, D, 3, q, D, k, D, v, D, beta, gam, 1, o0, D, NULL);
+        o->delta_tokens(S1, D, 3, q, D, k, D, v, D, beta, gam, 1, o1, D, NULL);
         assert_memory_equal(S0, S1, D * D * sizeof *S0);
         assert_memory_equal(o0, o1, sizeof o0);
     }

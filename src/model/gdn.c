@@ -191,14 +191,15 @@ void gdn_delta_token_ggml(float *S, int d, const float *q, const float *k, const
 
 /* ---- token-by-token delta rule (the reference) ------------------------------------------- */
 
-void gdn_delta_token_generic(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
-                             float *o, const float *pf) {
-    delta_token_body(S, d, q, k, v, beta, gam, o, pf);
+void gdn_delta_tokens_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                              const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                              int64_t ld_o, const float *pf) {
+    delta_tokens_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, pf);
 }
 
-
-typedef void (*delta_token_fn)(float *, int, const float *, const float *, const float *, float, float, float *,
-                               const float *);
+typedef void (*delta_tokens_fn)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                                const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                                float *o, int64_t ld_o, const float *pf);
 
 /* The named table's copy (tests), the portable one when that table is not compiled in. */
 static const model_ops *ops_named(const char *isa) {
@@ -209,13 +210,20 @@ static const model_ops *ops_named(const char *isa) {
 void gdn_delta_token_isa(const char *isa, float *S, int d, const float *q, const float *k, const float *v,
                          float beta, float gam, float *o) {
     TERN_ASSERT(d % 8 == 0 && d <= GDN_D_MAX);
-    ops_named(isa)->delta_token(S, d, q, k, v, beta, gam, o, NULL);
+    ops_named(isa)->delta_tokens(S, d, 1, q, 0, k, 0, v, 0, &beta, &gam, 0, o, 0, NULL);
+}
+
+void gdn_delta_tokens_isa(const char *isa, float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
+                          int64_t ld_k, const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                          float *o, int64_t ld_o) {
+    TERN_ASSERT(d % 8 == 0 && d <= GDN_D_MAX && n >= 1 && n <= GDN_CHUNK);
+    ops_named(isa)->delta_tokens(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, NULL);
 }
 
 void gdn_delta_token(float *S, int d, const float *q, const float *k, const float *v, float beta,
                      float gam, float *o) {
     TERN_DASSERT(d % 8 == 0 && d <= GDN_D_MAX);
-    model_ops_active()->delta_token(S, d, q, k, v, beta, gam, o, NULL);
+    model_ops_active()->delta_tokens(S, d, 1, q, 0, k, 0, v, 0, &beta, &gam, 0, o, 0, NULL);
 }
 
 /* ---- chunked delta rule ------------------------------------------------------------------ */
@@ -251,7 +259,7 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                      bool chunked, float *scratch) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), ldy = (int64_t)hv * d;
-    const delta_token_fn tok = model_ops_active()->delta_token;
+    const delta_tokens_fn toks = model_ops_active()->delta_tokens;
     for (int t = h0; t < h1; t++) {
         const int kh = t % hk;                        /* tiled order: v-head t <-> key head t mod Hk */
         const float *q = u + (int64_t)kh * d;
@@ -271,11 +279,14 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                                 yt + i0 * ldy, ldy, scratch);
             }
         } else {
-            /* the last token of a head prefetches the next head's state (decode: one token) */
+            /* up to GDN_CHUNK tokens per call, each column tile through all of them in L1; the
+             * last call of a head prefetches the next head's state */
             const float *pf = t + 1 < h1 ? St + (int64_t)d * d : NULL;
-            for (int i = 0; i < n; i++)
-                tok(St, d, q + i * nch, k + i * nch, v + i * nch, beta[(int64_t)i * hv + t], gam[(int64_t)i * hv + t],
-                    yt + i * ldy, i == n - 1 ? pf : NULL);
+            for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {
+                const int m = TERN_MIN(GDN_CHUNK, n - i0);
+                toks(St, d, m, q + i0 * nch, nch, k + i0 * nch, nch, v + i0 * nch, nch, beta + (int64_t)i0 * hv + t,
+                     gam + (int64_t)i0 * hv + t, hv, yt + i0 * ldy, ldy, i0 + m == n ? pf : NULL);
+            }
         }
         for (int i = 0; i < n; i++)
             gdn_norm_gate(yt + i * ldy, yt + i * ldy, z + i * ldy + (int64_t)t * d, ssm_norm, d, g->eps, g->ggml);
@@ -306,18 +317,24 @@ void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const 
 void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
-    const delta_token_fn tok = model_ops_active()->delta_token;
+    const delta_tokens_fn toks = model_ops_active()->delta_tokens;
     for (int t = h0; t < h1; t++) {                   /* head-outer: the head's state stays in cache */
         const int kh = t % hk;
         float *St = S + (int64_t)t * d * d;
-        for (int i = 0; i < n; i++) {
-            const float *ui = u + i * nch, *gi = in + i * nl + nch;
-            if (g->ggml)
+        if (g->ggml) {
+            for (int i = 0; i < n; i++) {
+                const float *ui = u + i * nch, *gi = in + i * nl + nch;
                 gdn_delta_token_ggml(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d,
                                      ui + (int64_t)(2 * hk + t) * d, gi[hv + t], gi[t], NULL);
-            else
-                tok(St, d, ui + (int64_t)kh * d, ui + (int64_t)(hk + kh) * d, ui + (int64_t)(2 * hk + t) * d, gi[hv + t],
-                    gi[t], NULL, i == n - 1 && t + 1 < h1 ? St + (int64_t)d * d : NULL);
+            }
+            continue;
+        }
+        const float *pf = t + 1 < h1 ? St + (int64_t)d * d : NULL;
+        for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {   /* the logged gam and beta of token i at in + i nl + nch */
+            const int m = TERN_MIN(GDN_CHUNK, n - i0);
+            const float *ui = u + i0 * nch, *gi = in + i0 * nl + nch;
+            toks(St, d, m, ui + (int64_t)kh * d, nch, ui + (int64_t)(hk + kh) * d, nch, ui + (int64_t)(2 * hk + t) * d,
+                 nch, gi + hv + t, gi + t, nl, NULL, 0, i0 + m == n ? pf : NULL);
         }
     }
 }

@@ -91,10 +91,19 @@ void gdn_delta_token_ggml(float *S, int d, const float *q, const float *k, const
 void gdn_delta_token(float *S, int d, const float *q, const float *k, const float *v, float beta,
                      float gam, float *o);
 
-/* The same step on the named ISA path ("avx2", "avx512vnni": the AVX2 build of the same code
- * (x86 only); anything else: the generic build), for tests that compare the paths bit for bit. */
+/* The same step on the named ops table's path (ops.h: "avx2", "avx512" or their kernel paths'
+ * names, x86 only; anything else: the generic build), for tests that compare the paths bit for
+ * bit. */
 void gdn_delta_token_isa(const char *isa, float *S, int d, const float *q, const float *k, const float *v,
                          float beta, float gam, float *o);
+
+/* n tokens (1 <= n <= GDN_CHUNK) of gdn_delta_token on one head in one call, on the named ISA
+ * path (as gdn_delta_token_isa): token i reads q + i*ld_q, k + i*ld_k, v + i*ld_v, beta[i*ld_g],
+ * gam[i*ld_g] and writes o + i*ld_o (o may be NULL). The same bits as n calls of
+ * gdn_delta_token (each column of the state is its own recurrence; the tests check it). */
+void gdn_delta_tokens_isa(const char *isa, float *S, int d, int n, const float *q, int64_t ld_q, const float *k,
+                          int64_t ld_k, const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
+                          float *o, int64_t ld_o);
 
 /* n tokens (n <= GDN_CHUNK) of the delta rule on one head at once (chunked form). Token i reads
  * q + i*ld_q, k + i*ld_k, v + i*ld_v, beta[i*ld_g], gam[i*ld_g]; writes o + i*ld_o (o may be

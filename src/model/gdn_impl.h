@@ -20,6 +20,12 @@ typedef float v8 __attribute__((vector_size(32)));
 typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));
 #define LD8(p) (*(const v8u *)(const void *)(p))
 #define ST8(p, x) (*(v8u *)(void *)(p) = (x))
+#ifdef GDN_V16   /* 16-lane vectors (an AVX-512 build): the delta rule's column tiles of 16 and 64 */
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+#define LD16(p) (*(const v16u *)(const void *)(p))
+#define ST16(p, x) (*(v16u *)(void *)(p) = (x))
+#endif
 
 #define GDN_D_MAX 256
 
@@ -63,78 +69,104 @@ static inline __attribute__((always_inline)) int64_t conv_blocks_body(const floa
     return c;
 }
 
-/* One token on one head, column tiles of W v8 (8 W columns of S) at a time, each tile's
- * accumulators in registers (the whole d = 128 row would need 16 ymm plus operands):
+/* n tokens on one head, column tiles of W vectors of VL lanes (VL W columns of S) at a time,
+ * each tile's accumulators in registers (the whole d = 128 row would need 16 ymm plus operands):
+ * tiles of 32 and 8 columns (v8), and first, for two or more tokens, of 64 and 16 (v16) in a
+ * 16-lane build (GDN_V16).
+ * Column b of S meets only column b of the update (delta_b, o_b), so the tiles are independent:
+ * each tile runs all n tokens while its d x VL W floats (16 / 32 KB at d = 128, W = 4) stay in
+ * L1, instead of every token streaming the whole state (64 KB) through L2 twice. Per token i, on
+ * the tile:
  *   pass 1 (read only): kv_b = sum_a (S[a][b] dec) k_a, lane b in order of a;
  *   pass 2: S[a][b] = S[a][b] dec + k_a delta_b (the decayed value recomputed with the same
  *           rounding as pass 1, so S is written once); o_b = sum_a S[a][b] q_a in order of a.
  * Every lane performs the operations of the plain two-pass loop (decay stored, then the rank-1
- * update) in the same order, so the bits are the same for any tile width and ISA.
- * pf (optional): the next head's state, prefetched during pass 2 (two lines per row of a tile,
- * d^2 / 16 lines over the d^2 / (8 W) rows of pass 2), so its first pass finds it in cache while
- * this head computes. */
+ * update), token after token, in the same order, so the bits are the same for any tile width,
+ * token count per call and ISA: n calls of one token equal one call of n.
+ * pf (optional): the next head's state, prefetched during the last token's pass 2 (VL / 4 lines
+ * per row of a tile, d^2 / 16 lines over the d^2 / (VL W) rows of the tiles' pass 2), so its
+ * first pass finds it in cache while this head computes. */
 #define GDN_UNROLL _Pragma("GCC unroll 4")
-#define GDN_TILE_P1(W)                                                                              \
-    do {                                                                                            \
-        v8 acc[W];                                                                                  \
-        GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] = (v8){0};                                             \
-        const float *row = S + b0;                                                                  \
-        for (int a = 0; a < d; a++, row += d) {                                                     \
-            const float ka = k[a];                                                                  \
-            GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] += (LD8(row + 8 * t) * dec) * ka;                  \
-        }                                                                                           \
-        GDN_UNROLL for (int t = 0; t < (W); t++) ST8(delta + b0 + 8 * t, (LD8(v + b0 + 8 * t) - acc[t]) * beta); \
-        b0 += 8 * (W);                                                                              \
+#define GDN_TILE_P1(W, V, VL, LD, ST)                                                                           \
+    do {                                                                                                        \
+        V acc[W];                                                                                               \
+        GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] = (V){0};                                               \
+        const float *row = S + b0;                                                                              \
+        for (int a = 0; a < d; a++, row += d) {                                                                 \
+            const float ka = k[a];                                                                              \
+            GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] += (LD(row + (VL) * t) * dec) * ka;                 \
+        }                                                                                                       \
+        GDN_UNROLL for (int t = 0; t < (W); t++) ST(delta + b0 + (VL) * t, (LD(v + b0 + (VL) * t) - acc[t]) * beta); \
+        b0 += (VL) * (W);                                                                                       \
     } while (0)
 
-#define GDN_TILE_P2(W)                                                                              \
-    do {                                                                                            \
-        v8 acc[W], dl[W];                                                                           \
-        GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (v8){0}; dl[t] = LD8(delta + b0 + 8 * t); }        \
-        float *row = S + b0;                                                                        \
-        for (int a = 0; a < d; a++, row += d) {                                                     \
-            const float ka = k[a], qa = q[a];                                                       \
-            if (pfp < pf_end) { __builtin_prefetch(pfp, 0, 3); __builtin_prefetch(pfp + 64, 0, 3); pfp += 128; } \
-            GDN_UNROLL for (int t = 0; t < (W); t++) {                                                         \
-                const v8 s = LD8(row + 8 * t) * dec + ka * dl[t];                                   \
-                ST8(row + 8 * t, s);                                                                \
-                acc[t] += s * qa;                                                                   \
-            }                                                                                       \
-        }                                                                                           \
-        GDN_UNROLL for (int t = 0; t < (W); t++) ST8(o + b0 + 8 * t, acc[t] * scale);                          \
-        b0 += 8 * (W);                                                                              \
+#define GDN_TILE_P2(W, V, VL, LD, ST)                                                                           \
+    do {                                                                                                        \
+        V acc[W], dl[W];                                                                                        \
+        GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (V){0}; dl[t] = LD(delta + b0 + (VL) * t); }        \
+        float *row = S + b0;                                                                                    \
+        for (int a = 0; a < d; a++, row += d) {                                                                 \
+            const float ka = k[a], qa = q[a];                                                                   \
+            for (int pl = 0; pl < (VL) / 8 && pfp < pf_end; pl++) { __builtin_prefetch(pfp, 0, 3); __builtin_prefetch(pfp + 64, 0, 3); pfp += 128; } \
+            GDN_UNROLL for (int t = 0; t < (W); t++) {                                                          \
+                const V s = LD(row + (VL) * t) * dec + ka * dl[t];                                              \
+                ST(row + (VL) * t, s);                                                                          \
+                acc[t] += s * qa;                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+        GDN_UNROLL for (int t = 0; t < (W); t++) ST(o + b0 + (VL) * t, acc[t] * scale);                         \
+        b0 += (VL) * (W);                                                                                       \
     } while (0)
 
-#define GDN_TILE_P2_NOOUT(W)                                                                        \
-    do {                                                                                            \
-        v8 dl[W];                                                                                   \
-        GDN_UNROLL for (int t = 0; t < (W); t++) dl[t] = LD8(delta + b0 + 8 * t);                              \
-        float *row = S + b0;                                                                        \
-        for (int a = 0; a < d; a++, row += d) {                                                     \
-            const float ka = k[a];                                                                  \
-            GDN_UNROLL for (int t = 0; t < (W); t++) ST8(row + 8 * t, LD8(row + 8 * t) * dec + ka * dl[t]);    \
-        }                                                                                           \
-        b0 += 8 * (W);                                                                              \
+#define GDN_TILE_P2_NOOUT(W, V, VL, LD, ST)                                                                     \
+    do {                                                                                                        \
+        V dl[W];                                                                                                \
+        GDN_UNROLL for (int t = 0; t < (W); t++) dl[t] = LD(delta + b0 + (VL) * t);                             \
+        float *row = S + b0;                                                                                    \
+        for (int a = 0; a < d; a++, row += d) {                                                                 \
+            const float ka = k[a];                                                                              \
+            GDN_UNROLL for (int t = 0; t < (W); t++) ST(row + (VL) * t, LD(row + (VL) * t) * dec + ka * dl[t]); \
+        }                                                                                                       \
+        b0 += (VL) * (W);                                                                                       \
     } while (0)
 
-static inline __attribute__((always_inline)) void delta_token_body(float *S, int d, const float *q, const float *k,
-                                                                   const float *v, float beta, float gam, float *o,
-                                                                   const float *pf) {
-    const float dec = expf(gam);
-    const float scale = 1.0f / sqrtf((float)d);
-    float delta[GDN_D_MAX] __attribute__((aligned(32)));
-    int b0 = 0;
-    while (b0 + 32 <= d) GDN_TILE_P1(4);
-    while (b0 < d) GDN_TILE_P1(1);
-    const char *pfp = (const char *)pf, *pf_end = pf ? (const char *)(pf + (int64_t)d * d) : NULL;
-    b0 = 0;
-    if (o) {
-        while (b0 + 32 <= d) GDN_TILE_P2(4);
-        while (b0 < d) GDN_TILE_P2(1);
-    } else {
-        while (b0 + 32 <= d) GDN_TILE_P2_NOOUT(4);
-        while (b0 < d) GDN_TILE_P2_NOOUT(1);
+/* Token i of the tile at column bt, width W: the macros above on the token's q, k, v, beta,
+ * dec and o (names they read); the prefetch runs in the last token only. */
+#define GDN_TOKENS_TILE(W, V, VL, LD, ST)                                                                       \
+    for (int i = 0; i < n; i++) {                                                                               \
+        const float *const q = q0 + i * ld_q, *const k = k0 + i * ld_k, *const v = v0 + i * ld_v;               \
+        const float beta = beta0[i * ld_g], dec = decs[i];                                                      \
+        float *const o = o0 ? o0 + i * ld_o : NULL;                                                             \
+        const char *const pf_end = i == n - 1 ? pf_stop : pfp;                                                  \
+        int b0 = bt;                                                                                            \
+        GDN_TILE_P1(W, V, VL, LD, ST);                                                                          \
+        b0 = bt;                                                                                                \
+        if (o) GDN_TILE_P2(W, V, VL, LD, ST);                                                                   \
+        else GDN_TILE_P2_NOOUT(W, V, VL, LD, ST);                                                               \
     }
+
+/* Token i reads q0 + i ld_q, k0 + i ld_k, v0 + i ld_v, beta0[i ld_g], gam0[i ld_g] and writes
+ * o0 + i ld_o (o0 may be NULL: state update only). d % 8 == 0, d <= GDN_D_MAX, n <= GDN_CHUNK. */
+static inline __attribute__((always_inline)) void delta_tokens_body(float *S, int d, int n, const float *q0,
+                                                                    int64_t ld_q, const float *k0, int64_t ld_k,
+                                                                    const float *v0, int64_t ld_v, const float *beta0,
+                                                                    const float *gam0, int64_t ld_g, float *o0,
+                                                                    int64_t ld_o, const float *pf) {
+    const float scale = 1.0f / sqrtf((float)d);
+    float decs[GDN_CHUNK];
+    for (int i = 0; i < n; i++) decs[i] = expf(gam0[i * ld_g]);
+    float delta[GDN_D_MAX] __attribute__((aligned(32)));
+    const char *pfp = (const char *)pf;
+    const char *const pf_stop = pf ? (const char *)(pf + (int64_t)d * d) : NULL;
+    int bt = 0;
+#ifdef GDN_V16
+    if (n > 1) {   /* one token (decode) streams the state from memory: the 8-lane tiles, faster there */
+        for (; bt + 64 <= d; bt += 64) GDN_TOKENS_TILE(4, v16, 16, LD16, ST16)
+        for (; bt + 16 <= d; bt += 16) GDN_TOKENS_TILE(1, v16, 16, LD16, ST16)
+    }
+#endif
+    for (; bt + 32 <= d; bt += 32) GDN_TOKENS_TILE(4, v8, 8, LD8, ST8)
+    for (; bt < d; bt += 8) GDN_TOKENS_TILE(1, v8, 8, LD8, ST8)
 }
 
 /* G[i*C + j] = x_i . y_j for j < jn(i) = i + jn_off (x_i at x + i*ldx, y_j at y + j*ldy): four j

@@ -11,23 +11,25 @@ static const model_ops ops_generic = {
     .swiglu_fast = blk_swiglu_fast_generic,
     .f16_from_f32 = blk_f16_from_f32_generic,
     .gdn_conv_blocks = gdn_conv_blocks_generic,
-    .delta_token = gdn_delta_token_generic,
+    .delta_tokens = gdn_delta_tokens_generic,
     .delta_chunk = gdn_delta_chunk_generic,
     .fwht_blocks = had_fwht_blocks_generic,
 };
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* The AVX2 copies both x86 tables hold; they differ in the attention tile and the SwiGLU. */
+/* The AVX2 copies both x86 tables hold; they differ in the attention tile, the SwiGLU and the
+ * delta rule. */
 #define OPS_X86_SHARED                                                                              \
-    .f16_from_f32 = blk_f16_from_f32_avx2,                                                         \
-    .gdn_conv_blocks = gdn_conv_blocks_avx2, .delta_token = gdn_delta_token_avx2,                  \
+    .f16_from_f32 = blk_f16_from_f32_avx2, .gdn_conv_blocks = gdn_conv_blocks_avx2,                \
     .delta_chunk = gdn_delta_chunk_avx2, .fwht_blocks = had_fwht_blocks_avx2
 static const model_ops ops_avx2 = {.name = "avx2", .attn_tile = blk_attn_tile_avx2,
-                                   .swiglu_fast = blk_swiglu_fast_avx2, OPS_X86_SHARED};
+                                   .swiglu_fast = blk_swiglu_fast_avx2, .delta_tokens = gdn_delta_tokens_avx2,
+                                   OPS_X86_SHARED};
 /* AVX-512 (avx512vnni): the attention tile compiled for 32 vector registers and 16-lane vectors,
- * the SwiGLU 16 lanes at a time. */
+ * the SwiGLU and the delta rule 16 lanes at a time. */
 static const model_ops ops_avx512 = {.name = "avx512", .attn_tile = blk_attn_tile_avx512,
-                                     .swiglu_fast = blk_swiglu_fast_avx512, OPS_X86_SHARED};
+                                     .swiglu_fast = blk_swiglu_fast_avx512, .delta_tokens = gdn_delta_tokens_avx512,
+                                     OPS_X86_SHARED};
 #undef OPS_X86_SHARED
 #endif
 

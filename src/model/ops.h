@@ -28,9 +28,10 @@ typedef struct model_ops {
     /* gdn_conv's channel blocks [c0, ...): returns the first channel it left to the caller */
     int64_t (*gdn_conv_blocks)(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                                int64_t c0, int64_t c1);
-    /* gdn_delta_token with a prefetch hint pf (may be NULL) */
-    void (*delta_token)(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
-                        float *o, const float *pf);
+    /* gdn_delta_tokens with a prefetch hint pf (may be NULL) */
+    void (*delta_tokens)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                         const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                         int64_t ld_o, const float *pf);
     /* gdn_delta_chunk */
     void (*delta_chunk)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                         const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
@@ -51,8 +52,9 @@ extern const model_ops *const model_ops_all[];
 /* The copies the tables point at (each file compiles its bodies once per table). */
 int64_t gdn_conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                                 int64_t c0, int64_t c1);
-void gdn_delta_token_generic(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
-                             float *o, const float *pf);
+void gdn_delta_tokens_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                              const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                              int64_t ld_o, const float *pf);
 void gdn_delta_chunk_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                              const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                              int64_t ld_o, float *scratch);
@@ -61,12 +63,16 @@ void blk_f16_from_f32_generic(uint16_t *dst, const float *src, int n);
 #if defined(__x86_64__) && defined(__GNUC__)
 int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                              int64_t c0, int64_t c1);
-void gdn_delta_token_avx2(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
-                          float *o, const float *pf);
+void gdn_delta_tokens_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                           const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                           int64_t ld_o, const float *pf);
 void gdn_delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                           const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                           int64_t ld_o, float *scratch);
 void had_fwht_blocks_avx2(float *x, int64_t K, int64_t n);
+void gdn_delta_tokens_avx512(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                             const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                             int64_t ld_o, const float *pf);
 #endif
 
 #endif /* TERN_MODEL_OPS_H */

@@ -13,9 +13,10 @@ int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, 
     return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
 }
 
-void gdn_delta_token_avx2(float *S, int d, const float *q, const float *k, const float *v, float beta, float gam,
-                          float *o, const float *pf) {
-    delta_token_body(S, d, q, k, v, beta, gam, o, pf);
+void gdn_delta_tokens_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
+                           const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
+                           int64_t ld_o, const float *pf) {
+    delta_tokens_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, pf);
 }
 
 void gdn_delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
