@@ -28,7 +28,8 @@ typedef struct model_ops {
     /* gdn_conv's channel blocks [c0, ...): returns the first channel it left to the caller */
     int64_t (*gdn_conv_blocks)(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
                                int64_t c0, int64_t c1);
-    /* gdn_delta_tokens with a prefetch hint pf (may be NULL) */
+    /* 1..GDN_CHUNK tokens of gdn_delta_token (the strides of gdn_delta_tokens_isa, gdn.h) with a
+     * prefetch hint pf (may be NULL): the next head's state */
     void (*delta_tokens)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                          const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                          int64_t ld_o, const float *pf);
