@@ -197,10 +197,6 @@ void gdn_delta_tokens_generic(float *S, int d, int n, const float *q, int64_t ld
     delta_tokens_body(S, d, n, q, ld_q, k, ld_k, v, ld_v, beta, gam, ld_g, o, ld_o, pf);
 }
 
-typedef void (*delta_tokens_fn)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
-                                const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g,
-                                float *o, int64_t ld_o, const float *pf);
-
 /* The named table's copy (tests), the portable one when that table is not compiled in. */
 static const model_ops *ops_named(const char *isa) {
     const model_ops *o = model_ops_find(isa);
@@ -259,7 +255,7 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
                      bool chunked, float *scratch) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), ldy = (int64_t)hv * d;
-    const delta_tokens_fn toks = model_ops_active()->delta_tokens;
+    const model_ops *ops = model_ops_active();
     for (int t = h0; t < h1; t++) {
         const int kh = t % hk;                        /* tiled order: v-head t <-> key head t mod Hk */
         const float *q = u + (int64_t)kh * d;
@@ -284,8 +280,9 @@ void gdn_layer_heads(const gdn_dims *g, int n, const float *u, const float *gam,
             const float *pf = t + 1 < h1 ? St + (int64_t)d * d : NULL;
             for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {
                 const int m = TERN_MIN(GDN_CHUNK, n - i0);
-                toks(St, d, m, q + i0 * nch, nch, k + i0 * nch, nch, v + i0 * nch, nch, beta + (int64_t)i0 * hv + t,
-                     gam + (int64_t)i0 * hv + t, hv, yt + i0 * ldy, ldy, i0 + m == n ? pf : NULL);
+                ops->delta_tokens(St, d, m, q + i0 * nch, nch, k + i0 * nch, nch, v + i0 * nch, nch,
+                                  beta + (int64_t)i0 * hv + t, gam + (int64_t)i0 * hv + t, hv, yt + i0 * ldy, ldy,
+                                  i0 + m == n ? pf : NULL);
             }
         }
         for (int i = 0; i < n; i++)
@@ -317,7 +314,7 @@ void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const 
 void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
-    const delta_tokens_fn toks = model_ops_active()->delta_tokens;
+    const model_ops *ops = model_ops_active();
     for (int t = h0; t < h1; t++) {                   /* head-outer: the head's state stays in cache */
         const int kh = t % hk;
         float *St = S + (int64_t)t * d * d;
@@ -333,8 +330,9 @@ void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const
         for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {   /* the logged gam and beta of token i at in + i nl + nch */
             const int m = TERN_MIN(GDN_CHUNK, n - i0);
             const float *ui = u + i0 * nch, *gi = in + i0 * nl + nch;
-            toks(St, d, m, ui + (int64_t)kh * d, nch, ui + (int64_t)(hk + kh) * d, nch, ui + (int64_t)(2 * hk + t) * d,
-                 nch, gi + hv + t, gi + t, nl, NULL, 0, i0 + m == n ? pf : NULL);
+            ops->delta_tokens(St, d, m, ui + (int64_t)kh * d, nch, ui + (int64_t)(hk + kh) * d, nch,
+                              ui + (int64_t)(2 * hk + t) * d, nch, gi + hv + t, gi + t, nl, NULL, 0,
+                              i0 + m == n ? pf : NULL);
         }
     }
 }
