@@ -183,6 +183,13 @@ static void test_attn_tile(void **st) {
      * tiles read the queries in place, the single queries packed; both give the same bits */
     check_config(300, false, 1.0f);
     check_config(300, true, 1.0f);
+    /* widths whose softmax-weighted V sum mixes passes of 128, 64, 32 and 8 dims per query count
+     * (160 = 128 + 32, 96 = 64 + 32, 304 = 2 x 128 + 32 + 16) */
+    static const int mixed[] = {160, 96, 304};
+    for (size_t h = 0; h < sizeof mixed / sizeof mixed[0]; h++) {
+        check_config(mixed[h], false, 1.0f);
+        check_config(mixed[h], true, 1.0f);
+    }
 }
 
 /* blk_f16_from_f32 (the KV store's conversion: F16C on x86 with AVX2) equals f32_to_fp16 bit for

@@ -355,30 +355,30 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
 #ifdef ATTN_V16
 /* Row j of attn_pv_g16: o[s][c] += p_js * V_j[i + 16 c ..], for the queries whose n_kv covers j
  * when tested (a compile-time constant after inlining). */
-ATTN_INLINE void ATTN_FN(attn_pv_row16)(const int NQ, const int CG, const bool f32, attn_v16f o[8][2], const bool tested,
+ATTN_INLINE void ATTN_FN(attn_pv_row16)(const int NQ, const int CG, const bool f32, attn_v16f o[8][8], const bool tested,
                                         const int *n_kv, int j, int j0, const uint8_t *v0, size_t vs, const float *P,
                                         int i) {
-    attn_v16f vv[2];
-#pragma GCC unroll 2
+    attn_v16f vv[8];
+#pragma GCC unroll 8
     for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row16)(v0 + (size_t)j * vs, i + 16 * c, f32);
 #pragma GCC unroll 8
     for (int s = 0; s < NQ; s++) {
         if (tested && j >= n_kv[s]) continue;
         const float p = P[(size_t)(j - j0) * NQ + s];
         const attn_v16f pv = {p, p, p, p, p, p, p, p, p, p, p, p, p, p, p, p};
-#pragma GCC unroll 2
+#pragma GCC unroll 8
         for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
     }
 }
 
-/* attn_pv_g over dims [i, i + 16 CG) with 16-lane accumulators (CG = 1 or 2 chunks of 16): each
- * lane adds the rows in increasing order as attn_pv_g's, so the same bits. */
+/* attn_pv_g over dims [i, i + 16 CG) with 16-lane accumulators (CG = 1..8 chunks of 16, NQ CG of
+ * them in registers): each lane adds the rows in increasing order as attn_pv_g's, so the same bits. */
 ATTN_INLINE void ATTN_FN(attn_pv_g16)(const int NQ, const int CG, const bool f32, float *const *out, const int *n_kv,
                                       int n_min, int j0, int j1, const uint8_t *v0, size_t vs, const float *P, int i) {
-    attn_v16f o[8][2];
+    attn_v16f o[8][8];
 #pragma GCC unroll 8
     for (int s = 0; s < NQ; s++)
-#pragma GCC unroll 2
+#pragma GCC unroll 8
         for (int c = 0; c < CG; c++) o[s][c] = ATTN_FN(attn_ld16)(out[s] + i + 16 * c);
     /* rows every query sees (below n_min) with no test per query, then the rest tested */
     const int jm = j1 < n_min ? j1 : n_min;
@@ -387,7 +387,7 @@ ATTN_INLINE void ATTN_FN(attn_pv_g16)(const int NQ, const int CG, const bool f32
     for (; j < j1; j++) ATTN_FN(attn_pv_row16)(NQ, CG, f32, o, true, n_kv, j, j0, v0, vs, P, i);
 #pragma GCC unroll 8
     for (int s = 0; s < NQ; s++)
-#pragma GCC unroll 2
+#pragma GCC unroll 8
         for (int c = 0; c < CG; c++) memcpy(out[s] + i + 16 * c, &o[s][c], sizeof o[s][c]);
 }
 
@@ -567,7 +567,13 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
         }
         int i0 = 0;
 #ifdef ATTN_V16
-        /* 2 chunks of 16 dims per pass (at most 16 accumulators in the 32 registers) */
+        /* as many chunks of 16 dims per pass as 16 accumulators allow (8 for 1-2 queries, 4 for
+         * 3-4, 2 for 5-8, in the 32 registers): fewer passes over the block's V rows, each of
+         * which widens them again (for hd_v 128 and 1-2 queries: one pass) */
+        if (NQ <= 2)
+            for (; i0 + 128 <= hd_v; i0 += 128) ATTN_FN(attn_pv_g16)(NQ, 8, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
+        if (NQ <= 4)
+            for (; i0 + 64 <= hd_v; i0 += 64) ATTN_FN(attn_pv_g16)(NQ, 4, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
         for (; i0 + 32 <= hd_v; i0 += 32) ATTN_FN(attn_pv_g16)(NQ, 2, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
 #endif
         if (CG > 1)
