@@ -80,6 +80,8 @@ static inline __attribute__((always_inline)) int64_t conv_blocks_body(const floa
  *   pass 1 (read only): kv_b = sum_a (S[a][b] dec) k_a, lane b in order of a;
  *   pass 2: S[a][b] = S[a][b] dec + k_a delta_b (the decayed value recomputed with the same
  *           rounding as pass 1, so S is written once); o_b = sum_a S[a][b] q_a in order of a.
+ * Token i's pass 2 and token i + 1's pass 1 run as one pass (GDN_TILE_P2P1): n + 1 passes over
+ * the tile for n tokens instead of 2 n, with two independent sums per row.
  * Every lane performs the operations of the plain two-pass loop (decay stored, then the rank-1
  * update), token after token, in the same order, so the bits are the same for any tile width,
  * token count per call and ISA: n calls of one token equal one call of n.
@@ -130,19 +132,59 @@ static inline __attribute__((always_inline)) int64_t conv_blocks_body(const floa
         b0 += (VL) * (W);                                                                                       \
     } while (0)
 
-/* Token i of the tile at column bt, width W: the macros above on the token's q, k, v, beta,
- * dec and o (names they read); the prefetch runs in the last token only. */
+/* Token i's pass 2 fused with token i + 1's pass 1 (WO: with token i's output): the value s that
+ * pass 2 stores is the value token i + 1's pass 1 would load back, so kv_b of token i + 1
+ * (kn, decn) is summed from it in the same order with the same roundings, while the row is in
+ * registers; two independent accumulator sets per row, and one pass over the tile per token
+ * instead of two. delta: token i's on entry (loaded first), token i + 1's (vn, betan) on exit. */
+#define GDN_TILE_P2P1(W, V, VL, LD, ST, WO)                                                                     \
+    do {                                                                                                        \
+        V acc[W], kv[W], dl[W];                                                                                 \
+        GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (V){0}; kv[t] = (V){0}; dl[t] = LD(delta + b0 + (VL) * t); } \
+        float *row = S + b0;                                                                                    \
+        for (int a = 0; a < d; a++, row += d) {                                                                 \
+            const float ka = k[a], qa = (WO) ? q[a] : 0.0f, kna = kn[a];                                        \
+            GDN_UNROLL for (int t = 0; t < (W); t++) {                                                          \
+                const V s = LD(row + (VL) * t) * dec + ka * dl[t];                                              \
+                ST(row + (VL) * t, s);                                                                          \
+                if (WO) acc[t] += s * qa;                                                                       \
+                kv[t] += (s * decn) * kna;                                                                      \
+            }                                                                                                   \
+        }                                                                                                       \
+        GDN_UNROLL for (int t = 0; t < (W); t++) {                                                              \
+            if (WO) ST(o + b0 + (VL) * t, acc[t] * scale);                                                      \
+            ST(delta + b0 + (VL) * t, (LD(vn + b0 + (VL) * t) - kv[t]) * betan);                               \
+        }                                                                                                       \
+        b0 += (VL) * (W);                                                                                       \
+    } while (0)
+
+/* The n tokens of the tile at column bt, width W: token 0's pass 1, then per token i its pass 2,
+ * fused with token i + 1's pass 1 while there is one (the macros above on the token's q, k, v,
+ * beta, dec and o: names they read); the prefetch runs in the last token's pass 2 only. */
 #define GDN_TOKENS_TILE(W, V, VL, LD, ST)                                                                       \
-    for (int i = 0; i < n; i++) {                                                                               \
-        const float *const q = q0 + i * ld_q, *const k = k0 + i * ld_k, *const v = v0 + i * ld_v;               \
-        const float beta = beta0[i * ld_g], dec = decs[i];                                                      \
-        float *const o = o0 ? o0 + i * ld_o : NULL;                                                             \
-        const char *const pf_end = i == n - 1 ? pf_stop : pfp;                                                  \
+    {                                                                                                           \
+    {                                                                                                           \
+        const float *const k = k0, *const v = v0;                                                               \
+        const float beta = beta0[0], dec = decs[0];                                                             \
         int b0 = bt;                                                                                            \
         GDN_TILE_P1(W, V, VL, LD, ST);                                                                          \
-        b0 = bt;                                                                                                \
+    }                                                                                                           \
+    for (int i = 0; i < n; i++) {                                                                               \
+        const float *const q = q0 + i * ld_q, *const k = k0 + i * ld_k;                                         \
+        const float dec = decs[i];                                                                              \
+        float *const o = o0 ? o0 + i * ld_o : NULL;                                                             \
+        int b0 = bt;                                                                                            \
+        if (i + 1 < n) {                                                                                        \
+            const float *const kn = k0 + (i + 1) * ld_k, *const vn = v0 + (i + 1) * ld_v;                       \
+            const float betan = beta0[(i + 1) * ld_g], decn = decs[i + 1];                                      \
+            if (o) GDN_TILE_P2P1(W, V, VL, LD, ST, 1);                                                          \
+            else GDN_TILE_P2P1(W, V, VL, LD, ST, 0);                                                            \
+            continue;                                                                                           \
+        }                                                                                                       \
+        const char *const pf_end = pf_stop;                                                                     \
         if (o) GDN_TILE_P2(W, V, VL, LD, ST);                                                                   \
         else GDN_TILE_P2_NOOUT(W, V, VL, LD, ST);                                                               \
+    }                                                                                                           \
     }
 
 /* Token i reads q0 + i ld_q, k0 + i ld_k, v0 + i ld_v, beta0[i ld_g], gam0[i ld_g] and writes
