@@ -1198,15 +1198,22 @@ static void test_connection_limits(void **state) {
     print_message("12 excess connections closed within %.2f s, the 8 idle ones after %.2f s\n", t_closed, t_idle);
     assert_true(t_idle >= 0.9);
     for (int i = 0; i < 20; i++) close(fds[i]);
-    const int again = connect_from(s, "127.0.0.2");
-    (void)!send(again, req, sizeof req - 1, MSG_NOSIGNAL);
-    struct pollfd p = {.fd = again, .events = POLLIN};
-    assert_true(poll(&p, 1, 5000) == 1);
-    const ssize_t r = recv(again, buf, sizeof buf - 1, 0);
-    assert_true(r > 12);
+    /* the address is served again: the server counts a timed-out connection out of its address's
+     * share when it cleans the connection up, which can follow the close the client sees by a
+     * moment (under ASan, milliseconds), so a connection closed unanswered is retried for up to
+     * 2 s, as a client would; a share never given back fails */
+    ssize_t r = 0;
+    for (int tries = 0; r <= 12 && now_s() - t0 < t_idle + 2.0; tries++) {
+        if (tries) usleep(20 * 1000);
+        const int again = connect_from(s, "127.0.0.2");
+        (void)!send(again, req, sizeof req - 1, MSG_NOSIGNAL);
+        struct pollfd p = {.fd = again, .events = POLLIN};
+        r = poll(&p, 1, 5000) == 1 ? recv(again, buf, sizeof buf - 1, 0) : -1;
+        close(again);
+    }
+    if (r <= 12) fail_msg("127.0.0.2 was not served within 2 s after its idle connections closed");
     buf[r] = '\0';
     if (strncmp(buf, "HTTP/1.1 200 ", 13)) fail_msg("127.0.0.2 after its idle connections closed: %s", buf);
-    close(again);
     /* a stream that waits 2.5 s in the queue (the slot busy until curl gives up on A) is not cut by
      * the 1 s timeout */
     wait_arg hold = {s, "--max-time 2.5", -1};
