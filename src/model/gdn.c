@@ -205,8 +205,7 @@ static const model_ops *ops_named(const char *isa) {
 
 void gdn_delta_token_isa(const char *isa, float *S, int d, const float *q, const float *k, const float *v,
                          float beta, float gam, float *o) {
-    TERN_ASSERT(d % 8 == 0 && d <= GDN_D_MAX);
-    ops_named(isa)->delta_tokens(S, d, 1, q, 0, k, 0, v, 0, &beta, &gam, 0, o, 0, NULL);
+    gdn_delta_tokens_isa(isa, S, d, 1, q, 0, k, 0, v, 0, &beta, &gam, 0, o, 0);
 }
 
 void gdn_delta_tokens_isa(const char *isa, float *S, int d, int n, const float *q, int64_t ld_q, const float *k,

@@ -102,32 +102,23 @@ static inline __attribute__((always_inline)) int64_t conv_blocks_body(const floa
         b0 += (VL) * (W);                                                                                       \
     } while (0)
 
-#define GDN_TILE_P2(W, V, VL, LD, ST)                                                                           \
+/* Pass 2 of the last token (WO: with its output o), prefetching the next head's state (pf). */
+#define GDN_TILE_P2(W, V, VL, LD, ST, WO)                                                                       \
     do {                                                                                                        \
         V acc[W], dl[W];                                                                                        \
         GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (V){0}; dl[t] = LD(delta + b0 + (VL) * t); }        \
         float *row = S + b0;                                                                                    \
         for (int a = 0; a < d; a++, row += d) {                                                                 \
-            const float ka = k[a], qa = q[a];                                                                   \
-            for (int pl = 0; pl < (VL) / 8 && pfp < pf_end; pl++) { __builtin_prefetch(pfp, 0, 3); __builtin_prefetch(pfp + 64, 0, 3); pfp += 128; } \
+            const float ka = k[a], qa = (WO) ? q[a] : 0.0f;                                                     \
+            for (int pl = 0; pl < (VL) / 8 && pfp < pf_stop; pl++) { __builtin_prefetch(pfp, 0, 3); __builtin_prefetch(pfp + 64, 0, 3); pfp += 128; } \
             GDN_UNROLL for (int t = 0; t < (W); t++) {                                                          \
                 const V s = LD(row + (VL) * t) * dec + ka * dl[t];                                              \
                 ST(row + (VL) * t, s);                                                                          \
-                acc[t] += s * qa;                                                                               \
+                if (WO) acc[t] += s * qa;                                                                       \
             }                                                                                                   \
         }                                                                                                       \
-        GDN_UNROLL for (int t = 0; t < (W); t++) ST(o + b0 + (VL) * t, acc[t] * scale);                         \
-        b0 += (VL) * (W);                                                                                       \
-    } while (0)
-
-#define GDN_TILE_P2_NOOUT(W, V, VL, LD, ST)                                                                     \
-    do {                                                                                                        \
-        V dl[W];                                                                                                \
-        GDN_UNROLL for (int t = 0; t < (W); t++) dl[t] = LD(delta + b0 + (VL) * t);                             \
-        float *row = S + b0;                                                                                    \
-        for (int a = 0; a < d; a++, row += d) {                                                                 \
-            const float ka = k[a];                                                                              \
-            GDN_UNROLL for (int t = 0; t < (W); t++) ST(row + (VL) * t, LD(row + (VL) * t) * dec + ka * dl[t]); \
+        if (WO) {                                                                                               \
+            GDN_UNROLL for (int t = 0; t < (W); t++) ST(o + b0 + (VL) * t, acc[t] * scale);                     \
         }                                                                                                       \
         b0 += (VL) * (W);                                                                                       \
     } while (0)
@@ -163,28 +154,27 @@ static inline __attribute__((always_inline)) int64_t conv_blocks_body(const floa
  * beta, dec and o: names they read); the prefetch runs in the last token's pass 2 only. */
 #define GDN_TOKENS_TILE(W, V, VL, LD, ST)                                                                       \
     {                                                                                                           \
-    {                                                                                                           \
-        const float *const k = k0, *const v = v0;                                                               \
-        const float beta = beta0[0], dec = decs[0];                                                             \
-        int b0 = bt;                                                                                            \
-        GDN_TILE_P1(W, V, VL, LD, ST);                                                                          \
-    }                                                                                                           \
-    for (int i = 0; i < n; i++) {                                                                               \
-        const float *const q = q0 + i * ld_q, *const k = k0 + i * ld_k;                                         \
-        const float dec = decs[i];                                                                              \
-        float *const o = o0 ? o0 + i * ld_o : NULL;                                                             \
-        int b0 = bt;                                                                                            \
-        if (i + 1 < n) {                                                                                        \
-            const float *const kn = k0 + (i + 1) * ld_k, *const vn = v0 + (i + 1) * ld_v;                       \
-            const float betan = beta0[(i + 1) * ld_g], decn = decs[i + 1];                                      \
-            if (o) GDN_TILE_P2P1(W, V, VL, LD, ST, 1);                                                          \
-            else GDN_TILE_P2P1(W, V, VL, LD, ST, 0);                                                            \
-            continue;                                                                                           \
+        {   /* token 0's pass 1 */                                                                              \
+            const float *const k = k0, *const v = v0;                                                           \
+            const float beta = beta0[0], dec = decs[0];                                                         \
+            int b0 = bt;                                                                                        \
+            GDN_TILE_P1(W, V, VL, LD, ST);                                                                      \
         }                                                                                                       \
-        const char *const pf_end = pf_stop;                                                                     \
-        if (o) GDN_TILE_P2(W, V, VL, LD, ST);                                                                   \
-        else GDN_TILE_P2_NOOUT(W, V, VL, LD, ST);                                                               \
-    }                                                                                                           \
+        for (int i = 0; i < n; i++) {                                                                           \
+            const float *const q = q0 + i * ld_q, *const k = k0 + i * ld_k;                                     \
+            const float dec = decs[i];                                                                          \
+            float *const o = o0 ? o0 + i * ld_o : NULL;                                                         \
+            int b0 = bt;                                                                                        \
+            if (i + 1 < n) {                                                                                    \
+                const float *const kn = k0 + (i + 1) * ld_k, *const vn = v0 + (i + 1) * ld_v;                   \
+                const float betan = beta0[(i + 1) * ld_g], decn = decs[i + 1];                                  \
+                if (o) GDN_TILE_P2P1(W, V, VL, LD, ST, 1);                                                      \
+                else GDN_TILE_P2P1(W, V, VL, LD, ST, 0);                                                        \
+                continue;                                                                                       \
+            }                                                                                                   \
+            if (o) GDN_TILE_P2(W, V, VL, LD, ST, 1);                                                            \
+            else GDN_TILE_P2(W, V, VL, LD, ST, 0);                                                              \
+        }                                                                                                       \
     }
 
 /* Token i reads q0 + i ld_q, k0 + i ld_k, v0 + i ld_v, beta0[i ld_g], gam0[i ld_g] and writes
