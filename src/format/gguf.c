@@ -385,11 +385,11 @@ static int parse(ctx_impl *c, tern_err *err) {
      * tensor info = 8 + 1 + 4 (n_dims) + 8 (ne[0]) + 4 (type) + 8 (offset). */
     const uint64_t left = r.len - r.off;
     if (g->n_kv > left / 14)
-        return rd_fail(R, TERN_E_FORMAT, "GGUF metadata count at byte 16: %" PRIu64 " pairs need at least 14 bytes each, expected at most %" PRIu64 " pairs in the %" PRIu64 " bytes after the 24-byte header of this %" PRIu64 "-byte file (truncated, or the count is damaged)",
-                       g->n_kv, left / 14, left, (uint64_t)r.len), r.code;
+        return rd_fail(R, TERN_E_FORMAT, "GGUF metadata count at byte 16: %" PRIu64 " pairs, expected at most %" PRIu64 ": at 14+ bytes each they do not fit in the %" PRIu64 "-byte file (truncated, or the count is damaged)",
+                       g->n_kv, left / 14, (uint64_t)r.len), r.code;
     if (g->n_tensors > (left - g->n_kv * 14) / 33 || g->n_tensors > UINT32_MAX - 1)
-        return rd_fail(R, TERN_E_FORMAT, "GGUF tensor count at byte 8: %" PRIu64 " tensor infos need at least 33 bytes each, expected at most %" PRIu64 " tensor infos in the %" PRIu64 " bytes after the 24-byte header of this %" PRIu64 "-byte file and its %" PRIu64 " metadata pairs (truncated, or the count is damaged)",
-                       g->n_tensors, (left - g->n_kv * 14) / 33, left, (uint64_t)r.len, g->n_kv), r.code;
+        return rd_fail(R, TERN_E_FORMAT, "GGUF tensor count at byte 8: %" PRIu64 " tensors, expected at most %" PRIu64 ": their infos (33+ bytes each) and the %" PRIu64 " metadata pairs do not fit in the %" PRIu64 "-byte file (truncated, or the count is damaged)",
+                       g->n_tensors, (left - g->n_kv * 14) / 33, g->n_kv, (uint64_t)r.len), r.code;
     if (g->n_kv > UINT32_MAX - 1)
         return rd_fail(R, TERN_E_FORMAT, "GGUF metadata count: %" PRIu64 ", expected fewer than 2^32", g->n_kv), r.code;
     g->kv = g->n_kv ? calloc(g->n_kv, sizeof *g->kv) : NULL;
