@@ -189,7 +189,10 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * scales, one f32 multiply), acc = fma(s, (float)isum, acc): the float order of kern_impl.h.
  * A tile is one 16-row group x NC columns (NC = 1..16, compile-time), so each unpacked slot
  * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (NA = 4, 2, 1 for
- * NC <= 4, 8, 16: enough independent chains to cover the vpdpbusd latency) added in a fixed
+ * NC <= 3, 8, 16: at least 8 independent chains per tile up to 8 columns, which covers the
+ * vpdpbusd latency, and no more, since each extra accumulator costs an add per block and column:
+ * on Zen 5, with the data in cache, the 4-column tile ran ~3% faster with 2 accumulators per
+ * column than with 4, and the 5-column one ~20% slower with 1 than with 2) added in a fixed
  * tree, exact in int32. Registers: NC * NA int32 accumulators, one slot and one block word live,
  * the f32 accumulators (past ~8 columns some live in memory: an fma from memory and a store per
  * block, off the vector ports). Per block and column the vector ports see 32 vpdpbusd + 56 / NC
@@ -341,7 +344,7 @@ R16_UNROLL16
 R16_TILE_ATTR void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
                                                           int NC, int GF, float *const *out, unsigned keep, int32_t *const *isum,
                                                           int64_t isum_stride) {
-    const int NA = NC <= 4 ? 4 : NC <= 8 ? 2 : 1;   /* accumulators per column (NC = 1: two sets of 4) */
+    const int NA = NC <= 3 ? 4 : NC <= 8 ? 2 : 1;   /* accumulators per column (NC = 1: two sets of 4) */
     const v512 m3 = v512_set1_8(3), m12 = v512_set1_8(12), m48 = v512_set1_8(48), m192 = v512_set1_8((char)192);
     r16_cols kc;
     const intptr_t cs = NC > 1 ? (const uint8_t *)ac[1] - (const uint8_t *)ac[0] : 0;   /* the columns' stride */
