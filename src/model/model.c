@@ -536,9 +536,12 @@ int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_e
 #undef R16
     size_t total = 0;
     for (size_t i = 0; i < sizeof nf / sizeof nf[0]; i++) total += nf[i];
-    float *p = tern_calloc_aligned(total * sizeof(float));
+    /* fresh pages (zero-filled when first touched): the scores rows are n_ctx long per thread,
+     * and a long context's rows cost memory only as far as attention reaches */
+    float *p = os_pages_alloc(total * sizeof(float));
     if (!p) return tern_err_set(err, TERN_E_NOMEM, "workspace: cannot allocate %.1f MB", (double)total * 4 / 1e6);
     ws->mem = p;
+    ws->mem_bytes = total * sizeof(float);
     ws->n_batch = n_batch;
     ws->n_ctx = n_ctx;
     float **dst[] = {&ws->x, &ws->xb, &ws->q, &ws->k, &ws->v, &ws->att, &ws->hg, &ws->hu, &ws->rope_cs, &ws->scores};
@@ -557,6 +560,6 @@ int model_ws_init(model_ws *ws, const model_t *m, int n_batch, int n_ctx, tern_e
 
 void model_ws_free(model_ws *ws) {
     if (!ws) return;
-    tern_free_aligned(ws->mem);
+    os_pages_free(ws->mem, ws->mem_bytes);
     memset(ws, 0, sizeof *ws);
 }

@@ -173,7 +173,8 @@ typedef struct model_ws {
     float *lx;         /* (n_batch, n_embd) columns that want logits, gathered */
     int32_t *attn_tiles;   /* (n_batch * n_head, 4) query tiles of one layer's attention (blocks.c) */
     void *arch_ws;     /* arch-private scratch */
-    void *mem;         /* one allocation holding all of the above */
+    void *mem;         /* one allocation holding all of the above (fresh pages: zero until written) */
+    size_t mem_bytes;  /* its size */
 } model_ws;
 
 /* Architecture hooks. */

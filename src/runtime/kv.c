@@ -2,6 +2,7 @@
 #include "runtime/kv.h"
 
 #include "core/fp16.h"
+#include "core/os.h"
 
 #include <limits.h>
 #include <string.h>
@@ -38,8 +39,11 @@ int kv_init(kv_cache *kv, int n_layer, int n_ctx, int n_head_kv, int hd_k, int h
     kv->elt = f32 ? 4 : 2;
     const size_t bk = (size_t)n_layer * (size_t)n_ctx * (size_t)n_embd_k * kv->elt;
     const size_t bv = (size_t)n_layer * (size_t)n_ctx * (size_t)n_embd_v * kv->elt;
-    kv->k = tern_calloc_aligned(bk);
-    kv->v = tern_calloc_aligned(bv);
+    /* fresh pages from the OS: zero-filled when first touched, so a long context costs memory
+     * (and the time to clear it) only as its positions fill, not all at once before the first
+     * token (a -c of millions of tokens would otherwise take seconds and gigabytes up front) */
+    kv->k = os_pages_alloc(bk);
+    kv->v = os_pages_alloc(bv);
     if (!kv->k || !kv->v) {
         kv_free(kv);
         return tern_err_set(err, TERN_E_NOMEM,
@@ -51,8 +55,9 @@ int kv_init(kv_cache *kv, int n_layer, int n_ctx, int n_head_kv, int hd_k, int h
 
 void kv_free(kv_cache *kv) {
     if (!kv) return;
-    tern_free_aligned(kv->k);
-    tern_free_aligned(kv->v);
+    const size_t pos = (size_t)kv->n_layer * (size_t)kv->n_ctx * kv->elt;
+    os_pages_free(kv->k, pos * (size_t)kv->n_embd_k);
+    os_pages_free(kv->v, pos * (size_t)kv->n_embd_v);
     kv->k = kv->v = NULL;
 }
 
