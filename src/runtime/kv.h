@@ -30,7 +30,8 @@ typedef struct kv_cache {
 
 /* Bytes kv_init will allocate (0 on overflow). */
 uint64_t kv_bytes(int n_layer, int n_ctx, int n_head_kv, int hd_k, int hd_v, bool f32);
-/* Allocate (zeroed). Errors: TERN_E_ARG (non-positive sizes), TERN_E_NOMEM. */
+/* Allocate (zeroed: fresh pages, so the memory is taken as positions fill). Errors: TERN_E_ARG
+ * (non-positive sizes), TERN_E_NOMEM. */
 int kv_init(kv_cache *kv, int n_layer, int n_ctx, int n_head_kv, int hd_k, int hd_v, bool f32, tern_err *err);
 void kv_free(kv_cache *kv);   /* safe on a zeroed or freed struct */
 
