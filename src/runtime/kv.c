@@ -39,9 +39,9 @@ int kv_init(kv_cache *kv, int n_layer, int n_ctx, int n_head_kv, int hd_k, int h
     kv->elt = f32 ? 4 : 2;
     const size_t bk = (size_t)n_layer * (size_t)n_ctx * (size_t)n_embd_k * kv->elt;
     const size_t bv = (size_t)n_layer * (size_t)n_ctx * (size_t)n_embd_v * kv->elt;
-    /* fresh pages from the OS: zero-filled when first touched, so a long context costs memory
-     * (and the time to clear it) only as its positions fill, not all at once before the first
-     * token (a -c of millions of tokens would otherwise take seconds and gigabytes up front) */
+    /* fresh pages from the OS, zero-filled when first touched: a context costs memory and the
+     * time to clear it only as its positions fill, so even a -c of millions of tokens starts at
+     * once */
     kv->k = os_pages_alloc(bk);
     kv->v = os_pages_alloc(bv);
     if (!kv->k || !kv->v) {

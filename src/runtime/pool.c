@@ -224,8 +224,8 @@ static void take_work(struct tern_pool *p, int ith) {
         p->fn(p->ctx, i0, i1, ith);
         mine += cu;
     }
-    /* counted once, after the last claim: the job cannot end before, and one update of `done`
-     * per thread instead of one per claim keeps its cache line from moving between the threads */
+    /* counted once, after the last claim (the job cannot end before it): one update of `done`
+     * per thread and job, so its cache line moves between the threads once per job */
     if (mine) finish(p, mine, ith == 0);
 }
 
