@@ -81,6 +81,75 @@ static inline char *ru_capture(const char *cmd, int *status) {
     return buf;
 }
 
+#ifndef _WIN32
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <time.h>
+
+/* Runs `tern serve ARGS` (ARGS: a shell-quoted string, as for ru_tern) with its stderr read
+ * here, waits until it says it listens ("Ctrl-C stops") or exits, sends sig once to it alone
+ * (kill(2), not to a process group: one copy, as a terminal's Ctrl-C or systemd's stop sends) and
+ * reads its stderr to the end. A slow start (a loaded machine, ASan) waits up to 120 s; the
+ * exit after the signal up to 60 s, then it is killed. Returns its stderr (malloc'd; the caller
+ * frees); *status: its exit code, 128 + the signal that ended it, or -1 if it had to be killed.
+ * The signal is sent only after the listening line, so sig 0 means "wait for the exit". */
+static inline char *ru_serve_signal(const char *args, int sig, int *status) {
+    char bin[4096], cmd[16384];
+    ru_need_tern(bin, sizeof bin);
+    snprintf(cmd, sizeof cmd, "exec '%s' serve %s 2>&1 >/dev/null", bin, args);
+    int p[2];
+    if (pipe(p) != 0) fail_msg("pipe: %s", strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) fail_msg("fork: %s", strerror(errno));
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);   /* not what the runner inherited (a background job ignores SIGINT) */
+        signal(SIGTERM, SIG_DFL);
+        dup2(p[1], 1);
+        close(p[0]);
+        close(p[1]);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    size_t n = 0, cap = 1 << 16;
+    char *buf = calloc(1, cap);
+    if (!buf) fail_msg("out of memory");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool sent = false, eof = false;
+    for (;;) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        const double el = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
+        if (!sent && (strstr(buf, "Ctrl-C stops") || el > 120)) {
+            if (sig) kill(pid, sig);
+            sent = true;
+            t0 = t;
+            continue;
+        }
+        if (sent && el > 60) break;
+        struct pollfd pf = {p[0], POLLIN, 0};
+        if (poll(&pf, 1, 100) <= 0) continue;
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) fail_msg("out of memory");
+            buf = nb;
+        }
+        const ssize_t r = read(p[0], buf + n, cap - 1 - n);
+        if (r <= 0) { eof = true; break; }
+        n += (size_t)r;
+        buf[n] = '\0';
+    }
+    close(p[0]);
+    if (!eof) kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    *status = !eof ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    return buf;
+}
+#endif
+
 /* Run `tern ARGS` (ARGS: a shell-quoted string built by the caller, may hold redirections of
  * stdin). *out / *err (either may be NULL: discarded) receive its stdout / stderr, malloc'd and
  * NUL-terminated (the caller frees). Returns the exit status, or -1 if it did not exit normally. */

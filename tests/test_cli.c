@@ -492,20 +492,18 @@ static void test_default_ctx_trained(void **state) {
         fail_msg("chat: exit %d, stderr: %s", rc, errs);
     free(out);
     free(errs);
-    /* serve: the notice and the context it listens with (stopped by SIGINT after a moment; -k:
-     * killed if its exit hangs, as LeakSanitizer's exit-time thread stop has done under ASan with
-     * timeout's second copy of the signal pending) */
-    char bin[4096], cmd[8192];
-    ru_need_tern(bin, sizeof bin);
-    snprintf(cmd, sizeof cmd, "timeout -k 10 -s INT 2 '%s' serve -m '%s' --port 0 -t 1 2>&1", bin, spm);
-    out = ru_capture(cmd, NULL);
-    if (!strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "(4 slots, context 2048)"))
-        fail_msg("serve: expected the notice and '(4 slots, context 2048)' (-np's default 4), got: %s", out);
+    /* serve: the notice and the context it listens with (stopped by SIGINT once it listens) */
+    int st = -1;
+    char args[2048];
+    snprintf(args, sizeof args, "-m '%s' --port 0 -t 1", spm);
+    out = ru_serve_signal(args, SIGINT, &st);
+    if (st != 0 || !strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "(4 slots, context 2048)"))
+        fail_msg("serve: expected exit 0, the notice and '(4 slots, context 2048)' (-np's default 4), got %d: %s", st, out);
     free(out);
     /* one slot is "1 slot" */
-    snprintf(cmd, sizeof cmd, "timeout -k 10 -s INT 2 '%s' serve -m '%s' --port 0 -t 1 -np 1 2>&1", bin, spm);
-    out = ru_capture(cmd, NULL);
-    if (!strstr(out, "(1 slot, context 2048)")) fail_msg("serve -np 1: expected '(1 slot, context 2048)', got: %s", out);
+    snprintf(args, sizeof args, "-m '%s' --port 0 -t 1 -np 1", spm);
+    out = ru_serve_signal(args, SIGINT, &st);
+    if (st != 0 || !strstr(out, "(1 slot, context 2048)")) fail_msg("serve -np 1: expected exit 0 and '(1 slot, context 2048)', got %d: %s", st, out);
     free(out);
     remove(file);
 }

@@ -69,7 +69,9 @@ static void signals_start(void) {
 }
 
 /* Ends the signal thread: SIGTERM sent to it alone (blocked everywhere, so its sigwait takes it)
- * finds g_quit set. */
+ * finds g_quit set. Then takes any copy still pending (a signal sent to the process and to its
+ * group arrives twice, as `timeout` and `kill 0` send it), so the process exits with none
+ * queued: LeakSanitizer's exit-time stop of the threads has hung on a pending one. */
 static void signals_stop(void) {
     if (!g_sig_th_on) return;
     pthread_mutex_lock(&g_sig_mu);
@@ -78,6 +80,8 @@ static void signals_stop(void) {
     pthread_kill(g_sig_th, SIGTERM);
     pthread_join(g_sig_th, NULL);
     g_sig_th_on = false;
+    const struct timespec now = {0, 0};
+    while (sigtimedwait(&g_sigs, NULL, &now) > 0) {}
 }
 
 /* Waits until a signal sets what it stops (g_stop or g_term), at most ms milliseconds (< 0: no
