@@ -11,6 +11,7 @@
 #include "sampling/sampler.h"
 #include "tern.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,6 +600,18 @@ static void test_pass_tables_same_bits(void **state) {
         o->load(l, x1, V, &mx1, &mn1);
         assert_memory_equal(x0, x1, V * sizeof *x0);
         assert_true(mx0 == mx1 && mn0 == mn1);
+        /* above: the first id past each start whose logit is over the threshold, against a plain
+         * scan, from starts on and off a vector boundary, up to the ends */
+        const float ts[] = {9.99f, 9.995f, 0.0f, -INFINITY, FLT_MAX};
+        const int32_t starts[] = {0, 1, 7, 8, 13, V - 9, V - 1, V};
+        for (size_t a = 0; a < sizeof ts / sizeof ts[0]; a++)
+            for (size_t b = 0; b < sizeof starts / sizeof starts[0]; b++) {
+                int32_t want = starts[b];
+                while (want < V && !(x0[want] > ts[a])) want++;
+                const int32_t got0 = g->above(x0, starts[b], V, ts[a]), got1 = o->above(x1, starts[b], V, ts[a]);
+                if (got0 != want || got1 != want)
+                    fail_msg("above(%d, %g): generic %d, %s %d, expected %d", starts[b], (double)ts[a], got0, o->name, got1, want);
+            }
         x0[9] = x1[9] = 9.995f;                       /* the passes below take mx = the max (load made +inf FLT_MAX) */
         const float mx = 9.995f, scale = (float)SAMP_BINS / 21.0f;
         const samp_keep keeps[] = {{-INFINITY, -INFINITY, INT32_MAX, true}, {2.5f, -3.0f, 70000, false}};

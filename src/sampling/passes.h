@@ -51,6 +51,9 @@ typedef struct samp_passes {
      * gsum in order. */
     double (*weights)(const float *x, float *w, int32_t n, const samp_keep *k, float mx, float inv_t, bool from_masses,
                       double *gsum);
+    /* The first id j in [i, n) with x[j] > t, or n when there is none (a top-k scan skips the
+     * logits that cannot enter its heap a vector at a time). */
+    int32_t (*above)(const float *x, int32_t i, int32_t n, float t);
 } samp_passes;
 
 extern const samp_passes samp_passes_generic;

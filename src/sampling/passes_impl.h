@@ -124,6 +124,18 @@ static int SP_FN(bin)(const float *x, const float *w, int32_t n, float mx, float
     return cnt;
 }
 
+static int32_t SP_FN(above)(const float *x, int32_t i, int32_t n, float t) {
+    for (; i + SP_N <= n; i += SP_N) {
+        const SP_VI hit = SP_FN(ld)(x + i) > SP_B(t);
+        if (!SP_ANY(hit)) continue;
+        for (int j = 0;; j++)
+            if (hit[j]) return i + j;
+    }
+    for (; i < n; i++)
+        if (x[i] > t) return i;
+    return n;
+}
+
 static double SP_FN(weights)(const float *x, float *w, int32_t n, const samp_keep *kp, float mx, float inv_t, bool from_masses,
                              double *gsum) {
     const samp_keep k = *kp;
@@ -167,6 +179,7 @@ const samp_passes SP_TABLE = {
     .masses = SP_FN(masses),
     .bin = SP_FN(bin),
     .weights = SP_FN(weights),
+    .above = SP_FN(above),
 };
 
 #undef SP_SEL

@@ -209,11 +209,13 @@ static void stage_top_k_small(tern_sampler *s, int k) {
     const float *x = s->x;
     for (int i = 0; i < k; i++) h[i] = (samp_cand){x[i], i, 0};
     for (int i = k / 2 - 1; i >= 0; i--) cand_sift(h, i, k);
-    for (int32_t i = k; i < s->n_vocab; i++)
-        if (x[i] > h[0].logit) {
-            h[0] = (samp_cand){x[i], i, 0};
-            cand_sift(h, 0, k);
-        }
+    /* the ids above the heap's least, in id order: each replaces it (the least only rises, so an
+     * id skipped under it would have been skipped one by one too) */
+    for (int32_t i = s->ops->above(x, k, s->n_vocab, h[0].logit); i < s->n_vocab;
+         i = s->ops->above(x, i + 1, s->n_vocab, h[0].logit)) {
+        h[0] = (samp_cand){x[i], i, 0};
+        cand_sift(h, 0, k);
+    }
     cand_sort(h, k);
     s->n_cand = k;
     s->sorted = true;
