@@ -47,7 +47,8 @@ static void expect_err(int want_rc, const char *want, const char *not, const cha
 }
 
 /* Every command `tern --help` lists, version included: an unknown option and a stray argument are
- * usage errors naming the command; `tern version` itself still prints the version. */
+ * usage errors naming the command; `tern version` itself still prints the version. Before the
+ * command, an option or an unknown word is a usage error saying so. */
 static void test_unknown_options_every_command(void **state) {
     (void)state;
     char bin[4096];
@@ -77,6 +78,9 @@ static void test_unknown_options_every_command(void **state) {
     assert_true(n >= 11);
     expect_err(2, "tern version: unexpected argument 'x'; see tern version --help", NULL, "version x");
     expect_err(2, "tern version: unknown option --bogus", NULL, "--version --bogus");
+    /* an option where the command goes, and a word that is no command */
+    expect_err(2, "tern: '-m' is an option; expected a command first (tern <command> [options])", NULL, "-m x.gguf");
+    expect_err(2, "tern: unknown command 'bogus'", NULL, "bogus");
     /* options that contradict each other: refused before the model is opened */
     expect_err(2, "tern chat: --show-think with --no-think: thinking is off", NULL,
                "chat -m no-such-model.gguf --no-think --show-think </dev/null");

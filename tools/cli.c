@@ -122,7 +122,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "--version") == 0) return close_stdout("version", cmd_version(argc - 1, argv + 1));
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(argv[1], cmds[i].name) == 0) return close_stdout(cmds[i].name, cmds[i].fn(argc - 1, argv + 1));
-    fprintf(stderr, "tern: unknown command '%s'\n", argv[1]);
+    if (argv[1][0] == '-')   /* an option where the command goes: `tern -m x.gguf` */
+        fprintf(stderr, "tern: '%s' is an option; expected a command first (tern <command> [options])\n", argv[1]);
+    else
+        fprintf(stderr, "tern: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;
 }
