@@ -84,20 +84,21 @@ void gdn_gates(const gdn_dims *g, int n, const float *a, const float *b, const f
 }
 
 int64_t gdn_conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
-                                int64_t c0, int64_t c1) {
-    return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
+                                int64_t c0, int64_t c1, int n) {
+    return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1, n);
 }
 
 void gdn_conv(const gdn_dims *g, int n, const float *conv_w, float *state, const float *in,
               float *out, int64_t c0, int64_t c1) {
     const int64_t nch = gdn_n_ch(g);
     const int dc = g->d_conv, ns = dc - 1;
+    /* each channel is its own recurrence: the blocks take every token of theirs, the channels
+     * left over go token by token below */
+    const int64_t cb = g->ggml ? c0 : model_ops_active()->gdn_conv_blocks(conv_w, state, in, out, nch, dc, c0, c1, n);
     for (int i = 0; i < n; i++) {
         const float *x = in + (int64_t)i * nch;
         float *y = out + (int64_t)i * nch;
-        int64_t c = c0;
-        if (!g->ggml) c = model_ops_active()->gdn_conv_blocks(conv_w, state, x, y, nch, dc, c0, c1);
-        for (; c < c1; c++) {
+        for (int64_t c = cb; c < c1; c++) {
             const float *w = conv_w + c * dc;
             float sum = 0.0f;
             if (g->ggml) {                              /* the reference's contracted loop */
@@ -124,22 +125,20 @@ void gdn_l2norm_heads(float *x, int n_head, int d, float eps) {
     }
 }
 
+void gdn_norm_gate_generic(float *y, const float *o, const float *z, const float *w, int d, float eps) {
+    norm_gate_body(y, o, z, w, d, eps);
+}
+
 void gdn_norm_gate(float *y, const float *o, const float *z, const float *w, int d, float eps, bool ggml) {
+    if (!ggml) {
+        model_ops_active()->norm_gate(y, o, z, w, d, eps);
+        return;
+    }
     double sum = 0.0;
     for (int i = 0; i < d; i++) sum += (double)(o[i] * o[i]);
     const float mean = (float)(sum / d);
     const float r = 1.0f / sqrtf(mean + eps);
-    if (ggml) {
-        for (int i = 0; i < d; i++) y[i] = o[i] * r * w[i] * gdn_silu_ggml(z[i]);
-        return;
-    }
-    int i = 0;
-    for (; i + 8 <= d; i += 8) {
-        float sz[8];
-        silu8(sz, z + i);
-        ST8(y + i, LD8(o + i) * r * LD8(w + i) * LD8(sz));
-    }
-    for (; i < d; i++) y[i] = o[i] * r * w[i] * silu(z[i]);
+    for (int i = 0; i < d; i++) y[i] = o[i] * r * w[i] * gdn_silu_ggml(z[i]);
 }
 
 /* ---- the reference runtime's order (ggml numerics) ----------------------------------------- */

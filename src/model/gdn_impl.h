@@ -38,35 +38,78 @@ static inline __attribute__((always_inline)) void silu8(float *y, const float *x
     memcpy(y, &r, sizeof r);
 }
 
-/* Fast path, 8 channels at a time (lane l = channel c + l): the same sum from 0.0f, oldest first,
- * then the shift, then SiLU, as the scalar loop below. wt: the 8 channels' weights transposed
- * (tap-major) once per block. */
+/* Fast path, 8 channels at a time (lane l = channel c + l) through n tokens (token i: x + i nch,
+ * y + i nch): per token the same sum from 0.0f, oldest first, then the shift, then SiLU, as the
+ * scalar loop of gdn_conv. wt: the 8 channels' weights transposed (tap-major) once for all the
+ * tokens (dc == 4: by vector shuffles); the state rows stay in registers between tokens and are
+ * stored after the last one. */
+#define CONV_NS_MAX 15   /* d_conv <= 16 (the loader's bound) */
 static inline __attribute__((always_inline)) void conv_block8(const float *conv_w, float *state, const float *x, float *y,
-                                                              int64_t nch, int dc, int64_t c) {
+                                                              int64_t nch, int dc, int64_t c, int n) {
     const int ns = dc - 1;
-    float wt[16][8];
-    for (int l = 0; l < 8; l++)
-        for (int j = 0; j < dc; j++) wt[j][l] = conv_w[(c + l) * dc + j];
-    v8 sum = (v8){0};
-    for (int j = 0; j < ns; j++) sum += LD8(wt[j]) * LD8(state + (int64_t)j * nch + c);
-    sum += LD8(wt[ns]) * LD8(x + c);
-    for (int j = 0; j + 1 < ns; j++) ST8(state + (int64_t)j * nch + c, LD8(state + (int64_t)(j + 1) * nch + c));
-    if (ns > 0) ST8(state + (int64_t)(ns - 1) * nch + c, LD8(x + c));
-    ST8(y + c, sum);
-    silu8(y + c, y + c);
+    v8 wt[CONV_NS_MAX + 1];
+    if (dc == 4) {   /* the 32 weights as 4 vectors of 2 channels' taps, transposed by shuffles */
+        const float *p = conv_w + c * 4;
+        const v8 a = LD8(p), b = LD8(p + 8), e = LD8(p + 16), f = LD8(p + 24);
+        for (int j = 0; j < 4; j++) {
+            const attn_v8i pick = {j, j + 4, j + 8, j + 12, j, j + 4, j + 8, j + 12};   /* lanes 4-7 unused */
+            const v8 lo = __builtin_shuffle(a, b, pick), hi = __builtin_shuffle(e, f, pick);
+            wt[j] = __builtin_shuffle(lo, hi, (attn_v8i){0, 1, 2, 3, 8, 9, 10, 11});
+        }
+    } else {
+        float w1[CONV_NS_MAX + 1][8];
+        for (int l = 0; l < 8; l++)
+            for (int j = 0; j < dc; j++) w1[j][l] = conv_w[(c + l) * dc + j];
+        for (int j = 0; j < dc; j++) wt[j] = LD8(w1[j]);
+    }
+    v8 st[CONV_NS_MAX];
+    for (int j = 0; j < ns; j++) st[j] = LD8(state + (int64_t)j * nch + c);
+    for (int i = 0; i < n; i++) {
+        const v8 xi = LD8(x + (int64_t)i * nch + c);
+        v8 sum = (v8){0};
+        for (int j = 0; j < ns; j++) sum += wt[j] * st[j];
+        sum += wt[ns] * xi;
+        for (int j = 0; j + 1 < ns; j++) st[j] = st[j + 1];
+        if (ns > 0) st[ns - 1] = xi;
+        float *yi = y + (int64_t)i * nch + c;
+        ST8(yi, sum);
+        silu8(yi, yi);
+    }
+    for (int j = 0; j < ns; j++) ST8(state + (int64_t)j * nch + c, st[j]);
 }
 
-/* Blocks of 8 channels from c0 while c + 8 <= c1; returns where the blocks stop. dc == 4 (every
- * qwen35 file) is a constant in its copy, so the tap loops unroll. */
+/* Blocks of 8 channels from c0 while c + 8 <= c1, each through the n tokens; returns where the
+ * blocks stop. dc == 4 (every qwen35 file) is a constant in its copy, so the tap loops unroll
+ * and the state stays in registers; other widths take the general copy. */
 static inline __attribute__((always_inline)) int64_t conv_blocks_body(const float *conv_w, float *state, const float *x,
                                                                       float *y, int64_t nch, int dc, int64_t c0,
-                                                                      int64_t c1) {
+                                                                      int64_t c1, int n) {
     int64_t c = c0;
     if (dc == 4)
-        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, 4, c);
-    else
-        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, dc, c);
+        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, 4, c, n);
+    else if (dc >= 1 && dc <= CONV_NS_MAX + 1)
+        for (; c + 8 <= c1; c += 8) conv_block8(conv_w, state, x, y, nch, dc, c, n);
     return c;
+}
+
+/* gdn_norm_gate of fast numerics (gdn.h): the sum of squares in double in order of b, then 8
+ * values at a time y = o r w silu(z) (vsilu8: the bits of the scalar gdn_silu_fast). */
+static inline __attribute__((always_inline)) void norm_gate_body(float *y, const float *o, const float *z, const float *w,
+                                                                 int d, float eps) {
+    double sum = 0.0;
+    for (int i = 0; i < d; i++) sum += (double)(o[i] * o[i]);
+    const float mean = (float)(sum / d);
+    const float r = 1.0f / sqrtf(mean + eps);
+    int i = 0;
+    for (; i + 8 <= d; i += 8) {
+        float sz[8];
+        silu8(sz, z + i);
+        ST8(y + i, LD8(o + i) * r * LD8(w + i) * LD8(sz));
+    }
+    for (; i < d; i++) {
+        const vexp_v4f v = {z[i], z[i], z[i], z[i]};
+        y[i] = o[i] * r * w[i] * vsilu4(&v)[0];
+    }
 }
 
 /* n tokens on one head, column tiles of W vectors of VL lanes (VL W columns of S) at a time,

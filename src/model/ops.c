@@ -11,6 +11,7 @@ static const model_ops ops_generic = {
     .swiglu_fast = blk_swiglu_fast_generic,
     .f16_from_f32 = blk_f16_from_f32_generic,
     .gdn_conv_blocks = gdn_conv_blocks_generic,
+    .norm_gate = gdn_norm_gate_generic,
     .delta_tokens = gdn_delta_tokens_generic,
     .delta_chunk = gdn_delta_chunk_generic,
     .fwht_blocks = had_fwht_blocks_generic,
@@ -21,6 +22,7 @@ static const model_ops ops_generic = {
  * delta rule. */
 #define OPS_X86_SHARED                                                                              \
     .f16_from_f32 = blk_f16_from_f32_avx2, .gdn_conv_blocks = gdn_conv_blocks_avx2,                \
+    .norm_gate = gdn_norm_gate_avx2,                                                                \
     .delta_chunk = gdn_delta_chunk_avx2, .fwht_blocks = had_fwht_blocks_avx2
 static const model_ops ops_avx2 = {.name = "avx2", .attn_tile = blk_attn_tile_avx2,
                                    .swiglu_fast = blk_swiglu_fast_avx2, .delta_tokens = gdn_delta_tokens_avx2,

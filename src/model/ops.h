@@ -25,9 +25,12 @@ typedef struct model_ops {
     void (*swiglu_fast)(float *out, const float *g, const float *u, int64_t n);
     /* blk_f16_from_f32: dst[i] = f32_to_fp16(src[i]) bit for bit */
     void (*f16_from_f32)(uint16_t *dst, const float *src, int n);
-    /* gdn_conv's channel blocks [c0, ...): returns the first channel it left to the caller */
+    /* gdn_conv's channel blocks [c0, ...) through n tokens (token i: x + i nch, y + i nch): returns
+     * the first channel it left to the caller */
     int64_t (*gdn_conv_blocks)(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
-                               int64_t c0, int64_t c1);
+                               int64_t c0, int64_t c1, int n);
+    /* gdn_norm_gate of fast numerics (not ggml) on one head */
+    void (*norm_gate)(float *y, const float *o, const float *z, const float *w, int d, float eps);
     /* 1..GDN_CHUNK tokens of gdn_delta_token (the strides of gdn_delta_tokens_isa, gdn.h) with a
      * prefetch hint pf (may be NULL): the next head's state */
     void (*delta_tokens)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
@@ -52,7 +55,8 @@ extern const model_ops *const model_ops_all[];
 
 /* The copies the tables point at (each file compiles its bodies once per table). */
 int64_t gdn_conv_blocks_generic(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
-                                int64_t c0, int64_t c1);
+                                int64_t c0, int64_t c1, int n);
+void gdn_norm_gate_generic(float *y, const float *o, const float *z, const float *w, int d, float eps);
 void gdn_delta_tokens_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                               const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                               int64_t ld_o, const float *pf);
@@ -63,7 +67,8 @@ void had_fwht_blocks_generic(float *x, int64_t K, int64_t n);
 void blk_f16_from_f32_generic(uint16_t *dst, const float *src, int n);
 #if defined(__x86_64__) && defined(__GNUC__)
 int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
-                             int64_t c0, int64_t c1);
+                             int64_t c0, int64_t c1, int n);
+void gdn_norm_gate_avx2(float *y, const float *o, const float *z, const float *w, int d, float eps);
 void gdn_delta_tokens_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                            const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                            int64_t ld_o, const float *pf);

@@ -9,8 +9,12 @@
 #include "model/gdn_impl.h"
 
 int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
-                             int64_t c0, int64_t c1) {
-    return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1);
+                             int64_t c0, int64_t c1, int n) {
+    return conv_blocks_body(conv_w, state, x, y, nch, dc, c0, c1, n);
+}
+
+void gdn_norm_gate_avx2(float *y, const float *o, const float *z, const float *w, int d, float eps) {
+    norm_gate_body(y, o, z, w, d, eps);
 }
 
 void gdn_delta_tokens_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
