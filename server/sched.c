@@ -262,7 +262,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     tern_gen_begin(sl->gen, sl->s, sl->smp, j->req.logprobs || sl->json ? NULL : sl->sp, &gp);
     sl->gen_on = true;
     tern_gen_prompt_seen(sl->gen, j->prompt.ids, j->prompt.n);
-    j->tm.prompt_n = j->prompt.n - common;
+    j->tm.prompt_n = j->req.max_tokens == 0 ? 0 : j->prompt.n - common;   /* the tokens this request evaluates */
     pthread_mutex_lock(&j->mu);
     j->state = JOB_RUNNING;
     j->usage.prompt_tokens = j->prompt.n;
