@@ -75,10 +75,14 @@
  * (prefill's matmuls) still take both threads. The sign: the caller's run delay (time ready to
  * run with no CPU) over POOL_CHECK_DELAY of a check window of POOL_CHECK_NS or more (one pread
  * per window), in POOL_STREAK windows each within POOL_STREAK_NS of the last: sharing a CPU with
- * a busy process costs about half of every window, a kernel thread on a quiet machine a sliver. */
+ * a busy process costs about half of most windows, a kernel thread on a quiet machine a sliver.
+ * Bursts of another process's work give signs too, a few at a time: a server's streaming client
+ * (tests/server/load.mjs at 4 sequences on 2 vCPUs) gave 2-19 signs per 5 s (of ~1100 windows)
+ * in clusters of 2-3, and a streak of 2 held the decode's jobs to one thread for 5-29% of the
+ * time; a busy loop gives a sign in most windows, so a streak of 4 still takes it within ~20 ms. */
 #define POOL_CHECK_NS 4000000
 #define POOL_CHECK_DELAY 0.25
-#define POOL_STREAK 2
+#define POOL_STREAK 4
 #define POOL_STREAK_NS 50000000
 #define POOL_HOLD_NS 500000000
 #define ADAPT_GAP_NS 2000000
