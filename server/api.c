@@ -583,7 +583,7 @@ static bool parse_messages(const cJSON *root, srv_tools_fmt fmt, srv_request *r,
     if (!msgs) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' is required: an array of {\"role\", \"content\"} objects");
     if (!cJSON_IsArray(msgs)) return bad_type(e, "messages", "an array of {\"role\", \"content\"} objects", msgs);
     const int n = cJSON_GetArraySize(msgs);
-    if (n == 0) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must not be empty");
+    if (n == 0) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' must not be empty: expected at least one {\"role\", \"content\"} object, got []");
     if (n > SRV_MAX_MESSAGES) return srv_fail(e, 400, "invalid_request_error", "messages", "'messages' has %d entries, at most %d", n, SRV_MAX_MESSAGES);
     r->msgs = calloc((size_t)n + 1, sizeof *r->msgs);    /* + 1: room for a tools system turn */
     r->trusted = calloc((size_t)n + 1, sizeof *r->trusted);

@@ -2800,6 +2800,12 @@ static void test_tokenize_detokenize_template(void **state) {
         cJSON_Delete(rb);
     }
     expect_error(s, "POST", "/apply-template", "{\"messages\":[]}", NULL, 400, "messages");
+    {
+        cJSON *rb = http_json(s, "/v1/chat/completions", "{\"messages\":[]}", 400);
+        assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(rb, "error"), "message")),
+                            "'messages' must not be empty: expected at least one {\"role\", \"content\"} object, got []");
+        cJSON_Delete(rb);
+    }
     expect_error(s, "POST", "/apply-template", "{\"messages\":[{\"role\":\"user\",\"content\":7}]}", NULL, 400, NULL);
     srv_stop(s);
     tern_model_free(m);
