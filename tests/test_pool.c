@@ -431,13 +431,16 @@ static void test_two_on_one_cpu(void **state) {
     if (reached >= 64) fail_msg("the worker, on the caller's CPU, still ran chunks of %d of 640 jobs", reached);
 }
 
-/* The caller shares its CPU with a busy thread while the worker has a CPU of its own (the kernel
- * may leave the caller there while the worker keeps the other CPU busy): two threads time faster
- * than the caller alone, but the caller's run delay (half of every window here) sends short job
- * kinds to the caller alone, which lets the kernel move it to the worker's idle CPU. With the
- * caller pinned beside the busy thread, the jobs after the first 0.3 s must stay on the caller:
- * of 200, fewer than 20 reach the worker (without the rule, nearly all do). Needs 2 CPUs and the
- * OS's run delay; pins the caller to the first CPU of the mask, the worker to the second. */
+/* One thread of a 2-thread pool shares its CPU with a busy thread while the other has a CPU of
+ * its own. The caller beside it: the kernel may leave the caller there while the worker keeps the
+ * other CPU busy; two threads time faster than the caller alone, but the caller's run delay (half
+ * of every window here) sends short job kinds to the caller alone, which lets the kernel move it
+ * to the worker's idle CPU. The worker beside it: the caller's own run delay shows nothing, while
+ * every job in which the worker loses its turn waits for it; the worker's run delay sends the
+ * short kinds to the caller alone. With the threads pinned, the jobs after the first 0.3 s must
+ * stay on the caller: of 200, fewer than 20 reach the worker (without the rule, nearly all do).
+ * Needs 2 CPUs and the OS's run delay; pins the caller to the first CPU of the mask, the worker
+ * to the second, and the busy thread to the caller's (side 0) or the worker's (side 1). */
 typedef struct { int cpu[2]; atomic_int failed; } pin2_ctx;
 static void job_pin2(void *ctx, int64_t i0, int64_t i1, int ith) {
     (void)i0; (void)i1;
@@ -458,8 +461,7 @@ static void *busy_thread(void *arg) {
     while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) x++;
     return NULL;
 }
-static void test_caller_shares_cpu(void **state) {
-    (void)state;
+static void shares_cpu(int side) {
     const int rd = os_run_delay_open();
     const bool have_delay = os_run_delay_read(rd) >= 0;
     os_run_delay_close(rd);
@@ -474,7 +476,7 @@ static void test_caller_shares_cpu(void **state) {
     assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
     pool_run_all(p, job_pin2, &pc);
     assert_int_equal(atomic_load(&pc.failed), 0);
-    busy_ctx b = {.cpu = pc.cpu[0]};
+    busy_ctx b = {.cpu = pc.cpu[side]};
     atomic_init(&b.stop, 0);
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, busy_thread, &b), 0);
@@ -495,8 +497,12 @@ static void test_caller_shares_cpu(void **state) {
     assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
     for (int i = 0; i < N; i++) assert_int_equal(atomic_load(&c.hits[i]), runs);
     free(c.hits);
-    if (reached >= 20) fail_msg("with the caller beside a busy thread, the worker still ran chunks of %d of 200 jobs", reached);
+    if (reached >= 20)
+        fail_msg("with the %s beside a busy thread, the worker still ran chunks of %d of 200 jobs",
+                 side ? "worker" : "caller", reached);
 }
+static void test_caller_shares_cpu(void **state) { (void)state; shares_cpu(0); }
+static void test_worker_shares_cpu(void **state) { (void)state; shares_cpu(1); }
 
 static void test_init_errors(void **state) {
     (void)state;
@@ -520,6 +526,7 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_adapt_slow_worker),
         cmocka_unit_test(test_two_on_one_cpu),
         cmocka_unit_test(test_caller_shares_cpu),
+        cmocka_unit_test(test_worker_shares_cpu),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

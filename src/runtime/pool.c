@@ -66,16 +66,21 @@
  * is left to the timing: while both threads work for milliseconds the scheduler may move one
  * to another CPU, which a caller alone would never let it do. (With more threads, dropping one
  * need not separate the two that share a CPU, so there the timing alone decides.)
- *   With hi = 2, a caller that waits for its CPU behind another process sends every kind shorter
- * than ADAPT_LONG_NS to the caller alone for POOL_HOLD_NS. The scheduler may leave the caller on
- * a CPU that another process holds while the worker has the other: then two threads time faster
- * than the caller alone on its shared CPU, and while the worker spins or works the other CPU is
- * never idle, so the kernel never moves the caller there. Held, the worker sleeps, its CPU goes
- * idle and the kernel pulls the caller over (as it does for a single thread); longer kinds
- * (prefill's matmuls) still take both threads. The sign: the caller's run delay (time ready to
- * run with no CPU) over POOL_CHECK_DELAY of a check window of POOL_CHECK_NS or more (one pread
- * per window), in POOL_STREAK windows each within POOL_STREAK_NS of the last: sharing a CPU with
- * a busy process costs about half of most windows, a kernel thread on a quiet machine a sliver.
+ *   With hi = 2, a thread that waits for its CPU behind another process sends every kind
+ * shorter than ADAPT_LONG_NS to the caller alone for POOL_HOLD_NS. The scheduler may leave the
+ * caller on a CPU that another process holds while the worker has the other: then two threads
+ * time faster than the caller alone on its shared CPU, and while the worker spins or works the
+ * other CPU is never idle, so the kernel never moves the caller there. Held, the worker sleeps,
+ * its CPU goes idle and the kernel pulls the caller over (as it does for a single thread);
+ * longer kinds (prefill's matmuls) still take both threads. Or the caller has a CPU of its own
+ * and the worker shares the other: every job in which the worker loses its turn while it holds
+ * a chunk waits a time slice for it (stories260K at -t 2 beside a busy loop: some repeats at a
+ * half or a third of one thread's rate); held, the caller runs at one thread's rate on its own
+ * CPU. The sign: a thread's run delay (time ready to run with no CPU) over POOL_CHECK_DELAY of a
+ * check window of POOL_CHECK_NS or more (one pread per window and thread: the caller's in
+ * adapt_begin, the worker's in worker_check, which the caller counts at its next check), in
+ * POOL_STREAK windows each within POOL_STREAK_NS of the last: sharing a CPU with a busy process
+ * costs about half of most windows, a kernel thread on a quiet machine a sliver.
  * Bursts of another process's work give signs too, a few at a time: a server's streaming client
  * (tests/server/load.mjs at 4 sequences on 2 vCPUs) gave 2-19 signs per 5 s (of ~1100 windows)
  * in clusters of 2-3, and a streak of 2 held the decode's jobs to one thread for 5-29% of the
@@ -116,6 +121,7 @@ typedef struct pool_adapt {
     int rd;                       /* the caller's run-delay handle (os_run_delay_open; -1: none) */
     pthread_t rd_th;              /* the thread that opened it */
     int64_t rd_t, rd_v;           /* the last check: when, the run delay then (ns) */
+    int64_t wsigns;               /* the workers' signs counted at the last check */
     adapt_kind *k;                /* the current job's kind */
     adapt_kind kind[ADAPT_KINDS];
 } pool_adapt;
@@ -125,6 +131,8 @@ typedef struct worker {
     int ith;
     pthread_t th;
     atomic_int cpu;            /* where it last took work (os_current_cpu; -1: not known) */
+    int rd;                    /* its run-delay handle (os_run_delay_open; -1: none) */
+    int64_t rd_t, rd_v;        /* its last check: when, the run delay then (ns) */
     char pad[64];
 } worker;
 
@@ -150,6 +158,7 @@ struct tern_pool {
     atomic_int n_sleeping;     /* workers waiting on cv_work */
     atomic_int caller_waiting;
     atomic_int caller_cpu;     /* where the caller published the last job (-1: not known) */
+    atomic_int_fast64_t wsigns;/* contention signs seen by workers (worker_check) */
     atomic_uint_fast64_t *each;/* pool_run_all: n_each_words bit words */
     atomic_int active;         /* threads awake for chunked work (ith < active); the rest park */
     atomic_int job_threads;    /* threads that take part in the current chunked job (read before a
@@ -247,21 +256,41 @@ static bool worker_beside_caller(struct tern_pool *p) {
     return false;
 }
 
+/* After a worker's work, at most once per POOL_CHECK_NS: a sign of contention when its run delay
+ * grew by POOL_CHECK_DELAY of the window or more (the caller's test in adapt_begin). It counts
+ * the signs for the caller, which takes them into its streak: the scheduler may leave the caller
+ * alone on a CPU while the worker shares the other with a busy process, where the caller's own
+ * run delay shows nothing but every job waits on the worker's turns. */
+static void worker_check(struct tern_pool *p, worker *wk) {
+    if (wk->rd < 0) return;
+    const int64_t t = now_ns();
+    if (t - wk->rd_t < POOL_CHECK_NS) return;
+    const int64_t v = os_run_delay_read(wk->rd);
+    if (v >= 0 && wk->rd_v >= 0 && (double)(v - wk->rd_v) >= POOL_CHECK_DELAY * (double)(t - wk->rd_t))
+        atomic_fetch_add_explicit(&p->wsigns, 1, memory_order_relaxed);
+    wk->rd_t = t;
+    wk->rd_v = v;
+}
+
 static void *worker_main(void *arg) {
     worker *wk = arg;
     struct tern_pool *p = wk->pool;
     uint_fast64_t seen = 0;
+    wk->rd = p->ad.hi == 2 ? os_run_delay_open() : -1;   /* this thread's: opened on it */
+    wk->rd_t = now_ns();
+    wk->rd_v = os_run_delay_read(wk->rd);
     for (;;) {
         if (wk->ith >= atomic_load(&p->active)) {   /* parked: no spinning, no wake-up per job */
             pthread_mutex_lock(&p->mu);
             while (wk->ith >= atomic_load(&p->active) && !atomic_load(&p->stop)) pthread_cond_wait(&p->cv_active, &p->mu);
             pthread_mutex_unlock(&p->mu);
-            if (atomic_load(&p->stop)) return NULL;
+            if (atomic_load(&p->stop)) break;
             /* the job that made it active may already be published: look at once (a claim
              * on a finished job's words takes nothing) */
             seen = atomic_load(&p->gen);
             atomic_store_explicit(&wk->cpu, os_current_cpu(), memory_order_relaxed);
             take_work(p, wk->ith);
+            worker_check(p, wk);
             continue;
         }
         uint_fast64_t g = atomic_load(&p->gen);
@@ -285,12 +314,15 @@ static void *worker_main(void *arg) {
             atomic_fetch_sub(&p->n_sleeping, 1);
             pthread_mutex_unlock(&p->mu);
         }
-        if (atomic_load(&p->stop)) return NULL;
+        if (atomic_load(&p->stop)) break;
         if (g == seen) continue;                    /* woken to park */
         seen = g;
         atomic_store_explicit(&wk->cpu, os_current_cpu(), memory_order_relaxed);
         take_work(p, wk->ith);
+        worker_check(p, wk);
     }
+    os_run_delay_close(wk->rd);
+    return NULL;
 }
 
 int pool_init(tern_pool **out, int n_threads, tern_err *err) {
@@ -313,6 +345,7 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     atomic_init(&p->n_sleeping, 0);
     atomic_init(&p->caller_waiting, 0);
     atomic_init(&p->caller_cpu, -1);
+    atomic_init(&p->wsigns, 0);
     atomic_init(&p->active, n_threads);
     const int hi = TERN_MIN(n_threads, pool_cpus_available());
     p->ad = (pool_adapt){.hi = hi, .rd = -1};
@@ -464,10 +497,12 @@ static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0) {
             a->rd_th = me;
             a->rd_v = os_run_delay_read(a->rd);
         } else {
-            const int64_t v = os_run_delay_read(a->rd);
-            if (v >= 0 && a->rd_v >= 0 && (double)(v - a->rd_v) >= POOL_CHECK_DELAY * (double)(t0 - a->rd_t))
+            const int64_t v = os_run_delay_read(a->rd), ws = atomic_load_explicit(&p->wsigns, memory_order_relaxed);
+            if ((v >= 0 && a->rd_v >= 0 && (double)(v - a->rd_v) >= POOL_CHECK_DELAY * (double)(t0 - a->rd_t)) ||
+                ws != a->wsigns)
                 contention_sign(a, t0);
             a->rd_v = v;
+            a->wsigns = ws;
         }
         a->rd_t = t0;
     }
