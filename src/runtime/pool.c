@@ -10,12 +10,14 @@
  * `done` counts finished units; the caller returns when it reaches `target`, so a job never
  * waits for a thread that claimed nothing.
  * Waiting: a worker waits for a new generation, the caller for done == target; both spin on
- * the counter for at most spin_ns (then sleep on a condition variable; the Dekker-style
+ * the counter for at most POOL_SPIN_NS (then sleep on a condition variable; the Dekker-style
  * handshakes n_sleeping/gen and caller_waiting/done are seq_cst, so no wake-up is lost, except
  * that a chunked job's caller does not wait for a worker descheduled while it holds the mutex:
  * wake_workers).
- * spin_ns is POOL_SPIN_NS, or 0 when the pool has more threads than the CPUs the process may
- * run on (a spinning thread would take the CPU from one that works). Nor does a thread spin on
+ * Threads spin only while those awake for work (`active`) are no more than the CPUs the process
+ * may run on (beyond them a spinning thread would take the CPU from one that works): a chunked
+ * job wakes min(n_threads, CPUs) of them, so an oversubscribed pool spins as one of that size
+ * does, and only pool_run_all, which wakes every thread, sleeps at once. Nor does a thread spin on
  * the CPU where another thread of the job runs (the scheduler put both on one CPU, e.g. when
  * another process holds the other one): a worker does not spin where the caller last published
  * a job from, and the caller does not spin where a worker of the job last took work; they sleep
@@ -155,7 +157,7 @@ typedef struct worker {
 struct tern_pool {
     int n_threads;
     int n_each_words;          /* ceil(n_threads / 64) */
-    int64_t spin_ns;
+    int cpus;                  /* CPUs the process may run on (at pool_init) */
     worker *w;                 /* n_threads - 1 workers (ith 1 ..) */
     /* current job (written by the caller before the work word) */
     pool_fn fn;
@@ -258,6 +260,11 @@ static void take_work(struct tern_pool *p, int ith) {
     if (mine) finish(p, mine, ith == 0);
 }
 
+/* Whether a waiting thread may spin: the threads awake for work fit the CPUs. */
+static bool may_spin(const struct tern_pool *p) {
+    return atomic_load_explicit(&p->active, memory_order_relaxed) <= p->cpus;
+}
+
 /* Whether the calling thread runs on CPU `cpu` (never when either is not known). */
 static bool on_cpu(int cpu) {
     return cpu >= 0 && os_current_cpu() == cpu;
@@ -310,8 +317,8 @@ static void *worker_main(void *arg) {
             continue;
         }
         uint_fast64_t g = atomic_load(&p->gen);
-        if (g == seen && p->spin_ns > 0 && !on_cpu(atomic_load_explicit(&p->caller_cpu, memory_order_relaxed))) {
-            const int64_t t_end = now_ns() + p->spin_ns;
+        if (g == seen && may_spin(p) && !on_cpu(atomic_load_explicit(&p->caller_cpu, memory_order_relaxed))) {
+            const int64_t t_end = now_ns() + POOL_SPIN_NS;
             for (int i = 1; g == seen && !atomic_load_explicit(&p->stop, memory_order_relaxed); i++) {
                 CPU_RELAX();
                 g = atomic_load(&p->gen);
@@ -350,7 +357,7 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     if (!p) return tern_err_set(err, TERN_E_NOMEM, "pool_init: no memory");
     p->n_threads = n_threads;
     p->n_each_words = (n_threads + 63) / 64;
-    p->spin_ns = n_threads > pool_cpus_available() ? 0 : POOL_SPIN_NS;
+    p->cpus = pool_cpus_available();
     atomic_init(&p->left, 0);
     atomic_init(&p->cmin, 1);
     atomic_init(&p->cmax, 1);
@@ -363,7 +370,7 @@ int pool_init(tern_pool **out, int n_threads, tern_err *err) {
     atomic_init(&p->caller_cpu, -1);
     atomic_init(&p->wsigns, 0);
     atomic_init(&p->active, n_threads);
-    const int hi = TERN_MIN(n_threads, pool_cpus_available());
+    const int hi = TERN_MIN(n_threads, p->cpus);
     p->ad = (pool_adapt){.hi = hi, .rd = -1};
     atomic_init(&p->job_threads, hi);
     pthread_mutex_init(&p->mu, NULL);
@@ -449,8 +456,8 @@ static void run_job(struct tern_pool *p, bool all_needed) {
     p->ad.beside = worker_beside_caller(p);
     if (atomic_load(&p->done) == target) return;
     const int64_t w0 = now_ns();
-    if (p->spin_ns > 0 && !p->ad.beside) {
-        const int64_t t_end = now_ns() + p->spin_ns;
+    if (may_spin(p) && !p->ad.beside) {
+        const int64_t t_end = now_ns() + POOL_SPIN_NS;
         for (int i = 1; atomic_load(&p->done) != target; i++) {
             CPU_RELAX();
             if (i % POOL_SPIN_CHECK == 0 && (now_ns() > t_end || worker_beside_caller(p))) break;
