@@ -507,18 +507,19 @@ static void contention_sign(pool_adapt *a, int64_t t) {
  * of the host: a cache line's round trip between them took 370-450 ns against 80-100 within one)
  * every job pays for moving its activations, outputs and the pool's words between the caches,
  * and a kind tried alone still reads what the worker wrote in the job before (stories260K at -t
- * 2 ran 0.65-0.8x -t 1 there, with a third of its kinds on the caller alone). A trial alternates
+ * 2 ran 0.65-0.8x -t 1 there, with a third of its jobs on the caller alone). A trial alternates
  * blocks of SOLO_BLOCK such jobs on the caller alone and on both threads for SOLO_WINDOW_NS and
  * SOLO_BLOCKS blocks at least; each block sums its jobs' times (the gap since the previous job
  * included, as for a kind) and the same kinds' means, so the two sides see the same work
  * however it drifts (a decode's attention grows with its position). The phase is kept when the
- * caller alone's time per unit of mean is below ADAPT_MARGIN of both threads' (the trial ends
- * early above ADAPT_ABORT, and after SOLO_TRIAL_MAX_NS, where short jobs are sparse: a prefill's
- * few short kinds between its long matmuls). A kept phase lasts solo_keep, doubling while trials confirm it; a
- * rejected trial doubles the gap before the next, so a machine where both threads win spends
- * a trial of ~5 ms per 16 s once settled. Jobs held by the phase, as held by contention, do not
- * update their kind's mean. */
-/* The trial's alone time per unit of mean over both threads' (1 where a side has none yet). */
+ * caller alone's time per unit of mean is below ADAPT_MARGIN of both threads'. The trial ends
+ * early above ADAPT_ABORT, and after SOLO_TRIAL_MAX_NS where short jobs are sparse (a prefill's
+ * few short kinds between its long matmuls). A kept phase lasts solo_keep, doubling while
+ * trials confirm it; a rejected trial doubles the gap before the next, so a machine where both
+ * threads win spends one short trial per 16 s once settled. Jobs held by the phase, as held by
+ * contention, do not update their kind's mean.
+ *
+ * The trial's alone time per unit of mean over both threads' (1 where a side has none yet). */
 static double solo_ratio(const pool_adapt *a) {
     if (a->solo_ref[0] <= 0 || a->solo_ref[1] <= 0 || a->solo_dt[1] <= 0) return 1.0;
     return (a->solo_dt[0] / a->solo_ref[0]) / (a->solo_dt[1] / a->solo_ref[1]);
