@@ -505,12 +505,12 @@ static void test_caller_shares_cpu(void **state) { (void)state; shares_cpu(0); }
 static void test_worker_shares_cpu(void **state) { (void)state; shares_cpu(1); }
 
 /* Two job kinds that each run faster on both threads, as long as the job before ran on the caller
- * alone too: after a job in which the worker took part, the caller's code before the next job
- * pays a penalty (on a machine whose two CPUs sit on two L3s: the worker's outputs move to the
- * caller's cache). A kind's time counts the gap before it, so one kind on the caller alone still
- * pays it: a try of either kind alone loses (100 + 128 us against 100 + ~70), while both kinds
- * alone win (128 against ~170). The solo phase's trial must find it: of 200 jobs after the first
- * 0.5 s (time for four trials), fewer than 20 reach the worker (without the phase, all do). Needs 2 CPUs. */
+ * alone too: after a job in which the worker took part, the caller's code before the next job pays
+ * a penalty (on a machine whose two CPUs sit on two L3s: the worker's outputs move to the caller's
+ * cache). A kind's time counts the gap before it, so one kind on the caller alone still pays it: a
+ * try of either kind alone loses (100 + 128 us against 100 + ~70), while both kinds alone win (128
+ * against ~170). The solo phase's comparison must find it: of 200 jobs after the first 0.5 s (time
+ * for four comparisons), fewer than 20 reach the worker (without the phase, all do). Needs 2 CPUs. */
 typedef struct { atomic_int *hits; atomic_int worker_ran; int prev_worker; } solo_ctx;
 static void spin_s(double s) {
     const double t_end = tern_time_s() + s;

@@ -102,14 +102,14 @@
 #define ADAPT_EVERY_MAX 1024
 #define ADAPT_KINDS 64            /* job kinds remembered (a hash of function and size) */
 /* With hi = 2, every short kind at once (solo_* below). */
-#define SOLO_FIRST_NS 20000000    /* the first trial 20 ms after the first job; the gap after a rejection doubles */
+#define SOLO_FIRST_NS 20000000    /* the first comparison: 20 ms after the first job */
 #define SOLO_EVERY_MAX_NS 16000000000
-#define SOLO_KEEP_NS 1000000000   /* a kept solo phase: 1 s, doubling while trials confirm it */
+#define SOLO_KEEP_NS 1000000000   /* a kept solo phase: 1 s, doubling while confirmed */
 #define SOLO_KEEP_MAX_NS 8000000000
-#define SOLO_WINDOW_NS 5000000    /* a trial: 5 ms and SOLO_BLOCKS blocks at least */
-#define SOLO_BLOCK 16             /* jobs per block of a trial */
+#define SOLO_WINDOW_NS 5000000    /* a comparison: 5 ms and SOLO_BLOCKS blocks at least */
+#define SOLO_BLOCK 16             /* jobs per block of a comparison */
 #define SOLO_BLOCKS 16
-#define SOLO_TRIAL_MAX_NS 25000000  /* a trial not full by then ends (kept only on 4 blocks or more) */
+#define SOLO_CMP_MAX_NS 25000000  /* a comparison not full by then ends (kept on 4+ blocks) */
 typedef struct {
     pool_fn fn;
     int64_t n;
@@ -127,12 +127,12 @@ typedef struct pool_adapt {
     bool beside;                  /* a worker of the last job took its work on the caller's CPU */
     bool held;                    /* the current job: a short kind held to the caller alone */
     int solo_job;                 /* the current job in the solo phase (solo_begin): 0 no, 1 alone, 2 both */
-    int solo;                     /* 0: none; 1: a trial of every short kind on the caller alone; 2: kept */
-    int64_t solo_at;              /* none: when the next trial starts (0: no job yet); trial: when it
-                                   * started; kept: when the phase ends (ns) */
-    int64_t solo_every, solo_keep;/* the gap before the next trial, the next kept phase (ns) */
-    int64_t solo_i;               /* the trial's jobs so far */
-    double solo_dt[2], solo_ref[2];   /* a trial's job times and their kinds' means: alone, both */
+    int solo;                     /* 0: none; 1: comparing every short kind alone and on both; 2: kept */
+    int64_t solo_at;              /* none: when the next comparison starts (0: no job yet);
+                                   * comparing: when it started; kept: when the phase ends (ns) */
+    int64_t solo_every, solo_keep;/* the gap before the next comparison, the next kept phase (ns) */
+    int64_t solo_i;               /* the comparison's jobs so far */
+    double solo_dt[2], solo_ref[2];   /* a comparison's job times and their kinds' means: alone, both */
     int64_t contended;            /* when the last streak of contention was seen (ns; 0: never) */
     int64_t ev_last;              /* the last sign of contention (ns) */
     int streak;                   /* signs in a row, each within POOL_STREAK_NS of the one before */
@@ -501,31 +501,31 @@ static void contention_sign(pool_adapt *a, int64_t t) {
     if (++a->streak >= POOL_STREAK) a->contended = t;
 }
 
-/* The solo phase (hi = 2): every kind shorter than ADAPT_LONG_NS that runs both threads goes to
- * the caller alone at once. Per kind, a try of the caller alone can lose where all of them would
- * win: when the worker sits on another L3 than the caller (a VM's two vCPUs placed on two CCXs
- * of the host: a cache line's round trip between them took 370-450 ns against 80-100 within one)
- * every job pays for moving its activations, outputs and the pool's words between the caches,
- * and a kind tried alone still reads what the worker wrote in the job before (stories260K at -t
- * 2 ran 0.65-0.8x -t 1 there, with a third of its jobs on the caller alone). A trial alternates
+/* The solo phase (hi = 2): every kind shorter than ADAPT_LONG_NS that runs both threads goes to the
+ * caller alone at once. Per kind, a try of the caller alone can lose where all of them would win:
+ * when the worker sits on another L3 than the caller (a VM's two vCPUs placed on two CCXs of the
+ * host: a cache line's round trip between them took 370-450 ns against 80-100 within one) every job
+ * pays for moving its activations, outputs and the pool's words between the caches, and a kind
+ * tried alone still reads what the worker wrote in the job before (stories260K at -t 2 ran
+ * 0.65-0.8x -t 1 there, with a third of its jobs on the caller alone). A comparison alternates
  * blocks of SOLO_BLOCK such jobs on the caller alone and on both threads for SOLO_WINDOW_NS and
  * SOLO_BLOCKS blocks at least; each block sums its jobs' times (the gap since the previous job
- * included, as for a kind) and the same kinds' means, so the two sides see the same work
- * however it drifts (a decode's attention grows with its position). The phase is kept when the
- * caller alone's time per unit of mean is below ADAPT_MARGIN of both threads'. The trial ends
- * early above ADAPT_ABORT, and after SOLO_TRIAL_MAX_NS where short jobs are sparse (a prefill's
- * few short kinds between its long matmuls). A kept phase lasts solo_keep, doubling while
- * trials confirm it; a rejected trial doubles the gap before the next, so a machine where both
- * threads win spends one short trial per 16 s once settled. Jobs held by the phase, as held by
- * contention, do not update their kind's mean.
+ * included, as for a kind) and the same kinds' means, so the two sides see the same work however it
+ * drifts (a decode's attention grows with its position). The phase is kept when the caller alone's
+ * time per unit of mean is below ADAPT_MARGIN of both threads'. The comparison ends early above
+ * ADAPT_ABORT, and after SOLO_CMP_MAX_NS where short jobs are sparse (a prefill's few short kinds
+ * between its long matmuls). A kept phase lasts solo_keep, doubling while comparisons confirm it; a
+ * rejected comparison doubles the gap before the next, so a machine where both threads win spends
+ * one short comparison per 16 s once settled. Jobs held by the phase, as held by contention, do not
+ * update their kind's mean.
  *
- * The trial's alone time per unit of mean over both threads' (1 where a side has none yet). */
+ * The comparison's alone time per unit of mean over both threads' (1 where a side has none yet). */
 static double solo_ratio(const pool_adapt *a) {
     if (a->solo_ref[0] <= 0 || a->solo_ref[1] <= 0 || a->solo_dt[1] <= 0) return 1.0;
     return (a->solo_dt[0] / a->solo_ref[0]) / (a->solo_dt[1] / a->solo_ref[1]);
 }
 
-/* End the trial at t: keep the phase (win) or go back to both threads. */
+/* End the comparison at t: keep the phase (win) or go back to both threads. */
 static void solo_decide(pool_adapt *a, bool win, int64_t t) {
     if (win) {
         a->solo = 2;
@@ -540,16 +540,16 @@ static void solo_decide(pool_adapt *a, bool win, int64_t t) {
 }
 
 /* Before a short job that would run both threads (t0: its start): 0 both threads, outside a
- * trial; 1 the caller alone; 2 both threads, in a trial. */
+ * comparison; 1 the caller alone; 2 both threads, in a comparison. */
 static int solo_begin(pool_adapt *a, int64_t t0) {
     if (a->solo_at == 0) {                       /* the first job */
         a->solo_every = SOLO_FIRST_NS;
         a->solo_keep = SOLO_KEEP_NS;
         a->solo_at = t0 + a->solo_every;
     }
-    if (a->solo == 1 && t0 - a->solo_at >= SOLO_TRIAL_MAX_NS)   /* short jobs too sparse to fill it */
+    if (a->solo == 1 && t0 - a->solo_at >= SOLO_CMP_MAX_NS)   /* short jobs too sparse to fill it */
         solo_decide(a, a->solo_i >= 4 * SOLO_BLOCK && solo_ratio(a) < ADAPT_MARGIN, t0);
-    if (a->solo == 2 && t0 >= a->solo_at) {      /* a kept phase ends: both threads, a trial soon */
+    if (a->solo == 2 && t0 >= a->solo_at) {      /* a kept phase ends: both threads, a comparison soon */
         a->solo = 0;
         a->solo_every = SOLO_FIRST_NS;
         a->solo_at = t0 + a->solo_every;
@@ -565,7 +565,7 @@ static int solo_begin(pool_adapt *a, int64_t t0) {
     return (a->solo_i++ / SOLO_BLOCK) % 2 == 0 ? 1 : 2;
 }
 
-/* After a job of a trial (side 0: the caller alone, 1: both threads; dt: its time; ref: its
+/* After a job of a comparison (side 0: the caller alone, 1: both threads; dt: its time; ref: its
  * kind's mean, 0: none yet). */
 static void solo_end(pool_adapt *a, int side, double dt, double ref, int64_t t) {
     if (a->solo != 1 || ref <= 0) return;
