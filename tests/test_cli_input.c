@@ -7,6 +7,7 @@
 #include "test.h"
 #include "model_fx.h"
 #include "run_util.h"
+#include "../tools/bench_share.h"
 
 #include "format/gguf.h"
 #include "format/qtypes.h"
@@ -820,6 +821,36 @@ static double num_after(const char *s, const char *key) {
 /* bench --busy-cpu N: the competitor is named in the JSON of every row; a CPU outside the range
  * is a usage error, one this process may not run on (offline, or outside its affinity mask) a
  * runtime error naming it. */
+/* The share a tg row reports (tools/bench_share.h): repeats above their ceiling are left out of
+ * the median and the range and counted; all above is no result; cache-resident rows leave
+ * nothing out. Expected values worked by hand from the rule. */
+static void test_bench_share_rule(void **state) {
+    (void)state;
+    double a[] = {0.8, 0.9, 1.2, 0.85};
+    bench_share s = bench_share_of(a, 4, false);
+    assert_int_equal(s.n_above, 1);
+    assert_false(s.none);
+    assert_true(fabs(s.med - 0.85) < 1e-12 && fabs(s.lo - 0.8) < 1e-12 && fabs(s.hi - 0.9) < 1e-12);
+    double b[] = {0.7, 0.9, 1.01, 0.8, 0.6};   /* four counted: the median of an even count */
+    s = bench_share_of(b, 5, false);
+    assert_int_equal(s.n_above, 1);
+    assert_true(fabs(s.med - 0.75) < 1e-12 && fabs(s.hi - 0.9) < 1e-12);
+    double c[] = {1.3, 1.1};
+    s = bench_share_of(c, 2, false);
+    assert_true(s.none);
+    assert_int_equal(s.n_above, 2);
+    assert_true(fabs(s.med - 1.2) < 1e-12);
+    double d[] = {3.0, 1.5, 2.0};   /* in cache: no ceiling to pass, nothing left out */
+    s = bench_share_of(d, 3, true);
+    assert_int_equal(s.n_above, 0);
+    assert_false(s.none);
+    assert_true(fabs(s.med - 2.0) < 1e-12 && fabs(s.lo - 1.5) < 1e-12 && fabs(s.hi - 3.0) < 1e-12);
+    double e[] = {1.0, 0.95, 1.0};   /* exactly the ceiling counts */
+    s = bench_share_of(e, 3, false);
+    assert_int_equal(s.n_above, 0);
+    assert_true(fabs(s.med - 1.0) < 1e-12);
+}
+
 static void test_bench_busy_cpu(void **state) {
     (void)state;
     char model[1024], args[2048];
@@ -1206,6 +1237,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_prompt_file_newline_and_nul),
         cmocka_unit_test(test_chat_empty_system),
         cmocka_unit_test(test_bench_busy_cpu),
+        cmocka_unit_test(test_bench_share_rule),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),
     };

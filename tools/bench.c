@@ -10,13 +10,15 @@
  * before each repeat, so that a repeat is held to the bandwidth of its own minute (on a shared
  * host the neighbours move it by a third between minutes). A repeat's ceiling is the best of the
  * passes before it; the table gives the median of the repeats' fractions with their range, the
- * bandwidth's best, minimum and median over every pass of the test, and flags a tg above its
- * ceiling instead of reporting it (the probe then read low: the machine was busy while it ran).
+ * bandwidth's best, minimum and median over every pass of the test. A repeat above its ceiling
+ * (the probe then read low: the machine was busy while it ran) is left out of the median and
+ * counted; a row whose every repeat is above says so instead of a share.
  * --busy-cpu N starts a competing busy-loop process pinned to CPU N for the whole run and stops
  * it at the end: the figure of a busy machine. */
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
+#include "bench_share.h"
 
 #include <math.h>
 #include <sched.h>
@@ -305,14 +307,14 @@ int cmd_bench(int argc, char **argv) {
                 const double bw_hi = bwall[n_bw - 1], bw_lo = bwall[0], bw_med = bwall[n_bw / 2];
                 const double ceil_tps = kind == 1 && bytes > 0 ? bw_hi * 1e9 / bytes : 0;
                 double frac_raw = NAN, fr_lo = NAN, fr_hi = NAN;
-                if (kind == 1 && bytes > 0 && !isnan(fr[0])) {
-                    qsort(fr, (size_t)reps, sizeof fr[0], cmp_dbl);
-                    frac_raw = reps % 2 ? fr[reps / 2] : 0.5 * (fr[reps / 2 - 1] + fr[reps / 2]);
-                    fr_lo = fr[0];
-                    fr_hi = fr[reps - 1];
+                int n_above = 0;
+                if (kind == 1 && bytes > 0 && !isnan(fr[0])) {   /* bench_share.h: repeats above 1 left out */
+                    const bench_share sh = bench_share_of(fr, reps, in_cache);
+                    frac_raw = sh.med;
+                    n_above = sh.n_above;
+                    if (!sh.none) fr_lo = sh.lo, fr_hi = sh.hi;
                 }
-                /* above 1 and not cache resident: the probe read low, so the fraction is no result */
-                const bool above = !isnan(frac_raw) && frac_raw > 1.0 && !in_cache;
+                const bool above = n_above > 0 && n_above == reps;
                 const double frac = above ? NAN : frac_raw;
                 char test[32];
                 if (depth > 0) snprintf(test, sizeof test, "%s%d @ d%d", kind == 0 ? "pp" : "tg", len, depth);
@@ -333,6 +335,7 @@ int cmd_bench(int argc, char **argv) {
                     if (isnan(frac) || in_cache) printf("\"frac_of_ceiling\": null");   /* as the table's "-" */
                     else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);
                     if (above) printf(", \"above_ceiling\": %.4f", frac_raw);
+                    if (kind == 1 && !in_cache && !isnan(frac_raw)) printf(", \"reps_above_ceiling\": %d", n_above);
                     printf("}\n");
                 } else {
                     char pct[160] = "-";
@@ -341,6 +344,9 @@ int cmd_bench(int argc, char **argv) {
                                  "the machine was busy)", 100 * frac_raw);
                     else if (!isnan(frac) && in_cache)
                         snprintf(pct, sizeof pct, "- (fits in cache: not bound by DRAM)");
+                    else if (!isnan(frac) && n_above)
+                        snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f; %d of %d repeats above the ceiling, left out)", 100 * frac,
+                                 100 * fr_lo, 100 * fr_hi, n_above, reps);
                     else if (!isnan(frac))
                         snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f)", 100 * frac, 100 * fr_lo, 100 * fr_hi);
                     printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f/%.1f) | %s |\n", base,
@@ -376,7 +382,7 @@ int cmd_bench(int argc, char **argv) {
                "passes): %d passes after the load, then %d right before each tg repeat of a model read from DRAM.\n"
                "%% of ceiling (tg only): tg t/s over the decode ceiling, bandwidth / bytes read per token (weights, recurrent "
                "state, the K/V rows read); per repeat against the best pass right before it; the median of the "
-               "repeats (their min-max).\n"
+               "repeats (their min-max), leaving out any repeat above its ceiling (its probe read low).\n"
                "A model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the "
                "bandwidth: its tg rows take no probe per repeat and show no share.\n",
                BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0);
