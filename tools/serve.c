@@ -148,9 +148,10 @@ static int serve_until_signal(srv *s, const srv_config *cfg, int drain_s, tern_m
     g_serving = true;
     pthread_mutex_unlock(&g_sig_mu);
     const bool v6 = strchr(cfg->host, ':') != NULL && cfg->host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
-    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slot%s%s, context %d%s); Ctrl-C stops\n", v6 ? "[" : "",
+    /* with --models-dir each model's context is this one capped at its trained length (models.c) */
+    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slot%s%s, context %d%s%s); Ctrl-C stops\n", v6 ? "[" : "",
             cfg->host, v6 ? "]" : "", srv_port(s), cfg->parallel, cfg->parallel == 1 ? "" : "s", m ? "" : " per model", cfg->n_ctx,
-            cfg->api_key ? ", API key required" : "");
+            m ? "" : " or the model's trained length if shorter", cfg->api_key ? ", API key required" : "");
     fflush(stderr);
     const bool stop = signals_wait(-1);
     if (!stop && drain_s > 0) {                       /* SIGTERM */
