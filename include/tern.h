@@ -254,7 +254,8 @@ void tern_model_split_rule(const tern_model *m, int *block, int *run_min);
  * gate projections take another order for multi-token batches), then truncate to any position
  * inside them: the conv and recurrent state are exactly
  * those after the last kept token. Batches of 17+ tokens (prefill) are computed with the chunked
- * delta rule and cannot be truncated into. */
+ * delta rule and cannot be truncated into. Restoring recurrent state runs on the model's
+ * threads, so it waits for a forward of another session of the same model to end. */
 int tern_session_truncate(tern_session *s, int pos, tern_err *err);
 /* Mark the current position as a rollback point for recurrent state: positions within the
  * rollback window are restorable anyway; with n_checkpoints room, a copy of the whole state is

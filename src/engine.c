@@ -399,8 +399,11 @@ int tern_session_truncate(tern_session *s, int pos, tern_err *err) {
         if (pos == 0) {
             if (s->m->arch->state_reset) s->m->arch->state_reset(s->state);
         } else if (pos != s->pos) {
+            /* the restore replays on the model's pool, which one forward or restore uses at a time */
+            pthread_mutex_lock(&s->m->eval_lock);
             int rc = s->m->arch->state_truncate ? s->m->arch->state_truncate(s->state, pos, err)
                                                 : tern_err_set(err, TERN_E_RANGE, "truncate: state not restorable");
+            pthread_mutex_unlock(&s->m->eval_lock);
             if (rc) return rc;
         }
     }

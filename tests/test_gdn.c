@@ -447,10 +447,11 @@ typedef struct {
     float *u, *gam, *beta, *scratch, *y;     /* scratch for a batch of up to 32 tokens */
 } rs_harness;
 
-static void rs_replay(void *ctx, int il, float *S, float *conv, const float *in, int n) {
+static void rs_replay(void *ctx, int il, float *S, float *conv, const float *S_from, const float *conv_from,
+                      const float *in, int n) {
     (void)il;
     rs_harness *h = ctx;
-    gdn_replay(&h->in.g, h->in.conv_w, S, conv, in, n, h->u);
+    gdn_replay(&h->in.g, h->in.conv_w, S, conv, S_from, conv_from, in, n, h->u);
 }
 
 static void rs_make(rs_harness *h, int window) {

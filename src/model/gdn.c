@@ -299,23 +299,28 @@ void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const fl
     memcpy(dst + nch + g->n_v_head, beta, sizeof(float) * (size_t)g->n_v_head);
 }
 
-void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *in, int n, float *u, int64_t c0,
-                     int64_t c1) {
+void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *conv_from, const float *in, int n,
+                     float *u, int64_t c0, int64_t c1) {
     const int d = g->d_head, hk = g->n_k_head;
     const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g), qk_end = 2 * (int64_t)hk * d;
+    if (conv_from)   /* the state's rows (d_conv - 1 of n_ch floats): this range of each */
+        for (int j = 0; j < g->d_conv - 1; j++)
+            memcpy(conv + (int64_t)j * nch + c0, conv_from + (int64_t)j * nch + c0, sizeof(float) * (size_t)(c1 - c0));
     for (int i = 0; i < n; i++) {                     /* conv + SiLU + L2 norm, token by token */
         gdn_conv(g, 1, conv_w, conv, in + i * nl, u + i * nch, c0, c1);
         for (int64_t c = c0; c < TERN_MIN(c1, qk_end); c += d) gdn_l2norm_heads(u + i * nch + c, 1, d, g->eps);
     }
 }
 
-void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1) {
+void gdn_replay_heads(const gdn_dims *g, float *S, const float *S_from, const float *in, int n, const float *u, int h0,
+                      int h1) {
     const int d = g->d_head, hk = g->n_k_head, hv = g->n_v_head;
     const int64_t nch = gdn_n_ch(g), nl = gdn_log_floats(g);
     const model_ops *ops = model_ops_active();
     for (int t = h0; t < h1; t++) {                   /* head-outer: the head's state stays in cache */
         const int kh = t % hk;
         float *St = S + (int64_t)t * d * d;
+        if (S_from) memcpy(St, S_from + (int64_t)t * d * d, sizeof(float) * (size_t)d * (size_t)d);
         if (g->ggml) {
             for (int i = 0; i < n; i++) {
                 const float *ui = u + i * nch, *gi = in + i * nl + nch;
@@ -324,7 +329,8 @@ void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const
             }
             continue;
         }
-        const float *pf = t + 1 < h1 ? St + (int64_t)d * d : NULL;
+        /* the next head's state, read next: from S_from when restoring */
+        const float *pf = t + 1 >= h1 ? NULL : S_from ? S_from + (int64_t)(t + 1) * d * d : St + (int64_t)d * d;
         for (int i0 = 0; i0 < n; i0 += GDN_CHUNK) {   /* the logged gam and beta of token i at in + i nl + nch */
             const int m = TERN_MIN(GDN_CHUNK, n - i0);
             const float *ui = u + i0 * nch, *gi = in + i0 * nl + nch;
@@ -335,8 +341,8 @@ void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const
     }
 }
 
-void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
-                float *u) {
-    gdn_replay_conv(g, conv_w, conv, in, n, u, 0, gdn_n_ch(g));
-    gdn_replay_heads(g, S, in, n, u, 0, g->n_v_head);
+void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *S_from, const float *conv_from,
+                const float *in, int n, float *u) {
+    gdn_replay_conv(g, conv_w, conv, conv_from, in, n, u, 0, gdn_n_ch(g));
+    gdn_replay_heads(g, S, S_from, in, n, u, 0, g->n_v_head);
 }

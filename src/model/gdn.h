@@ -141,16 +141,21 @@ int64_t gdn_log_floats(const gdn_dims *g);
 /* Write token i's entry: qkv_raw (n_ch), gam and beta (Hv each). */
 void gdn_log_token(const gdn_dims *g, float *dst, const float *qkv_raw, const float *gam, const float *beta);
 /* Re-apply n logged tokens (entry i at in + i * gdn_log_floats) to one layer's state S and conv
- * state, with the token-by-token math of the forward (bit-identical state). u: scratch of
- * n * n_ch floats. */
-void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *in, int n,
-                float *u);
+ * state, with the token-by-token math of the forward (bit-identical state). S_from, conv_from:
+ * NULL (in place), or the state to start from, copied into S and conv first (n may be 0: the
+ * copy alone). u: scratch of n * n_ch floats. */
+void gdn_replay(const gdn_dims *g, const float *conv_w, float *S, float *conv, const float *S_from, const float *conv_from,
+                const float *in, int n, float *u);
 /* gdn_replay in two parts that split across threads (the same bits for any split):
- * gdn_replay_conv: conv + SiLU of channels [c0, c1) for the n tokens into u (n x n_ch), and the L2
- * norm of the q/k heads in the range (c0, c1 multiples of d, or c1 = n_ch); then, after every
- * channel is done, gdn_replay_heads: the delta rule of v-heads [h0, h1) (state update only). */
-void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *in, int n, float *u, int64_t c0,
-                     int64_t c1);
-void gdn_replay_heads(const gdn_dims *g, float *S, const float *in, int n, const float *u, int h0, int h1);
+ * gdn_replay_conv: the conv state of channels [c0, c1) from conv_from (when not NULL), then conv
+ * + SiLU of those channels for the n tokens into u (n x n_ch), and the L2 norm of the q/k heads
+ * in the range (c0, c1 multiples of d, or c1 = n_ch); then, after every channel is done,
+ * gdn_replay_heads: the state of v-heads [h0, h1) from S_from (when not NULL: one head's d x d
+ * floats at a time, so the delta rule finds it in cache), then their delta rule (state update
+ * only). */
+void gdn_replay_conv(const gdn_dims *g, const float *conv_w, float *conv, const float *conv_from, const float *in, int n,
+                     float *u, int64_t c0, int64_t c1);
+void gdn_replay_heads(const gdn_dims *g, float *S, const float *S_from, const float *in, int n, const float *u, int h0,
+                      int h1);
 
 #endif /* TERN_MODEL_GDN_H */

@@ -190,7 +190,8 @@ typedef struct model_arch {
     /* Per-sequence recurrent state (NULL hooks for pure-attention archs): allocated at session
      * creation with room for n_ckpt checkpoints (whole-state copies), reset to empty,
      * checkpointed at the current position, restored to a restorable position (TERN_E_RANGE
-     * otherwise); state_restorable: the largest restorable position <= pos. */
+     * otherwise; the caller holds eval_lock, so the restore may split its work across the
+     * model's pool); state_restorable: the largest restorable position <= pos. */
     int (*state_init)(const model_t *m, void **state, int n_ctx, int n_ckpt, tern_err *err);
     /* Bytes state_init allocates for one sequence (memory checks; NULL with state_init NULL). */
     uint64_t (*state_bytes)(const model_t *m, int n_ctx, int n_ckpt);

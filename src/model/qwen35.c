@@ -72,7 +72,7 @@ typedef struct q35_state {
     const model_t *m;
     rstate *rs;
     float *u;                  /* (Q35_WINDOW, n_ch) replay scratch */
-    tern_pool *pool;           /* set while q35_forward owns the pool: replays split across it */
+    tern_pool *pool;           /* set while the forward or a truncation owns the pool: replays split across it */
 } q35_state;
 
 /* Per-op profile (tern_profile_enable): the wall time of each section of a forward is added to
@@ -739,7 +739,7 @@ static int q35_forward(const model_t *m, model_ws *ws, const model_batch *b) {
 
 typedef struct {
     const gdn_dims *g;
-    const float *conv_w, *in;
+    const float *conv_w, *in, *S_from, *conv_from;
     float *S, *conv, *u;
     int n;
 } replay_job;
@@ -747,28 +747,31 @@ typedef struct {
 static void job_replay_conv(void *ctx, int64_t c0, int64_t c1, int ith) {
     (void)ith;
     const replay_job *j = ctx;
-    gdn_replay_conv(j->g, j->conv_w, j->conv, j->in, j->n, j->u, c0, c1);
+    gdn_replay_conv(j->g, j->conv_w, j->conv, j->conv_from, j->in, j->n, j->u, c0, c1);
 }
 
 static void job_replay_heads(void *ctx, int64_t h0, int64_t h1, int ith) {
     (void)ith;
     const replay_job *j = ctx;
-    gdn_replay_heads(j->g, j->S, j->in, j->n, j->u, (int)h0, (int)h1);
+    gdn_replay_heads(j->g, j->S, j->S_from, j->in, j->n, j->u, (int)h0, (int)h1);
 }
 
-/* Re-apply n logged tokens to one layer's state (rstate's callback). Inside a forward (rstate_begin
- * advancing the base: window / 2 tokens of every GDN layer every window / 2 decode steps) the
- * channels and then the heads split across the pool; elsewhere (truncate) on the calling thread.
- * The bits do not depend on the split. */
-static void q35_replay(void *ctx, int il_rs, float *S, float *conv, const float *in, int n) {
+/* Re-apply n logged tokens to one layer's state, from (S_from, conv_from) when given (rstate's
+ * callback). With the pool (a forward advancing the base: window / 2 tokens of every GDN layer
+ * every window / 2 decode steps; a truncation restoring the base and replaying up to the window)
+ * the channels and then the heads split across it, each thread copying its own part of the
+ * base; else on the calling thread. The bits do not depend on the split. */
+static void q35_replay(void *ctx, int il_rs, float *S, float *conv, const float *S_from, const float *conv_from,
+                       const float *in, int n) {
     q35_state *st = ctx;
     const q35_data *q = st->m->arch_data;
     const model_layer *L = &st->m->layers[q->rs_layer[il_rs]];
     if (!st->pool || pool_n_threads(st->pool) == 1) {
-        gdn_replay(&q->g, L->ssm_conv1d, S, conv, in, n, st->u);
+        gdn_replay(&q->g, L->ssm_conv1d, S, conv, S_from, conv_from, in, n, st->u);
         return;
     }
-    replay_job j = {.g = &q->g, .conv_w = L->ssm_conv1d, .in = in, .S = S, .conv = conv, .u = st->u, .n = n};
+    replay_job j = {.g = &q->g, .conv_w = L->ssm_conv1d, .in = in, .S_from = S_from, .conv_from = conv_from, .S = S,
+                    .conv = conv, .u = st->u, .n = n};
     pool_for(st->pool, gdn_n_ch(&q->g), q->g.d_head, job_replay_conv, &j);
     pool_for(st->pool, q->g.n_v_head, 1, job_replay_heads, &j);
 }
@@ -829,7 +832,11 @@ static int q35_state_checkpoint(void *state, int pos, tern_err *err) {
 static int q35_state_restorable(const void *state, int pos) { return rstate_restorable(((const q35_state *)state)->rs, pos); }
 
 static int q35_state_truncate(void *state, int pos, tern_err *err) {
-    return rstate_rollback(((q35_state *)state)->rs, pos, err);
+    q35_state *st = state;
+    st->pool = st->m->pool;   /* the caller holds eval_lock (model.h) */
+    const int rc = rstate_rollback(st->rs, pos, err);
+    st->pool = NULL;
+    return rc;
 }
 
 const model_arch model_arch_qwen35 = {

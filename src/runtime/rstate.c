@@ -113,13 +113,16 @@ void rstate_reset(rstate *rs) {
     for (int i = 0; i < rs->n_snap; i++) rs->snap_pos[i] = -1;
 }
 
-/* Re-apply the logged tokens base_pos .. base_pos+k-1 to (S, conv) (the two ring pieces). */
-static void replay_log(rstate *rs, float *S, float *conv, int k) {
+/* Re-apply the logged tokens base_pos .. base_pos+k-1 to (S, conv) (the two ring pieces); with
+ * from (a rollback), each layer starts from the base: the callback copies it in (k may be 0). */
+static void replay_log(rstate *rs, float *S, float *conv, int k, bool from_base) {
     for (int il = 0; il < rs->n_layer; il++) {
         float *Sl = S + (int64_t)il * rs->n_state, *cl = conv + (int64_t)il * rs->n_conv;
+        const float *Sf = from_base ? rs->S_base + (int64_t)il * rs->n_state : NULL;
+        const float *cf = from_base ? rs->conv_base + (int64_t)il * rs->n_conv : NULL;
         const int first = TERN_MIN(k, rs->window - rs->log_head);
-        if (first > 0) rs->replay(rs->replay_ctx, il, Sl, cl, ring(rs, il, rs->log_head), first);
-        if (k > first) rs->replay(rs->replay_ctx, il, Sl, cl, ring(rs, il, 0), k - first);
+        if (first > 0 || Sf) rs->replay(rs->replay_ctx, il, Sl, cl, Sf, cf, ring(rs, il, rs->log_head), first);
+        if (k > first) rs->replay(rs->replay_ctx, il, Sl, cl, NULL, NULL, ring(rs, il, 0), k - first);
     }
 }
 
@@ -136,7 +139,7 @@ void rstate_begin(rstate *rs, int n, bool log) {
     const int keep = rs->window / 2;
     int k = TERN_MAX(used + n - rs->window, used - keep);
     if (k > used) k = used;
-    replay_log(rs, rs->S_base, rs->conv_base, k);
+    replay_log(rs, rs->S_base, rs->conv_base, k, false);
     rs->base_pos += k;
     rs->log_head = (rs->log_head + k) % rs->window;
 }
@@ -191,11 +194,7 @@ int rstate_rollback(rstate *rs, int p, tern_err *err) {
         rs->log_head = 0;
         return TERN_OK;
     }
-    if (rs->n_layer > 0) {
-        memcpy(rs->S, rs->S_base, sizeof(float) * (size_t)rs->n_layer * (size_t)rs->n_state);
-        memcpy(rs->conv, rs->conv_base, sizeof(float) * (size_t)rs->n_layer * (size_t)rs->n_conv);
-        replay_log(rs, rs->S, rs->conv, p - rs->base_pos);
-    }
+    if (rs->n_layer > 0) replay_log(rs, rs->S, rs->conv, p - rs->base_pos, true);
     rs->pos = p;
     for (int i = 0; i < rs->n_snap; i++)              /* copies past p describe another future */
         if (rs->snap_pos[i] > p) rs->snap_pos[i] = -1;

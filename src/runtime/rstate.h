@@ -12,9 +12,9 @@
  *   - when a batch does not fit in the log, the oldest tokens are re-applied to the base in one
  *     pass, keeping the last window/2 tokens before the batch (amortised: one read+write of the
  *     base per >= window/2 tokens);
- *   - rollback to p (base_pos <= p <= pos): base -> current (one copy), then re-apply the logged
- *     tokens base_pos .. p-1 (the token-by-token math, so the result has the bits a sequence that
- *     never went past p has);
+ *   - rollback to p (base_pos <= p <= pos): base -> current (one copy, made by the replay
+ *     callback layer by layer as it re-applies the logged tokens base_pos .. p-1: the
+ *     token-by-token math, so the result has the bits a sequence that never went past p has);
  *   - a large batch (prefill chunk) is not logged: after it the current state is copied to the
  *     base (one copy per batch) and the window restarts there.
  * Memory: 2 x (state + conv) + window x n_layer x n_in floats. Position 0 is always restorable
@@ -28,8 +28,12 @@
 #include <stdint.h>
 
 /* Re-apply n logged tokens of layer il to (S, conv) of that layer. in: token i's inputs at
- * in + i * n_in. Must use the same math as the forward's token-by-token path. */
-typedef void (*rstate_replay_fn)(void *ctx, int il, float *S, float *conv, const float *in, int n);
+ * in + i * n_in. Must use the same math as the forward's token-by-token path. S_from, conv_from:
+ * NULL (apply in place), or the state to start from (a rollback's base), which the callback
+ * copies into (S, conv) first; it may copy piece by piece as it replays, so each piece is still
+ * in cache when its tokens are applied. With S_from, n may be 0: the copy alone. */
+typedef void (*rstate_replay_fn)(void *ctx, int il, float *S, float *conv, const float *S_from, const float *conv_from,
+                                 const float *in, int n);
 
 typedef struct rstate {
     int n_layer;           /* recurrent layers (index il: 0 .. n_layer-1, the model's numbering) */
