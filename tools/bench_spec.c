@@ -372,6 +372,25 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
         qsort(t + n * a->reps, (size_t)a->reps, sizeof *t, cmp_dbl);
         qsort(tr + n * a->reps, (size_t)a->reps, sizeof *tr, cmp_dbl);
     }
+    /* A rollback inside the window: COST_W_LOGGED decode steps from the prefix, a verify of nmax
+     * tokens, then the truncation (timed) that keeps its first token: on recurrent layers the
+     * state is restored from the base (at the prefix, the last unlogged batch) and the
+     * COST_W_LOGGED + 1 logged tokens are replayed, as a rejected draft after that many accepted
+     * tokens costs; attention-only models just lower the position. Untimed: back to the prefix. */
+    enum { COST_W_LOGGED = 15 };
+    double *tw = calloc((size_t)a->reps, sizeof *tw);
+    const bool fits_w = P + COST_W_LOGGED + nmax <= tern_session_n_ctx(s);
+    if (!tw) goto done;
+    for (int r = 0; fits_w && r < a->reps; r++) {
+        for (int i = 0; i < COST_W_LOGGED; i++)
+            if (!tern_session_eval(s, &toks[i % nmax], 1, &err)) { free(tw); goto done; }
+        if (tern_session_eval_all(s, toks, nmax, logits, &err)) { free(tw); goto done; }
+        const double t0 = now_s();
+        if (tern_session_truncate(s, P + COST_W_LOGGED + 1, &err)) { free(tw); goto done; }
+        tw[r] = now_s() - t0;
+        if (tern_session_truncate(s, P, &err)) { free(tw); goto done; }
+    }
+    if (fits_w) qsort(tw, (size_t)a->reps, sizeof *tw, cmp_dbl);
     const double t1 = t[1 * a->reps + a->reps / 2];
     printf("bench-spec --cost: %s (%s, %d layers, n_embd %d), %d thread%s, %s, position %d, median of %d\n", a->oc.model,
            info.arch, info.n_layer, info.n_embd, info.n_threads, info.n_threads == 1 ? "" : "s", info.isa, P, a->reps);
@@ -382,6 +401,14 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
         const double tn = t[n * a->reps + a->reps / 2];
         printf("%8d %8d %12.3f %12.3f %14.3f\n", n, n - 1, tn * 1e3, tn / t1, tr[n * a->reps + a->reps / 2] * 1e3);
     }
+    if (fits_w)
+        printf("rollback after %d logged decode steps and a %d-token verify, keeping its first token: %.3f ms (%.2f steps; "
+               "%d tokens replayed where the layers are recurrent)\n",
+               COST_W_LOGGED, nmax, tw[a->reps / 2] * 1e3, tw[a->reps / 2] / t1, COST_W_LOGGED + 1);
+    else
+        printf("rollback inside the window: not measured (--cost-pos %d + %d + %d tokens > context %d)\n", P, COST_W_LOGGED,
+               nmax, tern_session_n_ctx(s));
+    free(tw);
     if (a->profile) {
         /* ms per forward (mean over the timed forwards of each n); wait = matmul wall x threads -
          * thread-seconds inside the kernels, per thread (barrier wait + imbalance) */
