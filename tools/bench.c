@@ -101,11 +101,6 @@ static void busy_stop(pid_t pid) {
 }
 #endif
 
-static int cmp_dbl(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void bench_usage(FILE *f, const opt_table *t, int n_t) {
     fprintf(f, "usage: tern bench -m MODEL [-p 64,512] [-n 128] [-d 0] [-t 1,2] [-r 5] [--json] [options]\n");
     opts_help(f, t, n_t);
@@ -239,7 +234,7 @@ int cmd_bench(int argc, char **argv) {
             fprintf(stderr, "tern bench: bandwidth probe: %s\n", err.msg);
             err.code = TERN_OK;
         }
-        qsort(bwp, BW_PASSES, sizeof bwp[0], cmp_dbl);
+        qsort(bwp, BW_PASSES, sizeof bwp[0], bench_cmp_dbl);
         bw = bwp[BW_PASSES - 1];                      /* best pass: the ceiling */
         /* K/V bytes of one position over every layer: a decode step at position p reads p + 1 */
         tern_session_opts so1;
@@ -303,7 +298,7 @@ int cmd_bench(int argc, char **argv) {
                 }
                 double mean, sd;
                 stats(tv, reps, &mean, &sd);
-                qsort(bwall, (size_t)n_bw, sizeof bwall[0], cmp_dbl);
+                qsort(bwall, (size_t)n_bw, sizeof bwall[0], bench_cmp_dbl);
                 const double bw_hi = bwall[n_bw - 1], bw_lo = bwall[0], bw_med = bwall[n_bw / 2];
                 const double ceil_tps = kind == 1 && bytes > 0 ? bw_hi * 1e9 / bytes : 0;
                 double frac_raw = NAN, fr_lo = NAN, fr_hi = NAN;

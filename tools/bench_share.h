@@ -17,7 +17,8 @@ typedef struct {
     bool none;            /* every repeat above: med is the median of all of them, no result */
 } bench_share;
 
-static int bench_share_cmp(const void *a, const void *b) {
+/* qsort's order of doubles (also bench.c's) */
+static int bench_cmp_dbl(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
@@ -25,7 +26,7 @@ static int bench_share_cmp(const void *a, const void *b) {
 /* fr: the reps shares (sorted in place); reps >= 1. */
 static inline bench_share bench_share_of(double *fr, int reps, bool in_cache) {
     bench_share s = {0};
-    qsort(fr, (size_t)reps, sizeof fr[0], bench_share_cmp);
+    qsort(fr, (size_t)reps, sizeof fr[0], bench_cmp_dbl);
     int nv = reps;
     while (!in_cache && nv > 0 && fr[nv - 1] > 1.0) nv--;
     s.n_above = reps - nv;
