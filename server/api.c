@@ -1159,6 +1159,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     r->max_tokens = -1;
     r->enable_thinking = true;
     r->think_budget = -1;
+    r->cache_prompt = true;
     tern_sampler_params_default(&r->sp);
     bool ok = false;
     cJSON *root = api_parse_body(body, len, e);
@@ -1238,6 +1239,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     }
     if (!get_bool(root, "stream", "stream", &r->stream, e)) goto done;
     if (!get_bool(root, "ignore_eos", "ignore_eos", &r->ignore_eos, e)) goto done;
+    if (!get_bool(root, "cache_prompt", "cache_prompt", &r->cache_prompt, e)) goto done;
     const cJSON *so = field(root, "stream_options");
     if (so && !cJSON_IsObject(so)) { bad_type(e, "stream_options", "an object", so); goto done; }
     if (so && !get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e)) goto done;

@@ -57,6 +57,9 @@ typedef struct srv_request {
     bool ignore_eos;        /* llama-server/vLLM ignore_eos: an end-of-generation token does not end the
                                reply (it is generated and counted; a control token shows no text), as tern run
                                --ignore-eos; the reply ends at max_tokens, a stop string or the context */
+    bool cache_prompt;      /* llama-server's cache_prompt (default true): reuse the slot's cached prefix;
+                               false evaluates the whole prompt, so the reply does not depend on what the
+                               slot held (a hybrid model's reused state may carry other rounding) */
     bool logprobs;          /* chat: logprobs true; completions: logprobs N given (N >= 0) */
     int top_logprobs;       /* alternatives per token, 0..SRV_MAX_TOP_LOGPROBS */
     char *model;            /* as sent, or NULL */

@@ -15,6 +15,7 @@
 #include "jsonguide.h"
 
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,7 +207,8 @@ static void slot_fail(srv_sched *s, slot *sl, const tern_err *err) {
 static bool slot_setup(srv_sched *s, slot *sl) {
     srv_job *j = sl->job;
     int common = 0;
-    while (common < sl->cache.n && common < j->prompt.n && sl->cache.ids[common] == j->prompt.ids[common]) common++;
+    while (j->req.cache_prompt && common < sl->cache.n && common < j->prompt.n && sl->cache.ids[common] == j->prompt.ids[common])
+        common++;
     if (common >= j->prompt.n) common = j->prompt.n - 1;   /* evaluate at least one token: logits */
     if (common < sl->cache.n) {
         tern_err e = {0};
@@ -735,15 +737,19 @@ static void sched_step(srv_sched *s) {
     pthread_mutex_unlock(&s->mx->mu);
 }
 
-/* The free slot whose cache shares the longest prefix with the job's prompt. */
+/* The free slot whose cache shares the longest prefix with the job's prompt; for a job that
+ * does not reuse a prefix (cache_prompt false), the one that caches least (the others keep theirs). */
 static slot *pick_slot(srv_sched *s, const srv_job *j) {
     slot *best = NULL;
-    int best_n = -1;
+    int best_n = INT_MIN;
     for (int i = 0; i < s->n_slots; i++) {
         slot *sl = &s->slots[i];
         if (sl->job) continue;
         int n = 0;
-        while (n < sl->cache.n && n < j->prompt.n && sl->cache.ids[n] == j->prompt.ids[n]) n++;
+        if (j->req.cache_prompt)
+            while (n < sl->cache.n && n < j->prompt.n && sl->cache.ids[n] == j->prompt.ids[n]) n++;
+        else
+            n = -sl->cache.n;
         if (n > best_n) best = sl, best_n = n;
     }
     return best;

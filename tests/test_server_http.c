@@ -932,6 +932,43 @@ static void test_disconnects_free_the_slot(void **state) {
     tern_model_free(m);
 }
 
+/* cache_prompt false (llama-server's field): the slot's cached prefix is not reused
+ * (cached_tokens 0) and the reply equals a fresh server's bit for bit. On qwen35-tiny a reused
+ * prefix decoded token by token and a fresh run's chunked prefill round differently, so with the
+ * default, after a cancelled stream of the first turn, this follow-up's greedy reply differed
+ * from a fresh server's. */
+static void test_cache_prompt_false(void **state) {
+    (void)state;
+    tern_model *m = load(QWEN35);
+    const char *first = "{\"messages\": [{\"role\": \"user\", \"content\": \"hello hello hello hello\"}], \"max_tokens\": 6, \"temperature\": 0}";
+    const char *follow = "{\"messages\": [{\"role\": \"user\", \"content\": \"hello hello hello hello\"}, {\"role\": \"assistant\", "
+                         "\"content\": \"\"}, {\"role\": \"user\", \"content\": \"hello hello hello hello again\"}], \"max_tokens\": 24, "
+                         "\"temperature\": 0, \"cache_prompt\": false}";
+    srv *fresh = start(m, 1, 1024, 4, 0, NULL, 0);
+    cJSON *want = http_json(fresh, "/v1/chat/completions", follow, 200);
+    srv_stop(fresh);
+    srv *s = start(m, 1, 1024, 4, 0, NULL, 0);
+    cJSON *a = http_json(s, "/v1/chat/completions", first, 200);
+    cJSON *again = http_json(s, "/v1/chat/completions", first, 200);   /* the default reuses the slot's prefix */
+    const int reused = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(again, "usage"), "prompt_tokens_details"),
+                                           "cached_tokens")->valueint;
+    assert_true(reused > 0);
+    cJSON *got = http_json(s, "/v1/chat/completions", follow, 200);
+    assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(got, "usage"), "prompt_tokens_details"), "cached_tokens")->valueint, 0);
+    char *w = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(want, "choices"), 0), "message"));
+    char *g = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(got, "choices"), 0), "message"));
+    assert_true(strlen(w) > 20);
+    assert_string_equal(w, g);
+    free(w);
+    free(g);
+    cJSON_Delete(want);
+    cJSON_Delete(a);
+    cJSON_Delete(again);
+    cJSON_Delete(got);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 static void test_prefix_reuse(void **state) {
     (void)state;
     tern_model *m = load(STORIES);
@@ -2118,6 +2155,8 @@ static void test_unsupported_fields(void **state) {
         {"dynatemp_range", "\"dynatemp_range\": 0.5", "'dynatemp_range' is not supported"},
         {"ignore_eos", "\"ignore_eos\": \"yes\"", "'ignore_eos' must be true or false, got a string"},
         {"ignore_eos", "\"ignore_eos\": false", NULL},
+        {"cache_prompt", "\"cache_prompt\": 1", "'cache_prompt' must be true or false, got 1"},
+        {"cache_prompt", "\"cache_prompt\": false", NULL},
         {"guided_json", "\"guided_json\": {\"type\": \"object\"}", "'guided_json' is not supported"},
         {"guided_regex", "\"guided_regex\": \"a+\"", "'guided_regex' is not supported"},
         {"guided_choice", "\"guided_choice\": [\"a\", \"b\"]", "'guided_choice' is not supported"},
@@ -2946,6 +2985,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_nonfinite_logits_refused),
         cmocka_unit_test(test_slots_memory),
         cmocka_unit_test(test_prefix_reuse),
+        cmocka_unit_test(test_cache_prompt_false),
         cmocka_unit_test(test_chunked_prefill),
         cmocka_unit_test(test_mixed_steps),
         cmocka_unit_test(test_stream_per_token),
