@@ -429,6 +429,28 @@ static void test_bench_spec_cost_pos_context(void **state) {
     }
 }
 
+/* bench-spec --cost on a model whose bytes per token fit in any last-level cache (stories260K: 1.0
+ * MB) gives no share of the bandwidth ceiling, and its rollback line says what a truncation did:
+ * lowered the position (attention only, stories260K) or restored the recurrent state and replayed
+ * the logged tokens (the qwen35 tiny). */
+static void test_bench_spec_cost_lines(void **state) {
+    (void)state;
+    char spm[1024], hyb[1024];
+    fx_require(spm, sizeof spm, STORIES);
+    fx_require(hyb, sizeof hyb, "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf");
+    char *out = NULL;
+    int rc = ru_tern(&out, NULL, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 2 -c 128", spm);
+    if (rc != 0 || !strstr(out, "decode ceiling: none (1.0 MB per token fits in the") || strstr(out, "of it\n") ||
+        !strstr(out, "attention layers only: the position is lowered") || strstr(out, "recurrent"))
+        fail_msg("bench-spec --cost on stories260K: exit %d, stdout:\n%s", rc, out ? out : "");
+    free(out);
+    out = NULL;
+    rc = ru_tern(&out, NULL, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 2 -c 128", hyb);
+    if (rc != 0 || !strstr(out, "the recurrent state restored and 16 tokens replayed"))
+        fail_msg("bench-spec --cost on the qwen35 tiny: exit %d, stdout:\n%s", rc, out ? out : "");
+    free(out);
+}
+
 /* Without -c, the context is 4096 capped at the model's trained length, with a one-line notice
  * (stories260K: 2048; qwen3-tiny, trained on 40960: 4096, no notice); an -c past the trained
  * length is kept, with a warning. Checked by what fits: a prompt of more than 2048 and fewer than
@@ -842,6 +864,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_cost_pos_past_context),
         cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_bench_spec_cost_pos_context),
+        cmocka_unit_test(test_bench_spec_cost_lines),
         cmocka_unit_test(test_logit_bias_flag),
         cmocka_unit_test(test_default_ctx_trained),
         cmocka_unit_test(test_readme_usage),

@@ -215,6 +215,14 @@ static int generate(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
     return o.n;
 }
 
+/* Whether the model's bytes per token fit in the last-level cache: then decode is not bound by the
+ * read bandwidth, and a share of the bandwidth ceiling (which can pass 1) is no measure of it, as
+ * `tern bench` leaves it out for such models. */
+static bool bs_in_cache(const tern_model_info *info) {
+    const unsigned long long llc = opts_llc_bytes();
+    return info->bytes_per_token > 0 && llc > 0 && info->bytes_per_token <= llc;
+}
+
 static int run_generation(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps, char **texts, int n_p) {
     tern_model_info info;
     tern_model_get_info(m, &info);
@@ -288,9 +296,14 @@ static int run_generation(const bs_args *a, tern_model *m, tern_session *s, doub
     printf("total: %ld tokens, acceptance %.1f%% (%lld of %lld drafted), %.2f tokens per forward\n", tot_gen,
            tot.n_drafted ? 100.0 * (double)tot.n_accepted / (double)tot.n_drafted : 0.0, (long long)tot.n_accepted,
            (long long)tot.n_drafted, tot.n_steps ? (double)tot.n_tokens / (double)tot.n_steps : 0.0);
-    printf("plain %.2f tokens/s (%.2f of the decode ceiling %.1f), speculative %.2f tokens/s (%.2f of it), "
-           "speedup %.2fx; tokens identical\n",
-           tpa, tpa / ceil_tps, ceil_tps, tpb, tpb / ceil_tps, tpb / tpa);
+    if (bs_in_cache(&info))
+        printf("plain %.2f tokens/s, speculative %.2f tokens/s (no decode ceiling: %.1f MB per token fits in the "
+               "last-level cache), speedup %.2fx; tokens identical\n",
+               tpa, tpb, (double)info.bytes_per_token / 1e6, tpb / tpa);
+    else
+        printf("plain %.2f tokens/s (%.2f of the decode ceiling %.1f), speculative %.2f tokens/s (%.2f of it), "
+               "speedup %.2fx; tokens identical\n",
+               tpa, tpa / ceil_tps, ceil_tps, tpb, tpb / ceil_tps, tpb / tpa);
     status = 0;
 done:
     if (status && err.code) fprintf(stderr, "tern bench-spec: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
@@ -394,17 +407,28 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     const double t1 = t[1 * a->reps + a->reps / 2];
     printf("bench-spec --cost: %s (%s, %d layers, n_embd %d), %d thread%s, %s, position %d, median of %d\n", a->oc.model,
            info.arch, info.n_layer, info.n_embd, info.n_threads, info.n_threads == 1 ? "" : "s", info.isa, P, a->reps);
-    printf("decode ceiling %.2f tokens/s (%.1f MB per token / read bandwidth); one decode step %.2f ms = %.2f of it\n",
-           ceil_tps, (double)info.bytes_per_token / 1e6, t1 * 1e3, (1.0 / t1) / ceil_tps);
+    if (bs_in_cache(&info))
+        printf("decode ceiling: none (%.1f MB per token fits in the %.1f MB last-level cache: not bound by the read "
+               "bandwidth); one decode step %.2f ms\n",
+               (double)info.bytes_per_token / 1e6, (double)opts_llc_bytes() / 1e6, t1 * 1e3);
+    else
+        printf("decode ceiling %.2f tokens/s (%.1f MB per token / read bandwidth); one decode step %.2f ms = %.2f of it\n",
+               ceil_tps, (double)info.bytes_per_token / 1e6, t1 * 1e3, (1.0 / t1) / ceil_tps);
     printf("%8s %8s %12s %12s %14s\n", "columns", "drafted", "eval ms", "vs 1 step", "rollback ms");
     for (int n = 1; n <= nmax; n++) {
         const double tn = t[n * a->reps + a->reps / 2];
         printf("%8d %8d %12.3f %12.3f %14.3f\n", n, n - 1, tn * 1e3, tn / t1, tr[n * a->reps + a->reps / 2] * 1e3);
     }
-    if (fits_w)
+    uint64_t state_bytes = 0;
+    tern_session_mem(m, NULL, NULL, &state_bytes, NULL);
+    if (fits_w && state_bytes)
         printf("rollback after %d logged decode steps and a %d-token verify, keeping its first token: %.3f ms (%.2f steps; "
-               "%d tokens replayed where the layers are recurrent)\n",
+               "the recurrent state restored and %d tokens replayed)\n",
                COST_W_LOGGED, nmax, tw[a->reps / 2] * 1e3, tw[a->reps / 2] / t1, COST_W_LOGGED + 1);
+    else if (fits_w)
+        printf("rollback after %d logged decode steps and a %d-token verify, keeping its first token: %.3f ms (%.2f steps; "
+               "attention layers only: the position is lowered)\n",
+               COST_W_LOGGED, nmax, tw[a->reps / 2] * 1e3, tw[a->reps / 2] / t1);
     else
         printf("rollback inside the window: not measured (--cost-pos %d + %d + %d tokens > context %d)\n", P, COST_W_LOGGED,
                nmax, tern_session_n_ctx(s));
