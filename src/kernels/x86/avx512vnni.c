@@ -222,9 +222,9 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * The broadcast is written as vpdpbusd's {1to16} memory operand (inline asm) because GCC emits a
  * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
-#define R16_PF 4   /* prefetch distance in blocks (2.2 KB; 16 blocks = 8.7 KB ahead streamed the
-                      * K = 2048 lm_head at ~70% of the bus against ~92%: tern bench-kernel --decode-seq) */
+#define R16_PF 4   /* tiles of 2+ columns: prefetch distance in blocks (2.2 KB) into L1 */
 #define R16_PF_L2 16   /* tiles of 2..8 columns: a second prefetch, into L2, 16 blocks (8.7 KB) ahead */
+#define R16_PF_NTA 16  /* one column: prefetchnta 16 blocks (8.7 KB) ahead, and no L1 prefetch */
 
 /* The emulated build (tests on hosts without AVX-512) compiles one r16_tile with NC at run time
  * and no unrolling: the same operations in the same order, so the same bits and the same data
@@ -361,19 +361,28 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16_block *blk = B + b;
-        {   /* prefetch R16_PF blocks ahead, every line of the block, at every width: a tile of 2+
-             * columns left to the hardware prefetcher stalls on the stream and its columns'
-             * vpdpbusd add to the stall instead of running under it (a streamed 4-column matmul
-             * took ~2.1x the 1-column time without, ~1.4x with the prefetch). Tiles of 2..8
-             * columns, whose compute per block is about the time DRAM takes to deliver one, also
-             * prefetch R16_PF_L2 blocks ahead into L2, so more lines are in flight than the L1
-             * prefetches alone keep: on Zen 5 the 4-column matmul went from 52% to 64-68% of the
-             * vpdpbusd peak (tern bench-kernel). One column (decode) and 9+ columns (prefill,
-             * compute-bound) ran no faster with it. */
-            const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
+        /* Prefetches (hints only: no bit depends on them), every line of a block. Tiles of 2+
+         * columns prefetch R16_PF blocks ahead into L1: left to the hardware prefetcher, the
+         * stream stalls and the columns' vpdpbusd add to the stall instead of running under it
+         * (a streamed 4-column matmul took ~2.1x the 1-column time without, ~1.4x with it).
+         * Tiles of 2..8 columns, whose compute per block is about the time DRAM takes to deliver
+         * one, also prefetch R16_PF_L2 blocks ahead into L2, so more lines are in flight than the
+         * L1 prefetches alone keep: on Zen 5 the 4-column matmul went from 52% to 64-68% of the
+         * vpdpbusd peak (tern bench-kernel). The one-column tile (decode: each weight read once
+         * per token) prefetches R16_PF_NTA blocks ahead with the non-temporal hint and nothing
+         * into L1: against the L1 prefetch at 4 blocks, on Zen 5 (bench/RESULTS.md host A,
+         * alternating pairs) bonsai-1.7b tg128 ran a median 13% faster (0.99-1.27x) and the
+         * K = 2048 lm_head streamed 1-15% faster; with no prefetch at all it streamed slower
+         * than this, and the L1 prefetch beside it added nothing. */
+        if (NC == 1) {
+            const uintptr_t p = (uintptr_t)blk + R16_PF_NTA * sizeof(kern_r16_block);   /* may pass the end: never faults */
+R16_UNROLL9
+            for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_NTA);
+        } else {
+            const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);
 R16_UNROLL9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
-            if (NC >= 2 && NC <= 8) {
+            if (NC <= 8) {
                 const uintptr_t p2 = (uintptr_t)blk + R16_PF_L2 * sizeof(kern_r16_block);
 R16_UNROLL9
                 for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64)
