@@ -222,9 +222,9 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * The broadcast is written as vpdpbusd's {1to16} memory operand (inline asm) because GCC emits a
  * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
-#define R16_PF 4   /* tiles of 2+ columns: prefetch distance in blocks (2.2 KB) into L1 */
-#define R16_PF_L2 16   /* tiles of 2..8 columns: a second prefetch, into L2, 16 blocks (8.7 KB) ahead */
-#define R16_PF_NTA 16  /* one column: prefetchnta 16 blocks (8.7 KB) ahead, and no L1 prefetch */
+#define R16_PF 4        /* tiles of 9+ columns: prefetch distance in blocks (2.2 KB), into L1 */
+#define R16_PF_NTA1 16  /* one column: prefetchnta 16 blocks (8.7 KB) ahead */
+#define R16_PF_NTA 24   /* tiles of 2..8 columns: prefetchnta 24 blocks (13 KB) ahead */
 
 /* The emulated build (tests on hosts without AVX-512) compiles one r16_tile with NC at run time
  * and no unrolling: the same operations in the same order, so the same bits and the same data
@@ -361,33 +361,26 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16_block *blk = B + b;
-        /* Prefetches (hints only: no bit depends on them), every line of a block. Tiles of 2+
-         * columns prefetch R16_PF blocks ahead into L1: left to the hardware prefetcher, the
-         * stream stalls and the columns' vpdpbusd add to the stall instead of running under it
-         * (a streamed 4-column matmul took ~2.1x the 1-column time without, ~1.4x with it).
-         * Tiles of 2..8 columns, whose compute per block is about the time DRAM takes to deliver
-         * one, also prefetch R16_PF_L2 blocks ahead into L2, so more lines are in flight than the
-         * L1 prefetches alone keep: on Zen 5 the 4-column matmul went from 52% to 64-68% of the
-         * vpdpbusd peak (tern bench-kernel). The one-column tile (decode: each weight read once
-         * per token) prefetches R16_PF_NTA blocks ahead with the non-temporal hint and nothing
-         * into L1: against the L1 prefetch at 4 blocks, on Zen 5 (bench/RESULTS.md host A,
-         * alternating pairs) bonsai-1.7b tg128 ran a median 13% faster (0.99-1.27x) and the
-         * K = 2048 lm_head streamed 1-15% faster; with no prefetch at all it streamed slower
-         * than this, and the L1 prefetch beside it added nothing. */
-        if (NC == 1) {
-            const uintptr_t p = (uintptr_t)blk + R16_PF_NTA * sizeof(kern_r16_block);   /* may pass the end: never faults */
+        /* Prefetches (hints only: no bit depends on them), every line of a block. Tiles of up
+         * to 8 columns (decode, speculative verification, small server batches) read their
+         * weights from DRAM once per forward: they prefetch R16_PF_NTA1 (one column) or
+         * R16_PF_NTA blocks ahead with the non-temporal hint and nothing into L1. Left to the
+         * hardware prefetcher the stream stalls, and a tile's vpdpbusd add to the stall instead
+         * of running under it (a streamed 4-column matmul took ~2.1x the 1-column time); an L1
+         * prefetch 4 blocks ahead (plus one into L2 16 blocks ahead for 2..8 columns) held the
+         * stream below the bus on Zen 5: against it, in alternating pairs on bench/RESULTS.md
+         * host A, bonsai-1.7b tg128 ran a median 13% faster (0.99-1.27x per pair), and against
+         * the one-column change alone its 2-, 3- and 4-column forwards (bench-spec --cost) ran
+         * 4-5% faster (5 columns: 1%); no prefetch at all streamed slower than either. Tiles of
+         * 9+ columns (prefill) are compute-bound and keep the L1 prefetch R16_PF blocks ahead. */
+        if (NC <= 8) {
+            const uintptr_t p = (uintptr_t)blk + (NC == 1 ? R16_PF_NTA1 : R16_PF_NTA) * sizeof(kern_r16_block);   /* may pass the end: never faults */
 R16_UNROLL9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_NTA);
         } else {
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);
 R16_UNROLL9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
-            if (NC <= 8) {
-                const uintptr_t p2 = (uintptr_t)blk + R16_PF_L2 * sizeof(kern_r16_block);
-R16_UNROLL9
-                for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64)
-                    _mm_prefetch((const char *)(p2 + (uintptr_t)o), _MM_HINT_T1);
-            }
         }
 #ifndef KERN_EMU512
         if (R16_WIDE(NC)) {   /* column 0 and column 9 at block b; kept in two registers */
@@ -583,8 +576,9 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16t_block *blk = B + b;
-        {   /* prefetch R16_PF blocks ahead, every line (as the PQ2_0 tile; the L2 prefetch of its
-             * 2..8-column tiles made no difference here, where the base-3 unpack sets the rate) */
+        {   /* prefetch R16_PF blocks ahead into L1, every line, at every width (the base-3 unpack
+             * sets this tile's rate; an L2 prefetch for 2..8 columns made no difference here, and
+             * the PQ2_0 tile's non-temporal prefetch has not been measured on it) */
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16t_block);   /* may pass the end: never faults */
 R16_UNROLL8
             for (int o = 0; o < (int)sizeof(kern_r16t_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);

@@ -51,7 +51,7 @@
 #include <string.h>
 
 #define R16Y_NC 8   /* widest column tile any includer may ask for (R16Y_TW, R16Y_TW_ONE <= 8) */
-#define R16Y_PF 4   /* prefetch distance in blocks (as avx512vnni.c) */
+#define R16Y_PF 4   /* prefetch distance in blocks, into L1 */
 
 /* The emulated VNNI build (tests only) keeps one tile copy with NC at run time: same operations
  * in the same order, a fraction of the compile time. */
@@ -114,7 +114,9 @@ R16Y_UNROLL8
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16_block *blk = B + b;
         {   /* prefetch R16Y_PF blocks ahead, every line of the block, at every width: a tile of
-             * 2+ columns left to the hardware prefetcher stalls on the stream (as avx512vnni.c) */
+             * 2+ columns left to the hardware prefetcher stalls on the stream (avx512vnni.c's tiles
+             * of up to 8 columns prefetch further ahead with the non-temporal hint instead: that
+             * was measured on Zen 5, not on the AVX2-only CPUs these tiles are for) */
             const uintptr_t p = (uintptr_t)blk + R16Y_PF * sizeof(kern_r16_block);   /* may pass the end: never faults */
 R16Y_UNROLL8
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
