@@ -280,6 +280,7 @@ static void test_values_out_of_range(void **state) {
         {"bench-spec", "-m x.gguf --prompts p.jsonl --spec none", "tern bench-spec: unknown option --spec; see tern bench-spec --help"},
         {"bench-spec", "-m x.gguf --cost --cost-pos 4093", "tern bench-spec: --cost-pos 4093 + 4 tokens (--draft-max + 1) > context 4096 (the default; -c N sets it): expected a position and draft that fit the context"},
         {"bench-spec", "-m x.gguf --cost --cost-pos 60 -c 64 --draft-max 4", "tern bench-spec: --cost-pos 60 + 5 tokens (--draft-max + 1) > context 64 (-c): expected a position and draft that fit the context"},
+        {"bench-spec", "-m x.gguf --cost -c 8", "tern bench-spec: --cost-pos 64 (the default) + 4 tokens (--draft-max + 1) > context 8 (-c): expected a position and draft that fit the context"},
         /* large values and limits with all their digits (never 1e+11) */
         {"run", "-n 99999999999", "tern run: -n: expected an integer in -1..16777216, got '99999999999'"},
         {"synth", "--n-vocab 99999999999", "tern synth: --n-vocab: expected an integer in 285..1048576, got '99999999999'"},
@@ -438,12 +439,30 @@ static void test_bench_spec_cost_lines(void **state) {
     char spm[1024], hyb[1024];
     fx_require(spm, sizeof spm, STORIES);
     fx_require(hyb, sizeof hyb, "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf");
-    char *out = NULL;
-    int rc = ru_tern(&out, NULL, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 2 -c 128", spm);
+    char *out = NULL, *err = NULL;
+    /* with two flags only the prompts mode reads: each named in a warning */
+    int rc = ru_tern(&out, &err, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 2 -c 128 -n 5 --raw", spm);
     if (rc != 0 || !strstr(out, "decode ceiling: none (1.0 MB per token fits in the") || strstr(out, "of it\n") ||
-        !strstr(out, "attention layers only: the position is lowered") || strstr(out, "recurrent"))
-        fail_msg("bench-spec --cost on stories260K: exit %d, stdout:\n%s", rc, out ? out : "");
+        !strstr(out, "attention layers only: the position is lowered") || strstr(out, "recurrent") ||
+        !strstr(err, "warning: -n has no effect with --cost") || !strstr(err, "warning: --raw has no effect with --cost"))
+        fail_msg("bench-spec --cost on stories260K: exit %d, stdout:\n%sstderr:\n%s", rc, out ? out : "", err ? err : "");
     free(out);
+    free(err);
+    out = err = NULL;
+    /* the prompts mode names --cost-pos, which only --cost reads; its total counts the tokens after
+     * each prompt's first: 1 prompt, -n 6 -> 5 */
+    char pf[512];
+    fx_tmp_path(pf, sizeof pf, "bs-prompt.txt");
+    FILE *f = fopen(pf, "w");
+    assert_non_null(f);
+    fputs("Once upon a time", f);
+    fclose(f);
+    rc = ru_tern(&out, &err, "bench-spec -m '%s' --prompts '%s' -n 6 -t 1 --cost-pos 8", spm, pf);
+    if (rc != 0 || !strstr(err, "warning: --cost-pos has no effect without --cost") ||
+        !strstr(out, "total: 5 tokens after each prompt's first"))
+        fail_msg("bench-spec --prompts on stories260K: exit %d, stdout:\n%sstderr:\n%s", rc, out ? out : "", err ? err : "");
+    free(out);
+    free(err);
     out = NULL;
     rc = ru_tern(&out, NULL, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 2 -c 128", hyb);
     if (rc != 0 || !strstr(out, "the recurrent state restored and 16 tokens replayed"))

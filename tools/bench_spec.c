@@ -293,7 +293,8 @@ static int run_generation(const bs_args *a, tern_model *m, tern_session *s, doub
         tot.n_tokens += st.n_tokens;
     }
     const double tpa = tot_gen / sum_plain, tpb = tot_gen / sum_spec;
-    printf("total: %ld tokens, acceptance %.1f%% (%lld of %lld drafted), %.2f tokens per forward\n", tot_gen,
+    printf("total: %ld tokens after each prompt's first (as the t/s columns count them), acceptance %.1f%% (%lld of %lld "
+           "drafted), %.2f tokens per forward\n", tot_gen,
            tot.n_drafted ? 100.0 * (double)tot.n_accepted / (double)tot.n_drafted : 0.0, (long long)tot.n_accepted,
            (long long)tot.n_drafted, tot.n_steps ? (double)tot.n_tokens / (double)tot.n_steps : 0.0);
     if (bs_in_cache(&info))
@@ -480,12 +481,23 @@ int cmd_bench_spec(int argc, char **argv) {
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bs_defs), spec_opts_tab_tuning, opts_tab_threads, opts_tab_ctx,
                               opts_tab_load};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
+    /* the flags given that only one mode reads, as typed, for the warning below */
+    const char *cost_only[4], *prompts_only[8];
+    int n_cost_only = 0, n_prompts_only = 0;
+    bool cost_pos_given = false;
     for (int i = 1; i < argc; i++) {
         opt_val v;
+        const int at = i;
         const int id = opts_next("bench-spec", tabs, n_tabs, argc, argv, &i, &v);
         if (id == OPT_HELP) { bs_usage(stdout, tabs, n_tabs); return 0; }
         if (id == OPT_ERR) return 2;
         if (id == OPT_POSITIONAL) return opts_unexpected("bench-spec", v.str);
+        if (id == BS_COST_POS || id == BS_PROFILE) {
+            if (n_cost_only < 4) cost_only[n_cost_only++] = argv[at];
+        } else if (id == BS_PROMPTS || id == BS_CATEGORY || id == BS_N_PROMPTS || id == BS_N_PREDICT || id == BS_RAW ||
+                   id == BS_MAX_PROMPT) {
+            if (n_prompts_only < 8) prompts_only[n_prompts_only++] = argv[at];
+        }
         if (opts_apply_common(&a.oc, id, &v) || spec_opts_apply(&a.so, id, &v)) continue;
         switch (id) {
         case BS_PROMPTS: a.prompts = v.str; break;
@@ -495,7 +507,7 @@ int cmd_bench_spec(int argc, char **argv) {
         case BS_REPS: a.reps = (int)v.i; break;
         case BS_RAW: a.raw = a.raw_set = true; break;
         case BS_COST: a.cost = true; break;
-        case BS_COST_POS: a.cost_pos = (int)v.i; break;
+        case BS_COST_POS: a.cost_pos = (int)v.i; cost_pos_given = true; break;
         case BS_PROFILE: a.profile = true; break;
         case BS_MAX_PROMPT: a.max_prompt = (int)v.i; break;
         default: break;
@@ -505,12 +517,14 @@ int cmd_bench_spec(int argc, char **argv) {
         fprintf(stderr, "tern bench-spec: %s is required; see tern bench-spec --help\n", !a.oc.model ? "-m MODEL" : "--prompts FILE (or --cost)");
         return 2;
     }
-    if (a.cost && (a.prompts || a.category))
-        fprintf(stderr, "tern bench-spec: warning: %s has no effect with --cost (it times forwards of fixed tokens)\n",
-                a.prompts ? "--prompts" : "--category");
-    if (!a.cost && a.profile)
-        fprintf(stderr, "tern bench-spec: warning: --profile has no effect without --cost (it profiles the cost mode's "
-                        "forwards)\n");
+    if (a.so.min_given && n_prompts_only < 8) prompts_only[n_prompts_only++] = "--spec-ngram-min";
+    if (a.so.max_given && n_prompts_only < 8) prompts_only[n_prompts_only++] = "--spec-ngram-max";
+    /* each mode names the flags it does not read (a --prompts file is then not opened either) */
+    const char *const *ignored = a.cost ? prompts_only : cost_only;
+    const int n_ignored = a.cost ? n_prompts_only : n_cost_only;
+    for (int k = 0; k < n_ignored; k++)
+        fprintf(stderr, "tern bench-spec: warning: %s has no effect %s\n", ignored[k],
+                a.cost ? "with --cost (it times forwards of fixed tokens)" : "without --cost (it sets up the cost mode)");
     a.so.on = true;                       /* bench-spec always speculates: no "--spec lookup" needed */
     if (spec_opts_check(&a.so)) return 2; /* the n-gram range, named by its flags (as run/chat do) */
     if (!a.reps) a.reps = a.cost ? 7 : 1;
@@ -524,9 +538,9 @@ int cmd_bench_spec(int argc, char **argv) {
     if (a.cost) {   /* before the load: the context is at most -c, or the default 4096 without it */
         const int ctx_max = a.oc.ctx_given ? a.oc.n_ctx : 4096, nmax = a.so.p.draft_max + 1;
         if (a.cost_pos + nmax > ctx_max) {
-            fprintf(stderr, "tern bench-spec: --cost-pos %d + %d tokens (--draft-max + 1) > context %d (%s): expected a "
-                            "position and draft that fit the context\n", a.cost_pos, nmax, ctx_max,
-                    a.oc.ctx_given ? "-c" : "the default; -c N sets it");
+            fprintf(stderr, "tern bench-spec: --cost-pos %d%s + %d tokens (--draft-max + 1) > context %d (%s): expected a "
+                            "position and draft that fit the context\n", a.cost_pos, cost_pos_given ? "" : " (the default)",
+                    nmax, ctx_max, a.oc.ctx_given ? "-c" : "the default; -c N sets it");
             status = 2;
             goto done;
         }
