@@ -325,6 +325,11 @@ static int cmp_dbl(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+/* The median of n >= 1 sorted values (the mean of the middle two when n is even). */
+static double med_sorted(const double *v, int n) {
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps) {
     tern_model_info info;
     tern_model_get_info(m, &info);
@@ -405,7 +410,7 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
         if (tern_session_truncate(s, P, &err)) { free(tw); goto done; }
     }
     if (fits_w) qsort(tw, (size_t)a->reps, sizeof *tw, cmp_dbl);
-    const double t1 = t[1 * a->reps + a->reps / 2];
+    const double t1 = med_sorted(t + 1 * a->reps, a->reps);
     printf("bench-spec --cost: %s (%s, %d layers, n_embd %d), %d thread%s, %s, position %d, median of %d\n", a->oc.model,
            info.arch, info.n_layer, info.n_embd, info.n_threads, info.n_threads == 1 ? "" : "s", info.isa, P, a->reps);
     if (bs_in_cache(&info))
@@ -417,19 +422,19 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
                ceil_tps, (double)info.bytes_per_token / 1e6, t1 * 1e3, (1.0 / t1) / ceil_tps);
     printf("%8s %8s %12s %12s %14s\n", "columns", "drafted", "eval ms", "vs 1 step", "rollback ms");
     for (int n = 1; n <= nmax; n++) {
-        const double tn = t[n * a->reps + a->reps / 2];
-        printf("%8d %8d %12.3f %12.3f %14.3f\n", n, n - 1, tn * 1e3, tn / t1, tr[n * a->reps + a->reps / 2] * 1e3);
+        const double tn = med_sorted(t + n * a->reps, a->reps);
+        printf("%8d %8d %12.3f %12.3f %14.3f\n", n, n - 1, tn * 1e3, tn / t1, med_sorted(tr + n * a->reps, a->reps) * 1e3);
     }
     uint64_t state_bytes = 0;
     tern_session_mem(m, NULL, NULL, &state_bytes, NULL);
     if (fits_w && state_bytes)
         printf("rollback after %d logged decode steps and a %d-token verify, keeping its first token: %.3f ms (%.2f steps; "
                "the recurrent state restored and %d tokens replayed)\n",
-               COST_W_LOGGED, nmax, tw[a->reps / 2] * 1e3, tw[a->reps / 2] / t1, COST_W_LOGGED + 1);
+               COST_W_LOGGED, nmax, med_sorted(tw, a->reps) * 1e3, med_sorted(tw, a->reps) / t1, COST_W_LOGGED + 1);
     else if (fits_w)
         printf("rollback after %d logged decode steps and a %d-token verify, keeping its first token: %.3f ms (%.2f steps; "
                "attention layers only: the position is lowered)\n",
-               COST_W_LOGGED, nmax, tw[a->reps / 2] * 1e3, tw[a->reps / 2] / t1);
+               COST_W_LOGGED, nmax, med_sorted(tw, a->reps) * 1e3, med_sorted(tw, a->reps) / t1);
     else
         printf("rollback inside the window: not measured (--cost-pos %d + %d + %d tokens > context %d)\n", P, COST_W_LOGGED,
                nmax, tern_session_n_ctx(s));
