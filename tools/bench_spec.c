@@ -356,6 +356,8 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     int32_t toks[TERN_SPEC_DRAFT_LIMIT + 1];
     for (int i = 0; i < nmax; i++) toks[i] = (int32_t)((11u * (unsigned)i + 5u) % (unsigned)info.n_vocab);
     tern_session_reset(s);
+    if (P > 4096)   /* the prefix's attention grows with P squared: minutes past a few 10k positions */
+        fprintf(stderr, "tern bench-spec: evaluating the %d-token prefix of --cost-pos first\n", P);
     if (!tern_session_eval(s, pre, P, &err)) goto done;
     /* warm-up: one of each */
     for (int n = 1; n <= nmax; n++) {
