@@ -459,7 +459,7 @@ static void test_bench_spec_cost_lines(void **state) {
     fclose(f);
     rc = ru_tern(&out, &err, "bench-spec -m '%s' --prompts '%s' -n 6 -t 1 --cost-pos 8", spm, pf);
     if (rc != 0 || !strstr(err, "warning: --cost-pos has no effect without --cost") ||
-        !strstr(out, "total: 5 tokens after each prompt's first"))
+        !strstr(out, "total: 5 tokens in all, not counting each prompt's first"))
         fail_msg("bench-spec --prompts on stories260K: exit %d, stdout:\n%sstderr:\n%s", rc, out ? out : "", err ? err : "");
     free(out);
     free(err);
