@@ -242,7 +242,8 @@ static void test_quantize_nothing(void **state) {
  * generates BOS where a story ends: that ends the reply, as llama2.c's run.c stops on BOS. The
  * greedy text from BOS reaches its first generated BOS before 400 tokens (llama2.c's 256-step
  * sample, shared/data/stories260k/expected_greedy_karpathy_doc.txt, is one story); with
- * --ignore-eos the run goes on to 400 tokens and starts with the same text. A chat reply is capped
+ * --ignore-eos the run goes on to 400 tokens and starts with the same text; with -n -1 it stops at
+ * the same BOS and says so. A chat reply is capped
  * at 1024 tokens by default, so it cannot fill the context. */
 static void test_bos_ends_reply(void **state) {
     (void)state;
@@ -256,6 +257,12 @@ static void test_bos_ends_reply(void **state) {
     char why[128];   /* the run says why it stopped short of -n */
     snprintf(why, sizeof why, "tern run: end of text after %d of -n 400 tokens", n);
     if (!strstr(err, why)) fail_msg("run -n 400: expected '%s' in stderr: %s", why, err);
+    free(err);
+    err = NULL;
+    /* -n -1 (until the end): the same stop, said without a count to fall short of */
+    rc = ru_tern(NULL, &err, "run -m " SHIPPED " --temp 0 -n -1 -t 1");
+    snprintf(why, sizeof why, "tern run: end of text after %d tokens (", n);
+    if (rc != 0 || !strstr(err, why)) fail_msg("run -n -1: exit %d, expected '%s' in stderr: %s", rc, why, err);
     rc = ru_tern(&out_all, &err_all, "run -m " SHIPPED " --temp 0 -n 400 -t 1 --ignore-eos");
     if (rc != 0 || !strstr(err_all, "generation: 400 tokens") || strstr(err_all, "end of text"))
         fail_msg("--ignore-eos: exit %d: %s", rc, err_all);

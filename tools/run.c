@@ -195,9 +195,13 @@ int cmd_run(int argc, char **argv) {
      * position (nothing is sampled from them); the run says where and exits 1 */
     bad_logits = opts_warn_bad_logits("run", gen, "the run exits with status 1");
     const int n_gen = gs.n_gen;
-    if (stop == TERN_STOP_EOG && n_predict > 0 && n_gen < n_predict)   /* say why it stopped short of -n */
+    /* say why it stopped: short of -n, or with -n -1 (until the end) before the context's end */
+    if (stop == TERN_STOP_EOG && n_predict > 0 && n_gen < n_predict)
         fprintf(stderr, "%stern run: end of text after %d of -n %d tokens (the model's end-of-generation token; "
                         "--ignore-eos goes on to -n)\n", gap, n_gen, n_predict);
+    else if (stop == TERN_STOP_EOG && n_predict < 0)
+        fprintf(stderr, "%stern run: end of text after %d tokens (the model's end-of-generation token; "
+                        "--ignore-eos goes on to the context's end)\n", gap, n_gen);
     const double t_prompt = gs.t_prompt_s, t_first = gs.t_first_s;
     const double t_gen = n_gen > 1 ? gs.t_gen_s : 0;
     fprintf(stderr, "%smodel: %s (%s), %s, %d thread%s, numerics %s, load %.2f s (%s)\n", gap, oc.model, info.arch, info.isa,
