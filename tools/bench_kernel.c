@@ -11,7 +11,10 @@
  *     weight is what matters) and says so in `rows`;
  *   - with --attn only: the prefill attention tile per ops table against the f32 multiply + add
  *     peak (bench_attn).
- * Threads are never created inside a timed loop. */
+ * Threads are never created inside a timed loop, and every job takes all of a pool's threads
+ * (pool_set_fixed): a kernel's tN figure is N threads' rate. The model's pool chooses per job kind
+ * between all threads and one less; left to choose here, it once ran the 4-column matmul on the
+ * caller alone and printed one thread's rate as t2. */
 #include "cli.h"
 #include "opts.h"
 
@@ -880,8 +883,10 @@ int cmd_bench_kernel(int argc, char **argv) {
     int max_t = 1;
     for (int i = 0; i < o.n_threads; i++) max_t = TERN_MAX(max_t, o.threads[i]);
     tern_pool *pools[8] = {0};
-    for (int i = 0; i < o.n_threads; i++)
+    for (int i = 0; i < o.n_threads; i++) {
         if (pool_init(&pools[i], o.threads[i], &err) != TERN_OK) { fprintf(stderr, "bench-kernel: %s\n", err.msg); return 1; }
+        pool_set_fixed(pools[i], true);   /* tN is N threads in every job (the model's pool may run a kind on fewer) */
+    }
     if (!o.json)
         printf("# tern bench-kernel: best path %s; %d repeats, median [min, max] of busy time (per-thread CPU\n"
                "# time of the slowest thread: preemption removed); int8 peak = best of short runs;\n"

@@ -183,6 +183,7 @@ struct tern_pool {
                                 * claim, so a late worker may read the next job's: only speed
                                 * depends on it) */
     pool_adapt ad;             /* caller-only state of the choice of `active` */
+    bool fixed;                /* pool_set_fixed: every chunked job takes ad.hi threads */
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_done, cv_active;
 };
@@ -421,6 +422,8 @@ void pool_free(tern_pool *p) {
 
 int pool_n_threads(const tern_pool *p) { return p ? p->n_threads : 1; }
 
+void pool_set_fixed(tern_pool *p, bool fixed) { p->fixed = fixed; }
+
 /* Wake the sleeping workers for a new generation. Under mu the broadcast cannot fall between a
  * worker's check of gen and its wait (it holds mu across both). A worker holds mu only for that
  * check (and its wake-up's bookkeeping), so mu is normally had within nanoseconds; a worker
@@ -582,7 +585,7 @@ static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0) {
     pool_adapt *a = &p->ad;
     a->held = false;
     a->solo_job = 0;
-    if (a->hi == 1) return 1;
+    if (a->hi == 1 || p->fixed) return a->hi;
     const uint64_t h = ((uint64_t)(uintptr_t)fn * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)n * 0xc2b2ae3d27d4eb4full);
     adapt_kind *k = &a->kind[(h >> 32) % ADAPT_KINDS];
     if (k->fn != fn || k->n != n) *k = (adapt_kind){.fn = fn, .n = n, .every = ADAPT_EVERY_MIN};   /* takes the entry */
@@ -623,7 +626,7 @@ static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0) {
 /* After it (t0, t: its start and end): account its time to its kind; end a try, choose. */
 static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     pool_adapt *a = &p->ad;
-    if (a->hi == 1) return;
+    if (a->hi == 1 || p->fixed) return;
     const double dt = (double)(a->last && t0 - a->last <= ADAPT_GAP_NS ? t - a->last : t - t0);
     a->last = t;
     if (a->solo_job) solo_end(a, a->solo_job - 1, dt, a->k->t_cur, t);

@@ -14,6 +14,7 @@
 
 #include "core/core.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct tern_pool tern_pool;
@@ -24,6 +25,11 @@ typedef void (*pool_fn)(void *ctx, int64_t i0, int64_t i1, int ith);
 int pool_init(tern_pool **out, int n_threads, tern_err *err);
 void pool_free(tern_pool *p);
 int pool_n_threads(const tern_pool *p);
+/* fixed: every chunked job (pool_for, pool_for_dyn) takes min(n_threads, CPUs available)
+ * threads; the per-kind choice of one thread less and the caller-alone phases described in
+ * pool.c are off. For benchmarks that time a kernel at a thread count (bench-kernel); the model's
+ * pool keeps the choice. Call between jobs, from the caller's thread. */
+void pool_set_fixed(tern_pool *p, bool fixed);
 /* The CPUs this process may run on (sched_getaffinity; the online count where that is not
  * available), at least 1: the default thread count of every command and of the library. */
 int pool_cpus_available(void);
