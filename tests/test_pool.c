@@ -382,9 +382,9 @@ static void test_adapt_slow_worker(void **state) {
 /* pool_set_fixed turns the adaptation off. The worker sleeps 10 ms in each chunk it takes, the
  * caller's units take 50 us (64 of them: 3.2 ms, the time the worker has to wake and claim a
  * chunk, as a woken vCPU may take over a millisecond): the caller alone is three times faster, so
- * an adaptive pool soon keeps the worker out (as in test_adapt_slow_worker), while on a fixed
- * pool at least 72 of 96 jobs after the first 48 still reach it (all did in quiet runs here).
- * Needs 2 CPUs. */
+ * an adaptive pool soon keeps the worker out (2 of 96 jobs reached it here), while on a fixed
+ * pool at least half of 96 jobs after the first 48 still reach it (all did in quiet runs here;
+ * half leaves room for a host that delays the worker's wake-ups). Needs 2 CPUs. */
 static void job_sleepy_worker(void *ctx, int64_t i0, int64_t i1, int ith) {
     if (ith != 0) {
         atomic_store(&((slow_ctx *)ctx)->worker_ran, 1);
@@ -410,7 +410,7 @@ static void test_fixed_slow_worker(void **state) {
         pool_for(p, 64, 1, job_sleepy_worker, &c);
         reached += atomic_load(&c.worker_ran);
     }
-    if (reached < 72) fail_msg("a fixed pool's worker ran chunks of only %d of 96 jobs", reached);
+    if (reached < 48) fail_msg("a fixed pool's worker ran chunks of only %d of 96 jobs", reached);
     pool_free(p);
 }
 

@@ -13,8 +13,8 @@
  *     peak (bench_attn).
  * Threads are never created inside a timed loop, and every job takes all of a pool's threads
  * (pool_set_fixed): a kernel's tN figure is N threads' rate. The model's pool chooses per job kind
- * between all threads and one less; left to choose here, it once ran the 4-column matmul on the
- * caller alone and printed one thread's rate as t2. */
+ * between all threads and one less; left to choose on a few repeats, it can run a kind (such as the
+ * streamed 4-column matmul) on the caller alone, and t2 would print one thread's rate. */
 #include "cli.h"
 #include "opts.h"
 
