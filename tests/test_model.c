@@ -4,7 +4,8 @@
  *    KV) of the independent float64 reference; perplexity of each reference story from BOS to
  *    1e-3 and 3.548 +- 0.001 over all five (data/stories260k/PROVENANCE.md);
  *  - batch vs single: every position of a batched forward is bit-identical to computing it as a
- *    single-token step (and to any other chunking), in every numerics mode;
+ *    single-token step (and to any other chunking), in every numerics mode, also where the batch
+ *    takes the prefill paths (16 tokens or more) and the single step the decode ones;
  *  - threads and ISA paths: identical tokens and logit bits for 1 and 2 threads and for every
  *    kernel path the host can run, in every numerics mode;
  *  - load errors: a GGUF with a wrong tensor shape, a wrong type or a missing tensor (written with
@@ -182,6 +183,11 @@ static void test_batch_identity(void **st) {
     for (int num = 0; num < 3; num++) {
         batch_identity(STORIES, (tern_numerics)num, sids, 12, false);
         batch_identity(QWEN3_TINY, (tern_numerics)num, QPROMPT, 6, false);
+        /* 17 tokens: the batch takes the prefill paths (16 columns or more: row chunks claimed as
+         * threads finish, the attention in query tiles), each single step the decode ones */
+        int32_t q17[17];
+        for (int i = 0; i < 17; i++) q17[i] = QPROMPT[i % 10];
+        batch_identity(QWEN3_TINY, (tern_numerics)num, q17, 17, false);
     }
     batch_identity(STORIES, TERN_NUMERICS_FAST, sids, 12, true);
 }
