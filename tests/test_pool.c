@@ -350,15 +350,20 @@ static void test_held_worker(void **state) {
  * such jobs on the caller alone: of 640 jobs after the first 320, under half still reach the
  * worker (tries of the other count, and on a busy host a switch back now and then, reach it;
  * 3-61 did in three quiet runs here). Without the adaptation every job reaches it. Needs 2 CPUs (with 1 the worker never takes work). */
-typedef struct { atomic_int worker_ran; } slow_ctx;
+typedef struct {
+    atomic_int worker_ran;
+    long sleep_ns;     /* the worker's sleep in each chunk it takes */
+    double unit_s;     /* the caller's time per unit */
+} slow_ctx;
 static void job_slow_worker(void *ctx, int64_t i0, int64_t i1, int ith) {
+    slow_ctx *c = ctx;
     if (ith != 0) {
-        atomic_store(&((slow_ctx *)ctx)->worker_ran, 1);
-        struct timespec ts = {0, 3 * 1000 * 1000};
+        atomic_store(&c->worker_ran, 1);
+        struct timespec ts = {0, c->sleep_ns};
         nanosleep(&ts, NULL);
         return;
     }
-    const double t_end = tern_time_s() + 20e-6 * (double)(i1 - i0);
+    const double t_end = tern_time_s() + c->unit_s * (double)(i1 - i0);
     while (tern_time_s() < t_end) {}
 }
 static void test_adapt_slow_worker(void **state) {
@@ -366,7 +371,7 @@ static void test_adapt_slow_worker(void **state) {
     if (pool_cpus_available() < 2) return;
     tern_pool *p;
     assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
-    slow_ctx c;
+    slow_ctx c = {.sleep_ns = 3 * 1000 * 1000, .unit_s = 20e-6};
     atomic_init(&c.worker_ran, 0);
     for (int r = 0; r < 320; r++) pool_for(p, 64, 1, job_slow_worker, &c);
     int reached = 0;
@@ -385,29 +390,19 @@ static void test_adapt_slow_worker(void **state) {
  * an adaptive pool soon keeps the worker out (2 of 96 jobs reached it here), while on a fixed
  * pool at least half of 96 jobs after the first 48 still reach it (all did in quiet runs here;
  * half leaves room for a host that delays the worker's wake-ups). Needs 2 CPUs. */
-static void job_sleepy_worker(void *ctx, int64_t i0, int64_t i1, int ith) {
-    if (ith != 0) {
-        atomic_store(&((slow_ctx *)ctx)->worker_ran, 1);
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        return;
-    }
-    const double t_end = tern_time_s() + 50e-6 * (double)(i1 - i0);
-    while (tern_time_s() < t_end) {}
-}
 static void test_fixed_slow_worker(void **state) {
     (void)state;
     if (pool_cpus_available() < 2) return;
     tern_pool *p;
     assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
     pool_set_fixed(p, true);
-    slow_ctx c;
+    slow_ctx c = {.sleep_ns = 10 * 1000 * 1000, .unit_s = 50e-6};
     atomic_init(&c.worker_ran, 0);
-    for (int r = 0; r < 48; r++) pool_for(p, 64, 1, job_sleepy_worker, &c);
+    for (int r = 0; r < 48; r++) pool_for(p, 64, 1, job_slow_worker, &c);
     int reached = 0;
     for (int r = 0; r < 96; r++) {
         atomic_store(&c.worker_ran, 0);
-        pool_for(p, 64, 1, job_sleepy_worker, &c);
+        pool_for(p, 64, 1, job_slow_worker, &c);
         reached += atomic_load(&c.worker_ran);
     }
     if (reached < 48) fail_msg("a fixed pool's worker ran chunks of only %d of 96 jobs", reached);
