@@ -540,7 +540,10 @@ static void test_worker_shares_cpu(void **state) { (void)state; shares_cpu(1); }
  * cache). A kind's time counts the gap before it, so one kind on the caller alone still pays it: a
  * try of either kind alone loses (100 + 128 us against 100 + ~70), while both kinds alone win (128
  * against ~170). The solo phase's comparison must find it: of 200 jobs after the first 0.5 s (time
- * for four comparisons), fewer than 20 reach the worker (without the phase, all do). Needs 2 CPUs. */
+ * for four comparisons), fewer than 20 reach the worker. Without the phase, a kind's own tries
+ * also find the win where both kinds happen to try the caller alone at once: on the 2-vCPU Zen 5
+ * VM of bench/RESULTS.md, 30-200 of the 200 jobs reached the worker in 3 of 10 tries without the
+ * phase and in none of 40 with it. Needs 2 CPUs. */
 typedef struct { atomic_int *hits; atomic_int worker_ran; int prev_worker; } solo_ctx;
 static void spin_s(double s) {
     const double t_end = tern_time_s() + s;
@@ -558,9 +561,9 @@ static int solo_run(tern_pool *p, solo_ctx *c, int64_t n) {
     pool_for(p, n, 1, job_solo, c);
     return c->prev_worker = atomic_load(&c->worker_ran);
 }
-static void test_solo_phase(void **state) {
-    (void)state;
-    if (pool_cpus_available() < 2) return;
+/* One try: a fresh pool, 0.5 s of the two kinds, then the 200 jobs counted; returns how many of
+ * them reached the worker. */
+static int solo_try(void) {
     tern_pool *p;
     assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
     solo_ctx c = {0};
@@ -573,7 +576,22 @@ static void test_solo_phase(void **state) {
     for (int i = 0; i < 64; i++) assert_int_equal(atomic_load(&c.hits[i]), runs);
     assert_int_equal(atomic_load(&c.hits[64]), runs / 2);
     free(c.hits);
-    if (reached >= 20) fail_msg("of 200 jobs that run faster on the caller alone, %d still reached the worker", reached);
+    return reached;
+}
+/* A comparison is timed on a shared machine, so a neighbour's burst can make one lose (about one
+ * try in 30 on the 2-vCPU VMs of bench/RESULTS.md); the pool must keep the jobs off the worker in
+ * two of three fresh tries. */
+static void test_solo_phase(void **state) {
+    (void)state;
+    if (pool_cpus_available() < 2) return;
+    int won = 0, lost = 0, reached = 0;
+    while (won < 2 && lost < 2) {
+        const int r = solo_try();
+        if (r < 20) won++;
+        else lost++, reached = r;
+    }
+    if (lost >= 2)
+        fail_msg("of 200 jobs that run faster on the caller alone, %d still reached the worker (2 of 3 tries)", reached);
 }
 
 static void test_init_errors(void **state) {
