@@ -542,8 +542,8 @@ static void test_worker_shares_cpu(void **state) { (void)state; shares_cpu(1); }
  * against ~170). The solo phase's comparison must find it: of 200 jobs after the first 0.5 s (time
  * for four comparisons), fewer than 20 reach the worker. Without the phase, a kind's own tries
  * also find the win where both kinds happen to try the caller alone at once: on the 2-vCPU Zen 5
- * VM of bench/RESULTS.md, 30-200 of the 200 jobs reached the worker in 3 of 10 tries without the
- * phase and in none of 40 with it. Needs 2 CPUs. */
+ * VM of bench/RESULTS.md, 73-200 of the 200 jobs reached the worker in 3 of 10 tries without the
+ * phase, and in about one try in 30 with it. Needs 2 CPUs. */
 typedef struct { atomic_int *hits; atomic_int worker_ran; int prev_worker; } solo_ctx;
 static void spin_s(double s) {
     const double t_end = tern_time_s() + s;
@@ -578,9 +578,8 @@ static int solo_try(void) {
     free(c.hits);
     return reached;
 }
-/* A comparison is timed on a shared machine, so a neighbour's burst can make one lose (about one
- * try in 30 on the 2-vCPU VMs of bench/RESULTS.md); the pool must keep the jobs off the worker in
- * two of three fresh tries. */
+/* A comparison is timed on a shared machine, so a neighbour's burst can make one lose; the pool
+ * must keep the jobs off the worker in two of three fresh tries. */
 static void test_solo_phase(void **state) {
     (void)state;
     if (pool_cpus_available() < 2) return;
