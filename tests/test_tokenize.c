@@ -295,7 +295,7 @@ static void test_errors(void **state) {
         {2, "-m M --detokenize -p '[1] 2'", "tern tokenize: -p: index 1 at byte 4: expected nothing after ']', got '2'"},
         {2, "-m M -p x --bogus", "tern tokenize: unknown option --bogus; see tern tokenize --help"},
         {2, "-m M stray", "tern tokenize: unexpected argument 'stray'"},
-        {1, "-m M --detokenize -p '1 512'", "tern tokenize: -p: id 512 at index 1: expected an id in 0..511 (the model's vocabulary)"},
+        {2, "-m M --detokenize -p '1 512'", "tern tokenize: -p: id 512 at index 1: expected an id in 0..511 (the model's vocabulary)"},
         {1, "-m /nonexistent/m.gguf -p x", "tern tokenize: -m: cannot open '/nonexistent/m.gguf': No such file or directory"},
         {1, "-m M -f MISSING", "tern tokenize: -f: cannot open 'MISSING': No such file or directory"},
     };

@@ -115,14 +115,16 @@ static int tk_parse_ids(const char *what, const char *s, int32_t **ids, int *n) 
 }
 
 /* The text of ids through the streaming detokeniser, then a newline; special: a control token
- * writes its text (after the bytes held back before it, which it cuts off). Returns 0 or 1. */
-static int tk_detokenize(const tok_vocab *v, const int32_t *ids, int n, const char *what, bool special) {
+ * writes its text (after the bytes held back before it, which it cuts off). Returns 0, or 1 on a
+ * failure; an id past the vocabulary returns bad_id (2 for ids given as -p, a usage error as -l's
+ * ids; 1 for a file's, a runtime error as perplexity --tokens'). */
+static int tk_detokenize(const tok_vocab *v, const int32_t *ids, int n, const char *what, bool special, int bad_id) {
     const int32_t n_vocab = tok_n_vocab(v);
     for (int i = 0; i < n; i++)
         if (ids[i] >= n_vocab) {
             fprintf(stderr, "tern tokenize: %s: id %d at index %d: expected an id in 0..%d (the model's vocabulary)\n",
                     what, (int)ids[i], i, (int)n_vocab - 1);
-            return 1;
+            return bad_id;
         }
     tok_stream dt;
     tok_stream_init(&dt);
@@ -277,7 +279,7 @@ int cmd_tokenize(int argc, char **argv) {
     tok_vocab *voc = NULL;
     int status = 1;
     if (tk_load_vocab(oc.model, &voc, &err)) goto done;
-    if (detok) status = tk_detokenize(voc, ids, n_ids, path ? what : "-p", parse_special);
+    if (detok) status = tk_detokenize(voc, ids, n_ids, path ? what : "-p", parse_special, path ? 1 : 2);
     else status = tk_tokenize(voc, path ? text : prompt, len, tok_add_bos(voc) && !no_bos, parse_special, ids_only,
                               pieces_only, show_count, &err);
 done:
