@@ -310,7 +310,13 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
  *   neighbour on a shared VM, a page fault, an interrupt) leaves at most its current claim to
  *   wait for, instead of a quarter of the rows. On the noisy 2-vCPU Zen 4 VM of bench/RESULTS.md
  *   the profile's barrier wait + imbalance of bonsai-1.7b tg128 -t 2 went from a median 6.8% to
- *   5.1% of the matmul time (6 interleaved runs each; t/s and the 4-column cost within the noise). */
+ *   5.1% of the matmul time (6 interleaved runs each; t/s and the 4-column cost within the noise).
+ *   Every claim is read in ascending row order, the caller's too: on the Zen 5 VM, the caller
+ *   reading its claims from their last row group down (prefetching down) made tg128 15-20% slower
+ *   in 5 of 6 alternating pairs and the 4-column forward 2-7% slower in all 6; and one fixed
+ *   half per thread (no claim boundary inside a thread's stream) was within the noise of these
+ *   claims in 6 pairs of tg128 and the 4-column cost, so the boundaries between claims cost no
+ *   measurable stream time. */
 #define BLK_DYN_COLS 16
 #define BLK_DYN_CMIN 32
 #define BLK_DYN_CMAX 512
