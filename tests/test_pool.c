@@ -366,22 +366,29 @@ static void job_slow_worker(void *ctx, int64_t i0, int64_t i1, int ith) {
     const double t_end = tern_time_s() + c->unit_s * (double)(i1 - i0);
     while (tern_time_s() < t_end) {}
 }
-static void test_adapt_slow_worker(void **state) {
-    (void)state;
-    if (pool_cpus_available() < 2) return;
+/* warm jobs of 64 units on a fresh pool (fixed or not) with worker sleep sleep_ns and caller unit
+ * unit_s, then n more: returns how many of those n reached the worker. */
+static int slow_reached(bool fixed, long sleep_ns, double unit_s, int warm, int n) {
     tern_pool *p;
     assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
-    slow_ctx c = {.sleep_ns = 3 * 1000 * 1000, .unit_s = 20e-6};
+    pool_set_fixed(p, fixed);
+    slow_ctx c = {.sleep_ns = sleep_ns, .unit_s = unit_s};
     atomic_init(&c.worker_ran, 0);
-    for (int r = 0; r < 320; r++) pool_for(p, 64, 1, job_slow_worker, &c);
+    for (int r = 0; r < warm; r++) pool_for(p, 64, 1, job_slow_worker, &c);
     int reached = 0;
-    for (int r = 0; r < 640; r++) {
+    for (int r = 0; r < n; r++) {
         atomic_store(&c.worker_ran, 0);
         pool_for(p, 64, 1, job_slow_worker, &c);
         reached += atomic_load(&c.worker_ran);
     }
-    if (reached >= 320) fail_msg("the worker still ran chunks of %d of 640 jobs", reached);
     pool_free(p);
+    return reached;
+}
+static void test_adapt_slow_worker(void **state) {
+    (void)state;
+    if (pool_cpus_available() < 2) return;
+    const int reached = slow_reached(false, 3 * 1000 * 1000, 20e-6, 320, 640);
+    if (reached >= 320) fail_msg("the worker still ran chunks of %d of 640 jobs", reached);
 }
 
 /* pool_set_fixed turns the adaptation off. The worker sleeps 10 ms in each chunk it takes, the
@@ -393,20 +400,8 @@ static void test_adapt_slow_worker(void **state) {
 static void test_fixed_slow_worker(void **state) {
     (void)state;
     if (pool_cpus_available() < 2) return;
-    tern_pool *p;
-    assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
-    pool_set_fixed(p, true);
-    slow_ctx c = {.sleep_ns = 10 * 1000 * 1000, .unit_s = 50e-6};
-    atomic_init(&c.worker_ran, 0);
-    for (int r = 0; r < 48; r++) pool_for(p, 64, 1, job_slow_worker, &c);
-    int reached = 0;
-    for (int r = 0; r < 96; r++) {
-        atomic_store(&c.worker_ran, 0);
-        pool_for(p, 64, 1, job_slow_worker, &c);
-        reached += atomic_load(&c.worker_ran);
-    }
+    const int reached = slow_reached(true, 10 * 1000 * 1000, 50e-6, 48, 96);
     if (reached < 48) fail_msg("a fixed pool's worker ran chunks of only %d of 96 jobs", reached);
-    pool_free(p);
 }
 
 /* Two threads on one CPU (as when another process holds the other CPU and the scheduler puts the
