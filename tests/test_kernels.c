@@ -638,13 +638,17 @@ static void test_isa_row16(void **state) {
 
 /* 16-row weights cut into row ranges at multiples of 4 that start and end inside groups (the
  * kernel computes such a group whole and keeps the rows in range), one range across two groups,
- * the file-layout tail: every int32 per (row, block) through the hook and the float bits, for
- * 1..16 columns, PQ2_0, PTQ1_0 transcoded and PTQ1_0 direct, with and without the hook. */
+ * the file-layout tail, and ranges holding two whole groups beside a cut group or the tail (the
+ * AVX-512 two-group tiles of 2..8 columns, which run without the hook): every int32 per (row,
+ * block) through the hook and the float bits, for 1..16 columns, PQ2_0, PTQ1_0 transcoded and
+ * PTQ1_0 direct, with and without the hook. */
 static void test_row16_splits(void **state) {
     (void)state;
     rng_seed(28);
     enum { K = 384, N = 53, NB = K / 128 };
-    static const int64_t cut[] = {0, 4, 12, 20, 36, 40, 48, 53};
+    static const int64_t rng[][2] = {{0, 4}, {4, 12}, {12, 20}, {20, 36}, {36, 40}, {40, 48}, {48, 53},
+                                     {4, 53}, {12, 48}, {0, 32}, {16, 52}};
+    enum { NR = sizeof rng / sizeof rng[0] };
     for (int ty = 0; ty < 3; ty++)
         for (int nc = 1; nc <= 16; nc++) {
             fixture f;
@@ -658,21 +662,21 @@ static void test_row16_splits(void **state) {
                 if ((t->needs & kern_cpu_features()) != t->needs) continue;
                 /* one range at a time: its rows equal ref, every other row is left as it was */
                 for (int hook = 0; hook < 2; hook++)
-                    for (int s = 0; s < 7; s++) {
+                    for (int s = 0; s < NR; s++) {
                         memset(y1, 0xff, sizeof y1);
                         memset(i1, 0xa5, sizeof i1);
-                        kern_matmul_table(t, &f.w, &f.act[KQ_FAST], y1, N, cut[s], cut[s + 1], hook ? i1 : NULL);
+                        kern_matmul_table(t, &f.w, &f.act[KQ_FAST], y1, N, rng[s][0], rng[s][1], hook ? i1 : NULL);
                         for (int64_t i = 0; i < N * nc; i++) {
                             const int64_t r = i % N;
-                            const bool in = r >= cut[s] && r < cut[s + 1];
+                            const bool in = r >= rng[s][0] && r < rng[s][1];
                             if (tern_f32_bits(y1[i]) != (in ? tern_f32_bits(y0[i]) : 0xffffffffu))
                                 fail_msg("%s ncols=%d type %d hook=%d rows [%lld, %lld): y[%lld] %.9g, expected %s", t->name, nc,
-                                         f.type, hook, (long long)cut[s], (long long)cut[s + 1], (long long)i, y1[i],
+                                         f.type, hook, (long long)rng[s][0], (long long)rng[s][1], (long long)i, y1[i],
                                          in ? "ref's" : "untouched");
                             for (int64_t b = 0; hook && b < NB; b++)
                                 if (i1[i * NB + b] != (in ? i0[i * NB + b] : (int32_t)0xa5a5a5a5))
                                     fail_msg("%s ncols=%d type %d rows [%lld, %lld): isum[%lld] %d, expected %s", t->name, nc,
-                                             f.type, (long long)cut[s], (long long)cut[s + 1], (long long)(i * NB + b),
+                                             f.type, (long long)rng[s][0], (long long)rng[s][1], (long long)(i * NB + b),
                                              i1[i * NB + b], in ? "ref's" : "untouched");
                         }
                     }

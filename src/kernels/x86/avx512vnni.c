@@ -527,9 +527,121 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
 }
 #endif
 
+#ifndef KERN_EMU512
+/* ---- Two-group tiles: 2..8 columns over 32 rows (GFNI) --------------------------------------
+ * The one-group tile above reads its activation as vpdpbusd's broadcast memory operand: 4 NC
+ * loads per zmm of weights, one per vpdpbusd. At 2..8 columns the weights stream from DRAM and
+ * the tile's compute nearly matches the bus, and these L1 loads slow the stream: their L1
+ * accesses compete with the line fills of the weights (a loop outside the repository's
+ * benchmarks, 16 vpdpbusd per 64 bytes streamed, ran ~15% slower with a broadcast memory operand
+ * on each than with one broadcast register per four). r16_pair reads two consecutive groups (rows 16 g .. 16 g + 31, two
+ * streams nb blocks apart) and broadcasts each 4 activation bytes once into a register for both:
+ * 2 NC loads per zmm of weights. One int32 accumulator per group and column (every slot unpacked
+ * to 0..3 by the mask or vgf2p8affineqb, so one accumulator holds the block's whole sum, exact);
+ * the epilogue and the float order per row are the one-group tile's, so the same bits. On
+ * bench/RESULTS.md host A (Zen 5, 2 threads, set P) bonsai-1.7b's 5-column forward (bench-spec
+ * --cost) took a median 18.0 ms against 19.3 with one group (10 alternating pairs, 9 faster).
+ * Two groups, not more: at 4 columns, 4 groups would need 32 accumulators (16 int32, 16 float),
+ * every zmm register. */
+#define R16_PAIR 2
+R16_TILE_ATTR void r16_pair(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int NC, float *const *out) {
+    const v512 m3 = v512_set1_8(3), g1 = r16_gf_matrix(1), g2 = r16_gf_matrix(2), g3 = r16_gf_matrix(3);
+    v512f facc[R16_PAIR][8];
+R16_UNROLL4
+    for (int gi = 0; gi < R16_PAIR; gi++)
+R16_UNROLL8
+        for (int c = 0; c < NC; c++) facc[gi][c] = v512f_zero();
+    for (int64_t b = 0; b < nb; b++) {
+        /* each group's stream R16_PF_NTA blocks ahead (as the one-group tile); within the last
+         * R16_PF_NTA blocks, the same group of the next pair (R16_PAIR - 1 groups further) */
+        const int64_t ahead = b + R16_PF_NTA < nb ? R16_PF_NTA : R16_PF_NTA + (R16_PAIR - 1) * nb;
+    R16_UNROLL4
+    for (int gi = 0; gi < R16_PAIR; gi++) {
+            const uintptr_t p = (uintptr_t)(B + gi * nb + b + ahead);   /* may pass the end: never faults */
+R16_UNROLL9
+            for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_NTA);
+        }
+        v512 acc[R16_PAIR][8];
+    R16_UNROLL4
+    for (int gi = 0; gi < R16_PAIR; gi++)
+R16_UNROLL8
+            for (int c = 0; c < NC; c++) acc[gi][c] = v512_zero();
+R16_UNROLL8
+        for (int j = 0; j < 8; j++) {
+            v512 v[R16_PAIR];
+        R16_UNROLL4
+    for (int gi = 0; gi < R16_PAIR; gi++) v[gi] = v512_loadu(B[gi * nb + b].qs[j]);
+R16_UNROLL4
+            for (int sl = 0; sl < 4; sl++) {   /* slot sl: weights 16 j + 4 sl .. + 3 of each row */
+                v512 bc[8];
+R16_UNROLL8
+                for (int c = 0; c < NC; c++) bc[c] = v512_bcast32(ac[c][b].qs + 16 * j + 4 * sl);
+            R16_UNROLL4
+    for (int gi = 0; gi < R16_PAIR; gi++) {
+                    const v512 u = sl == 0 ? v512_and(v[gi], m3) : r16_gf_slot(v[gi], sl == 1 ? g1 : sl == 2 ? g2 : g3);
+R16_UNROLL8
+                    for (int c = 0; c < NC; c++) acc[gi][c] = v512_dpbusd(acc[gi][c], u, bc[c]);
+                }
+            }
+        }
+    R16_UNROLL4
+    for (int gi = 0; gi < R16_PAIR; gi++) {
+            const v512f dw = v512f_ph(B[gi * nb + b].d);
+R16_UNROLL8
+            for (int c = 0; c < NC; c++) {
+                const v512 t = v512_sub32(acc[gi][c], v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
+                facc[gi][c] = v512f_fmadd(v512f_mul(dw, v512f_set1(ac[c][b].d)), v512f_cvt32(t), facc[gi][c]);
+            }
+        }
+    }
+R16_UNROLL4
+    for (int gi = 0; gi < R16_PAIR; gi++)
+R16_UNROLL8
+        for (int c = 0; c < NC; c++) v512f_mask_storeu(out[c] + 16 * gi, 0xffffu, facc[gi][c]);
+}
+
+typedef void (*r16_pair_fn)(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out);
+#define R16_PAIR_WIDTH(NC)                                                                                          \
+    static void r16_pair_##NC(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out) { \
+        r16_pair(B, nb, ac, NC, out);                                                                               \
+    }
+R16_PAIR_WIDTH(2) R16_PAIR_WIDTH(3) R16_PAIR_WIDTH(4) R16_PAIR_WIDTH(5)
+R16_PAIR_WIDTH(6) R16_PAIR_WIDTH(7) R16_PAIR_WIDTH(8)
+static const r16_pair_fn r16_pair_widths[9] = {NULL, NULL, r16_pair_2, r16_pair_3, r16_pair_4,
+                                               r16_pair_5, r16_pair_6, r16_pair_7, r16_pair_8};
+
+/* Rows [r0, r1) at 2..8 columns: the whole groups inside the range in pairs; a group the range
+ * cuts, a last unpaired group and the file-layout tail rows through kern_r16_mm's one-group tiles. */
+static void mm_row16_pairs(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
+    const kern_act *a = m->a;
+    const int nc = a->ncols;
+    const int64_t nb = m->w->n_in / 128, n16 = m->w->n_out & ~(int64_t)15;
+    const int64_t ga = (r0 + 15) / 16, ge = (r1 < n16 ? r1 : n16) / 16;   /* the whole groups [ga, ge) */
+    if (ge - ga < R16_PAIR) {
+        kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_tile_gf_group);
+        return;
+    }
+    if (r0 < 16 * ga) kern_r16_mm(m, base, sizeof(kern_r16_block), r0, 16 * ga, R16_NC, r16_tile_gf_group);
+    const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+    const kact_fast *ac[8];
+    float *out[8];
+    for (int c = 0; c < nc; c++) ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
+    int64_t g = ga;
+    for (; g + R16_PAIR <= ge; g += R16_PAIR) {
+        for (int c = 0; c < nc; c++) out[c] = m->y + c * m->ldy + 16 * g;
+        r16_pair_widths[nc](base + g * nb, nb, ac, out);
+    }
+    if (16 * g < r1) kern_r16_mm(m, base, sizeof(kern_r16_block), 16 * g, r1, R16_NC, r16_tile_gf_group);
+}
+#endif
+
 /* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns. */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
 #ifndef KERN_EMU512
+    if ((kern_cpu_features() & KCPU_GFNI) && m->a->ncols >= 2 && m->a->ncols <= 8 && !m->isum) {
+        mm_row16_pairs(m, base, r0, r1);   /* the test hook (isum) runs the one-group tiles */
+        return;
+    }
     if (kern_cpu_features() & KCPU_GFNI) {
         kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_tile_gf_group);
         return;
