@@ -534,9 +534,9 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * the tile's compute nearly matches the bus, and these L1 loads slow the stream: their L1
  * accesses compete with the line fills of the weights (a loop outside the repository's
  * benchmarks, 16 vpdpbusd per 64 bytes streamed, ran ~15% slower with a broadcast memory operand
- * on each than with one broadcast register per four). r16_pair reads two consecutive groups (rows 16 g .. 16 g + 31, two
- * streams nb blocks apart) and broadcasts each 4 activation bytes once into a register for both:
- * 2 NC loads per zmm of weights. One int32 accumulator per group and column (every slot unpacked
+ * on each than with one broadcast register per four). r16_pair reads two consecutive groups
+ * (rows 16 g .. 16 g + 31, two streams nb blocks apart) and broadcasts each 4 activation bytes
+ * once into a register for both: 2 NC loads per zmm of weights. One int32 accumulator per group and column (every slot unpacked
  * to 0..3 by the mask or vgf2p8affineqb, so one accumulator holds the block's whole sum, exact);
  * the epilogue and the float order per row are the one-group tile's, so the same bits. On
  * bench/RESULTS.md host A (Zen 5, 2 threads, set P) bonsai-1.7b's 5-column forward (bench-spec
@@ -555,37 +555,37 @@ R16_UNROLL8
         /* each group's stream R16_PF_NTA blocks ahead (as the one-group tile); within the last
          * R16_PF_NTA blocks, the same group of the next pair (R16_PAIR - 1 groups further) */
         const int64_t ahead = b + R16_PF_NTA < nb ? R16_PF_NTA : R16_PF_NTA + (R16_PAIR - 1) * nb;
-    R16_UNROLL4
-    for (int gi = 0; gi < R16_PAIR; gi++) {
+R16_UNROLL4
+        for (int gi = 0; gi < R16_PAIR; gi++) {
             const uintptr_t p = (uintptr_t)(B + gi * nb + b + ahead);   /* may pass the end: never faults */
 R16_UNROLL9
             for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_NTA);
         }
         v512 acc[R16_PAIR][8];
-    R16_UNROLL4
-    for (int gi = 0; gi < R16_PAIR; gi++)
+R16_UNROLL4
+        for (int gi = 0; gi < R16_PAIR; gi++)
 R16_UNROLL8
             for (int c = 0; c < NC; c++) acc[gi][c] = v512_zero();
 R16_UNROLL8
         for (int j = 0; j < 8; j++) {
             v512 v[R16_PAIR];
-        R16_UNROLL4
-    for (int gi = 0; gi < R16_PAIR; gi++) v[gi] = v512_loadu(B[gi * nb + b].qs[j]);
+R16_UNROLL4
+            for (int gi = 0; gi < R16_PAIR; gi++) v[gi] = v512_loadu(B[gi * nb + b].qs[j]);
 R16_UNROLL4
             for (int sl = 0; sl < 4; sl++) {   /* slot sl: weights 16 j + 4 sl .. + 3 of each row */
                 v512 bc[8];
 R16_UNROLL8
                 for (int c = 0; c < NC; c++) bc[c] = v512_bcast32(ac[c][b].qs + 16 * j + 4 * sl);
-            R16_UNROLL4
-    for (int gi = 0; gi < R16_PAIR; gi++) {
+R16_UNROLL4
+                for (int gi = 0; gi < R16_PAIR; gi++) {
                     const v512 u = sl == 0 ? v512_and(v[gi], m3) : r16_gf_slot(v[gi], sl == 1 ? g1 : sl == 2 ? g2 : g3);
 R16_UNROLL8
                     for (int c = 0; c < NC; c++) acc[gi][c] = v512_dpbusd(acc[gi][c], u, bc[c]);
                 }
             }
         }
-    R16_UNROLL4
-    for (int gi = 0; gi < R16_PAIR; gi++) {
+R16_UNROLL4
+        for (int gi = 0; gi < R16_PAIR; gi++) {
             const v512f dw = v512f_ph(B[gi * nb + b].d);
 R16_UNROLL8
             for (int c = 0; c < NC; c++) {
