@@ -638,12 +638,9 @@ static void mm_row16_pairs(const kern_mm_args *m, const kern_r16_block *base, in
 /* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns. */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
 #ifndef KERN_EMU512
-    if ((kern_cpu_features() & KCPU_GFNI) && m->a->ncols >= 2 && m->a->ncols <= 8 && !m->isum) {
-        mm_row16_pairs(m, base, r0, r1);   /* the test hook (isum) runs the one-group tiles */
-        return;
-    }
     if (kern_cpu_features() & KCPU_GFNI) {
-        kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_tile_gf_group);
+        if (m->a->ncols >= 2 && m->a->ncols <= 8 && !m->isum) mm_row16_pairs(m, base, r0, r1);   /* the hook: one-group tiles */
+        else kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_tile_gf_group);
         return;
     }
 #endif
