@@ -456,8 +456,11 @@ static int bench_decode_seq(const bk_opts *o, tern_pool *pool, int nt, int reps)
         double g[64], gw[64];
         for (int r = 0; r < reps; r++) { g[r] = by / t[v][r] / 1e9; gw[r] = by / tw[v][r] / 1e9; }
         const stat3 s = stats(g, reps), swl = stats(gw, reps);
-        snprintf(line, sizeof line, "decode-seq %-8s t%d: %6.2f GB/s [%.2f, %.2f] busy = %5.1f%% of the best probe pass %.1f GB/s; wall %.2f (%.0f MB)",
-                 names[v], nt, s.med, s.min, s.max, 100 * s.med / sb.max, sb.max, swl.med, by / 1e6);
+        char what[48];   /* the bytes read: hot reads one matrix HOT_REPS times */
+        if (v == V_HOT) snprintf(what, sizeof what, "%.1f MB x %d", by / HOT_REPS / 1e6, HOT_REPS);
+        else snprintf(what, sizeof what, "%.0f MB", by / 1e6);
+        snprintf(line, sizeof line, "decode-seq %-8s t%d: %6.2f GB/s [%.2f, %.2f] busy = %5.1f%% of the best probe pass %.1f GB/s; wall %.2f GB/s (%s)",
+                 names[v], nt, s.med, s.min, s.max, 100 * s.med / sb.max, sb.max, swl.med, what);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "op", "decode_seq");
         cJSON_AddStringToObject(j, "variant", names[v]);
@@ -850,10 +853,13 @@ int cmd_bench_kernel(int argc, char **argv) {
     g_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
 #endif
     const int reps = o.quick ? 3 : 15;
-    if (o.attn + o.sampler + o.decode_seq + o.f16 > 1)   /* one set per run, in this order */
-        fprintf(stderr,
-                "tern bench-kernel: warning: --attn, --sampler, --decode-seq and --f16 each select one set; running only %s\n",
-                o.attn ? "--attn" : o.sampler ? "--sampler" : "--decode-seq");
+    if (o.attn + o.sampler + o.decode_seq + o.f16 > 1) {   /* one set per run */
+        fprintf(stderr, "tern bench-kernel: --attn, --sampler, --decode-seq and --f16 each select one set of benchmarks; "
+                        "expected one of them, got%s%s%s%s\n",
+                o.attn ? " --attn" : "", o.sampler ? " --sampler" : "", o.decode_seq ? " --decode-seq" : "",
+                o.f16 ? " --f16" : "");
+        return 2;
+    }
     if ((o.attn || o.sampler || o.decode_seq || o.f16) && o.isa[0])   /* those sets run their own paths */
         fprintf(stderr, "tern bench-kernel: warning: --isa has no effect with %s\n",
                 o.attn ? "--attn" : o.sampler ? "--sampler" : o.decode_seq ? "--decode-seq" : "--f16");

@@ -188,9 +188,13 @@ int cmd_run(int argc, char **argv) {
     /* on a terminal a blank line sets the notices and speeds apart from the text; in a file it
      * would only open it with an empty line */
     const char *gap = isatty(STDERR_FILENO) ? "\n" : "";
-    if (stop == TERN_STOP_CTX) fprintf(stderr, "%stern run: context full (%d tokens, -c)\n", gap, tern_session_n_ctx(s));
     tern_gen_stats gs;
     tern_gen_get_stats(gen, &gs);
+    if (stop == TERN_STOP_CTX && n_predict > 0)   /* short of -n: say how far it got */
+        fprintf(stderr, "%stern run: context full after %d of -n %d tokens (-c %d; a larger -c goes on)\n", gap, gs.n_gen,
+                n_predict, tern_session_n_ctx(s));
+    else if (stop == TERN_STOP_CTX)
+        fprintf(stderr, "%stern run: context full (%d tokens, -c)\n", gap, tern_session_n_ctx(s));
     /* damaged weights (NaN, Inf) make the logits NaN: the generation stopped at the first such
      * position (nothing is sampled from them); the run says where and exits 1 */
     bad_logits = opts_warn_bad_logits("run", gen, "the run exits with status 1");
