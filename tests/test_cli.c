@@ -249,6 +249,7 @@ static void test_values_out_of_range(void **state) {
         {"synth", "--n-vocab 0", "tern synth: --n-vocab: expected an integer in 285..1048576, got '0'"},
         {"synth", "--seed x", "tern synth: --seed: expected an integer in 0..18446744073709551614 (synth is deterministic: no random seed), got 'x'"},
         {"bench-kernel", "--threads 0", "tern bench-kernel: --threads: expected a comma-separated list of at most 16 integers in 1.."},
+        {"bench-kernel", "--decode-seq --sampler", "tern bench-kernel: --attn, --sampler, --decode-seq and --f16 each select one set of benchmarks; expected one of them, got --sampler --decode-seq"},
         {"info", "--pos -1", "tern info: --pos: expected an integer in 0..2147483647, got '-1'"},
         {"info", "--bw 0", "tern info: --bw: expected a number in 0.001..1000000, got '0'"},
         {"run", "--echo=1", "tern run: --echo takes no value, got '1'"},
