@@ -366,13 +366,15 @@ R16_UNROLL16
          * weights from DRAM once per forward: they prefetch R16_PF_NTA1 (one column) or
          * R16_PF_NTA blocks ahead with the non-temporal hint and nothing into L1. Left to the
          * hardware prefetcher the stream stalls, and a tile's vpdpbusd add to the stall instead
-         * of running under it (a streamed 4-column matmul took ~2.1x the 1-column time); an L1
-         * prefetch 4 blocks ahead (plus one into L2 16 blocks ahead for 2..8 columns) held the
-         * stream below the bus on Zen 5: against it, in alternating pairs on bench/RESULTS.md
-         * host A, bonsai-1.7b tg128 ran a median 13% faster (0.99-1.27x per pair), and against
-         * the one-column change alone its 2-, 3- and 4-column forwards (bench-spec --cost) ran
-         * 4-5% faster (5 columns: 1%); no prefetch at all streamed slower than either. Tiles of
-         * 9+ columns (prefill) are compute-bound and keep the L1 prefetch R16_PF blocks ahead. */
+         * of running under it (a streamed 4-column matmul took ~2.1x the 1-column time). An L1
+         * prefetch 4 blocks ahead (with one into L2 16 blocks ahead for 2..8 columns) holds the
+         * stream below the bus on Zen 5: in alternating pairs on bench/RESULTS.md host A (sets
+         * Z1-Z3) these hints ran bonsai-1.7b tg128 a median 13% faster than it (0.99-1.27x per
+         * pair) and its 2-, 3- and 4-column forwards (bench-spec --cost) 4-5% faster (5 columns:
+         * 1%); no prefetch at all streams slower than either. An added prefetch into L2 64 or 128
+         * blocks ahead of the one-column stream read no faster (bench-kernel --decode-seq).
+         * Tiles of 9+ columns (prefill) are compute-bound and keep the L1 prefetch R16_PF blocks
+         * ahead. */
         if (NC <= 8) {
             const uintptr_t p = (uintptr_t)blk + (NC == 1 ? R16_PF_NTA1 : R16_PF_NTA) * sizeof(kern_r16_block);   /* may pass the end: never faults */
 R16_UNROLL9
