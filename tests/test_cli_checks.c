@@ -5,6 +5,7 @@
  * tern binary built beside the test runner, from the repository root (make test's directory). */
 #include "test.h"
 #include "run_util.h"
+#include "tern.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -112,6 +113,33 @@ static void test_run_token_count(void **state) {
         if (ns[i] > 1 && !strstr(g, "tokens/s")) fail_msg("-n %d prints no rate: %s", ns[i], err);
         free(err);
     }
+}
+
+/* A context that fills before -n: "context full after G of -n N tokens (-c C; ...)", G the
+ * tokens a context of C positions holds after the prompt's P (C - P evaluated, and the last one
+ * sampled without an evaluation: C - P + 1), P from the library's tokenizer; with -n -1 there is
+ * no -n to fall short of: "context full (C tokens, -c)". */
+static void test_run_context_full(void **state) {
+    (void)state;
+    char tern[4096];
+    ru_need_tern(tern, sizeof tern);
+    tern_model *m = NULL;
+    tern_err e = {0};
+    assert_int_equal(tern_model_load(&m, SHIPPED, NULL, &e), TERN_OK);
+    int32_t ids[16];
+    int P = 0;
+    assert_int_equal(tern_tokenize(m, "Once", 4, true, false, ids, 16, &P, &e), TERN_OK);
+    tern_model_free(m);
+    const int C = P + 3;
+    char *err = NULL, want[128];
+    int rc = ru_tern(NULL, &err, "run -m " SHIPPED " -p Once -c %d -n 10 --temp 0 --ignore-eos -t 1", C);
+    snprintf(want, sizeof want, "tern run: context full after %d of -n 10 tokens (-c %d;", C - P + 1, C);
+    if (rc != 0 || !strstr(err, want)) fail_msg("-c %d -n 10: exit %d, expected '%s' in stderr: %s", C, rc, want, err);
+    free(err);
+    rc = ru_tern(NULL, &err, "run -m " SHIPPED " -p Once -c %d -n -1 --temp 0 --ignore-eos -t 1", C);
+    snprintf(want, sizeof want, "tern run: context full (%d tokens, -c)", C);
+    if (rc != 0 || !strstr(err, want)) fail_msg("-c %d -n -1: exit %d, expected '%s' in stderr: %s", C, rc, want, err);
+    free(err);
 }
 
 /* A streamed reply into a full device: "tern CMD: write error on standard output: REASON" (the
@@ -368,6 +396,7 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_env_values),
         cmocka_unit_test(test_env_isa),
         cmocka_unit_test(test_quantize_nothing),
+        cmocka_unit_test(test_run_context_full),
         cmocka_unit_test(test_bos_ends_reply),
         cmocka_unit_test(test_chat_message_too_long),
         cmocka_unit_test(test_serve_busy_port),
