@@ -261,10 +261,10 @@ static stat3 time_mm(tern_pool *pool, const kern_w *w, const kern_act *a, float 
  * blk_ffn_up), down (2048x6144), each a pool job as in the model's decode (no norm/attention
  * work between them). Rows split on 16-row boundaries (KERN_ROW_SPLIT, as blk_project_job): a
  * range edge inside a 16-row group makes both threads compute the whole group. Variants,
- * interleaved per repeat, each after an untimed read of the probe's 512 MiB buffer, so none
- * starts with the weights the one before it left in the L3 (jobs, fixed and nobar read the same
- * 107 MB: without that read, nobar, run after fixed, read above the probe in some repeats on
- * a 32 MB L3):
+ * interleaved per repeat, each but hot after an untimed read of the probe's 512 MiB buffer, so
+ * none starts with the weights the one before it left in the L3 (jobs, fixed and nobar read the
+ * same 107 MB: without that read, nobar, run after fixed, read above the probe in some repeats
+ * on a 32 MB L3):
  *   jobs     one pool job per projection (the model's barriers; rows claimed as the model's
  *            one-column projections claim them, pool_for_dyn down to 64 rows);
  *   fixed    one pool job per projection, each thread its fixed share of the rows (pool_split):
