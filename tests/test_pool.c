@@ -7,6 +7,7 @@
 
 #include "core/os.h"
 #include "runtime/pool.h"
+#include "runtime/pool_solo.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -588,6 +589,123 @@ static void test_solo_phase(void **state) {
         fail_msg("of 200 jobs that run faster on the caller alone, %d still reached the worker (2 of 3 tries)", reached);
 }
 
+/* The solo phase's decisions (pool_solo.h) stepped with made-up times: each job of the
+ * comparison's two sides takes dt_alone or dt_both (ns) and its kind's mean is ref, jobs follow
+ * each other `gap` ns apart. solo_job runs one job at *t as pool.c does and returns what
+ * pool_solo_begin chose (0 both threads, 1 the caller alone, 2 both threads in a comparison). */
+typedef struct { double dt_alone, dt_both, ref; int64_t gap; } solo_times;
+static int solo_job(pool_solo *s, int64_t *t, const solo_times *tm) {
+    const int r = pool_solo_begin(s, *t);
+    const double dt = r == 1 ? tm->dt_alone : tm->dt_both;
+    *t += (int64_t)dt;
+    if (r) pool_solo_end(s, r - 1, dt, tm->ref, *t);
+    *t += tm->gap;
+    return r;
+}
+/* Jobs until one starts at or after `until`; every one of them must choose `want`. */
+static void solo_expect_until(pool_solo *s, int64_t *t, const solo_times *tm, int64_t until, int want) {
+    int n = 0;
+    while (*t < until) {
+        const int r = solo_job(s, t, tm);
+        if (r != want) fail_msg("job %d before %lld ns: chose %d, expected %d", n, (long long)until, r, want);
+        n++;
+    }
+    assert_true(n > 0);
+}
+/* A comparison from its first job: returns the chosen sides of its first n jobs in `sides` and
+ * where it started. */
+static int64_t solo_compare(pool_solo *s, int64_t *t, const solo_times *tm, int n, int *sides) {
+    const int64_t start = *t;
+    for (int i = 0; i < n; i++) sides[i] = solo_job(s, t, tm);
+    return start;
+}
+static void expect_blocks(const int *sides, int n) {   /* alone, both, alone, ... in blocks of 16 */
+    for (int i = 0; i < n; i++)
+        if (sides[i] != ((i / POOL_SOLO_BLOCK) % 2 == 0 ? 1 : 2))
+            fail_msg("comparison job %d chose %d, expected %d", i, sides[i], (i / POOL_SOLO_BLOCK) % 2 == 0 ? 1 : 2);
+}
+
+/* Alone twice as fast (ratio 0.5): 256 jobs of 20 / 40 us fill the 5 ms window at the 16th block,
+ * so the phase is kept from job 256 for 1 s; then both threads for 20 ms, a second comparison
+ * that wins again, and a kept phase of 2 s (doubled). */
+static void test_solo_keep(void **state) {
+    (void)state;
+    const solo_times tm = {20000, 40000, 30000, 0};
+    pool_solo s = {0};
+    int64_t t = 1000000000;
+    solo_expect_until(&s, &t, &tm, 1000000000 + POOL_SOLO_FIRST_NS, 0);
+    int sides[256];
+    solo_compare(&s, &t, &tm, 256, sides);
+    expect_blocks(sides, 256);
+    const int64_t kept = t;   /* the 256th job's end: 128 x 20 + 128 x 40 us = 7.68 ms after the start */
+    solo_expect_until(&s, &t, &tm, kept + POOL_SOLO_KEEP_NS, 1);
+    assert_int_equal(solo_job(&s, &t, &tm), 0);   /* the phase has ended */
+    solo_expect_until(&s, &t, &tm, t - tm.dt_both + POOL_SOLO_FIRST_NS, 0);
+    solo_compare(&s, &t, &tm, 256, sides);
+    expect_blocks(sides, 256);
+    const int64_t kept2 = t;
+    solo_expect_until(&s, &t, &tm, kept2 + 2 * (int64_t)POOL_SOLO_KEEP_NS, 1);
+    assert_int_equal(solo_job(&s, &t, &tm), 0);
+}
+
+/* Both threads twice as fast (ratio 2 > ADAPT_ABORT): the comparison ends at the end of its first
+ * block on both threads (job 32), and the next one starts 40 ms later (the gap doubled), ends the
+ * same way, and the one after waits 80 ms. */
+static void test_solo_abort(void **state) {
+    (void)state;
+    const solo_times tm = {40000, 20000, 30000, 0};
+    pool_solo s = {0};
+    int64_t t = 1000;
+    solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
+    for (int gap = 2; gap <= 4; gap *= 2) {
+        int sides[32];
+        solo_compare(&s, &t, &tm, 32, sides);
+        expect_blocks(sides, 32);
+        const int64_t end = t;   /* job 32's end */
+        solo_expect_until(&s, &t, &tm, end + gap * (int64_t)POOL_SOLO_FIRST_NS, 0);
+    }
+}
+
+/* Equal times (ratio 1: not below ADAPT_MARGIN, not above ADAPT_ABORT): the whole window runs
+ * (256 jobs of 30 us), then both threads again, the next comparison 40 ms on. */
+static void test_solo_even(void **state) {
+    (void)state;
+    const solo_times tm = {30000, 30000, 30000, 0};
+    pool_solo s = {0};
+    int64_t t = 1000;
+    solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
+    int sides[256];
+    solo_compare(&s, &t, &tm, 256, sides);
+    expect_blocks(sides, 256);
+    const int64_t end = t;
+    solo_expect_until(&s, &t, &tm, end + 2 * (int64_t)POOL_SOLO_FIRST_NS, 0);
+    assert_int_equal(solo_job(&s, &t, &tm), 1);   /* the next comparison's first job */
+}
+
+/* Sparse short jobs (a prefill: a few short kinds between long matmuls): a comparison still open
+ * 25 ms after its start is decided at the next job, kept only with 4 blocks or more. With a
+ * 300 us gap, jobs start 310 us (alone) or 320 us (both) apart: two pairs of blocks take 20.16
+ * ms and 16 more on the caller alone 4.96, so 80 jobs (5 blocks) start before 25 ms: kept. With
+ * a 1.24 ms gap 20 jobs do (16 alone in 20 ms, 4 on both threads): rejected, though the caller
+ * alone runs at half the time. */
+static void test_solo_sparse(void **state) {
+    (void)state;
+    for (int dense = 1; dense >= 0; dense--) {
+        const solo_times tm = {10000, 20000, 15000, dense ? 300000 : 1240000};
+        pool_solo s = {0};
+        int64_t t = 1000;
+        solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
+        const int64_t start = t;
+        int n = 0, sides[256];
+        while (t < start + POOL_SOLO_CMP_MAX_NS) sides[n] = solo_job(&s, &t, &tm), n++;
+        expect_blocks(sides, n);
+        assert_int_equal(n, dense ? 80 : 20);
+        /* the decision, at the next job */
+        assert_int_equal(solo_job(&s, &t, &tm), dense ? 1 : 0);
+        assert_int_equal(s.state, dense ? POOL_SOLO_KEPT : POOL_SOLO_NONE);
+    }
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -613,6 +731,10 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_caller_shares_cpu),
         cmocka_unit_test(test_worker_shares_cpu),
         cmocka_unit_test(test_solo_phase),
+        cmocka_unit_test(test_solo_keep),
+        cmocka_unit_test(test_solo_abort),
+        cmocka_unit_test(test_solo_even),
+        cmocka_unit_test(test_solo_sparse),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

@@ -23,6 +23,7 @@
  * a job from, and the caller does not spin where a worker of the job last took work; they sleep
  * at once, so the one that works keeps the CPU. */
 #include "runtime/pool.h"
+#include "runtime/pool_solo.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -86,7 +87,10 @@
  * Bursts of another process's work give signs too, a few at a time: a server's streaming client
  * (tests/server/load.mjs at 4 sequences on 2 vCPUs) gave 2-19 signs per 5 s (of ~1100 windows)
  * in clusters of 2-3, and a streak of 2 held the decode's jobs to one thread for 5-29% of the
- * time; a busy loop gives a sign in most windows, so a streak of 4 still takes it within ~20 ms. */
+ * time; a busy loop gives a sign in most windows, so a streak of 4 still takes it within ~20 ms.
+ *   With hi = 2, the short kinds also go to the caller alone all at once while a comparison of
+ * the two counts over all of them says so: the solo phase, pool_solo.h (which also defines
+ * ADAPT_MARGIN and ADAPT_ABORT). */
 #define POOL_CHECK_NS 4000000
 #define POOL_CHECK_DELAY 0.25
 #define POOL_STREAK 4
@@ -95,21 +99,10 @@
 #define ADAPT_GAP_NS 2000000
 #define ADAPT_LONG_NS 2000000.0
 #define ADAPT_WAIT 0.25
-#define ADAPT_ABORT 1.5
-#define ADAPT_MARGIN 0.90
 #define ADAPT_TRY 4
 #define ADAPT_EVERY_MIN 16
 #define ADAPT_EVERY_MAX 1024
 #define ADAPT_KINDS 64            /* job kinds remembered (a hash of function and size) */
-/* With hi = 2, every short kind at once (solo_* below). */
-#define SOLO_FIRST_NS 20000000    /* the first comparison: 20 ms after the first job */
-#define SOLO_EVERY_MAX_NS 16000000000
-#define SOLO_KEEP_NS 1000000000   /* a kept solo phase: 1 s, doubling while confirmed */
-#define SOLO_KEEP_MAX_NS 8000000000
-#define SOLO_WINDOW_NS 5000000    /* a comparison: 5 ms and SOLO_BLOCKS blocks at least */
-#define SOLO_BLOCK 16             /* jobs per block of a comparison */
-#define SOLO_BLOCKS 16
-#define SOLO_CMP_MAX_NS 25000000  /* a comparison not full by then ends (kept on 4+ blocks) */
 typedef struct {
     pool_fn fn;
     int64_t n;
@@ -126,13 +119,8 @@ typedef struct pool_adapt {
     int64_t wait;                 /* the last job's wait of the caller for the others (ns) */
     bool beside;                  /* a worker of the last job took its work on the caller's CPU */
     bool held;                    /* the current job: a short kind held to the caller alone */
-    int solo_job;                 /* the current job in the solo phase (solo_begin): 0 no, 1 alone, 2 both */
-    int solo;                     /* 0: none; 1: comparing every short kind alone and on both; 2: kept */
-    int64_t solo_at;              /* none: when the next comparison starts (0: no job yet);
-                                   * comparing: when it started; kept: when the phase ends (ns) */
-    int64_t solo_every, solo_keep;/* the gap before the next comparison, the next kept phase (ns) */
-    int64_t solo_i;               /* the comparison's jobs so far */
-    double solo_dt[2], solo_ref[2];   /* a comparison's job times and their kinds' means: alone, both */
+    int solo_job;                 /* the current job in the solo phase (pool_solo_begin): 0 no, 1 alone, 2 both */
+    pool_solo solo;               /* the solo phase (pool_solo.h) */
     int64_t contended;            /* when the last streak of contention was seen (ns; 0: never) */
     int64_t ev_last;              /* the last sign of contention (ns) */
     int streak;                   /* signs in a row, each within POOL_STREAK_NS of the one before */
@@ -504,82 +492,6 @@ static void contention_sign(pool_adapt *a, int64_t t) {
     if (++a->streak >= POOL_STREAK) a->contended = t;
 }
 
-/* The solo phase (hi = 2): every kind shorter than ADAPT_LONG_NS that runs both threads goes to the
- * caller alone at once. Per kind, a try of the caller alone can lose where all of them would win:
- * when the worker sits on another L3 than the caller (a VM's two vCPUs placed on two CCXs of the
- * host: a cache line's round trip between them took 370-450 ns against 80-100 within one) every job
- * pays for moving its activations, outputs and the pool's words between the caches, and a kind
- * tried alone still reads what the worker wrote in the job before (stories260K at -t 2 ran
- * 0.65-0.8x -t 1 there, with a third of its jobs on the caller alone). A comparison alternates
- * blocks of SOLO_BLOCK such jobs on the caller alone and on both threads for SOLO_WINDOW_NS and
- * SOLO_BLOCKS blocks at least; each block sums its jobs' times (the gap since the previous job
- * included, as for a kind) and the same kinds' means, so the two sides see the same work however it
- * drifts (a decode's attention grows with its position). The phase is kept when the caller alone's
- * time per unit of mean is below ADAPT_MARGIN of both threads'. The comparison ends early above
- * ADAPT_ABORT, and after SOLO_CMP_MAX_NS where short jobs are sparse (a prefill's few short kinds
- * between its long matmuls). A kept phase lasts solo_keep, doubling while comparisons confirm it; a
- * rejected comparison doubles the gap before the next, so a machine where both threads win spends
- * one short comparison per 16 s once settled. Jobs held by the phase, as held by contention, do not
- * update their kind's mean.
- *
- * The comparison's alone time per unit of mean over both threads' (1 where a side has none yet). */
-static double solo_ratio(const pool_adapt *a) {
-    if (a->solo_ref[0] <= 0 || a->solo_ref[1] <= 0 || a->solo_dt[1] <= 0) return 1.0;
-    return (a->solo_dt[0] / a->solo_ref[0]) / (a->solo_dt[1] / a->solo_ref[1]);
-}
-
-/* End the comparison at t: keep the phase (win) or go back to both threads. */
-static void solo_decide(pool_adapt *a, bool win, int64_t t) {
-    if (win) {
-        a->solo = 2;
-        a->solo_at = t + a->solo_keep;
-        a->solo_keep = TERN_MIN(2 * a->solo_keep, (int64_t)SOLO_KEEP_MAX_NS);
-    } else {
-        a->solo = 0;
-        a->solo_every = TERN_MIN(2 * a->solo_every, (int64_t)SOLO_EVERY_MAX_NS);
-        a->solo_at = t + a->solo_every;
-        a->solo_keep = SOLO_KEEP_NS;
-    }
-}
-
-/* Before a short job that would run both threads (t0: its start): 0 both threads, outside a
- * comparison; 1 the caller alone; 2 both threads, in a comparison. */
-static int solo_begin(pool_adapt *a, int64_t t0) {
-    if (a->solo_at == 0) {                       /* the first job */
-        a->solo_every = SOLO_FIRST_NS;
-        a->solo_keep = SOLO_KEEP_NS;
-        a->solo_at = t0 + a->solo_every;
-    }
-    if (a->solo == 1 && t0 - a->solo_at >= SOLO_CMP_MAX_NS)   /* short jobs too sparse to fill it */
-        solo_decide(a, a->solo_i >= 4 * SOLO_BLOCK && solo_ratio(a) < ADAPT_MARGIN, t0);
-    if (a->solo == 2 && t0 >= a->solo_at) {      /* a kept phase ends: both threads, a comparison soon */
-        a->solo = 0;
-        a->solo_every = SOLO_FIRST_NS;
-        a->solo_at = t0 + a->solo_every;
-    }
-    if (a->solo == 0 && t0 >= a->solo_at) {
-        a->solo = 1;
-        a->solo_at = t0;
-        a->solo_i = 0;
-        for (int i = 0; i < 2; i++) a->solo_dt[i] = a->solo_ref[i] = 0;
-    }
-    if (a->solo == 2) return 1;
-    if (a->solo == 0) return 0;
-    return (a->solo_i++ / SOLO_BLOCK) % 2 == 0 ? 1 : 2;
-}
-
-/* After a job of a comparison (side 0: the caller alone, 1: both threads; dt: its time; ref: its
- * kind's mean, 0: none yet). */
-static void solo_end(pool_adapt *a, int side, double dt, double ref, int64_t t) {
-    if (a->solo != 1 || ref <= 0) return;
-    a->solo_dt[side] += dt;
-    a->solo_ref[side] += ref;
-    if (a->solo_i % SOLO_BLOCK != 0 || a->solo_ref[0] <= 0 || a->solo_ref[1] <= 0) return;   /* a block's end */
-    const double r = solo_ratio(a);
-    if (a->solo_i >= SOLO_BLOCKS * SOLO_BLOCK && t - a->solo_at >= SOLO_WINDOW_NS) solo_decide(a, r < ADAPT_MARGIN, t);
-    else if (r > ADAPT_ABORT) solo_decide(a, false, t);
-}
-
 /* Before a chunked job starting at t0: the thread count for it. */
 static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0) {
     pool_adapt *a = &p->ad;
@@ -614,7 +526,7 @@ static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0) {
         return 1;
     }
     if (act == 2 && k->t_cur < ADAPT_LONG_NS) {
-        a->solo_job = solo_begin(a, t0);
+        a->solo_job = pool_solo_begin(&a->solo, t0);
         if (a->solo_job == 1) {
             a->held = true;
             return 1;
@@ -629,7 +541,7 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     if (a->hi == 1 || p->fixed) return;
     const double dt = (double)(a->last && t0 - a->last <= ADAPT_GAP_NS ? t - a->last : t - t0);
     a->last = t;
-    if (a->solo_job) solo_end(a, a->solo_job - 1, dt, a->k->t_cur, t);
+    if (a->solo_job) pool_solo_end(&a->solo, a->solo_job - 1, dt, a->k->t_cur, t);
     if (a->held) return;                 /* not the kind's chosen count: no measure of it */
     adapt_kind *k = a->k;
     const bool ran_hi = (k->trying ? !k->alt : k->alt) == 0;
