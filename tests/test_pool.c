@@ -706,6 +706,32 @@ static void test_solo_sparse(void **state) {
     }
 }
 
+/* Jobs whose kind has no mean yet count on neither side: every other job of the comparison is
+ * such a kind taking 100 us on either side, the others 10 us alone and 20 us on both threads
+ * (mean 15 us). Counting only the latter, the ratio is 0.5 and the phase is kept at the end of
+ * job 256, whichever kind ends its block; with the others' times counted it would be
+ * (64 x 10 + 6400) / (64 x 20 + 6400) = 0.917, rejected. */
+static void test_solo_no_mean(void **state) {
+    (void)state;
+    for (int odd = 0; odd < 2; odd++) {   /* the meanless jobs: the even or the odd ones */
+        const solo_times tm = {10000, 20000, 15000, 0};
+        pool_solo s = {0};
+        int64_t t = 1000;
+        solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
+        for (int i = 0; i < 256; i++) {
+            const int r = pool_solo_begin(&s, t);
+            assert_int_equal(s.state, POOL_SOLO_COMPARING);   /* not decided before job 256 */
+            assert_int_equal(r, (i / POOL_SOLO_BLOCK) % 2 == 0 ? 1 : 2);
+            const bool meanless = i % 2 == odd;
+            const double dt = meanless ? 100000 : r == 1 ? tm.dt_alone : tm.dt_both;
+            t += (int64_t)dt;
+            pool_solo_end(&s, r - 1, dt, meanless ? 0 : tm.ref, t);
+        }
+        assert_int_equal(s.state, POOL_SOLO_KEPT);
+        assert_int_equal(solo_job(&s, &t, &tm), 1);
+    }
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -735,6 +761,7 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_solo_abort),
         cmocka_unit_test(test_solo_even),
         cmocka_unit_test(test_solo_sparse),
+        cmocka_unit_test(test_solo_no_mean),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

@@ -106,9 +106,11 @@ static inline int pool_solo_begin(pool_solo *s, int64_t t0) {
 /* After a job that pool_solo_begin sent to a side of a comparison (side 0: the caller alone, 1:
  * both threads; dt: its time; ref: its kind's mean, 0: none yet; t: its end). */
 static inline void pool_solo_end(pool_solo *s, int side, double dt, double ref, int64_t t) {
-    if (s->state != POOL_SOLO_COMPARING || ref <= 0) return;
-    s->dt[side] += dt;
-    s->ref[side] += ref;
+    if (s->state != POOL_SOLO_COMPARING) return;
+    if (ref > 0) {   /* a kind with no mean yet counts on neither side */
+        s->dt[side] += dt;
+        s->ref[side] += ref;
+    }
     if (s->i % POOL_SOLO_BLOCK != 0 || s->ref[0] <= 0 || s->ref[1] <= 0) return;   /* not a block's end */
     const double r = pool_solo_ratio(s);
     if (s->i >= POOL_SOLO_BLOCKS * POOL_SOLO_BLOCK && t - s->at >= POOL_SOLO_WINDOW_NS) pool_solo_decide(s, r < ADAPT_MARGIN, t);
