@@ -7,8 +7,9 @@
 
 #include "core/os.h"
 #include "runtime/pool.h"
-#include "runtime/pool_solo.h"
+#include "runtime/pool_adapt.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -589,7 +590,7 @@ static void test_solo_phase(void **state) {
         fail_msg("of 200 jobs that run faster on the caller alone, %d still reached the worker (2 of 3 tries)", reached);
 }
 
-/* The solo phase's decisions (pool_solo.h) stepped with made-up times: each job of the
+/* The solo phase's decisions (pool_adapt.h) stepped with made-up times: each job of the
  * comparison's two sides takes dt_alone or dt_both (ns) and its kind's mean is ref, jobs follow
  * each other `gap` ns apart. solo_job runs one job at *t as pool.c does and returns what
  * pool_solo_begin chose (0 both threads, 1 the caller alone, 2 both threads in a comparison). */
@@ -732,6 +733,96 @@ static void test_solo_no_mean(void **state) {
     }
 }
 
+/* A job kind's choice (pool_adapt.h) stepped with made-up times: `runs` runs taking dt_hi ns at hi
+ * threads and dt_fewer at hi - 1, the caller waiting `wait` ns for the others; each run's count
+ * (1: hi - 1) goes to fewer[]. */
+static void kind_runs(adapt_kind *k, int hi, int runs, double dt_hi, double dt_fewer, double wait, bool beside,
+                      int *fewer) {
+    for (int i = 0; i < runs; i++) {
+        fewer[i] = pool_kind_fewer(k);
+        pool_kind_end(k, hi, fewer[i] ? dt_fewer : dt_hi, fewer[i] ? 0 : wait, beside);
+    }
+}
+static void expect_runs(const int *fewer, int from, int to, int want) {
+    for (int i = from; i < to; i++)
+        if (fewer[i] != want) fail_msg("run %d took %s, expected %s", i, fewer[i] ? "hi - 1" : "hi", want ? "hi - 1" : "hi");
+}
+
+/* hi - 1 twice as fast (50 against 100 us): 16 runs at hi, a try of 4 at hi - 1 that wins, then
+ * hi - 1 kept; 16 runs on, the try of hi ends at its first run (100 > 1.5 x 50) and the next try
+ * comes 32 runs later (every doubled), and after its loss 64. */
+static void test_kind_switch(void **state) {
+    (void)state;
+    adapt_kind k = {.every = ADAPT_EVERY_MIN};
+    int f[256];
+    kind_runs(&k, 2, 256, 100000, 50000, 0, false, f);
+    expect_runs(f, 0, 16, 0);
+    expect_runs(f, 16, 36, 1);    /* the try (4) and 16 runs at the new count */
+    expect_runs(f, 36, 37, 0);    /* the try of hi, lost at once */
+    expect_runs(f, 37, 69, 1);    /* 32 runs */
+    expect_runs(f, 69, 70, 0);
+    expect_runs(f, 70, 134, 1);   /* 64 runs */
+    expect_runs(f, 134, 135, 0);
+    assert_true(k.alt == 1 && fabs(k.t_cur - 50000) < 1e-6);
+}
+
+/* hi - 1 only 5% faster (below the 10% margin): every try runs its 4 runs and loses, and the gap
+ * before the next doubles: tries at runs 16, 52 (16 + 4 + 32), 120 (+ 4 + 64), ..., 2056, then
+ * 1024 runs apart at most: 3084, 4112. */
+static void test_kind_margin(void **state) {
+    (void)state;
+    adapt_kind k = {.every = ADAPT_EVERY_MIN};
+    static int f[4200];
+    kind_runs(&k, 2, 4200, 100000, 95000, 0, false, f);
+    int tries[16], n = 0;
+    for (int i = 0; i < 4200; i++)
+        if (f[i] && (i == 0 || !f[i - 1])) {
+            expect_runs(f, i, i + ADAPT_TRY, 1);
+            if (n < 16) tries[n++] = i;
+        }
+    const int want[] = {16, 52, 120, 252, 512, 1028, 2056, 3084, 4112};   /* gaps 16, 32, ..., 1024, 1024 */
+    assert_int_equal(n, 9);
+    for (int i = 0; i < 9; i++) assert_int_equal(tries[i], want[i]);
+    assert_int_equal(k.alt, 0);
+}
+
+/* With hi = 2, a short run on both threads in which a worker took its work on the caller's CPU
+ * sends the kind to the caller alone at once; a run of 2 ms or more is left to the timing; with
+ * hi = 3 the sign is not used. */
+static void test_kind_beside(void **state) {
+    (void)state;
+    adapt_kind k = {.every = ADAPT_EVERY_MIN};
+    int f[4];
+    kind_runs(&k, 2, 2, 100000, 100000, 0, true, f);
+    expect_runs(f, 0, 1, 0);
+    expect_runs(f, 1, 2, 1);
+    k = (adapt_kind){.every = ADAPT_EVERY_MIN};
+    kind_runs(&k, 2, 4, 3e6, 3e6, 0, true, f);
+    expect_runs(f, 0, 4, 0);
+    k = (adapt_kind){.every = ADAPT_EVERY_MIN};
+    kind_runs(&k, 3, 4, 100000, 100000, 0, true, f);
+    expect_runs(f, 0, 4, 0);
+}
+
+/* A kind of 3 ms at hi threads never tries hi - 1 while the caller waits for the others less than
+ * a quarter of the job (the threads share its work); with a 1.5 ms wait (half) it tries after 16
+ * runs, and with hi - 1 at 2 ms it switches. At hi - 1 the wait rule does not apply: 16 runs on it
+ * tries hi for all 4 runs (3 ms is not over 1.5 x 2 ms), loses, and tries again 32 runs later. */
+static void test_kind_long(void **state) {
+    (void)state;
+    adapt_kind k = {.every = ADAPT_EVERY_MIN};
+    int f[200];
+    kind_runs(&k, 2, 200, 3e6, 2e6, 0.5e6, false, f);
+    expect_runs(f, 0, 200, 0);
+    k = (adapt_kind){.every = ADAPT_EVERY_MIN};
+    kind_runs(&k, 2, 80, 3e6, 2e6, 1.5e6, false, f);
+    expect_runs(f, 0, 16, 0);
+    expect_runs(f, 16, 36, 1);
+    expect_runs(f, 36, 40, 0);
+    expect_runs(f, 40, 72, 1);
+    expect_runs(f, 72, 76, 0);
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_pool *p = (tern_pool *)(uintptr_t)1;
@@ -762,6 +853,10 @@ int suite_pool(int *n_tests) {
         cmocka_unit_test(test_solo_even),
         cmocka_unit_test(test_solo_sparse),
         cmocka_unit_test(test_solo_no_mean),
+        cmocka_unit_test(test_kind_switch),
+        cmocka_unit_test(test_kind_margin),
+        cmocka_unit_test(test_kind_beside),
+        cmocka_unit_test(test_kind_long),
         cmocka_unit_test(test_init_errors),
     };
     TEST_RUN_SUITE("pool", tests);

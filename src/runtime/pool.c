@@ -23,7 +23,7 @@
  * a job from, and the caller does not spin where a worker of the job last took work; they sleep
  * at once, so the one that works keeps the CPU. */
 #include "runtime/pool.h"
-#include "runtime/pool_solo.h"
+#include "runtime/pool_adapt.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -89,30 +89,16 @@
  * in clusters of 2-3, and a streak of 2 held the decode's jobs to one thread for 5-29% of the
  * time; a busy loop gives a sign in most windows, so a streak of 4 still takes it within ~20 ms.
  *   With hi = 2, the short kinds also go to the caller alone all at once while a comparison of
- * the two counts over all of them says so: the solo phase, pool_solo.h (which also defines
- * ADAPT_MARGIN and ADAPT_ABORT). */
+ * the two counts over all of them says so: the solo phase.
+ *   The per-kind choice and the solo phase, with their ADAPT_* and POOL_SOLO_* constants, are in
+ * pool_adapt.h: they depend only on the times and signs this file measures and hands them. */
 #define POOL_CHECK_NS 4000000
 #define POOL_CHECK_DELAY 0.25
 #define POOL_STREAK 4
 #define POOL_STREAK_NS 50000000
 #define POOL_HOLD_NS 500000000
 #define ADAPT_GAP_NS 2000000
-#define ADAPT_LONG_NS 2000000.0
-#define ADAPT_WAIT 0.25
-#define ADAPT_TRY 4
-#define ADAPT_EVERY_MIN 16
-#define ADAPT_EVERY_MAX 1024
 #define ADAPT_KINDS 64            /* job kinds remembered (a hash of function and size) */
-typedef struct {
-    pool_fn fn;
-    int64_t n;
-    double t_cur;                 /* running mean ns in the current count (0: none yet) */
-    double w_cur;                 /* running mean of the caller's end wait / the job (current count) */
-    double try_sum;               /* ns summed over the runs of the current try */
-    int alt;                      /* 0: hi threads, 1: hi - 1 */
-    int trying;                   /* runs left in the try of the other count (0: none) */
-    int every, since;             /* runs between tries, runs since the last */
-} adapt_kind;
 typedef struct pool_adapt {
     int hi;                       /* min(n_threads, CPUs available): the most threads worth running */
     int64_t last;                 /* end of the last chunked job (ns; 0: none) */
@@ -120,7 +106,7 @@ typedef struct pool_adapt {
     bool beside;                  /* a worker of the last job took its work on the caller's CPU */
     bool held;                    /* the current job: a short kind held to the caller alone */
     int solo_job;                 /* the current job in the solo phase (pool_solo_begin): 0 no, 1 alone, 2 both */
-    pool_solo solo;               /* the solo phase (pool_solo.h) */
+    pool_solo solo;               /* the solo phase (pool_adapt.h) */
     int64_t contended;            /* when the last streak of contention was seen (ns; 0: never) */
     int64_t ev_last;              /* the last sign of contention (ns) */
     int streak;                   /* signs in a row, each within POOL_STREAK_NS of the one before */
@@ -502,7 +488,7 @@ static int adapt_begin(struct tern_pool *p, pool_fn fn, int64_t n, int64_t t0) {
     adapt_kind *k = &a->kind[(h >> 32) % ADAPT_KINDS];
     if (k->fn != fn || k->n != n) *k = (adapt_kind){.fn = fn, .n = n, .every = ADAPT_EVERY_MIN};   /* takes the entry */
     a->k = k;
-    const int act = (k->trying ? !k->alt : k->alt) ? a->hi - 1 : a->hi;
+    const int act = pool_kind_fewer(k) ? a->hi - 1 : a->hi;
     if (a->hi != 2) return act;
     if (t0 - a->rd_t >= POOL_CHECK_NS) {   /* the caller's own CPU: shared? */
         const pthread_t me = pthread_self();
@@ -543,42 +529,7 @@ static void adapt_end(struct tern_pool *p, int64_t t0, int64_t t) {
     a->last = t;
     if (a->solo_job) pool_solo_end(&a->solo, a->solo_job - 1, dt, a->k->t_cur, t);
     if (a->held) return;                 /* not the kind's chosen count: no measure of it */
-    adapt_kind *k = a->k;
-    const bool ran_hi = (k->trying ? !k->alt : k->alt) == 0;
-    if (k->trying) {
-        k->try_sum += dt;
-        const int runs = ADAPT_TRY - --k->trying;
-        const bool lost = a->hi == 2 && ran_hi && a->beside && dt < ADAPT_LONG_NS;   /* both on one CPU */
-        if (lost) k->trying = 0;
-        if (k->trying > 0 && !(k->t_cur > 0 && dt > ADAPT_ABORT * k->t_cur)) return;
-        k->trying = 0;                                            /* the try ends: all runs, or one too slow */
-        const double mean = k->try_sum / runs;
-        if (!lost && runs == ADAPT_TRY && k->t_cur > 0 && mean < ADAPT_MARGIN * k->t_cur) {   /* the other count is faster */
-            k->alt = !k->alt;
-            k->t_cur = mean;
-            k->w_cur = 0;
-            k->every = ADAPT_EVERY_MIN;
-        } else if (k->every < ADAPT_EVERY_MAX) {
-            k->every *= 2;
-        }
-        k->since = 0;
-        return;
-    }
-    if (a->hi == 2 && ran_hi && a->beside && dt < ADAPT_LONG_NS) {   /* both on one CPU: the caller alone */
-        *k = (adapt_kind){.fn = k->fn, .n = k->n, .alt = 1, .every = ADAPT_EVERY_MIN};
-        return;
-    }
-    const double wf = dt > 0 ? (double)a->wait / dt : 0.0;
-    k->w_cur = k->t_cur > 0 ? k->w_cur + (wf - k->w_cur) / 8 : wf;
-    k->t_cur = k->t_cur > 0 ? k->t_cur + (dt - k->t_cur) / 8 : dt;
-    if (!k->alt && k->t_cur >= ADAPT_LONG_NS && k->w_cur < ADAPT_WAIT) {   /* long and shared: no try */
-        k->since = 0;
-        return;
-    }
-    if (++k->since >= k->every) {
-        k->trying = ADAPT_TRY;
-        k->try_sum = 0;
-    }
+    pool_kind_end(a->k, a->hi, dt, (double)a->wait, a->beside);
 }
 
 void pool_for_dyn(tern_pool *p, int64_t n, int64_t align, int64_t cmin, int64_t cmax, pool_fn fn, void *ctx) {

@@ -1,15 +1,26 @@
-/* pool_solo.h: the solo phase of the pool's choice of thread count (pool.c), a state machine
- * driven only by the times it is given, so tests/test_pool.c steps it with made-up times and
- * checks each decision against the rule below.
+/* pool_adapt.h: the pool's choices of thread count (pool.c) as state machines driven only by the
+ * times and signs they are given, so tests/test_pool.c steps them with made-up times and checks
+ * each decision against the rules below. pool.c measures (a job's wall time on the caller, the gap
+ * since the previous job included; the caller's wait for the others; whether a worker took its
+ * work on the caller's CPU) and says why these rules; this file decides.
  *
- * With two threads to choose from, every job kind shorter than ADAPT_LONG_NS (pool.c) that would
- * run on both threads goes to the caller alone at once. Per kind, a try of the caller alone can
- * lose where all of them would win: when the worker sits on another L3 than the caller (a VM's
- * two vCPUs placed on two CCXs of the host: a cache line's round trip between them took 370-450
- * ns against 80-100 within one) every job pays for moving its activations, outputs and the
- * pool's words between the caches, and a kind tried alone still reads what the worker wrote in
- * the job before (stories260K at -t 2 ran 0.65-0.8x -t 1 there, with a third of its jobs on the
- * caller alone).
+ * Per job kind (pool.c hashes its function and size): hi or hi - 1 threads (hi = min(threads,
+ * CPUs)). A kind keeps a running mean (1/8 per run) of its time at its current count. Every
+ * `every` runs (ADAPT_EVERY_MIN at first) it tries the other count for ADAPT_TRY runs and switches
+ * when their mean is below ADAPT_MARGIN of the current mean (`every` back to ADAPT_EVERY_MIN);
+ * otherwise `every` doubles, up to ADAPT_EVERY_MAX. A try ends at its first run slower than
+ * ADAPT_ABORT times the current mean. A kind whose mean at hi threads is ADAPT_LONG_NS or more
+ * tries only while the caller's wait for the others averages over ADAPT_WAIT of the job. With hi =
+ * 2, a run on both threads shorter than ADAPT_LONG_NS in which a worker took its work on the
+ * caller's CPU sends the kind to the caller alone at once (and ends a try of both threads as lost).
+ *
+ * The solo phase, with hi = 2: every job kind shorter than ADAPT_LONG_NS that would run on both
+ * threads goes to the caller alone at once. Per kind, a try of the caller alone can lose where
+ * all of them would win: when the worker sits on another L3 than the caller (a VM's two vCPUs
+ * placed on two CCXs of the host: a cache line's round trip between them took 370-450 ns against
+ * 80-100 within one) every job pays for moving its activations, outputs and the pool's words
+ * between the caches, and a kind tried alone still reads what the worker wrote in the job before
+ * (stories260K at -t 2 ran 0.65-0.8x -t 1 there, with a third of its jobs on the caller alone).
  *   A comparison starts POOL_SOLO_FIRST_NS after the first job (and after a kept phase ends),
  * then alternates blocks of POOL_SOLO_BLOCK such jobs on the caller alone and on both threads,
  * for POOL_SOLO_WINDOW_NS and POOL_SOLO_BLOCKS blocks at least. Each side sums its jobs' times
@@ -27,16 +38,22 @@
  * gap before the next comparison (from POOL_SOLO_FIRST_NS up to POOL_SOLO_EVERY_MAX_NS) and runs
  * both threads until then, so a machine where both threads win spends one short comparison per
  * 16 s once settled. */
-#ifndef TERN_RUNTIME_POOL_SOLO_H
-#define TERN_RUNTIME_POOL_SOLO_H
+#ifndef TERN_RUNTIME_POOL_ADAPT_H
+#define TERN_RUNTIME_POOL_ADAPT_H
 
 #include "core/core.h"
+#include "runtime/pool.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ADAPT_ABORT 1.5    /* a try (pool.c) or a comparison ends early when this much slower */
-#define ADAPT_MARGIN 0.90  /* the other choice must take less than this share of the time */
+#define ADAPT_ABORT 1.5          /* a try or a comparison ends early when this much slower */
+#define ADAPT_MARGIN 0.90        /* the other choice must take less than this share of the time */
+#define ADAPT_LONG_NS 2000000.0
+#define ADAPT_WAIT 0.25
+#define ADAPT_TRY 4
+#define ADAPT_EVERY_MIN 16
+#define ADAPT_EVERY_MAX 1024
 #define POOL_SOLO_FIRST_NS 20000000        /* the first comparison: 20 ms after the first job */
 #define POOL_SOLO_EVERY_MAX_NS 16000000000
 #define POOL_SOLO_KEEP_NS 1000000000       /* a kept phase: 1 s, doubling while confirmed */
@@ -45,6 +62,61 @@
 #define POOL_SOLO_BLOCK 16                 /* jobs per block of a comparison */
 #define POOL_SOLO_BLOCKS 16
 #define POOL_SOLO_CMP_MAX_NS 25000000      /* a comparison not full by then is decided */
+
+typedef struct {
+    pool_fn fn;
+    int64_t n;
+    double t_cur;                 /* running mean ns in the current count (0: none yet) */
+    double w_cur;                 /* running mean of the caller's end wait / the job (current count) */
+    double try_sum;               /* ns summed over the runs of the current try */
+    int alt;                      /* 0: hi threads, 1: hi - 1 */
+    int trying;                   /* runs left in the try of the other count (0: none) */
+    int every, since;             /* runs between tries, runs since the last */
+} adapt_kind;
+
+/* The next run of kind k takes hi - 1 threads (else hi). */
+static inline bool pool_kind_fewer(const adapt_kind *k) { return k->trying ? !k->alt : k->alt; }
+
+/* After a run of kind k at the count pool_kind_fewer chose (a run held to the caller alone by
+ * contention or the solo phase is not measured): dt its time (ns), wait the caller's wait for the
+ * others at its end (ns), beside: a worker took its work on the caller's CPU. */
+static inline void pool_kind_end(adapt_kind *k, int hi, double dt, double wait, bool beside) {
+    const bool ran_hi = !pool_kind_fewer(k);
+    if (k->trying) {
+        k->try_sum += dt;
+        const int runs = ADAPT_TRY - --k->trying;
+        const bool lost = hi == 2 && ran_hi && beside && dt < ADAPT_LONG_NS;   /* both on one CPU */
+        if (lost) k->trying = 0;
+        if (k->trying > 0 && !(k->t_cur > 0 && dt > ADAPT_ABORT * k->t_cur)) return;
+        k->trying = 0;                                            /* the try ends: all runs, or one too slow */
+        const double mean = k->try_sum / runs;
+        if (!lost && runs == ADAPT_TRY && k->t_cur > 0 && mean < ADAPT_MARGIN * k->t_cur) {   /* the other count is faster */
+            k->alt = !k->alt;
+            k->t_cur = mean;
+            k->w_cur = 0;
+            k->every = ADAPT_EVERY_MIN;
+        } else if (k->every < ADAPT_EVERY_MAX) {
+            k->every *= 2;
+        }
+        k->since = 0;
+        return;
+    }
+    if (hi == 2 && ran_hi && beside && dt < ADAPT_LONG_NS) {   /* both on one CPU: the caller alone */
+        *k = (adapt_kind){.fn = k->fn, .n = k->n, .alt = 1, .every = ADAPT_EVERY_MIN};
+        return;
+    }
+    const double wf = dt > 0 ? wait / dt : 0.0;
+    k->w_cur = k->t_cur > 0 ? k->w_cur + (wf - k->w_cur) / 8 : wf;
+    k->t_cur = k->t_cur > 0 ? k->t_cur + (dt - k->t_cur) / 8 : dt;
+    if (!k->alt && k->t_cur >= ADAPT_LONG_NS && k->w_cur < ADAPT_WAIT) {   /* long and shared: no try */
+        k->since = 0;
+        return;
+    }
+    if (++k->since >= k->every) {
+        k->trying = ADAPT_TRY;
+        k->try_sum = 0;
+    }
+}
 
 enum { POOL_SOLO_NONE, POOL_SOLO_COMPARING, POOL_SOLO_KEPT };
 
@@ -113,8 +185,9 @@ static inline void pool_solo_end(pool_solo *s, int side, double dt, double ref, 
     }
     if (s->i % POOL_SOLO_BLOCK != 0 || s->ref[0] <= 0 || s->ref[1] <= 0) return;   /* not a block's end */
     const double r = pool_solo_ratio(s);
-    if (s->i >= POOL_SOLO_BLOCKS * POOL_SOLO_BLOCK && t - s->at >= POOL_SOLO_WINDOW_NS) pool_solo_decide(s, r < ADAPT_MARGIN, t);
+    if (s->i >= POOL_SOLO_BLOCKS * POOL_SOLO_BLOCK && t - s->at >= POOL_SOLO_WINDOW_NS)
+        pool_solo_decide(s, r < ADAPT_MARGIN, t);
     else if (r > ADAPT_ABORT) pool_solo_decide(s, false, t);
 }
 
-#endif /* TERN_RUNTIME_POOL_SOLO_H */
+#endif /* TERN_RUNTIME_POOL_ADAPT_H */
