@@ -818,9 +818,6 @@ static double num_after(const char *s, const char *key) {
     return p ? atof(p + strlen(key)) : 0.0;
 }
 
-/* bench --busy-cpu N: the competitor is named in the JSON of every row; a CPU outside the range
- * is a usage error, one this process may not run on (offline, or outside its affinity mask) a
- * runtime error naming it. */
 /* The share a tg row reports (tools/bench_share.h): repeats above their ceiling are left out of
  * the median and the range and counted; all above is no result; cache-resident rows leave
  * nothing out. Expected values worked by hand from the rule. */
@@ -851,6 +848,9 @@ static void test_bench_share_rule(void **state) {
     assert_true(fabs(s.med - 1.0) < 1e-12);
 }
 
+/* bench --busy-cpu N: the competitor is named in the JSON of every row; a CPU outside the range
+ * is a usage error, one this process may not run on (offline, or outside its affinity mask) a
+ * runtime error naming it. */
 static void test_bench_busy_cpu(void **state) {
     (void)state;
     char model[1024], args[2048];
