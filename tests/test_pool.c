@@ -613,17 +613,24 @@ static void solo_expect_until(pool_solo *s, int64_t *t, const solo_times *tm, in
     }
     assert_true(n > 0);
 }
-/* A comparison from its first job: returns the chosen sides of its first n jobs in `sides` and
- * where it started. */
-static int64_t solo_compare(pool_solo *s, int64_t *t, const solo_times *tm, int n, int *sides) {
-    const int64_t start = *t;
-    for (int i = 0; i < n; i++) sides[i] = solo_job(s, t, tm);
-    return start;
-}
 static void expect_blocks(const int *sides, int n) {   /* alone, both, alone, ... in blocks of 16 */
     for (int i = 0; i < n; i++)
         if (sides[i] != ((i / POOL_SOLO_BLOCK) % 2 == 0 ? 1 : 2))
             fail_msg("comparison job %d chose %d, expected %d", i, sides[i], (i / POOL_SOLO_BLOCK) % 2 == 0 ? 1 : 2);
+}
+/* The first n jobs of a comparison, from its first: sides alternating in blocks of 16. */
+static void solo_compare(pool_solo *s, int64_t *t, const solo_times *tm, int n) {
+    int sides[256];
+    TERN_ASSERT(n <= 256);
+    for (int i = 0; i < n; i++) sides[i] = solo_job(s, t, tm);
+    expect_blocks(sides, n);
+}
+/* A fresh phase whose first job starts at t0: both threads until the first comparison, due
+ * POOL_SOLO_FIRST_NS after it; *t is then that comparison's first job's start. */
+static void solo_start(pool_solo *s, int64_t *t, const solo_times *tm, int64_t t0) {
+    *s = (pool_solo){0};
+    *t = t0;
+    solo_expect_until(s, t, tm, t0 + POOL_SOLO_FIRST_NS, 0);
 }
 
 /* Alone twice as fast (ratio 0.5): 256 jobs of 20 / 40 us fill the 5 ms window at the 16th block,
@@ -632,18 +639,15 @@ static void expect_blocks(const int *sides, int n) {   /* alone, both, alone, ..
 static void test_solo_keep(void **state) {
     (void)state;
     const solo_times tm = {20000, 40000, 30000, 0};
-    pool_solo s = {0};
-    int64_t t = 1000000000;
-    solo_expect_until(&s, &t, &tm, 1000000000 + POOL_SOLO_FIRST_NS, 0);
-    int sides[256];
-    solo_compare(&s, &t, &tm, 256, sides);
-    expect_blocks(sides, 256);
+    pool_solo s;
+    int64_t t;
+    solo_start(&s, &t, &tm, 1000000000);
+    solo_compare(&s, &t, &tm, 256);
     const int64_t kept = t;   /* the 256th job's end: 128 x 20 + 128 x 40 us = 7.68 ms after the start */
     solo_expect_until(&s, &t, &tm, kept + POOL_SOLO_KEEP_NS, 1);
     assert_int_equal(solo_job(&s, &t, &tm), 0);   /* the phase has ended */
     solo_expect_until(&s, &t, &tm, t - tm.dt_both + POOL_SOLO_FIRST_NS, 0);
-    solo_compare(&s, &t, &tm, 256, sides);
-    expect_blocks(sides, 256);
+    solo_compare(&s, &t, &tm, 256);
     const int64_t kept2 = t;
     solo_expect_until(&s, &t, &tm, kept2 + 2 * (int64_t)POOL_SOLO_KEEP_NS, 1);
     assert_int_equal(solo_job(&s, &t, &tm), 0);
@@ -655,13 +659,11 @@ static void test_solo_keep(void **state) {
 static void test_solo_abort(void **state) {
     (void)state;
     const solo_times tm = {40000, 20000, 30000, 0};
-    pool_solo s = {0};
-    int64_t t = 1000;
-    solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
+    pool_solo s;
+    int64_t t;
+    solo_start(&s, &t, &tm, 1000);
     for (int gap = 2; gap <= 4; gap *= 2) {
-        int sides[32];
-        solo_compare(&s, &t, &tm, 32, sides);
-        expect_blocks(sides, 32);
+        solo_compare(&s, &t, &tm, 32);
         const int64_t end = t;   /* job 32's end */
         solo_expect_until(&s, &t, &tm, end + gap * (int64_t)POOL_SOLO_FIRST_NS, 0);
     }
@@ -672,12 +674,10 @@ static void test_solo_abort(void **state) {
 static void test_solo_even(void **state) {
     (void)state;
     const solo_times tm = {30000, 30000, 30000, 0};
-    pool_solo s = {0};
-    int64_t t = 1000;
-    solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
-    int sides[256];
-    solo_compare(&s, &t, &tm, 256, sides);
-    expect_blocks(sides, 256);
+    pool_solo s;
+    int64_t t;
+    solo_start(&s, &t, &tm, 1000);
+    solo_compare(&s, &t, &tm, 256);
     const int64_t end = t;
     solo_expect_until(&s, &t, &tm, end + 2 * (int64_t)POOL_SOLO_FIRST_NS, 0);
     assert_int_equal(solo_job(&s, &t, &tm), 1);   /* the next comparison's first job */
@@ -693,9 +693,9 @@ static void test_solo_sparse(void **state) {
     (void)state;
     for (int dense = 1; dense >= 0; dense--) {
         const solo_times tm = {10000, 20000, 15000, dense ? 300000 : 1240000};
-        pool_solo s = {0};
-        int64_t t = 1000;
-        solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
+        pool_solo s;
+        int64_t t;
+        solo_start(&s, &t, &tm, 1000);
         const int64_t start = t;
         int n = 0, sides[256];
         while (t < start + POOL_SOLO_CMP_MAX_NS) sides[n] = solo_job(&s, &t, &tm), n++;
@@ -716,9 +716,9 @@ static void test_solo_no_mean(void **state) {
     (void)state;
     for (int odd = 0; odd < 2; odd++) {   /* the meanless jobs: the even or the odd ones */
         const solo_times tm = {10000, 20000, 15000, 0};
-        pool_solo s = {0};
-        int64_t t = 1000;
-        solo_expect_until(&s, &t, &tm, 1000 + POOL_SOLO_FIRST_NS, 0);
+        pool_solo s;
+        int64_t t;
+        solo_start(&s, &t, &tm, 1000);
         for (int i = 0; i < 256; i++) {
             const int r = pool_solo_begin(&s, t);
             assert_int_equal(s.state, POOL_SOLO_COMPARING);   /* not decided before job 256 */
