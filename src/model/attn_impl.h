@@ -517,8 +517,10 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     /* A forward's weight stream has evicted the K/V rows: unprefetched, the first multiply of each
      * K row waits on memory. So the K row ATTN_PF_ROWS ahead and the V row of the same index are
      * prefetched while row j's scores are computed (the V rows, hd_v * elt bytes each, are read
-     * after the softmax: n_kv * hd_v * elt bytes, held in L2 until then for the contexts of
-     * decode). Hints only: no bit changes. */
+     * after the softmax: n_kv * hd_v * elt bytes, which stay in a 1 MB L2 beside the K rows up to
+     * ~1k positions of hd 128 in fp16 and come back from L3 past that). Fetching V during the
+     * weighted sum instead (one ATTN_PV_ROWS block ahead) read the same in bonsai-1.7b decode at
+     * 2048 positions (tern bench -d 2048, bench/RESULTS.md host A). Hints only: no bit changes. */
     const size_t kb = (size_t)hd_k * elt, vb = (size_t)hd_v * elt;
     for (int j = 0; j < ATTN_PF_ROWS && j < n_max; j++)
         for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)j * ks + o, 0, 3);

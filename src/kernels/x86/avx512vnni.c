@@ -372,7 +372,9 @@ R16_UNROLL16
          * Z1-Z3) these hints ran bonsai-1.7b tg128 a median 13% faster than it (0.99-1.27x per
          * pair) and its 2-, 3- and 4-column forwards (bench-spec --cost) 4-5% faster (5 columns:
          * 1%); no prefetch at all streams slower than either. An added prefetch into L2 64 or 128
-         * blocks ahead of the one-column stream read no faster (bench-kernel --decode-seq).
+         * blocks ahead of the one-column stream read no faster (bench-kernel --decode-seq), nor
+         * did distances of 12 to 64 blocks for 2..8 columns (bench-kernel, 4 columns), nor a
+         * burst over the first blocks of each claimed row range.
          * Tiles of 9+ columns (prefill) are compute-bound and keep the L1 prefetch R16_PF blocks
          * ahead. */
         if (NC <= 8) {
