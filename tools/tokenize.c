@@ -50,7 +50,8 @@ static void tk_usage(FILE *f, const opt_table *t, int n_t) {
     fprintf(f, "usage: tern tokenize -m MODEL (-p TEXT | -f FILE) [--ids | --pieces] [--show-count]\n"
                "       tern tokenize -m MODEL --detokenize (-p IDS | -f FILE)\n"
                "Prints one \"%%6d -> 'PIECE'\" line per token, as llama-tokenize (control tokens as their\n"
-               "text, bytes that are not valid UTF-8 as \\xNN). Exit 2: usage; 1: model, file or id errors.\n");
+               "text, bytes that are not valid UTF-8 as \\xNN). Exit 2: usage, and ids out of the vocabulary\n"
+               "given with -p; 1: model or file errors, and such ids read from -f.\n");
     opts_help(f, t, n_t);
 }
 
