@@ -636,26 +636,26 @@ static void test_isa_row16(void **state) {
                 }
 }
 
-/* 16-row weights cut into row ranges at multiples of 4 that start and end inside groups (the
- * kernel computes such a group whole and keeps the rows in range), one range across two groups,
- * the file-layout tail, and ranges holding two whole groups beside a cut group or the tail (the
- * AVX-512 two-group tiles of 2..8 columns, which run without the hook): every int32 per (row,
- * block) through the hook and the float bits, for 1..16 columns, PQ2_0, PTQ1_0 transcoded and
- * PTQ1_0 direct, with and without the hook. */
-static void test_row16_splits(void **state) {
-    (void)state;
-    rng_seed(28);
-    enum { K = 384, N = 53, NB = K / 128 };
+/* 16-row weights of K columns cut into row ranges at multiples of 4 that start and end inside
+ * groups (the kernel computes such a group whole and keeps the rows in range), one range across
+ * two groups, the file-layout tail, and ranges holding two whole groups beside a cut group or the
+ * tail (the AVX-512 two-group tiles, which run without the hook): every int32 per (row, block)
+ * through the hook and the float bits, for 1..nc_max columns, PQ2_0, PTQ1_0 transcoded and PTQ1_0
+ * direct, with and without the hook. */
+static void row16_splits(int64_t K, int nc_max) {
+    enum { N = 53 };
+    const int64_t NB = K / 128;
     static const int64_t rng[][2] = {{0, 4}, {4, 12}, {12, 20}, {20, 36}, {36, 40}, {40, 48}, {48, 53},
                                      {4, 53}, {12, 48}, {0, 32}, {16, 52}};
     enum { NR = sizeof rng / sizeof rng[0] };
+    float *y0 = malloc(sizeof(float) * N * (size_t)nc_max), *y1 = malloc(sizeof(float) * N * (size_t)nc_max);
+    int32_t *i0 = malloc(sizeof(int32_t) * N * (size_t)(nc_max * NB)), *i1 = malloc(sizeof(int32_t) * N * (size_t)(nc_max * NB));
+    assert_non_null(y0); assert_non_null(y1); assert_non_null(i0); assert_non_null(i1);
     for (int ty = 0; ty < 3; ty++)
-        for (int nc = 1; nc <= 16; nc++) {
+        for (int nc = 1; nc <= nc_max; nc++) {
             fixture f;
             fx_make(&f, ty ? QT_PTQ1_0 : QT_PQ2_0, K, N, nc, nc % 2 ? WP_CODE3 : WP_ALL3, nc % 3 ? AP_RANDOM : AP_PM127,
                     ty == 2 ? KW_F_PTQ1_0_DIRECT | KW_F_ROW16 : ty ? KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16 : KW_F_ROW16);
-            static float y0[N * 16], y1[N * 16];
-            static int32_t i0[N * 16 * NB], i1[N * 16 * NB];
             kern_matmul_table(&kern_table_ref, &f.w, &f.act[KQ_FAST], y0, N, 0, N, i0);
             for (int tj = 0; mfx_kern_table(tj); tj++) {
                 const kern_table *t = mfx_kern_table(tj);
@@ -663,26 +663,35 @@ static void test_row16_splits(void **state) {
                 /* one range at a time: its rows equal ref, every other row is left as it was */
                 for (int hook = 0; hook < 2; hook++)
                     for (int s = 0; s < NR; s++) {
-                        memset(y1, 0xff, sizeof y1);
-                        memset(i1, 0xa5, sizeof i1);
+                        memset(y1, 0xff, sizeof(float) * N * (size_t)nc);
+                        memset(i1, 0xa5, sizeof(int32_t) * N * (size_t)(nc * NB));
                         kern_matmul_table(t, &f.w, &f.act[KQ_FAST], y1, N, rng[s][0], rng[s][1], hook ? i1 : NULL);
                         for (int64_t i = 0; i < N * nc; i++) {
                             const int64_t r = i % N;
                             const bool in = r >= rng[s][0] && r < rng[s][1];
                             if (tern_f32_bits(y1[i]) != (in ? tern_f32_bits(y0[i]) : 0xffffffffu))
-                                fail_msg("%s ncols=%d type %d hook=%d rows [%lld, %lld): y[%lld] %.9g, expected %s", t->name, nc,
-                                         f.type, hook, (long long)rng[s][0], (long long)rng[s][1], (long long)i, y1[i],
-                                         in ? "ref's" : "untouched");
+                                fail_msg("%s K=%lld ncols=%d type %d hook=%d rows [%lld, %lld): y[%lld] %.9g, expected %s", t->name,
+                                         (long long)K, nc, f.type, hook, (long long)rng[s][0], (long long)rng[s][1], (long long)i,
+                                         y1[i], in ? "ref's" : "untouched");
                             for (int64_t b = 0; hook && b < NB; b++)
                                 if (i1[i * NB + b] != (in ? i0[i * NB + b] : (int32_t)0xa5a5a5a5))
-                                    fail_msg("%s ncols=%d type %d rows [%lld, %lld): isum[%lld] %d, expected %s", t->name, nc,
-                                             f.type, (long long)rng[s][0], (long long)rng[s][1], (long long)(i * NB + b),
-                                             i1[i * NB + b], in ? "ref's" : "untouched");
+                                    fail_msg("%s K=%lld ncols=%d type %d rows [%lld, %lld): isum[%lld] %d, expected %s", t->name,
+                                             (long long)K, nc, f.type, (long long)rng[s][0], (long long)rng[s][1],
+                                             (long long)(i * NB + b), i1[i * NB + b], in ? "ref's" : "untouched");
                         }
                     }
             }
             fx_free(&f);
         }
+    free(y0); free(y1); free(i0); free(i1);
+}
+/* K = 384 at every tile width 1..16; K = 4096 at 1 and 2 columns, where one column also runs the
+ * AVX-512 two-group tile (x86/avx512vnni.c, mm_row16_fast). */
+static void test_row16_splits(void **state) {
+    (void)state;
+    rng_seed(28);
+    row16_splits(384, 16);
+    row16_splits(4096, 2);
 }
 
 /* Q2_0 (avx2: file layout, slot-major activation copy per K chunk of 272 blocks): every shape of

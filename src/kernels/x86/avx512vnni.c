@@ -223,8 +223,8 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
 #define R16_PF 4        /* tiles of 9+ columns: prefetch distance in blocks (2.2 KB), into L1 */
-#define R16_PF_NTA1 16  /* one column: prefetchnta 16 blocks (8.7 KB) ahead */
-#define R16_PF_NTA 24   /* tiles of 2..8 columns: prefetchnta 24 blocks (13 KB) ahead */
+#define R16_PF_NTA1 16  /* the one-group tile at one column: prefetchnta 16 blocks (8.7 KB) ahead */
+#define R16_PF_NTA 24   /* the one-group tiles of 2..8 columns and the two-group tiles: prefetchnta 24 blocks (13 KB) ahead */
 
 /* The emulated build (tests on hosts without AVX-512) compiles one r16_tile with NC at run time
  * and no unrolling: the same operations in the same order, so the same bits and the same data
@@ -532,7 +532,7 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
 #endif
 
 #ifndef KERN_EMU512
-/* ---- Two-group tiles: 2..8 columns over 32 rows (GFNI) --------------------------------------
+/* ---- Two-group tiles: 1..8 columns over 32 rows (GFNI) --------------------------------------
  * The one-group tile above reads its activation as vpdpbusd's broadcast memory operand: 4 NC
  * loads per zmm of weights, one per vpdpbusd. At 2..8 columns the weights stream from DRAM and
  * the tile's compute nearly matches the bus, and these L1 loads slow the stream: their L1
@@ -542,7 +542,9 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * (rows 16 g .. 16 g + 31, two streams nb blocks apart) and broadcasts each 4 activation bytes
  * once into a register for both: 2 NC loads per zmm of weights. One int32 accumulator per group and column (every slot unpacked
  * to 0..3 by the mask or vgf2p8affineqb, so one accumulator holds the block's whole sum, exact);
- * the epilogue and the float order per row are the one-group tile's, so the same bits. On
+ * at one column, one per slot (four independent vpdpbusd chains per group, summed at the
+ * block's end, exact in int32). The epilogue and the float order per row are the one-group
+ * tile's, so the same bits. On
  * bench/RESULTS.md host A (Zen 5, 2 threads, set P) bonsai-1.7b's 5-column forward (bench-spec
  * --cost) took a median 18.0 ms against 19.3 with one group (10 alternating pairs, 9 faster).
  * Two groups, not more: at 4 columns, 4 groups would need 32 accumulators (16 int32, 16 float),
@@ -569,7 +571,7 @@ R16_UNROLL9
 R16_UNROLL4
         for (int gi = 0; gi < R16_PAIR; gi++)
 R16_UNROLL8
-            for (int c = 0; c < NC; c++) acc[gi][c] = v512_zero();
+            for (int c = 0; c < 8; c++) acc[gi][c] = v512_zero();   /* the unused ones are dead code */
 R16_UNROLL8
         for (int j = 0; j < 8; j++) {
             v512 v[R16_PAIR];
@@ -583,14 +585,17 @@ R16_UNROLL8
 R16_UNROLL4
                 for (int gi = 0; gi < R16_PAIR; gi++) {
                     const v512 u = sl == 0 ? v512_and(v[gi], m3) : r16_gf_slot(v[gi], sl == 1 ? g1 : sl == 2 ? g2 : g3);
+                    if (NC == 1) acc[gi][sl] = v512_dpbusd(acc[gi][sl], u, bc[0]);   /* 4 chains */
+                    else
 R16_UNROLL8
-                    for (int c = 0; c < NC; c++) acc[gi][c] = v512_dpbusd(acc[gi][c], u, bc[c]);
+                        for (int c = 0; c < NC; c++) acc[gi][c] = v512_dpbusd(acc[gi][c], u, bc[c]);
                 }
             }
         }
 R16_UNROLL4
         for (int gi = 0; gi < R16_PAIR; gi++) {
             const v512f dw = v512f_ph(B[gi * nb + b].d);
+            if (NC == 1) acc[gi][0] = v512_add32(v512_add32(acc[gi][0], acc[gi][1]), v512_add32(acc[gi][2], acc[gi][3]));
 R16_UNROLL8
             for (int c = 0; c < NC; c++) {
                 const v512 t = v512_sub32(acc[gi][c], v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
@@ -609,12 +614,12 @@ typedef void (*r16_pair_fn)(const kern_r16_block *B, int64_t nb, const kact_fast
     static void r16_pair_##NC(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, float *const *out) { \
         r16_pair(B, nb, ac, NC, out);                                                                               \
     }
-R16_PAIR_WIDTH(2) R16_PAIR_WIDTH(3) R16_PAIR_WIDTH(4) R16_PAIR_WIDTH(5)
+R16_PAIR_WIDTH(1) R16_PAIR_WIDTH(2) R16_PAIR_WIDTH(3) R16_PAIR_WIDTH(4) R16_PAIR_WIDTH(5)
 R16_PAIR_WIDTH(6) R16_PAIR_WIDTH(7) R16_PAIR_WIDTH(8)
-static const r16_pair_fn r16_pair_widths[9] = {NULL, NULL, r16_pair_2, r16_pair_3, r16_pair_4,
+static const r16_pair_fn r16_pair_widths[9] = {NULL, r16_pair_1, r16_pair_2, r16_pair_3, r16_pair_4,
                                                r16_pair_5, r16_pair_6, r16_pair_7, r16_pair_8};
 
-/* Rows [r0, r1) at 2..8 columns: the whole groups inside the range in pairs; a group the range
+/* Rows [r0, r1) at 1..8 columns: the whole groups inside the range in pairs; a group the range
  * cuts, a last unpaired group and the file-layout tail rows through kern_r16_mm's one-group tiles. */
 static void mm_row16_pairs(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
     const kern_act *a = m->a;
@@ -639,11 +644,20 @@ static void mm_row16_pairs(const kern_mm_args *m, const kern_r16_block *base, in
 }
 #endif
 
-/* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns. */
+/* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns,
+ * or the two-group tiles (GFNI, no hook): at 2..8 columns always; at one column (decode) for
+ * rows of R16_PAIR1_MIN_K weights or more, whose group's blocks (nb * 544 bytes, 17 KB at K 4096)
+ * the one-group tile streams alone: two streams per thread keep more of the bus busy there. On
+ * bench/RESULTS.md host A the 27B shape (every K 5120 or more) decoded a median 1.25x faster
+ * than with the one-group tile (6 alternating pairs of tg16), while bonsai-1.7b's K 2048 rows,
+ * 8.7 KB per group, read ~0.92x in two groups (8 pairs of tg128); with the threshold (its
+ * ffn_down, K 6144, in two groups) it read 1.03x (8 pairs): within the noise. */
+#define R16_PAIR1_MIN_K 4096
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
 #ifndef KERN_EMU512
     if (kern_cpu_features() & KCPU_GFNI) {
-        if (m->a->ncols >= 2 && m->a->ncols <= 8 && !m->isum) mm_row16_pairs(m, base, r0, r1);   /* the hook: one-group tiles */
+        const int nc = m->a->ncols;
+        if (nc <= 8 && (nc >= 2 || m->w->n_in >= R16_PAIR1_MIN_K) && !m->isum) mm_row16_pairs(m, base, r0, r1);   /* the hook: one-group tiles */
         else kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_tile_gf_group);
         return;
     }
