@@ -648,10 +648,10 @@ static void mm_row16_pairs(const kern_mm_args *m, const kern_r16_block *base, in
  * or the two-group tiles (GFNI, no hook): at 2..8 columns always; at one column (decode) for
  * rows of R16_PAIR1_MIN_K weights or more, whose group's blocks (nb * 544 bytes, 17 KB at K 4096)
  * the one-group tile streams alone: two streams per thread keep more of the bus busy there. On
- * bench/RESULTS.md host A the 27B shape (every K 5120 or more) decoded a median 1.25x faster
- * than with the one-group tile (6 alternating pairs of tg16), while bonsai-1.7b's K 2048 rows,
- * 8.7 KB per group, read ~0.92x in two groups (8 pairs of tg128); with the threshold (its
- * ffn_down, K 6144, in two groups) it read 1.03x (8 pairs): within the noise. */
+ * bench/RESULTS.md host A the 27B shape (every K 5120 or more) decoded a median 1.12x faster
+ * than with the one-group tile (tg16, 6 of 6 alternating pairs faster), while bonsai-1.7b's
+ * K 2048 rows, 8.7 KB per group, read slower in two groups (tg128, 8 of 8 pairs); with the
+ * threshold (its ffn_down, K 6144, in two groups) it reads the same (1.04x, 8 pairs). */
 #define R16_PAIR1_MIN_K 4096
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
 #ifndef KERN_EMU512
