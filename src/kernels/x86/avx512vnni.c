@@ -540,17 +540,23 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * benchmarks, 16 vpdpbusd per 64 bytes streamed, ran ~15% slower with a broadcast memory operand
  * on each than with one broadcast register per four). r16_pair reads two consecutive groups
  * (rows 16 g .. 16 g + 31, two streams nb blocks apart) and broadcasts each 4 activation bytes
- * once into a register for both: 2 NC loads per zmm of weights. One int32 accumulator per group and column (every slot unpacked
- * to 0..3 by the mask or vgf2p8affineqb, so one accumulator holds the block's whole sum, exact);
- * at one column, one per slot (four independent vpdpbusd chains per group, summed at the
- * block's end, exact in int32). The epilogue and the float order per row are the one-group
- * tile's, so the same bits. On
+ * once into a register for both: 2 NC loads per zmm of weights. Every slot is unpacked to 0..3
+ * (the mask or vgf2p8affineqb), so any accumulator may take any slot: NAP int32 accumulators per
+ * group and column, slot sl into accumulator sl % NAP, summed in a fixed tree at the block's end
+ * (exact in int32). NAP = 4, 2, 2, 1 at 1, 2, 3, 4+ columns keeps at least 8 independent
+ * vpdpbusd chains per tile (2 NC NAP), as the one-group tile does: with one accumulator per
+ * group and column, 2 and 3 columns ran 4 and 6 chains of 32 vpdpbusd per block, latency-bound
+ * (their forwards cost as much as 4 columns'), and 2 per column made the 2- and 3-column tiles
+ * ~13% faster on Zen 5 (bench/RESULTS.md host A) with their weights in L3 and from DRAM alike;
+ * at 4 columns (8 chains already) 2 per column read within 3%. The epilogue and the float order
+ * per row are the one-group tile's, so the same bits. On
  * bench/RESULTS.md host A (Zen 5, 2 threads, set P) bonsai-1.7b's 5-column forward (bench-spec
  * --cost) took a median 18.0 ms against 19.3 with one group (10 alternating pairs, 9 faster).
  * Two groups, not more: at 4 columns, 4 groups would need 32 accumulators (16 int32, 16 float),
  * every zmm register. */
 #define R16_PAIR 2
 R16_TILE_ATTR void r16_pair(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int NC, float *const *out) {
+    const int NAP = NC == 1 ? 4 : NC <= 3 ? 2 : 1;   /* accumulators per group and column */
     const v512 m3 = v512_set1_8(3), g1 = r16_gf_matrix(1), g2 = r16_gf_matrix(2), g3 = r16_gf_matrix(3);
     v512f facc[R16_PAIR][8];
 R16_UNROLL4
@@ -585,20 +591,24 @@ R16_UNROLL8
 R16_UNROLL4
                 for (int gi = 0; gi < R16_PAIR; gi++) {
                     const v512 u = sl == 0 ? v512_and(v[gi], m3) : r16_gf_slot(v[gi], sl == 1 ? g1 : sl == 2 ? g2 : g3);
-                    if (NC == 1) acc[gi][sl] = v512_dpbusd(acc[gi][sl], u, bc[0]);   /* 4 chains */
-                    else
 R16_UNROLL8
-                        for (int c = 0; c < NC; c++) acc[gi][c] = v512_dpbusd(acc[gi][c], u, bc[c]);
+                    for (int c = 0; c < NC; c++) {
+                        const int ia = c * NAP + sl % NAP;
+                        acc[gi][ia] = v512_dpbusd(acc[gi][ia], u, bc[c]);
+                    }
                 }
             }
         }
 R16_UNROLL4
         for (int gi = 0; gi < R16_PAIR; gi++) {
             const v512f dw = v512f_ph(B[gi * nb + b].d);
-            if (NC == 1) acc[gi][0] = v512_add32(v512_add32(acc[gi][0], acc[gi][1]), v512_add32(acc[gi][2], acc[gi][3]));
 R16_UNROLL8
             for (int c = 0; c < NC; c++) {
-                const v512 t = v512_sub32(acc[gi][c], v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
+                const v512 *a = acc[gi] + c * NAP;
+                const v512 sum = NAP == 4   ? v512_add32(v512_add32(a[0], a[1]), v512_add32(a[2], a[3]))
+                                 : NAP == 2 ? v512_add32(a[0], a[1])
+                                            : a[0];
+                const v512 t = v512_sub32(sum, v512_set1_32(ac[c][b].sum));   /* isum = sum u q - sum q */
                 facc[gi][c] = v512f_fmadd(v512f_mul(dw, v512f_set1(ac[c][b].d)), v512f_cvt32(t), facc[gi][c]);
             }
         }
