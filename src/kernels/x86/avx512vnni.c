@@ -544,11 +544,13 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * (the mask or vgf2p8affineqb), so any accumulator may take any slot: NAP int32 accumulators per
  * group and column, slot sl into accumulator sl % NAP, summed in a fixed tree at the block's end
  * (exact in int32). NAP = 4, 2, 2, 1 at 1, 2, 3, 4+ columns keeps at least 8 independent
- * vpdpbusd chains per tile (2 NC NAP), as the one-group tile does: with one accumulator per
+ * vpdpbusd chains per tile (2 NC NAP), as the one-group tile does. With one accumulator per
  * group and column, 2 and 3 columns ran 4 and 6 chains of 32 vpdpbusd per block, latency-bound
- * (their forwards cost as much as 4 columns'), and 2 per column made the 2- and 3-column tiles
- * ~13% faster on Zen 5 (bench/RESULTS.md host A) with their weights in L3 and from DRAM alike;
- * at 4 columns (8 chains already) 2 per column read within 3%. The epilogue and the float order
+ * (the 3-column forward cost as much as the 4-column one); two made those tiles ~13% faster on
+ * Zen 5 with their weights in L3 and from DRAM alike (bonsai-1.7b's 3-column forward 0.854x:
+ * bench/RESULTS.md host A, set Q). At 4 columns (8 chains already) two read within 3%; at 4 and 5
+ * columns the broadcast as vpdpbusd's memory operand, or the slots unpacked by shift and mask
+ * instead of vgf2p8affineqb, read 3-8% slower. The epilogue and the float order
  * per row are the one-group tile's, so the same bits. On
  * bench/RESULTS.md host A (Zen 5, 2 threads, set P) bonsai-1.7b's 5-column forward (bench-spec
  * --cost) took a median 18.0 ms against 19.3 with one group (10 alternating pairs, 9 faster).
