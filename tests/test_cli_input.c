@@ -122,7 +122,8 @@ static const char *last_line(const char *s, char *buf, size_t n) {
 
 /* -f and --tokens: stdout starts with the "perplexity: N tokens, ..." line and ends with
  * `PPL = x`; stderr has neither. A text that is not UTF-8: the warning says it is tokenised byte
- * by byte and never that perplexity prints it (it does not); run --echo does show it. */
+ * by byte and never that perplexity prints it (it does not); run --echo does show it; bench-spec
+ * --prompts warns as run -f does. */
 static void test_perplexity_stdout_and_utf8(void **state) {
     (void)state;
     char model[1024], text[512], ids[512], bad[512];
@@ -161,6 +162,11 @@ static void test_perplexity_stdout_and_utf8(void **state) {
     expect_err(0, want, NULL, args);
     snprintf(args, sizeof args, "run -m '%s' -f '%s' -n 1 --temp 0 -t 1", model, bad);
     expect_err(0, "it is tokenised byte by byte (the model sees those exact bytes)", "U+FFFD", args);
+    /* bench-spec reads a file that is not .jsonl as one prompt, whole (its final newline kept) */
+    snprintf(args, sizeof args, "bench-spec -m '%s' --prompts '%s' -n 2 --n-prompts 1 -t 1", model, bad);
+    snprintf(want, sizeof want, "tern bench-spec: warning: the prompt file '%s' (--prompts) is not valid UTF-8 (first bad "
+             "byte 0xc3 at offset 3 of %d); it is tokenised byte by byte (the model sees those exact bytes)", bad, nb);
+    expect_err(0, want, "U+FFFD", args);
     remove(text);
     remove(ids);
     remove(bad);

@@ -93,6 +93,9 @@ static int load_prompts(const bs_args *a, char ***out) {
         if (a->category)
             fprintf(stderr, "tern bench-spec: warning: --category has no effect: %s is not a .jsonl file (one prompt)\n",
                     a->prompts);
+        char what[320];
+        snprintf(what, sizeof what, "the prompt file '%.256s' (--prompts)", a->prompts);
+        opts_warn_utf8("bench-spec", what, txt, strlen(txt), false);
         v[n++] = txt;
         *out = v;
         return n;
