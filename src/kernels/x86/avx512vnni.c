@@ -543,14 +543,17 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * once into a register for both: 2 NC loads per zmm of weights. Every slot is unpacked to 0..3
  * (the mask or vgf2p8affineqb), so any accumulator may take any slot: NAP int32 accumulators per
  * group and column, slot sl into accumulator sl % NAP, summed in a fixed tree at the block's end
- * (exact in int32). NAP = 4, 2, 2, 1 at 1, 2, 3, 4+ columns keeps at least 8 independent
- * vpdpbusd chains per tile (2 NC NAP), as the one-group tile does. With one accumulator per
- * group and column, 2 and 3 columns ran 4 and 6 chains of 32 vpdpbusd per block, latency-bound
- * (the 3-column forward cost as much as the 4-column one); two made those tiles ~13% faster on
- * Zen 5 with their weights in L3 and from DRAM alike (bonsai-1.7b's 3-column forward 0.854x:
- * bench/RESULTS.md host A, set Q). At 4 columns (8 chains already) two read within 3%; at 4 and 5
- * columns the broadcast as vpdpbusd's memory operand, or the slots unpacked by shift and mask
- * instead of vgf2p8affineqb, read 3-8% slower. The epilogue and the float order
+ * (exact in int32). NAP = 4 at one column, 2 at 2..4 columns (2 NC NAP = 8 to 16 independent
+ * vpdpbusd chains per tile), 1 at 5..8 (10 to 16 chains; NC NAP <= 8 accumulators per group).
+ * With one accumulator per group and column, 2 and 3 columns ran 4 and 6 chains of 32 vpdpbusd
+ * per block, latency-bound (the 3-column forward cost as much as the 4-column one); two made
+ * those tiles ~13% faster on Zen 5 with their weights in L3 and from DRAM alike (bonsai-1.7b's
+ * 3-column forward 0.854x: bench/RESULTS.md host A, set Q). At 4 columns two (16 chains, a few
+ * accumulators spilled) made the 1.7B's 4-column forward 0.86x (set N, 16 of 16 pairs faster;
+ * the unchanged 1- and 5-column forwards read 0.97x and 0.92x in the same pairs), though a loop
+ * over one matrix shape read only ~3% faster. At 4 and 5 columns the broadcast as
+ * vpdpbusd's memory operand, or the slots unpacked by shift and mask instead of
+ * vgf2p8affineqb, read 3-8% slower. The epilogue and the float order
  * per row are the one-group tile's, so the same bits. On
  * bench/RESULTS.md host A (Zen 5, 2 threads, set P) bonsai-1.7b's 5-column forward (bench-spec
  * --cost) took a median 18.0 ms against 19.3 with one group (10 alternating pairs, 9 faster).
@@ -558,7 +561,7 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * every zmm register. */
 #define R16_PAIR 2
 R16_TILE_ATTR void r16_pair(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int NC, float *const *out) {
-    const int NAP = NC == 1 ? 4 : NC <= 3 ? 2 : 1;   /* accumulators per group and column */
+    const int NAP = NC == 1 ? 4 : NC <= 4 ? 2 : 1;   /* accumulators per group and column (NC NAP <= 8) */
     const v512 m3 = v512_set1_8(3), g1 = r16_gf_matrix(1), g2 = r16_gf_matrix(2), g3 = r16_gf_matrix(3);
     v512f facc[R16_PAIR][8];
 R16_UNROLL4
