@@ -551,7 +551,8 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * 3-column forward 0.854x: bench/RESULTS.md host A, set Q). At 4 columns two (16 chains, a few
  * accumulators spilled) made the 1.7B's 4-column forward 0.86x (set N, 16 of 16 pairs faster;
  * the unchanged 1- and 5-column forwards read 0.97x and 0.92x in the same pairs), though a loop
- * over one matrix shape read only ~3% faster. At 4 and 5 columns the broadcast as
+ * over one matrix shape read only ~3% faster; at 5 columns two (20 chains, more of them spilled)
+ * made the forward 1.08x slower (8 pairs). At 4 and 5 columns the broadcast as
  * vpdpbusd's memory operand, or the slots unpacked by shift and mask instead of
  * vgf2p8affineqb, read 3-8% slower. The epilogue and the float order
  * per row are the one-group tile's, so the same bits. On
