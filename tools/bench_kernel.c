@@ -75,7 +75,7 @@ static void emit(const bk_opts *o, cJSON *j, const char *text) {
 /* ---- bandwidth ------------------------------------------------------------------------------ */
 typedef struct { const uint64_t *buf; uint64_t sink[64 * 8]; } bw_ctx;
 
-/* Busy time: each job records its own thread's CPU time (CLOCK_THREAD_CPUTIME_ID); a job's busy
+/* Busy time: each job records its own thread's CPU time (CLOCK_THREAD_CPUTIME_ID; busy_clock_s); a job's busy
  * time is the slowest thread's. On a shared, oversubscribed machine this removes the time a
  * thread sat preempted (it keeps the slowdown from other programs' memory traffic). */
 static double g_busy[64];
@@ -85,7 +85,7 @@ static double g_busy[64];
  * figure it measures. Its busy time is the wall time inside each thread's calls instead: the
  * same as CPU time on a quiet machine, where it is meant to run. */
 static bool g_busy_wall;
-static double thread_cpu_s(void) {
+static double busy_clock_s(void) {
     if (g_busy_wall) return tern_time_s();
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -99,10 +99,10 @@ static double busy_take(int n_threads) {
 
 static bool g_avx2;
 static void job_bw(void *ctx, int64_t i0, int64_t i1, int ith) {
-    const double c0 = thread_cpu_s();
+    const double c0 = busy_clock_s();
     bw_ctx *c = ctx;
     c->sink[ith * 8] += membw_sum(c->buf + i0, i1 - i0, g_avx2);
-    g_busy[ith] += thread_cpu_s() - c0;   /* a thread may run several chunks of one job */
+    g_busy[ith] += busy_clock_s() - c0;   /* a thread may run several chunks of one job */
 }
 
 /* The read bandwidth of `nt` threads over buf[0, n): the best busy-time rate of `reps` passes
@@ -173,14 +173,14 @@ static bool g_vnni;
 typedef struct { double macs[8]; } peak_ctx;
 static void job_peak(void *ctx, int64_t i0, int64_t i1, int ith) {
     (void)i0; (void)i1;
-    const double c0 = thread_cpu_s();
+    const double c0 = busy_clock_s();
     peak_ctx *c = ctx;
 #if defined(__x86_64__)
     c->macs[ith] = (double)(g_vnni ? peak_vnni() : g_avx2 ? peak_avx2() : 0);
 #else
     c->macs[ith] = 0;
 #endif
-    g_busy[ith] = thread_cpu_s() - c0;
+    g_busy[ith] = busy_clock_s() - c0;
 }
 /* The int8 peak of `nt` threads: MACs over the slowest thread's busy time, the best of `reps`
  * short runs (GMAC/s). A shared VM's vCPUs can sit on one core's two hardware threads for a
@@ -205,10 +205,10 @@ static void job_empty(void *ctx, int64_t i0, int64_t i1, int ith) { (void)ctx; (
 /* ---- kernels -------------------------------------------------------------------------------- */
 typedef struct { const kern_w *w; const kern_act *a; float *y; int64_t ldy; } mm_ctx;
 static void job_mm(void *ctx, int64_t r0, int64_t r1, int ith) {
-    const double c0 = thread_cpu_s();
+    const double c0 = busy_clock_s();
     const mm_ctx *c = ctx;
     kern_matmul(c->w, c->a, c->y, c->ldy, r0, r1);
-    g_busy[ith] += thread_cpu_s() - c0;   /* a thread may run several chunks of one job */
+    g_busy[ith] += busy_clock_s() - c0;   /* a thread may run several chunks of one job */
 }
 
 static uint64_t g_rng = 88172645463325252ull;
@@ -307,9 +307,9 @@ static void ds_run(const kern_w *const *w, int kind, const kern_act *a, float *c
     if (kind == DS_GU) kern_matmul(w[1], a, y[1], w[1]->n_out, r0, r1);
 }
 static void job_ds(void *ctx, int64_t r0, int64_t r1, int ith) {
-    const double c0 = thread_cpu_s();
+    const double c0 = busy_clock_s();
     job_ds_body(ctx, r0, r1, ith);
-    g_busy[ith] += thread_cpu_s() - c0;
+    g_busy[ith] += busy_clock_s() - c0;
 }
 static void job_ds_body(void *ctx, int64_t r0, int64_t r1, int ith) {
     const ds_ctx *c = ctx;
