@@ -834,7 +834,16 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
 /* ---- PQ2_0 16-row layout (KW_ROW16), fast mode: the layout this table prepares -------------------
  * Rows interleaved per 32-bit lane, vpmaddubsw pairs summed in int16 for a whole block, one
  * vpmaddwd per block and row half, no reduction in the K loop: x86/r16_ymm.h (the bound is
- * written there). */
+ * written there). What bounds the 16-row x 4-column tile is its vector operations: per block
+ * 256 vpmaddubsw, 248 vpaddw, 112 unpack (vpsrlw, vpand) and ~40 of epilogue: ~656 for the four
+ * vector pipes of Zen 3 to 5, 164 cycles, where the multiplies alone, two per cycle, would take
+ * 128. On Zen 5 it runs at 31-33% of the vpdpbusd zmm peak (bench-kernel, 1 thread,
+ * bench/RESULTS.md host A), ~63% of vpmaddubsw's own rate (two per cycle, half the
+ * multiply-adds of a zmm vpdpbusd). The 128 vpbroadcastd per block take no vector pipe there:
+ * with the activation read as vpmaddubsw's 32-byte memory operand instead (no broadcast; a
+ * timing loop outside the benchmarks) the tile ran 7-13% slower. llvm-mca's Zen 3 model gives
+ * each broadcast a vector pipe as well: ~785 operations, ~196 cycles per block (llvm-mca-14
+ * -mcpu=znver3 on the compiled loop). */
 #define R16Y_VNNI 0
 #ifndef R16Y_TH
 #define R16Y_TH 2       /* 16 rows x up to 4 columns: 8 int16 accumulators */
