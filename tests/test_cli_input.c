@@ -977,10 +977,12 @@ static void test_perplexity_past_trained_context(void **state) {
 }
 
 /* An empty prompt file (-f) is more likely a mistake than a wish to start from BOS: run warns,
- * naming the file, and still generates (exit 0); a non-empty file gets no such warning. */
+ * naming the file, and still generates (exit 0); a non-empty file gets no such warning. With a
+ * model that has no BOS token (qwen3-tiny) there is nothing to start from: one error naming the
+ * file (or -p), and no warning promising a start from BOS before it. */
 static void test_empty_prompt_file(void **state) {
     (void)state;
-    char model[1024], path[512], args[2048], want[1024];
+    char model[1024], path[512], args[2048], want[1024], nobos[512];
     fx_require(model, sizeof model, STORIES);
     fx_tmp_path(path, sizeof path, "empty-prompt.txt");
     write_file(path, "", 0);
@@ -992,6 +994,18 @@ static void test_empty_prompt_file(void **state) {
     expect_err(0, want, NULL, args);
     write_file(path, "Once", 4);
     expect_err(0, "generation: ", "is empty", args);
+    fx_tmp_path(nobos, sizeof nobos, "empty-prompt-nobos.gguf");
+    snprintf(args, sizeof args, "synth --arch qwen3-tiny -o '%s'", nobos);
+    expect_err(0, "tern synth: wrote", NULL, args);
+    write_file(path, "", 0);
+    snprintf(args, sizeof args, "run -m '%s' -f '%s' -n 2 --temp 0 -t 1 --no-progress", nobos, path);
+    snprintf(want, sizeof want, "tern run: the prompt file '%s' (-f) is empty and the model has no BOS token to start "
+             "from: give a prompt", path);
+    expect_err(1, want, "BOS alone", args);
+    snprintf(args, sizeof args, "run -m '%s' -p '' -n 2 --temp 0 -t 1 --no-progress", nobos);
+    expect_err(1, "tern run: the prompt (-p) is empty and the model has no BOS token to start from: give a prompt",
+               NULL, args);
+    remove(nobos);
     remove(path);
 }
 

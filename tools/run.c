@@ -98,15 +98,14 @@ int cmd_run(int argc, char **argv) {
         return 2;
     }
     char *file_text = NULL;
+    const char *empty_note = "";   /* an empty -f file: what it held, for the notice after the load */
     size_t plen = prompt ? strlen(prompt) : 0;
     if (prompt_file) {
         if (opts_read_input("-f", prompt_file, &file_text, &plen)) return 1;
         const bool nl_only = plen == 1 && file_text[0] == '\n';
         if (plen > 0 && file_text[plen - 1] == '\n') file_text[--plen] = '\0';   /* an editor's final newline, as llama.cpp's -f */
         prompt = file_text;
-        if (plen == 0)   /* more likely a mistake than a wish to start from BOS alone */
-            fprintf(stderr, "tern run: warning: the prompt file '%s' (-f) is empty%s: the generation starts from BOS alone\n",
-                    prompt_file, nl_only ? " (a newline only, which -f drops)" : "");
+        empty_note = nl_only ? " (a newline only, which -f drops)" : "";
     }
     if (!prompt) prompt = "";
     char what[320] = "the prompt (-p)";
@@ -152,9 +151,15 @@ int cmd_run(int argc, char **argv) {
     if (!toks) { fail_msg(&err, TERN_E_NOMEM, "out of memory"); goto done; }
     if (tern_tokenize(m, prompt, plen, add_bos, parse_special, toks, n_tok, &n_tok, &err)) goto done;
     if (n_tok == 0) {
-        fail_msg(&err, TERN_E_ARG, "empty prompt and the model has no BOS token: give a prompt with -p");
+        if (prompt_file)
+            fail_msg(&err, TERN_E_ARG, "the prompt file '%.256s' (-f) is empty%s and the model has no BOS token to start "
+                     "from: give a prompt", prompt_file, empty_note);
+        else fail_msg(&err, TERN_E_ARG, "the prompt (-p) is empty and the model has no BOS token to start from: give a prompt");
         goto done;
     }
+    if (prompt_file && plen == 0)   /* more likely a mistake than a wish to start from BOS alone */
+        fprintf(stderr, "tern run: warning: the prompt file '%s' (-f) is empty%s: the generation starts from BOS alone\n",
+                prompt_file, empty_note);
     if (add_bos && info.bos >= 0 && n_tok >= 2 && toks[0] == info.bos && toks[1] == info.bos)   /* as llama.cpp warns */
         fprintf(stderr, "tern run: warning: the prompt starts with the BOS token and the model adds one too: two BOS "
                         "tokens (leave the prompt's own out, or drop --parse-special)\n");
