@@ -137,7 +137,10 @@ static void count_status(srv *s, int status) {
     pthread_mutex_unlock(&s->mx.mu);
 }
 
-static enum MHD_Result send_text(srv *s, struct MHD_Connection *c, int status, const char *type, char *text) {
+/* text (malloc'd, freed here) as the body of a status reply; allow, when not NULL, is the Allow
+ * header a 405 carries (RFC 9110: the methods the path takes). */
+static enum MHD_Result send_text_allow(srv *s, struct MHD_Connection *c, int status, const char *type, char *text,
+                                       const char *allow) {
     if (!text) {
         text = strdup("{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,\"code\":null}}");
         status = 500;
@@ -153,10 +156,15 @@ static enum MHD_Result send_text(srv *s, struct MHD_Connection *c, int status, c
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");   /* CORS: see on_request */
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
     if (status == 429) MHD_add_response_header(r, "Retry-After", "1");   /* seconds; the openai clients honour it */
+    if (allow) MHD_add_response_header(r, "Allow", allow);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     count_status(s, status);
     return ret;
+}
+
+static enum MHD_Result send_text(srv *s, struct MHD_Connection *c, int status, const char *type, char *text) {
+    return send_text_allow(s, c, status, type, text, NULL);
 }
 
 static enum MHD_Result send_error(srv *s, struct MHD_Connection *c, const srv_error *e) {
@@ -856,13 +864,15 @@ static const char *path_shown(const char *url, char buf[SRV_PATH_SHOWN + 40]) {
 }
 
 /* 405 naming the method and path received and the one the path takes ("GET" or "POST"), in the
- * path's error shape w. */
+ * path's error shape w, with the Allow header listing what the path answers (GET paths answer HEAD
+ * as GET; every path answers a CORS preflight, OPTIONS). */
 static enum MHD_Result fail_method(srv *s, struct MHD_Connection *c, srv_wire w, const char *method, const char *url,
                                    const char *want) {
     char shown[SRV_PATH_SHOWN + 40];
     srv_error e;
     srv_fail(&e, 405, "invalid_request_error", NULL, "method %.16s not allowed on %s; use %s", method, path_shown(url, shown), want);
-    return send_error_w(s, c, w, &e);
+    return send_text_allow(s, c, 405, "application/json", wire_error_json(w, &e),
+                           !strcmp(want, "GET") ? "GET, HEAD, OPTIONS" : "POST, OPTIONS");
 }
 
 /* Routes that answer without the API key. */

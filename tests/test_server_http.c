@@ -269,10 +269,19 @@ static void test_endpoints_and_errors(void **state) {
                 fail_msg("%s %s: %d %s, expected 405 '%s'", cases[i][0], cases[i][1], got, o, want);
             cJSON_Delete(jo);
             free(o);
+            /* the Allow header lists what the path answers (RFC 9110): HEAD with GET, and OPTIONS */
+            char cmd[512];
+            snprintf(cmd, sizeof cmd, "curl -s -D - -o /dev/null -X %s http://127.0.0.1:%d%s", cases[i][0], srv_port(s),
+                     cases[i][1]);
+            char *head = ru_capture(cmd, NULL);
+            const char *allow = !strcmp(cases[i][2], "GET") ? "Allow: GET, HEAD, OPTIONS\r\n" : "Allow: POST, OPTIONS\r\n";
+            if (!head || !strstr(head, allow)) fail_msg("%s %s: expected '%.*s' among the headers:\n%s", cases[i][0],
+                                                        cases[i][1], (int)strlen(allow) - 2, allow, head ? head : "(none)");
+            free(head);
         }
     }
     assert_int_equal(metric(s, "tern_requests_total{status=\"404\"}"), n404 + 2);   /* each status its own count */
-    assert_int_equal(metric(s, "tern_requests_total{status=\"405\"}"), n405 + 3 + 6);
+    assert_int_equal(metric(s, "tern_requests_total{status=\"405\"}"), n405 + 3 + 2 * 6);   /* each case twice */
     expect_error(s, "POST", "/v1/completions", "{\"prompt\": ", NULL, 400, NULL);
     out = http(s, "POST", "/v1/completions", "{\"prompt\": \"x\",\n \"max_tokens\": 5x}", NULL, &code);
     if (code != 400 || !strstr(out, "\"the request body is not valid JSON: at byte 32 (line 2, column 17): found 'x'\""))
