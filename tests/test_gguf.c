@@ -547,6 +547,22 @@ static void test_tensor_count_too_large(void **state) {
     bb_kv_u32(&b, "k", 1);
     EXPECT_FAIL(&b, TERN_E_FORMAT, "tensor count", "expected at most");
     free(b.p);
+    /* a count one too large that still fits the file: the entry past the real ones reads the
+     * data's zeros as an empty name, and the message names the count the header declared */
+    b = (bb){0};
+    bb_hdr(&b, 3, 2, 0);
+    const uint64_t ne[1] = {32};
+    bb_tinfo(&b, "w", 1, ne, 0, 0);
+    bb_data(&b, 32, 128);
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "tensor name 1 (counting from 0, of the 2 the count at byte 8 declares)", "empty name");
+    free(b.p);
+    /* the same for the metadata count */
+    b = (bb){0};
+    bb_hdr(&b, 3, 0, 2);
+    bb_kv_u32(&b, "k", 1);
+    bb_data(&b, 1, 64);
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 1 (counting from 0, of the 2 the count at byte 16 declares)", "empty name");
+    free(b.p);
 }
 
 static void test_string_length_too_large(void **state) {
@@ -555,7 +571,7 @@ static void test_string_length_too_large(void **state) {
     bb b = {0};
     bb_hdr(&b, 3, 0, 1);
     bb_u64(&b, 1ull << 50); bb_put(&b, "general.name", 12); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "string length 1125899906842624", "expected at most");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0, of the 1 the count at byte 16 declares)", "string length 1125899906842624", "expected at most");
     free(b.p);
     /* string value length */
     b = (bb){0};
@@ -568,7 +584,7 @@ static void test_string_length_too_large(void **state) {
     bb_hdr(&b, 3, 1, 0);
     bb_u64(&b, 1000); bb_put(&b, "w", 1); bb_u32(&b, 1); bb_u64(&b, 8); bb_u32(&b, 0); bb_u64(&b, 0);
     bb_data(&b, 32, 32);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "tensor name 0 (counting from 0)", "string length 1000", "expected at most");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "tensor name 0 (counting from 0, of the 1 the count at byte 8 declares)", "string length 1000", "expected at most");
     free(b.p);
 }
 
@@ -618,12 +634,12 @@ static void test_bad_value_types(void **state) {
     bb_hdr(&b, 3, 0, 1);
     bb_u64(&b, 0); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
     bb_data(&b, 1, 8);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "empty name");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0, of the 1 the count at byte 16 declares)", "empty name");
     free(b.p);
     b = (bb){0};
     bb_hdr(&b, 3, 0, 1);
     bb_u64(&b, 3); bb_put(&b, "a\0b", 3); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
-    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "NUL");
+    EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0, of the 1 the count at byte 16 declares)", "NUL");
     free(b.p);
     /* names that are not UTF-8 (GGUF strings are; a name is printed in messages): a stray byte,
      * a truncated sequence, an overlong form, a surrogate; the message shows the valid part only */
@@ -637,7 +653,7 @@ static void test_bad_value_types(void **state) {
         b = (bb){0};
         bb_hdr(&b, 3, 0, 1);
         bb_u64(&b, bad_names[i].n); bb_put(&b, bad_names[i].name, bad_names[i].n); bb_u32(&b, GGUF_T_U8); bb_put(&b, "x", 1);
-        EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0)", "not valid UTF-8", bad_names[i].want);
+        EXPECT_FAIL(&b, TERN_E_FORMAT, "metadata key 0 (counting from 0, of the 1 the count at byte 16 declares)", "not valid UTF-8", bad_names[i].want);
         free(b.p);
     }
     b = (bb){0};                                       /* valid multi-byte UTF-8 is a name like any */

@@ -163,12 +163,15 @@ static bool rd_str(rd *r, gguf_str *s, const char *what) {
 }
 
 /* A name (key or tensor name): non-empty, no NUL, UTF-8 (GGUF strings are; a name is printed in
- * messages); returns a NUL-terminated copy or NULL. */
-static char *rd_name(rd *r, const char *what, uint64_t idx) {
+ * messages); returns a NUL-terminated copy or NULL. Messages name entry idx of the count the header
+ * declares at byte count_at: a damaged count that still fits the file is found only here, where
+ * the entries past the real ones read other bytes as names. */
+static char *rd_name(rd *r, const char *what, uint64_t idx, uint64_t count, int count_at) {
     gguf_str s;
     const uint64_t at = r->off;
-    char whatbuf[64];
-    snprintf(whatbuf, sizeof whatbuf, "%s %" PRIu64 " (counting from 0)", what, idx);
+    char whatbuf[128];
+    snprintf(whatbuf, sizeof whatbuf, "%s %" PRIu64 " (counting from 0, of the %" PRIu64 " the count at byte %d declares)",
+             what, idx, count, count_at);
     if (!rd_str(r, &s, whatbuf)) return NULL;
     if (s.n == 0) { rd_fail(r, TERN_E_FORMAT, "GGUF: %s at byte %" PRIu64 ": empty name, expected at least 1 byte", whatbuf, at); return NULL; }
     if (memchr(s.p, 0, s.n)) {
@@ -259,9 +262,9 @@ static const char *type_list(void) {
 }
 
 /* Tensor info i (starting at byte `at`). */
-static bool rd_tensor(rd *r, gguf_tensor *t, uint64_t i, uint64_t alignment) {
+static bool rd_tensor(rd *r, gguf_tensor *t, uint64_t i, uint64_t n_tensors, uint64_t alignment) {
     const uint64_t at = r->off;
-    t->name = rd_name(r, "tensor name", i);
+    t->name = rd_name(r, "tensor name", i, n_tensors, 8);
     if (!t->name) return false;
     uint32_t nd;
     if (!rd_u32(r, &nd, t->name)) return false;
@@ -399,7 +402,7 @@ static int parse(ctx_impl *c, tern_err *err) {
 
     for (uint64_t i = 0; i < g->n_kv; i++) {
         gguf_kv *kv = &g->kv[i];
-        kv->key = rd_name(R, "metadata key", i);
+        kv->key = rd_name(R, "metadata key", i, g->n_kv, 16);
         if (!kv->key) return r.code;
         const uint64_t type_at = r.off;
         uint32_t t;
@@ -424,7 +427,7 @@ static int parse(ctx_impl *c, tern_err *err) {
     }
 
     for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (!rd_tensor(R, &g->tensors[i], i, g->alignment)) return r.code;
+        if (!rd_tensor(R, &g->tensors[i], i, g->n_tensors, g->alignment)) return r.code;
     c->t_hash = index_build(g->n_tensors, t_name, g->tensors, &c->t_cap, &dup, &first);
     if (!c->t_hash) return rd_fail(R, TERN_E_NOMEM, "GGUF: out of memory indexing %" PRIu64 " tensors", g->n_tensors), r.code;
     if (dup >= 0)
