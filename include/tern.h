@@ -244,7 +244,7 @@ int tern_batch_eval_seqs(tern_session *const *sessions, const int32_t *tok, cons
  * evaluated token by token in both (every run < *run_min), or when the block boundaries and the
  * final partial block coincide (runs >= *run_min, starting on the same block boundaries). The
  * server uses it to cut its chunks so that a request equals running it alone. */
-void tern_model_split_rule(const tern_model *m, int *block, int *run_min);
+void tern_model_split_rule(const tern_model *m, int *block, int *run_min);   /* block, run_min: may be NULL */
 /* Forget every token from position pos on (pos <= current). Attention KV is truncated; for
  * recurrent layers the state must be restorable at pos (a snapshot or a checkpoint within the
  * rollback window), else TERN_E_RANGE. pos 0 always works (fresh state).
@@ -561,7 +561,9 @@ void tern_gen_free(tern_gen *g);
 void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *spec, const tern_gen_params *p);
 /* (A NULL s or smp, a session of another model, a sampler of another vocabulary size or a spec of
  * another model makes the reply stop at once with TERN_STOP_ERROR, the reason given by
- * tern_gen_prompt / tern_gen_step / tern_gen_end's err; so does sampling before any begin.) */
+ * tern_gen_prompt / tern_gen_step / tern_gen_end's err; so does sampling before any begin. A NULL
+ * generator is never read: the tern_gen_* calls return TERN_STOP_ERROR (err set where the call
+ * takes one), NULL, 0 or -1 and record nothing.) */
 /* Evaluate n prompt tokens into the session and return the logits of the last one (as
  * tern_session_eval), and record them as tern_gen_prompt_seen does; with a spec, also add them to
  * its history. NULL with err set on failure (TERN_E_RANGE: nothing was appended). */

@@ -387,8 +387,8 @@ int tern_batch_eval_seqs(tern_session *const *ss, const int32_t *tok, const int 
 
 void tern_model_split_rule(const tern_model *m, int *block, int *run_min) {
     const bool recurrent = m && m->arch->state_init;
-    *block = recurrent ? GDN_CHUNK : 0;
-    *run_min = recurrent ? GDN_CHUNK_MIN : 0;
+    if (block) *block = recurrent ? GDN_CHUNK : 0;
+    if (run_min) *run_min = recurrent ? GDN_CHUNK_MIN : 0;
 }
 
 int tern_session_truncate(tern_session *s, int pos, tern_err *err) {

@@ -364,6 +364,44 @@ static void test_think_budget(void **state) {
     tern_model_free(m);
 }
 
+/* A NULL generator is refused by every tern_gen_* call (TERN_STOP_ERROR, NULL or 0, err naming
+ * it) instead of being dereferenced; tern_model_split_rule takes NULL out-pointers (qwen35-tiny,
+ * recurrent: the block of the chunked delta rule where one is given). */
+static void test_null_generator(void **state) {
+    (void)state;
+    float logits[4] = {0};
+    int32_t tok[2] = {1, 2};
+    const int32_t *tp = tok;
+    int n_tok = 7;
+    tern_err err = {0};
+    assert_int_equal(tern_gen_sample(NULL, logits), TERN_STOP_ERROR);
+    assert_int_equal(tern_gen_step(NULL, &tp, &n_tok, &err), TERN_STOP_ERROR);
+    assert_null(tp);
+    assert_int_equal(n_tok, 0);
+    assert_int_equal(err.code, TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_gen_step: the generator is NULL, expected one from tern_gen_init");
+    err = (tern_err){0};
+    assert_int_equal(tern_gen_end(NULL, &err), TERN_STOP_ERROR);
+    assert_string_equal(err.msg, "tern_gen_end: the generator is NULL, expected one from tern_gen_init");
+    err = (tern_err){0};
+    assert_null(tern_gen_prompt(NULL, tok, 2, &err));
+    assert_string_equal(err.msg, "tern_gen_prompt: the generator is NULL, expected one from tern_gen_init");
+    err = (tern_err){0};
+    assert_int_equal(tern_gen_run(NULL, logits, &err), TERN_STOP_ERROR);
+    assert_int_equal(err.code, TERN_E_ARG);
+    tp = tok;
+    assert_int_equal(tern_gen_tokens(NULL, &tp), 0);
+    assert_null(tp);
+    tern_gen_prompt_seen(NULL, tok, 2);
+    assert_int_equal(tern_gen_pending(NULL), -1);
+    tern_model *m = load_fx(QWEN35);
+    tern_model_split_rule(m, NULL, NULL);
+    int block = -1;
+    tern_model_split_rule(m, &block, NULL);
+    assert_true(block > 0);
+    tern_model_free(m);
+}
+
 int suite_gen(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_and_spec_stories),
@@ -372,6 +410,7 @@ int suite_gen(int *n_tests) {
         cmocka_unit_test(test_pull_spec_steps),
         cmocka_unit_test(test_stop_rules),
         cmocka_unit_test(test_think_budget),
+        cmocka_unit_test(test_null_generator),
     };
     TEST_RUN_SUITE("gen", tests);
 }

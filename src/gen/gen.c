@@ -124,7 +124,7 @@ void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
 }
 
 void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n) {
-    if (g->bad[0] || n <= 0 || !tok) return;   /* nothing to record (a reply that cannot run says why elsewhere) */
+    if (!g || g->bad[0] || n <= 0 || !tok) return;   /* nothing to record (a reply that cannot run says why elsewhere) */
     for (int i = 0; i < n; i++) {
         tern_sampler_accept(g->smp, tok[i]);
         if (!g->p.split_think) continue;
@@ -135,6 +135,10 @@ void tern_gen_prompt_seen(tern_gen *g, const int32_t *tok, int n) {
 }
 
 const float *tern_gen_prompt(tern_gen *g, const int32_t *tok, int n, tern_err *err) {
+    if (!g) {
+        tern_err_set(err, TERN_E_ARG, "tern_gen_prompt: the generator is NULL, expected one from tern_gen_init");
+        return NULL;
+    }
     if (g->bad[0]) {
         tern_err_set(err, TERN_E_ARG, "%s", g->bad);
         return NULL;
@@ -225,20 +229,25 @@ static tern_stop sample_one(tern_gen *g, const float *logits) {
 }
 
 tern_stop tern_gen_sample(tern_gen *g, const float *logits) {
+    if (!g) return TERN_STOP_ERROR;
     g->n_ev = 0;
     return sample_one(g, logits);
 }
 
 int tern_gen_tokens(const tern_gen *g, const int32_t **tok) {
-    if (tok) *tok = g->ev;
-    return g->n_ev;
+    if (tok) *tok = g ? g->ev : NULL;
+    return g ? g->n_ev : 0;
 }
 
 int32_t tern_gen_pending(const tern_gen *g) { return g && g->stop == TERN_STOP_NONE ? g->pending : -1; }
 
 tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *err) {
-    if (tok) *tok = g->step;
+    if (tok) *tok = g ? g->step : NULL;
     if (n_tok) *n_tok = 0;
+    if (!g) {
+        tern_err_set(err, TERN_E_ARG, "tern_gen_step: the generator is NULL, expected one from tern_gen_init");
+        return TERN_STOP_ERROR;
+    }
     g->n_step = 0;
     g->n_ev = 0;
     if (g->bad[0]) {
@@ -277,6 +286,10 @@ tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *
 }
 
 tern_stop tern_gen_end(tern_gen *g, tern_err *err) {
+    if (!g) {
+        tern_err_set(err, TERN_E_ARG, "tern_gen_end: the generator is NULL, expected one from tern_gen_init");
+        return TERN_STOP_ERROR;
+    }
     if (g->bad[0]) {   /* no reply ran: nothing to flush or report */
         tern_err_set(err, TERN_E_ARG, "%s", g->bad);
         return g->stop = TERN_STOP_ERROR;
