@@ -163,8 +163,14 @@ bool tern_token_is_eog(const tern_model *m, int32_t id);
 typedef struct tern_detok { char pend[8]; int n_pend; int n_out; } tern_detok;
 void tern_detok_init(tern_detok *d);
 /* Append the text of id to out (cap bytes); returns bytes written or a TERN_E_* (TERN_E_ARG for
- * a NULL model or stream, or a NULL out with cap > 0). */
+ * a NULL model or stream, a NULL out with cap > 0, or a cap under 3 x (n + h): n the piece's
+ * bytes (tern_token_piece, special false), h the bytes held from earlier pieces (at most 3), each
+ * of which may become a 3-byte U+FFFD; TERN_E_RANGE for an id outside the vocabulary). On an
+ * error nothing is written and the stream is unchanged. A cap of 3 x (n + 3) always fits. */
 int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap);
+/* Write the held bytes (an incomplete sequence becomes one U+FFFD): at most 3 bytes; returns
+ * bytes written, or TERN_E_ARG for a NULL stream, a NULL out with cap > 0 or, when bytes are held,
+ * a cap under 3. */
 int tern_detok_flush(tern_detok *d, char *out, int cap);
 
 /* ==== Session ==================================================================================

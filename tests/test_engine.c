@@ -137,6 +137,17 @@ static void test_tokenize_detok(void **st) {
     tern_detok_init(&d);
     assert_int_equal(tern_detok_put(m, &d, 403, NULL, 8), TERN_E_ARG);
     assert_int_equal(tern_detok_flush(&d, NULL, 8), TERN_E_ARG);
+    /* the documented capacity: 3 x (piece bytes + held bytes); one byte less is refused, nothing
+     * written and the stream unchanged, so the same call with the capacity then succeeds */
+    tern_detok_init(&d);
+    assert_int_equal(tern_detok_put(m, &d, 403, out, 256), 5);   /* " Once": 5 bytes, nothing held */
+    memset(out, 'x', 16);
+    assert_int_equal(tern_detok_put(m, &d, 407, out, 3 * 5 - 1), TERN_E_ARG);   /* " upon" */
+    assert_int_equal(out[0], 'x');
+    assert_int_equal(tern_detok_put(m, &d, 407, out, 3 * 5), 5);
+    assert_memory_equal(out, " upon", 5);
+    assert_int_equal(tern_detok_put(m, NULL, 407, out, 64), TERN_E_ARG);
+    assert_int_equal(tern_detok_put(m, &d, 512, out, 64), TERN_E_RANGE);
     /* tern_tokenize names the argument it refuses */
     err = (tern_err){0};
     assert_int_equal(tern_tokenize(m, NULL, 3, true, false, ids, 64, &n, &err), TERN_E_ARG);
