@@ -214,7 +214,7 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     const uint64_t avail = model_mem_available(m);
     if (avail && need > avail)
         return tern_err_set(err, TERN_E_NOMEM,
-                            "KV cache for n_ctx %d needs %.1f MB (%s), only %.1f MB available: lower -c", n_ctx,
+                            "KV cache for n_ctx %d needs %.1f MB (%s), only %.1f MB available: lower n_ctx (-c)", n_ctx,
                             (double)need / 1e6, kv_f32 ? "f32" : "f16", (double)avail / 1e6);
     tern_session *s = calloc(1, sizeof *s);
     if (!s) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
