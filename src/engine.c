@@ -545,10 +545,15 @@ int tern_chat_tokenize(const tern_model *m, const char *tmpl, const tern_chat_ms
 int tern_chat_tokenize_ex(const tern_model *m, const char *tmpl, const tern_chat_msg *msgs, const bool *scaffold,
                           int n_msgs, bool add_generation_prompt, bool enable_thinking, bool add_bos, int32_t *out,
                           int n_max, int *n_out, tern_err *err) {
-    if (!m || (!msgs && n_msgs) || n_msgs < 0 || !n_out || n_max < 0 || (!out && n_max))
-        return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: bad arguments (model %p, msgs %p, n_msgs %d, out %p, "
-                            "n_max %d, n_out %p)", (const void *)m, (const void *)msgs, n_msgs, (void *)out, n_max,
-                            (void *)n_out);
+    if (!m) return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: the model is NULL");
+    if (n_msgs < 0) return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: n_msgs %d, expected >= 0", n_msgs);
+    if (!msgs && n_msgs)
+        return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: msgs is NULL with n_msgs %d (expected 0)", n_msgs);
+    if (!n_out) return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: n_out is NULL");
+    if (n_max < 0) return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: n_max %d, expected >= 0", n_max);
+    if (!out && n_max)
+        return tern_err_set(err, TERN_E_ARG, "tern_chat_tokenize: out is NULL with n_max %d (expected 0: ask the size)",
+                            n_max);
     chat_tmpl t;
     chat_msg *cm = NULL;
     int rc = chat_prepare(m, tmpl, msgs, n_msgs, &t, &cm, err);

@@ -891,6 +891,21 @@ static void test_chat_tokenize_api(void **state) {
     assert_int_equal(tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, NULL, 0, &n, &err), TERN_E_RANGE);
     assert_int_equal(n, n_want);
     int32_t ids[256];
+    /* a refused argument is named, with what was expected */
+    static const char *const arg_msgs[] = {
+        "tern_chat_tokenize: n_max -1, expected >= 0", "tern_chat_tokenize: n_out is NULL",
+        "tern_chat_tokenize: out is NULL with n_max 5 (expected 0: ask the size)",
+        "tern_chat_tokenize: msgs is NULL with n_msgs 1 (expected 0)", "tern_chat_tokenize: n_msgs -2, expected >= 0"};
+    for (int c = 0; c < 5; c++) {
+        err = (tern_err){0};
+        const int rc = c == 0   ? tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, ids, -1, &n, &err)
+                       : c == 1 ? tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, ids, 256, NULL, &err)
+                       : c == 2 ? tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, NULL, 5, &n, &err)
+                       : c == 3 ? tern_chat_tokenize(m, NULL, NULL, 1, true, true, true, ids, 256, &n, &err)
+                                : tern_chat_tokenize(m, NULL, msgs, -2, true, true, true, ids, 256, &n, &err);
+        assert_int_equal(rc, TERN_E_ARG);
+        assert_string_equal(err.msg, arg_msgs[c]);
+    }
     err = (tern_err){0};
     assert_int_equal(tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, ids, 256, &n, &err), TERN_OK);
     check_ids(ids, n, want, n_want, "p5 chat");
