@@ -204,8 +204,8 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     int n_batch = o->n_batch > 0 ? o->n_batch : 512;
     if (o->n_checkpoints < 0 || o->n_checkpoints > 64)
         return tern_err_set(err, TERN_E_ARG, "n_checkpoints %d, expected 0..64", o->n_checkpoints);
-    if (n_ctx > (1 << 24) || n_batch > (1 << 16))
-        return tern_err_set(err, TERN_E_ARG, "n_ctx %d / n_batch %d too large", n_ctx, n_batch);
+    if (n_ctx > (1 << 24)) return tern_err_set(err, TERN_E_ARG, "n_ctx %d, expected at most %d", n_ctx, 1 << 24);
+    if (n_batch > (1 << 16)) return tern_err_set(err, TERN_E_ARG, "n_batch %d, expected at most %d", n_batch, 1 << 16);
     if (n_batch > n_ctx) n_batch = n_ctx;
     const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
     const model_hparams *hp = &m->hp;

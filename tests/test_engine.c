@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 
 static tern_model *load_rel(const char *rel) {
@@ -168,6 +169,17 @@ static void test_tokenize_detok(void **st) {
     err = (tern_err){0};
     assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
     assert_null(s);
+    /* and sizes past the limits name the limit */
+    tern_session_opts_default(&so);
+    so.n_ctx = INT_MAX;
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "n_ctx 2147483647, expected at most 16777216");
+    tern_session_opts_default(&so);
+    so.n_batch = 1 << 20;
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "n_batch 1048576, expected at most 65536");
     /* a NULL token array is named as such */
     tern_session_opts_default(&so);
     so.n_ctx = 64;
