@@ -238,6 +238,12 @@ def _chat_msgs(messages):
         for k in ("role", "content"):
             if not isinstance(msg.get(k), str):
                 raise TypeError("messages[%d][%r] must be a str, got %s" % (i, k, type(msg.get(k)).__name__))
+        for k in ("role", "content"):
+            try:
+                msg[k].encode("utf-8")
+            except UnicodeEncodeError as e:   # a lone surrogate: no UTF-8 form for the template
+                raise ValueError("messages[%d][%r] is not valid Unicode text: %s at index %d (a lone surrogate), "
+                                 "expected text that UTF-8 can carry" % (i, k, ascii(msg[k][e.start]), e.start)) from None
         role, content = msg["role"].encode("utf-8"), msg["content"].encode("utf-8")
         if b"\0" in role or b"\0" in content:
             raise ValueError("messages[%d] holds a NUL character, which the template cannot carry" % i)
@@ -261,6 +267,8 @@ class Model:
         if not isinstance(path, (str, bytes, os.PathLike)):
             raise TypeError("path must be a str or os.PathLike, got %s" % type(path).__name__)
         path = os.fsencode(path)
+        if b"\0" in path:   # the C call would stop at it and open another file's name
+            raise ValueError("path holds a NUL character at byte %d, which no file name can carry" % path.index(b"\0"))
         threads = _int("threads", threads, 1, 1024, none_ok=True)
         if numerics is not None and not isinstance(numerics, str):
             raise TypeError("numerics must be None or a str, got %s" % type(numerics).__name__)

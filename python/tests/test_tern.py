@@ -449,6 +449,19 @@ def test_bad_types_raise_type_error(stories):
     assert e.value.code == -6 and "512" in e.value.message and "0..511" in e.value.message
 
 
+def test_bad_text_raises_value_error(stories):
+    """A NUL in a model path (the C call would open the name before it) and a lone surrogate in a
+    chat message (no UTF-8 form) are ValueErrors naming where, not a wrong file or a bare codec error."""
+    with pytest.raises(ValueError) as e:
+        tern.Model(require(STORIES) + "\0x")
+    assert str(e.value) == "path holds a NUL character at byte %d, which no file name can carry" % len(
+        os.fsencode(require(STORIES)))
+    with pytest.raises(ValueError) as e:
+        stories.chat([{"role": "user", "content": "hi"}, {"role": "user", "content": "a\udc80b"}])
+    assert str(e.value) == ("messages[1]['content'] is not valid Unicode text: '\\udc80' at index 1 (a lone "
+                            "surrogate), expected text that UTF-8 can carry")
+
+
 def test_library_lookup():
     assert tern.library_path() == (os.environ.get("TERN_LIB") or os.path.join(ROOT, "build", "rel", "libtern.so"))
     code = "import sys; sys.path.insert(0, sys.argv[1]); import tern; tern.library_path()"
