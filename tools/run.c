@@ -152,9 +152,11 @@ int cmd_run(int argc, char **argv) {
     if (tern_tokenize(m, prompt, plen, add_bos, parse_special, toks, n_tok, &n_tok, &err)) goto done;
     if (n_tok == 0) {
         if (prompt_file)
-            fail_msg(&err, TERN_E_ARG, "the prompt file '%.256s' (-f) is empty%s and the model has no BOS token to start "
-                     "from: give a prompt", prompt_file, empty_note);
-        else fail_msg(&err, TERN_E_ARG, "the prompt (-p) is empty and the model has no BOS token to start from: give a prompt");
+            fail_msg(&err, TERN_E_ARG, "the prompt file '%.256s' (-f) %s and the model has no BOS token to start from: "
+                     "give a prompt", prompt_file, plen ? "gives no token" : *empty_note ? "is empty (a newline only, "
+                     "which -f drops)" : "is empty");
+        else fail_msg(&err, TERN_E_ARG, "the prompt (-p) %s and the model has no BOS token to start from: give a prompt",
+                      plen ? "gives no token" : "is empty");
         goto done;
     }
     if (prompt_file && plen == 0)   /* more likely a mistake than a wish to start from BOS alone */
