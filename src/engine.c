@@ -266,10 +266,11 @@ const tern_model *tern_session_model(const tern_session *s) { return s ? s->m : 
 
 /* Evaluate tok[0..n) in chunks; logits of every position to all_logits (n * n_vocab) when given,
  * else the last position's to s->logits. */
-static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_logits, tern_err *err) {
+static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_logits, const char *fn,
+                        tern_err *err) {
     const model_t *m = s->m;
-    if (n <= 0) return tern_err_set(err, TERN_E_ARG, "eval: need at least one token (n = %d)", n);
-    if (!tok) return tern_err_set(err, TERN_E_ARG, "eval: tok is NULL with n = %d", n);
+    if (n <= 0) return tern_err_set(err, TERN_E_ARG, "%s: n is %d (expected at least one token)", fn, n);
+    if (!tok) return tern_err_set(err, TERN_E_ARG, "%s: tok is NULL with n = %d", fn, n);
     if (n > s->n_ctx - s->pos)
         return tern_err_set(err, TERN_E_RANGE, "context full: position %d + %d tokens > n_ctx %d", s->pos, n, s->n_ctx);
     for (int i = 0; i < n; i++)
@@ -308,12 +309,12 @@ static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_l
 
 const float *tern_session_eval(tern_session *s, const int32_t *tok, int n, tern_err *err) {
     if (!s) { tern_err_set(err, TERN_E_ARG, "tern_session_eval: session is NULL"); return NULL; }
-    return session_eval(s, tok, n, NULL, err) == TERN_OK ? s->logits : NULL;
+    return session_eval(s, tok, n, NULL, "tern_session_eval", err) == TERN_OK ? s->logits : NULL;
 }
 
 int tern_session_eval_all(tern_session *s, const int32_t *tok, int n, float *logits, tern_err *err) {
     if (!s || !logits) return tern_err_set(err, TERN_E_ARG, "tern_session_eval_all: %s is NULL", !s ? "the session" : "logits");
-    return session_eval(s, tok, n, logits, err);
+    return session_eval(s, tok, n, logits, "tern_session_eval_all", err);
 }
 
 int tern_batch_eval(tern_session *const *ss, const int32_t *tok, int n, float *logits, tern_err *err) {

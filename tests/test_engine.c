@@ -188,7 +188,12 @@ static void test_tokenize_detok(void **st) {
     err = (tern_err){0};
     assert_null(tern_session_eval(s, NULL, 3, &err));
     assert_int_equal(err.code, TERN_E_ARG);
-    assert_string_equal(err.msg, "eval: tok is NULL with n = 3");
+    assert_string_equal(err.msg, "tern_session_eval: tok is NULL with n = 3");
+    float one_row[1];
+    int32_t t0 = 0;
+    err = (tern_err){0};
+    assert_int_equal(tern_session_eval_all(s, &t0, 0, one_row, &err), TERN_E_ARG);
+    assert_string_equal(err.msg, "tern_session_eval_all: n is 0 (expected at least one token)");
     tern_session_free(s);
     tern_model_free(m);
 }

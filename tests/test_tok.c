@@ -582,6 +582,7 @@ static void test_special_tokens(void **state) {
     tern_err e = {0};
     assert_int_equal(tok_encode(v, "hello world again", 17, false, false, small, 2, &need_n, &e), TERN_E_RANGE);
     assert_int_equal(need_n, 3);
+    assert_string_equal(e.msg, "tokenize: the text gives 3 tokens, the output holds 2 (n_max): call again with n_max >= 3");
 }
 
 /* ---- streaming detokeniser -------------------------------------------------------------------- */

@@ -552,14 +552,14 @@ int tok_encode_spans(const tok_vocab *v, const char *text, size_t len, const tok
     free(esc);
     ok = ok && !s.oom && !ids.oom;
     tok_scratch_free(&s);
-    if (!ok) { free(ids.p); return tern_err_set(err, TERN_E_NOMEM, "tok_encode: out of memory encoding %zu bytes", len); }
-    if (ids.n > INT32_MAX) { free(ids.p); return tern_err_set(err, TERN_E_RANGE, "tok_encode: %zu tokens do not fit in an int", ids.n); }
+    if (!ok) { free(ids.p); return tern_err_set(err, TERN_E_NOMEM, "tokenize: out of memory encoding %zu bytes", len); }
+    if (ids.n > INT32_MAX) { free(ids.p); return tern_err_set(err, TERN_E_RANGE, "tokenize: the text gives %zu tokens, more than an int counts", ids.n); }
     if (n_out) *n_out = (int)ids.n;
     int rc = TERN_OK;
     size_t nc = ids.n;
     if (nc > (size_t)n_max) {
         nc = (size_t)n_max;
-        rc = tern_err_set(err, TERN_E_RANGE, "tok_encode: %zu tokens, output holds %d", ids.n, n_max);
+        rc = tern_err_set(err, TERN_E_RANGE, "tokenize: the text gives %zu tokens, the output holds %d (n_max): call again with n_max >= %zu", ids.n, n_max, ids.n);
     }
     if (nc) memcpy(out, ids.p, nc * sizeof *out);
     free(ids.p);
