@@ -233,7 +233,9 @@ static void test_bad_input_messages(void **state) {
     write_file(ids, "7\n", 2);
     expect_err(1, ": 1 id, expected at least 2", NULL, args);
     write_file(ids, "[1, 403\n", 8);                  /* a list in brackets must close */
-    expect_err(1, ": '[' without a closing ']', expected ids in a list [1, 2, 3] or separated by spaces or commas", NULL, args);
+    expect_err(1, ": expected ']' to close the list of 2 ids, got the end of the text", NULL, args);
+    write_file(ids, "1, 403,, 407\n", 13);           /* an empty item is no id */
+    expect_err(1, ": index 2 at byte 7: expected an id before ',', got an empty item", NULL, args);
     {   /* "[1, 403, 407]" (tokenize --ids' output) scores as "1 403 407" */
         char *o1 = NULL, *e1 = NULL, *o2 = NULL, *e2 = NULL;
         write_file(ids, "[1, 403, 407, 261]\n", 19);

@@ -266,6 +266,9 @@ static void test_detokenize_bos(void **state) {
     assert_int_equal(ru_tern(&out, NULL, "tokenize -m '%s' --detokenize -p '403 407'", model), 0);
     assert_string_equal(out, " Once upon\n");
     free(out);
+    assert_int_equal(ru_tern(&out, NULL, "tokenize -m '%s' --detokenize -p '[403 , 407,]'", model), 0);
+    assert_string_equal(out, " Once upon\n");               /* a comma may end the list */
+    free(out);
     assert_int_equal(ru_tern(&out, NULL, "tokenize -m '%s' --detokenize -p '1 403 2'", model), 0);
     assert_string_equal(out, "Once\n");                     /* BOS and EOS (2) give no text */
     free(out);
@@ -293,6 +296,8 @@ static void test_errors(void **state) {
         {2, "-m M --detokenize -p '1 two'", "tern tokenize: -p: index 1 at byte 2: expected an integer id in 0..2147483647 (ids separated by spaces or commas), got 'two'"},
         {2, "-m M --detokenize -p '[1, 2'", "tern tokenize: -p: expected ']' to close the list of 2 ids, got the end of the text"},
         {2, "-m M --detokenize -p '[1] 2'", "tern tokenize: -p: index 1 at byte 4: expected nothing after ']', got '2'"},
+        {2, "-m M --detokenize -p '1,,2'", "tern tokenize: -p: index 1 at byte 2: expected an id before ',', got an empty item"},
+        {2, "-m M --detokenize -p '[, 1]'", "tern tokenize: -p: index 0 at byte 1: expected an id before ',', got an empty item"},
         {2, "-m M -p x --bogus", "tern tokenize: unknown option --bogus; see tern tokenize --help"},
         {2, "-m M stray", "tern tokenize: unexpected argument 'stray'"},
         {2, "-m M --detokenize -p '1 512'", "tern tokenize: -p: id 512 at index 1: expected an id in 0..511 (the model's vocabulary)"},

@@ -559,3 +559,61 @@ unsigned long long opts_llc_bytes(void) {
 #endif
     return 32ull << 20;
 }
+
+int opts_parse_ids(const char *what, const char *s, int32_t **ids, int *n) {
+    *ids = NULL;
+    *n = 0;
+    int cap = 64, k = 0;
+    int32_t *v = malloc((size_t)cap * sizeof *v);
+    if (!v) { fprintf(stderr, "tern %s: out of memory\n", g_cmd); return -1; }
+    const char *p = s;
+    bool open = false, closed = false, after_id = false;   /* a comma ends an id: none before the first, no two in a row */
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+        if (*p == ',') {
+            if (!after_id) {
+                fprintf(stderr, "tern %s: %s: index %d at byte %ld: expected an id before ',', got an empty item\n", g_cmd, what,
+                        k, (long)(p - s));
+                free(v);
+                return -1;
+            }
+            after_id = false;
+            p++;
+            continue;
+        }
+        if (!*p) break;
+        if (*p == '[' && !open && k == 0) { open = true; p++; continue; }
+        if (*p == ']' && open && !closed) { closed = true; p++; continue; }
+        char *end = NULL;
+        const long long x = closed ? -1 : strtoll(p, &end, 10);
+        if (closed || end == p || x < 0 || x > INT32_MAX || (*end && !strchr(" \t\n\r,]", *end))) {
+            char word[4 * 24 + 1];
+            size_t o = 0;
+            for (size_t w = 0; w < 24 && p[w] && !strchr(" \t\n\r,", p[w]); w++) {
+                const unsigned char b = (unsigned char)p[w];
+                o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
+            }
+            word[o] = '\0';
+            fprintf(stderr, "tern %s: %s: index %d at byte %ld: expected %s, got '%s'\n", g_cmd, what, k, (long)(p - s),
+                    closed ? "nothing after ']'" : "an integer id in 0..2147483647 (ids separated by spaces or commas)", word);
+            free(v);
+            return -1;
+        }
+        if (k == cap) {
+            int32_t *nv = cap < (1 << 28) ? realloc(v, (size_t)(cap *= 2) * sizeof *v) : NULL;
+            if (!nv) { free(v); fprintf(stderr, "tern %s: out of memory\n", g_cmd); return -1; }
+            v = nv;
+        }
+        v[k++] = (int32_t)x;
+        after_id = true;
+        p = end;
+    }
+    if (open && !closed) {
+        fprintf(stderr, "tern %s: %s: expected ']' to close the list of %d ids, got the end of the text\n", g_cmd, what, k);
+        free(v);
+        return -1;
+    }
+    *ids = v;
+    *n = k;
+    return 0;
+}

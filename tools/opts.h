@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef enum {
@@ -94,6 +95,15 @@ bool opts_model_input_ok(const char *flag, const char *path, char *msg, size_t n
 int opts_read_input(const char *flag, const char *path, char **out, size_t *len);
 /* opts_read_input without a flag name. */
 int opts_read_file(const char *path, char **out, size_t *len);
+
+/* ---- token id lists ------------------------------------------------------------------------- */
+/* Parse a list of token ids: integers in 0..2^31-1 separated by blanks (spaces, tabs, newlines)
+ * or by commas, optionally inside one pair of brackets ("1 2 3", "1,2,3", "[1, 2, 3]": what
+ * tokenize --ids prints). A comma ends an id: one before the first id or two in a row is an
+ * error, one after the last is allowed. what names the source ("-p", "--tokens PATH") in the
+ * message. Returns 0 with *ids (malloc'd, to free even when *n is 0) and *n, or -1 after printing "tern CMD:
+ * WHAT: index I at byte B: expected ..., got '...'" (bytes outside printable ASCII as \xNN). */
+int opts_parse_ids(const char *what, const char *s, int32_t **ids, int *n);
 
 /* ---- output files --------------------------------------------------------------------------- */
 /* The last-level cache in bytes: sysfs (index3/size), else sysconf, else 32 MB. Data that fits in

@@ -70,53 +70,11 @@ static int read_ids(const char *path, int32_t **out, int *n) {
         free(txt);
         return -1;
     }
-    /* a list in brackets, "[1, 2, 3]" (what tokenize --ids prints): the brackets become blanks */
-    size_t a = 0, z = len;
-    while (a < len && strchr(" \t\r\n", txt[a])) a++;
-    while (z > a && strchr(" \t\r\n", txt[z - 1])) z--;
-    if (a < z && (txt[a] == '[') != (txt[z - 1] == ']')) {
-        fprintf(stderr, "tern perplexity: --tokens %s: %s, expected ids in a list [1, 2, 3] or separated by spaces or commas\n",
-                path, txt[a] == '[' ? "'[' without a closing ']'" : "']' without an opening '['");
-        free(txt);
-        return -1;
-    }
-    if (a < z && txt[a] == '[') txt[a] = txt[z - 1] = ' ';
-    int cap = 1024, k = 0;
-    int32_t *ids = malloc((size_t)cap * sizeof *ids);
-    char *p = txt;
-    while (ids) {
-        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r' || *p == ',') p++;
-        if (!*p) break;
-        char *end;
-        const long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > INT32_MAX || (*end && !strchr(" \t\n\r,", *end))) {
-            char word[4 * 24 + 1];                          /* the offending word, bytes outside ASCII as \xNN */
-            size_t o = 0;
-            for (size_t w = 0; w < 24 && p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && p[w] != '\r' && p[w] != ','; w++) {
-                const unsigned char b = (unsigned char)p[w];
-                o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
-            }
-            word[o] = '\0';
-            fprintf(stderr, "tern perplexity: --tokens %s: index %d at byte %ld: expected an integer id in 0..%d (ids separated by "
-                    "spaces or commas), got '%s'\n", path, k, (long)(p - txt), INT32_MAX, word);
-            free(ids);
-            free(txt);
-            return -1;
-        }
-        if (k == cap) {
-            cap *= 2;
-            int32_t *ni = realloc(ids, (size_t)cap * sizeof *ids);
-            if (!ni) { free(ids); ids = NULL; break; }
-            ids = ni;
-        }
-        ids[k++] = (int32_t)v;
-        p = end;
-    }
+    char what[4200];
+    snprintf(what, sizeof what, "--tokens %s", path);
+    const int rc = opts_parse_ids(what, txt, out, n);
     free(txt);
-    if (!ids) { fprintf(stderr, "tern perplexity: out of memory\n"); return -1; }
-    *out = ids;
-    *n = k;
-    return 0;
+    return rc;
 }
 
 int cmd_perplexity(int argc, char **argv) {

@@ -66,54 +66,6 @@ static void tk_put_piece(const char *p, size_t n) {
     }
 }
 
-/* Parse an id list: integers separated by spaces, tabs, newlines or commas, optionally inside
- * one pair of brackets. what names the source ("-p", "-f PATH") for the message. Returns 0 with
- * *ids (malloc'd) and *n, or -1 after printing "tern tokenize: WHAT: ... expected ..., got '...'". */
-static int tk_parse_ids(const char *what, const char *s, int32_t **ids, int *n) {
-    *ids = NULL;
-    *n = 0;
-    int cap = 64, k = 0;
-    int32_t *v = malloc((size_t)cap * sizeof *v);
-    if (!v) { fprintf(stderr, "tern tokenize: out of memory\n"); return -1; }
-    const char *p = s;
-    bool open = false, closed = false;
-    for (;;) {
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == ',') p++;
-        if (!*p) break;
-        if (*p == '[' && !open && k == 0) { open = true; p++; continue; }
-        if (*p == ']' && open && !closed) { closed = true; p++; continue; }
-        char *end = NULL;
-        const long long x = closed ? -1 : strtoll(p, &end, 10);
-        if (closed || end == p || x < 0 || x > INT32_MAX || (*end && !strchr(" \t\n\r,]", *end))) {
-            char word[4 * 24 + 1];
-            size_t o = 0;
-            for (size_t w = 0; w < 24 && p[w] && !strchr(" \t\n\r,", p[w]); w++) {
-                const unsigned char b = (unsigned char)p[w];
-                o += (size_t)snprintf(word + o, sizeof word - o, b >= 0x20 && b < 0x7f ? "%c" : "\\x%02x", b);
-            }
-            word[o] = '\0';
-            fprintf(stderr, "tern tokenize: %s: index %d at byte %ld: expected %s, got '%s'\n", what, k, (long)(p - s),
-                    closed ? "nothing after ']'" : "an integer id in 0..2147483647 (ids separated by spaces or commas)", word);
-            free(v);
-            return -1;
-        }
-        if (k == cap) {
-            int32_t *nv = cap < (1 << 28) ? realloc(v, (size_t)(cap *= 2) * sizeof *v) : NULL;
-            if (!nv) { free(v); fprintf(stderr, "tern tokenize: out of memory\n"); return -1; }
-            v = nv;
-        }
-        v[k++] = (int32_t)x;
-        p = end;
-    }
-    if (open && !closed) {
-        fprintf(stderr, "tern tokenize: %s: expected ']' to close the list of %d ids, got the end of the text\n", what, k);
-        free(v);
-        return -1;
-    }
-    *ids = v;
-    *n = k;
-    return 0;
-}
 
 /* The text of ids through the streaming detokeniser, then a newline; special: a control token
  * writes its text (after the bytes held back before it, which it cuts off). Returns 0, or 1 on a
@@ -259,7 +211,7 @@ int cmd_tokenize(int argc, char **argv) {
     }
     int32_t *ids = NULL;
     int n_ids = 0;
-    if (detok && prompt && tk_parse_ids("-p", prompt, &ids, &n_ids)) return 2;   /* argv: checked before loading */
+    if (detok && prompt && opts_parse_ids("-p", prompt, &ids, &n_ids)) return 2;   /* argv: checked before loading */
     char *text = NULL;
     size_t len = prompt ? strlen(prompt) : 0;
     char what[1100];
@@ -272,7 +224,7 @@ int cmd_tokenize(int argc, char **argv) {
         free(ids);
         return 1;
     }
-    if (detok && path && tk_parse_ids(what, text, &ids, &n_ids)) { free(text); return 1; }
+    if (detok && path && opts_parse_ids(what, text, &ids, &n_ids)) { free(text); return 1; }
     if (!path) text = NULL;
     if (!detok) opts_warn_utf8("tokenize", path ? path : "the text (-p)", path ? text : prompt, len, false);
 
