@@ -72,6 +72,7 @@ typedef struct chat {
     bool color;             /* stdout is a terminal: ANSI dim for thinking */
     bool bad_logits;        /* a reply met non-finite logits (damaged weights): chat ends, exit 1 */
     int turn;
+    int n_sent, n_unanswered; /* messages sent to the model, and those of them that got no reply (refused, or an error) */
     char *sys_fixed;        /* -sys with its invalid UTF-8 replaced by U+FFFD (o.system points here), or NULL */
 } chat;
 
@@ -282,6 +283,8 @@ static void run_turn(chat *c, const char *user) {
     tern_err err = {0};
     chat_ids ids = {0};
     c->turn++;
+    c->n_sent++;
+    c->n_unanswered++;                                 /* until a reply is written */
     if (build_turn(c, user, &ids, &err) != TERN_OK) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
         ids_free(&ids);
@@ -337,6 +340,8 @@ static void run_turn(chat *c, const char *user) {
     if (stop == TERN_STOP_ERROR) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
         chat_drop(c);
+    } else {
+        c->n_unanswered--;
     }
     /* a note on how the reply ended goes to stderr (stdout holds only the replies and the answers
      * to /commands: a piped transcript stays clean) */
@@ -525,7 +530,12 @@ int cmd_chat(int argc, char **argv) {
     tern_session_free(c.s);
     tern_model_free(c.m);
     free(c.sys_fixed);
-    return c.bad_logits ? 1 : 0;
+    /* From a pipe or a file, a message without a reply fails the run, as a script expects; on a
+     * terminal the user saw each note and went on. */
+    if (!interactive && c.n_unanswered && !c.bad_logits)
+        fprintf(stderr, "tern chat: %d of %d message%s got no reply (the notes above say why); exit status 1\n",
+                c.n_unanswered, c.n_sent, c.n_sent == 1 ? "" : "s");
+    return c.bad_logits || (!interactive && c.n_unanswered) ? 1 : 0;
 fail:
     fprintf(stderr, "tern chat: %s\n", err.msg);
     tern_sampler_free(c.smp);
