@@ -922,9 +922,7 @@ static bool json_syntax_error(const char *body, size_t len, size_t pos, bool tra
 
 /* ---- invalid UTF-8 in the request ------------------------------------------------------------ */
 
-/* Offset of the first byte of s[0..n) that does not start a valid UTF-8 sequence (NUL counts as
- * invalid: it cuts C strings), or n. */
-static size_t utf8_bad_at(const char *s, size_t n) {
+size_t api_utf8_bad_at(const char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         const size_t l = utf8_valid_len((const unsigned char *)s + i, n - i);
         if (!l) return i;
@@ -938,7 +936,7 @@ static size_t utf8_bad_at(const char *s, size_t n) {
  * in the string. False if it found one. */
 static bool json_utf8_check(const cJSON *v, char *path, size_t cap, size_t plen, srv_error *e) {
     if (cJSON_IsString(v) && v->valuestring) {
-        const size_t n = strlen(v->valuestring), at = utf8_bad_at(v->valuestring, n);
+        const size_t n = strlen(v->valuestring), at = api_utf8_bad_at(v->valuestring, n);
         if (at < n)
             return srv_fail(e, 400, "invalid_request_error", path, "'%s' is not valid UTF-8: byte 0x%02x at offset %zu of the string",
                             path, (unsigned char)v->valuestring[at], at);
@@ -950,7 +948,7 @@ static bool json_utf8_check(const cJSON *v, char *path, size_t cap, size_t plen,
         size_t k;
         if (cJSON_IsArray(v)) k = (size_t)snprintf(path + plen, cap - plen, "[%d]", i);
         else {
-            const size_t n = strlen(c->string ? c->string : ""), at = utf8_bad_at(c->string ? c->string : "", n);
+            const size_t n = strlen(c->string ? c->string : ""), at = api_utf8_bad_at(c->string ? c->string : "", n);
             if (at < n) {
                 path[plen] = '\0';
                 return srv_fail(e, 400, "invalid_request_error", path,
@@ -1130,7 +1128,7 @@ cJSON *api_parse_body(const char *body, size_t len, srv_error *e) {
      * silently changed). Strings first, to name the field; then any other byte of the body. */
     char path[sizeof e->param] = "";
     if (!json_utf8_check(root, path, sizeof path, 0, e)) goto fail;
-    const size_t bad = utf8_bad_at(body, len);
+    const size_t bad = api_utf8_bad_at(body, len);
     if (bad < len) {
         char where[80];
         srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid UTF-8: byte 0x%02x at %s",
@@ -1151,6 +1149,18 @@ cJSON *api_parse_body(const char *body, size_t len, srv_error *e) {
 fail:
     cJSON_Delete(root);
     return NULL;
+}
+
+bool api_body_model(const char *body, size_t len, char **model, srv_error *e) {
+    *model = NULL;
+    cJSON *root = api_parse_body(body, len, e);
+    if (!root) return false;
+    const cJSON *m = field(root, "model");
+    bool ok = true;
+    if (m && !cJSON_IsString(m)) ok = bad_type(e, "model", "a string", m);
+    else if (m && !(*model = strdup(m->valuestring))) ok = srv_fail(e, 500, "server_error", NULL, "out of memory");
+    cJSON_Delete(root);
+    return ok;
 }
 
 bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, size_t len, srv_request *r, srv_error *e) {

@@ -131,6 +131,10 @@ char *api_error_json(const srv_error *e);
  * no U+0000 in strings. NULL with e set (400) otherwise; the caller frees with cJSON_Delete. */
 struct cJSON;
 struct cJSON *api_parse_body(const char *body, size_t len, srv_error *e);
+/* The "model" member of a request body, checked as api_parse_body checks the body: true with
+ * *model a copy (the caller frees) or NULL when absent or null; false with e set (400: the body's
+ * fault, or "'model' must be a string, got ...") or 500 (out of memory). */
+bool api_body_model(const char *body, size_t len, char **model, srv_error *e);
 /* A member of a JSON object, NULL when absent or JSON null ("not given"). */
 const struct cJSON *api_field(const struct cJSON *o, const char *name);
 /* What v is, for "got ..." in messages: a number as its JSON text ("-1", "0.5"), else its kind
@@ -158,5 +162,8 @@ char *api_completion_chunk(const char *id, long created, const char *model, cons
 
 /* Copy at most n bytes of s into a fresh string, replacing invalid UTF-8 with U+FFFD. */
 char *api_utf8_dup(const char *s, size_t n);
+/* Offset of the first byte of s[0..n) that does not start a valid UTF-8 sequence (NUL counts as
+ * invalid: it cuts C strings), or n. */
+size_t api_utf8_bad_at(const char *s, size_t n);
 
 #endif /* TERN_SERVER_API_H */

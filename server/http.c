@@ -569,16 +569,6 @@ static void stream_free(void *cls) {
 
 /* ---- completions ---------------------------------------------------------------------------- */
 
-/* The "model" string of a request body (NULL when absent or not a string; malloc'd). */
-static char *body_model(const char *body, size_t n) {
-    srv_error e;
-    cJSON *root = api_parse_body(body, n, &e);
-    const cJSON *m = root ? cJSON_GetObjectItemCaseSensitive(root, "model") : NULL;
-    char *out = cJSON_IsString(m) ? strdup(m->valuestring) : NULL;
-    cJSON_Delete(root);
-    return out;
-}
-
 /* The job of a parsed request on model b, tokenised and checked against b's context; NULL with e
  * set when the prompt cannot run. */
 static srv_job *completion_job(srv *s, srv_backend *b, srv_job *j, srv_kind kind, srv_error *e) {
@@ -650,7 +640,10 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
             return send_error_w(s, c, w, &e);
         }
         api_request_free(&check);
-        want = body_model(body, n_body);
+        if (!api_body_model(body, n_body, &want, &e)) {
+            free(chat);
+            return send_error_w(s, c, w, &e);
+        }
     }
     srv_backend *b = srv_models_acquire(s->models, want, &e);
     free(want);
@@ -1082,11 +1075,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!srv_models_multi(s->models))
             return fail(s, c, 400, "invalid_request_error", NULL,
                         "this server serves the one model of -m, loaded for its whole life (--models-dir serves a folder)");
-        char *name = body_model(cn->body.p ? cn->body.p : "", cn->body.n);
+        char *name = NULL;
         srv_error e;
-        bool ok;
-        if (!name) ok = srv_fail(&e, 400, "invalid_request_error", "model", "'model' is required: a model id (GET /v1/models)");
-        else if (is_unload) ok = srv_models_unload(s->models, name, &e);
+        bool ok = api_body_model(cn->body.p ? cn->body.p : "", cn->body.n, &name, &e);
+        if (ok && (!name || !*name))
+            ok = srv_fail(&e, 400, "invalid_request_error", "model", "'model' is %s: expected a model id (GET /v1/models)",
+                          name ? "an empty string" : "required");
+        if (!ok) {
+        } else if (is_unload) ok = srv_models_unload(s->models, name, &e);
         else {
             srv_backend *b = srv_models_acquire(s->models, name, &e);
             srv_models_release(s->models, b);
@@ -1115,11 +1111,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const char *body = cn->body.p ? cn->body.p : "";
         /* which model: the body's "model" (POST) or ?model= (GET); with one model, that one */
         char *want = NULL;
-        if (srv_models_multi(s->models)) {
-            const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "model");
-            want = is_get ? (q ? strdup(q) : NULL) : body_model(body, cn->body.n);
-        }
         srv_error e;
+        if (srv_models_multi(s->models)) {
+            const char *q = NULL;
+            size_t qn = 0;              /* the decoded length: a %00 in the query shows as strlen(q) < qn */
+            if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "model", strlen("model"), &q, &qn) != MHD_YES) q = NULL;
+            if (is_get && q && strlen(q) != qn) {
+                srv_fail(&e, 400, "invalid_request_error", "model", "the query's 'model' has a NUL byte (%%00) at offset %zu of "
+                         "%zu: a model id holds none", strlen(q), qn);
+                return send_error(s, c, &e);
+            }
+            if (is_get) want = q ? strdup(q) : NULL;
+            else if (!api_body_model(body, cn->body.n, &want, &e)) return send_error(s, c, &e);
+        }
         srv_backend *b = srv_models_acquire(s->models, want, &e);
         free(want);
         if (!b) return send_error(s, c, &e);

@@ -1,5 +1,6 @@
 /* models.c: the models a server holds (see models.h). */
 #include "models.h"
+#include "api.h"
 
 #include <cjson/cJSON.h>
 
@@ -188,17 +189,35 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
     }
     t->multi = true;
     t->mo = *mo;
-    int skipped = 0;
+    int skipped = 0, refused = 0;
     for (struct dirent *de; (de = readdir(d));) {
         const size_t k = strlen(de->d_name);
-        if (k <= 5 || strcmp(de->d_name + k - 5, ".gguf") != 0) continue;
+        if (k < 5 || strcmp(de->d_name + k - 5, ".gguf") != 0) continue;
         if (t->n == MODELS_MAX) { skipped++; continue; }
         srv_backend *b = &t->b[t->n];
         struct stat st;
         /* an entry that cannot be served is named on stderr (as -m refuses a FIFO), the others are served */
+        refused++;                                     /* until it is taken */
         if (snprintf(b->path, sizeof b->path, "%s/%s", dir, de->d_name) >= (int)sizeof b->path) {
             fprintf(stderr, "tern serve: warning: --models-dir: '%s/%.64s...': the path is longer than %zu bytes; not served\n",
                     dir, de->d_name, sizeof b->path - 1);
+            continue;
+        }
+        if (k == 5) {                                  /* the id is the name less .gguf */
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s': the name is empty before .gguf (a model id is that "
+                            "name); not served\n", b->path);
+            continue;
+        }
+        const size_t ok = api_utf8_bad_at(de->d_name, k - 5);
+        if (ok != k - 5) {                             /* a request names the model in JSON text: UTF-8 */
+            char shown[4 * 256 + 1];                   /* the name with bytes outside printable ASCII as \xNN */
+            size_t o = 0;
+            for (size_t i = 0; i < k && o + 5 < sizeof shown; i++) {
+                const unsigned char c = (unsigned char)de->d_name[i];
+                o += (size_t)snprintf(shown + o, sizeof shown - o, c >= 0x20 && c < 0x7f ? "%c" : "\\x%02x", c);
+            }
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s/%s': the name is not valid UTF-8 (byte 0x%02x at offset %zu), "
+                            "and a model id is that name; not served\n", dir, shown, (unsigned)(unsigned char)de->d_name[ok], ok);
             continue;
         }
         if (stat(b->path, &st) != 0) {
@@ -223,10 +242,14 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
         b->file_bytes = (uint64_t)st.st_size;
         b->owned = true;
         t->n++;
+        refused--;
     }
     closedir(d);
     if (t->n == 0) {
         srv_models_free(t);
+        if (refused)
+            return tern_err_set(err, TERN_E_ARG, "--models-dir '%s': none of its %d .gguf entries can be served (the warnings "
+                                "above say why)", dir, refused);
         return tern_err_set(err, TERN_E_ARG, "--models-dir '%s': no .gguf file in it", dir);
     }
     if (skipped) fprintf(stderr, "tern serve: --models-dir: %d files past the first %d are not served\n", skipped, MODELS_MAX);

@@ -11,6 +11,7 @@ import os
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -21,6 +22,16 @@ from conftest import QWEN3, STORIES, Serve, free_port, post_json, require, tern_
 def _generated_total(url):
     text = urllib.request.urlopen(url + "/metrics", timeout=10).read().decode()
     return next(int(l.split()[1]) for l in text.splitlines() if l.startswith("tern_generated_tokens_total "))
+
+
+def _post_raw(url, path, body):
+    """POST the bytes body (Content-Type: application/json); returns (status, the decoded JSON answer)."""
+    req = urllib.request.Request(url + path, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
 
 
 def _states(url):
@@ -117,6 +128,27 @@ def test_models_dir(folder):
         assert st == 404
         st, r = post_json(url, "/models/unload", {})
         assert st == 400
+        # a bad body is named as every endpoint names it, not as a missing 'model'
+        for path in ("/models/load", "/models/unload"):
+            for body, status, text in (
+                    (b'{"model": "stories"} x', 400, "not valid JSON"),
+                    (b'{"model": "stories", "model": "stories"}', 400, "duplicate key 'model'"),
+                    (b'{"model": 5}', 400, "'model' must be a string, got 5"),
+                    (b'{"model": "st\xffories"}', 400, "not valid UTF-8"),
+                    (b'[]', 400, "object"),
+                    (b'{"model": ""}', 400, "'model' is an empty string"),
+                    (b'{}', 400, "'model' is required")):
+                st, r = _post_raw(url, path, body)
+                assert st == status and text in r["error"]["message"], (path, body, st, r)
+        # multi-model /tokenize: its body's errors too
+        st, r = _post_raw(url, "/tokenize", b'{"model": ["stories"], "content": "x"}')
+        assert st == 400 and "'model' must be a string, got an array" in r["error"]["message"], r
+        # a query model id with a NUL byte (%00) is refused, not cut at it
+        try:
+            urllib.request.urlopen(url + "/props?model=stories%00x", timeout=10)
+            assert False, "expected 400"
+        except urllib.error.HTTPError as e:
+            assert e.code == 400 and "NUL byte" in json.loads(e.read())["error"]["message"]
     finally:
         p.terminate()
         p.wait(timeout=30)
@@ -132,11 +164,14 @@ def test_one_model_refuses_load_and_unload():
 def test_models_dir_refusals(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
+    only_dirs = tmp_path / "only_dirs"
+    (only_dirs / "x.gguf").mkdir(parents=True)
     for args, code, text in (
             (["--models-dir", str(empty)], 1, "no .gguf file"),
             (["--models-dir", str(tmp_path / "missing")], 1, "--models-dir"),
             (["--models-dir", str(empty), "-m", require(STORIES)], 2, "exclude each other"),
-            (["--models-dir", str(empty), "--alias", "x"], 2, "--alias")):
+            (["--models-dir", str(empty), "--alias", "x"], 2, "--alias"),
+            (["--models-dir", str(only_dirs)], 1, "none of its 1 .gguf entries can be served")):
         r = subprocess.run([tern_bin(), "serve", "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=30)
         assert r.returncode == code and text in r.stderr.decode(), (args, r.returncode, r.stderr)
@@ -149,6 +184,8 @@ def test_models_dir_warns_on_entries_not_files(tmp_path):
     os.symlink(require(STORIES), d / "stories.gguf")
     (d / "x.gguf").mkdir()
     os.mkfifo(d / "pipe.gguf")
+    os.symlink(require(STORIES), d / ".gguf")                          # no name before .gguf: no model id
+    os.symlink(require(STORIES), os.path.join(os.fsencode(d), b"bad\xffname.gguf"))   # an id is UTF-8 text
     p, url = _serve_dir(d, ctx=256)
     try:
         assert _states(url) == {"stories": "unloaded"}
@@ -159,6 +196,8 @@ def test_models_dir_warns_on_entries_not_files(tmp_path):
     for name, kind in (("x.gguf", "a directory"), ("pipe.gguf", "a FIFO")):
         want = "--models-dir: '%s' is %s, expected a regular file (a GGUF model); not served" % (d / name, kind)
         assert want in err, err
+    assert "'%s': the name is empty before .gguf" % (d / ".gguf") in err, err
+    assert "'%s/bad\\xffname.gguf': the name is not valid UTF-8 (byte 0xff at offset 3)" % d in err, err
 
 
 def test_models_dir_bad_file(tmp_path):
