@@ -230,6 +230,22 @@ static void test_bad_input_messages(void **state) {
                   "'ab\\x01\\xff'", NULL, args);
     write_file(ids, "1 2 3\0 4 5", 10);               /* a NUL byte would drop the ids after it unseen */
     expect_err(1, "a NUL byte at offset 5 of 10, expected token ids as text", NULL, args);
+    {   /* the trained-context warning follows the ids evaluated (stories260K: 2048), not -c */
+        char *o1 = NULL, *e1 = NULL;
+        write_file(ids, "1 2 3 4 5 6 7 8\n", 16);
+        int r1 = ru_tern(&o1, &e1, "%s -c 3000 -t 1", args);
+        if (r1 != 0 || strstr(e1, "trained context")) fail_msg("8 ids, -c 3000: exit %d, stderr: %s", r1, e1);
+        free(o1);
+        free(e1);
+        static char many[2050 * 4 + 1];                 /* 2050 ids: "1 1 ..." */
+        for (int i = 0; i < 2050; i++) memcpy(many + 2 * i, "1 ", 2);
+        write_file(ids, many, 2 * 2050);
+        r1 = ru_tern(&o1, &e1, "%s -c 3000 -t 1", args);
+        if (r1 != 0 || !strstr(e1, "warning: the 2050 ids (one sequence) are longer than the model's trained context (2048 tokens)"))
+            fail_msg("2050 ids, -c 3000: exit %d, stderr: %s", r1, e1);
+        free(o1);
+        free(e1);
+    }
     write_file(ids, "7\n", 2);
     expect_err(1, ": 1 id, expected at least 2", NULL, args);
     write_file(ids, "[1, 403\n", 8);                  /* a list in brackets must close */

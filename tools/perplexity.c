@@ -131,7 +131,9 @@ int cmd_perplexity(int argc, char **argv) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     const int V = info.n_vocab;
-    if (info.n_ctx_train > 0 && c > info.n_ctx_train) {   /* as tern run's -c warning (opts_ctx_resolve) */
+    /* as tern run's -c warning (opts_ctx_resolve), for the positions evaluated: with --tokens the
+     * ids, which -c only bounds */
+    if (info.n_ctx_train > 0 && (tok_path ? n_ids : c) > info.n_ctx_train) {
         if (tok_path)
             fprintf(stderr, "tern perplexity: warning: the %d ids (one sequence) are longer than the model's trained context "
                             "(%d tokens); predictions past position %d may degrade\n", n_ids, info.n_ctx_train, info.n_ctx_train);
