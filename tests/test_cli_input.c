@@ -315,6 +315,16 @@ static void test_bad_input_messages(void **state) {
     snprintf(want, sizeof want, "tern synth: --chat-template '%s' is empty, expected a chat template's text", tmpl);
     expect_err(1, want, NULL, args);
     assert_int_equal(access(out, F_OK), -1);          /* nothing written */
+    /* ... and so is one that is not UTF-8 text (GGUF strings are UTF-8) or holds a NUL byte */
+    write_file(tmpl, "{{ x }}\xff\xfe", 9);
+    snprintf(want, sizeof want, "tern synth: --chat-template '%s': not valid UTF-8 (byte 0xff at offset 7 of 9), expected a "
+             "chat template's text", tmpl);
+    expect_err(1, want, NULL, args);
+    write_file(tmpl, "{{ x }}\0y", 9);
+    snprintf(want, sizeof want, "tern synth: --chat-template '%s': a NUL byte at offset 7 of 9, expected a chat template's text",
+             tmpl);
+    expect_err(1, want, NULL, args);
+    assert_int_equal(access(out, F_OK), -1);
     remove(tmpl);
 }
 

@@ -141,8 +141,8 @@ int cmd_bench(int argc, char **argv) {
     oc.no_progress = true;
     int pp[16] = {64, 512}, n_pp = 2, tg[16] = {128}, n_tg = 1, th[16] = {1, 2}, n_th = 2, reps = 5;
     int dep[16] = {0}, n_dep = 1;
-    bool json = false, profile = false;
-    int busy_cpu = -1;
+    bool json = false, json_flag = false, profile = false;
+    int busy_cpu = -1, out_fmt = -1;   /* -o's choice (0: md), -1 when not given */
     pid_t busy = 0;
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bench_defs), opts_tab_load};
     const int n_tabs = (int)(sizeof tabs / sizeof tabs[0]);
@@ -162,13 +162,18 @@ int cmd_bench(int argc, char **argv) {
             break;
         case BENCH_THREADS: take_list(&v, th, &n_th); break;
         case BENCH_REPS: reps = (int)v.i; break;
-        case BENCH_JSON: json = true; break;
-        case BENCH_OUTPUT: json = v.choice != 0; break;
+        case BENCH_JSON: json_flag = true; break;
+        case BENCH_OUTPUT: out_fmt = v.choice; break;
         case BENCH_PROFILE: profile = true; break;
         case BENCH_BUSY: busy_cpu = (int)v.i; break;
         default: break;
         }
     }
+    if (json_flag && out_fmt == 0) {   /* never drop one of two contradicting choices silently */
+        fprintf(stderr, "tern bench: --json and -o md choose different outputs; use one of them; see tern bench --help\n");
+        return 2;
+    }
+    json = json_flag || out_fmt > 0;
     if (!oc.model) { fprintf(stderr, "tern bench: -m MODEL is required; see tern bench --help\n"); return 2; }
     if (n_pp == 0 && n_tg == 0) {   /* llama-bench would print an empty table */
         fprintf(stderr, "tern bench: -p and -n: nothing to measure (every prompt and generation length is 0); "

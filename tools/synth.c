@@ -672,7 +672,7 @@ int cmd_synth(int argc, char **argv) {
     const char *arch_name = NULL, *out_path = NULL, *tok_path = NULL, *type_name = "pq2_0", *tmpl_path = NULL;
     uint64_t seed = 1;
     int64_t n_vocab_opt = 0, n_layer_opt = 0;
-    bool unrot = false, no_weights = false;
+    bool unrot = false, no_weights = false, type_given = false;
     const opt_table tab = OPT_TABLE(synth_defs);
     for (int i = 1; i < argc; i++) {
         opt_val v;
@@ -681,7 +681,7 @@ int cmd_synth(int argc, char **argv) {
         case OPT_ERR: return 2;
         case OPT_POSITIONAL: return opts_unexpected("synth", v.str);
         case SY_ARCH: arch_name = v.str; break;
-        case SY_TYPE: type_name = v.str; break;
+        case SY_TYPE: type_name = v.str, type_given = true; break;
         case SY_SEED: {   /* all digits, 0..2^64-2: no "-1 (random)" here, the file is a function of the seed */
             char *end;
             errno = 0;
@@ -730,6 +730,11 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "tern synth: --type '%s': expected pq2_0, ptq1_0 or q2_0\n", type_name);
         return 2;
     }
+    if (unrot && type_given) {   /* never drop one of two contradicting choices silently */
+        fprintf(stderr, "tern synth: --type %s and --unrotated-f32 choose different weights (--unrotated-f32 writes F32); "
+                        "use one of them\n", type_name);
+        return 2;
+    }
     if (unrot && !a->tiny) {
         fprintf(stderr, "tern synth: --unrotated-f32 is for the tiny archs only (%s in F32 would be huge)\n", a->name);
         return 2;
@@ -757,6 +762,20 @@ int cmd_synth(int argc, char **argv) {
         fprintf(stderr, "tern synth: --chat-template '%s' is empty, expected a chat template's text\n", tmpl_path);
         free(tmpl);
         return 1;
+    }
+    if (tmpl_path) {   /* GGUF strings are UTF-8, and a NUL would end the template where C code reads it */
+        const char *nul = memchr(tmpl, '\0', tmpl_len);
+        const size_t ok = tern_utf8_valid_len(tmpl, nul ? (size_t)(nul - tmpl) : tmpl_len);
+        if (nul || ok != tmpl_len) {
+            if (ok < (nul ? (size_t)(nul - tmpl) : tmpl_len))
+                fprintf(stderr, "tern synth: --chat-template '%s': not valid UTF-8 (byte 0x%02x at offset %zu of %zu), expected "
+                                "a chat template's text\n", tmpl_path, (unsigned)(unsigned char)tmpl[ok], ok, tmpl_len);
+            else
+                fprintf(stderr, "tern synth: --chat-template '%s': a NUL byte at offset %zu of %zu, expected a chat template's "
+                                "text\n", tmpl_path, (size_t)(nul - tmpl), tmpl_len);
+            free(tmpl);
+            return 1;
+        }
     }
     if (rc == TERN_OK && tok_path) {
         /* spec archs: the spec's rows (an id beyond them is an error); tiny: --n-vocab or the ids */
