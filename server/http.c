@@ -1081,9 +1081,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (ok && (!name || !*name))
             ok = srv_fail(&e, 400, "invalid_request_error", "model", "'model' is %s: expected a model id (GET /v1/models)",
                           name ? "an empty string" : "required");
-        if (!ok) {
-        } else if (is_unload) ok = srv_models_unload(s->models, name, &e);
-        else {
+        if (ok && is_unload) ok = srv_models_unload(s->models, name, &e);
+        else if (ok) {
             srv_backend *b = srv_models_acquire(s->models, name, &e);
             srv_models_release(s->models, b);
             ok = b != NULL;
