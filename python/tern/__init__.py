@@ -319,24 +319,30 @@ class Model:
             ctx = 4096 if self.n_ctx_train <= 0 else min(4096, self.n_ctx_train)
         self.ctx = ctx
         self._idle = []                      # sessions of generate/stream/chat not in use
-        self._idle_lock = threading.Lock()
+        self._busy = 0                       # sessions of generate/stream/chat in use (close() refuses)
+        self._idle_lock = threading.Lock()   # guards _idle, _busy, _sessions' additions and _h's closing
         self._sessions = weakref.WeakSet()   # live Session objects (close() refuses while any exist)
 
     # ---- lifetime --------------------------------------------------------------------------------
 
     def close(self):
-        """Free the model. Raises Error (TERN_E_ARG) while a Session of it is open."""
-        if self._h is None:
-            return
-        if len(self._sessions):
-            raise Error(_lib.TERN_E_ARG, "Model.close: %d Session(s) of this model are still open; close them first"
-                        % len(self._sessions))
+        """Free the model. Raises Error (TERN_E_ARG) while a Session of it is open, or while a
+        generation on it (generate, stream or chat, in any thread) has not ended: a stream
+        iterator not read to its end holds the model until it is closed (its close()) or freed."""
         with self._idle_lock:
-            for s in self._idle:
-                s._free()
-            self._idle = []
-        self._lib.tern_model_free(self._h)
-        self._h = None
+            if self._h is None:
+                return
+            if len(self._sessions):
+                raise Error(_lib.TERN_E_ARG, "Model.close: %d Session(s) of this model are still open; close them first"
+                            % len(self._sessions))
+            if self._busy:
+                raise Error(_lib.TERN_E_ARG, "Model.close: %d generation(s) of this model (generate, stream or chat) have "
+                            "not ended; let them end, or close() an unfinished stream, first" % self._busy)
+            idle, h = self._idle, self._h
+            self._idle, self._h = [], None
+        for s in idle:
+            s._free()
+        self._lib.tern_model_free(h)
 
     def __enter__(self):
         return self
@@ -346,7 +352,7 @@ class Model:
 
     def __del__(self):
         try:
-            if self._h is not None and not len(self._sessions):
+            if self._h is not None and not len(self._sessions) and not self._busy:
                 self.close()
         except Exception:
             pass
@@ -414,17 +420,29 @@ class Model:
     # ---- generation ------------------------------------------------------------------------------
 
     def _acquire_session(self):
+        """A session for one generation; counted in _busy (close() refuses) until released."""
         with self._idle_lock:
+            self._handle()                   # raises once the model is closed
+            self._busy += 1
             s = self._idle.pop() if self._idle else None
-        if s is None:
-            s = _RawSession(self, self.ctx, None)
-        s.reset()
+        try:
+            if s is None:
+                s = _RawSession(self, self.ctx, None)
+            s.reset()
+        except BaseException:
+            with self._idle_lock:
+                self._busy -= 1
+            raise
         return s
 
     def _release_session(self, s):
-        s.reset()
-        with self._idle_lock:
-            self._idle.append(s)
+        try:
+            s.reset()
+            with self._idle_lock:
+                self._idle.append(s)
+        finally:
+            with self._idle_lock:
+                self._busy -= 1
 
     def generate(self, prompt, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
                  repeat_penalty=1.0, repeat_last_n=64, seed=None, stop=None, speculative=False, special=False,
@@ -475,8 +493,8 @@ class Model:
 
     def _gen_tokens(self, ids, smp):
         """Yield the text of each generated token (tern_gen, the loop of tern run, token by token)."""
-        lib, h = self._lib, self._handle()
-        s = self._acquire_session()
+        s = self._acquire_session()          # first: the model stays open until the release
+        lib, h = self._lib, self._h
         sampler = ctypes.c_void_p()
         spec = ctypes.c_void_p()
         gen = ctypes.c_void_p()
@@ -785,8 +803,15 @@ class Session:
         batch = _int("batch", batch, 1, 1 << 16, none_ok=True)
         self.model = model
         self._lock = threading.Lock()
-        self._s = _RawSession(model, ctx or model.ctx, batch)
-        model._sessions.add(self)
+        self._s = None
+        with model._idle_lock:                # counted before the model can be closed
+            model._handle()
+            model._sessions.add(self)
+        try:
+            self._s = _RawSession(model, ctx or model.ctx, batch)
+        except BaseException:
+            model._sessions.discard(self)
+            raise
 
     @property
     def n_ctx(self):

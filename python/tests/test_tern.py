@@ -552,3 +552,43 @@ def test_struct_layouts_match_tern_h(tmp_path):
         assert int(got["%s size" % name]) == ctypes.sizeof(cls), name
         for f in cls._fields_:
             assert int(got["%s.%s" % (name, f[0])]) == getattr(cls, f[0]).offset, (name, f[0])
+
+
+def test_close_refused_while_a_generation_runs():
+    """Model.close() while a stream is partly read, or while another thread generates, raises
+    tern.Error instead of freeing what the generation uses; once the stream is closed (or the
+    thread ends) the model closes, and a stream read after that raises 'the model is closed'."""
+    m = tern.Model(require(STORIES), threads=1)
+    it = m.stream("Once upon a time", max_tokens=30, temperature=0)
+    next(it)
+    with pytest.raises(tern.Error) as e:
+        m.close()
+    assert e.value.name == "TERN_E_ARG" and "1 generation(s) of this model" in e.value.message, e.value.message
+    it.close()
+    started, done = threading.Event(), threading.Event()
+
+    def worker():
+        for _ in m.stream("Once upon a time", max_tokens=-1, ignore_eos=True, temperature=0):
+            started.set()
+            if done.is_set():
+                break
+    t = threading.Thread(target=worker)
+    t.start()
+    assert started.wait(30)
+    with pytest.raises(tern.Error):
+        m.close()
+    done.set()
+    t.join(30)
+    m.close()
+    with pytest.raises(tern.Error) as e:
+        next(m.stream("Once upon a time", max_tokens=4))
+    assert "the model is closed" in e.value.message
+    # a stream made before the close and first read after it
+    m2 = tern.Model(require(STORIES), threads=1)
+    early = m2.stream("Once upon a time", max_tokens=4)
+    m2.close()
+    with pytest.raises(tern.Error) as e:
+        next(early)
+    assert "the model is closed" in e.value.message
+    with pytest.raises(tern.Error):
+        tern.Session(m)
