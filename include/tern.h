@@ -86,7 +86,8 @@ typedef struct tern_model_opts {
  * memory figure, PTQ1_0 auto). */
 void tern_model_opts_default(tern_model_opts *o);
 /* Choose the kernel path for the whole process by name ("ref", "avx2", "avxvnni", "avx512vnni", "neon",
- * "dotprod", "i8mm"; NULL or "" keeps the automatic choice: the fastest path this CPU runs).
+ * "dotprod", "i8mm"; NULL or "" the automatic choice, also after an earlier name: the fastest path
+ * this CPU runs).
  * Call it before loading any model: weights are laid out at load for the path then active.
  * Errors (nothing changes): TERN_E_ARG for a name that is none of these; TERN_E_UNSUPPORTED when
  * the path is not compiled in, this CPU cannot run it, or it disagrees with the scalar reference

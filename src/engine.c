@@ -25,7 +25,10 @@ void tern_model_opts_default(tern_model_opts *o) {
 }
 
 int tern_set_isa(const char *name, tern_err *err) {
-    if (!name || !*name) return TERN_OK;
+    if (!name || !*name) {
+        kern_auto_isa();
+        return TERN_OK;
+    }
     return kern_force_isa(name, err);
 }
 

@@ -508,8 +508,14 @@ def test_isa_and_load_options():
     assert e.value.name == "TERN_E_UNSUPPORTED" and other in str(e.value)
     with pytest.raises(TypeError):
         tern.set_isa(3)
-    tern.set_isa(None)                                # keeps the automatic choice
+    tern.set_isa(None)                                # the automatic choice
     path = require(STORIES)
+    auto = tern.Model(path, threads=1).isa
+    for back in (None, ""):                           # ... also after a path was named
+        tern.set_isa("ref")
+        assert tern.Model(path, threads=1).isa == "ref"
+        tern.set_isa(back)
+        assert tern.Model(path, threads=1).isa == auto
     size = os.path.getsize(path)
     with pytest.raises(tern.Error) as e:
         tern.Model(path, threads=1, mem_available=size - 1)
@@ -592,3 +598,4 @@ def test_close_refused_while_a_generation_runs():
     assert "the model is closed" in e.value.message
     with pytest.raises(tern.Error):
         tern.Session(m)
+

@@ -190,6 +190,8 @@ kact_path kern_act_path(void) {
     return (kern_cpu_features() & KCPU_AVX2) ? KACT_AVX2 : KACT_PORTABLE;
 }
 
+void kern_auto_isa(void) { __atomic_store_n(&g_active, choose(), __ATOMIC_RELEASE); }
+
 int kern_force_isa(const char *name, tern_err *err) {
     /* every path of every architecture: a name outside these is a misspelling (TERN_E_ARG), one of
      * them that this build lacks is another architecture's (TERN_E_UNSUPPORTED) */

@@ -158,5 +158,7 @@ bool kern_isa_avx512(void);
 /* Force a path by name (tern_set_isa; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);
+/* Back to the automatic choice (the fastest path this CPU runs), after a kern_force_isa. */
+void kern_auto_isa(void);
 
 #endif /* TERN_KERNELS_KERNELS_H */
