@@ -112,6 +112,16 @@ def _float(name, v, lo=None, hi=None):
     return v
 
 
+def _f32(name, v, lo=None, hi=None):
+    """_float, and the value as the C float it becomes: a number past the float range (|x| > 3.4e38)
+    is a ValueError naming it, not an infinity the library refuses."""
+    v = _float(name, v, lo, hi)
+    f = ctypes.c_float(v).value
+    if not math.isfinite(f):
+        raise ValueError("%s must be within the float range (|x| <= 3.4e38), got %r" % (name, v))
+    return f
+
+
 def _text(name, v):
     """str (encoded as UTF-8) or bytes (any bytes: the tokenizer takes them as they are)."""
     if isinstance(v, str):
@@ -192,13 +202,14 @@ class _Sampling:
         p = _lib.tern_sampler_params()
         lib = _lib_handle()
         lib.tern_sampler_params_default(ctypes.byref(p))
-        p.temp = _float("temperature", temperature, 0.0, None)
+        p.temp = _f32("temperature", temperature, 0.0, None)
         p.top_k = _int("top_k", top_k, -2**31, 2**31 - 1)
-        p.top_p = _float("top_p", top_p, 0.0, None)
-        p.min_p = _float("min_p", min_p, 0.0, 1.0)
-        p.repeat_penalty = _float("repeat_penalty", repeat_penalty, None, None)
+        p.top_p = _f32("top_p", top_p, 0.0, None)
+        p.min_p = _f32("min_p", min_p, 0.0, 1.0)
+        p.repeat_penalty = _f32("repeat_penalty", repeat_penalty, None, None)
         if p.repeat_penalty <= 0:
-            raise ValueError("repeat_penalty must be > 0, got %r" % repeat_penalty)
+            raise ValueError("repeat_penalty must be > 0%s, got %r" % (
+                " as a C float (it rounds to 0)" if _float("repeat_penalty", repeat_penalty) > 0 else "", repeat_penalty))
         self.repeat_last_n = _int("repeat_last_n", repeat_last_n, -1, 2**31 - 1)
         p.seed = _lib.TERN_SEED_RANDOM if seed is None else _int("seed", seed, 0, 2**64 - 2)
         self.params = p
@@ -212,8 +223,9 @@ class _Sampling:
             lib.tern_spec_params_default(ctypes.byref(sp))
             if isinstance(speculative, dict):
                 for k, v in speculative.items():
-                    if k in ("draft_max", "ngram_min", "ngram_max"):
-                        setattr(sp, k, _int("speculative[%r]" % k, v))
+                    if k in ("draft_max", "ngram_min", "ngram_max"):   # bounds of tern_spec_init (tern.h)
+                        lo, hi = {"draft_max": (1, 14), "ngram_min": (1, 16), "ngram_max": (1, 16)}[k]
+                        setattr(sp, k, _int("speculative[%r]" % k, v, lo, hi))
                     elif k == "adaptive":
                         if not isinstance(v, bool):
                             raise TypeError("speculative['adaptive'] must be a bool, got %s" % type(v).__name__)
@@ -223,6 +235,8 @@ class _Sampling:
                                          "adaptive)" % (k,))
             elif speculative is not True:
                 raise TypeError("speculative must be a bool or a dict, got %s" % type(speculative).__name__)
+            if sp.ngram_max < sp.ngram_min:
+                raise ValueError("speculative: ngram_max (%d) must be >= ngram_min (%d)" % (sp.ngram_max, sp.ngram_min))
             sp.ignore_eos = ignore_eos
             self.spec = sp
 

@@ -599,3 +599,20 @@ def test_close_refused_while_a_generation_runs():
     with pytest.raises(tern.Error):
         tern.Session(m)
 
+
+def test_sampling_bounds_are_value_errors(stories):
+    """A number past the C float range, or one that rounds to 0 as a float where 0 is refused, and
+    speculation bounds outside tern_spec_init's are ValueErrors naming the parameter, raised before
+    anything reaches the library."""
+    for kw, text in ((dict(temperature=1e300), "temperature must be within the float range"),
+                     (dict(top_p=1e39), "top_p must be within the float range"),
+                     (dict(repeat_penalty=1e-300), "repeat_penalty must be > 0 as a C float (it rounds to 0)"),
+                     (dict(speculative={"draft_max": 0}), "speculative['draft_max'] must be in 1..14, got 0"),
+                     (dict(speculative={"draft_max": 15}), "speculative['draft_max'] must be in 1..14, got 15"),
+                     (dict(speculative={"ngram_min": 17}), "speculative['ngram_min'] must be in 1..16, got 17"),
+                     (dict(speculative={"ngram_min": 3, "ngram_max": 2}), "ngram_max (2) must be >= ngram_min (3)")):
+        with pytest.raises(ValueError) as e:
+            stories.generate("Once", max_tokens=2, **kw)
+        assert text in str(e.value), (kw, str(e.value))
+    assert stories.generate("Once", max_tokens=4, temperature=0, speculative={"draft_max": 14, "ngram_min": 1,
+                                                                                "ngram_max": 16})
