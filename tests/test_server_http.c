@@ -805,8 +805,9 @@ static void *req_thread(void *p) {
 
 /* N concurrent greedy requests give the same texts as the same requests one at a time, and (where
  * need_batch) the concurrent ones really went through the batched forward (tern_batch_eval:
- * /metrics counts decode passes over 2 or more sequences). On qwen3-tiny (qwen3), whose ~5 ms
- * tokens make 40-token requests overlap, and stories260K (llama). */
+ * /metrics counts decode passes over 2 or more sequences). On qwen3-tiny (qwen3) and qwen35-tiny,
+ * whose 200-token requests (ignore_eos) last tens of ms even at several thousand tokens/s, so the
+ * requests started together overlap, and stories260K (llama). */
 static void batch_equivalence(tern_model *m, const char *const *bodies, int n, int min_len, bool need_batch) {
     srv *s = start(m, n, 512, 8, 0, NULL, 0);
     req_arg seq[8], par[8];
@@ -837,19 +838,19 @@ static void test_batch_equivalence_and_429(void **state) {
     (void)state;
     tern_model *q = load(QWEN3);
     const char *qb[4] = {
-        "{\"prompt\": \"Hello\", \"max_tokens\": 40, \"temperature\": 0}",
-        "{\"prompt\": \"The capital of France\", \"max_tokens\": 40, \"temperature\": 0}",
-        "{\"prompt\": \"def main():\", \"max_tokens\": 33, \"temperature\": 0}",
-        "{\"prompt\": \"One two three\", \"max_tokens\": 40, \"temperature\": 0, \"top_k\": 1}",
+        "{\"prompt\": \"Hello\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
+        "{\"prompt\": \"The capital of France\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
+        "{\"prompt\": \"def main():\", \"max_tokens\": 190, \"temperature\": 0, \"ignore_eos\": true}",
+        "{\"prompt\": \"One two three\", \"max_tokens\": 200, \"temperature\": 0, \"top_k\": 1, \"ignore_eos\": true}",
     };
     batch_equivalence(q, qb, 4, 20, true);
     tern_model_free(q);
     /* qwen35 (recurrent state): batched too (each column updates its own session's state) */
     q = load(QWEN35);
     const char *q35[3] = {
-        "{\"prompt\": \"Hello\", \"max_tokens\": 16, \"temperature\": 0}",
-        "{\"prompt\": \"The capital of France\", \"max_tokens\": 16, \"temperature\": 0}",
-        "{\"prompt\": \"def main():\", \"max_tokens\": 12, \"temperature\": 0}",
+        "{\"prompt\": \"Hello\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
+        "{\"prompt\": \"The capital of France\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
+        "{\"prompt\": \"def main():\", \"max_tokens\": 190, \"temperature\": 0, \"ignore_eos\": true}",
     };
     batch_equivalence(q, q35, 3, 8, true);
     tern_model_free(q);
