@@ -45,11 +45,8 @@ int main(int argc, char **argv) {
     tern_model_opts mo;
     tern_model_opts_default(&mo);
     if (tern_model_load(&model, path, &mo, &err) != TERN_OK) goto done;
-    tern_model_info info;
-    tern_model_get_info(model, &info);
     tern_session_opts so;
-    tern_session_opts_default(&so);                   /* n_ctx 4096 ... */
-    if (info.n_ctx_train > 0 && info.n_ctx_train < 4096) so.n_ctx = info.n_ctx_train;   /* ... or what the model was trained on */
+    tern_session_opts_default(&so);
     if (tern_session_init(&session, model, &so, &err) != TERN_OK) goto done;
     tern_sampler_params sp;
     tern_sampler_params_default(&sp);

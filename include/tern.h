@@ -180,7 +180,8 @@ int tern_detok_flush(tern_detok *d, char *out, int cap);
 typedef struct tern_session tern_session;
 
 typedef struct tern_session_opts {
-    int n_ctx;              /* context length in tokens; 0 = 4096 (never the trained length by default); < 0: TERN_E_ARG */
+    int n_ctx;              /* context length in tokens; 0 (the default) = 4096, or the model's trained length
+                             * (n_ctx_train) when that is shorter: never more than 4096 by default; < 0: TERN_E_ARG */
     int n_batch;            /* max tokens per forward pass (prefill chunk); 0 = 512; < 0: TERN_E_ARG */
     bool kv_f32;            /* f32 KV cache (default f16; f32 numerics always use f32) */
     int n_checkpoints;      /* recurrent models (qwen35): room for this many whole-state copies that

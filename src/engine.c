@@ -172,8 +172,15 @@ struct tern_session {
 void tern_session_opts_default(tern_session_opts *o) {
     if (!o) return;
     memset(o, 0, sizeof *o);
-    o->n_ctx = 4096;
-    o->n_batch = 512;
+    o->n_batch = 512;                  /* n_ctx 0: session_ctx */
+}
+
+/* The context of n_ctx 0: 4096, or the model's trained length when that is shorter (text past it
+ * degrades; a longer trained length, 32k to 256k in real models, would size a KV cache of GBs). */
+static int session_ctx(const tern_model *m, int n_ctx) {
+    if (n_ctx > 0) return n_ctx;
+    const int train = m->hp.n_ctx_train;
+    return train > 0 && train < 4096 ? train : 4096;
 }
 
 void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t *kv_out, uint64_t *state_out,
@@ -186,7 +193,7 @@ void tern_session_mem(const tern_model *m, const tern_session_opts *o, uint64_t 
         if (avail_out) *avail_out = 0;
         return;
     }
-    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
+    const int n_ctx = session_ctx(m, o->n_ctx);
     const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
     const model_hparams *hp = &m->hp;
     if (kv_out)
@@ -201,9 +208,11 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     *out = NULL;
     tern_session_opts def;
     if (!o) { tern_session_opts_default(&def); o = &def; }
-    if (o->n_ctx < 0) return tern_err_set(err, TERN_E_ARG, "n_ctx %d, expected 0 (4096) or more", o->n_ctx);
+    if (o->n_ctx < 0)
+        return tern_err_set(err, TERN_E_ARG, "n_ctx %d, expected 0 (4096, or the model's trained length if shorter) or more",
+                            o->n_ctx);
     if (o->n_batch < 0) return tern_err_set(err, TERN_E_ARG, "n_batch %d, expected 0 (512) or more", o->n_batch);
-    const int n_ctx = o->n_ctx > 0 ? o->n_ctx : 4096;
+    const int n_ctx = session_ctx(m, o->n_ctx);
     int n_batch = o->n_batch > 0 ? o->n_batch : 512;
     if (o->n_checkpoints < 0 || o->n_checkpoints > 64)
         return tern_err_set(err, TERN_E_ARG, "n_checkpoints %d, expected 0..64", o->n_checkpoints);

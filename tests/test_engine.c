@@ -46,6 +46,13 @@ static void test_chat_apply(void **st) {
     (void)st;
     cJSON *pj = mfx_json("golden/qwen3-tiny-pq2_0/prompts.json");
     tern_model *m = load_rel("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    {   /* trained on 40960 positions: the default context stays 4096 */
+        tern_session *s = NULL;
+        tern_err e0 = {0};
+        if (tern_session_init(&s, m, NULL, &e0) != TERN_OK) fail_msg("session: %s", e0.msg);
+        assert_int_equal(tern_session_n_ctx(s), 4096);
+        tern_session_free(s);
+    }
     const cJSON *p5 = NULL, *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(pj, "prompts"))
         if (strcmp(cJSON_GetObjectItem(e, "id")->valuestring, "p5") == 0) p5 = e;
@@ -163,7 +170,7 @@ static void test_tokenize_detok(void **st) {
     tern_session *s = NULL;
     err = (tern_err){0};
     assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
-    assert_string_equal(err.msg, "n_ctx -5, expected 0 (4096) or more");
+    assert_string_equal(err.msg, "n_ctx -5, expected 0 (4096, or the model's trained length if shorter) or more");
     tern_session_opts_default(&so);
     so.n_batch = -7;
     err = (tern_err){0};
@@ -194,6 +201,19 @@ static void test_tokenize_detok(void **st) {
     err = (tern_err){0};
     assert_int_equal(tern_session_eval_all(s, &t0, 0, one_row, &err), TERN_E_ARG);
     assert_string_equal(err.msg, "tern_session_eval_all: n is 0 (expected at least one token)");
+    tern_session_free(s);
+    /* n_ctx 0 (the default): 4096, or the trained length when shorter: stories260K's is 2048, and
+     * tern_session_mem sizes the same context (the same bytes as n_ctx 2048) */
+    tern_session_opts_default(&so);
+    assert_int_equal(so.n_ctx, 0);
+    if (tern_session_init(&s, m, &so, &err) != TERN_OK) fail_msg("session: %s", err.msg);
+    assert_int_equal(tern_session_n_ctx(s), 2048);
+    uint64_t kv = 0;
+    tern_session_mem(m, &so, &kv, NULL, NULL);
+    so.n_ctx = 2048;
+    uint64_t kv2048 = 0;
+    tern_session_mem(m, &so, &kv2048, NULL, NULL);
+    assert_true(kv == kv2048 && kv > 0);
     tern_session_free(s);
     tern_model_free(m);
 }
