@@ -595,9 +595,9 @@ int tern_gen_tokens(const tern_gen *g, const int32_t **tok);
  * a stop stay in the session). Returns the stop, TERN_STOP_ERROR with err set on a failed
  * forward. *tok / *n_tok (may be NULL) receive the tokens this step appended to the session. */
 tern_stop tern_gen_step(tern_gen *g, const int32_t **tok, int *n_tok, tern_err *err);
-/* End the reply: with eval_last, append the last token where a stop left it pending; then report
- * the detokeniser's held-back text (on_token with id -1). Returns the stop (TERN_STOP_ERROR if the
- * append failed). */
+/* End the reply: with eval_last, append the last token where a stop left it pending (when the
+ * session is full it cannot: the stop becomes TERN_STOP_CTX); then report the detokeniser's
+ * held-back text (on_token with id -1). Returns the stop (TERN_STOP_ERROR if the append failed). */
 tern_stop tern_gen_end(tern_gen *g, tern_err *err);
 /* tern_gen_sample on logits, tern_gen_step until a stop, tern_gen_end. */
 tern_stop tern_gen_run(tern_gen *g, const float *logits, tern_err *err);

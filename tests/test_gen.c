@@ -265,7 +265,7 @@ static void test_pull_spec_steps(void **state) {
 }
 
 /* n_predict 0 and 1, a callback stop (with and without eval_last, plain and speculative), and a
- * full context. */
+ * full context (also where eval_last would append past it). */
 static void test_stop_rules(void **state) {
     (void)state;
     tern_model *m = load_fx(STORIES);
@@ -307,6 +307,19 @@ static void test_stop_rules(void **state) {
     gp.n_predict = -1;
     assert_int_equal(run_gen(m, sc, NULL, &gp, &rc, &pos), TERN_STOP_CTX);
     assert_int_equal(rc.n, 6);
+    assert_int_equal(pos, 5);
+    /* eval_last with n_predict ending there: 5 tokens fit (the 5th is appended at the end), the
+     * 6th has no room, which is a full context (not a failed append) */
+    gp.eval_last = true;
+    gp.n_predict = 5;
+    rec r5 = {0};
+    assert_int_equal(run_gen(m, sc, NULL, &gp, &r5, &pos), TERN_STOP_LENGTH);
+    assert_int_equal(r5.n, 5);
+    assert_int_equal(pos, 5);
+    gp.n_predict = 6;
+    rec r6 = {0};
+    assert_int_equal(run_gen(m, sc, NULL, &gp, &r6, &pos), TERN_STOP_CTX);
+    assert_int_equal(r6.n, 6);
     assert_int_equal(pos, 5);
     tern_session_free(sc);
     tern_session_free(s);

@@ -295,7 +295,10 @@ tern_stop tern_gen_end(tern_gen *g, tern_err *err) {
         return g->stop = TERN_STOP_ERROR;
     }
     if (g->p.eval_last && (g->stop == TERN_STOP_LENGTH || g->stop == TERN_STOP_CALLER) && g->last >= 0 &&
-        !g->last_in_session) {
+        !g->last_in_session && tern_session_pos(g->s) >= tern_session_n_ctx(g->s)) {
+        g->stop = TERN_STOP_CTX;                      /* the last token has no room: the context is full */
+    } else if (g->p.eval_last && (g->stop == TERN_STOP_LENGTH || g->stop == TERN_STOP_CALLER) && g->last >= 0 &&
+               !g->last_in_session) {
         tern_err e_local = {0};
         tern_err *e = err ? err : &e_local;
         if (!tern_session_eval(g->s, &g->last, 1, e) || (g->spec && tern_spec_add(g->spec, &g->last, 1, e) != TERN_OK))
