@@ -315,7 +315,8 @@ static void test_bos_ends_reply(void **state) {
 /* Mid-conversation, a message that alone needs more than -c is "too long for the context (-c N)"
  * with its token count M > N (the message is 120 words: more than 100 tokens in any vocabulary
  * that gives a word at least one token), never "Type /clear" (clearing cannot make it fit); the
- * refused message is no turn: the next message is turn 2, and the run exits 1 (stdin is a file). */
+ * refused message is no turn: the next message is turn 2, and the run exits 1 (stdin is a file).
+ * The count it gives is the one it has sent first, in an empty conversation. */
 static void test_chat_message_too_long(void **state) {
     (void)state;
     char tern[4096], in[512];
@@ -336,6 +337,18 @@ static void test_chat_message_too_long(void **state) {
     if (rc != 1 || !p || need <= 120 || strstr(err, "Type /clear") || !strstr(err, "[turn 2: ") || strstr(err, "[turn 3: ") ||
         !strstr(err, "tern chat: 1 of 3 messages got no reply (the notes above say why); exit status 1\n"))
         fail_msg("chat -c 100: exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+    /* the count is the message's in an empty conversation: the same when it is sent first */
+    f = fopen(in, "w");
+    assert_non_null(f);
+    for (int i = 0; i < 120; i++) fputs("dog ", f);
+    fputs("\n", f);
+    fclose(f);
+    out = err = NULL;
+    assert_int_equal(ru_tern(&out, &err, "chat -m " SHIPPED " -c 100 -n 2 --temp 0 -t 1 < '%s'", in), 1);
+    p = strstr(err, key);
+    if (!p || atoi(p + strlen(key)) != need) fail_msg("sent first: stderr %s; mid-conversation it needed %d", err, need);
     free(out);
     free(err);
     unlink(in);

@@ -206,11 +206,10 @@ static int chat_close_reply(const chat *c, chat_ids *out, tern_err *err) {
     return rc;
 }
 
-/* Token ids of the user's message for this turn, appended to ids: on an empty session the whole
- * prompt (system, user, generation prompt); later the closing of the previous reply and the new
- * user turn only. */
-static int build_turn(chat *c, const char *user, chat_ids *ids, tern_err *err) {
-    const bool fresh = tern_session_pos(c->s) == 0;
+/* Token ids of the user's message for this turn, appended to ids: as the first turn (fresh) the
+ * whole prompt (system, user, generation prompt); later the closing of the previous reply and the
+ * new user turn only. */
+static int build_turn(chat *c, const char *user, bool fresh, chat_ids *ids, tern_err *err) {
     tern_chat_msg msgs[2];
     int n = 0;
     if (c->o.system) msgs[n++] = (tern_chat_msg){"system", c->o.system};
@@ -285,22 +284,29 @@ static void run_turn(chat *c, const char *user) {
     c->turn++;
     c->n_sent++;
     c->n_unanswered++;                                 /* until a reply is written */
-    if (build_turn(c, user, &ids, &err) != TERN_OK) {
+    if (build_turn(c, user, tern_session_pos(c->s) == 0, &ids, &err) != TERN_OK) {
         fprintf(stderr, "tern chat: %s\n", err.msg);
         ids_free(&ids);
         return;
     }
     const int n_ctx = tern_session_n_ctx(c->s), pos0 = tern_session_pos(c->s);
     /* A refused message is no turn: the next one gets this turn's number. A message that does not
-     * fit even in an empty context (ids.n: its tokens in the template, plus one for the reply) is
-     * too long for -c, and /clear would not help: say so with both numbers. */
-    if (ids.n + 1 > n_ctx) {
+     * fit even in an empty context (its tokens as the first turn, system prompt included, plus one
+     * for the reply) is too long for -c, and /clear would not help: say so with both numbers. */
+    int need = ids.n + 1;
+    if (pos0 > 0) {                                   /* ids holds the previous reply's close, no system turn */
+        chat_ids first = {0};
+        tern_err e2 = {0};
+        if (build_turn(c, user, true, &first, &e2) == TERN_OK) need = first.n + 1;
+        ids_free(&first);
+    }
+    if (need > n_ctx) {
         char advice[96];                              /* -c takes at most 2^24 (model_opts.c) */
-        if (ids.n + 1 <= (1 << 24)) snprintf(advice, sizeof advice, "start tern chat with -c %d or more, or ", ids.n + 1);
+        if (need <= (1 << 24)) snprintf(advice, sizeof advice, "start tern chat with -c %d or more, or ", need);
         else snprintf(advice, sizeof advice, "more than the largest -c (%d): ", 1 << 24);
         fprintf(stderr, "\n[this message is too long for the context (-c %d): it needs %d tokens (%s in the chat "
-                        "template, plus one for the reply); %ssend a shorter message.]\n", n_ctx, ids.n + 1,
-                pos0 == 0 && c->o.system ? "the system prompt and the message" : "the message", advice);
+                        "template, plus one for the reply); %ssend a shorter message.]\n", n_ctx, need,
+                c->o.system ? "the system prompt and the message" : "the message", advice);
         ids_free(&ids);
         c->turn--;
         return;
