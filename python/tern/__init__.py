@@ -361,8 +361,14 @@ class Model:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        if exc_type is None:
+            self.close()
+            return
+        try:                                 # an exception is leaving the block: it is the one to see
+            self.close()
+        except Error:
+            pass                             # (the model is freed once its generations end: __del__)
 
     def __del__(self):
         try:

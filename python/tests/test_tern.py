@@ -598,6 +598,13 @@ def test_close_refused_while_a_generation_runs():
     assert "the model is closed" in e.value.message
     with pytest.raises(tern.Error):
         tern.Session(m)
+    # a with-block left by an exception while a stream is unfinished: that exception is the one raised
+    with pytest.raises(KeyError):
+        with tern.Model(require(STORIES), threads=1) as m3:
+            it3 = m3.stream("Once upon a time", max_tokens=30, temperature=0)
+            next(it3)
+            raise KeyError("from the block")
+    it3.close()
 
 
 def test_sampling_bounds_are_value_errors(stories):
