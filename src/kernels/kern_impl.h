@@ -188,6 +188,10 @@ extern const kern_table kern_table_avx512vnni;
 extern const kern_table *const kern_tables[];
 /* KCPU_* bits of this host (computed once), less those hidden by kern_cpu_hide. */
 uint32_t kern_cpu_features(void);
+/* The prefetch hint of a weight stream that a tile reads once per forward (x86 tiles of up to 8
+ * columns): true for prefetchnta, false for prefetcht1. A rule by CPU vendor (dispatch.c
+ * detect_stream_nta): it moves no bit of any result, only how fast the stream arrives. */
+bool kern_stream_nta(void);
 /* Tests: report the KCPU_* bits given as absent from now on (0: none), so that the code a table
  * chooses by a feature bit inside it (the AVX-512 tiles without GFNI) runs on a host that has it. */
 void kern_cpu_hide(uint32_t bits);

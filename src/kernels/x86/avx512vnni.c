@@ -223,8 +223,8 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
 #define R16_PF 4        /* tiles of 9+ columns: prefetch distance in blocks (2.2 KB), into L1 */
-#define R16_PF_NTA1 16  /* the one-group tile at one column: prefetchnta 16 blocks (8.7 KB) ahead */
-#define R16_PF_NTA 24   /* the one-group tiles of 2..8 columns and the two-group tiles: prefetchnta 24 blocks (13 KB) ahead */
+#define R16_PF_NTA1 16  /* the one-group tile at one column: stream prefetch 16 blocks (8.7 KB) ahead */
+#define R16_PF_NTA 24   /* the one-group tiles of 2..8 columns and the two-group tiles: stream prefetch 24 blocks (13 KB) ahead */
 
 /* The emulated build (tests on hosts without AVX-512) compiles one r16_tile with NC at run time
  * and no unrolling: the same operations in the same order, so the same bits and the same data
@@ -341,10 +341,23 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) acc[c][ia] = v512_dpbusd_b32(acc[c][ia], u, ac[c][b].qs + 4 * k);
 }
 
+/* Every line of the block at p, with the hint kern_stream_nta chose for this CPU: prefetchnta or
+ * prefetcht1. */
+static inline __attribute__((always_inline)) void r16_stream_prefetch(uintptr_t p, bool nta) {
+    if (nta) {
+R16_UNROLL9
+        for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_NTA);
+    } else {
+R16_UNROLL9
+        for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T1);
+    }
+}
+
 R16_TILE_ATTR void r16_tile(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac,
                                                           int NC, int GF, float *const *out, unsigned keep, int32_t *const *isum,
                                                           int64_t isum_stride) {
     const int NA = NC <= 3 ? 4 : NC <= 8 ? 2 : 1;   /* accumulators per column (NC = 1: two sets of 4) */
+    const bool nta = NC <= 8 && kern_stream_nta();
     const v512 m3 = v512_set1_8(3), m12 = v512_set1_8(12), m48 = v512_set1_8(48), m192 = v512_set1_8((char)192);
     r16_cols kc;
     const intptr_t cs = NC > 1 ? (const uint8_t *)ac[1] - (const uint8_t *)ac[0] : 0;   /* the columns' stride */
@@ -364,7 +377,9 @@ R16_UNROLL16
         /* Prefetches (hints only: no bit depends on them), every line of a block. Tiles of up
          * to 8 columns (decode, speculative verification, small server batches) read their
          * weights from DRAM once per forward: they prefetch R16_PF_NTA1 (one column) or
-         * R16_PF_NTA blocks ahead with the non-temporal hint and nothing into L1. Left to the
+         * R16_PF_NTA blocks ahead and nothing into L1, with the hint kern_stream_nta chooses:
+         * the non-temporal one on AMD, prefetcht1 elsewhere (on an Intel Xeon, bench/RESULTS.md
+         * host D, prefetchnta held these streams to a third of the bus). Left to the
          * hardware prefetcher the stream stalls, and a tile's vpdpbusd add to the stall instead
          * of running under it (a streamed 4-column matmul took ~2.1x the 1-column time). An L1
          * prefetch 4 blocks ahead (with one into L2 16 blocks ahead for 2..8 columns) holds the
@@ -379,8 +394,7 @@ R16_UNROLL16
          * ahead. */
         if (NC <= 8) {
             const uintptr_t p = (uintptr_t)blk + (NC == 1 ? R16_PF_NTA1 : R16_PF_NTA) * sizeof(kern_r16_block);   /* may pass the end: never faults */
-R16_UNROLL9
-            for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_NTA);
+            r16_stream_prefetch(p, nta);
         } else {
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);
 R16_UNROLL9
@@ -563,6 +577,7 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
 #define R16_PAIR 2
 R16_TILE_ATTR void r16_pair(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int NC, float *const *out) {
     const int NAP = NC == 1 ? 4 : NC <= 4 ? 2 : 1;   /* accumulators per group and column (NC NAP <= 8) */
+    const bool nta = kern_stream_nta();
     const v512 m3 = v512_set1_8(3), g1 = r16_gf_matrix(1), g2 = r16_gf_matrix(2), g3 = r16_gf_matrix(3);
     v512f facc[R16_PAIR][8];
 R16_UNROLL4
@@ -576,8 +591,7 @@ R16_UNROLL8
 R16_UNROLL4
         for (int gi = 0; gi < R16_PAIR; gi++) {
             const uintptr_t p = (uintptr_t)(B + gi * nb + b + ahead);   /* may pass the end: never faults */
-R16_UNROLL9
-            for (int o = 0; o < (int)sizeof(kern_r16_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_NTA);
+            r16_stream_prefetch(p, nta);
         }
         v512 acc[R16_PAIR][8];
 R16_UNROLL4
