@@ -258,7 +258,7 @@ int cmd_bench(int argc, char **argv) {
                  * rows read, on average depth + (len + 1) / 2 positions */
                 const double kv_tok = kind == 1 ? (double)kv_pos * (depth + (len + 1) / 2.0) : 0;
                 const double bytes = info.bytes_per_token ? (double)info.bytes_per_token + kv_tok : 0;
-                const bool in_cache = bytes > 0 && bytes <= (double)llc;
+                const bool in_cache = opts_fits_llc(info.n_threads, bytes, bw);
                 /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
                 const bool rep_probe = kind == 1 && bytes > 0 && !in_cache;
                 int n_bw = BW_PASSES;
@@ -384,7 +384,8 @@ int cmd_bench(int argc, char **argv) {
                "state, the K/V rows read); per repeat against the best pass right before it; the median of the "
                "repeats (their min-max), leaving out any repeat above its ceiling (its probe read low).\n"
                "A model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the "
-               "bandwidth: its tg rows take no probe per repeat and show no share.\n",
+               "bandwidth: its tg rows take no probe per repeat and show no share (up to an eighth of the cache by "
+               "size; above that, only where a buffer of that size reads at 1.5x the probe or more).\n",
                BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0);
     status = 0;
 out:

@@ -218,14 +218,10 @@ static int generate(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *
     return o.n;
 }
 
-/* Whether the model's bytes per token fit in the last-level cache: then decode is not bound by the
- * read bandwidth, and a share of the bandwidth ceiling (which can pass 1) is no measure of it, as
- * `tern bench` leaves it out for such models. */
-static bool bs_in_cache(const tern_model_info *info) {
-    const unsigned long long llc = opts_llc_bytes();
-    return info->bytes_per_token > 0 && llc > 0 && info->bytes_per_token <= llc;
-}
-
+/* ceil_tps: the decode ceiling, read bandwidth / bytes per token; 0 where the bytes per token are
+ * served by the last-level cache (opts_fits_llc): then decode is not bound by the read bandwidth,
+ * and a share of that ceiling (which can pass 1) is no measure of it, as `tern bench` leaves it
+ * out for such models. */
 static int run_generation(const bs_args *a, tern_model *m, tern_session *s, double ceil_tps, char **texts, int n_p) {
     tern_model_info info;
     tern_model_get_info(m, &info);
@@ -309,7 +305,7 @@ static int run_generation(const bs_args *a, tern_model *m, tern_session *s, doub
            "%lld drafted), %.2f tokens per forward\n", tot_gen,
            tot.n_drafted ? 100.0 * (double)tot.n_accepted / (double)tot.n_drafted : 0.0, (long long)tot.n_accepted,
            (long long)tot.n_drafted, tot.n_steps ? (double)tot.n_tokens / (double)tot.n_steps : 0.0);
-    if (bs_in_cache(&info))
+    if (ceil_tps <= 0)
         printf("plain %.2f tokens/s, speculative %.2f tokens/s (no decode ceiling: %.1f MB per token fits in the "
                "last-level cache), speedup %.2fx; tokens identical\n",
                tpa, tpb, (double)info.bytes_per_token / 1e6, tpb / tpa);
@@ -427,9 +423,9 @@ static int run_cost(const bs_args *a, tern_model *m, tern_session *s, double cei
     const double t1 = med_sorted(t + 1 * a->reps, a->reps);
     printf("bench-spec --cost: %s (%s, %d layers, n_embd %d), %d thread%s, %s, position %d, median of %d\n", a->oc.model,
            info.arch, info.n_layer, info.n_embd, info.n_threads, info.n_threads == 1 ? "" : "s", info.isa, P, a->reps);
-    if (bs_in_cache(&info))
-        printf("decode ceiling: none (%.1f MB per token fits in the %.1f MB last-level cache: not bound by the read "
-               "bandwidth); one decode step %.2f ms\n",
+    if (ceil_tps <= 0)
+        printf("decode ceiling: none (%.1f MB per token fits in the %.1f MB last-level cache: not bound by the "
+               "read bandwidth); one decode step %.2f ms\n",
                (double)info.bytes_per_token / 1e6, (double)opts_llc_bytes() / 1e6, t1 * 1e3);
     else
         printf("decode ceiling %.2f tokens/s (%.1f MB per token / read bandwidth); one decode step %.2f ms = %.2f of it\n",
@@ -569,7 +565,8 @@ int cmd_bench_spec(int argc, char **argv) {
     tern_model_get_info(m, &info);
     double gbs = 0;
     if (tern_membw(info.n_threads, (size_t)256 << 20, 3, &gbs, &err)) goto done;
-    const double ceil_tps = gbs * 1e9 / (double)info.bytes_per_token;
+    const double ceil_tps = opts_fits_llc(info.n_threads, (double)info.bytes_per_token, gbs)
+                                ? 0 : gbs * 1e9 / (double)info.bytes_per_token;
     status = a.cost ? run_cost(&a, m, s, ceil_tps) : run_generation(&a, m, s, ceil_tps, texts, n_p);
     texts = NULL;   /* run_generation frees them */
 done:

@@ -1,6 +1,8 @@
 /* opts.c: table-driven option parsing and help for the tern programs (see opts.h). */
 #include "opts.h"
 
+#include "tern.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <float.h>
@@ -558,6 +560,20 @@ unsigned long long opts_llc_bytes(void) {
     if (v > 0) return (unsigned long long)v;
 #endif
     return 32ull << 20;
+}
+
+bool opts_fits_llc(int n_threads, double bytes, double dram_gbs) {
+    const unsigned long long llc = opts_llc_bytes();
+    if (!(bytes > 0) || bytes > (double)llc) return false;
+    if (bytes <= (double)llc / 8 || !(dram_gbs > 0)) return true;   /* small beside the cache: by size alone */
+    const size_t n = bytes < (double)(1u << 20) ? (size_t)1 << 20 : (size_t)bytes;
+    enum { PASSES = 3 };
+    double p[PASSES] = {0};
+    tern_err err = {0};
+    if (tern_membw_passes(n_threads, n, PASSES, p, &err)) return false;
+    double best = 0;
+    for (int i = 0; i < PASSES; i++) best = p[i] > best ? p[i] : best;
+    return best >= 1.5 * dram_gbs;
 }
 
 int opts_parse_ids(const char *what, const char *s, int32_t **ids, int *n) {

@@ -109,6 +109,14 @@ int opts_parse_ids(const char *what, const char *s, int32_t **ids, int *n);
 /* The last-level cache in bytes: sysfs (index3/size), else sysconf, else 32 MB. Data that fits in
  * it is read from cache, not DRAM: the benchmarks' bandwidth ceilings do not bound it. */
 unsigned long long opts_llc_bytes(void);
+/* Whether `bytes` read again and again are served by the last-level cache, not DRAM: up to an
+ * eighth of opts_llc_bytes by size alone; above that, up to the whole cache, only if a buffer of
+ * that size, read 3 times over with n_threads, reads at least 1.5x dram_gbs (the DRAM probe,
+ * GB/s). A VM's share of a large L3 that many tenants use can be far below the size sysfs gives
+ * (an Intel Xeon VM: sysfs 480 MB, and a 457 MB model streamed at the DRAM probe's rate), so near
+ * the cache's size the size does not decide it. The probe allocates `bytes`; on any error, false
+ * (the DRAM ceiling applies). */
+bool opts_fits_llc(int n_threads, double bytes, double dram_gbs);
 /* Whether nothing exists at path yet (lstat fails with ENOENT; a dangling symlink exists): a
  * command that writes path calls it before opening, and on a failed write removes only a file it
  * so created, never a path that was already there (a file, a symlink, /dev/full). */
