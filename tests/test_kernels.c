@@ -1027,6 +1027,27 @@ static void test_selfcheck(void **state) {
     }
 }
 
+/* The stream prefetch hint follows the CPU vendor (dispatch.c detect_stream_nta): prefetchnta on
+ * AMD and Hygon, prefetcht1 on every other x86 vendor, and false off x86. The vendor is read here
+ * independently, from /proc/cpuinfo's vendor_id line. */
+static void test_stream_hint_vendor(void **state) {
+    (void)state;
+#if defined(__x86_64__)
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) skip();
+    char line[512], vendor[64] = "";
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "vendor_id : %63s", vendor) == 1) break;
+    fclose(f);
+    if (!vendor[0]) skip();
+    const bool amd = strcmp(vendor, "AuthenticAMD") == 0 || strcmp(vendor, "HygonGenuine") == 0;
+    if (kern_stream_nta() != amd)
+        fail_msg("vendor_id %s: kern_stream_nta() is %d, expected %d", vendor, kern_stream_nta(), amd);
+#else
+    assert_false(kern_stream_nta());
+#endif
+}
+
 static void test_report_isas(void **state) {
     (void)state;
     /* informational: which tables ran (so a log shows what the oracle covered) */
@@ -1062,6 +1083,7 @@ int suite_kernels(int *n_tests) {
         cmocka_unit_test(test_rejects),
         cmocka_unit_test(test_nonfinite_scale),
         cmocka_unit_test(test_selfcheck),
+        cmocka_unit_test(test_stream_hint_vendor),
         cmocka_unit_test(test_report_isas),
     };
     TEST_RUN_SUITE("kernels", tests);
