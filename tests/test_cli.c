@@ -228,9 +228,9 @@ static void test_values_out_of_range(void **state) {
         {"synth", "--arch qwen3-tiny --unrotated-f32 --type q2_0 -o x.gguf", "tern synth: --type q2_0 and --unrotated-f32 choose different weights (--unrotated-f32 writes F32); use one of them"},
         {"quantize", "in.gguf '' --type q8_0", "tern quantize: OUT: expected a path, got ''; see tern quantize --help"},
         {"bench", "-p ''", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got ''"},
-        {"bench-kernel", "--isa ''", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, got ''"},
-        {"bench-kernel", "--isa ref,", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, got 'ref,'"},
-        {"bench-kernel", "--isa ref,,avx2", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, got 'ref,,avx2'"},
+        {"bench-kernel", "--isa ''", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm (item 1 is empty), got ''"},
+        {"bench-kernel", "--isa ref,", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm (item 2 is empty), got 'ref,'"},
+        {"bench-kernel", "--isa ref,,avx2", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm (item 2 is empty), got 'ref,,avx2'"},
         {"run", "--numerics fast2", "tern run: --numerics: expected one of fast, ggml, f32, got 'fast2'"},
         {"run", "--cache-type q8", "tern run: --cache-type: expected one of f16, f32, got 'q8'"},
         {"perplexity", "--chunks 0", "tern perplexity: --chunks: expected an integer in 1..1073741824, got '0'"},
@@ -277,7 +277,7 @@ static void test_values_out_of_range(void **state) {
         {"run", "-m x.gguf -p hi -f prompt.txt", "tern run: -p and -f both give the prompt; use one of them; see tern run --help"},
         {"serve", "-m x.gguf --chat-template foo", "tern serve: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
         {"chat", "-m x.gguf --chat-template foo", "tern chat: --chat-template: expected one of chatml, qwen3, qwen35, got 'foo'"},
-        {"bench-spec", "-m x.gguf --cost --spec-ngram-min 5 --spec-ngram-max 4",
+        {"bench-spec", "-m x.gguf --prompts x.txt --spec-ngram-min 5 --spec-ngram-max 4",
          "tern bench-spec: --spec-ngram-max: expected an integer in 5..16 (at least --spec-ngram-min), got '4'"},
         /* bench-spec always compares lookup speculation with plain decoding: --spec has nothing to choose */
         {"bench-spec", "-m x.gguf --prompts p.jsonl --spec none", "tern bench-spec: unknown option --spec; see tern bench-spec --help"},
@@ -444,7 +444,15 @@ static void test_bench_spec_cost_lines(void **state) {
     fx_require(hyb, sizeof hyb, "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf");
     char *out = NULL, *err = NULL;
     /* with two flags only the prompts mode reads: each named in a warning */
-    int rc = ru_tern(&out, &err, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 2 -c 128 -n 5 --raw", spm);
+    /* --cost reads no n-gram flag: a range that run would refuse is only warned about */
+    int rc = ru_tern(&out, &err, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 1 -c 128 --spec-ngram-min 5 "
+                                 "--spec-ngram-max 2", spm);
+    if (rc != 0 || !strstr(err, "warning: --spec-ngram-max has no effect with --cost") || strstr(err, "expected"))
+        fail_msg("bench-spec --cost with --spec-ngram-min 5 --spec-ngram-max 2: exit %d, stderr:\n%s", rc, err ? err : "");
+    free(out);
+    free(err);
+    out = err = NULL;
+    rc = ru_tern(&out, &err, "bench-spec -m '%s' --cost -t 1 --reps 1 --draft-max 2 -c 128 -n 5 --raw", spm);
     if (rc != 0 || !strstr(out, "decode ceiling: none (1.0 MB per token fits in the") || strstr(out, "of it\n") ||
         !strstr(out, "attention layers only: the position is lowered") || strstr(out, "recurrent") ||
         !strstr(err, "warning: -n has no effect with --cost") || !strstr(err, "warning: --raw has no effect with --cost"))

@@ -12,6 +12,7 @@
 #include "format/gguf.h"
 #include "format/qtypes.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -218,8 +219,8 @@ static void test_no_chat_template_notice(void **state) {
  * as -m is named with the flag. */
 static void test_bad_input_messages(void **state) {
     (void)state;
-    expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm, "
-                  "got 'avx2,bogus'", NULL, "bench-kernel --isa avx2,bogus");
+    expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm "
+                  "(item 2, 'bogus', is none of them), got 'avx2,bogus'", NULL, "bench-kernel --isa avx2,bogus");
     char model[1024], ids[512], text[512], args[2048], want[1200];
     fx_require(model, sizeof model, STORIES);
     fx_tmp_path(ids, sizeof ids, "ppl-badbytes.txt");
@@ -1139,6 +1140,39 @@ static void test_empty_gguf_messages(void **state) {
     remove(ids);
 }
 
+/* bench writes the model's file name into its output as data: in a JSON line '"' and '\\' are
+ * escaped and bytes that are not UTF-8 become U+FFFD (the line parses, and gives the name back);
+ * in the markdown table a '|' is escaped so the row keeps its cells. */
+static void test_bench_name_escaped(void **state) {
+    (void)state;
+    char model[1024], dir[512], link[1024], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    fx_tmp_path(dir, sizeof dir, "bench-names");
+    mkdir(dir, 0755);
+    snprintf(link, sizeof link, "%s/q\"uo\\te|\xff.gguf", dir);
+    unlink(link);
+    if (symlink(model, link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 0 -r 1 -t 1 --json", link);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "%s", args);
+    cJSON *j = rc == 0 && out ? cJSON_Parse(out) : NULL;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "model");
+    if (!cJSON_IsString(name) || strcmp(name->valuestring, "q\"uo\\te|\xef\xbf\xbd.gguf") != 0)
+        fail_msg("tern %s: exit %d, stdout: %s, stderr: %s (expected one JSON object with model "
+                 "\"q\\\"uo\\\\te|\\ufffd.gguf\")", args, rc, out, err);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 0 -r 1 -t 1", link);
+    rc = ru_tern(&out, &err, "%s", args);
+    if (rc != 0 || !strstr(out, "| q\"uo\\te\\|\xef\xbf\xbd.gguf | "))
+        fail_msg("tern %s: exit %d, stdout: %s (expected the row to begin with the name, '|' escaped)", args, rc, out);
+    free(out);
+    free(err);
+    unlink(link);
+    rmdir(dir);
+}
+
 static void test_bench_cache_resident(void **state) {
     (void)state;
     char model[1024], args[2048];
@@ -1178,7 +1212,7 @@ static void test_bench_cache_resident(void **state) {
     char unit = 0;
     if (f && fscanf(f, "%lluK%c", &kb, &unit) >= 1 && kb > 0) {
         char want[64];
-        snprintf(want, sizeof want, "last-level cache (%.1f MB here)", (double)kb / 1024.0);
+        snprintf(want, sizeof want, "last-level cache (%.1f MB here)", (double)kb * 1024.0 / 1e6);   /* decimal MB, as the size column */
         if (!strstr(out, want)) fail_msg("tern %s: stdout: %s(expected \"%s\": sysfs says %lluK)", args, out, want, kb);
     }
     if (f) fclose(f);
@@ -1281,6 +1315,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_past_trained_context),
         cmocka_unit_test(test_empty_gguf_messages),
         cmocka_unit_test(test_bench_cache_resident),
+        cmocka_unit_test(test_bench_name_escaped),
         cmocka_unit_test(test_bench_past_trained_ctx),
         cmocka_unit_test(test_empty_prompt_file),
         cmocka_unit_test(test_prompt_file_newline_and_nul),

@@ -19,6 +19,7 @@
 #include "tern.h"
 #include "model_opts.h"
 #include "bench_share.h"
+#include "core/core.h"
 
 #include <math.h>
 #include <sched.h>
@@ -125,6 +126,39 @@ static void take_list(const opt_val *v, int *out, int *n) {
     *n = 0;
     for (int k = 0; k < v->n_list; k++)
         if (v->list[k] > 0) out[(*n)++] = v->list[k];
+}
+
+/* The model's file name as a JSON string body (json) or a markdown table cell (!json) into out
+ * (cap >= 8): JSON escapes '"', '\\' and control characters, markdown escapes '|' (a cell
+ * boundary) and writes control characters as '?'; bytes that are not UTF-8 become U+FFFD in both,
+ * so every line stays valid UTF-8. Cut at a whole character when out is full. */
+static void bench_name(const char *s, bool json, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; s[i];) {
+        char e[8];
+        int n;
+        const unsigned char c = (unsigned char)s[i];
+        const int len = tern_utf8_seq((const unsigned char *)s + i, (int)strnlen(s + i, 4));
+        if (len <= 0) {   /* invalid or truncated: U+FFFD for the maximal invalid part */
+            n = snprintf(e, sizeof e, "\xef\xbf\xbd");
+            i += len < 0 ? (size_t)-len : strlen(s + i);
+        } else if (len > 1) {
+            memcpy(e, s + i, (size_t)len);
+            n = len;
+            i += (size_t)len;
+        } else {
+            if (json && (c == '"' || c == '\\')) n = snprintf(e, sizeof e, "\\%c", c);
+            else if (json && c < 0x20) n = snprintf(e, sizeof e, "\\u%04x", c);
+            else if (!json && c == '|') n = snprintf(e, sizeof e, "\\|");
+            else if (!json && (c < 0x20 || c == 0x7f)) n = snprintf(e, sizeof e, "?");
+            else e[0] = (char)c, n = 1;
+            i++;
+        }
+        if (o + (size_t)n + 1 > cap) break;
+        memcpy(out + o, e, (size_t)n);
+        o += (size_t)n;
+    }
+    out[o] = 0;
 }
 
 static void stats(const double *v, int n, double *mean, double *sd) {
@@ -249,6 +283,8 @@ int cmd_bench(int argc, char **argv) {
         uint64_t kv_pos = 0;
         tern_session_mem(m, &so1, &kv_pos, NULL, NULL);
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
+        char name[1024];
+        bench_name(base, json, name, sizeof name);
         for (int dk = 0; dk < 2 * n_dep; dk++) {   /* per depth: the pp tests, then the tg tests */
             const int di = dk / 2, kind = dk % 2;
             const int nl = kind == 0 ? n_pp : n_tg, depth = dep[di];
@@ -328,7 +364,7 @@ int cmd_bench(int argc, char **argv) {
                            "\"kv_bytes_per_token\": %.0f, "
                            "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
                            "\"ceiling_t_s\": %s, \"busy_cpu\": %d, \"cache_resident\": %s, ",
-                           base, info.arch, (unsigned long long)info.weight_bytes, info.isa,
+                           name, info.arch, (unsigned long long)info.weight_bytes, info.isa,
                            opts_numerics_name(oc.numerics), test, depth, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
                            kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_s, busy_cpu,
                            in_cache ? "true" : "false");
@@ -349,7 +385,7 @@ int cmd_bench(int argc, char **argv) {
                                  100 * fr_lo, 100 * fr_hi, n_above, reps);
                     else if (!isnan(frac))
                         snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f)", 100 * frac, 100 * fr_lo, 100 * fr_hi);
-                    printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f/%.1f) | %s |\n", base,
+                    printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f/%.1f) | %s |\n", name,
                            (double)info.weight_bytes / 1e6, info.arch, info.isa, opts_numerics_name(oc.numerics),
                            info.n_threads, test, mean, sd, bw_hi, bw_lo, bw_med, pct);
                 }
@@ -386,7 +422,7 @@ int cmd_bench(int argc, char **argv) {
                "A model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the "
                "bandwidth: its tg rows take no probe per repeat and show no share (up to an eighth of the cache by "
                "size; above that, only where a buffer of that size reads at 1.5x the probe or more).\n",
-               BW_PASSES, BW_REP_PASSES, (double)llc / 1048576.0);
+               BW_PASSES, BW_REP_PASSES, (double)llc / 1e6);
     status = 0;
 out:
     busy_stop(busy);

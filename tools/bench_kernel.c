@@ -236,6 +236,15 @@ static uint8_t *make_weights(int type, int64_t K, int64_t N, size_t *bytes) {
     return p;
 }
 
+#define BK_ISA_NAMES "ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm"
+/* The 1-based place of the --isa item that starts at p in list (items separated by one ',', or by
+ * the NUL that strtok wrote over it). */
+static size_t bk_count_items(const char *list, const char *p) {
+    size_t k = 1;
+    for (const char *q = list; q < p; q++) k += *q == ',' || *q == '\0';
+    return k;
+}
+
 static bool isa_wanted(const bk_opts *o, const char *name) {
     if (!o->isa[0]) return true;
     char buf[128];
@@ -842,9 +851,16 @@ int cmd_bench_kernel(int argc, char **argv) {
         case BK_SAMPLER: o.sampler = true; break;
         case BK_ATTN: o.attn = true; break;
         case BK_ISA:
-            if (!v.str[0] || v.str[0] == ',' || v.str[strlen(v.str) - 1] == ',' || strstr(v.str, ",,")) {   /* an empty item */
-                opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm", v.str);
-                return 2;
+            for (const char *p = v.str, *e;; p = e + 1) {   /* no empty item: named by its place */
+                e = strchr(p, ',');
+                if (e == p || !*p) {
+                    char exp[160];
+                    const int k = (int)bk_count_items(v.str, p);
+                    snprintf(exp, sizeof exp, "a comma-separated list of %s (item %d is empty)", BK_ISA_NAMES, k);
+                    opts_bad_value("bench-kernel", "--isa", exp, v.str);
+                    return 2;
+                }
+                if (!e) break;
             }
             snprintf(o.isa, sizeof o.isa, "%s", v.str);
             break;
@@ -891,7 +907,10 @@ int cmd_bench_kernel(int argc, char **argv) {
             int k = 0;
             while (k < n_isas && strcmp(t, isas[k]) != 0) k++;
             if (k == n_isas) {
-                opts_bad_value("bench-kernel", "--isa", "a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm", o.isa);
+                char exp[192];
+                snprintf(exp, sizeof exp, "a comma-separated list of %s (item %d, '%.24s', is none of them)", BK_ISA_NAMES,
+                         (int)bk_count_items(buf, t), t);
+                opts_bad_value("bench-kernel", "--isa", exp, o.isa);
                 return 2;
             }
             tern_err e = {0};

@@ -541,7 +541,8 @@ int cmd_bench_spec(int argc, char **argv) {
         fprintf(stderr, "tern bench-spec: warning: %s has no effect %s\n", ignored[k],
                 a.cost ? "with --cost (it times forwards of fixed tokens)" : "without --cost (it belongs to the cost mode)");
     a.so.on = true;                       /* bench-spec always speculates: no "--spec lookup" needed */
-    if (spec_opts_check(&a.so)) return 2; /* the n-gram range, named by its flags (as run/chat do) */
+    /* the n-gram range, named by its flags (as run/chat do); --cost reads neither end (warned above) */
+    if (!a.cost && spec_opts_check(&a.so)) return 2;
     if (!a.reps) a.reps = a.cost ? 7 : 1;
     tern_err err = {0};
     tern_model *m = NULL;
