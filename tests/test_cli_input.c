@@ -1173,6 +1173,34 @@ static void test_bench_name_escaped(void **state) {
     rmdir(dir);
 }
 
+/* -o json is llama-bench's: one JSON array of every row (a pp and a tg row here), with --profile's
+ * lines on stderr so stdout stays one JSON document; -o jsonl keeps a row per line. */
+static void test_bench_json_array(void **state) {
+    (void)state;
+    char model[1024], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1 -o json --profile", model);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "%s", args);
+    cJSON *j = rc == 0 && out ? cJSON_ParseWithOpts(out, NULL, true) : NULL;
+    const cJSON *t0 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(j, 0), "test");
+    const cJSON *t1 = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(j, 1), "test");
+    if (!cJSON_IsArray(j) || cJSON_GetArraySize(j) != 2 || !cJSON_IsString(t0) || strcmp(t0->valuestring, "pp4") ||
+        !cJSON_IsString(t1) || strcmp(t1->valuestring, "tg4") || !strstr(err, "# profile tg4 t=1:"))
+        fail_msg("tern %s: exit %d, stdout: %s, stderr: %s (expected a JSON array of the pp4 and tg4 rows, the "
+                 "profile on stderr)", args, rc, out, err);
+    cJSON_Delete(j);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 4 -r 1 -t 1 -o jsonl", model);
+    rc = ru_tern(&out, &err, "%s", args);
+    const char *nl = out ? strchr(out, '\n') : NULL;
+    if (rc != 0 || out[0] != '{' || !nl || nl[1] != '{')
+        fail_msg("tern %s: exit %d, stdout: %s (expected one JSON object per line)", args, rc, out);
+    free(out);
+    free(err);
+}
+
 static void test_bench_cache_resident(void **state) {
     (void)state;
     char model[1024], args[2048];
@@ -1316,6 +1344,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_empty_gguf_messages),
         cmocka_unit_test(test_bench_cache_resident),
         cmocka_unit_test(test_bench_name_escaped),
+        cmocka_unit_test(test_bench_json_array),
         cmocka_unit_test(test_bench_past_trained_ctx),
         cmocka_unit_test(test_empty_prompt_file),
         cmocka_unit_test(test_prompt_file_newline_and_nul),

@@ -54,7 +54,7 @@ static const opt_def bench_defs[] = {
     {BENCH_THREADS, "-t, --threads", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts (default 1,2)"},
     {BENCH_REPS, "-r, --repetitions", OPT_INT, "N", 1, 1000, NULL, "repeats after one warm-up (default 5)"},
     {BENCH_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line instead of the markdown table"},
-    {BENCH_OUTPUT, "-o, --output", OPT_CHOICE, "F", 0, 0, "md|json|jsonl", "md (default) | json | jsonl (json and jsonl: as --json)"},
+    {BENCH_OUTPUT, "-o, --output", OPT_CHOICE, "F", 0, 0, "md|json|jsonl", "md (default) | json (one JSON array of the rows, as llama-bench) | jsonl (as --json)"},
     {BENCH_PROFILE, "--profile", OPT_FLAG, NULL, 0, 0, NULL, "per-op time profile of each test (kernels, norms, attention, barriers)"},
     {BENCH_BUSY, "--busy-cpu", OPT_INT, "N", 0, 1023, NULL,
      "run a competing busy-loop process pinned to CPU N during the whole run (a busy machine)"},
@@ -208,6 +208,8 @@ int cmd_bench(int argc, char **argv) {
         return 2;
     }
     json = json_flag || out_fmt > 0;
+    const bool array = out_fmt == 1;   /* -o json: the rows as one array; --json, -o jsonl: a row per line */
+    int n_rows = 0;
     if (!oc.model) { fprintf(stderr, "tern bench: -m MODEL is required; see tern bench --help\n"); return 2; }
     if (n_pp == 0 && n_tg == 0) {   /* llama-bench would print an empty table */
         fprintf(stderr, "tern bench: -p and -n: nothing to measure (every prompt and generation length is 0); "
@@ -358,6 +360,8 @@ int cmd_bench(int argc, char **argv) {
                 if (json) {
                     char ceil_s[32] = "null";   /* pp rows: no decode ceiling */
                     if (ceil_tps > 0) snprintf(ceil_s, sizeof ceil_s, "%.4f", ceil_tps);
+                    if (array) printf(n_rows ? ",\n" : "[\n");
+                    n_rows++;
                     printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
                            "\"numerics\": \"%s\", \"test\": \"%s\", \"n_depth\": %d, \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
                            "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %.0f, "
@@ -372,7 +376,7 @@ int cmd_bench(int argc, char **argv) {
                     else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);
                     if (above) printf(", \"above_ceiling\": %.4f", frac_raw);
                     if (kind == 1 && !in_cache && !isnan(frac_raw)) printf(", \"reps_above_ceiling\": %d", n_above);
-                    printf("}\n");
+                    printf(array ? "}" : "}\n");
                 } else {
                     char pct[160] = "-";
                     if (above)
@@ -394,7 +398,7 @@ int cmd_bench(int argc, char **argv) {
                     const double wait = prof.matmul_s * nt - prof.matmul_busy_s;
                     const double other = T - prof.embed_s - prof.norm_s - prof.quant_s - prof.matmul_s - prof.attn_s -
                                          prof.swiglu_s - prof.recur_s;
-                    printf("%sprofile %s t=%d: %.3f s in %ld forwards: matmul %.1f%% (of which barrier wait + imbalance "
+                    fprintf(array ? stderr : stdout, "%sprofile %s t=%d: %.3f s in %ld forwards: matmul %.1f%% (of which barrier wait + imbalance "
                            "%.1f%%), attention %.1f%%, qk-norm/rope/kv-store/residual %.1f%%, rmsnorm|swiglu+quantise %.1f%%, "
                            "swiglu %.1f%%, recurrence %.1f%%, embed %.1f%%, other %.1f%%\n",
                            json ? "# " : "", test, info.n_threads, T, prof.n_forward, 100 * prof.matmul_s / T,
@@ -425,6 +429,7 @@ int cmd_bench(int argc, char **argv) {
                BW_PASSES, BW_REP_PASSES, (double)llc / 1e6);
     status = 0;
 out:
+    if (array && (n_rows || status == 0)) printf(n_rows ? "\n]\n" : "[]\n");   /* rows printed before a failure stay valid JSON */
     busy_stop(busy);
     free(ids);
     free(tv);
