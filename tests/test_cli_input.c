@@ -1201,6 +1201,25 @@ static void test_bench_json_array(void **state) {
     free(err);
 }
 
+/* A test that evaluates 4096 or more tokens per run (its length and depth) is announced on stderr
+ * before it starts, with its runs and tokens, so a long one does not look hung; a shorter one is not. */
+static void test_bench_long_test_note(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 1 -d 4095 -r 1 -t 1", model);
+    if (rc != 0 || !strstr(err, "tern bench: tg1 @ d4095 at 1 thread: 2 runs (a warm-up and -r 1), each evaluating 1 "
+                                "token after the 4095 of the depth (not timed); this can take a while"))
+        fail_msg("bench -d 4095 -n 1: exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+    rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 1 -d 4094 -r 1 -t 1", model);
+    if (rc != 0 || strstr(err, "this can take a while")) fail_msg("bench -d 4094 -n 1: exit %d, stderr: %s", rc, err);
+    free(out);
+    free(err);
+}
+
 static void test_bench_cache_resident(void **state) {
     (void)state;
     char model[1024], args[2048];
@@ -1345,6 +1364,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_bench_cache_resident),
         cmocka_unit_test(test_bench_name_escaped),
         cmocka_unit_test(test_bench_json_array),
+        cmocka_unit_test(test_bench_long_test_note),
         cmocka_unit_test(test_bench_past_trained_ctx),
         cmocka_unit_test(test_empty_prompt_file),
         cmocka_unit_test(test_prompt_file_newline_and_nul),
