@@ -223,8 +223,8 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * separate vpbroadcastd for the intrinsic form. */
 #define R16_NC 16
 #define R16_PF 4        /* tiles of 9+ columns: prefetch distance in blocks (2.2 KB), into L1 */
-#define R16_PF_NTA1 16  /* the one-group tile at one column: stream prefetch 16 blocks (8.7 KB) ahead */
-#define R16_PF_NTA 24   /* the one-group tiles of 2..8 columns and the two-group tiles: stream prefetch 24 blocks (13 KB) ahead */
+#define R16_PF_STREAM1 16  /* the one-group tile at one column: stream prefetch 16 blocks (8.7 KB) ahead */
+#define R16_PF_STREAM 24   /* the one-group tiles of 2..8 columns and the two-group tiles: stream prefetch 24 blocks (13 KB) ahead */
 
 /* The emulated build (tests on hosts without AVX-512) compiles one r16_tile with NC at run time
  * and no unrolling: the same operations in the same order, so the same bits and the same data
@@ -376,8 +376,8 @@ R16_UNROLL16
         const kern_r16_block *blk = B + b;
         /* Prefetches (hints only: no bit depends on them), every line of a block. Tiles of up
          * to 8 columns (decode, speculative verification, small server batches) read their
-         * weights from DRAM once per forward: they prefetch R16_PF_NTA1 (one column) or
-         * R16_PF_NTA blocks ahead and nothing into L1, with the hint kern_stream_nta chooses:
+         * weights from DRAM once per forward: they prefetch R16_PF_STREAM1 (one column) or
+         * R16_PF_STREAM blocks ahead and nothing into L1, with the hint kern_stream_nta chooses:
          * the non-temporal one on AMD, prefetcht1 elsewhere (on an Intel Xeon, bench/RESULTS.md
          * host D, prefetchnta held these streams to a third of the bus). Left to the
          * hardware prefetcher the stream stalls, and a tile's vpdpbusd add to the stall instead
@@ -393,7 +393,7 @@ R16_UNROLL16
          * Tiles of 9+ columns (prefill) are compute-bound and keep the L1 prefetch R16_PF blocks
          * ahead. */
         if (NC <= 8) {
-            const uintptr_t p = (uintptr_t)blk + (NC == 1 ? R16_PF_NTA1 : R16_PF_NTA) * sizeof(kern_r16_block);   /* may pass the end: never faults */
+            const uintptr_t p = (uintptr_t)blk + (NC == 1 ? R16_PF_STREAM1 : R16_PF_STREAM) * sizeof(kern_r16_block);   /* may pass the end: never faults */
             r16_stream_prefetch(p, nta);
         } else {
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16_block);
@@ -585,9 +585,9 @@ R16_UNROLL4
 R16_UNROLL8
         for (int c = 0; c < NC; c++) facc[gi][c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
-        /* each group's stream R16_PF_NTA blocks ahead (as the one-group tile); within the last
-         * R16_PF_NTA blocks, the same group of the next pair (R16_PAIR - 1 groups further) */
-        const int64_t ahead = b + R16_PF_NTA < nb ? R16_PF_NTA : R16_PF_NTA + (R16_PAIR - 1) * nb;
+        /* each group's stream R16_PF_STREAM blocks ahead (as the one-group tile); within the last
+         * R16_PF_STREAM blocks, the same group of the next pair (R16_PAIR - 1 groups further) */
+        const int64_t ahead = b + R16_PF_STREAM < nb ? R16_PF_STREAM : R16_PF_STREAM + (R16_PAIR - 1) * nb;
 R16_UNROLL4
         for (int gi = 0; gi < R16_PAIR; gi++) {
             const uintptr_t p = (uintptr_t)(B + gi * nb + b + ahead);   /* may pass the end: never faults */
