@@ -1151,7 +1151,9 @@ static void test_bench_name_escaped(void **state) {
     mkdir(dir, 0755);
     snprintf(link, sizeof link, "%s/q\"uo\\te|\xff.gguf", dir);
     unlink(link);
-    if (symlink(model, link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
+    char target[4096];   /* absolute: a relative one would resolve from the link's folder */
+    if (!realpath(model, target)) fail_msg("realpath %s: %s", model, strerror(errno));
+    if (symlink(target, link) != 0) fail_msg("symlink %s: %s", link, strerror(errno));
     snprintf(args, sizeof args, "bench -m '%s' -p 4 -n 0 -r 1 -t 1 --json", link);
     char *out = NULL, *err = NULL;
     int rc = ru_tern(&out, &err, "%s", args);
