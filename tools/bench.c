@@ -277,6 +277,9 @@ int cmd_bench(int argc, char **argv) {
         }
         qsort(bwp, BW_PASSES, sizeof bwp[0], bench_cmp_dbl);
         bw = bwp[BW_PASSES - 1];                      /* best pass: the ceiling */
+        /* cache residency of the model's bytes per token, probed once per load; a test's K/V
+         * rows can still take it past the cache's size (checked per test) */
+        const bool model_in_cache = opts_fits_llc(info.n_threads, (double)info.bytes_per_token, bw);
         /* K/V bytes of one position over every layer: a decode step at position p reads p + 1 */
         tern_session_opts so1;
         tern_session_opts_default(&so1);
@@ -296,7 +299,7 @@ int cmd_bench(int argc, char **argv) {
                  * rows read, on average depth + (len + 1) / 2 positions */
                 const double kv_tok = kind == 1 ? (double)kv_pos * (depth + (len + 1) / 2.0) : 0;
                 const double bytes = info.bytes_per_token ? (double)info.bytes_per_token + kv_tok : 0;
-                const bool in_cache = opts_fits_llc(info.n_threads, bytes, bw);
+                const bool in_cache = model_in_cache && bytes <= (double)llc;
                 /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
                 const bool rep_probe = kind == 1 && bytes > 0 && !in_cache;
                 int n_bw = BW_PASSES;
