@@ -305,12 +305,16 @@ int cmd_bench(int argc, char **argv) {
                 int n_bw = BW_PASSES;
                 memcpy(bwall, bwp, sizeof bwp);
                 tern_profile prof = {0};
-                if (depth + len >= 4096)   /* a long test: said before it starts, so it does not look hung */
-                    fprintf(stderr, "tern bench: %s%d%s%.0d at %d thread%s: %d runs (a warm-up and -r %d), each evaluating %d "
-                                    "token%s%s%.0d%s; this can take a while\n",
-                            kind == 0 ? "pp" : "tg", len, depth ? " @ d" : "", depth, info.n_threads, info.n_threads == 1 ? "" : "s",
-                            reps + 1, reps, len, len == 1 ? "" : "s", depth ? " after the " : "", depth,
-                            depth ? " of the depth (not timed)" : "");
+                char test[32];
+                if (depth > 0) snprintf(test, sizeof test, "%s%d @ d%d", kind == 0 ? "pp" : "tg", len, depth);
+                else snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
+                if (depth + len >= 4096) {   /* a long test: said before it starts, so it does not look hung */
+                    char after[64] = "";
+                    if (depth) snprintf(after, sizeof after, " after the %d of the depth (not timed)", depth);
+                    fprintf(stderr, "tern bench: %s at %d thread%s: %d runs (a warm-up and -r %d), each evaluating %d token%s%s; "
+                                    "this can take a while\n",
+                            test, info.n_threads, info.n_threads == 1 ? "" : "s", reps + 1, reps, len, len == 1 ? "" : "s", after);
+                }
                 for (int r = -1; r < reps; r++) {           /* r = -1: warm-up */
                     tern_session_reset(s);                  /* the depth's tokens: not timed */
                     if (depth > 0 && !tern_session_eval(s, ids, depth, &err)) goto fail;
@@ -363,9 +367,6 @@ int cmd_bench(int argc, char **argv) {
                 }
                 const bool above = n_above > 0 && n_above == reps;
                 const double frac = above ? NAN : frac_raw;
-                char test[32];
-                if (depth > 0) snprintf(test, sizeof test, "%s%d @ d%d", kind == 0 ? "pp" : "tg", len, depth);
-                else snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
                 if (json) {
                     char ceil_s[32] = "null";   /* pp rows: no decode ceiling */
                     if (ceil_tps > 0) snprintf(ceil_s, sizeof ceil_s, "%.4f", ceil_tps);
