@@ -1129,10 +1129,15 @@ cJSON *api_parse_body(const char *body, size_t len, srv_error *e) {
     char path[sizeof e->param] = "";
     if (!json_utf8_check(root, path, sizeof path, 0, e)) goto fail;
     const size_t bad = api_utf8_bad_at(body, len);
-    if (bad < len) {
+    if (bad < len) {   /* a NUL is valid UTF-8 (U+0000) but never raw in JSON text: said as such */
         char where[80];
-        srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid UTF-8: byte 0x%02x at %s",
-                 (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
+        if (body[bad] == '\0')
+            srv_fail(e, 400, "invalid_request_error", NULL,
+                     "the request body has a raw NUL byte at %s: JSON text cannot hold one (in a string, write \\u0000)",
+                     json_where(body, bad, where, sizeof where));
+        else
+            srv_fail(e, 400, "invalid_request_error", NULL, "the request body is not valid UTF-8: byte 0x%02x at %s",
+                     (unsigned char)body[bad], json_where(body, bad, where, sizeof where));
         goto fail;
     }
     path[0] = '\0';

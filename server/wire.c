@@ -266,8 +266,15 @@ static cJSON *anth_to_chat(const cJSON *root, srv_error *e) {
             return NULL;
         }
     }
-    if (!api_field(root, "max_tokens")) {
+    const cJSON *mt = api_field(root, "max_tokens");
+    if (!mt) {
         bad(e, "max_tokens", "'max_tokens' is required%s", NULL);
+        return NULL;
+    }
+    if (cJSON_IsNumber(mt) && mt->valuedouble < 1) {   /* Anthropic's range starts at 1: no -1 (until the context is full) */
+        char g[64];
+        srv_fail(e, 400, "invalid_request_error", "max_tokens", "'max_tokens' must be an integer of at least 1, got %s",
+                 api_got(mt, g));
         return NULL;
     }
     const cJSON *ss = api_field(root, "stop_sequences");

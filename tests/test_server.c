@@ -519,7 +519,8 @@ static void test_request_utf8(void **state) {
     srv_error e;
     assert_false(api_parse_request(SRV_COMPLETION, nul, sizeof nul - 1, &r, &e));
     assert_int_equal(e.status, 400);
-    assert_string_equal(e.message, "the request body is not valid UTF-8: byte 0x00 at byte 13 (line 1, column 14)");
+    assert_string_equal(e.message, "the request body has a raw NUL byte at byte 13 (line 1, column 14): JSON text cannot "
+                                   "hold one (in a string, write \\u0000)");
     /* valid multi-byte text (2, 3 and 4 bytes, escapes of a surrogate pair) passes unchanged */
     const char ok[] = "{\"prompt\": \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x99\x82 \\ud83d\\ude42\"}";
     assert_true(api_parse_request(SRV_COMPLETION, ok, sizeof ok - 1, &r, &e));

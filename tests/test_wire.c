@@ -138,6 +138,11 @@ static void test_messages_request(void **state) {
                 "'messages' must be a non-empty array of {\"role\", \"content\"}, got a string");
     refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":5}", "messages",
                 "'messages' is required: a non-empty array of {\"role\", \"content\"}");
+    /* the Messages API's max_tokens starts at 1 (OpenAI's -1, until the context is full, is not in it) */
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":0,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens",
+                "'max_tokens' must be an integer of at least 1, got 0");
+    refused_msg(WIRE_ANTHROPIC, "{\"max_tokens\":-1,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}", "max_tokens",
+                "'max_tokens' must be an integer of at least 1, got -1");
     refused(WIRE_ANTHROPIC, "{\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"system\":7}", "system");
     /* content: an empty array is refused, and every content error says what it got */
     static const struct { const char *content, *got; } cs[] = {
