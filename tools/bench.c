@@ -203,8 +203,9 @@ int cmd_bench(int argc, char **argv) {
         default: break;
         }
     }
-    if (json_flag && out_fmt == 0) {   /* never drop one of two contradicting choices silently */
-        fprintf(stderr, "tern bench: --json and -o md choose different outputs; use one of them; see tern bench --help\n");
+    if (json_flag && (out_fmt == 0 || out_fmt == 1)) {   /* never drop one of two contradicting choices silently */
+        fprintf(stderr, "tern bench: --json (a JSON object per line) and -o %s (%s) choose different outputs; use one of them; "
+                        "see tern bench --help\n", out_fmt ? "json" : "md", out_fmt ? "one JSON array" : "the table");
         return 2;
     }
     json = json_flag || out_fmt > 0;
