@@ -1028,7 +1028,8 @@ static void test_selfcheck(void **state) {
 }
 
 /* The stream prefetch hint follows the CPU vendor (dispatch.c detect_stream_nta): prefetchnta on
- * AMD and Hygon, prefetcht1 on every other x86 vendor, and false off x86. The vendor is read here
+ * AMD and Hygon, prefetcht1 on every other x86 vendor, and false off x86; the one-column
+ * two-group threshold (kern_pair1_min_k) follows the same rule. The vendor is read here
  * independently, from /proc/cpuinfo's vendor_id line. */
 static void test_stream_hint_vendor(void **state) {
     (void)state;
@@ -1043,6 +1044,10 @@ static void test_stream_hint_vendor(void **state) {
     const bool amd = strcmp(vendor, "AuthenticAMD") == 0 || strcmp(vendor, "HygonGenuine") == 0;
     if (kern_stream_nta() != amd)
         fail_msg("vendor_id %s: kern_stream_nta() is %d, expected %d", vendor, kern_stream_nta(), amd);
+    /* the one-column two-group tiles: from K 4096 on AMD, from K 2048 elsewhere */
+    if (kern_pair1_min_k() != (amd ? 4096 : 2048))
+        fail_msg("vendor_id %s: kern_pair1_min_k() is %lld, expected %d", vendor, (long long)kern_pair1_min_k(),
+                 amd ? 4096 : 2048);
 #else
     assert_false(kern_stream_nta());
 #endif

@@ -101,6 +101,12 @@ bool kern_stream_nta(void) {
     return __atomic_load_n(&g_stream_nta, __ATOMIC_RELAXED);
 }
 
+/* Measured with bonsai-1.7b (K 2048 for every projection but ffn_down's 6144, and the LM head),
+ * tg128 at 2 threads in alternating pairs: on bench/RESULTS.md host A (Zen 5) its K 2048 rows read
+ * slower in two groups than in one (8 of 8 pairs), on host D (Intel Xeon) faster (7 of 7 pairs,
+ * 1.01-1.09x; bench-kernel --decode-seq: the LM head alone from 84-87% to 88-91% of the probe). */
+int64_t kern_pair1_min_k(void) { return kern_stream_nta() ? 4096 : 2048; }
+
 void kern_cpu_hide(uint32_t bits) { __atomic_store_n(&g_cpu_hidden, bits, __ATOMIC_RELAXED); }
 
 static bool runnable(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }

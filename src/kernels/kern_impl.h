@@ -192,6 +192,10 @@ uint32_t kern_cpu_features(void);
  * columns): true for prefetchnta, false for prefetcht1. A rule by CPU vendor (dispatch.c
  * detect_stream_nta): it moves no bit of any result, only how fast the stream arrives. */
 bool kern_stream_nta(void);
+/* The K (weights per row) from which a one-column product reads its 16-row groups two at a time
+ * (two weight streams per thread: avx512vnni.c r16_pair) rather than one: 4096 where
+ * kern_stream_nta holds (AMD), 2048 elsewhere. Like the hint, a rule by vendor that moves no bit. */
+int64_t kern_pair1_min_k(void);
 /* Tests: report the KCPU_* bits given as absent from now on (0: none), so that the code a table
  * chooses by a feature bit inside it (the AVX-512 tiles without GFNI) runs on a host that has it. */
 void kern_cpu_hide(uint32_t bits);

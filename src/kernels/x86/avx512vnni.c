@@ -676,18 +676,17 @@ static void mm_row16_pairs(const kern_mm_args *m, const kern_r16_block *base, in
 
 /* Rows [r0, r1) in the 16-row layout: kern_r16_mm (kern_impl.h) with tiles of up to 16 columns,
  * or the two-group tiles (GFNI, no hook): at 2..8 columns always; at one column (decode) for
- * rows of R16_PAIR1_MIN_K weights or more, whose group's blocks (nb * 544 bytes, 17 KB at K 4096)
- * the one-group tile streams alone: two streams per thread keep more of the bus busy there. On
- * bench/RESULTS.md host A the 27B shape (every K 5120 or more) decoded a median 1.12x faster
- * than with the one-group tile (tg16, 6 of 6 alternating pairs faster), while bonsai-1.7b's
- * K 2048 rows, 8.7 KB per group, read slower in two groups (tg128, 8 of 8 pairs); with the
- * threshold (its ffn_down, K 6144, in two groups) it reads the same (1.04x, 8 pairs). */
-#define R16_PAIR1_MIN_K 4096
+ * rows of kern_pair1_min_k() weights or more, whose groups (nb * 544 bytes each, 8.7 KB at K 2048)
+ * the one-group tile would stream one at a time: two streams per thread keep more of the bus
+ * busy. On bench/RESULTS.md host A the 27B shape (every K 5120 or more) decoded a median 1.12x
+ * faster than with the one-group tile (tg16, 6 of 6 alternating pairs faster), while
+ * bonsai-1.7b's K 2048 rows read slower in two groups there (tg128, 8 of 8 pairs), and faster on
+ * host D: the threshold is a rule by vendor (dispatch.c). */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
 #ifndef KERN_EMU512
     if (kern_cpu_features() & KCPU_GFNI) {
         const int nc = m->a->ncols;
-        if (nc <= 8 && (nc >= 2 || m->w->n_in >= R16_PAIR1_MIN_K) && !m->isum) mm_row16_pairs(m, base, r0, r1);   /* the hook: one-group tiles */
+        if (nc <= 8 && (nc >= 2 || m->w->n_in >= kern_pair1_min_k()) && !m->isum) mm_row16_pairs(m, base, r0, r1);   /* the hook: one-group tiles */
         else kern_r16_mm(m, base, sizeof(kern_r16_block), r0, r1, R16_NC, r16_tile_gf_group);
         return;
     }
