@@ -103,8 +103,8 @@ bool kern_stream_nta(void) {
 
 /* Measured with bonsai-1.7b (K 2048 for every projection but ffn_down's 6144, and the LM head),
  * tg128 at 2 threads in alternating pairs: on bench/RESULTS.md host A (Zen 5) its K 2048 rows read
- * slower in two groups than in one (8 of 8 pairs), on host D (Intel Xeon) faster (7 of 7 pairs,
- * 1.01-1.09x; bench-kernel --decode-seq: the LM head alone from 84-87% to 88-91% of the probe). */
+ * slower in two groups than in one (8 of 8 pairs), on host D (Intel Xeon) faster (set D2: 6 of 6
+ * pairs, 1.03-1.07x; bench-kernel --decode-seq: the LM head alone from 86% to 90% of the probe). */
 int64_t kern_pair1_min_k(void) { return kern_stream_nta() ? 4096 : 2048; }
 
 void kern_cpu_hide(uint32_t bits) { __atomic_store_n(&g_cpu_hidden, bits, __ATOMIC_RELAXED); }
