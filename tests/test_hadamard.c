@@ -6,6 +6,7 @@
 
 #include "core/core.h"
 #include "model/hadamard.h"
+#include "model/ops.h"
 #include "format/gguf.h"
 #include "format/qtypes.h"
 
@@ -32,7 +33,7 @@ static void rmsnorm_ref(float *y, const float *x, const float *w, int64_t K, flo
 
 static void test_fwht_blocks_bits(void **state) {
     (void)state;
-    const int64_t ns[] = {8, 16, 64, 512, 1024, 4096};
+    const int64_t ns[] = {8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
     for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
         const int64_t n = ns[t], K = 3 * n;
         float *a = malloc(sizeof(float) * K), *b = malloc(sizeof(float) * K);
@@ -55,6 +56,47 @@ static void test_fwht_blocks_bits(void **state) {
             assert_memory_equal(a, b, sizeof(float) * K);
         }
         free(a); free(b);
+    }
+}
+
+/* had_rot (the sign and scale step fused into the blocked FWHT's first pass) against its
+ * definition computed here: x[k] = (s[k] x[k]) * (1 / sqrt(n)) in float, then had_fwht per block;
+ * on each ISA build of the vector code, with signs and without. */
+static void test_rot_fused_bits(void **state) {
+    (void)state;
+    const int64_t ns[] = {4, 8, 16, 32, 64, 128, 512, 1024, 4096};
+    const char *isas[2] = {"generic", "avx2"};
+    for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+        const int64_t n = ns[t], K = 3 * n;
+        const float scale = (float)(1.0 / sqrt((double)n));
+        float *a = malloc(sizeof(float) * K), *b = malloc(sizeof(float) * K);
+        int8_t *sg = malloc((size_t)K);
+        for (int with_s = 0; with_s < 2; with_s++)
+            for (int ii = 0; ii < (n >= 8 ? 2 : 1); ii++) {
+#if defined(__x86_64__) || defined(__i386__)
+                if (ii == 1 && !__builtin_cpu_supports("avx2")) continue;
+#else
+                if (ii == 1) continue;
+#endif
+                hrng = 999u + (uint32_t)t;
+                for (int64_t i = 0; i < K; i++) {
+                    a[i] = b[i] = hrand();
+                    sg[i] = (hrng >> 20) & 1 ? 1 : -1;
+                }
+                const int8_t *s = with_s ? sg : NULL;
+                for (int64_t i = 0; i < K; i++) a[i] = (s ? (float)s[i] * a[i] : a[i]) * scale;
+                for (int64_t o = 0; o < K; o += n) had_fwht(a + o, n);
+                if (n >= 8) model_ops_find(isas[ii])->fwht_blocks(b, K, n, s, &scale);
+                else had_rot(b, K, n, s);
+                assert_memory_equal(a, b, sizeof(float) * K);
+                if (ii == 0) {   /* and had_rot itself, on the active path */
+                    hrng = 999u + (uint32_t)t;
+                    for (int64_t i = 0; i < K; i++) b[i] = hrand();
+                    had_rot(b, K, n, s);
+                    assert_memory_equal(a, b, sizeof(float) * K);
+                }
+            }
+        free(a); free(b); free(sg);
     }
 }
 
@@ -281,6 +323,7 @@ static void test_had_meta_refusals(void **state) {
 int suite_hadamard(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fwht_blocks_bits),
+        cmocka_unit_test(test_rot_fused_bits),
         cmocka_unit_test(test_rmsnorm_rot_fused_bits),
         cmocka_unit_test(test_rmsnorm_rot_quant_fused_bits),
         cmocka_unit_test(test_gdn_v_grouped_permutation),

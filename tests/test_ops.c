@@ -86,8 +86,8 @@ static void test_same_bits_as_generic(void **state) {
         assert_memory_equal(h0, h1, N * sizeof *h0);
         fill(y0, N, 3);
         memcpy(y1, y0, N * sizeof *y0);
-        g->fwht_blocks(y0, N, 128);
-        o->fwht_blocks(y1, N, 128);
+        g->fwht_blocks(y0, N, 128, NULL, NULL);
+        o->fwht_blocks(y1, N, 128, NULL, NULL);
         assert_memory_equal(y0, y1, N * sizeof *y0);
         for (int d = 128; d >= 125; d -= 3) {        /* the gated RMSNorm of one head, and a tail of 5 */
             fill(y0, N, 8);

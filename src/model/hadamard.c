@@ -1,5 +1,6 @@
 /* hadamard.c: scalar Walsh-Hadamard rotation (the reference; see hadamard.h for the math). */
 #include "model/hadamard.h"
+#include "core/core.h"
 #include "model/ops.h"
 
 #include <math.h>
@@ -20,10 +21,13 @@ static void sign_scale(float *y, const float *x, const int8_t *s, float scale, i
 
 void had_rot(float *x, int64_t K, int64_t n, const int8_t *s) {
     const float scale = (float)(1.0 / sqrt((double)n));
+    if (n >= 8) {   /* x[k] = (s[k] x[k]) * scale, fused into the blocked FWHT's first pass */
+        TERN_ASSERT(K % n == 0);
+        model_ops_active()->fwht_blocks(x, K, n, s, &scale);
+        return;
+    }
     sign_scale(x, x, s, scale, K);                    /* x[k] = (s[k] x[k]) * scale: scale first */
-    if (n >= 8) had_fwht_blocks(x, K, n);             /* same bits as had_fwht (tested) */
-    else
-        for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
+    for (int64_t b = 0; b < K; b += n) had_fwht(x + b, n);
 }
 
 void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s) {
@@ -47,17 +51,19 @@ void had_rot_inv(float *x, int64_t K, int64_t n, const int8_t *s) {
 
 #include "model/hadamard_impl.h"
 
-void had_fwht_blocks_generic(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
+void had_fwht_blocks_generic(float *x, int64_t K, int64_t n, const int8_t *s, const float *scale) {
+    fwht_blocks_body(x, K, n, s, scale);
+}
 
 void had_fwht_blocks_isa(const char *isa, float *x, int64_t K, int64_t n) {
     TERN_ASSERT(n >= 8 && K % n == 0);
     const model_ops *o = model_ops_find(isa);
-    (o ? o : model_ops_find("generic"))->fwht_blocks(x, K, n);
+    (o ? o : model_ops_find("generic"))->fwht_blocks(x, K, n, NULL, NULL);
 }
 
 void had_fwht_blocks(float *x, int64_t K, int64_t n) {
     TERN_ASSERT(n >= 8 && K % n == 0);
-    model_ops_active()->fwht_blocks(x, K, n);
+    model_ops_active()->fwht_blocks(x, K, n, NULL, NULL);
 }
 
 /* y[k] = (s ? s[k] * x[k] : x[k]) * scale, 8 at a time (the int8 sign converted exactly). */
@@ -82,13 +88,17 @@ void had_rmsnorm_rot(float *y, const float *x, const float *w, int64_t K, float 
         return;
     }
     const float scale = (float)(1.0 / sqrt((double)n));
+    if (n >= 8) {   /* the sign and scale step in the blocked FWHT's first pass */
+        TERN_ASSERT(K % n == 0);
+        for (int64_t i = 0; i < K; i++) y[i] = w ? (x[i] * r) * w[i] : x[i] * r;
+        model_ops_active()->fwht_blocks(y, K, n, s, &scale);
+        return;
+    }
     for (int64_t i = 0; i < K; i++) {
         float v = w ? (x[i] * r) * w[i] : x[i] * r;
         y[i] = (s ? (float)s[i] * v : v) * scale;
     }
-    if (n >= 8) had_fwht_blocks(y, K, n);
-    else
-        for (int64_t b = 0; b < K; b += n) had_fwht(y + b, n);
+    for (int64_t b = 0; b < K; b += n) had_fwht(y + b, n);
 }
 
 void had_rmsnorm_rot_quant(float *y, void *q, kern_numerics mode, float *yn, const float *x, const float *w, int64_t K,
@@ -103,18 +113,22 @@ void had_rmsnorm_rot_quant(float *y, void *q, kern_numerics mode, float *yn, con
         const int64_t len = TERN_MIN(chunk, K - k0);  /* a multiple of n (K is) */
         float *yc = y + k0;
         int64_t i = k0;
-        if (w && n)   /* the rotated sites: 8 at a time, the same operations per value */
+        /* v = (x r) w, 8 at a time at the rotated sites (the same operations per value); then
+         * for n >= 8 (every Bonsai 2 file) (s v) * scale and the butterflies in the blocked
+         * FWHT, whose first pass does the sign and scale step */
+        if (w && n)
             for (; i + 8 <= k0 + len; i += 8) {
                 const hv8 v = (HLD8(x + i) * r) * HLD8(w + i);
                 if (yn) HST8(yn + i, v);
-                HST8(yc + (i - k0), (s ? __builtin_convertvector(*(const hv8b *)(const void *)(s + i), hv8) * v : v) * scale);
+                if (n >= 8) HST8(yc + (i - k0), v);
+                else HST8(yc + (i - k0), (s ? __builtin_convertvector(*(const hv8b *)(const void *)(s + i), hv8) * v : v) * scale);
             }
         for (; i < k0 + len; i++) {
             const float v = w ? (x[i] * r) * w[i] : x[i] * r;
             if (yn) yn[i] = v;
-            yc[i - k0] = n ? (s ? (float)s[i] * v : v) * scale : v;
+            yc[i - k0] = n && n < 8 ? (s ? (float)s[i] * v : v) * scale : v;
         }
-        if (n >= 8) had_fwht_blocks(yc, len, n);
+        if (n >= 8) model_ops_active()->fwht_blocks(yc, len, n, s ? s + k0 : NULL, &scale);
         else if (n > 0)
             for (int64_t b = 0; b < len; b += n) had_fwht(yc + b, n);
         if (mode != KQ_F32) {   /* quantisation blocks are independent: this chunk's blocks */

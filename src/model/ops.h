@@ -40,8 +40,9 @@ typedef struct model_ops {
     void (*delta_chunk)(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                         const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                         int64_t ld_o, float *scratch);
-    /* had_fwht_blocks */
-    void (*fwht_blocks)(float *x, int64_t K, int64_t n);
+    /* had_fwht_blocks, with had_rot's sign and scale step fused into its first pass when scale
+     * is given (hadamard_impl.h) */
+    void (*fwht_blocks)(float *x, int64_t K, int64_t n, const int8_t *s, const float *scale);
 } model_ops;
 
 /* The table of the active kernel path: one test of a flag per call, no name comparison. */
@@ -63,7 +64,7 @@ void gdn_delta_tokens_generic(float *S, int d, int n, const float *q, int64_t ld
 void gdn_delta_chunk_generic(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                              const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                              int64_t ld_o, float *scratch);
-void had_fwht_blocks_generic(float *x, int64_t K, int64_t n);
+void had_fwht_blocks_generic(float *x, int64_t K, int64_t n, const int8_t *s, const float *scale);
 void blk_f16_from_f32_generic(uint16_t *dst, const float *src, int n);
 #if defined(__x86_64__) && defined(__GNUC__)
 int64_t gdn_conv_blocks_avx2(const float *conv_w, float *state, const float *x, float *y, int64_t nch, int dc,
@@ -75,7 +76,7 @@ void gdn_delta_tokens_avx2(float *S, int d, int n, const float *q, int64_t ld_q,
 void gdn_delta_chunk_avx2(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                           const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                           int64_t ld_o, float *scratch);
-void had_fwht_blocks_avx2(float *x, int64_t K, int64_t n);
+void had_fwht_blocks_avx2(float *x, int64_t K, int64_t n, const int8_t *s, const float *scale);
 void gdn_delta_tokens_avx512(float *S, int d, int n, const float *q, int64_t ld_q, const float *k, int64_t ld_k,
                              const float *v, int64_t ld_v, const float *beta, const float *gam, int64_t ld_g, float *o,
                              int64_t ld_o, const float *pf);

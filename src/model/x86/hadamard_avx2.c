@@ -8,5 +8,7 @@
 #endif
 #include "model/hadamard_impl.h"
 
-void had_fwht_blocks_avx2(float *x, int64_t K, int64_t n) { fwht_blocks_body(x, K, n); }
+void had_fwht_blocks_avx2(float *x, int64_t K, int64_t n, const int8_t *s, const float *scale) {
+    fwht_blocks_body(x, K, n, s, scale);
+}
 #endif
