@@ -676,6 +676,32 @@ static void test_file_errors(void **state) {
     }
 }
 
+/* synth --tokenizer refuses, before writing anything, a tokenizer.json whose ids would make a
+ * model of millions of rows (an added token's id past the largest vocabulary), and a byte-level
+ * BPE vocabulary without a token for every byte (the loader would refuse the file it wrote). */
+static void test_synth_tokenizer_refusals(void **state) {
+    (void)state;
+    char tok[1024], out[1024], args[4096], want[2048];
+    fx_tmp_path(tok, sizeof tok, "tok-refusal.json");
+    fx_tmp_path(out, sizeof out, "tok-refusal.gguf");
+    const char *huge = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,\"ab\":2},\"merges\":[\"a b\"]},"
+                       "\"added_tokens\":[{\"id\":1048576,\"content\":\"<x>\",\"special\":true}]}";
+    write_file(tok, huge, strlen(huge));
+    unlink(out);
+    snprintf(args, sizeof args, "synth --arch qwen3-tiny --tokenizer '%s' -o '%s' </dev/null", tok, out);
+    snprintf(want, sizeof want, "tern synth: --tokenizer: '%s': token id 1048576: expected ids below 1048576", tok);
+    expect_tern(1, want, args);
+    assert_int_equal(access(out, F_OK), -1);
+    const char *nobytes = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1},\"merges\":[\"a b\"]}}";
+    write_file(tok, nobytes, strlen(nobytes));
+    /* byte 0x00 is U+0100 in GPT-2's byte alphabet */
+    snprintf(want, sizeof want, "tern synth: --tokenizer: '%s': model.vocab: byte-level BPE needs a token for each of the 256 "
+                                "bytes; byte 0x00 (\"\xc4\x80\") has none", tok);
+    expect_tern(1, want, args);
+    assert_int_equal(access(out, F_OK), -1);
+    unlink(tok);
+}
+
 /* bench-spec --cost: a measurement position and draft past the context (-c) is a usage error
  * (exit 2) that names the three flags; 300 + (4 + 1) > 256. */
 static void test_cost_pos_past_context(void **state) {
@@ -893,6 +919,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_missing_value_and_unknown_option),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_cost_pos_past_context),
+        cmocka_unit_test(test_synth_tokenizer_refusals),
         cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_bench_spec_cost_pos_context),
         cmocka_unit_test(test_bench_spec_cost_lines),

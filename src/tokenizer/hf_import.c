@@ -2,6 +2,7 @@
  * tokenizer.ggml.* keys, following llama.cpp's convert_hf_to_gguf.py for Qwen3 (rules in
  * hf_import.h). JSON is parsed by cJSON; nothing here is on a hot path. */
 #include "tokenizer/hf_import.h"
+#include "tokenizer/tok_impl.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -136,8 +137,30 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
         if (!json_id(cJSON_GetObjectItemCaseSensitive(it, "id"), &id) || !cJSON_IsString(c)) { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': added_tokens: expected {\"id\": int, \"content\": string}", path); goto fail; }
         if (id > max_id) max_id = id;
     }
-    int32_t n_rows = opts->n_rows > 0 ? opts->n_rows : (int32_t)(max_id + 1);
     if (max_id < 0) { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': empty vocabulary", path); goto fail; }
+    /* the rows are max id + 1 (the gaps become [PAD<id>] tokens): an id far past the vocabulary
+     * would turn a few bytes of JSON into a model of millions of rows */
+    if (max_id >= TOK_HF_MAX_ROWS) {
+        rc = tern_err_set(err, TERN_E_FORMAT, "'%s': token id %lld: expected ids below %d (the largest vocabulary tern writes), got %lld",
+                          path, (long long)max_id, TOK_HF_MAX_ROWS, (long long)max_id);
+        goto fail;
+    }
+    /* byte-level BPE: every byte has its token (the loader refuses a vocabulary without one) */
+    for (int b = 0; b < 256; b++) {
+        const uint32_t cp = tok_byte_cp(b);
+        char u[3];
+        const size_t un = cp < 0x80 ? 1 : 2;   /* the alphabet stops at U+0143 */
+        if (un == 1) u[0] = (char)cp;
+        else { u[0] = (char)(0xC0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 0x3F)); }
+        u[un] = 0;
+        if (!cJSON_GetObjectItemCaseSensitive(vocab, u)) {
+            rc = tern_err_set(err, TERN_E_FORMAT,
+                              "'%s': model.vocab: byte-level BPE needs a token for each of the 256 bytes; byte 0x%02X (\"%s\") has none",
+                              path, b, u);
+            goto fail;
+        }
+    }
+    int32_t n_rows = opts->n_rows > 0 ? opts->n_rows : (int32_t)(max_id + 1);
     if (max_id >= n_rows) { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': token id %lld does not fit in %d embedding rows", path, (long long)max_id, n_rows); goto fail; }
     rows = calloc((size_t)n_rows, sizeof *rows);
     h = calloc(1, sizeof *h);

@@ -48,8 +48,10 @@ typedef struct tok_hf {
 
 /* Read tokenizer_json_path and the tokenizer_config.json (and config.json, if present) in the
  * same folder. Errors: TERN_E_IO (unreadable file), TERN_E_FORMAT (not JSON, not a BPE model,
- * missing vocab/merges, an id >= n_rows, duplicate ids, a special token name not in the
- * vocabulary), TERN_E_NOMEM. *out owned by the caller (tok_hf_free). */
+ * missing vocab/merges, an id >= n_rows or >= TOK_HF_MAX_ROWS, duplicate ids, a byte of the
+ * byte-level alphabet with no token, a special token name not in the vocabulary), TERN_E_NOMEM.
+ * *out owned by the caller (tok_hf_free). */
+#define TOK_HF_MAX_ROWS 1048576   /* token ids stop below this: the largest vocabulary written */
 int tok_hf_load(tok_hf **out, const char *tokenizer_json_path, const tok_hf_opts *opts, tern_err *err);
 void tok_hf_free(tok_hf *h);
 

@@ -34,6 +34,13 @@ static int u2b(uint32_t cp) {
     return tab[cp];
 }
 
+uint32_t tok_byte_cp(int b) {
+    if (b2u_identity(b)) return (uint32_t)b;
+    uint32_t n = 0;
+    for (int i = 0; i < b; i++) n += !b2u_identity(i);
+    return 256 + n;
+}
+
 int tok_utf8_next(const unsigned char *s, size_t n, uint32_t *cp) {
     unsigned c = s[0];
     if (c < 0x80) { *cp = c; return 1; }

@@ -89,5 +89,7 @@ bool tok_pretok_split(int pre, const char *s, size_t n, tok_word_fn fn, void *ct
 /* Decode one UTF-8 sequence at s[0..n) (n >= 1): returns its length (1..4) and the code point in
  * *cp; an invalid or truncated sequence gives length 1 and *cp = 0xFFFD. */
 int tok_utf8_next(const unsigned char *s, size_t n, uint32_t *cp);
+/* The code point that stands for byte b (0..255) in GPT-2's byte-level alphabet. */
+uint32_t tok_byte_cp(int b);
 
 #endif /* TERN_TOKENIZER_TOK_IMPL_H */
