@@ -39,6 +39,7 @@ typedef struct slot {
     srv_sched *sched;
     bool json;              /* response_format json_object: the content is guided (jg) */
     bool json_think;        /* inside a think block (reasoning is not guided) */
+    bool json_stuck;        /* the guide and logit_bias left no token: the job ends with an error */
     json_guide jg;          /* the content so far */
 } slot;
 
@@ -237,6 +238,7 @@ static bool slot_setup(srv_sched *s, slot *sl) {
         return false;
     }
     sl->json = false;
+    sl->json_stuck = false;
     if (j->req.json_object) {
         if (!json_table(s) || tern_sampler_set_mask(sl->smp, slot_json_mask, sl, &err) != TERN_OK) {
             srv_error e;
@@ -340,11 +342,24 @@ fail:
 /* The sampler's mask for a json_object reply: a token is kept if its bytes keep the content a
  * prefix of one JSON object; an end-of-generation token once the object is complete; <think> before
  * the content begins; anything inside a think block. When nothing would be left (the object
- * complete and no whitespace or end token among the finite logits), the end tokens stay. */
+ * complete and no whitespace or end token among the finite logits), the end tokens that the
+ * request does not ban stay; otherwise the job fails (slot_sample). */
+/* Whether the request's logit_bias bans token id (a -inf bias). */
+static bool slot_banned(const srv_request *rq, int32_t id) {
+    for (int i = 0; i < rq->n_bias; i++)
+        if (rq->bias_ids[i] == id && rq->bias[i] == -INFINITY) return true;
+    return false;
+}
+
 static void slot_json_mask(void *user, float *logits, int32_t n_vocab) {
     slot *sl = user;
     const srv_sched *s = sl->sched;
     if (sl->json_think) return;
+    /* the request's bans first (the sampler's bias stage comes after this mask; -inf stays -inf
+     * there), so that kept below counts only tokens that can still be drawn */
+    const srv_request *rq = &sl->job->req;
+    for (int i = 0; i < rq->n_bias; i++)
+        if (rq->bias[i] == -INFINITY) logits[rq->bias_ids[i]] = -INFINITY;
     const bool done = json_guide_done(&sl->jg), fresh = json_guide_empty(&sl->jg);
     int32_t kept = 0;
     for (int32_t id = 0; id < n_vocab; id++) {
@@ -359,9 +374,14 @@ static void slot_json_mask(void *user, float *logits, int32_t n_vocab) {
         if (ok) kept++;
         else logits[id] = -INFINITY;
     }
-    if (kept == 0)                                    /* (cannot happen with a usable vocabulary) */
+    /* Nothing left: once the object is complete, the end tokens that are not banned stay (a
+     * vocabulary without whitespace tokens); else the request's logit_bias bans every token the
+     * object allows here. Whatever the sampler draws then is dropped: the job ends with an error
+     * (slot_sample) rather than with a banned token or a broken object. */
+    if (kept == 0 && done)
         for (int32_t id = 0; id < n_vocab; id++)
-            if (tern_token_is_eog(s->m, id)) logits[id] = 0.0f;
+            if (tern_token_is_eog(s->m, id) && !slot_banned(rq, id)) logits[id] = 0.0f, kept++;
+    if (kept == 0) sl->json_stuck = true;
 }
 
 /* A reply's event (tern_gen's on_token): counts the token, adds its text to the reply (logprobs
@@ -371,6 +391,7 @@ static int slot_on_token(void *user, const tern_gen_token *t) {
     slot *sl = user;
     srv_sched *s = sl->sched;
     srv_job *j = sl->job;
+    if (sl->json_stuck) return 1;                     /* a draw among banned tokens: not the reply's */
     if (t->id >= 0) {
         const double now = tern_time_s();
         j->n_gen = t->n_gen;                          /* written by this thread only */
@@ -435,6 +456,14 @@ static bool slot_sample(srv_sched *s, slot *sl) {
     const tern_stop stop = tern_gen_sample(sl->gen, logits);
     if (stop == TERN_STOP_LOGITS) {
         slot_fail_logits(s, sl);
+        return false;
+    }
+    if (sl->json_stuck) {
+        srv_error e;
+        srv_fail(&e, 400, "invalid_request_error", "logit_bias",
+                 "'logit_bias' bans every token that can continue the JSON object of response_format json_object "
+                 "after %d generated tokens", sl->job->n_gen);
+        slot_finish(s, sl, "error", &e);
         return false;
     }
     if (stop != TERN_STOP_NONE) {

@@ -2305,7 +2305,21 @@ static void test_logit_bias_served(void **state) {
         assert_int_equal(code, 400);
         assert_non_null(strstr(out, "'logit_bias' bans every token of the model (512); leave at least one token allowed"));
         free(out);
+        /* response_format json_object with every token banned but id 1 (<s>: no text, so it
+         * cannot start the object): 400 naming logit_bias, never a banned token or a broken
+         * object; the server goes on serving */
+        n = (size_t)snprintf(body, cap, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"max_tokens\": 4, "
+                             "\"response_format\": {\"type\": \"json_object\"}, \"logit_bias\": {");
+        for (int t = 0, first = 1; t < info.n_vocab; t++)
+            if (t != 1) n += (size_t)snprintf(body + n, cap - n, "%s\"%d\": false", first ? "" : ", ", t), first = 0;
+        snprintf(body + n, cap - n, "}}");
+        out = http(s, "POST", "/v1/chat/completions", body, NULL, &code);
+        if (code != 400 || !strstr(out, "'logit_bias' bans every token that can continue the JSON object of response_format "
+                                        "json_object after 0 generated tokens"))
+            fail_msg("json_object with every token banned but <s>: status %d: %s", code, out);
+        free(out);
         free(body);
+        cJSON_Delete(http_json(s, "/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 2}", 200));
     }
     srv_stop(s);
     tern_model_free(m);
