@@ -377,6 +377,52 @@ static void test_think_budget(void **state) {
     tern_model_free(m);
 }
 
+/* A <think> inside the open block (forced here at reply indexes 0 and 1) counts toward the
+ * budget and does not restart it: with budget 3 the reply is <think>, <think>, one argmax token,
+ * then </think> in place of the 4th, then argmax tokens, as computed here. */
+static void test_think_budget_repeated_open(void **state) {
+    (void)state;
+    tern_model *m = load_fx("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    const char *text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n";
+    int32_t p[64], open_id[4], close_id[4];
+    int np = 0, no = 0, nc = 0;
+    tern_err err = {0};
+    assert_int_equal(tern_tokenize(m, text, strlen(text), false, true, p, 64, &np, &err), TERN_OK);
+    assert_int_equal(tern_tokenize(m, "<think>", 7, false, true, open_id, 4, &no, &err), TERN_OK);
+    assert_int_equal(tern_tokenize(m, "</think>", 8, false, true, close_id, 4, &nc, &err), TERN_OK);
+    assert_int_equal(no, 1);
+    assert_int_equal(nc, 1);
+    enum { N = 7, BUDGET = 3 };
+    int32_t want[N];
+    tern_session *s = mfx_session(m, 256, 64, false);
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    const float *l = tern_session_eval(s, p, np, &err);
+    for (int i = 0; i < N; i++) {
+        assert_non_null(l);
+        want[i] = i < 2 ? open_id[0] : i == BUDGET ? close_id[0] : mfx_argmax(l, info.n_vocab);
+        if (i + 1 < N) l = tern_session_eval(s, &want[i], 1, &err);
+    }
+    rec r = {0};
+    tern_gen_params gp = reply_params(N);
+    gp.split_think = true;
+    gp.think_budget = BUDGET;
+    const int32_t forced[2] = {open_id[0], open_id[0]};
+    gp.forced = forced;
+    gp.n_forced = 2;
+    gp.on_token = on_token;
+    gp.user = &r;
+    gen_fx f = gen_start(m, s, NULL, &gp);
+    const float *lg = tern_gen_prompt(f.g, p, np, &err);
+    assert_non_null(lg);
+    assert_int_equal(tern_gen_run(f.g, lg, &err), TERN_STOP_LENGTH);
+    assert_int_equal(r.n, N);
+    assert_memory_equal(r.ids, want, sizeof want);
+    gen_fx_free(&f);
+    tern_session_free(s);
+    tern_model_free(m);
+}
+
 /* A NULL generator is refused by every tern_gen_* call (TERN_STOP_ERROR, NULL or 0, err naming
  * it) instead of being dereferenced; tern_model_split_rule takes NULL out-pointers (qwen35-tiny,
  * recurrent: the block of the chunked delta rule where one is given). */
@@ -423,6 +469,7 @@ int suite_gen(int *n_tests) {
         cmocka_unit_test(test_pull_spec_steps),
         cmocka_unit_test(test_stop_rules),
         cmocka_unit_test(test_think_budget),
+        cmocka_unit_test(test_think_budget_repeated_open),
         cmocka_unit_test(test_null_generator),
     };
     TEST_RUN_SUITE("gen", tests);

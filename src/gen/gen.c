@@ -189,8 +189,10 @@ static tern_stop emit(tern_gen *g, int32_t t, const float *logits, bool in_sessi
         const int k = tern_detok_flush(&g->dt, g->text, GEN_TEXT_CAP);
         ev.n_text = k > 0 ? k : 0;
         ev.think = t == g->think_open ? 1 : -1;
+        /* a <think> inside an open block neither reopens it nor restarts its budget (else a model
+         * that repeats the tag would never be closed) */
+        if (!(t == g->think_open && g->in_think)) g->n_think = 0;
         g->in_think = t == g->think_open;
-        g->n_think = 0;
     } else {
         const int k = tern_detok_put(g->m, &g->dt, t, g->text, GEN_TEXT_CAP);
         ev.n_text = k > 0 ? k : 0;
