@@ -219,7 +219,10 @@ static bool parse_prompt_ids(const cJSON *p, const char *name, srv_request *r, s
     cJSON_ArrayForEach(v, p) {
         if (i == 0 && (cJSON_IsArray(v) || cJSON_IsString(v)))   /* a list of prompts (one is unwrapped before) */
             return srv_fail(e, 400, "invalid_request_error", "prompt",
-                            "'%s' holds several prompts (element 0 is %s); send one prompt per request", name, json_kind(v));
+                            n > 1 ? "'%s' holds several prompts (element 0 is %s); send one prompt per request"
+                                  : "'%s' nests its prompt one level too deep (element 0 is %s); expected a string, "
+                                    "token ids, or a list holding one of those",
+                            name, json_kind(v));
         char g[32];
         if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble || v->valuedouble < 0 ||
             v->valuedouble > 2147483647.0)
@@ -1258,6 +1261,10 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     const cJSON *so = field(root, "stream_options");
     if (so && !cJSON_IsObject(so)) { bad_type(e, "stream_options", "an object", so); goto done; }
     if (so && !get_bool(so, "include_usage", "stream_options.include_usage", &r->include_usage, e)) goto done;
+    if (so && !r->stream) {   /* as OpenAI and vLLM: the options of a stream need a stream */
+        srv_fail(e, 400, "invalid_request_error", "stream_options", "'stream_options' is only allowed when 'stream' is true");
+        goto done;
+    }
     if (!parse_stop(root, r, e)) goto done;
 
     if (kind == SRV_CHAT) {

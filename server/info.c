@@ -11,7 +11,9 @@
 static bool opt_bool(const cJSON *root, const char *name, bool *out, srv_error *e) {
     const cJSON *f = api_field(root, name);
     if (!f) return true;
-    if (!cJSON_IsBool(f)) return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be true or false", name);
+    char g[32];
+    if (!cJSON_IsBool(f))
+        return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be true or false, got %s", name, api_got(f, g));
     *out = cJSON_IsTrue(f);
     return true;
 }

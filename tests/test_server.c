@@ -416,6 +416,10 @@ static void test_request_element_types(void **state) {
          "'stream' must be true or false, got a string"},
         {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": {\"include_usage\": 1}}",
          "stream_options.include_usage", "'stream_options.include_usage' must be true or false, got 1"},
+        {SRV_CHAT, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream_options\": {\"include_usage\": true}}",
+         "stream_options", "'stream_options' is only allowed when 'stream' is true"},
+        {SRV_COMPLETION, "{\"prompt\": \"x\", \"stream\": false, \"stream_options\": {}}", "stream_options",
+         "'stream_options' is only allowed when 'stream' is true"},
         {SRV_COMPLETION, "{\"prompt\": null}", "prompt",
          "'prompt' is required: a string or an array of token ids (or an array of one of those)"},
         {SRV_COMPLETION, "{\"prompt\": {}}", "prompt", "'prompt' must be a string or an array of token ids (or an array of one of those), got an object"},
@@ -606,6 +610,9 @@ static void test_request_errors(void **state) {
     expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, \"a\"]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got a string");
     expect_400_msg(SRV_COMPLETION, "{\"prompt\": [\"a\", \"b\"]}", "prompt",
                    "'prompt' holds several prompts (element 0 is a string); send one prompt per request");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[\"a\"]]}", "prompt",
+                   "'prompt[0]' nests its prompt one level too deep (element 0 is a string); expected a string, token ids, "
+                   "or a list holding one of those");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"max_tokens\": 1e300}", "max_tokens");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": true}", "logprobs");
     expect_400(SRV_COMPLETION, "{\"prompt\": \"x\", \"logprobs\": 21}", "logprobs");

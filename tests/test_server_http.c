@@ -2834,6 +2834,13 @@ static void test_tokenize_detokenize_template(void **state) {
     expect_error(s, "POST", "/tokenize", "{\"content\":5}", NULL, 400, "content");
     expect_error(s, "POST", "/tokenize", "{}", NULL, 400, "content");
     expect_error(s, "POST", "/tokenize", "{\"content\":\"a\",\"with_pieces\":\"yes\"}", NULL, 400, "with_pieces");
+    {   /* the message says what came */
+        int code;
+        char *out = http(s, "POST", "/tokenize", "{\"content\":\"a\",\"add_special\":\"yes\"}", NULL, &code);
+        assert_int_equal(code, 400);
+        if (!strstr(out, "'add_special' must be true or false, got a string")) fail_msg("/tokenize add_special \"yes\": %s", out);
+        free(out);
+    }
     expect_error(s, "POST", "/tokenize", "{\"content\":\"a\"", NULL, 400, NULL);
     expect_error(s, "POST", "/tokenize", "{\"content\":\"a\",\"content\":\"b\"}", NULL, 400, NULL);
     expect_error(s, "POST", "/tokenize", "{\"content\":\"\xff\"}", NULL, 400, "content");
