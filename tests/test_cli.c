@@ -676,6 +676,17 @@ static void test_file_errors(void **state) {
     }
 }
 
+/* A context that holds only the BOS token (no prompt, -c 1) is named as such, not as a prompt
+ * that is too long. */
+static void test_ctx_only_bos(void **state) {
+    (void)state;
+    char model[1024], args[2048];
+    fx_require(model, sizeof model, STORIES);
+    snprintf(args, sizeof args, "run -m '%s' -c 1 -n 3 -t 1 </dev/null", model);
+    expect_tern(1, "tern run: the context (-c 1) holds only the BOS token the generation starts from, with no room to "
+                   "generate: expected -c 2 or more", args);
+}
+
 /* synth --tokenizer refuses, before writing anything, a tokenizer.json whose ids would make a
  * model of millions of rows (an added token's id past the largest vocabulary), and a byte-level
  * BPE vocabulary without a token for every byte (the loader would refuse the file it wrote). */
@@ -920,6 +931,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_cost_pos_past_context),
         cmocka_unit_test(test_synth_tokenizer_refusals),
+        cmocka_unit_test(test_ctx_only_bos),
         cmocka_unit_test(test_spec_flags_without_spec),
         cmocka_unit_test(test_bench_spec_cost_pos_context),
         cmocka_unit_test(test_bench_spec_cost_lines),

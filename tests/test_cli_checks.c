@@ -259,11 +259,30 @@ static void test_quantize_nothing(void **state) {
     unlink(out);
     char *err = NULL;
     const int rc = ru_tern(NULL, &err, "quantize " SHIPPED " '%s' --type pq2_0", out);
-    const char *want = "no tensor converted to PQ2_0 (0 matrices are PQ2_0 already, 37 have rows not a multiple of 128";
-    if (rc != 1 || !strstr(err, want) || !strstr(err, "11 keep their type"))
+    const char *want = "no tensor converted to PQ2_0 (37 have rows not a multiple of 128 (e.g. '";
+    if (rc != 1 || !strstr(err, want) || !strstr(err, "'), 11 keep their type by rule); OUT not written"))
         fail_msg("tern quantize to pq2_0: exit %d (expected 1), stderr: %s", rc, err);
     if (access(out, F_OK) == 0) fail_msg("%s was written", out);
     free(err);
+    /* to F16 twice: the second finds every matrix F16 already, and names no row rule that does
+     * not apply */
+    char f16[512];
+    fx_tmp_path(f16, sizeof f16, "q-nothing-f16.gguf");
+    err = NULL;
+    if (ru_tern(NULL, &err, "quantize " SHIPPED " '%s' --type f16", f16) != 0) fail_msg("quantize to f16: %s", err);
+    free(err);
+    err = NULL;
+    const int rc2 = ru_tern(NULL, &err, "quantize '%s' '%s' --type f16", f16, out);
+    if (rc2 != 1 || !strstr(err, "no tensor converted to F16 (37 matrices are F16 already, 11 keep their type by rule); OUT not written"))
+        fail_msg("tern quantize f16 -> f16: exit %d (expected 1), stderr: %s", rc2, err);
+    free(err);
+    /* an OUT that names a directory (a trailing '/') that does not exist: said as such */
+    err = NULL;
+    const int rc3 = ru_tern(NULL, &err, "quantize " SHIPPED " '%s/nodir/' --type f16", f16);
+    if (rc3 != 1 || !strstr(err, "nodir/': the name ends with '/', expected a file name"))
+        fail_msg("tern quantize to 'nodir/': exit %d (expected 1), stderr: %s", rc3, err);
+    free(err);
+    unlink(f16);
 }
 
 /* stories260K (SentencePiece llama vocabulary, trained on documents that each start with BOS)

@@ -243,13 +243,20 @@ static int quantize_file(const char *in, const opts_out *out, int type, tern_err
                                            "OUT not written", qt_get(type)->name);
         goto done;
     }
-    if (n_conv == 0) {
-        rc = tern_err_set(err, TERN_E_ARG,
-                          "no tensor converted to %s (%d matrices are %s already, %d have rows not a multiple of %d%s%s%s, "
-                          "%" PRIu64 " keep their type by rule); OUT not written",
-                          qt_get(type)->name, n_same, qt_get(type)->name, n_unfit, qt_get(type)->block,
-                          unfit ? ", e.g. '" : "", unfit ? unfit : "", unfit ? "'" : "",
-                          g->n_tensors - (uint64_t)n_same - (uint64_t)n_unfit);
+    if (n_conv == 0) {   /* why, naming only the reasons that apply */
+        char why[512] = "";
+        size_t o = 0;
+        const uint64_t n_rule = g->n_tensors - (uint64_t)n_same - (uint64_t)n_unfit;
+        if (n_same)
+            o += (size_t)snprintf(why + o, sizeof why - o, "%d matri%s %s %s already", n_same, n_same == 1 ? "x" : "ces",
+                                  n_same == 1 ? "is" : "are", qt_get(type)->name);
+        if (n_unfit && o < sizeof why)
+            o += (size_t)snprintf(why + o, sizeof why - o, "%s%d ha%s rows not a multiple of %d (e.g. '%s')", o ? ", " : "",
+                                  n_unfit, n_unfit == 1 ? "s" : "ve", qt_get(type)->block, unfit ? unfit : "?");
+        if (n_rule && o < sizeof why)
+            snprintf(why + o, sizeof why - o, "%s%" PRIu64 " keep%s %s type by rule", o ? ", " : "", n_rule,
+                     n_rule == 1 ? "s" : "", n_rule == 1 ? "its" : "their");
+        rc = tern_err_set(err, TERN_E_ARG, "no tensor converted to %s (%s); OUT not written", qt_get(type)->name, why);
         goto done;
     }
     /* chunks of about 1M weights: f32 scratch and an output buffer of at most 4 MB each */

@@ -165,6 +165,11 @@ int cmd_run(int argc, char **argv) {
     if (add_bos && info.bos >= 0 && n_tok >= 2 && toks[0] == info.bos && toks[1] == info.bos)   /* as llama.cpp warns */
         fprintf(stderr, "tern run: warning: the prompt starts with the BOS token and the model adds one too: two BOS "
                         "tokens (leave the prompt's own out, or drop --parse-special)\n");
+    if (n_tok >= tern_session_n_ctx(s) && plen == 0) {   /* no prompt text: only BOS */
+        fail_msg(&err, TERN_E_RANGE, "the context (-c %d) holds only the BOS token the generation starts from, with no "
+                 "room to generate: expected -c %d or more", tern_session_n_ctx(s), n_tok + 1);
+        goto done;
+    }
     if (n_tok >= tern_session_n_ctx(s)) {
         char src[300];
         if (prompt_file) snprintf(src, sizeof src, "the prompt file '%.256s' (-f)", prompt_file);

@@ -957,6 +957,9 @@ int gguf_w_begin(gguf_writer *w, const char *path, tern_err *err) {
     }
     w->path = strdup(path);
     if (!w->path) return tern_err_set(err, TERN_E_NOMEM, "gguf writer: out of memory");
+    const size_t pn = strlen(path);
+    if (pn > 0 && path[pn - 1] == '/')   /* fopen would say "Is a directory" even where none exists */
+        return tern_err_set(err, TERN_E_IO, "cannot create '%s': the name ends with '/', expected a file name", path);
     w->f = fopen(path, "wb");
     if (!w->f) return tern_err_set(err, TERN_E_IO, "cannot create '%s': %s", path, strerror(errno));
     uint8_t hdr[24];
