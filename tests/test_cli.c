@@ -225,6 +225,8 @@ static void test_values_out_of_range(void **state) {
         {"run", "--seed 18446744073709551615", "tern run: --seed: expected an integer in 0..18446744073709551614 or -1 (random), got '18446744073709551615'"},
         {"synth", "--seed -1", "tern synth: --seed: expected an integer in 0..18446744073709551614 (synth is deterministic: no random seed), got '-1'"},
         {"synth", "-o ''", "tern synth: -o: expected a path, got ''"},
+        {"run", "--mmap --no-mmap", "tern run: --mmap and --no-mmap choose different loads; use one of them; see tern run --help"},
+        {"bench", "--no-mmap --mmap", "tern bench: --mmap and --no-mmap choose different loads; use one of them; see tern bench --help"},
         {"synth", "--arch qwen3-tiny --unrotated-f32 --type q2_0 -o x.gguf", "tern synth: --type q2_0 and --unrotated-f32 choose different weights (--unrotated-f32 writes F32); use one of them"},
         {"quantize", "in.gguf '' --type q8_0", "tern quantize: OUT: expected a path, got ''; see tern quantize --help"},
         {"bench", "-p ''", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got ''"},

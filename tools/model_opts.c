@@ -66,8 +66,17 @@ bool opts_apply_common(opts_common *o, int id, const opt_val *v) {
         o->numerics = v->choice == 1 ? TERN_NUMERICS_GGML : v->choice == 2 ? TERN_NUMERICS_F32 : TERN_NUMERICS_FAST;
         break;
     case OPTS_CACHE_TYPE: o->kv_f32 = v->choice == 1; break;
-    case OPTS_MMAP: o->use_mmap = true; break;
-    case OPTS_NO_MMAP: o->use_mmap = false; break;
+    case OPTS_MMAP:
+    case OPTS_NO_MMAP:
+        /* a contradiction, as --ids with --pieces: a usage error, not "the last one wins" */
+        if (o->mmap_flag && o->mmap_flag != (id == OPTS_MMAP ? 1 : 2)) {
+            fprintf(stderr, "tern %s: --mmap and --no-mmap choose different loads; use one of them; see tern %s --help\n",
+                    opts_cmd(), opts_cmd());
+            exit(2);
+        }
+        o->mmap_flag = id == OPTS_MMAP ? 1 : 2;
+        o->use_mmap = id == OPTS_MMAP;
+        break;
     case OPTS_NO_PROGRESS: o->no_progress = true; break;
     default: return false;
     }

@@ -19,6 +19,7 @@ typedef struct opts_common {
     int n_batch;             /* -b (512) */
     tern_numerics numerics;  /* --numerics fast|ggml|f32 */
     bool use_mmap;           /* --mmap */
+    int mmap_flag;           /* which of --mmap (1) / --no-mmap (2) was given: both is a usage error */
     bool kv_f32;             /* --cache-type f32 */
     bool no_progress;        /* --no-progress */
 } opts_common;
