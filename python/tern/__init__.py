@@ -147,6 +147,8 @@ def _stops(stop):
     if stop is None:
         return []
     if isinstance(stop, str):
+        if not stop:
+            raise ValueError("stop is empty: a stop string needs at least one character")
         stop = [stop]
     if not isinstance(stop, (list, tuple)):
         raise TypeError("stop must be a str or a list of str, got %s" % type(stop).__name__)
@@ -422,9 +424,12 @@ class Model:
         return buf.raw[:n]
 
     def is_eog(self, id):
-        """Whether id ends a generation (EOS, <|im_end|>, ...)."""
+        """Whether id ends a generation (EOS, <|im_end|>, ...). An id outside 0..n_vocab-1 raises
+        Error (TERN_E_RANGE), as token_piece does."""
         _int("id", id)
-        return 0 <= id < self.n_vocab and bool(self._lib.tern_token_is_eog(self._handle(), id))
+        if not 0 <= id < self.n_vocab:
+            raise Error(_lib.TERN_E_RANGE, "is_eog: id %d: expected 0..%d" % (id, self.n_vocab - 1))
+        return bool(self._lib.tern_token_is_eog(self._handle(), id))
 
     def detokenize(self, ids, special=False):
         """The text of ids: control tokens give no text (special=True: their text, as `tern tokenize
@@ -627,6 +632,8 @@ class Model:
         model writes."""
         if not isinstance(stream, bool):
             raise TypeError("stream must be a bool, got %s" % type(stream).__name__)
+        if isinstance(messages, (list, tuple)) and not messages:   # as the server's 400 for "messages": []
+            raise ValueError("messages is empty: expected at least one message to reply to")
         smp = _Sampling(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed, stop,
                         speculative, False, logit_bias)
         it = self._stream_ids(self.chat_tokens(messages, True, thinking, template), smp)

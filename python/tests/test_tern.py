@@ -462,6 +462,24 @@ def test_bad_text_raises_value_error(stories):
                             "surrogate), expected text that UTF-8 can carry")
 
 
+def test_empty_and_out_of_range_inputs(stories):
+    """An empty conversation, an empty stop string passed alone and an id outside the vocabulary
+    are refused with messages that say so (the server's 400 for "messages": [], token_piece's
+    TERN_E_RANGE)."""
+    with pytest.raises(ValueError) as e:
+        stories.chat([])
+    assert str(e.value) == "messages is empty: expected at least one message to reply to"
+    with pytest.raises(ValueError) as e:
+        stories.generate("Once", max_tokens=1, stop="")
+    assert str(e.value) == "stop is empty: a stop string needs at least one character"
+    with pytest.raises(tern.Error) as e:
+        stories.is_eog(-5)
+    assert "is_eog: id -5: expected 0..%d" % (stories.n_vocab - 1) in str(e.value)
+    with pytest.raises(tern.Error):
+        stories.is_eog(stories.n_vocab)
+    assert stories.is_eog(0) in (True, False)
+
+
 def test_library_lookup():
     assert tern.library_path() == (os.environ.get("TERN_LIB") or os.path.join(ROOT, "build", "rel", "libtern.so"))
     code = "import sys; sys.path.insert(0, sys.argv[1]); import tern; tern.library_path()"
