@@ -285,6 +285,39 @@ static void test_quantize_nothing(void **state) {
     unlink(f16);
 }
 
+/* A Q8_0 weight goes into another quantized type only with --allow-requantize (as llama-quantize):
+ * without it quantize exits 1 naming the tensor and the flag, writing no OUT; with it, and into
+ * F16 without it, the file is written. The Q8_0 file comes from the synthetic qwen3-tiny (PQ2_0:
+ * a ternary source converts into any type). */
+static void test_quantize_requantize(void **state) {
+    (void)state;
+    char pq[512], q8[512], out[512];
+    fx_tmp_path(pq, sizeof pq, "rq-pq2.gguf");
+    fx_tmp_path(q8, sizeof q8, "rq-q8.gguf");
+    fx_tmp_path(out, sizeof out, "rq-out.gguf");
+    char *err = NULL;
+    if (ru_tern(NULL, &err, "synth --arch qwen3-tiny --seed 1 -o '%s'", pq) != 0) fail_msg("synth: %s", err);
+    free(err);
+    err = NULL;
+    if (ru_tern(NULL, &err, "quantize '%s' '%s' --type q8_0", pq, q8) != 0) fail_msg("pq2_0 -> q8_0: %s", err);
+    free(err);
+    unlink(out);
+    err = NULL;
+    int rc = ru_tern(NULL, &err, "quantize '%s' '%s' --type pq2_0", q8, out);
+    if (rc != 1 || !strstr(err, "tensor 'token_embd.weight' is quantized already (Q8_0): converting it to PQ2_0 rounds it a "
+                                "second time; --allow-requantize does so anyway") || access(out, F_OK) == 0)
+        fail_msg("q8_0 -> pq2_0: exit %d (expected 1, no OUT), stderr: %s", rc, err);
+    free(err);
+    err = NULL;
+    if (ru_tern(NULL, &err, "quantize '%s' '%s' --type pq2_0 --allow-requantize", q8, out) != 0 || access(out, F_OK) != 0)
+        fail_msg("q8_0 -> pq2_0 --allow-requantize: %s", err);
+    free(err);
+    err = NULL;
+    if (ru_tern(NULL, &err, "quantize '%s' '%s' --type f16", q8, out) != 0) fail_msg("q8_0 -> f16: %s", err);
+    free(err);
+    unlink(pq); unlink(q8); unlink(out);
+}
+
 /* stories260K (SentencePiece llama vocabulary, trained on documents that each start with BOS)
  * generates BOS where a story ends: that ends the reply, as llama2.c's run.c stops on BOS. The
  * greedy text from BOS reaches its first generated BOS before 400 tokens (llama2.c's 256-step
@@ -430,6 +463,7 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_env_values),
         cmocka_unit_test(test_env_isa),
         cmocka_unit_test(test_quantize_nothing),
+        cmocka_unit_test(test_quantize_requantize),
         cmocka_unit_test(test_run_context_full),
         cmocka_unit_test(test_bos_ends_reply),
         cmocka_unit_test(test_chat_message_too_long),

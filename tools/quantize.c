@@ -189,7 +189,9 @@ static void release_behind(const gguf_ctx *g, uintptr_t *rel, const uint8_t *pos
 
 /* Writes to out->write_path (opts_out: a temporary file beside OUT, or OUT itself in place); the
  * caller commits or aborts it. in is the path as given, for messages. */
-static int quantize_file(const char *in, const opts_out *out, int type, tern_err *err) {
+static bool is_float_type(int t) { return t == QT_F32 || t == QT_F16 || t == QT_BF16; }
+
+static int quantize_file(const char *in, const opts_out *out, int type, bool allow_requant, tern_err *err) {
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
     int *dst = NULL;
@@ -228,6 +230,17 @@ static int quantize_file(const char *in, const opts_out *out, int type, tern_err
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         dst[i] = quant_converts(t, type) ? type : t->type;
+        /* a weight of a non-ternary quantised type (Q8_0, ...) into another quantised type rounds
+         * twice (as llama-quantize, only with --allow-requantize); a ternary weight's values are
+         * carried by every target (exactly between the ternary types) */
+        if (dst[i] != t->type && !allow_requant && !is_float_type(t->type) && !is_float_type(dst[i]) &&
+            !(qt_get(t->type) && qt_get(t->type)->ternary)) {
+            rc = tern_err_set(err, TERN_E_ARG,
+                              "tensor '%s' is quantized already (%s): converting it to %s rounds it a second time; "
+                              "--allow-requantize does so anyway, or quantize from the F32/F16 file; OUT not written",
+                              t->name, qt_get(t->type) ? qt_get(t->type)->name : "?", qt_get(dst[i])->name);
+            goto done;
+        }
         if (is_projection(t) && t->type == type) n_same++;
         else if (is_projection(t) && dst[i] != type) {   /* a projection whose rows do not fit the block */
             n_unfit++;
@@ -306,9 +319,11 @@ done:
     return rc;
 }
 
-enum { QZ_TYPE = 1 };
+enum { QZ_TYPE = 1, QZ_ALLOW_REQUANT };
 static const opt_def quantize_defs[] = {
     {QZ_TYPE, "--type", OPT_TEXT, "TYPE", 0, 0, NULL, "pq2_0 | ptq1_0 | q2_0 | q8_0 | f16 | f32 (required)"},
+    {QZ_ALLOW_REQUANT, "--allow-requantize", OPT_FLAG, NULL, 0, 0, NULL,
+     "convert weights that are quantized already (Q8_0, ...) into another quantized type (rounds twice)"},
 };
 
 static void quantize_usage(FILE *f) {
@@ -317,7 +332,8 @@ static void quantize_usage(FILE *f) {
             "Converts every projection weight (2-D '*.weight' whose row length fits the type's block,\n"
             "except ssm_conv1d, ssm_alpha, ssm_beta); norms, 1-D tensors, conv taps, ssm_a, ssm_dt.bias\n"
             "and BF16 alpha/beta keep their type. PQ2_0 <-> PTQ1_0 is lossless and refuses a block with\n"
-            "code 3. Metadata is copied (general.file_type updated). When no tensor can be converted\n"
+            "code 3. A weight quantized already (Q8_0, ...) goes into another quantized type only with\n"
+            "--allow-requantize. Metadata is copied (general.file_type updated). When no tensor can be converted\n"
             "(all are of the type already or none fits its block) it says why and exits 1, writing no OUT.\n");
     opts_help(f, &OPT_TABLE(quantize_defs), 1);
 }
@@ -325,6 +341,7 @@ static void quantize_usage(FILE *f) {
 int cmd_quantize(int argc, char **argv) {
     const char *paths[2] = {NULL, NULL}, *type_name = NULL;
     int n_paths = 0;
+    bool allow_requant = false;
     const opt_table tab = OPT_TABLE(quantize_defs);
     for (int i = 1; i < argc; i++) {
         opt_val v;
@@ -332,6 +349,7 @@ int cmd_quantize(int argc, char **argv) {
         case OPT_HELP: quantize_usage(stdout); return 0;
         case OPT_ERR: return 2;
         case QZ_TYPE: type_name = v.str; break;
+        case QZ_ALLOW_REQUANT: allow_requant = true; break;
         case OPT_POSITIONAL:
             if (n_paths == 2) {
                 fprintf(stderr, "tern quantize: unexpected argument '%s' (IN and OUT already given); see tern quantize --help\n", v.str);
@@ -375,7 +393,7 @@ int cmd_quantize(int argc, char **argv) {
     tern_err err = {0};
     opts_out out;
     if (opts_out_begin(&out, paths[1]) != 0) return 1;
-    int rc = quantize_file(paths[0], &out, type, &err);
+    int rc = quantize_file(paths[0], &out, type, allow_requant, &err);
     if (rc != TERN_OK) {
         fprintf(stderr, "tern quantize: %s%s\n", err.msg[0] ? err.msg : tern_strerror(rc), opts_out_note(&out));
         opts_out_abort(&out);
