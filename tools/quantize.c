@@ -323,7 +323,7 @@ enum { QZ_TYPE = 1, QZ_ALLOW_REQUANT };
 static const opt_def quantize_defs[] = {
     {QZ_TYPE, "--type", OPT_TEXT, "TYPE", 0, 0, NULL, "pq2_0 | ptq1_0 | q2_0 | q8_0 | f16 | f32 (required)"},
     {QZ_ALLOW_REQUANT, "--allow-requantize", OPT_FLAG, NULL, 0, 0, NULL,
-     "convert weights that are quantized already (Q8_0, ...) into another quantized type (rounds twice)"},
+     "convert weights of a non-ternary quantized type (Q8_0, ...) into another quantized type (rounds twice)"},
 };
 
 static void quantize_usage(FILE *f) {
@@ -332,8 +332,8 @@ static void quantize_usage(FILE *f) {
             "Converts every projection weight (2-D '*.weight' whose row length fits the type's block,\n"
             "except ssm_conv1d, ssm_alpha, ssm_beta); norms, 1-D tensors, conv taps, ssm_a, ssm_dt.bias\n"
             "and BF16 alpha/beta keep their type. PQ2_0 <-> PTQ1_0 is lossless and refuses a block with\n"
-            "code 3. A weight quantized already (Q8_0, ...) goes into another quantized type only with\n"
-            "--allow-requantize. Metadata is copied (general.file_type updated). When no tensor can be converted\n"
+            "code 3. A weight of a non-ternary quantized type (Q8_0, ...) goes into another quantized type\n"
+            "only with --allow-requantize. Metadata is copied (general.file_type updated). When no tensor can be converted\n"
             "(all are of the type already or none fits its block) it says why and exits 1, writing no OUT.\n");
     opts_help(f, &OPT_TABLE(quantize_defs), 1);
 }
