@@ -328,61 +328,12 @@ static void test_stop_rules(void **state) {
 
 
 /* A think budget (qwen3-tiny: <think> and </think> are single tokens): the prompt opens a think
- * block, and with budget 3 the reply is 3 argmax tokens, then </think> in place of the 4th, then
- * argmax tokens again, as an argmax loop written here computes them (the forced token evaluated
- * like any other); with speculation the same tokens (drafting pauses inside the block). */
-static void test_think_budget(void **state) {
-    (void)state;
-    tern_model *m = load_fx("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
-    const char *text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n";
-    int32_t p[64], close_id[4];
-    int np = 0, nc = 0;
-    tern_err err = {0};
-    assert_int_equal(tern_tokenize(m, text, strlen(text), false, true, p, 64, &np, &err), TERN_OK);
-    assert_int_equal(tern_tokenize(m, "</think>", 8, false, true, close_id, 4, &nc, &err), TERN_OK);
-    assert_int_equal(nc, 1);
-    enum { N = 8, BUDGET = 3 };
-    /* the reference: argmax, with </think> forced at position BUDGET */
-    int32_t want[N];
-    tern_session *s = mfx_session(m, 256, 64, false);
-    tern_model_info info;
-    tern_model_get_info(m, &info);
-    const float *l = tern_session_eval(s, p, np, &err);
-    for (int i = 0; i < N; i++) {
-        assert_non_null(l);
-        want[i] = i == BUDGET ? close_id[0] : mfx_argmax(l, info.n_vocab);
-        if (i + 1 < N) l = tern_session_eval(s, &want[i], 1, &err);
-    }
-    tern_spec_params spp;
-    tern_spec_params_default(&spp);
-    tern_spec *spec = NULL;
-    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
-    for (int sv = 0; sv < 2; sv++) {
-        rec r = {0};
-        tern_gen_params gp = reply_params(N);
-        gp.split_think = true;
-        gp.think_budget = BUDGET;
-        gp.on_token = on_token;
-        gp.user = &r;
-        gen_fx f = gen_start(m, s, sv ? spec : NULL, &gp);
-        const float *lg = tern_gen_prompt(f.g, p, np, &err);
-        assert_non_null(lg);
-        assert_int_equal(tern_gen_run(f.g, lg, &err), TERN_STOP_LENGTH);
-        assert_int_equal(r.n, N);
-        assert_memory_equal(r.ids, want, sizeof want);
-        gen_fx_free(&f);
-    }
-    tern_spec_free(spec);
-    tern_session_free(s);
-    tern_model_free(m);
-}
-
-/* A <think> inside the open block (forced here at reply indexes 0 and 1) counts toward the
- * budget and does not restart it: with budget 3 the reply is <think>, <think>, one argmax token,
- * then </think> in place of the 4th, then argmax tokens, as computed here. */
-static void test_think_budget_repeated_open(void **state) {
-    (void)state;
-    tern_model *m = load_fx("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+ * block, the reply's first n_open tokens are forced to <think> (a tag repeated inside the block:
+ * it counts toward the budget and does not restart it), and with budget 3 the reply is
+ * BUDGET tokens (those <think>s, then argmax tokens), then </think> in place of the next, then
+ * argmax tokens again, as an argmax loop written here computes them (the forced tokens evaluated
+ * like any other); with speculation (spec given) the same tokens (drafting pauses inside the block). */
+static void check_think_budget(tern_model *m, int n_open, tern_spec *spec) {
     const char *text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n";
     int32_t p[64], open_id[4], close_id[4];
     int np = 0, no = 0, nc = 0;
@@ -392,27 +343,27 @@ static void test_think_budget_repeated_open(void **state) {
     assert_int_equal(tern_tokenize(m, "</think>", 8, false, true, close_id, 4, &nc, &err), TERN_OK);
     assert_int_equal(no, 1);
     assert_int_equal(nc, 1);
-    enum { N = 7, BUDGET = 3 };
-    int32_t want[N];
+    enum { N = 8, BUDGET = 3 };
+    int32_t want[N], forced[N];
     tern_session *s = mfx_session(m, 256, 64, false);
     tern_model_info info;
     tern_model_get_info(m, &info);
     const float *l = tern_session_eval(s, p, np, &err);
     for (int i = 0; i < N; i++) {
         assert_non_null(l);
-        want[i] = i < 2 ? open_id[0] : i == BUDGET ? close_id[0] : mfx_argmax(l, info.n_vocab);
+        want[i] = i < n_open ? open_id[0] : i == BUDGET ? close_id[0] : mfx_argmax(l, info.n_vocab);
+        forced[i] = open_id[0];
         if (i + 1 < N) l = tern_session_eval(s, &want[i], 1, &err);
     }
     rec r = {0};
     tern_gen_params gp = reply_params(N);
     gp.split_think = true;
     gp.think_budget = BUDGET;
-    const int32_t forced[2] = {open_id[0], open_id[0]};
-    gp.forced = forced;
-    gp.n_forced = 2;
+    gp.forced = n_open ? forced : NULL;
+    gp.n_forced = n_open;
     gp.on_token = on_token;
     gp.user = &r;
-    gen_fx f = gen_start(m, s, NULL, &gp);
+    gen_fx f = gen_start(m, s, spec, &gp);
     const float *lg = tern_gen_prompt(f.g, p, np, &err);
     assert_non_null(lg);
     assert_int_equal(tern_gen_run(f.g, lg, &err), TERN_STOP_LENGTH);
@@ -420,6 +371,20 @@ static void test_think_budget_repeated_open(void **state) {
     assert_memory_equal(r.ids, want, sizeof want);
     gen_fx_free(&f);
     tern_session_free(s);
+}
+
+static void test_think_budget(void **state) {
+    (void)state;
+    tern_model *m = load_fx("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    tern_spec_params spp;
+    tern_spec_params_default(&spp);
+    tern_spec *spec = NULL;
+    tern_err err = {0};
+    assert_int_equal(tern_spec_init(&spec, m, &spp, &err), TERN_OK);
+    check_think_budget(m, 0, NULL);
+    check_think_budget(m, 0, spec);
+    check_think_budget(m, 2, NULL);   /* <think> twice inside the block, then one argmax token */
+    tern_spec_free(spec);
     tern_model_free(m);
 }
 
@@ -469,7 +434,6 @@ int suite_gen(int *n_tests) {
         cmocka_unit_test(test_pull_spec_steps),
         cmocka_unit_test(test_stop_rules),
         cmocka_unit_test(test_think_budget),
-        cmocka_unit_test(test_think_budget_repeated_open),
         cmocka_unit_test(test_null_generator),
     };
     TEST_RUN_SUITE("gen", tests);
