@@ -690,8 +690,10 @@ static void test_ctx_only_bos(void **state) {
 }
 
 /* synth --tokenizer refuses, before writing anything, a tokenizer.json whose ids would make a
- * model of millions of rows (an added token's id past the largest vocabulary), and a byte-level
- * BPE vocabulary without a token for every byte (the loader would refuse the file it wrote). */
+ * model of millions of rows (an added token's id past the largest vocabulary), a byte-level BPE
+ * vocabulary without a token for every byte (the loader would refuse the file it wrote), an added
+ * token that replaces a vocabulary token or another added token, and bad ids and contents, each
+ * message naming the entry and what came. */
 static void test_synth_tokenizer_refusals(void **state) {
     (void)state;
     char tok[1024], out[1024], args[4096], want[2048];
@@ -712,6 +714,47 @@ static void test_synth_tokenizer_refusals(void **state) {
                                 "bytes; byte 0x00 (\"\xc4\x80\") has none", tok);
     expect_tern(1, want, args);
     assert_int_equal(access(out, F_OK), -1);
+    /* a full byte alphabet (GPT-2's map, written here: bytes 33..126, 161..172, 174..255 stand for
+     * themselves, the other 68 for U+0100.. in byte order), then an added token on byte 0x05's id
+     * with other text, an added id given twice with two texts, a negative id, an empty content */
+    char *full = malloc(16384);
+    size_t n = (size_t)snprintf(full, 16384, "{\"model\":{\"type\":\"BPE\",\"vocab\":{");
+    for (int b = 0, extra = 0; b < 256; b++) {
+        const bool self = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
+        const unsigned cp = self ? (unsigned)b : 256u + (unsigned)extra++;
+        char u[8];
+        if (cp == '"' || cp == '\\') snprintf(u, sizeof u, "\\%c", (char)cp);
+        else if (cp < 0x80) snprintf(u, sizeof u, "%c", (char)cp);
+        else snprintf(u, sizeof u, "%c%c", (char)(0xC0 | (cp >> 6)), (char)(0x80 | (cp & 0x3F)));
+        n += (size_t)snprintf(full + n, 16384 - n, "%s\"%s\":%d", b ? "," : "", u, b);
+    }
+    n += (size_t)snprintf(full + n, 16384 - n, "},\"merges\":[]},\"added_tokens\":[");
+    struct { const char *added, *why; } bad[] = {
+        {"{\"id\":5,\"content\":\"<x>\"}", "added_tokens[0]: id 5 is model.vocab's \"\xc4\x85\" already, got content \"<x>\""},
+        {"{\"id\":256,\"content\":\"<a>\"},{\"id\":256,\"content\":\"<b>\"}",
+         "added_tokens[1]: id 256 is an earlier added token's \"<a>\" already, got content \"<b>\""},
+        {"{\"id\":-5,\"content\":\"<x>\"}", "added_tokens[0].id: expected an integer in 0..1048575, got -5"},
+        {"{\"id\":256,\"content\":\"\"}", "added_tokens[0].content: expected a non-empty string, got \"\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *j = malloc(n + 256);
+        snprintf(j, n + 256, "%.*s%s]}", (int)n, full, bad[i].added);
+        write_file(tok, j, strlen(j));
+        free(j);
+        snprintf(want, sizeof want, "tern synth: --tokenizer: '%s': %s", tok, bad[i].why);
+        expect_tern(1, want, args);
+        assert_int_equal(access(out, F_OK), -1);
+    }
+    /* the same text on an added id twice is one token: written */
+    char *j = malloc(n + 256);
+    snprintf(j, n + 256, "%.*s{\"id\":256,\"content\":\"<a>\"},{\"id\":256,\"content\":\"<a>\"}]}", (int)n, full);
+    write_file(tok, j, strlen(j));
+    free(j);
+    free(full);
+    char *errs = NULL;
+    if (ru_tern(NULL, &errs, "%s", args) != 0 || access(out, F_OK) != 0) fail_msg("a repeated added token: %s", errs);
+    free(errs);
+    unlink(out);
     unlink(tok);
 }
 

@@ -49,6 +49,16 @@ static bool json_id(const cJSON *j, int64_t *out) {
     return true;
 }
 
+/* What v is, for "got ..." in messages: a number as written back, else its JSON kind. */
+static const char *json_got(const cJSON *v, char buf[48]) {
+    if (!v) return "nothing";
+    if (cJSON_IsNumber(v)) { snprintf(buf, 48, "%.17g", v->valuedouble); return buf; }
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsBool(v)) return cJSON_IsTrue(v) ? "true" : "false";
+    return cJSON_IsArray(v) ? "an array" : "an object";
+}
+
 /* convert_hf_to_gguf.py does_token_look_special */
 static bool looks_special(const char *t) {
     size_t n = strlen(t);
@@ -126,16 +136,32 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
     /* rows */
     int64_t max_id = -1;
     const cJSON *it;
+    char got[48];
     cJSON_ArrayForEach(it, vocab) {
         int64_t id;
-        if (!json_id(it, &id)) { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.vocab[\"%s\"]: expected a non-negative integer id", path, it->string); goto fail; }
+        if (!json_id(it, &id)) {
+            rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.vocab[\"%s\"]: expected an integer id in 0..%d, got %s", path,
+                              it->string, TOK_HF_MAX_ROWS - 1, json_got(it, got));
+            goto fail;
+        }
         if (id > max_id) max_id = id;
     }
+    int ia = 0;
     cJSON_ArrayForEach(it, added) {
         int64_t id;
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "content");
-        if (!json_id(cJSON_GetObjectItemCaseSensitive(it, "id"), &id) || !cJSON_IsString(c)) { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': added_tokens: expected {\"id\": int, \"content\": string}", path); goto fail; }
+        const cJSON *jid = cJSON_GetObjectItemCaseSensitive(it, "id"), *c = cJSON_GetObjectItemCaseSensitive(it, "content");
+        if (!json_id(jid, &id)) {
+            rc = tern_err_set(err, TERN_E_FORMAT, "'%s': added_tokens[%d].id: expected an integer in 0..%d, got %s", path, ia,
+                              TOK_HF_MAX_ROWS - 1, json_got(jid, got));
+            goto fail;
+        }
+        if (!cJSON_IsString(c) || !c->valuestring[0]) {
+            rc = tern_err_set(err, TERN_E_FORMAT, "'%s': added_tokens[%d].content: expected a non-empty string, got %s", path,
+                              ia, cJSON_IsString(c) ? "\"\"" : json_got(c, got));
+            goto fail;
+        }
         if (id > max_id) max_id = id;
+        ia++;
     }
     if (max_id < 0) { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': empty vocabulary", path); goto fail; }
     /* the rows are max id + 1 (the gaps become [PAD<id>] tokens): an id far past the vocabulary
@@ -171,12 +197,22 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
         if (rows[id].kind) { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.vocab: id %lld used twice (\"%s\")", path, (long long)id, it->string); goto fail; }
         rows[id] = (row_src){it->string, 1};
     }
+    ia = 0;
     cJSON_ArrayForEach(it, added) {
         int64_t id = 0;
         json_id(cJSON_GetObjectItemCaseSensitive(it, "id"), &id);
         const char *c = cJSON_GetObjectItemCaseSensitive(it, "content")->valuestring;
         bool special = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "special"));
+        /* an added token may repeat its id's vocabulary text (or an earlier added token's), never
+         * replace it: the vocabulary's byte tokens and merges refer to those texts */
+        if (rows[id].kind && strcmp(rows[id].s, c) != 0) {
+            rc = tern_err_set(err, TERN_E_FORMAT, "'%s': added_tokens[%d]: id %lld is %s \"%.64s\" already, got content \"%.64s\"",
+                              path, ia, (long long)id, rows[id].kind == 1 ? "model.vocab's" : "an earlier added token's",
+                              rows[id].s, c);
+            goto fail;
+        }
         rows[id] = (row_src){c, special || looks_special(c) ? 2 : 3};
+        ia++;
     }
 
     /* arena: tokens (USER_DEFINED: U+2581 -> ' ' only shrinks), "[PAD<id>]", merges */
