@@ -1296,6 +1296,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
         }
         if (cJSON_IsArray(p)) {
             if (!parse_prompt_ids(p, pname, r, e)) goto done;
+            r->prompt_ids_nested = pname[6] == '[';
         } else if (!cJSON_IsString(p)) {
             bad_type(e, "prompt", "a string or an array of token ids (or an array of one of those)", p);
             goto done;

@@ -39,6 +39,7 @@ typedef struct srv_request {
     char *prompt;           /* completion as text, or NULL when given as token ids */
     int32_t *prompt_ids;    /* completion as token ids (n_prompt_ids > 0), used as given: no BOS added */
     int n_prompt_ids;
+    bool prompt_ids_nested; /* the ids came as [[ids]]: errors name prompt[0][i] */
     bool parse_special;     /* completion text: control-token text becomes control tokens (default true,
                                as llama-server and vLLM); chat contents are always plain text */
     int max_tokens;         /* -1: until the end of generation or the context */

@@ -591,8 +591,8 @@ static srv_job *completion_job(srv *s, srv_backend *b, srv_job *j, srv_kind kind
         tern_model_get_info(b->m, &info);
         for (int i = 0; i < j->req.n_prompt_ids; i++)
             if (j->req.prompt_ids[i] >= info.n_vocab) {
-                srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt[%d]' is token id %d; the vocabulary has ids 0..%d",
-                         i, j->req.prompt_ids[i], info.n_vocab - 1);
+                srv_fail(e, 400, "invalid_request_error", "prompt", "'prompt%s[%d]' is token id %d; the vocabulary has ids 0..%d",
+                         j->req.prompt_ids_nested ? "[0]" : "", i, j->req.prompt_ids[i], info.n_vocab - 1);
                 return NULL;
             }
         if (prompt_ids_push(&j->prompt, j->req.prompt_ids, j->req.n_prompt_ids) != TERN_OK) {

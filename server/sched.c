@@ -462,7 +462,7 @@ static bool slot_sample(srv_sched *s, slot *sl) {
         srv_error e;
         srv_fail(&e, 400, "invalid_request_error", "logit_bias",
                  "'logit_bias' bans every token that can continue the JSON object of response_format json_object "
-                 "after %d generated tokens", sl->job->n_gen);
+                 "after %d generated token%s", sl->job->n_gen, sl->job->n_gen == 1 ? "" : "s");
         slot_finish(s, sl, "error", &e);
         return false;
     }

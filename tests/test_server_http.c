@@ -2321,6 +2321,16 @@ static void test_logit_bias_served(void **state) {
         free(body);
         cJSON_Delete(http_json(s, "/v1/completions", "{\"prompt\": \"Once\", \"max_tokens\": 2}", 200));
     }
+    {   /* a prompt id past the vocabulary, flat and nested: the path names where it is */
+        const char *bodies[2][2] = {{"{\"prompt\": [1, 99999], \"max_tokens\": 1}", "'prompt[1]' is token id 99999; the vocabulary has ids 0..511"},
+                                    {"{\"prompt\": [[1, 99999]], \"max_tokens\": 1}", "'prompt[0][1]' is token id 99999; the vocabulary has ids 0..511"}};
+        for (int i = 0; i < 2; i++) {
+            int code;
+            char *out = http(s, "POST", "/v1/completions", bodies[i][0], NULL, &code);
+            if (code != 400 || !strstr(out, bodies[i][1])) fail_msg("%s: status %d: %s", bodies[i][0], code, out);
+            free(out);
+        }
+    }
     srv_stop(s);
     tern_model_free(m);
 }
