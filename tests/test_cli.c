@@ -229,6 +229,7 @@ static void test_values_out_of_range(void **state) {
         {"bench", "--no-mmap --mmap", "tern bench: --mmap and --no-mmap choose different loads; use one of them; see tern bench --help"},
         {"synth", "--arch qwen3-tiny --unrotated-f32 --type q2_0 -o x.gguf", "tern synth: --type q2_0 and --unrotated-f32 choose different weights (--unrotated-f32 writes F32); use one of them"},
         {"quantize", "in.gguf '' --type q8_0", "tern quantize: OUT: expected a path, got ''; see tern quantize --help"},
+        {"quantize", "in.gguf out.gguf q8_0", "tern quantize: unexpected argument 'q8_0' (IN and OUT already given); the type is given as --type q8_0"},
         {"bench", "-p ''", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got ''"},
         {"bench-kernel", "--isa ''", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm (item 1 is empty), got ''"},
         {"bench-kernel", "--isa ref,", "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm (item 2 is empty), got 'ref,'"},

@@ -174,11 +174,15 @@ static void test_option_twice(void **state) {
     ru_need_tern(tern, sizeof tern);
     const char *args[4] = {"run -m /nonexistent.gguf -p a -p b", "run -m /nonexistent.gguf -p a --prompt=b",
                            "chat -m /nonexistent.gguf -n 3 -n 4", "serve -m /a.gguf -m /b.gguf"};
-    const char *flag[4] = {"-p given twice", "--prompt given twice", "-n given twice", "-m given twice"};
-    for (int i = 0; i < 4; i++) {
+    const char *flag[5] = {"tern run: -p given twice (-p, --prompt are one option); give it once",
+                           "tern run: --prompt given twice (-p, --prompt are one option); give it once",
+                           "-n given twice", "-m given twice",
+                           "tern run: --mmap given twice; give it once; see tern run --help"};
+    const char *args5[5] = {args[0], args[1], args[2], args[3], "run -m /nonexistent.gguf --mmap --mmap"};
+    for (int i = 0; i < 5; i++) {
         char *err = NULL;
-        const int rc = ru_tern(NULL, &err, "%s", args[i]);
-        if (rc != 2 || !strstr(err, flag[i])) fail_msg("tern %s: exit %d (expected 2), stderr: %s", args[i], rc, err);
+        const int rc = ru_tern(NULL, &err, "%s", args5[i]);
+        if (rc != 2 || !strstr(err, flag[i])) fail_msg("tern %s: exit %d (expected 2), stderr: %s", args5[i], rc, err);
         free(err);
     }
 }

@@ -496,8 +496,10 @@ int opts_next(const char *cmd, const opt_table *t, int n_t, int argc, char **arg
     if (*i <= 1) n_seen = 0;
     for (int k = 0; k < n_seen && d->kind != OPT_BIAS; k++)
         if (seen[k] == d->id) {
-            fprintf(stderr, "tern %s: %.*s given twice (as %s); give it once; see tern %s --help\n", cmd, (int)n, a,
-                    d->names, cmd);
+            /* the option's other spellings, where it has them: -p and --prompt are one option */
+            const bool aliases = strlen(d->names) != n || strncmp(d->names, a, n) != 0;
+            fprintf(stderr, "tern %s: %.*s given twice%s%s%s; give it once; see tern %s --help\n", cmd, (int)n, a,
+                    aliases ? " (" : "", aliases ? d->names : "", aliases ? " are one option)" : "", cmd);
             return OPT_ERR;
         }
     if (d->kind != OPT_BIAS && n_seen < (int)(sizeof seen / sizeof seen[0])) seen[n_seen++] = d->id;   /* -l repeats */

@@ -351,8 +351,10 @@ int cmd_quantize(int argc, char **argv) {
         case QZ_TYPE: type_name = v.str; break;
         case QZ_ALLOW_REQUANT: allow_requant = true; break;
         case OPT_POSITIONAL:
-            if (n_paths == 2) {
-                fprintf(stderr, "tern quantize: unexpected argument '%s' (IN and OUT already given); see tern quantize --help\n", v.str);
+            if (n_paths == 2) {   /* llama-quantize takes the type as a third argument: say how it is given here */
+                const bool a_type = qt_from_name(v.str) >= 0;
+                fprintf(stderr, "tern quantize: unexpected argument '%s' (IN and OUT already given)%s%s; see tern quantize --help\n",
+                        v.str, a_type ? "; the type is given as --type " : "", a_type ? v.str : "");
                 return 2;
             }
             if (!v.str[0]) {   /* "" names no file (an empty OUT was seen only at the final rename) */
