@@ -237,7 +237,7 @@ static int quantize_file(const char *in, const opts_out *out, int type, bool all
             !(qt_get(t->type) && qt_get(t->type)->ternary)) {
             rc = tern_err_set(err, TERN_E_ARG,
                               "tensor '%s' is quantized already (%s): converting it to %s rounds it a second time; "
-                              "--allow-requantize does so anyway, or quantize from the F32/F16 file; OUT not written",
+                              "--allow-requantize does so anyway, or quantize from the F32/F16 file",
                               t->name, qt_get(t->type) ? qt_get(t->type)->name : "?", qt_get(dst[i])->name);
             goto done;
         }
@@ -252,8 +252,8 @@ static int quantize_file(const char *in, const opts_out *out, int type, bool all
     }
     /* Nothing to convert: writing a copy would look like success, so say why and write no OUT */
     if (g->n_tensors == 0) {
-        rc = tern_err_set(err, TERN_E_ARG, "IN has no tensors (a vocabulary-only GGUF?), nothing to convert to %s; "
-                                           "OUT not written", qt_get(type)->name);
+        rc = tern_err_set(err, TERN_E_ARG, "IN has no tensors (a vocabulary-only GGUF?), nothing to convert to %s",
+                          qt_get(type)->name);
         goto done;
     }
     if (n_conv == 0) {   /* why, naming only the reasons that apply */
@@ -269,7 +269,7 @@ static int quantize_file(const char *in, const opts_out *out, int type, bool all
         if (n_rule && o < sizeof why)
             snprintf(why + o, sizeof why - o, "%s%" PRIu64 " keep%s %s type by rule", o ? ", " : "", n_rule,
                      n_rule == 1 ? "s" : "", n_rule == 1 ? "its" : "their");
-        rc = tern_err_set(err, TERN_E_ARG, "no tensor converted to %s (%s); OUT not written", qt_get(type)->name, why);
+        rc = tern_err_set(err, TERN_E_ARG, "no tensor converted to %s (%s)", qt_get(type)->name, why);
         goto done;
     }
     /* chunks of about 1M weights: f32 scratch and an output buffer of at most 4 MB each */
