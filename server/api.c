@@ -336,8 +336,9 @@ static bool refuse_unsupported(const cJSON *root, srv_error *e) {
     if (f && !cJSON_IsString(rt)) return bad_type(e, "response_format.type", "a string", rt);
     if (f && strcmp(rt->valuestring, "text") && strcmp(rt->valuestring, "json_object"))
         return srv_fail(e, 400, "invalid_request_error", "response_format",
-                        "'response_format' type '%.40s' is not supported (a JSON schema is not enforced); send "
-                        "{\"type\": \"json_object\"}, {\"type\": \"text\"} or leave it out", rt->valuestring);
+                        "'response_format' type '%.40s' is not supported%s; send "
+                        "{\"type\": \"json_object\"}, {\"type\": \"text\"} or leave it out", rt->valuestring,
+                        strcmp(rt->valuestring, "json_schema") == 0 ? " (a JSON schema is not enforced)" : "");
     f = field(root, "grammar");                       /* llama-server's GBNF grammar */
     if (f && !cJSON_IsString(f)) return bad_type(e, "grammar", "a string", f);
     if (f && *f->valuestring)

@@ -2143,6 +2143,8 @@ static void test_unsupported_fields(void **state) {
          "'response_format' type 'json_schema' is not supported (a JSON schema is not enforced)"},
         {"response_format", "\"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"x\", \"schema\": {}}}",
          "'response_format' type 'json_schema' is not supported"},
+        {"response_format", "\"response_format\": {\"type\": \"xml\"}",
+         "'response_format' type 'xml' is not supported; send {\"type\": \"json_object\"}"},
         {"response_format", "\"response_format\": {\"type\": \"text\"}", NULL},
         {"response_format", "\"response_format\": \"json\"", "'response_format' must be an object {\"type\": \"text\"}, got a string"},
         {"response_format.type", "\"response_format\": {}", "'response_format.type' must be a string, got nothing"},
