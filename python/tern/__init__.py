@@ -251,6 +251,13 @@ def _chat_msgs(messages):
     for i, msg in enumerate(messages):
         if not isinstance(msg, dict):
             raise TypeError("messages[%d] must be a dict, got %s" % (i, type(msg).__name__))
+        parts = msg.get("content")
+        if isinstance(parts, (list, tuple)):   # OpenAI's content parts: the text parts joined, as the server
+            for j, part in enumerate(parts):
+                if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
+                    raise TypeError("messages[%d]['content'][%d] must be {'type': 'text', 'text': str}, got %r"
+                                    % (i, j, part if not isinstance(part, (str, bytes)) else type(part).__name__))
+            msg = dict(msg, content="".join(part["text"] for part in parts))
         for k in ("role", "content"):
             if not isinstance(msg.get(k), str):
                 raise TypeError("messages[%d][%r] must be a str, got %s" % (i, k, type(msg.get(k)).__name__))

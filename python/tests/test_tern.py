@@ -480,6 +480,18 @@ def test_empty_and_out_of_range_inputs(stories):
     assert stories.is_eog(0) in (True, False)
 
 
+def test_chat_content_parts(qwen3):
+    """OpenAI's content parts make the same prompt as the joined string (the server's rule), and a
+    part that is not text is a TypeError naming it."""
+    plain = [{"role": "user", "content": "hello there"}]
+    parts = [{"role": "user", "content": [{"type": "text", "text": "hello "}, {"type": "text", "text": "there"}]}]
+    assert qwen3.chat_tokens(parts) == qwen3.chat_tokens(plain)
+    assert qwen3.apply_chat_template(parts) == qwen3.apply_chat_template(plain)
+    with pytest.raises(TypeError) as e:
+        qwen3.chat_tokens([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}])
+    assert str(e.value).startswith("messages[0]['content'][0] must be {'type': 'text', 'text': str}, got ")
+
+
 def test_library_lookup():
     assert tern.library_path() == (os.environ.get("TERN_LIB") or os.path.join(ROOT, "build", "rel", "libtern.so"))
     code = "import sys; sys.path.insert(0, sys.argv[1]); import tern; tern.library_path()"
