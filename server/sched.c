@@ -339,11 +339,6 @@ fail:
     return false;
 }
 
-/* The sampler's mask for a json_object reply: a token is kept if its bytes keep the content a
- * prefix of one JSON object; an end-of-generation token once the object is complete; <think> before
- * the content begins; anything inside a think block. When nothing would be left (the object
- * complete and no whitespace or end token among the finite logits), the end tokens that the
- * request does not ban stay; otherwise the job fails (slot_sample). */
 /* Whether the request's logit_bias bans token id (a -inf bias). */
 static bool slot_banned(const srv_request *rq, int32_t id) {
     for (int i = 0; i < rq->n_bias; i++)
@@ -351,6 +346,11 @@ static bool slot_banned(const srv_request *rq, int32_t id) {
     return false;
 }
 
+/* The sampler's mask for a json_object reply: a token is kept if its bytes keep the content a
+ * prefix of one JSON object; an end-of-generation token once the object is complete; <think> before
+ * the content begins; anything inside a think block. When nothing would be left (the object
+ * complete and no whitespace or end token among the finite logits), the end tokens that the
+ * request does not ban stay; otherwise the job fails (slot_sample). */
 static void slot_json_mask(void *user, float *logits, int32_t n_vocab) {
     slot *sl = user;
     const srv_sched *s = sl->sched;
