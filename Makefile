@@ -65,6 +65,7 @@ LIBDIR  ?= $(PREFIX)/lib
 $(B)/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 $(B)/src/kernels/x86/avxvnni.o:    ISA_FLAGS := -mavx2 -mfma -mf16c -mavxvnni
+$(B)/src/kernels/x86/amx.o:        ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mamx-tile -mamx-int8
 $(B)/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
 $(B)/src/model/x86/attn_avx512.o:  ISA_FLAGS := -mavx2 -mf16c -mavx512f -mavx512vl
 $(B)/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2
@@ -141,16 +142,20 @@ $(B)/tests/main.o: $(B)/tests/suites.inc
 $(B)/tests/main.o: ALL_CFLAGS += -I$(B)/tests
 
 # kern: the AVX-512 VNNI kernel compiled once more over a portable zmm emulation
-# (src/kernels/x86/emu512.h), and the AVX-VNNI kernel over a scalar vpdpbusd (KERN_EMUVNNI), into
+# (src/kernels/x86/emu512.h), the AVX-VNNI kernel over a scalar vpdpbusd (KERN_EMUVNNI) and the
+# AMX kernel over scalar tile operations and the zmm emulation (KERN_EMUAMX), into
 # the tests only, so hosts without AVX-512 or AVX-VNNI still check their logic.
 ifeq ($(ARCH),x86_64)
-KERN_EMU_OBJ := $(B)/src/kernels/x86/avx512vnni_emu.o $(B)/src/kernels/x86/avxvnni_emu.o
+KERN_EMU_OBJ := $(B)/src/kernels/x86/avx512vnni_emu.o $(B)/src/kernels/x86/avxvnni_emu.o $(B)/src/kernels/x86/amx_emu.o
 $(B)/src/kernels/x86/avx512vnni_emu.o: src/kernels/x86/avx512vnni.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -DKERN_EMU512 -c $< -o $@
 $(B)/src/kernels/x86/avxvnni_emu.o: src/kernels/x86/avxvnni.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -DKERN_EMUVNNI -c $< -o $@
+$(B)/src/kernels/x86/amx_emu.o: src/kernels/x86/amx.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -mavx2 -mfma -mf16c -DKERN_EMUAMX -c $< -o $@
 endif
 
 ifneq ($(WIN),1)
@@ -265,6 +270,7 @@ $(B_WIN)/libtern.dll: $(LIB_OBJ) $(B_WIN)/libtern.def
 $(B)/pic/src/kernels/x86/avx2.o:       ISA_FLAGS := -mavx2 -mfma -mf16c
 $(B)/pic/src/kernels/x86/avx512vnni.o: ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 $(B)/pic/src/kernels/x86/avxvnni.o:    ISA_FLAGS := -mavx2 -mfma -mf16c -mavxvnni
+$(B)/pic/src/kernels/x86/amx.o:        ISA_FLAGS := -mavx2 -mfma -mf16c -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mamx-tile -mamx-int8
 $(B)/pic/src/model/x86/attn_avx2.o:    ISA_FLAGS := -mavx2 -mf16c
 $(B)/pic/src/model/x86/attn_avx512.o:  ISA_FLAGS := -mavx2 -mf16c -mavx512f -mavx512vl
 $(B)/pic/src/model/x86/gdn_avx2.o:     ISA_FLAGS := -mavx2

@@ -85,8 +85,8 @@ typedef struct tern_model_opts {
 /* Fill o with the defaults (n_threads 0, read(), fast numerics, no progress bar, the OS's
  * memory figure, PTQ1_0 auto). */
 void tern_model_opts_default(tern_model_opts *o);
-/* Choose the kernel path for the whole process by name ("ref", "avx2", "avxvnni", "avx512vnni", "neon",
- * "dotprod", "i8mm"; NULL or "" the automatic choice, also after an earlier name: the fastest path
+/* Choose the kernel path for the whole process by name ("ref", "avx2", "avxvnni", "avx512vnni", "amx",
+ * "neon", "dotprod", "i8mm"; NULL or "" the automatic choice, also after an earlier name: the fastest path
  * this CPU runs).
  * Call it before loading any model: weights are laid out at load for the path then active.
  * Errors (nothing changes): TERN_E_ARG for a name that is none of these; TERN_E_UNSUPPORTED when

@@ -130,6 +130,7 @@ void mfx_write_nan_tensor(const char *model, const char *name, const char *path)
 #if defined(__x86_64__)
 extern const kern_table kern_table_avx512vnni_emu;
 extern const kern_table kern_table_avxvnni_emu;
+extern const kern_table kern_table_amx_emu;
 #endif
 const struct kern_table *mfx_kern_table(int i) {
     int n = 0;
@@ -138,6 +139,7 @@ const struct kern_table *mfx_kern_table(int i) {
 #if defined(__x86_64__)
     if (i == n) return &kern_table_avx512vnni_emu;
     if (i == n + 1) return &kern_table_avxvnni_emu;
+    if (i == n + 2) return &kern_table_amx_emu;
 #endif
     return NULL;
 }

@@ -225,7 +225,7 @@ static void test_env_isa(void **state) {
     setenv("TERN_ISA", "bogus", 1);
     char *err = NULL;
     int rc = ru_tern(NULL, &err, "run -m " SHIPPED " -n 1 -t 1");
-    const char *want = "tern: TERN_ISA: expected ref, avx2, avxvnni, avx512vnni (x86-64), neon, dotprod or i8mm (ARM64), "
+    const char *want = "tern: TERN_ISA: expected ref, avx2, avxvnni, avx512vnni, amx (x86-64), neon, dotprod or i8mm (ARM64), "
                        "got 'bogus'\n";
     if (rc != 1 || strcmp(err, want)) fail_msg("TERN_ISA=bogus tern run: exit %d (expected 1), stderr: %s", rc, err);
     free(err);

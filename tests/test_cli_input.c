@@ -219,7 +219,7 @@ static void test_no_chat_template_notice(void **state) {
  * as -m is named with the flag. */
 static void test_bad_input_messages(void **state) {
     (void)state;
-    expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm "
+    expect_err(2, "tern bench-kernel: --isa: expected a comma-separated list of ref, avx2, avxvnni, avx512vnni, amx, neon, dotprod, i8mm "
                   "(item 2, 'bogus', is none of them), got 'avx2,bogus'", NULL, "bench-kernel --isa avx2,bogus");
     char model[1024], ids[512], text[512], args[2048], want[1200];
     fx_require(model, sizeof model, STORIES);

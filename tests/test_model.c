@@ -267,7 +267,7 @@ static void greedy_run(const char *rel, tern_numerics num, int nt, int32_t *out,
 
 static void test_threads_isa(void **st) {
     (void)st;
-    static const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
+    static const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "amx", "neon", "dotprod", "i8mm"};
     const char *orig = kern_isa();
     char orig_name[32];
     snprintf(orig_name, sizeof orig_name, "%s", orig);

@@ -97,9 +97,9 @@ typedef void (*tile_fn)(int, const float *const *, float *const *, const int *, 
 #if defined(__x86_64__)
 static bool host_avx2(void) {
     const char *isa = kern_isa();
-    return !strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni");
+    return !strcmp(isa, "avx2") || !strcmp(isa, "avxvnni") || !strcmp(isa, "avx512vnni") || !strcmp(isa, "amx");
 }
-static bool host_avx512(void) { return !strcmp(kern_isa(), "avx512vnni"); }
+static bool host_avx512(void) { return !strcmp(kern_isa(), "avx512vnni") || !strcmp(kern_isa(), "amx"); }
 #endif
 
 /* FNV-1a over the output bits of every configuration: pinned below from an x86-64 run, so other

@@ -2,7 +2,8 @@
  * same run (a program, never a timed test).
  *   - read bandwidth: a 1 GiB buffer streamed by 1..T threads on the persistent pool (GB/s);
  *   - int8 peak: a register-only micro-benchmark of the best int8 multiply-accumulate this host
- *     has (vpdpbusd zmm with AVX-512 VNNI, else vpmaddubsw+vpmaddwd ymm) in GMAC/s;
+ *     has (vpdpbusd zmm with AVX-512 VNNI, else vpmaddubsw+vpmaddwd ymm) in GMAC/s; where the
+ *     process may use AMX, also the tile rate (tdpbsud), the ceiling of the amx path's rows;
  *   - the empty pool_for job (ns);
  *   - matvec 32768 x 8192 PQ2_0 (71 MB) and PTQ1_0 (direct and transcoded) in Gweights/s and
  *     GB/s as a fraction of the bandwidth; matmul 17408 x 5120 (PQ2_0, PTQ1_0 direct) at 4, 16, 64 columns in GMAC/s as
@@ -169,13 +170,46 @@ __attribute__((target("avx2"))) static int64_t peak_avx2(void) {
     return (int64_t)PEAK_ITERS * 8 * 32;
 }
 #endif
+#if defined(__x86_64__) && defined(__linux__)   /* where the amx path runs (dispatch.c amx_permitted) */
+/* The AMX tile rate: 4 independent tdpbsud chains (C tiles 0-3) on 2 A and 2 B tiles loaded
+ * once (tiles 4-7), so the loop is the tile multiplier alone: 16 x 16 x 64 multiply-adds each. */
+#define AMX_PEAK_ITERS 20000
+__attribute__((target("amx-tile,amx-int8"))) static int64_t peak_amx(void) {
+    struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    static int8_t src[2][16 * 64];
+    for (int i = 0; i < 16 * 64; i++) src[0][i] = (int8_t)(i % 7 - 3), src[1][i] = (int8_t)(i % 5);
+    _tile_loadconfig(&cfg);
+    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+    _tile_loadd(4, src[0], 64); _tile_loadd(5, src[1], 64); _tile_loadd(6, src[1], 64); _tile_loadd(7, src[0], 64);
+    for (int it = 0; it < AMX_PEAK_ITERS; it++) {
+        _tile_dpbsud(0, 4, 6); _tile_dpbsud(1, 4, 7); _tile_dpbsud(2, 5, 6); _tile_dpbsud(3, 5, 7);
+    }
+    int32_t out[16 * 16];
+    _tile_stored(0, out, 64);
+    _tile_release();
+    volatile int32_t r = out[0];
+    (void)r;
+    return (int64_t)AMX_PEAK_ITERS * 4 * 16 * 16 * 64;
+}
+#endif
 static bool g_vnni;
+static bool g_peak_amx;   /* job_peak measures the AMX tile rate instead of the vector int8 rate */
 typedef struct { double macs[8]; } peak_ctx;
 static void job_peak(void *ctx, int64_t i0, int64_t i1, int ith) {
     (void)i0; (void)i1;
     const double c0 = busy_clock_s();
     peak_ctx *c = ctx;
 #if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__linux__)
+    if (g_peak_amx) {
+        c->macs[ith] = (double)peak_amx();
+        g_busy[ith] = busy_clock_s() - c0;
+        return;
+    }
+#endif
     c->macs[ith] = (double)(g_vnni ? peak_vnni() : g_avx2 ? peak_avx2() : 0);
 #else
     c->macs[ith] = 0;
@@ -236,7 +270,7 @@ static uint8_t *make_weights(int type, int64_t K, int64_t N, size_t *bytes) {
     return p;
 }
 
-#define BK_ISA_NAMES "ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm"
+#define BK_ISA_NAMES "ref, avx2, avxvnni, avx512vnni, amx, neon, dotprod, i8mm"
 /* The 1-based place of the --isa item that starts at p in list (items separated by one ',', or by
  * the NUL that strtok wrote over it). */
 static size_t bk_count_items(const char *list, const char *p) {
@@ -896,7 +930,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         fprintf(stderr, "tern bench-kernel: warning: --threads has no effect with --attn (one thread: the tile's own rate)\n");
     if (o.attn) return bench_attn(&o);
     if (o.sampler) return bench_sampler(&o);
-    const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
+    const char *const isas[] = {"ref", "avx2", "avxvnni", "avx512vnni", "amx", "neon", "dotprod", "i8mm"};
     const int n_isas = (int)(sizeof isas / sizeof isas[0]);
     const char *best = kern_isa();
     if (o.isa[0]) {   /* every name known (else a usage error); a path this build or CPU cannot run: said, skipped */
@@ -948,7 +982,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         return rc;
     }
     /* 1. read bandwidth and int8 peak and the empty job, per thread count */
-    double bw[8] = {0}, peak[8] = {0};
+    double bw[8] = {0}, peak[8] = {0}, amx_peak[8] = {0};
     const unsigned long long llc = opts_llc_bytes();
     const int64_t n_bw = ((int64_t)1 << 30) / 8;
     uint64_t *bw_buf = tern_alloc_aligned((size_t)n_bw * 8);   /* kept for the probes around each matvec */
@@ -992,6 +1026,18 @@ int cmd_bench_kernel(int argc, char **argv) {
             cJSON_AddNumberToObject(j, "threads", o.threads[ti]);
             cJSON_AddNumberToObject(j, "gmac_per_s", peak[ti]);
             emit(&o, j, line);
+            if (kern_cpu_amx()) {   /* the amx path's own ceiling, beside the vector one */
+                g_peak_amx = true;
+                amx_peak[ti] = peak_probe(pools[ti], o.threads[ti], o.quick ? 11 : 41);
+                g_peak_amx = false;
+                snprintf(line, sizeof line, "amx peak     threads %d: %6.1f GMAC/s best (tdpbsud tiles)", o.threads[ti], amx_peak[ti]);
+                j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "op", "amx_peak");
+                cJSON_AddStringToObject(j, "instr", "tdpbsud");
+                cJSON_AddNumberToObject(j, "threads", o.threads[ti]);
+                cJSON_AddNumberToObject(j, "gmac_per_s", amx_peak[ti]);
+                emit(&o, j, line);
+            }
         }
         for (int ti = 0; ti < o.n_threads; ti++) {
             const int n_jobs = o.quick ? 5000 : 100000;
@@ -1129,13 +1175,22 @@ int cmd_bench_kernel(int argc, char **argv) {
                         /* the median or the best repeat above the best peak reading of the run: the
                          * host's rate moved between the probes and the matmul, so the fraction is
                          * not a result */
-                        const bool over = peak[ti] > 0 && wts * ncols / s.min / 1e9 > peak[ti];
+                        /* the amx path also against the tile rate, which bounds it (the vector peak does not) */
+                        const bool vs_amx = !strcmp(isas[ii], "amx") && amx_peak[ti] > 0;
+                        const double ceil_g = vs_amx ? amx_peak[ti] : peak[ti];
+                        const bool over = ceil_g > 0 && wts * ncols / s.min / 1e9 > ceil_g;
                         cJSON_AddBoolToObject(j, "above_ceiling", over);
+                        char amx_note[96] = "";
+                        if (vs_amx) {
+                            cJSON_AddNumberToObject(j, "amx_peak_gmac_per_s", amx_peak[ti]);
+                            cJSON_AddNumberToObject(j, "frac_of_amx_peak", g / amx_peak[ti]);
+                            snprintf(amx_note, sizeof amx_note, "; %.1f%% of the AMX peak %.1f", 100 * g / amx_peak[ti], amx_peak[ti]);
+                        }
                         snprintf(line, sizeof line,
-                                 "matmul %-17s %-10s t%d %5lldx%lld x%2d: %7.1f GMAC/s [%.1f, %.1f] = %5.1f%% of int8 peak %.1f (best %.1f%%)%s",
+                                 "matmul %-17s %-10s t%d %5lldx%lld x%2d: %7.1f GMAC/s [%.1f, %.1f] = %5.1f%% of int8 peak %.1f (best %.1f%%)%s%s",
                                  sp->label, isas[ii], o.threads[ti], (long long)rows, (long long)sp->K, ncols, g,
                                  wts * ncols / s.max / 1e9, wts * ncols / s.min / 1e9, peak[ti] > 0 ? 100 * g / peak[ti] : 0,
-                                 peak[ti], peak[ti] > 0 ? 100 * wts * ncols / s.min / 1e9 / peak[ti] : 0,
+                                 peak[ti], peak[ti] > 0 ? 100 * wts * ncols / s.min / 1e9 / peak[ti] : 0, amx_note,
                                  over ? " [above the peak probed in this run: the host's rate moved; not a result]" : "");
                     } else {
                         const double gw = wts / s.med / 1e9, gb = gbytes / s.med / 1e9;

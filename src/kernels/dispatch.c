@@ -2,7 +2,8 @@
  * AND the OS must save the registers), the list of compiled tables, the choice of the active
  * table (once; kern_force_isa forces one), and kern_matmul, which routes each (type, mode) to the
  * active table's entry or, where that entry is NULL, to the reference.
- * Source: Intel SDM vol. 2 (CPUID leaf 7 subleaves 0 and 1, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7 opmask/zmm). */
+ * Source: Intel SDM vol. 2 (CPUID leaf 7 subleaves 0 and 1, XGETBV XCR0 bits 1-2 SSE/AVX, 5-7
+ * opmask/zmm, 17-18 AMX tiles). */
 #include "kernels/kern_impl.h"
 
 #include <stdlib.h>
@@ -10,6 +11,10 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 #if defined(__aarch64__)
 #include "kernels/arm/arm.h"   /* arm_cpu_features (hwcaps / sysctl), the three ARM tables */
@@ -21,6 +26,7 @@ const kern_table *const kern_tables[] = {
     &kern_table_avx2,
     &kern_table_avxvnni,
     &kern_table_avx512vnni,
+    &kern_table_amx,
 #endif
 #if defined(__aarch64__)
     &kern_table_neon,
@@ -52,6 +58,19 @@ static bool detect_stream_nta(void) {
     return strcmp(name, "AuthenticAMD") == 0 || strcmp(name, "HygonGenuine") == 0;
 }
 
+/* Whether this process may use the AMX tile data: Linux keeps it off (XFD) until the process asks
+ * (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16 and later); a refusal (older
+ * kernel, a sigaltstack too small for the larger signal frame) leaves the AMX table unused. Other
+ * systems: not used. */
+static bool amx_permitted(void) {
+#if defined(__linux__)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
+
 static uint32_t detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
@@ -62,7 +81,7 @@ static uint32_t detect(void) {
     if (__get_cpuid_max(0, NULL) < 7) return 0;
     __cpuid_count(7, 0, a, b, c, d);
     const bool avx2 = (b >> 5) & 1, f512 = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1,
-               vl = (b >> 31) & 1, vnni = (c >> 11) & 1, gfni = (c >> 8) & 1;
+               vl = (b >> 31) & 1, vnni = (c >> 11) & 1, gfni = (c >> 8) & 1, amx = ((d >> 24) & 3) == 3;
     unsigned a1 = 0, b1, c1, d1;
     if (a >= 1) __cpuid_count(7, 1, a1, b1, c1, d1);   /* leaf 7 subleaf 1: EAX[4] = AVX-VNNI */
     const bool avxvnni = (a1 >> 4) & 1;
@@ -71,6 +90,8 @@ static uint32_t detect(void) {
     if ((f & KCPU_AVX2) && avxvnni) f |= KCPU_AVXVNNI;   /* ymm only: os_ymm is enough */
     if ((f & KCPU_AVX2) && os_zmm && f512 && dq && bw && vl && vnni) f |= KCPU_AVX512VNNI;
     if ((f & KCPU_AVX512VNNI) && gfni) f |= KCPU_GFNI;
+    /* XCR0 bits 17, 18: the OS manages the tile configuration and tile data */
+    if ((f & KCPU_AVX512VNNI) && amx && ((xcr0 >> 17) & 3) == 3 && amx_permitted()) f |= KCPU_AMX;
     return f;
 }
 #elif defined(__aarch64__)
@@ -106,6 +127,8 @@ bool kern_stream_nta(void) {
  * slower in two groups than in one (8 of 8 pairs), on host D (Intel Xeon) faster (set D2: 6 of 6
  * pairs, 1.03-1.07x; bench-kernel --decode-seq: the LM head alone from 86% to 90% of the probe). */
 int64_t kern_pair1_min_k(void) { return kern_stream_nta() ? 4096 : 2048; }
+
+bool kern_cpu_amx(void) { return (kern_cpu_features() & KCPU_AMX) != 0; }
 
 void kern_cpu_hide(uint32_t bits) { __atomic_store_n(&g_cpu_hidden, bits, __ATOMIC_RELAXED); }
 
@@ -225,12 +248,12 @@ void kern_auto_isa(void) { __atomic_store_n(&g_active, choose(), __ATOMIC_RELEAS
 int kern_force_isa(const char *name, tern_err *err) {
     /* every path of every architecture: a name outside these is a misspelling (TERN_E_ARG), one of
      * them that this build lacks is another architecture's (TERN_E_UNSUPPORTED) */
-    static const char *const known[] = {"ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"};
+    static const char *const known[] = {"ref", "avx2", "avxvnni", "avx512vnni", "amx", "neon", "dotprod", "i8mm"};
     bool is_known = false;
     for (size_t i = 0; name && i < sizeof known / sizeof known[0]; i++) is_known = is_known || !strcmp(name, known[i]);
     if (!is_known)
         return tern_err_set(err, TERN_E_ARG,
-                            "expected ref, avx2, avxvnni, avx512vnni (x86-64), neon, dotprod or i8mm (ARM64), got '%s'",
+                            "expected ref, avx2, avxvnni, avx512vnni, amx (x86-64), neon, dotprod or i8mm (ARM64), got '%s'",
                             name ? name : "(null)");
     const kern_table *t = find(name);
     if (!t) return tern_err_set(err, TERN_E_UNSUPPORTED, "ISA path '%s' is not compiled in", name);

@@ -161,6 +161,9 @@ enum {
     KCPU_AVX512VNNI = 1u << 1, /* AVX-512 F/BW/VL/DQ/VNNI, OS saves zmm + opmask */
     KCPU_AVXVNNI = 1u << 2,    /* AVX-VNNI (VEX vpdpbusd on ymm: CPUID.(7,1):EAX[4]), OS saves ymm */
     KCPU_GFNI = 1u << 3,       /* GFNI (CPUID.(7,0):ECX[8]); set only beside KCPU_AVX512VNNI, for the zmm form */
+    KCPU_AMX = 1u << 4,        /* AMX-TILE + AMX-INT8 (CPUID.(7,0):EDX[24,25]), XCR0 tile state on, and the OS
+                                * granted this process the tile data (Linux arch_prctl); set only beside
+                                * KCPU_AVX512VNNI */
     KCPU_NEON = 1u << 8,
     KCPU_DOTPROD = 1u << 9,
     KCPU_I8MM = 1u << 10,
@@ -169,7 +172,7 @@ enum {
 /* One ISA path. mm[kt][mode] may be NULL: dispatch then tries `fallback` (a lower table the
  * same host can run), then the ref entry, which is always complete. Tables are const and exported only by name from their own file. */
 typedef struct kern_table {
-    const char *name;          /* "ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm" */
+    const char *name;          /* "ref", "avx2", "avxvnni", "avx512vnni", "amx", "neon", "dotprod", "i8mm" */
     uint32_t needs;            /* KCPU_* bits required */
     kern_mm_fn mm[KT_N][3];    /* [kernel type][kern_numerics] */
     const struct kern_table *fallback;   /* where a NULL entry goes first (then ref); may be NULL */
@@ -182,6 +185,7 @@ extern const kern_table kern_table_ref;
 extern const kern_table kern_table_avx2;
 extern const kern_table kern_table_avxvnni;
 extern const kern_table kern_table_avx512vnni;
+extern const kern_table kern_table_amx;
 #endif
 
 /* NULL-terminated list of the tables compiled in, worst -> best (tests walk all of them). */

@@ -3,7 +3,7 @@
  * Source of truth: ../shared/DESIGN.md "The one idea that matters" and "Numerics modes";
  * ../shared/spec/ternary-gguf.md section 8 (reference numerics).
  *
- * Contract for every path (ref, avx2, avxvnni, avx512vnni, neon, dotprod, i8mm):
+ * Contract for every path (ref, avx2, avxvnni, avx512vnni, amx, neon, dotprod, i8mm):
  * - A weight W (ne = [K, N]) is prepared once at load (kern_w_init, in place for PQ2_0) into the
  *   layout of the table that will run it: the 4-row x 128-weight row-pair block (136 bytes; rows
  *   N & ~3 .. N-1 stay in file layout) for ARM, the 16-row x 128-weight block (544 bytes; rows
@@ -144,7 +144,7 @@ void kern_matmul(const kern_w *w, const kern_act *a, float *y, int64_t ldy, int6
 int kern_matmul_check(const kern_w *w, const kern_act *a, int64_t ldy, int64_t r0, int64_t r1, tern_err *err);
 
 /* The active ISA path: chosen once from CPUID+XGETBV (x86) or hwcaps (ARM); kern_force_isa forces
- * a path ("ref", "avx2", "avxvnni", "avx512vnni", "neon", "dotprod", "i8mm"). Returns its name. */
+ * a path ("ref", "avx2", "avxvnni", "avx512vnni", "amx", "neon", "dotprod", "i8mm"). Returns its name. */
 const char *kern_isa(void);
 /* True if the active path runs PQ2_0/PTQ1_0 in the 16-row layout: kern_w_init without a layout
  * flag then prepares that layout (KW_ROW16, KW_PTQ_ROW16), else the row-pair one. */
@@ -155,6 +155,8 @@ bool kern_isa_avx2(void);
 /* Whether the active table runs on AVX-512 F/BW/VL/DQ (avx512vnni): the model's vector code then
  * takes its copies compiled with AVX-512VL (the same 8-lane operations, 32 vector registers). */
 bool kern_isa_avx512(void);
+/* Whether this CPU has AMX-INT8 tiles and the OS lets this process use them (the amx path can run). */
+bool kern_cpu_amx(void);
 /* Force a path by name (tern_set_isa; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);

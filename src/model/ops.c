@@ -54,7 +54,7 @@ const model_ops *model_ops_active(void) {
 
 const model_ops *model_ops_find(const char *name) {
     if (!name) return NULL;
-    if (!strcmp(name, "avx512vnni")) name = "avx512";
+    if (!strcmp(name, "avx512vnni") || !strcmp(name, "amx")) name = "avx512";   /* amx: the AVX-512 code beside the tiles */
     if (!strcmp(name, "avxvnni")) name = "avx2";   /* the same vector code: AVX2 is part of it */
     for (int i = 0; model_ops_all[i]; i++)
         if (!strcmp(model_ops_all[i]->name, name)) return model_ops_all[i];

@@ -48,7 +48,7 @@ typedef struct model_ops {
 /* The table of the active kernel path: one test of a flag per call, no name comparison. */
 const model_ops *model_ops_active(void);
 /* The table named name ("generic", "avx2", "avx512"; the kernel paths' names "avxvnni" and
- * "avx512vnni" are "avx2" and "avx512"), or NULL if it is not compiled
+ * "avx512vnni" and "amx" are "avx2", "avx512" and "avx512"), or NULL if it is not compiled
  * in. For tests that run every table. */
 const model_ops *model_ops_find(const char *name);
 /* NULL-terminated list of the tables compiled in. */

@@ -87,6 +87,11 @@ static inline v512 v512_zext16_32(const void *p) {
 /* 16 f32 lanes (lo = 0-7, hi = 8-15). */
 typedef struct { __m256 lo, hi; } v512f;
 static inline v512f v512f_zero(void) { return (v512f){_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+static inline v512f v512f_loadu(const float *p) { return (v512f){_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+static inline void v512f_storeu(float *p, v512f a) {
+    _mm256_storeu_ps(p, a.lo);
+    _mm256_storeu_ps(p + 8, a.hi);
+}
 static inline v512f v512f_set1(float x) { return (v512f){_mm256_set1_ps(x), _mm256_set1_ps(x)}; }
 static inline v512f v512f_mul(v512f a, v512f b) { return (v512f){_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
 /* vfmadd: a * b + c fused, per lane */
