@@ -626,7 +626,7 @@ enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16, BK_SAMPLER,
 static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
-    {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure: ref and, on x86, avx2,avxvnni,avx512vnni, on ARM, neon,dotprod,i8mm (default: all this CPU runs)"},
+    {BK_ISA, "--isa", OPT_TEXT, "LIST", 0, 0, NULL, "ISA paths to measure: ref and, on x86, avx2,avxvnni,avx512vnni,amx, on ARM, neon,dotprod,i8mm (default: all this CPU runs)"},
     {BK_THREADS, "--threads, -t", OPT_LIST, "LIST", 1, OPT_HI_THREADS, NULL, "thread counts (default 1,2)"},
     {BK_DECODE, "--decode-seq", OPT_FLAG, NULL, 0, 0, NULL,
      "only bonsai-1.7b's decode matvecs, busy GB/s against the probe: 8 layers as pool jobs (rows claimed, fixed shares), the same as one job without barriers, the LM head, and one 2048x2048 matrix with its weights in cache"},
@@ -861,7 +861,7 @@ static int bench_attn(const bk_opts *o) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avxvnni,avx512vnni] [--threads 1,2]\n"
+    fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avxvnni,avx512vnni,amx] [--threads 1,2]\n"
                "  measures read bandwidth, int8 peak, empty pool job, PQ2_0/PTQ1_0 matvec 32768x8192 and\n"
                "  matmul 17408x5120 (PQ2_0, PTQ1_0 direct) at 4/16/64 columns per ISA path and thread count (median of repeats)\n");
     opts_help(f, &OPT_TABLE(bk_defs), 1);
