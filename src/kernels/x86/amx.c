@@ -23,9 +23,11 @@
  * Epilogue per column c: acc[c] = fma(d_w * d_a, (float)isum, acc[c]) on 16 rows at once, the
  * float order of every path.
  *
- * Loop. Per 16-row group, columns in passes of up to AMX_CC, each pass in tiles of up to 16; the
- * blocks in chunks of AMX_KC, which the pass's first tile unpacks AMX_AHEAD blocks ahead of its
- * products and the later tiles reuse (a prefill's columns share one unpack). Within a tile, block
+ * Loop. The groups in chunks whose packed weights fit in ~256 KB of L2, each chunk against one
+ * pass of up to AMX_CC columns at a time (the order of kern_r16_mm: with all of a prefill's
+ * columns per group, the activations fell out of L2 at K 6144 and the kernel ran slower than the
+ * VNNI one). Per group and pass, tiles of up to 16 columns; the blocks in chunks of AMX_KC, which
+ * the pass's first tile unpacks AMX_AHEAD blocks ahead of its products and the later tiles reuse. Within a tile, block
  * b's A and C tiles alternate with block b + 1's (A 1, 2 / 6, 7; C 0 / 5; B 3, 4), and block b's
  * epilogue runs AMX_LAG blocks later, from the C tile stored to memory, so that the vector work
  * does not wait on the tile just stored.
@@ -260,35 +262,31 @@ static void amx_tile_n(const kern_r16_block *G, int64_t kb, int kn, const uint8_
 }
 #endif
 
-/* One 16-row group (blocks at G) against every column: rows in keep of out (out[c * ldy + i]),
- * isum (NULL or the hook at column 0, row 0 of the group: [(c * n_out + i) * nb + b]). Columns
- * in passes of up to AMX_CC, each pass in tiles of near-equal widths <= 16 (17 -> 9 + 8); the
- * blocks in chunks of AMX_KC, which the pass's first tile unpacks and the others reuse. */
-static void amx_group(const kern_r16_block *G, int64_t nb, const kern_act *a, size_t col, float *out, int64_t ldy,
-                      unsigned keep, int32_t *isum, int64_t n_out, int *cfg_nc, uint8_t (*wq)[2][16][64],
+/* One 16-row group (blocks at G) against the cn columns from c0 (cn <= AMX_CC): rows in keep of
+ * out (out[c * ldy + i]), isum (NULL or the hook at column 0, row 0 of the group:
+ * [(c * n_out + i) * nb + b]). The columns in tiles of near-equal widths <= 16 (17 -> 9 + 8); the
+ * blocks in chunks of AMX_KC, which the first tile unpacks and the others reuse. */
+static void amx_group(const kern_r16_block *G, int64_t nb, const kern_act *a, size_t col, int c0, int cn, float *out,
+                      int64_t ldy, unsigned keep, int32_t *isum, int64_t n_out, int *cfg_nc, uint8_t (*wq)[2][16][64],
                       float (*facc)[16], bool nta) {
-    const int ncols = a->ncols;
-    for (int c0 = 0; c0 < ncols; c0 += AMX_CC) {
-        const int cn = ncols - c0 < AMX_CC ? ncols - c0 : AMX_CC;
-        const int nt = (cn + 15) / 16;
-        memset(facc, 0, sizeof(float) * 16 * (size_t)cn);
-        for (int64_t kb = 0; kb < nb; kb += AMX_KC) {
-            const int kn = nb - kb < AMX_KC ? (int)(nb - kb) : AMX_KC;
-            amx_unpack(G + kb, kn < AMX_AHEAD ? kn : AMX_AHEAD, wq, nta);
-            for (int ti = 0, t0 = 0; ti < nt; ti++) {
-                const int tn = (cn - t0) / (nt - ti);
-                if (tn != *cfg_nc) {
-                    amx_setup(tn);
-                    *cfg_nc = tn;
-                }
-                const uint8_t *ab = (const uint8_t *)a->q + col * (size_t)(c0 + t0);
-                const amx_hook hk = {isum ? isum + (int64_t)(c0 + t0) * n_out * nb : NULL, n_out * nb, nb};
-                amx_tile_n(G, kb, kn, ab, col, tn, wq, ti == 0, nta, facc + t0, isum ? &hk : NULL, keep);
-                t0 += tn;
+    const int nt = (cn + 15) / 16;
+    memset(facc, 0, sizeof(float) * 16 * (size_t)cn);
+    for (int64_t kb = 0; kb < nb; kb += AMX_KC) {
+        const int kn = nb - kb < AMX_KC ? (int)(nb - kb) : AMX_KC;
+        amx_unpack(G + kb, kn < AMX_AHEAD ? kn : AMX_AHEAD, wq, nta);
+        for (int ti = 0, t0 = 0; ti < nt; ti++) {
+            const int tn = (cn - t0) / (nt - ti);
+            if (tn != *cfg_nc) {
+                amx_setup(tn);
+                *cfg_nc = tn;
             }
+            const uint8_t *ab = (const uint8_t *)a->q + col * (size_t)(c0 + t0);
+            const amx_hook hk = {isum ? isum + (int64_t)(c0 + t0) * n_out * nb : NULL, n_out * nb, nb};
+            amx_tile_n(G, kb, kn, ab, col, tn, wq, ti == 0, nta, facc + t0, isum ? &hk : NULL, keep);
+            t0 += tn;
         }
-        for (int c = 0; c < cn; c++) v512f_mask_storeu(out + (int64_t)(c0 + c) * ldy, keep, v512f_loadu(facc[c]));
     }
+    for (int c = 0; c < cn; c++) v512f_mask_storeu(out + (int64_t)(c0 + c) * ldy, keep, v512f_loadu(facc[c]));
 }
 
 /* Rows [r0, r1) of a 16-row 2-bit tensor (group g's blocks at base + g * nb): every group the
@@ -303,12 +301,22 @@ static void amx_row16(const kern_mm_args *m, const kern_r16_block *base, int64_t
     uint8_t wq[AMX_KC][2][16][64] __attribute__((aligned(64)));
     float facc[AMX_CC][16] __attribute__((aligned(64)));
     int cfg_nc = 0;
-    for (int64_t g = r0 / 16; 16 * g < g1; g++) {
-        const int64_t lo = (r0 > 16 * g ? r0 : 16 * g) - 16 * g, hi = (g1 < 16 * g + 16 ? g1 : 16 * g + 16) - 16 * g;
-        const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
-        amx_group(base + g * nb, nb, m->a, col, m->y + 16 * g, m->ldy, keep, m->isum ? m->isum + 16 * g * nb : NULL, N,
-                  &cfg_nc, wq, facc, nta);
-    }
+    /* groups in chunks whose packed weights fit in ~256 KB of L2, each chunk against one pass of
+     * columns at a time (kern_r16_mm's order): the chunk's weights and the pass's activations stay
+     * in L2 while the other is swept, where a whole prefill's columns per group would not */
+    int64_t cg = (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block));
+    if (cg < 1) cg = 1;
+    const int ncols = m->a->ncols;
+    for (int64_t gc = r0 / 16; 16 * gc < g1; gc += cg)
+        for (int c0 = 0; c0 < ncols; c0 += AMX_CC) {
+            const int cn = ncols - c0 < AMX_CC ? ncols - c0 : AMX_CC;
+            for (int64_t g = gc; g < gc + cg && 16 * g < g1; g++) {
+                const int64_t lo = (r0 > 16 * g ? r0 : 16 * g) - 16 * g, hi = (g1 < 16 * g + 16 ? g1 : 16 * g + 16) - 16 * g;
+                const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+                amx_group(base + g * nb, nb, m->a, col, c0, cn, m->y + 16 * g, m->ldy, keep,
+                          m->isum ? m->isum + 16 * g * nb : NULL, N, &cfg_nc, wq, facc, nta);
+            }
+        }
     if (cfg_nc) amx_release();
     if (r1 > n16) kern_ref_mm_fast(m, r0 > n16 ? r0 : n16, r1);
 }
