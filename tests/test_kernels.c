@@ -607,15 +607,16 @@ static void test_isa_ptq1_0_transcode(void **state) {
 }
 
 /* The 16-row layouts (PQ2_0 KW_ROW16, the PTQ1_0 transcode KW_PTQ_ROW16 and direct KW_PTQ3_ROW16) on every table (the
- * AVX-512 VNNI kernel, its emulation, AVX2 and AVX-VNNI): every column count 1..16 (each
- * tile width, and 9..16 split into two tiles), 17, 24 and 64; N with 1..3 full groups and tails
+ * AVX-512 VNNI kernel, its emulation, AVX2, AVX-VNNI and AMX): every column count 1..16 (each
+ * tile width, and 9..16 split into two tiles), 17, 24, 64 and 137 (the AMX kernel's two column
+ * passes, 128 + 9); N with 1..3 full groups and tails
  * of 0, 4, 5, 15 rows; codes 3 and activations at +-127 among the patterns. */
 static void test_isa_row16(void **state) {
     (void)state;
     rng_seed(27);
     static const int64_t Ks[] = {128, 640, 5120};
     static const int64_t Ns[] = {16, 21, 32, 47, 52};
-    static const int cols[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 64};
+    static const int cols[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 64, 137};
     static const unsigned flags[] = {KW_F_ROW16, KW_F_PTQ1_0_TRANSCODE | KW_F_ROW16, KW_F_PTQ1_0_DIRECT | KW_F_ROW16};
     static const int types[] = {QT_PQ2_0, QT_PTQ1_0, QT_PTQ1_0};
     static const int layouts[] = {KW_ROW16, KW_PTQ_ROW16, KW_PTQ3_ROW16};

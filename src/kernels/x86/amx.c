@@ -45,7 +45,7 @@
 
 #define AMX_MIN_COLS 9   /* below: the AVX-512 VNNI tiles are as fast or faster (header) */
 #define AMX_KC 16        /* blocks unpacked per pass: 16 x 2 KB */
-#define AMX_CC 64        /* columns per pass: accumulators 64 x 16 floats */
+#define AMX_CC 128       /* columns per pass: accumulators 128 x 16 floats (8 KB) */
 #define AMX_PF 24        /* weight prefetch distance in blocks (13 KB), as the VNNI streaming tiles */
 #define AMX_LAG 2        /* a block's epilogue runs this many blocks after its tile operations */
 #define AMX_AHEAD 2      /* the first tile of a pass unpacks this many blocks ahead of its products */
