@@ -10,7 +10,11 @@
  * 16 rows), and the float epilogue runs per block and column on the vector units: those, and the
  * tile loads, set its rate. On bench/RESULTS.md host D, one thread, 17408 x 5120 (L3-resident),
  * against the AVX-512 VNNI tiles: 0.5x at 2 columns, 0.95x at 8, 1.0x at 9, 1.15x at 12, 1.3x at
- * 16, 1.4x at 32 and 64; hence AMX_MIN_COLS, and below it the VNNI table.
+ * 16, 1.4x at 32 and 64. Where a batch's weights stream from DRAM the tile path overlaps the
+ * stream worse: bonsai-1.7b's forward over 9 columns cost 2.18-2.20 decode steps on it against
+ * 1.92-2.12 on the VNNI tiles, 11 columns a tie, 12 columns 2.35-2.37 against 2.31-2.61, 13-15
+ * columns 6-8% less (bench-spec --cost, alternating); hence AMX_MIN_COLS, and below it the VNNI
+ * table.
  *
  * Mapping. The tile product is C[m][n] += sum_k A[m][k] * B[k / 4][4 n + k % 4] (A signed
  * bytes, B unsigned, C int32). Here m = a column (token), n = one of the group's 16 rows, k = 64
@@ -43,7 +47,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#define AMX_MIN_COLS 9   /* below: the AVX-512 VNNI tiles are as fast or faster (header) */
+#define AMX_MIN_COLS 12  /* below: the AVX-512 VNNI tiles are as fast or faster (header) */
 #define AMX_KC 16        /* blocks unpacked per pass: 16 x 2 KB */
 #define AMX_CC 128       /* columns per pass: accumulators 128 x 16 floats (8 KB) */
 #define AMX_PF 24        /* weight prefetch distance in blocks (13 KB), as the VNNI streaming tiles */
