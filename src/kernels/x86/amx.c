@@ -166,6 +166,19 @@ static inline __attribute__((always_inline)) void amx_unpack(const kern_r16_bloc
     }
 }
 
+/* One block against the tile's columns: A tiles TA0, TA1 from the activation block q (columns
+ * col bytes apart) times B (T_B0, T_B1, loaded) into C tile TC, stored to cb (a macro: the tile
+ * numbers must reach the instructions as literal digits). */
+#define AMX_BLOCK(TC, TA0, TA1, q, col, cb)             \
+    do {                                                \
+        AMX_LOAD(TA0, (q)->qs, (intptr_t)(col));        \
+        AMX_LOAD(TA1, (q)->qs + 64, (intptr_t)(col));   \
+        AMX_ZERO(TC);                                   \
+        AMX_DPBSUD(TC, TA0, T_B0);                      \
+        AMX_DPBSUD(TC, TA1, T_B1);                      \
+        AMX_STORE(TC, (cb), 64);                        \
+    } while (0)
+
 /* The test hook (kern_mm_args.isum) seen from one tile: entry (column c, row i, block b) at
  * p[c * col + i * row + b], p at the tile's column 0 and the group's row 0. */
 typedef struct {
@@ -212,21 +225,8 @@ AMX_UNROLL16
             const kact_fast *q = (const kact_fast *)(const void *)ab + kb + b;
             AMX_LOAD(T_B0, wq[b][0], 64);
             AMX_LOAD(T_B1, wq[b][1], 64);
-            if (b & 1) {
-                AMX_LOAD(T_A2, q->qs, (intptr_t)col);
-                AMX_LOAD(T_A3, q->qs + 64, (intptr_t)col);
-                AMX_ZERO(T_C1);
-                AMX_DPBSUD(T_C1, T_A2, T_B0);
-                AMX_DPBSUD(T_C1, T_A3, T_B1);
-                AMX_STORE(T_C1, cbuf[b & 3], 64);
-            } else {
-                AMX_LOAD(T_A0, q->qs, (intptr_t)col);
-                AMX_LOAD(T_A1, q->qs + 64, (intptr_t)col);
-                AMX_ZERO(T_C0);
-                AMX_DPBSUD(T_C0, T_A0, T_B0);
-                AMX_DPBSUD(T_C0, T_A1, T_B1);
-                AMX_STORE(T_C0, cbuf[b & 3], 64);
-            }
+            if (b & 1) AMX_BLOCK(T_C1, T_A2, T_A3, q, col, cbuf[b & 3]);
+            else AMX_BLOCK(T_C0, T_A0, T_A1, q, col, cbuf[b & 3]);
         }
         if (b >= AMX_LAG) {
             const int64_t bb = kb + b - AMX_LAG;
