@@ -157,6 +157,10 @@ bool kern_isa_avx2(void);
 bool kern_isa_avx512(void);
 /* Whether this CPU has AMX-INT8 tiles and the OS lets this process use them (the amx path can run). */
 bool kern_cpu_amx(void);
+/* How many of ncols columns of a fast-numerics product with w the active table runs on AMX tiles
+ * (the amx path, x86/amx.c: the first ones; the rest on the AVX-512 VNNI kernels); 0 on every
+ * other table. bench-kernel measures those products against the tile rate. */
+int kern_amx_tile_cols(const kern_w *w, int ncols);
 /* Force a path by name (tern_set_isa; process-wide): TERN_E_UNSUPPORTED if it is not
  * compiled in, the host cannot run it, or it fails the start-up self-check against ref. */
 int kern_force_isa(const char *name, tern_err *err);

@@ -1,7 +1,8 @@
 /* amx.c: AMX-INT8 kernels (Intel Sapphire Rapids and later: tdpbsud on 16 x 64-byte tiles) for
- * the 16-row 2-bit layout (KW_ROW16, the PTQ1_0 transcode KW_PTQ_ROW16) in fast numerics at
- * AMX_MIN_COLS or more columns: batched decode, speculative verification and prefill. One column,
- * every other layout, type and mode go to the AVX-512 VNNI table. Exports only kern_table_amx;
+ * the 16-row 2-bit layout (KW_ROW16, the PTQ1_0 transcode KW_PTQ_ROW16) in fast numerics, in
+ * tiles of AMX_MIN_COLS to 16 columns: prefill and large server batches (amx_cols says how many
+ * of a batch's columns). Fewer columns, every other layout, type and mode go to the AVX-512 VNNI
+ * table. Exports only kern_table_amx;
  * integer and float order: kern_impl.h, reproduced exactly (tests compare every int32 and bit).
  *
  * Why: one tdpbsud multiplies a 16 x 64 int8 tile by a 64 x 16 one, 16384 multiply-adds, in
@@ -208,10 +209,9 @@ AMX_UNROLL16
 /* Blocks [kb, kb + kn) of group G (unpacked in wq, or unpacked here AMX_AHEAD blocks ahead when
  * unpack) against one tile of NC columns whose column c lies at ab + c * col, into the
  * accumulators facc[0 .. NC-1] (kept in memory between calls). Block b's products go to the C
- * tile and A tiles of parity b & 1, and its epilogue runs after block b + 1's tile operations are
- * issued: the tile store's wait for the multiply then overlaps the next block's work instead of
- * stalling it. isum: NULL, or the hook at (column 0, row 0, block 0) of this tile, columns
- * hk: NULL, or the test hook at this tile's column 0. */
+ * tile and A tiles of parity b & 1, and its epilogue runs AMX_LAG blocks later, from the C tile
+ * stored to memory then: the tile store's wait for the multiply overlaps the next blocks' work
+ * instead of stalling it. hk: NULL, or the test hook at this tile's column 0. */
 AMX_TILE_ATTR void amx_tile(const kern_r16_block *G, int64_t kb, int kn, const uint8_t *ab, size_t col, int NC,
                             uint8_t (*wq)[2][16][64], bool unpack, bool nta, float (*facc)[16], const amx_hook *hk,
                             unsigned keep) {
@@ -310,33 +310,68 @@ static void amx_row16(const kern_mm_args *m, const kern_r16_block *base, int64_t
      * in L2 while the other is swept, where a whole prefill's columns per group would not */
     int64_t cg = (int64_t)(256 * 1024) / (nb * (int64_t)sizeof(kern_r16_block));
     if (cg < 1) cg = 1;
-    const int ncols = m->a->ncols;
+    const int ncols = m->a->ncols, np = (ncols + AMX_CC - 1) / AMX_CC;
     for (int64_t gc = r0 / 16; 16 * gc < g1; gc += cg)
-        for (int c0 = 0; c0 < ncols; c0 += AMX_CC) {
-            const int cn = ncols - c0 < AMX_CC ? ncols - c0 : AMX_CC;
+        for (int pi = 0, c0 = 0; pi < np; pi++) {
+            const int cn = (ncols - c0) / (np - pi);   /* near-equal passes (129 -> 65 + 64) */
             for (int64_t g = gc; g < gc + cg && 16 * g < g1; g++) {
                 const int64_t lo = (r0 > 16 * g ? r0 : 16 * g) - 16 * g, hi = (g1 < 16 * g + 16 ? g1 : 16 * g + 16) - 16 * g;
                 const unsigned keep = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
                 amx_group(base + g * nb, nb, m->a, col, c0, cn, m->y + 16 * g, m->ldy, keep,
                           m->isum ? m->isum + 16 * g * nb : NULL, N, &cfg_nc, wq, facc, nta);
             }
+            c0 += cn;
         }
     if (cfg_nc) amx_release();
     if (r1 > n16) kern_ref_mm_fast(m, r0 > n16 ? r0 : n16, r1);
 }
 
+/* How many of a batch's ncols columns the tiles take (the first ones): all where every tile of
+ * amx_row16's split (passes of <= AMX_CC columns, each in tiles of <= 16, both near-equal) is at
+ * least AMX_MIN_COLS wide; for 17..23 and 33..35 columns, whose tiles would be 8..11 wide, the
+ * whole tiles of 16 (the rest go to the VNNI tiles); none below AMX_MIN_COLS. Passes over 64
+ * columns always hold tiles of 13 or more. */
+static int amx_cols(int ncols) {
+    if (ncols < AMX_MIN_COLS) return 0;
+    if (ncols > AMX_CC) return ncols;
+    const int nt = (ncols + 15) / 16;
+    return ncols / nt >= AMX_MIN_COLS ? ncols : ncols / 16 * 16;
+}
+
+/* Kernel type kt's weight, 16-row 2-bit data at base: the first amx_cols columns on the tiles,
+ * the others on the VNNI table's entry as a matmul of their own (column c of a matmul is a
+ * matvec of column c, bit for bit: kernels.h). */
+static void amx_mm(const kern_mm_args *m, const kern_r16_block *base, int kt, int64_t r0, int64_t r1) {
+    const kern_act *a = m->a;
+    const int na = amx_cols(a->ncols);
+    if (na == 0) {
+        VNNI_TABLE.mm[kt][KQ_FAST](m, r0, r1);
+        return;
+    }
+    kern_act head = *a;
+    head.ncols = na;
+    const kern_mm_args mh = {m->w, &head, m->y, m->ldy, m->isum};
+    amx_row16(&mh, base, r0, r1);
+    if (na < a->ncols) {
+        const size_t col = kern_act_col_bytes(KQ_FAST, a->K);
+        kern_act tail = *a;
+        tail.x = a->x + (size_t)na * (size_t)a->K;
+        tail.q = (uint8_t *)a->q + col * (size_t)na;
+        tail.ncols = a->ncols - na;
+        const kern_mm_args mt = {m->w, &tail, m->y + (int64_t)na * m->ldy, m->ldy,
+                                 m->isum ? m->isum + (int64_t)na * m->w->n_out * (m->w->n_in / 128) : NULL};
+        VNNI_TABLE.mm[kt][KQ_FAST](&mt, r0, r1);
+    }
+}
+
 static void mm_pq2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
-    if (m->w->layout == KW_ROW16 && m->a->ncols >= AMX_MIN_COLS)
-        amx_row16(m, (const kern_r16_block *)(const void *)m->w->data, r0, r1);
-    else
-        VNNI_TABLE.mm[KT_PQ2_0][KQ_FAST](m, r0, r1);
+    if (m->w->layout == KW_ROW16) amx_mm(m, (const kern_r16_block *)(const void *)m->w->data, KT_PQ2_0, r0, r1);
+    else VNNI_TABLE.mm[KT_PQ2_0][KQ_FAST](m, r0, r1);
 }
 
 static void mm_ptq1_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
-    if (m->w->layout == KW_PTQ_ROW16 && m->a->ncols >= AMX_MIN_COLS)
-        amx_row16(m, (const kern_r16_block *)m->w->aux, r0, r1);
-    else
-        VNNI_TABLE.mm[KT_PTQ1_0][KQ_FAST](m, r0, r1);
+    if (m->w->layout == KW_PTQ_ROW16) amx_mm(m, (const kern_r16_block *)m->w->aux, KT_PTQ1_0, r0, r1);
+    else VNNI_TABLE.mm[KT_PTQ1_0][KQ_FAST](m, r0, r1);
 }
 
 const kern_table TABLE_NAME = {
@@ -350,8 +385,19 @@ const kern_table TABLE_NAME = {
     .row16 = true,
 };
 
+#ifndef KERN_EMUAMX
+int kern_amx_tile_cols(const kern_w *w, int ncols) {
+    if (kern_active() != &kern_table_amx || (w->layout != KW_ROW16 && w->layout != KW_PTQ_ROW16)) return 0;
+    return amx_cols(ncols);
+}
+#endif
+
 #elif !defined(KERN_EMUAMX)
 /* Not Linux (the only system where dispatch.c asks for the tile data), or a compiler without the
  * AMX or AVX-512 flags: the table exists with no entries, and KCPU_AMX is never set there. */
 const kern_table kern_table_amx = {.name = "amx", .needs = KCPU_AVX2 | KCPU_AVX512VNNI | KCPU_AMX, .row16 = true};
+int kern_amx_tile_cols(const kern_w *w, int ncols) {
+    (void)w, (void)ncols;
+    return 0;
+}
 #endif
