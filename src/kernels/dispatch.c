@@ -130,6 +130,14 @@ int64_t kern_pair1_min_k(void) { return kern_stream_nta() ? 4096 : 2048; }
 
 bool kern_cpu_amx(void) { return (kern_cpu_features() & KCPU_AMX) != 0; }
 
+#if !defined(__x86_64__)
+/* x86/amx.c defines it on x86-64; there are no tiles elsewhere */
+int kern_amx_tile_cols(const kern_w *w, int ncols) {
+    (void)w, (void)ncols;
+    return 0;
+}
+#endif
+
 void kern_cpu_hide(uint32_t bits) { __atomic_store_n(&g_cpu_hidden, bits, __ATOMIC_RELAXED); }
 
 static bool runnable(const kern_table *t) { return (t->needs & kern_cpu_features()) == t->needs; }
