@@ -120,33 +120,46 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
  * each tile runs all n tokens while its d x VL W floats (16 / 32 KB at d = 128, W = 4) stay in
  * L1, instead of every token streaming the whole state (64 KB) through L2 twice. Per token i, on
  * the tile:
- *   pass 1 (read only): kv_b = sum_a (S[a][b] dec) k_a, lane b in order of a;
- *   pass 2: S[a][b] = S[a][b] dec + k_a delta_b (the decayed value recomputed with the same
- *           rounding as pass 1, so S is written once); o_b = sum_a S[a][b] q_a in order of a.
+ *   pass 1: kv_b = sum_a (S[a][b] dec) k_a, lane b in order of a;
+ *   pass 2: S[a][b] = S[a][b] dec + k_a delta_b (the decayed value of pass 1, same rounding);
+ *           o_b = sum_a S[a][b] q_a in order of a.
  * Token i's pass 2 and token i + 1's pass 1 run as one pass (GDN_TILE_P2P1): n + 1 passes over
- * the tile for n tokens instead of 2 n, with two independent sums per row.
+ * the tile for n tokens instead of 2 n, with two independent sums per row. One token reads the
+ * tile in pass 1 and writes it once in pass 2; with more, each pass but the last leaves the
+ * decayed state S dec in the tile, so the next pass loads it instead of multiplying again (the
+ * same values: the bits do not change), and the last pass stores S.
  * Every lane performs the operations of the plain two-pass loop (decay stored, then the rank-1
  * update), token after token, in the same order, so the bits are the same for any tile width,
  * token count per call and ISA: n calls of one token equal one call of n.
- * pf (optional): the next head's state, prefetched during the last token's pass 2 (VL / 4 lines
- * per row of a tile, d^2 / 16 lines over the d^2 / (VL W) rows of the tiles' pass 2), so its
- * first pass finds it in cache while this head computes. */
+ * pf (optional): the next head's state, prefetched so that its first pass finds it in cache while
+ * this head computes: with one token during the last pass 2 (VL / 4 lines per row of a tile, d^2
+ * / 16 lines over the d^2 / (VL W) rows of the tiles' pass 2), with more spread into L2 over all
+ * n + 1 passes (pf_row lines a row), so the stream runs beside the whole head's arithmetic
+ * instead of its last sixth (5 tokens: 2 threads through bonsai2-27b's 48 layers of state, out
+ * of memory, took ~10% less time on an Intel Xeon, bench/RESULTS.md host D). */
 #define GDN_UNROLL _Pragma("GCC unroll 4")
-#define GDN_TILE_P1(W, V, VL, LD, ST)                                                                           \
+#define GDN_PF_SPREAD() for (int pl = 0; pl < pf_row && pfp < pf_stop; pl++) { __builtin_prefetch(pfp, 0, 2); pfp += 64; }
+/* Token 0's pass 1; PD (two or more tokens): stores S dec in place for the pass after it. */
+#define GDN_TILE_P1(W, V, VL, LD, ST, PD)                                                                       \
     do {                                                                                                        \
         V acc[W];                                                                                               \
         GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] = (V){0};                                               \
-        const float *row = S + b0;                                                                              \
+        float *row = S + b0;                                                                                    \
         for (int a = 0; a < d; a++, row += d) {                                                                 \
             const float ka = k[a];                                                                              \
-            GDN_UNROLL for (int t = 0; t < (W); t++) acc[t] += (LD(row + (VL) * t) * dec) * ka;                 \
+            GDN_PF_SPREAD()                                                                                     \
+            GDN_UNROLL for (int t = 0; t < (W); t++) {                                                          \
+                const V sd = LD(row + (VL) * t) * dec;                                                          \
+                if (PD) ST(row + (VL) * t, sd);                                                                 \
+                acc[t] += sd * ka;                                                                              \
+            }                                                                                                   \
         }                                                                                                       \
         GDN_UNROLL for (int t = 0; t < (W); t++) ST(delta + b0 + (VL) * t, (LD(v + b0 + (VL) * t) - acc[t]) * beta); \
-        b0 += (VL) * (W);                                                                                       \
     } while (0)
 
-/* Pass 2 of the last token (WO: with its output o), prefetching the next head's state (pf). */
-#define GDN_TILE_P2(W, V, VL, LD, ST, WO)                                                                       \
+/* Pass 2 of the last token (WO: with its output o), prefetching the next head's state (pf). PD:
+ * the rows hold S dec (stored by the pass before), so the multiply by dec is not repeated. */
+#define GDN_TILE_P2(W, V, VL, LD, ST, WO, PD)                                                                   \
     do {                                                                                                        \
         V acc[W], dl[W];                                                                                        \
         GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (V){0}; dl[t] = LD(delta + b0 + (VL) * t); }        \
@@ -155,7 +168,9 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
             const float ka = k[a], qa = (WO) ? q[a] : 0.0f;                                                     \
             for (int pl = 0; pl < (VL) / 8 && pfp < pf_stop; pl++) { __builtin_prefetch(pfp, 0, 3); __builtin_prefetch(pfp + 64, 0, 3); pfp += 128; } \
             GDN_UNROLL for (int t = 0; t < (W); t++) {                                                          \
-                const V s = LD(row + (VL) * t) * dec + ka * dl[t];                                              \
+                V s = LD(row + (VL) * t);                                                                       \
+                if (!(PD)) s = s * dec;                                                                         \
+                s = s + ka * dl[t];                                                                             \
                 ST(row + (VL) * t, s);                                                                          \
                 if (WO) acc[t] += s * qa;                                                                       \
             }                                                                                                   \
@@ -163,51 +178,54 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
         if (WO) {                                                                                               \
             GDN_UNROLL for (int t = 0; t < (W); t++) ST(o + b0 + (VL) * t, acc[t] * scale);                     \
         }                                                                                                       \
-        b0 += (VL) * (W);                                                                                       \
     } while (0)
 
-/* Token i's pass 2 fused with token i + 1's pass 1 (WO: with token i's output): the value s that
- * pass 2 stores is the value token i + 1's pass 1 would load back, so kv_b of token i + 1
- * (kn, decn) is summed from it in the same order with the same roundings, while the row is in
- * registers; two independent accumulator sets per row, and one pass over the tile per token
- * instead of two. delta: token i's on entry (loaded first), token i + 1's (vn, betan) on exit. */
+/* Token i's pass 2 fused with token i + 1's pass 1 (WO: with token i's output): the value s that pass 2 computes is the value token i + 1's pass 1 would load back, so kv_b of
+ * token i + 1 (kn, decn) is summed from it in the same order with the same roundings, while the
+ * row is in registers; two independent accumulator sets per row, and one pass over the tile per
+ * token instead of two. The rows hold S dec on entry and s decn on exit: the decayed value both
+ * passes of the next token need, computed once. delta: token i's on entry (loaded first),
+ * token i + 1's (vn, betan) on exit. */
 #define GDN_TILE_P2P1(W, V, VL, LD, ST, WO)                                                                     \
     do {                                                                                                        \
         V acc[W], kv[W], dl[W];                                                                                 \
         GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (V){0}; kv[t] = (V){0}; dl[t] = LD(delta + b0 + (VL) * t); } \
-        float *row = S + b0;                                                                                    \
-        for (int a = 0; a < d; a++, row += d) {                                                                 \
+        float *wr = S + b0;                                                                                     \
+        for (int a = 0; a < d; a++, wr += d) {                                                                  \
             const float ka = k[a], qa = (WO) ? q[a] : 0.0f, kna = kn[a];                                        \
+            GDN_PF_SPREAD()                                                                                     \
             GDN_UNROLL for (int t = 0; t < (W); t++) {                                                          \
-                const V s = LD(row + (VL) * t) * dec + ka * dl[t];                                              \
-                ST(row + (VL) * t, s);                                                                          \
+                const V s = LD(wr + (VL) * t) + ka * dl[t];                                                     \
+                const V sd = s * decn;                                                                          \
+                ST(wr + (VL) * t, sd);                                                                          \
                 if (WO) acc[t] += s * qa;                                                                       \
-                kv[t] += (s * decn) * kna;                                                                      \
+                kv[t] += sd * kna;                                                                              \
             }                                                                                                   \
         }                                                                                                       \
         GDN_UNROLL for (int t = 0; t < (W); t++) {                                                              \
             if (WO) ST(o + b0 + (VL) * t, acc[t] * scale);                                                      \
             ST(delta + b0 + (VL) * t, (LD(vn + b0 + (VL) * t) - kv[t]) * betan);                               \
         }                                                                                                       \
-        b0 += (VL) * (W);                                                                                       \
     } while (0)
 
 /* The n tokens of the tile at column bt, width W: token 0's pass 1, then per token i its pass 2,
  * fused with token i + 1's pass 1 while there is one (the macros above on the token's q, k, v,
- * beta, dec and o: names they read); the prefetch runs in the last token's pass 2 only. */
+ * beta, dec and o: names they read). With two or more tokens the tile holds the decayed state
+ * between passes (the same values as recomputing it: the bits do not change); the last pass
+ * stores the state. */
 #define GDN_TOKENS_TILE(W, V, VL, LD, ST)                                                                       \
     {                                                                                                           \
+        const int b0 = bt;                                                                                      \
         {   /* token 0's pass 1 */                                                                              \
             const float *const k = k0, *const v = v0;                                                           \
             const float beta = beta0[0], dec = decs[0];                                                         \
-            int b0 = bt;                                                                                        \
-            GDN_TILE_P1(W, V, VL, LD, ST);                                                                      \
+            if (n > 1) GDN_TILE_P1(W, V, VL, LD, ST, 1);                                                        \
+            else GDN_TILE_P1(W, V, VL, LD, ST, 0);                                                              \
         }                                                                                                       \
         for (int i = 0; i < n; i++) {                                                                           \
             const float *const q = q0 + i * ld_q, *const k = k0 + i * ld_k;                                     \
             const float dec = decs[i];                                                                          \
             float *const o = o0 ? o0 + i * ld_o : NULL;                                                         \
-            int b0 = bt;                                                                                        \
             if (i + 1 < n) {                                                                                    \
                 const float *const kn = k0 + (i + 1) * ld_k, *const vn = v0 + (i + 1) * ld_v;                   \
                 const float betan = beta0[(i + 1) * ld_g], decn = decs[i + 1];                                  \
@@ -215,8 +233,14 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
                 else GDN_TILE_P2P1(W, V, VL, LD, ST, 0);                                                        \
                 continue;                                                                                       \
             }                                                                                                   \
-            if (o) GDN_TILE_P2(W, V, VL, LD, ST, 1);                                                            \
-            else GDN_TILE_P2(W, V, VL, LD, ST, 0);                                                              \
+            (void)dec;                                                                                          \
+            if (n > 1) {                                                                                        \
+                if (o) GDN_TILE_P2(W, V, VL, LD, ST, 1, 1);                                                     \
+                else GDN_TILE_P2(W, V, VL, LD, ST, 0, 1);                                                       \
+            } else {                                                                                            \
+                if (o) GDN_TILE_P2(W, V, VL, LD, ST, 1, 0);                                                     \
+                else GDN_TILE_P2(W, V, VL, LD, ST, 0, 0);                                                       \
+            }                                                                                                   \
         }                                                                                                       \
     }
 
@@ -233,6 +257,7 @@ static inline __attribute__((always_inline)) void delta_tokens_body(float *S, in
     float delta[GDN_D_MAX] __attribute__((aligned(32)));
     const char *pfp = (const char *)pf;
     const char *const pf_stop = pf ? (const char *)(pf + (int64_t)d * d) : NULL;
+    const int pf_row = n > 1 ? (d * d / 16 + (n + 1) * d * TERN_MAX(1, d / 64) - 1) / ((n + 1) * d * TERN_MAX(1, d / 64)) : 0;
     int bt = 0;
 #ifdef GDN_V16
     if (n > 1) {   /* one token (decode) streams the state from memory: the 8-lane tiles, faster there */
