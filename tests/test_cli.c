@@ -544,7 +544,7 @@ static void test_default_ctx_trained(void **state) {
     free(out);
     free(errs);
     rc = ru_tern(&out, &errs, "chat -m '%s' -n 1 --temp 0 -t 1 </dev/null", spm);
-    if (rc != 0 || !strstr(errs, "tern chat: context 2048 tokens, the model's trained length") || !strstr(errs, ", context 2048, seed"))
+    if (rc != 0 || !strstr(errs, "tern chat: context 2048 tokens, the model's trained length") || !strstr(errs, ", 1 thread, context 2048, seed"))
         fail_msg("chat: exit %d, stderr: %s", rc, errs);
     free(out);
     free(errs);
@@ -553,13 +553,17 @@ static void test_default_ctx_trained(void **state) {
     char args[2048];
     snprintf(args, sizeof args, "-m '%s' --port 0 -t 1", spm);
     out = ru_serve_signal(args, SIGINT, &st);
-    if (st != 0 || !strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "(4 slots, context 2048)"))
-        fail_msg("serve: expected exit 0, the notice and '(4 slots, context 2048)' (-np's default 4), got %d: %s", st, out);
+    if (st != 0 || !strstr(out, "tern serve: context 2048 tokens, the model's trained length") || !strstr(out, "(4 slots, context 2048, "))
+        fail_msg("serve: expected exit 0, the notice and '(4 slots, context 2048, ' (-np's default 4), got %d: %s", st, out);
     free(out);
     /* one slot is "1 slot" */
+    /* and the kernel path and threads it runs (TERN_ISA=ref: the path every build and CPU has) */
     snprintf(args, sizeof args, "-m '%s' --port 0 -t 1 -np 1", spm);
+    setenv("TERN_ISA", "ref", 1);
     out = ru_serve_signal(args, SIGINT, &st);
-    if (st != 0 || !strstr(out, "(1 slot, context 2048)")) fail_msg("serve -np 1: expected exit 0 and '(1 slot, context 2048)', got %d: %s", st, out);
+    unsetenv("TERN_ISA");
+    if (st != 0 || !strstr(out, "(1 slot, context 2048, ref, 1 thread)"))
+        fail_msg("serve -np 1: expected exit 0 and '(1 slot, context 2048, ref, 1 thread)', got %d: %s", st, out);
     free(out);
     remove(file);
 }

@@ -391,8 +391,8 @@ int cmd_bench(int argc, char **argv) {
                 } else {
                     char pct[160] = "-";
                     if (above)
-                        snprintf(pct, sizeof pct, "no result: %.0f%% is above the ceiling (the probe read low: "
-                                 "the machine was busy)", 100 * frac_raw);
+                        snprintf(pct, sizeof pct, "no result: %.0f%% is above the ceiling (the probe read slower than "
+                                 "the model: a busy machine, or weights served in part by the cache)", 100 * frac_raw);
                     else if (!isnan(frac) && in_cache)
                         snprintf(pct, sizeof pct, "- (fits in cache: not bound by DRAM)");
                     else if (!isnan(frac) && n_above)
@@ -433,7 +433,8 @@ int cmd_bench(int argc, char **argv) {
                "passes): %d passes after the load, then %d right before each tg repeat of a model read from DRAM.\n"
                "%% of ceiling (tg only): tg t/s over the decode ceiling, bandwidth / bytes read per token (weights, recurrent "
                "state, the K/V rows read); per repeat against the best pass right before it; the median of the "
-               "repeats (their min-max), leaving out any repeat above its ceiling (its probe read low).\n"
+               "repeats (their min-max), leaving out any repeat above its ceiling (the probe read slower than the model: a "
+               "busy machine, or a model served in part by the cache).\n"
                "A model whose bytes per token fit in the last-level cache (%.1f MB here) is not bound by the "
                "bandwidth: its tg rows take no probe per repeat and show no share (up to an eighth of the cache by "
                "size; above that, only where a buffer of that size reads at 1.5x the probe or more).\n",

@@ -445,10 +445,10 @@ int cmd_chat(int argc, char **argv) {
     tern_model_get_info(c.m, &info);
     const char *name = info.name && *info.name ? info.name : c.o.oc.model;
     const bool show_arch = info.arch && *info.arch && strcmp(name, info.arch) != 0;   /* not "llama (llama)" */
-    fprintf(stderr, "tern chat: %s%s%s%s, context %d, seed %llu. /clear new conversation, /exit quits, "
-                    "Ctrl-C stops a reply.\n",
-            name, show_arch ? " (" : "", show_arch ? info.arch : "", show_arch ? ")" : "", tern_session_n_ctx(c.s),
-            (unsigned long long)tern_sampler_seed(c.smp));
+    fprintf(stderr, "tern chat: %s%s%s%s, %s, %d thread%s, context %d, seed %llu. /clear new conversation, /exit "
+                    "quits, Ctrl-C stops a reply.\n",
+            name, show_arch ? " (" : "", show_arch ? info.arch : "", show_arch ? ")" : "", info.isa, info.n_threads,
+            info.n_threads == 1 ? "" : "s", tern_session_n_ctx(c.s), (unsigned long long)tern_sampler_seed(c.smp));
 
     char *line = NULL;
     size_t line_cap = 0;

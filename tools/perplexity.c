@@ -131,6 +131,8 @@ int cmd_perplexity(int argc, char **argv) {
     tern_model_info info;
     tern_model_get_info(m, &info);
     const int V = info.n_vocab;
+    fprintf(stderr, "tern perplexity: %s (%s), %s, %d thread%s, numerics %s\n", oc.model, info.arch, info.isa,
+            info.n_threads, info.n_threads == 1 ? "" : "s", opts_numerics_name(oc.numerics));
     /* as tern run's -c warning (opts_ctx_resolve), for the positions evaluated: with --tokens the
      * ids, which -c only bounds */
     if (info.n_ctx_train > 0 && (tok_path ? n_ids : c) > info.n_ctx_train) {

@@ -149,9 +149,17 @@ static int serve_until_signal(srv *s, const srv_config *cfg, int drain_s, tern_m
     pthread_mutex_unlock(&g_sig_mu);
     const bool v6 = strchr(cfg->host, ':') != NULL && cfg->host[0] != '[';   /* an IPv6 literal goes in brackets in a URL */
     /* with --models-dir each model's context is this one capped at its trained length (models.c) */
-    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slot%s%s, context %d%s%s); Ctrl-C stops\n", v6 ? "[" : "",
-            cfg->host, v6 ? "]" : "", srv_port(s), cfg->parallel, cfg->parallel == 1 ? "" : "s", m ? "" : " per model", cfg->n_ctx,
-            m ? "" : " or the model's trained length if shorter", cfg->api_key ? ", API key required" : "");
+    /* the kernel path and thread count of the one model of -m (with --models-dir none is loaded yet) */
+    char path[96] = "";
+    if (m) {
+        tern_model_info info;
+        tern_model_get_info(m, &info);
+        snprintf(path, sizeof path, ", %s, %d thread%s", info.isa, info.n_threads, info.n_threads == 1 ? "" : "s");
+    }
+    fprintf(stderr, "tern serve: listening on http://%s%s%s:%d (%d slot%s%s, context %d%s%s%s); Ctrl-C stops\n",
+            v6 ? "[" : "", cfg->host, v6 ? "]" : "", srv_port(s), cfg->parallel, cfg->parallel == 1 ? "" : "s",
+            m ? "" : " per model", cfg->n_ctx, m ? "" : " or the model's trained length if shorter", path,
+            cfg->api_key ? ", API key required" : "");
     fflush(stderr);
     const bool stop = signals_wait(-1);
     if (!stop && drain_s > 0) {                       /* SIGTERM */
