@@ -467,7 +467,10 @@ static void test_two_on_one_cpu(void **state) {
  * short kinds to the caller alone. With the threads pinned, the jobs after the first 0.3 s must
  * stay on the caller: of 200, fewer than 20 reach the worker (without the rule, nearly all do).
  * Needs 2 CPUs and the OS's run delay; pins the caller to the first CPU of the mask, the worker
- * to the second, and the busy thread to the caller's (side 0) or the worker's (side 1). */
+ * to the second, and the busy thread to the caller's (side 0) or the worker's (side 1).
+ * The sign is timed, so another process's burst on the pool's free CPU (CI runs this suite under
+ * qemu beside an ASan build on 2 CPUs) can hide it for a whole try: the rule must hold in one of
+ * three fresh tries (without it every try sends nearly all 200 jobs to the worker). */
 typedef struct { int cpu[2]; atomic_int failed; } pin2_ctx;
 static void job_pin2(void *ctx, int64_t i0, int64_t i1, int ith) {
     (void)i0; (void)i1;
@@ -488,11 +491,8 @@ static void *busy_thread(void *arg) {
     while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) x++;
     return NULL;
 }
-static void shares_cpu(int side) {
-    const int rd = os_run_delay_open();
-    const bool have_delay = os_run_delay_read(rd) >= 0;
-    os_run_delay_close(rd);
-    if (pool_cpus_available() < 2 || !have_delay) return;
+/* One try: returns how many of the 200 jobs reached the worker. */
+static int shares_cpu_try(int side) {
     cpu_set_t old;
     assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
     pin2_ctx pc = {{0, 0}, 0};
@@ -524,9 +524,18 @@ static void shares_cpu(int side) {
     assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
     for (int i = 0; i < N; i++) assert_int_equal(atomic_load(&c.hits[i]), runs);
     free(c.hits);
-    if (reached >= 20)
-        fail_msg("with the %s beside a busy thread, the worker still ran chunks of %d of 200 jobs",
-                 side ? "worker" : "caller", reached);
+    return reached;
+}
+static void shares_cpu(int side) {
+    const int rd = os_run_delay_open();
+    const bool have_delay = os_run_delay_read(rd) >= 0;
+    os_run_delay_close(rd);
+    if (pool_cpus_available() < 2 || !have_delay) return;
+    int reached[3];
+    for (int t = 0; t < 3; t++)
+        if ((reached[t] = shares_cpu_try(side)) < 20) return;
+    fail_msg("with the %s beside a busy thread, the worker still ran chunks of %d, %d and %d of 200 jobs (3 tries)",
+             side ? "worker" : "caller", reached[0], reached[1], reached[2]);
 }
 static void test_caller_shares_cpu(void **state) { (void)state; shares_cpu(0); }
 static void test_worker_shares_cpu(void **state) { (void)state; shares_cpu(1); }
