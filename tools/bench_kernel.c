@@ -11,7 +11,9 @@
  *     repeats. The ref path is timed on a 1/16 row slice (it is compute-bound; the rate per
  *     weight is what matters) and says so in `rows`;
  *   - with --attn only: the prefill attention tile per ops table against the f32 multiply + add
- *     peak (bench_attn).
+ *     peak (bench_attn);
+ *   - with --gdn only: the Gated DeltaNet delta rule over bonsai2-27b's recurrent state at 1..16
+ *     tokens per call (bench_gdn).
  * Threads are never created inside a timed loop, and every job takes all of a pool's threads
  * (pool_set_fixed): a kernel's tN figure is N threads' rate. The model's pool chooses per job kind
  * between all threads and one less; left to choose on a few repeats, it can run a kind (such as the
@@ -22,6 +24,7 @@
 #include "core/core.h"
 #include "core/fp16.h"
 #include "kernels/kernels.h"
+#include "model/gdn.h"
 #include "model/ops.h"
 #include "runtime/membw.h"
 #include "runtime/pool.h"
@@ -46,6 +49,7 @@ typedef struct {
     bool f16;            /* --f16: the probes, then only bench_f16 (F16 and F32 weights) */
     bool sampler;        /* --sampler: only bench_sampler */
     bool attn;           /* --attn: only bench_attn */
+    bool gdn;            /* --gdn: only bench_gdn */
     char isa[128];       /* comma list or "" = every runnable path */
     bool threads_set;    /* --threads given */
     int threads[8];
@@ -622,7 +626,7 @@ static int bench_f16(const bk_opts *o, tern_pool **pools, const double *bw, int 
     return rc;
 }
 
-enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16, BK_SAMPLER, BK_ATTN };
+enum { BK_JSON = 1, BK_QUICK, BK_ISA, BK_THREADS, BK_DECODE, BK_F16, BK_SAMPLER, BK_ATTN, BK_GDN };
 static const opt_def bk_defs[] = {
     {BK_JSON, "--json", OPT_FLAG, NULL, 0, 0, NULL, "one JSON object per line"},
     {BK_QUICK, "--quick", OPT_FLAG, NULL, 0, 0, NULL, "3 repeats instead of 15"},
@@ -636,6 +640,8 @@ static const opt_def bk_defs[] = {
      "only the sampler: ms per token at 151936 and 248320 logits, flat and peaked, for the llama.cpp defaults and with top-k off"},
     {BK_ATTN, "--attn", OPT_FLAG, NULL, 0, 0, NULL,
      "only the prefill attention tile: one bonsai-1.7b layer at 512 positions per ops table this CPU runs, 1 thread, against the f32 multiply + add peak"},
+    {BK_GDN, "--gdn", OPT_FLAG, NULL, 0, 0, NULL,
+     "only the Gated DeltaNet delta rule: bonsai2-27b's 48 layers of recurrent state (151 MB) at 1, 2, 3, 5, 8, 16 tokens per call: ms per forward, time vs 1 token, and the 1-token pass against the read bandwidth"},
 };
 
 /* ---- sampler -------------------------------------------------------------------------------- */
@@ -860,6 +866,119 @@ static int bench_attn(const bk_opts *o) {
     return rc;
 }
 
+/* ---- Gated DeltaNet recurrence --------------------------------------------------------------- */
+/* gdn_layer_heads (the token-by-token delta rule with the gated norm, fast numerics: what a
+ * verification or a batch of up to 16 tokens runs) over bonsai2-27b's shape: 48 GDN layers of 48
+ * v-heads x 128 x 128 f32 state, 151 MB. In the model the 7 GB of weights streamed between two
+ * layers push the state out of the caches; here copies of the 48 layers, at least twice the
+ * last-level cache in all, are run in turn, so the state streams from memory and back as there.
+ * One pool job per layer, the heads split over the threads. Per token count: ms per 48 layers
+ * (median, min, max), the time over the 1-token time, and for 1 token the state's read + write
+ * traffic over the time against the read bandwidth of the same threads probed right before (one
+ * token is bound by that traffic; more tokens add arithmetic on the same bytes; the writes stream
+ * beside the reads, so the share of a read-only probe can pass 100%). */
+enum { GDN_BK_LAYERS = 48 };
+typedef struct {
+    const gdn_dims *g;
+    int n;
+    const float *u, *gam, *beta, *z, *nw;
+    float *S, *y;
+} gdn_bk_job;
+static void job_gdn_bk(void *ctx, int64_t h0, int64_t h1, int ith) {
+    (void)ith;
+    const gdn_bk_job *j = ctx;
+    gdn_layer_heads(j->g, j->n, j->u, j->gam, j->beta, j->z, j->nw, j->S, j->y, (int)h0, (int)h1, false, NULL);
+}
+static int bench_gdn(const bk_opts *o, tern_pool *pool, int nt, int reps) {
+    static const gdn_dims g = {.n_k_head = 16, .n_v_head = 48, .d_head = 128, .d_conv = 4, .eps = 1e-6f, .ggml = false};
+    const int64_t nch = gdn_n_ch(&g), dz = (int64_t)g.n_v_head * g.d_head;
+    const int64_t per_layer = dz * g.d_head, nmax = 16;
+    const size_t state = sizeof(float) * (size_t)per_layer * GDN_BK_LAYERS;
+    const unsigned long long llc = opts_llc_bytes();
+    const int copies = (int)TERN_MAX(1ull, (2 * llc + state - 1) / state);
+    const int n_layers = GDN_BK_LAYERS * copies;
+    float *S = tern_alloc_aligned(state * (size_t)copies);
+    float *u = malloc(sizeof(float) * (size_t)(nch * nmax)), *z = malloc(sizeof(float) * (size_t)(dz * nmax));
+    float *y = malloc(sizeof(float) * (size_t)(dz * nmax)), *gam = malloc(sizeof(float) * (size_t)(g.n_v_head * nmax));
+    float *beta = malloc(sizeof(float) * (size_t)(g.n_v_head * nmax)), *nw = malloc(sizeof(float) * (size_t)g.d_head);
+    const int64_t n_bw = ((int64_t)512 << 20) / 8;
+    uint64_t *bw_buf = tern_alloc_aligned((size_t)n_bw * 8);
+    int rc = 0;
+    if (!S || !u || !z || !y || !gam || !beta || !nw || !bw_buf) {
+        fprintf(stderr, "tern bench-kernel: no memory for %d copies of the recurrent state (%zu bytes each) and its inputs\n",
+                copies, state);
+        rc = 1;
+        goto out;
+    }
+    memset(bw_buf, 1, (size_t)n_bw * 8);
+    for (int64_t i = 0; i < per_layer * n_layers; i++) S[i] = (float)((double)(rnd() >> 11) / 9007199254740992.0 - 0.5) * 0.1f;
+    /* q and k L2-normalised per head (as the conv step leaves them), v, z in [-1, 1); decays and
+     * betas of a trained model's range */
+    for (int64_t i = 0; i < nch * nmax; i++) u[i] = (float)((double)(rnd() >> 11) / 4503599627370496.0 - 1.0);
+    for (int t = 0; t < nmax; t++) gdn_l2norm_heads(u + t * nch, 2 * g.n_k_head, g.d_head, g.eps);
+    for (int64_t i = 0; i < dz * nmax; i++) z[i] = (float)((double)(rnd() >> 11) / 4503599627370496.0 - 1.0);
+    for (int64_t i = 0; i < g.n_v_head * nmax; i++) {
+        gam[i] = -0.05f - 0.5f * (float)((double)(rnd() >> 11) / 9007199254740992.0);
+        beta[i] = 0.2f + 0.6f * (float)((double)(rnd() >> 11) / 9007199254740992.0);
+    }
+    for (int i = 0; i < g.d_head; i++) nw[i] = 1.0f;
+    static const int ns[] = {1, 2, 3, 5, 8, 16};
+    const double bw = bw_probe(pool, nt, bw_buf, n_bw, 5);
+    if (!o->json)
+        printf("# %d thread%s: %d copies of the 48 layers (%.0f MB; last-level cache %.0f MB)\n", nt, nt == 1 ? "" : "s", copies,
+               (double)state * copies / 1e6, (double)llc / 1e6);
+    double t1 = 0;
+    char line[512];
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        gdn_bk_job j = {.g = &g, .n = ns[k], .u = u, .gam = gam, .beta = beta, .z = z, .nw = nw, .y = y};
+        double t[16];
+        for (int r = 0; r < reps + 1; r++) {   /* the first forward is not counted */
+            const double t0 = tern_time_s();
+            for (int l = 0; l < n_layers; l++) {
+                j.S = S + (int64_t)l * per_layer;
+                pool_for(pool, g.n_v_head, 1, job_gdn_bk, &j);
+            }
+            if (r > 0) t[r - 1] = (tern_time_s() - t0) * 1e3 / copies;
+        }
+        const stat3 st = stats(t, reps);
+        if (ns[k] == 1) t1 = st.med;
+        const double gbs = 2.0 * (double)state / (st.med * 1e-3) / 1e9;
+        cJSON *jo = cJSON_CreateObject();
+        cJSON_AddStringToObject(jo, "test", "gdn_delta_rule");
+        cJSON_AddStringToObject(jo, "ops", model_ops_active()->name);
+        cJSON_AddNumberToObject(jo, "threads", nt);
+        cJSON_AddNumberToObject(jo, "tokens", ns[k]);
+        cJSON_AddNumberToObject(jo, "state_bytes", (double)state);
+        cJSON_AddNumberToObject(jo, "ms_median", st.med);
+        cJSON_AddNumberToObject(jo, "ms_min", st.min);
+        cJSON_AddNumberToObject(jo, "ms_max", st.max);
+        cJSON_AddNumberToObject(jo, "vs_one_token", st.med / t1);
+        if (ns[k] == 1) {
+            cJSON_AddNumberToObject(jo, "state_gbytes_per_s", gbs);
+            cJSON_AddNumberToObject(jo, "bw_gbytes_per_s", bw);
+            snprintf(line, sizeof line,
+                     "gdn %-6s t%d bonsai2-27b, %2d token%s: %7.2f ms [%.2f, %.2f] = 1.00 x 1 token; state read + written "
+                     "%.1f GB/s = %5.1f%% of the read probe %.1f GB/s",
+                     model_ops_active()->name, nt, ns[k], ns[k] == 1 ? " " : "s", st.med, st.min, st.max, gbs, 100.0 * gbs / bw, bw);
+        } else {
+            snprintf(line, sizeof line, "gdn %-6s t%d bonsai2-27b, %2d tokens: %7.2f ms [%.2f, %.2f] = %.2f x 1 token",
+                     model_ops_active()->name, nt, ns[k], st.med, st.min, st.max, st.med / t1);
+        }
+        emit(o, jo, line);
+    }
+    for (int64_t i = 0; i < per_layer * n_layers; i += 4099)   /* gates below 1 keep the state bounded */
+        if (!isfinite(S[i])) {
+            fprintf(stderr, "tern bench-kernel: the recurrent state became non-finite at %lld\n", (long long)i);
+            rc = 1;
+            break;
+        }
+out:
+    tern_free_aligned(S);
+    tern_free_aligned(bw_buf);
+    free(u); free(z); free(y); free(gam); free(beta); free(nw);
+    return rc;
+}
+
 static void usage(FILE *f) {
     fprintf(f, "usage: tern bench-kernel [--json] [--quick] [--isa ref,avx2,avxvnni,avx512vnni,amx] [--threads 1,2]\n"
                "  measures read bandwidth, int8 peak, empty pool job, PQ2_0/PTQ1_0 matvec 32768x8192 and\n"
@@ -884,6 +1003,7 @@ int cmd_bench_kernel(int argc, char **argv) {
         case BK_F16: o.f16 = true; break;
         case BK_SAMPLER: o.sampler = true; break;
         case BK_ATTN: o.attn = true; break;
+        case BK_GDN: o.gdn = true; break;
         case BK_ISA:
             for (const char *p = v.str, *e;; p = e + 1) {   /* no empty item: named by its place */
                 e = strchr(p, ',');
@@ -916,16 +1036,16 @@ int cmd_bench_kernel(int argc, char **argv) {
     g_vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
 #endif
     const int reps = o.quick ? 3 : 15;
-    if (o.attn + o.sampler + o.decode_seq + o.f16 > 1) {   /* one set per run */
-        fprintf(stderr, "tern bench-kernel: --attn, --sampler, --decode-seq and --f16 each select one set of benchmarks; "
-                        "expected one of them, got%s%s%s%s\n",
+    if (o.attn + o.sampler + o.decode_seq + o.f16 + o.gdn > 1) {   /* one set per run */
+        fprintf(stderr, "tern bench-kernel: --attn, --sampler, --decode-seq, --f16 and --gdn each select one set of "
+                        "benchmarks; expected one of them, got%s%s%s%s%s\n",
                 o.attn ? " --attn" : "", o.sampler ? " --sampler" : "", o.decode_seq ? " --decode-seq" : "",
-                o.f16 ? " --f16" : "");
+                o.f16 ? " --f16" : "", o.gdn ? " --gdn" : "");
         return 2;
     }
-    if ((o.attn || o.sampler || o.decode_seq || o.f16) && o.isa[0])   /* those sets run their own paths */
+    if ((o.attn || o.sampler || o.decode_seq || o.f16 || o.gdn) && o.isa[0])   /* those sets run their own paths */
         fprintf(stderr, "tern bench-kernel: warning: --isa has no effect with %s\n",
-                o.attn ? "--attn" : o.sampler ? "--sampler" : o.decode_seq ? "--decode-seq" : "--f16");
+                o.attn ? "--attn" : o.sampler ? "--sampler" : o.decode_seq ? "--decode-seq" : o.f16 ? "--f16" : "--gdn");
     if (o.attn && o.threads_set)
         fprintf(stderr, "tern bench-kernel: warning: --threads has no effect with --attn (one thread: the tile's own rate)\n");
     if (o.attn) return bench_attn(&o);
@@ -965,6 +1085,15 @@ int cmd_bench_kernel(int argc, char **argv) {
     for (int i = 0; i < o.n_threads; i++) {
         if (pool_init(&pools[i], o.threads[i], &err) != TERN_OK) { fprintf(stderr, "bench-kernel: %s\n", err.msg); return 1; }
         pool_set_fixed(pools[i], true);   /* tN is N threads in every job (the model's pool may run a kind on fewer) */
+    }
+    if (o.gdn) {
+        if (!o.json)
+            printf("# tern bench-kernel --gdn: ops table %s; %d repeats, median [min, max] of wall time per forward\n",
+                   model_ops_active()->name, reps);
+        int rc = 0;
+        for (int ti = 0; ti < o.n_threads && !rc; ti++) rc = bench_gdn(&o, pools[ti], o.threads[ti], reps);
+        for (int i = 0; i < o.n_threads; i++) pool_free(pools[i]);
+        return rc;
     }
     if (!o.json && o.decode_seq)
         printf("# tern bench-kernel --decode-seq: path %s; %d repeats, median [min, max] of busy time (the\n"

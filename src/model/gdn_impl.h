@@ -135,8 +135,9 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
  * this head computes: with one token during the last pass 2 (VL / 4 lines per row of a tile, d^2
  * / 16 lines over the d^2 / (VL W) rows of the tiles' pass 2), with more spread into L2 over all
  * n + 1 passes (pf_row lines a row), so the stream runs beside the whole head's arithmetic
- * instead of its last sixth (5 tokens: 2 threads through bonsai2-27b's 48 layers of state, out
- * of memory, took ~10% less time on an Intel Xeon, bench/RESULTS.md host D). */
+ * instead of its last sixth. With both, `tern bench-kernel --gdn -t 2` (bonsai2-27b's state from
+ * memory) on bench/RESULTS.md host D: 5 tokens 14.0-14.3 ms against 15.9-16.0 per 48 layers, 16
+ * tokens 35.2-35.4 against 38.9-39.6; one token unchanged. */
 #define GDN_UNROLL _Pragma("GCC unroll 4")
 #define GDN_PF_SPREAD() for (int pl = 0; pl < pf_row && pfp < pf_stop; pl++) { __builtin_prefetch(pfp, 0, 2); pfp += 64; }
 /* Token 0's pass 1; PD (two or more tokens): stores S dec in place for the pass after it. */
