@@ -824,6 +824,21 @@ static void test_bad_metadata(void **state) {
     gguf_w_set_u32(w, "tokenizer.ggml.eos_token_id", 257);
     assert_int_equal(load_from_writer(w, &e), TERN_E_FORMAT);
     assert_non_null(strstr(e.msg, "eos_token_id"));
+    /* a token type outside 0..6: the message gives the file's value, not a placeholder */
+    tern_err_clear(&e);
+    w = tiny_bpe("gpt2", "qwen2", "a b");
+    int32_t tt[257];
+    for (int i = 0; i < 257; i++) tt[i] = 1;
+    tt[143] = 1543503873;
+    gguf_w_set_arr(w, "tokenizer.ggml.token_type", GGUF_T_I32, tt, 257);
+    assert_int_equal(load_from_writer(w, &e), TERN_E_FORMAT);
+    if (!strstr(e.msg, "tokenizer.ggml.token_type[143]: 1543503873, expected 0..6")) fail_msg("message: %s", e.msg);
+    tern_err_clear(&e);
+    w = tiny_bpe("gpt2", "qwen2", "a b");
+    tt[143] = -3;
+    gguf_w_set_arr(w, "tokenizer.ggml.token_type", GGUF_T_I32, tt, 257);
+    assert_int_equal(load_from_writer(w, &e), TERN_E_FORMAT);
+    if (!strstr(e.msg, "tokenizer.ggml.token_type[143]: -3, expected 0..6")) fail_msg("message: %s", e.msg);
     /* a byte-level vocabulary missing a byte token */
     tern_err_clear(&e);
     gguf_writer *w2 = NULL;

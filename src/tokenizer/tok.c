@@ -385,9 +385,13 @@ int tok_load(tok_vocab **out, const gguf_ctx *g, tern_err *err) {
         if (types.n != toks.n) return tern_err_set(err, TERN_E_FORMAT, "tokenizer.ggml.token_type: expected %d elements (one per token), got %llu", nv, (unsigned long long)types.n);
         ty = malloc((size_t)nv * sizeof *ty);
         if (!ty) return tern_err_set(err, TERN_E_NOMEM, "tokenizer: out of memory");
-        for (int32_t i = 0; i < nv; i++) {
-            int64_t t = gguf_arr_int(&types, (uint64_t)i);
-            ty[i] = t < 0 || t > 6 ? -1 : (int32_t)t;
+        for (int32_t i = 0; i < nv; i++) {   /* out of range: named here with the file's value */
+            const int64_t t = gguf_arr_int(&types, (uint64_t)i);
+            if (t < 0 || t > TOK_TYPE_BYTE) {
+                free(ty);
+                return tern_err_set(err, TERN_E_FORMAT, "tokenizer.ggml.token_type[%d]: %lld, expected 0..6", i, (long long)t);
+            }
+            ty[i] = (int32_t)t;
         }
         d.types = ty;
     }
