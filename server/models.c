@@ -327,8 +327,12 @@ static int backend_load(srv_models *t, srv_backend *b, srv_error *e) {
         const char *why = !strncmp(err.msg, b->path, np) && !strncmp(err.msg + np, ": ", 2) ? err.msg + np + 2 : err.msg;
         srv_fail(e, rc == TERN_E_NOMEM ? 503 : 500, rc == TERN_E_NOMEM ? "unavailable_error" : "server_error", "model",
                  "model '%.100s' could not be loaded: %s", b->name, why);
-    } else fprintf(stderr, "tern serve: loaded '%s' (%d slot%s, context %d)\n", b->name, t->cfg.parallel,
-                 t->cfg.parallel == 1 ? "" : "s", b->n_ctx);
+    } else {
+        tern_model_info info;
+        tern_model_get_info(b->m, &info);
+        fprintf(stderr, "tern serve: loaded '%s' (%d slot%s, context %d, %s, %d thread%s)\n", b->name, t->cfg.parallel,
+                t->cfg.parallel == 1 ? "" : "s", b->n_ctx, info.isa, info.n_threads, info.n_threads == 1 ? "" : "s");
+    }
     return rc;
 }
 

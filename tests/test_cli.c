@@ -305,7 +305,8 @@ static void test_values_at_range_ends(void **state) {
     const char *ok[] = {
         "run -t 1 -c 16777216 -n -1 -b 65536 --temp 0 --top-p 1 --min-p 0 --top-k -1 --repeat-last-n -1 --seed -1",
         "run -t %ld -c 1 -n 16777216 -b 1 --temp 100 --top-p 0 --min-p 1 --repeat-penalty 0.01 --seed 18446744073709551614",
-        "perplexity -f x --chunks 1 -c 4 -t %ld",   /* -c 4: the lower end with -f (2 with --tokens) */
+        "perplexity -f /dev/null --chunks 1 -c 4 -t %ld",   /* -c 4: the lower end with -f (2 with --tokens); a
+                                                            * readable text: it is read before the model */
         "chat -t %ld -n -1 --no-think",
         "run --temp 4.9e-324 --min-p 1e-320",   /* values that underflow to subnormals are numbers in range */
         "run --temp 1e-3 --top-p 5E-1 --min-p .5e+0 -l 300-1.5e1",   /* decimal forms with exponents */

@@ -1328,6 +1328,14 @@ static void test_chat_context_too_small(void **state) {
     remove(in);
 }
 
+/* perplexity -f with a file that cannot be read says so before loading the model: with a model
+ * path that does not exist either, the error is the text's. */
+static void test_perplexity_text_before_model(void **state) {
+    (void)state;
+    expect_err(1, "tern perplexity: -f: cannot open '/nonexistent/ppl.txt'", "/nonexistent/m.gguf",
+               "perplexity -m /nonexistent/m.gguf -f /nonexistent/ppl.txt");
+}
+
 /* perplexity -f /dev/null says "empty" with the count (never "the text is 1 tokens"); a short
  * text "too short" with its count; -c 1 with -f states the real minimum (4), with --tokens 2. */
 static void test_perplexity_short_wording(void **state) {
@@ -1376,6 +1384,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_bench_share_rule),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),
+        cmocka_unit_test(test_perplexity_text_before_model),
     };
     TEST_RUN_SUITE("cli_input", tests);
 }

@@ -127,6 +127,9 @@ int cmd_perplexity(int argc, char **argv) {
     tern_session *s = NULL;
     float *logits = NULL;
     char *txt = NULL;
+    size_t len = 0;
+    /* the text first: a missing or unreadable file is said before a model's load, not after it */
+    if (!tok_path && opts_read_input("-f", text_path, &txt, &len)) goto done;
     if (opts_load(&oc, &m, &s, &err)) goto done;
     tern_model_info info;
     tern_model_get_info(m, &info);
@@ -184,8 +187,6 @@ int cmd_perplexity(int argc, char **argv) {
         }
         printf("perplexity: %d tokens, %ld predictions scored (every next token)\n", n_ids, count);
     } else {
-        size_t len;
-        if (opts_read_input("-f", text_path, &txt, &len)) goto done;
         if (len > 0 && txt[len - 1] == '\n') len--;
         opts_warn_utf8("perplexity", text_path, txt, len, false);
         if (len > (size_t)INT32_MAX) { fprintf(stderr, "tern perplexity: text too large\n"); goto done; }
