@@ -139,7 +139,12 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
  * memory) on bench/RESULTS.md host D: 5 tokens 14.0-14.3 ms against 15.9-16.0 per 48 layers, 16
  * tokens 35.2-35.4 against 38.9-39.6; one token unchanged. */
 #define GDN_UNROLL _Pragma("GCC unroll 4")
-#define GDN_PF_SPREAD() for (int pl = 0; pl < pf_row && pfp < pf_stop; pl++) { __builtin_prefetch(pfp, 0, 2); pfp += 64; }
+/* pf_row lines of the next head's state into L2 (prefetcht1), until the whole state is asked for */
+#define GDN_PF_SPREAD()                                                                                         \
+    for (int pl = 0; pl < pf_row && pfp < pf_stop; pl++) {                                                      \
+        __builtin_prefetch(pfp, 0, 2);                                                                          \
+        pfp += 64;                                                                                              \
+    }
 /* Token 0's pass 1; PD (two or more tokens): stores S dec in place for the pass after it. */
 #define GDN_TILE_P1(W, V, VL, LD, ST, PD)                                                                       \
     do {                                                                                                        \
@@ -181,9 +186,10 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
         }                                                                                                       \
     } while (0)
 
-/* Token i's pass 2 fused with token i + 1's pass 1 (WO: with token i's output): the value s that pass 2 computes is the value token i + 1's pass 1 would load back, so kv_b of
- * token i + 1 (kn, decn) is summed from it in the same order with the same roundings, while the
- * row is in registers; two independent accumulator sets per row, and one pass over the tile per
+/* Token i's pass 2 fused with token i + 1's pass 1 (WO: with token i's output): the value s that
+ * pass 2 computes is the value token i + 1's pass 1 would load back, so kv_b of token i + 1 (kn,
+ * decn) is summed from it in the same order with the same roundings, while the row is in
+ * registers; two independent accumulator sets per row, and one pass over the tile per
  * token instead of two. The rows hold S dec on entry and s decn on exit: the decayed value both
  * passes of the next token need, computed once. delta: token i's on entry (loaded first),
  * token i + 1's (vn, betan) on exit. */
@@ -191,14 +197,14 @@ static inline __attribute__((always_inline)) void norm_gate_body(float *y, const
     do {                                                                                                        \
         V acc[W], kv[W], dl[W];                                                                                 \
         GDN_UNROLL for (int t = 0; t < (W); t++) { acc[t] = (V){0}; kv[t] = (V){0}; dl[t] = LD(delta + b0 + (VL) * t); } \
-        float *wr = S + b0;                                                                                     \
-        for (int a = 0; a < d; a++, wr += d) {                                                                  \
+        float *row = S + b0;                                                                                    \
+        for (int a = 0; a < d; a++, row += d) {                                                                 \
             const float ka = k[a], qa = (WO) ? q[a] : 0.0f, kna = kn[a];                                        \
             GDN_PF_SPREAD()                                                                                     \
             GDN_UNROLL for (int t = 0; t < (W); t++) {                                                          \
-                const V s = LD(wr + (VL) * t) + ka * dl[t];                                                     \
+                const V s = LD(row + (VL) * t) + ka * dl[t];                                                    \
                 const V sd = s * decn;                                                                          \
-                ST(wr + (VL) * t, sd);                                                                          \
+                ST(row + (VL) * t, sd);                                                                         \
                 if (WO) acc[t] += s * qa;                                                                       \
                 kv[t] += sd * kna;                                                                              \
             }                                                                                                   \
