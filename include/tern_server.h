@@ -43,6 +43,8 @@ typedef struct srv_config {
                                tokens (control tokens parsed) instead of sampled ones, then samples */
     const char *chat_template; /* NULL: the model's */
     bool kv_f32;
+    bool log_requests;      /* one line on stderr per finished request: peer, method, path, status,
+                               seconds (default false; `tern serve` turns it on) */
     bool spec;              /* speculative decoding (prompt lookup) for a slot decoding alone */
     tern_spec_params spec_p;
 } srv_config;

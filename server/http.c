@@ -64,6 +64,9 @@ typedef struct conn {
     sbuf body;
     bool too_large;
     uint64_t arrived;        /* body bytes received, the refused ones included */
+    double t0;               /* when its headers were in (srv_config.log_requests) */
+    char method[16];         /* the request line, for the log: printable ASCII, cut to fit */
+    char path[160];
 } conn;
 
 typedef struct stream {
@@ -955,6 +958,15 @@ static enum MHD_Result preflight(srv *s, struct MHD_Connection *c) {
     return ret;
 }
 
+/* src as a log field in dst (size n >= 4): bytes outside printable ASCII become '?' (a path
+ * decoded from %0A must not start a line of its own), and a longer value ends in "...". */
+static void log_field(char *dst, size_t n, const char *src) {
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < n; i++) dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
+    dst[i] = '\0';
+    if (src && src[i] && n >= 4) memcpy(dst + n - 4, "...", 4);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
     (void)version;
@@ -966,6 +978,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn->s = s;
         cn->c = c;
         *con_cls = cn;
+        if (s->cfg.log_requests) {
+            cn->t0 = tern_time_s();
+            log_field(cn->method, sizeof cn->method, method);
+            log_field(cn->path, sizeof cn->path, url);
+        }
         atomic_fetch_add(&s->in_flight, 1);
         /* the headers are in: from now on the request's timeout (body, reply) instead of the idle one */
         MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.timeout_s);
@@ -1152,12 +1169,41 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     return send_error_w(s, c, wire_of(url), &e);   /* under /v1/messages: Anthropic's not_found_error */
 }
 
+/* The access log line of a finished request (srv_config.log_requests), in one write so that lines
+ * of concurrent requests do not interleave: "tern serve: PEER METHOD PATH STATUS SECONDS s", the
+ * status that was queued (or "-" for none: the connection ended before a reply), and why it ended
+ * when that was not with its reply complete (libmicrohttpd's termination code). */
+static void log_request(const conn *cn, enum MHD_RequestTerminationCode toe) {
+    char peer[INET6_ADDRSTRLEN + 2] = "-", status[12] = "-";
+    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(cn->c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ai && ai->client_addr) {
+        const struct sockaddr *sa = ai->client_addr;
+        const socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+        if (getnameinfo(sa, len, peer, sizeof peer, NULL, 0, NI_NUMERICHOST) != 0) snprintf(peer, sizeof peer, "-");
+    }
+    const union MHD_ConnectionInfo *si = MHD_get_connection_info(cn->c, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (si && si->http_status) snprintf(status, sizeof status, "%u", si->http_status);
+    const char *why = " (cut short)";   /* the connection ended before its reply: the client left, a write failed */
+    switch (toe) {
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK: why = ""; break;
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT: why = " (the client closed it)"; break;
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: why = " (timed out)"; break;
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: why = " (the server stopped)"; break;
+    case MHD_REQUEST_TERMINATED_READ_ERROR: why = " (a read error)"; break;
+    default: break;
+    }
+    char line[512];
+    const int k = snprintf(line, sizeof line, "tern serve: %s %s %s %s %.3f s%s\n", peer, cn->method, cn->path, status,
+                           tern_time_s() - cn->t0, why);
+    if (k > 0) fputs(line, stderr);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)toe;
     const srv *s = cls;
     MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s);   /* keep-alive: idle again */
     conn *cn = *con_cls;
     if (!cn) return;
+    if (s->cfg.log_requests) log_request(cn, toe);
     atomic_fetch_sub(&cn->s->in_flight, 1);
     sbuf_free(&cn->body);
     free(cn);

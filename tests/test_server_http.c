@@ -1972,9 +1972,10 @@ static void test_host_names(void **state) {
 
 /* ---- tern serve under a low open-file limit ------------------------------------------------- */
 
-/* Start `tern serve` on stories260K with RLIMIT_NOFILE nofile (set in the child before exec) and
- * the extra arguments; *err_fd reads its stderr. Returns the child's pid. */
-static pid_t serve_low_nofile(rlim_t nofile, const char *conn_max, int *err_fd) {
+/* Start `tern serve` on stories260K with RLIMIT_NOFILE nofile (set in the child before exec),
+ * --conn-max conn_max and, when not NULL, the flag extra; *err_fd reads its stderr. Returns the
+ * child's pid. */
+static pid_t serve_low_nofile(rlim_t nofile, const char *conn_max, const char *extra, int *err_fd) {
     char model[1024];
     fx_require(model, sizeof model, STORIES);
     const char *bin = getenv("TERN_BIN");
@@ -1990,7 +1991,7 @@ static pid_t serve_low_nofile(rlim_t nofile, const char *conn_max, int *err_fd) 
         const struct rlimit rl = {nofile, nofile};
         if (setrlimit(RLIMIT_NOFILE, &rl) != 0) _exit(99);
         execl(bin, bin, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", "-np", "1", "-t", "1", "--no-progress",
-              "--conn-max", conn_max, (char *)NULL);
+              "--conn-max", conn_max, extra, (char *)NULL);
         _exit(98);
     }
     close(p[1]);
@@ -2032,7 +2033,7 @@ static void test_serve_low_nofile(void **state) {
     (void)state;
     /* a limit that leaves fewer than 4 connections: refused at start (exit 1), naming ulimit -n */
     int efd;
-    pid_t pid = serve_low_nofile(16, "1000", &efd);
+    pid_t pid = serve_low_nofile(16, "1000", NULL, &efd);
     char *err = read_until(efd, "listening on");     /* EOF when it exits (or 30 s) */
     int st;
     pid_t w = 0;
@@ -2048,7 +2049,7 @@ static void test_serve_low_nofile(void **state) {
     free(err);
     /* ulimit -n 40 with --conn-max 1000: lowered with a warning; 60 idle connections: the excess
      * is closed at once (no accept() spinning on EMFILE), then /health answers */
-    pid = serve_low_nofile(40, "1000", &efd);
+    pid = serve_low_nofile(40, "1000", NULL, &efd);
     err = read_until(efd, "Ctrl-C stops");
     const char *at = strstr(err, "listening on http://127.0.0.1:");
     if (!at || !strstr(err, "warning: --conn-max 1000 lowered to")) {
@@ -2088,6 +2089,45 @@ static void test_serve_low_nofile(void **state) {
                  "(expected <= 0.5), /health %s (expected 200); stderr: %s", N, closed, N - 40, busy, code, err);
     free(code);
     free(err);
+}
+
+/* tern serve writes one line per finished request on stderr: peer, method, path, status, seconds;
+ * the path's bytes outside printable ASCII are '?' there, so a client cannot start a line of its
+ * own with a decoded %0A. --no-request-log writes none. */
+static void test_serve_request_log(void **state) {
+    (void)state;
+    for (int quiet = 0; quiet < 2; quiet++) {
+        int efd, st;
+        const pid_t pid = serve_low_nofile(1024, "100", quiet ? "--no-request-log" : NULL, &efd);
+        char *err = read_until(efd, "Ctrl-C stops");
+        const char *at = strstr(err, "listening on http://127.0.0.1:");
+        if (!at) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            fail_msg("tern serve%s did not start: %s", quiet ? " --no-request-log" : "", err);
+        }
+        const int port = atoi(at + strlen("listening on http://127.0.0.1:"));
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "curl -s --max-time 10 -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/health", port);
+        char *health = ru_capture(cmd, NULL);
+        snprintf(cmd, sizeof cmd, "curl -s --max-time 10 -o /dev/null -w '%%{http_code}' 'http://127.0.0.1:%d/no%%0Aforged'",
+                 port);
+        char *nope = ru_capture(cmd, NULL);
+        kill(pid, SIGINT);
+        char *rest = read_until(efd, "tern serve: stopping");
+        waitpid(pid, &st, 0);
+        close(efd);
+        const bool ok = quiet ? !strstr(rest, " GET /") && strstr(rest, "tern serve: stopping")
+                              : strstr(rest, "tern serve: 127.0.0.1 GET /health 200 ") &&
+                                    strstr(rest, "tern serve: 127.0.0.1 GET /no?forged 404 ") && !strstr(rest, "\nforged");
+        if (!ok || strcmp(health, "200") || strcmp(nope, "404"))
+            fail_msg("tern serve%s: /health %s, /no%%0Aforged %s (expected 200 and 404); stderr after listening: %s",
+                     quiet ? " --no-request-log" : "", health, nope, rest);
+        free(health);
+        free(nope);
+        free(rest);
+        free(err);
+    }
 }
 
 static void test_unsupported_fields(void **state) {
@@ -3040,6 +3080,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_unsupported_fields),
         cmocka_unit_test(test_logit_bias_served),
         cmocka_unit_test(test_serve_low_nofile),
+        cmocka_unit_test(test_serve_request_log),
         cmocka_unit_test(test_ignore_eos),
         cmocka_unit_test(test_tools_by_template_family),
         cmocka_unit_test(test_unknown_template_is_server_error),

@@ -105,7 +105,7 @@ static bool signals_wait(int ms) {
 
 enum { SERVE_HOST = 1, SERVE_PORT, SERVE_PARALLEL, SERVE_CTX, SERVE_PREFILL_CHUNK, SERVE_QUEUE, SERVE_BODY_LIMIT, SERVE_API_KEY, SERVE_ALIAS,
        SERVE_TEMPLATE, SERVE_TIMEOUT, SERVE_IDLE_TIMEOUT, SERVE_CONN_PER_IP, SERVE_CONN_MAX, SERVE_DRAIN_TIMEOUT,
-       SERVE_MODELS_DIR };
+       SERVE_MODELS_DIR, SERVE_NO_REQUEST_LOG };
 static const opt_def serve_defs[] = {
     {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address: a host name or an IPv4/IPv6 address (default 127.0.0.1)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
@@ -127,6 +127,8 @@ static const opt_def serve_defs[] = {
      "models load on first use, the least recently used idle one unloads when memory runs short"},
     {SERVE_DRAIN_TIMEOUT, "--drain-timeout", OPT_INT, "SECONDS", 0, 86400, NULL,
      "on SIGTERM, let running requests finish for at most this long (default 30; 0 = stop at once)"},
+    {SERVE_NO_REQUEST_LOG, "--no-request-log", OPT_FLAG, NULL, 0, 0, NULL,
+     "no line on stderr per finished request (peer, method, path, status, seconds)"},
     {SERVE_API_KEY, "--api-key", OPT_TEXT, "KEY", 0, 0, NULL, "require Authorization: Bearer KEY (also $TERN_API_KEY)"},
     {SERVE_ALIAS, "--alias", OPT_TEXT, "NAME", 0, 0, NULL, "model id reported to clients"},
     {SERVE_TEMPLATE, "--chat-template", OPT_TEXT, "NAME", 0, 0, NULL, "chatml | qwen3 | qwen35 (default: the model's)"},
@@ -178,6 +180,7 @@ static int serve_until_signal(srv *s, const srv_config *cfg, int drain_s, tern_m
 int cmd_serve(int argc, char **argv) {
     srv_config cfg;
     srv_config_default(&cfg);
+    cfg.log_requests = true;
     cfg.api_key = getenv("TERN_API_KEY");
     bool key_from_env = cfg.api_key != NULL;
     int drain_s = 30;
@@ -211,6 +214,7 @@ int cmd_serve(int argc, char **argv) {
         case SERVE_CONN_MAX: cfg.conn_max = (int)v.i; break;
         case SERVE_DRAIN_TIMEOUT: drain_s = (int)v.i; break;
         case SERVE_MODELS_DIR: models_dir = v.str; break;
+        case SERVE_NO_REQUEST_LOG: cfg.log_requests = false; break;
         case SERVE_API_KEY: cfg.api_key = v.str; key_from_env = false; break;
         case SERVE_ALIAS: cfg.model_name = v.str; break;
         case SERVE_TEMPLATE: cfg.chat_template = v.str; break;
