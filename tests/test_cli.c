@@ -239,6 +239,8 @@ static void test_values_out_of_range(void **state) {
         {"perplexity", "--chunks 0", "tern perplexity: --chunks: expected an integer in 1..1073741824, got '0'"},
         {"perplexity", "-c 1", "tern perplexity: -c: expected an integer in 2..16777216, got '1'"},
         {"bench", "-r 0", "tern bench: -r: expected an integer in 1..1000, got '0'"},
+        {"bench", "-np 0", "tern bench: -np: expected a comma-separated list of at most 16 integers in 1..64, got '0': item 1 (0) is out of range"},
+        {"bench", "--parallel 1,65", "tern bench: --parallel: expected a comma-separated list of at most 16 integers in 1..64, got '1,65': item 2 (65) is out of range"},
         {"bench", "-t 1,2000", thr_list},
         {"bench", "-p 512,", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '512,': a comma ends the list"},
         {"bench", "-p 1,,2", "tern bench: -p: expected a comma-separated list of at most 16 integers in 0..1048576, got '1,,2': item 2 is empty"},

@@ -934,6 +934,46 @@ static void test_bench_busy_cpu(void **state) {
     }
 }
 
+/* bench -np N: each tg test runs again as N sequences in lockstep, a row "tgL xN" per count with
+ * n_parallel N; its ceiling counts the K/V rows of every sequence (N times the one-sequence row's,
+ * the weights once); the aggregate t/s is a positive finite number; -np wider than the test's
+ * length still runs (the context and the pass hold every sequence). */
+static void test_bench_parallel(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -np 1,3,8 -r 1 -t 1 --json", model);
+    if (rc != 0) fail_msg("bench -np 1,3,8: exit %d, stderr: %s", rc, err);
+    const int want_np[3] = {1, 3, 8};
+    const char *want_test[3] = {"tg4", "tg4 x3", "tg4 x8"};
+    double kv[3] = {0}, bytes[3] = {0}, tps[3] = {0};
+    int n = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *row = cJSON_Parse(line);
+        if (!row) fail_msg("bench -np: a line that is not JSON: %s", line);
+        const cJSON *np = cJSON_GetObjectItem(row, "n_parallel"), *test = cJSON_GetObjectItem(row, "test");
+        if (n >= 3 || !cJSON_IsNumber(np) || np->valueint != want_np[n] || !cJSON_IsString(test) ||
+            strcmp(test->valuestring, want_test[n]) != 0)
+            fail_msg("bench -np 1,3,8: row %d: expected test '%s' with n_parallel %d, got: %s", n + 1, n < 3 ? want_test[n] : "none",
+                     n < 3 ? want_np[n] : 0, line);
+        kv[n] = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "kv_bytes_per_token"));
+        bytes[n] = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "bytes_per_token"));
+        tps[n] = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "t_s"));
+        cJSON_Delete(row);
+        n++;
+    }
+    if (n != 3) fail_msg("bench -np 1,3,8: expected 3 rows, got %d", n);
+    /* a pass reads the weights once and every sequence's K/V rows */
+    if (!(kv[0] > 0) || kv[1] != 3 * kv[0] || kv[2] != 8 * kv[0] || bytes[1] - bytes[0] != 2 * kv[0])
+        fail_msg("bench -np: expected the K/V bytes of 1, 3 and 8 sequences and the weights once, got kv %.0f / %.0f / %.0f, "
+                 "bytes %.0f / %.0f", kv[0], kv[1], kv[2], bytes[0], bytes[1]);
+    for (int k = 0; k < 3; k++)
+        if (!(tps[k] > 0) || !isfinite(tps[k])) fail_msg("bench -np: row %d: t/s %f", k + 1, tps[k]);
+    free(out);
+    free(err);
+}
+
 /* perplexity prints llama-perplexity's `+/- error`: `PPL = x +/- se`,
  * se = PPL * sqrt(var(nll) / (n - 1)) (the delta method over the n scored negative
  * log-likelihoods). Checked on two predictions, whose nlls come from separate runs (causal: the
@@ -1381,6 +1421,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_prompt_file_newline_and_nul),
         cmocka_unit_test(test_chat_empty_system),
         cmocka_unit_test(test_bench_busy_cpu),
+        cmocka_unit_test(test_bench_parallel),
         cmocka_unit_test(test_bench_share_rule),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),

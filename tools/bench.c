@@ -14,7 +14,11 @@
  * (the probe then read low: the machine was busy while it ran) is left out of the median and
  * counted; a row whose every repeat is above says so instead of a share.
  * --busy-cpu N starts a competing busy-loop process pinned to CPU N for the whole run and stops
- * it at the end: the figure of a busy machine. */
+ * it at the end: the figure of a busy machine.
+ * -np N runs each tg test as N sequences decoded in lockstep, one token of each per forward pass
+ * (tern_batch_eval, as tern serve batches its slots; llama-batched-bench's S_TG): the row
+ * "tgL xN" gives the aggregate t/s (N L tokens over the time of L passes), and its ceiling counts
+ * the weights once and the K/V rows of all N sequences per pass. pp tests are one sequence. */
 #include "cli.h"
 #include "tern.h"
 #include "model_opts.h"
@@ -45,7 +49,9 @@ static double now_s(void) {
 #define BW_PASSES 7
 #define BW_REP_PASSES 5
 
-enum { BENCH_PP = 1, BENCH_TG, BENCH_DEPTH, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE, BENCH_BUSY };
+enum { BENCH_PP = 1, BENCH_TG, BENCH_DEPTH, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE, BENCH_BUSY,
+       BENCH_NP };
+#define BENCH_NP_MAX 64
 static const opt_def bench_defs[] = {
     {BENCH_PP, "-p, --n-prompt", OPT_LIST, "LIST", 0, 1 << 20, NULL, "prompt lengths (pp tests; default 64,512; 0 = none)"},
     {BENCH_TG, "-n, --n-gen", OPT_LIST, "LIST", 0, 1 << 20, NULL, "generation lengths (tg tests; default 128; 0 = none)"},
@@ -58,6 +64,8 @@ static const opt_def bench_defs[] = {
     {BENCH_PROFILE, "--profile", OPT_FLAG, NULL, 0, 0, NULL, "per-op time profile of each test (kernels, norms, attention, barriers)"},
     {BENCH_BUSY, "--busy-cpu", OPT_INT, "N", 0, 1023, NULL,
      "run a competing busy-loop process pinned to CPU N during the whole run (a busy machine)"},
+    {BENCH_NP, "-np, --parallel", OPT_LIST, "LIST", 1, BENCH_NP_MAX, NULL,
+     "sequences decoded together in each tg test, one token of each per forward pass; t/s is their aggregate (default 1)"},
 };
 
 /* A child process that spins on CPU `cpu` until killed; -1 if it cannot be started or pinned
@@ -174,7 +182,7 @@ int cmd_bench(int argc, char **argv) {
     opts_common_default(&oc);
     oc.no_progress = true;
     int pp[16] = {64, 512}, n_pp = 2, tg[16] = {128}, n_tg = 1, th[16] = {1, 2}, n_th = 2, reps = 5;
-    int dep[16] = {0}, n_dep = 1;
+    int dep[16] = {0}, n_dep = 1, np[16] = {1}, n_np = 1;
     bool json = false, json_flag = false, profile = false;
     int busy_cpu = -1, out_fmt = -1;   /* -o's choice (0: md), -1 when not given */
     pid_t busy = 0;
@@ -200,6 +208,7 @@ int cmd_bench(int argc, char **argv) {
         case BENCH_OUTPUT: out_fmt = v.choice; break;
         case BENCH_PROFILE: profile = true; break;
         case BENCH_BUSY: busy_cpu = (int)v.i; break;
+        case BENCH_NP: take_list(&v, np, &n_np); break;
         default: break;
         }
     }
@@ -223,14 +232,19 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < n_tg; i++) max_len = tg[i] > max_len ? tg[i] : max_len;
     int max_dep = 0;
     for (int i = 0; i < n_dep; i++) max_dep = dep[i] > max_dep ? dep[i] : max_dep;
+    int max_np = 1;
+    for (int i = 0; i < n_np; i++) max_np = np[i] > max_np ? np[i] : max_np;
     oc.n_ctx = max_dep + max_len;
+    if (n_tg > 0 && oc.n_ctx < max_np) oc.n_ctx = max_np;   /* a session's n_batch is at most its context */
     if (oc.n_batch > max_len) oc.n_batch = max_len;
+    if (n_tg > 0 && oc.n_batch < max_np) oc.n_batch = max_np;   /* sessions[0]'s scratch holds a pass of every sequence */
 
     int status = 1;
     tern_err err = {0};
     int32_t *ids = malloc(((size_t)max_dep + (size_t)max_len) * sizeof *ids);
     double *tv = malloc((size_t)reps * sizeof *tv), *fr = malloc((size_t)reps * sizeof *fr);
     double *bwall = malloc(((size_t)reps * BW_REP_PASSES + BW_PASSES) * sizeof *bwall);
+    float *logits = NULL;   /* -np N: the logits of a lockstep pass, N x n_vocab */
     if (!ids || !tv || !fr || !bwall) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
     const unsigned long long llc = opts_llc_bytes();
     if (busy_cpu >= 0) {
@@ -246,12 +260,13 @@ int cmd_bench(int argc, char **argv) {
     }
     for (int it = 0; it < n_th; it++) {
         tern_model *m = NULL;
-        tern_session *s = NULL;
+        tern_session *ss[BENCH_NP_MAX] = {NULL};   /* ss[0]: pp tests and one-sequence tg; all: -np */
         oc.n_threads = th[it];
-        if (opts_load(&oc, &m, &s, &err)) {
+        if (opts_load(&oc, &m, &ss[0], &err)) {
             fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
             goto out;
         }
+        tern_session *const s = ss[0];
         if (it == 0) {   /* as run -c says: positions past the trained context are timed all the same */
             tern_model_info mi;
             tern_model_get_info(m, &mi);
@@ -266,6 +281,30 @@ int cmd_bench(int argc, char **argv) {
         }
         tern_model_info info;
         tern_model_get_info(m, &info);
+        if (n_tg > 0 && max_np > 1) {   /* the other sequences of -np: sessions like the first */
+            tern_session_opts so;
+            tern_session_opts_default(&so);
+            so.n_ctx = tern_session_n_ctx(s);
+            so.n_batch = tern_session_n_batch(s);
+            so.kv_f32 = oc.kv_f32;
+            uint64_t kv_one = 0, st_one = 0, avail = 0;
+            tern_session_mem(m, &so, &kv_one, &st_one, &avail);
+            const double need = (double)(max_np - 1) * (double)(kv_one + st_one);
+            if (avail > 0 && need > (double)avail) {   /* as tern serve -np: checked before any allocates */
+                fprintf(stderr, "tern bench: -np %d: %d more sequences of %d tokens need %.1f MB of caches, %.1f MB are "
+                                "available; expected fewer sequences or a shorter test (-n, -d)\n",
+                        max_np, max_np - 1, so.n_ctx, need / 1e6, (double)avail / 1e6);
+                goto fail_quiet;
+            }
+            for (int q = 1; q < max_np; q++)
+                if (tern_session_init(&ss[q], m, &so, &err)) goto fail;
+            free(logits);
+            logits = malloc((size_t)max_np * (size_t)info.n_vocab * sizeof *logits);
+            if (!logits) {
+                fprintf(stderr, "tern bench: -np %d: out of memory for %d x %d logits\n", max_np, max_np, info.n_vocab);
+                goto fail_quiet;
+            }
+        }
         uint64_t rng = 0x9e3779b97f4a7c15ull;
         for (int i = 0; i < max_dep + max_len; i++) {
             rng = rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -286,20 +325,24 @@ int cmd_bench(int argc, char **argv) {
         tern_session_opts_default(&so1);
         so1.n_ctx = 1;
         so1.kv_f32 = oc.kv_f32;
-        uint64_t kv_pos = 0;
-        tern_session_mem(m, &so1, &kv_pos, NULL, NULL);
+        uint64_t kv_pos = 0, state1 = 0;
+        tern_session_mem(m, &so1, &kv_pos, &state1, NULL);
         const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
         char name[1024];
         bench_name(base, json, name, sizeof name);
         for (int dk = 0; dk < 2 * n_dep; dk++) {   /* per depth: the pp tests, then the tg tests */
             const int di = dk / 2, kind = dk % 2;
-            const int nl = kind == 0 ? n_pp : n_tg, depth = dep[di];
+            /* tg tests: each length at each -np count */
+            const int nl = kind == 0 ? n_pp : n_tg * n_np, depth = dep[di];
             for (int li = 0; li < nl; li++) {
-                const int len = kind == 0 ? pp[li] : tg[li];
-                /* bytes per token of a tg test: the model's (weights, recurrent state) and the K/V
-                 * rows read, on average depth + (len + 1) / 2 positions */
-                const double kv_tok = kind == 1 ? (double)kv_pos * (depth + (len + 1) / 2.0) : 0;
-                const double bytes = info.bytes_per_token ? (double)info.bytes_per_token + kv_tok : 0;
+                const int len = kind == 0 ? pp[li] : tg[li / n_np], npar = kind == 0 ? 1 : np[li % n_np];
+                /* bytes per pass of a tg test: the model's (weights, recurrent state of each
+                 * sequence) and the K/V rows read, on average depth + (len + 1) / 2 positions per
+                 * sequence */
+                const double kv_tok = kind == 1 ? (double)npar * (double)kv_pos * (depth + (len + 1) / 2.0) : 0;
+                /* a recurrent model's bytes per token hold one sequence's state, which the budget
+                 * does not give apart from the weights: its -np rows take no ceiling */
+                const double bytes = info.bytes_per_token && (npar == 1 || state1 == 0) ? (double)info.bytes_per_token + kv_tok : 0;
                 const bool in_cache = model_in_cache && bytes <= (double)llc;
                 /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
                 const bool rep_probe = kind == 1 && bytes > 0 && !in_cache;
@@ -307,8 +350,10 @@ int cmd_bench(int argc, char **argv) {
                 memcpy(bwall, bwp, sizeof bwp);
                 tern_profile prof = {0};
                 char test[32];
-                if (depth > 0) snprintf(test, sizeof test, "%s%d @ d%d", kind == 0 ? "pp" : "tg", len, depth);
-                else snprintf(test, sizeof test, "%s%d", kind == 0 ? "pp" : "tg", len);
+                char par[16] = "";
+                if (npar > 1) snprintf(par, sizeof par, " x%d", npar);
+                if (depth > 0) snprintf(test, sizeof test, "%s%d%s @ d%d", kind == 0 ? "pp" : "tg", len, par, depth);
+                else snprintf(test, sizeof test, "%s%d%s", kind == 0 ? "pp" : "tg", len, par);
                 if (depth + len >= 4096) {   /* a long test: said before it starts, so it does not look hung */
                     char after[64] = "";
                     if (depth) snprintf(after, sizeof after, " after the %d of the depth (not timed)", depth);
@@ -317,8 +362,10 @@ int cmd_bench(int argc, char **argv) {
                             test, info.n_threads, info.n_threads == 1 ? "" : "s", reps + 1, reps, len, len == 1 ? "" : "s", after);
                 }
                 for (int r = -1; r < reps; r++) {           /* r = -1: warm-up */
-                    tern_session_reset(s);                  /* the depth's tokens: not timed */
-                    if (depth > 0 && !tern_session_eval(s, ids, depth, &err)) goto fail;
+                    for (int q = 0; q < npar; q++) {        /* the depth's tokens: not timed */
+                        tern_session_reset(ss[q]);
+                        if (depth > 0 && !tern_session_eval(ss[q], ids, depth, &err)) goto fail;
+                    }
                     double bw_r = bw;
                     if (r >= 0 && rep_probe) {
                         double pr[BW_REP_PASSES] = {0};
@@ -337,9 +384,15 @@ int cmd_bench(int argc, char **argv) {
                     const double t0 = now_s();
                     if (kind == 0) {
                         if (!tern_session_eval(s, tk, len, &err)) goto fail;
-                    } else {
+                    } else if (npar == 1) {
                         for (int k = 0; k < len; k++)
                             if (!tern_session_eval(s, &tk[k], 1, &err)) goto fail;
+                    } else {
+                        for (int k = 0; k < len; k++) {   /* sequence q reads the ids from its own offset */
+                            int32_t tq[BENCH_NP_MAX];
+                            for (int q = 0; q < npar; q++) tq[q] = tk[(k + 7 * q) % len];
+                            if (tern_batch_eval(ss, tq, npar, logits, &err)) goto fail;
+                        }
                     }
                     const double dt = now_s() - t0;
                     if (r >= 0 && profile) {
@@ -349,15 +402,15 @@ int cmd_bench(int argc, char **argv) {
                         prof_add(&prof, &pr);
                     }
                     if (r >= 0) {
-                        tv[r] = len / dt;
-                        fr[r] = kind == 1 && bytes > 0 && bw_r > 0 ? tv[r] / (bw_r * 1e9 / bytes) : NAN;
+                        tv[r] = (double)npar * len / dt;
+                        fr[r] = kind == 1 && bytes > 0 && bw_r > 0 ? tv[r] / (npar * bw_r * 1e9 / bytes) : NAN;
                     }
                 }
                 double mean, sd;
                 stats(tv, reps, &mean, &sd);
                 qsort(bwall, (size_t)n_bw, sizeof bwall[0], bench_cmp_dbl);
                 const double bw_hi = bwall[n_bw - 1], bw_lo = bwall[0], bw_med = bwall[n_bw / 2];
-                const double ceil_tps = kind == 1 && bytes > 0 ? bw_hi * 1e9 / bytes : 0;
+                const double ceil_tps = kind == 1 && bytes > 0 ? npar * bw_hi * 1e9 / bytes : 0;
                 double frac_raw = NAN, fr_lo = NAN, fr_hi = NAN;
                 int n_above = 0;
                 if (kind == 1 && bytes > 0 && !isnan(fr[0])) {   /* bench_share.h: repeats above 1 left out */
@@ -374,13 +427,13 @@ int cmd_bench(int argc, char **argv) {
                     if (array) printf(n_rows ? ",\n" : "[\n");
                     n_rows++;
                     printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
-                           "\"numerics\": \"%s\", \"test\": \"%s\", \"n_depth\": %d, \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
+                           "\"numerics\": \"%s\", \"test\": \"%s\", \"n_depth\": %d, \"n_parallel\": %d, \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
                            "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %.0f, "
                            "\"kv_bytes_per_token\": %.0f, "
                            "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
                            "\"ceiling_t_s\": %s, \"busy_cpu\": %d, \"cache_resident\": %s, ",
                            name, info.arch, (unsigned long long)info.weight_bytes, info.isa,
-                           opts_numerics_name(oc.numerics), test, depth, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
+                           opts_numerics_name(oc.numerics), test, depth, npar, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
                            kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_s, busy_cpu,
                            in_cache ? "true" : "false");
                     if (isnan(frac) || in_cache) printf("\"frac_of_ceiling\": null");   /* as the table's "-" */
@@ -419,12 +472,13 @@ int cmd_bench(int argc, char **argv) {
                 fflush(stdout);
             }
         }
-        tern_session_free(s);
+        for (int q = 0; q < max_np; q++) tern_session_free(ss[q]);
         tern_model_free(m);
         continue;
     fail:
         fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
-        tern_session_free(s);
+    fail_quiet:
+        for (int q = 0; q < max_np; q++) tern_session_free(ss[q]);
         tern_model_free(m);
         goto out;
     }
@@ -447,5 +501,6 @@ out:
     free(tv);
     free(fr);
     free(bwall);
+    free(logits);
     return status;
 }
