@@ -357,9 +357,12 @@ int cmd_bench(int argc, char **argv) {
                 if (depth + len >= 4096) {   /* a long test: said before it starts, so it does not look hung */
                     char after[64] = "";
                     if (depth) snprintf(after, sizeof after, " after the %d of the depth (not timed)", depth);
-                    fprintf(stderr, "tern bench: %s at %d thread%s: %d runs (a warm-up and -r %d), each evaluating %d token%s%s; "
+                    char each[64];
+                    if (npar > 1) snprintf(each, sizeof each, "%d sequences of %d tokens", npar, len);
+                    else snprintf(each, sizeof each, "%d token%s", len, len == 1 ? "" : "s");
+                    fprintf(stderr, "tern bench: %s at %d thread%s: %d runs (a warm-up and -r %d), each evaluating %s%s; "
                                     "this can take a while\n",
-                            test, info.n_threads, info.n_threads == 1 ? "" : "s", reps + 1, reps, len, len == 1 ? "" : "s", after);
+                            test, info.n_threads, info.n_threads == 1 ? "" : "s", reps + 1, reps, each, after);
                 }
                 for (int r = -1; r < reps; r++) {           /* r = -1: warm-up */
                     for (int q = 0; q < npar; q++) {        /* the depth's tokens: not timed */
