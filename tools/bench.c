@@ -349,7 +349,7 @@ int cmd_bench(int argc, char **argv) {
                 int n_bw = BW_PASSES;
                 memcpy(bwall, bwp, sizeof bwp);
                 tern_profile prof = {0};
-                char test[32];
+                char test[64];   /* "tg1048576 x64 @ d1048576" at most */
                 char par[16] = "";
                 if (npar > 1) snprintf(par, sizeof par, " x%d", npar);
                 if (depth > 0) snprintf(test, sizeof test, "%s%d%s @ d%d", kind == 0 ? "pp" : "tg", len, par, depth);
