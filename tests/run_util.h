@@ -87,17 +87,18 @@ static inline char *ru_capture(const char *cmd, int *status) {
 #include <signal.h>
 #include <time.h>
 
-/* Runs `tern serve ARGS` (ARGS: a shell-quoted string, as for ru_tern) with its stderr read
- * here, waits until it says it listens ("Ctrl-C stops") or exits, sends sig once to it alone
- * (kill(2), not to a process group: one copy, as a terminal's Ctrl-C or systemd's stop sends) and
- * reads its stderr to the end. A slow start (a loaded machine, ASan) waits up to 120 s; the
+/* Runs `tern CMD ARGS` (ARGS: a shell-quoted string, as for ru_tern) with its stderr read here,
+ * waits until that stderr holds `until` or the process exits, sends sig once to it alone (kill(2),
+ * not to a process group: one copy, as a terminal's Ctrl-C or systemd's stop sends) and reads its
+ * stderr to the end. A slow start (a loaded machine, ASan) waits up to 120 s for `until`; the
  * exit after the signal up to 60 s, then it is killed. Returns its stderr (malloc'd; the caller
  * frees); *status: its exit code, 128 + the signal that ended it, or -1 if it had to be killed.
- * The signal is sent only after the listening line, so sig 0 means "wait for the exit". */
-static inline char *ru_serve_signal(const char *args, int sig, int *status) {
+ * The signal is sent only after `until` was seen (or the 120 s passed), so sig 0 means "wait for
+ * the exit". */
+static inline char *ru_tern_until(const char *cmd_name, const char *args, const char *until, int sig, int *status) {
     char bin[4096], cmd[16384];
     ru_need_tern(bin, sizeof bin);
-    snprintf(cmd, sizeof cmd, "exec '%s' serve %s 2>&1 >/dev/null", bin, args);
+    snprintf(cmd, sizeof cmd, "exec '%s' %s %s 2>&1 >/dev/null", bin, cmd_name, args);
     int p[2];
     if (pipe(p) != 0) fail_msg("pipe: %s", strerror(errno));
     const pid_t pid = fork();
@@ -122,7 +123,7 @@ static inline char *ru_serve_signal(const char *args, int sig, int *status) {
         struct timespec t;
         clock_gettime(CLOCK_MONOTONIC, &t);
         const double el = (double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec);
-        if (!sent && (strstr(buf, "Ctrl-C stops") || el > 120)) {
+        if (!sent && (strstr(buf, until) || el > 120)) {
             if (sig) kill(pid, sig);
             sent = true;
             t0 = t;
@@ -147,6 +148,11 @@ static inline char *ru_serve_signal(const char *args, int sig, int *status) {
     waitpid(pid, &st, 0);
     *status = !eof ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
     return buf;
+}
+
+/* ru_tern_until for `tern serve ARGS`: the signal goes once it says it listens ("Ctrl-C stops"). */
+static inline char *ru_serve_signal(const char *args, int sig, int *status) {
+    return ru_tern_until("serve", args, "Ctrl-C stops", sig, status);
 }
 #endif
 
