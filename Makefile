@@ -2,12 +2,37 @@
 # Portable by default (runtime ISA dispatch; no -march=native). Per-file ISA flags below.
 # CI=true (set by CI) turns warnings into errors.
 
+# `make deps`: scripts/deps.sh. With other goals and none of them a test (make deps run, make deps
+# lib), only the build packages; with a test goal (make deps test) or alone, the test tools too.
+# The packages must be in place before anything compiles, so with deps among the goals the script
+# runs while this Makefile is read (its output on stderr), before any rule and before the
+# compiler is asked for its target; the build that follows runs in parallel like any other.
+# (`make -n deps ...` runs it too.)
+DEPS_GOALS := $(filter-out deps,$(MAKECMDGOALS))
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+ifeq ($(MAKELEVEL),0)
+DEPS_STATUS := $(shell sh scripts/deps.sh $(if $(DEPS_GOALS),$(if $(findstring test,$(DEPS_GOALS)),,--build)) 1>&2; echo $$?)
+ifneq ($(DEPS_STATUS),0)
+$(error scripts/deps.sh failed (exit $(DEPS_STATUS)); the messages above say which package)
+endif
+endif
+endif
+
 CC      ?= cc
 ARCH    := $(shell $(CC) -dumpmachine | cut -d- -f1)
 MODE    ?= rel
 SHARED  ?= $(if $(TERN_SHARED),$(TERN_SHARED),../shared)
 MODEL   ?= models/stories260K.gguf
 PREFIX  ?= /usr/local
+
+# One goal (deps aside), or none: the build runs on every CPU unless the command line gives -j
+# (a command-line -j wins over this one; sub-makes share the top make's job slots). Several
+# goals (make clean all) run one at a time, in the order given, as make does by default.
+ifeq ($(MAKELEVEL),0)
+ifeq ($(word 2,$(filter-out deps,$(MAKECMDGOALS))),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+endif
 
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(CI),true)
@@ -100,18 +125,8 @@ help:
 	@echo "make load-test    bounded load test of tern serve (LOAD_SECONDS=60, LOAD_MODEL=synthetic 1.7B, LOAD_MODELS_MB=its F32 and F16 8-block copies)"
 	@echo "make clean"
 
-# With other goals and none of them a test (make deps run, make deps lib), only the build
-# packages; with a test goal (make deps test) or alone, the test tools too.
-DEPS_GOALS := $(filter-out deps,$(MAKECMDGOALS))
-deps:
-	@sh scripts/deps.sh $(if $(DEPS_GOALS),$(if $(findstring test,$(DEPS_GOALS)),,--build))
-
-# `make deps run`: the packages must be in place before anything compiles, so with deps among the
-# goals everything runs one at a time, in the order given (a -j is given up for that run:
-# `make deps && make -j2 run` compiles in parallel).
-ifneq ($(filter deps,$(MAKECMDGOALS)),)
-.NOTPARALLEL:
-endif
+deps:   # scripts/deps.sh ran while the Makefile was read (top of this file)
+	@:
 
 $(B)/tools/win/%.o: ALL_CFLAGS += -Itools
 $(B)/%.o: %.c
