@@ -123,7 +123,7 @@ help:
 	@echo "make cross-aarch64 / test-aarch64   ARM64 build and tests under qemu"
 	@echo "make install PREFIX=/usr/local      install libtern, tern.h, pkg-config file"
 	@echo "make load-test    bounded load test of tern serve (LOAD_SECONDS=60, LOAD_MODEL=synthetic 1.7B, LOAD_MODELS_MB=its F32 and F16 8-block copies)"
-	@echo "make clean"
+	@echo "make clean        remove build/, ./tern and tests/run"
 
 deps:   # scripts/deps.sh ran while the Makefile was read (top of this file)
 	@:
