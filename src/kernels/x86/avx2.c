@@ -1245,6 +1245,20 @@ static void mm_block_f32mode(const kern_mm_args *m, int64_t r0, int64_t r1) {
  * fewer than 8 rows repeats its last row in the missing lanes and stores only its own rows.
  * Rows in chunks whose weights stay in L2 while every column of a matmul passes. */
 #define BK_CHUNK_BYTES (96 * 1024)
+#define R8_PF 16                     /* prefetch distance in blocks of each row's stream */
+
+/* Prefetch block b + R8_PF of each of the 8 row streams (bb bytes per block, row_bytes per row),
+ * or, past a row's end, the same row of the next group of 8 (rows r + 8 ..: the next pass of a
+ * range walked in order), so each pass starts on lines already on their way. Left to the
+ * hardware prefetcher, 8 interleaved streams of 18-66 byte blocks keep the loop waiting on its
+ * weight loads (decode of Q2_0 and Q8_0 files: bench/RESULTS.md). The address may lie past the
+ * tensor (a prefetch never faults), so it is formed as an integer. */
+static inline __attribute__((always_inline)) void rows8_prefetch(const uint8_t *const row[8], int64_t b, int64_t nb,
+                                                                size_t bb, size_t row_bytes) {
+    const int64_t t = b + R8_PF;
+    const uintptr_t off = t < nb ? (uintptr_t)t * bb : 8 * row_bytes + (uintptr_t)(t - nb) * bb;
+    for (int i = 0; i < 8; i++) _mm_prefetch((const char *)((uintptr_t)row[i] + off), _MM_HINT_T0);
+}
 
 static inline __m256i rows8_isum(const __m256i v[8]) {
     const __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
@@ -1358,24 +1372,43 @@ static inline void rows8_isum_hook(const kern_mm_args *m, int c, int64_t r, int 
 /* ---- Q2_0 (group 64, file layout), fast numerics ------------------------------------------------
  * A block is fp16 d then 16 bytes; weight j of the block is the code in bits 2 (j & 3) of byte
  * j >> 2, so slot s of byte i holds weight 4 i + s. The activation is copied once per column and
- * row chunk into slot-major order (pm[b][16 s + i] = q[64 b + 4 i + s]), so [slot 0 | slot 1] and
- * [slot 2 | slot 3] of a block's 16 bytes meet 32 contiguous activation bytes each: two
- * vpmaddubsw (codes u <= 3, |q| <= 127: pair sums <= 762, their sum <= 1524 in int16) and one
- * vpmaddwd per row and block; rows8_isum folds 8 rows' vectors into their 8 block sums at once,
- * minus the unit's sum(q) (bsums) = isum = sum((u - 1) q) exactly. Float order of kern_impl.h:
- * acc = fmaf(d_w * d_a, (float)isum, acc) per 64-unit in order, one lane per row (vfmadd: the
- * same single rounding). Rows in chunks whose weights stay in L2 while every column passes; a
- * last group of fewer than 8 rows repeats its last row and stores only its own. */
+ * row chunk into slot-major order (pm[b][16 s + i] = q[64 b + 4 i + s]: q2_slot_major), so
+ * [slot 0 | slot 1] and [slot 2 | slot 3] of a block's 16 bytes meet 32 contiguous activation
+ * bytes each. A row's 16 code bytes are loaded into both 128-bit lanes and shifted per 32-bit
+ * element by 0 | 2 and 4 | 6 (vpsrlvd; the mask 3 keeps bits 0-1 of each byte, which come from
+ * the same byte), so two vpmaddubsw (codes u <= 3, |q| <= 127: pair sums <= 762, their sum <=
+ * 1524 in int16) and one vpmaddwd per row and block; rows8_isum folds 8 rows' vectors into their 8
+ * block sums at once, minus the unit's sum(q) (bsums) = isum = sum((u - 1) q) exactly. Float order
+ * of kern_impl.h: acc = fmaf(d_w * d_a, (float)isum, acc) per 64-unit in order, one lane per row
+ * (vfmadd: the same single rounding). Rows in chunks whose weights stay in L2 while every column
+ * passes; a last group of fewer than 8 rows repeats its last row and stores only its own. */
 #define Q2_CHUNK_BYTES (96 * 1024)   /* rows per chunk: their weights stay in L2 while every column passes */
 #define Q2_KB 272                    /* blocks per K chunk (K = 17408): a 17 KB slot-major copy on the stack */
+
+/* dst[16 s + i] = q[4 i + s] (s < 4, i < 16) for n blocks of 64: each 16-byte quarter of q (i =
+ * 4 c .. 4 c + 3) to slot-major dwords by one vpshufb, then the 4 x 4 dword transpose. */
+static inline void q2_slot_major(int8_t *dst, const int8_t *q, int n) {
+    const __m128i tr = _mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    for (int b = 0; b < n; b++, q += 64, dst += 64) {
+        __m128i c[4];
+        for (int k = 0; k < 4; k++) c[k] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(const void *)(q + 16 * k)), tr);
+        const __m128i t0 = _mm_unpacklo_epi32(c[0], c[1]), t1 = _mm_unpackhi_epi32(c[0], c[1]);
+        const __m128i t2 = _mm_unpacklo_epi32(c[2], c[3]), t3 = _mm_unpackhi_epi32(c[2], c[3]);
+        _mm_store_si128((__m128i *)(void *)dst, _mm_unpacklo_epi64(t0, t2));
+        _mm_store_si128((__m128i *)(void *)(dst + 16), _mm_unpackhi_epi64(t0, t2));
+        _mm_store_si128((__m128i *)(void *)(dst + 32), _mm_unpacklo_epi64(t1, t3));
+        _mm_store_si128((__m128i *)(void *)(dst + 48), _mm_unpackhi_epi64(t1, t3));
+    }
+}
+
 static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
     const int64_t K = w->n_in, nb = K / 64;
     const size_t col = kern_act_col_bytes(KQ_FAST, K), row_bytes = (size_t)nb * 18;
     const int64_t rows_per = TERN_MAX((int64_t)8, (int64_t)(Q2_CHUNK_BYTES / row_bytes) / 8 * 8);
-    const __m128i m3 = _mm_set1_epi8(3);
-    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    const __m256i sh01 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), sh23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);
     int8_t pm[Q2_KB * 64] __attribute__((aligned(32)));
     for (int64_t rc = r0; rc < r1; rc += rows_per) {
         const int64_t rc1 = TERN_MIN(r1, rc + rows_per);
@@ -1384,10 +1417,10 @@ static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
             float *y = m->y + c * m->ldy;
             for (int64_t b0 = 0; b0 < nb; b0 += Q2_KB) {
                 const int nbc = (int)TERN_MIN((int64_t)Q2_KB, nb - b0);
-                for (int b = 0; b < nbc; b++) {                  /* the chunk's slot-major copy */
-                    const int8_t *q = ac[(b0 + b) / 2].qs + ((b0 + b) % 2) * 64;
-                    for (int sl = 0; sl < 4; sl++)
-                        for (int i = 0; i < 16; i++) pm[b * 64 + 16 * sl + i] = q[4 * i + sl];
+                for (int b = 0; b < nbc;) {                  /* the chunk's slot-major copy, an activation block at a time */
+                    const int h = (int)((b0 + b) % 2), n = TERN_MIN(2 - h, nbc - b);
+                    q2_slot_major(pm + b * 64, ac[(b0 + b) / 2].qs + h * 64, n);
+                    b += n;
                 }
                 for (int64_t r = rc; r < rc1; r += 8) {
                     const int nr = (int)TERN_MIN((int64_t)8, rc1 - r);
@@ -1399,14 +1432,15 @@ static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
                     __m256 acc = _mm256_loadu_ps(acc0);
                     for (int b = 0; b < nbc; b++) {
                         const int64_t bb = b0 + b;
+                        rows8_prefetch(row, bb, nb, 18, row_bytes);
                         const __m256i a01 = _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64));
                         const __m256i a23 = _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64 + 32));
                         __m256i v[8];
+#pragma GCC unroll 8
                         for (int i = 0; i < 8; i++) {
-                            const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(row[i] + bb * 18 + 2));
-                            const __m256i c01 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 2), m3), _mm_and_si128(x, m3));
-                            const __m256i c23 = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(x, 6), m3),
-                                                                 _mm_and_si128(_mm_srli_epi16(x, 4), m3));
+                            const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(row[i] + bb * 18 + 2)));
+                            const __m256i c01 = _mm256_and_si256(_mm256_srlv_epi32(x, sh01), m3);
+                            const __m256i c23 = _mm256_and_si256(_mm256_srlv_epi32(x, sh23), m3);
                             v[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c01, a01), _mm256_maddubs_epi16(c23, a23)),
                                                      ones);
                         }
@@ -1450,8 +1484,10 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     if (w->type == QT_Q8_0 && a->mode == KQ_FAST) {
         const kact_fast *ac = aq;
         for (int64_t b = 0; b < nb; b++) {               /* unit = block = 32 */
+            rows8_prefetch(row, b, nb, (size_t)bb, row_bytes);
             const kact_fast *ab = &ac[(uint64_t)b / 4];   /* unsigned: b >= 0, a shift */
             const int8_t *q = ab->qs + 32 * ((uint64_t)b % 4);
+#pragma GCC unroll 8
             for (int i = 0; i < 8; i++) v[i] = q8_dot32(row[i] + b * 34 + 2, q);
             const __m256i is = rows8_isum(v);
             rows8_isum_hook(m, c, r, nr, nb, b, is);
@@ -1461,6 +1497,8 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     } else if (w->type == QT_Q8_0) {                     /* ggml: unit = weight block = activation block */
         const kact_ggml *ag = aq;
         for (int64_t b = 0; b < nb; b++) {
+            rows8_prefetch(row, b, nb, (size_t)bb, row_bytes);
+#pragma GCC unroll 8
             for (int i = 0; i < 8; i++) v[i] = q8_dot32(row[i] + b * 34 + 2, ag[b].qs);
             const __m256i is = rows8_isum(v);
             rows8_isum_hook(m, c, r, nr, nb, b, is);
@@ -1471,6 +1509,7 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
         const __m256i ones = _mm256_set1_epi16(1);
         const kact_ggml *ag = aq;
         for (int64_t b = 0; b < nb; b++) {
+            rows8_prefetch(row, b, nb, (size_t)bb, row_bytes);
             __m256 blk = _mm256_setzero_ps();
             for (int h = 0; h < 2; h++) {
                 for (int i = 0; i < 8; i++) v[i] = _mm256_madd_epi16(q2_chunk(row[i] + b * 18 + 2 + 8 * h, ag[2 * b + h].qs), ones);
@@ -1483,6 +1522,7 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     } else if (w->type == QT_Q1_0) {                     /* 18-byte blocks of 128: d, then 16 bytes of bits */
         const __m256i ones = _mm256_set1_epi16(1);
         for (int64_t b = 0; b < nb; b++) {
+            rows8_prefetch(row, b, nb, (size_t)bb, row_bytes);
             const __m256 dw = rows8_scale(row, (size_t)b * 18);
             if (a->mode == KQ_FAST) {                    /* unit = block = one activation block */
                 const kact_fast *ab = (const kact_fast *)aq + b;
@@ -1510,6 +1550,7 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     } else if (w->type == QT_TQ1_0) {                    /* 54-byte blocks of 256, d at byte 52 */
         const __m256i ones = _mm256_set1_epi16(1);
         for (int64_t b = 0; b < nb; b++) {
+            rows8_prefetch(row, b, nb, (size_t)bb, row_bytes);
             const int8_t *aqk[8];
             const kact_fast *af = a->mode == KQ_FAST ? (const kact_fast *)aq + 2 * b : NULL;
             const kact_ggml *ag = a->mode == KQ_FAST ? NULL : (const kact_ggml *)aq + 8 * b;
@@ -1544,6 +1585,7 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     } else if (a->mode == KQ_FAST) {                     /* TQ2_0: unit = half a block = one activation block */
         const kact_fast *ac = aq;
         for (int64_t b = 0; b < nb; b++) {
+            rows8_prefetch(row, b, nb, (size_t)bb, row_bytes);
             const __m256 dw = rows8_scale(row, (size_t)b * 66 + 64);
             for (int h = 0; h < 2; h++) {
                 const kact_fast *ab = &ac[2 * b + h];
@@ -1557,6 +1599,7 @@ static void bk_rows8(const kern_mm_args *m, int c, int64_t r, int nr) {
     } else {                                             /* TQ2_0, ggml: 8 units of 32 per block */
         const kact_ggml *ag = aq;
         for (int64_t b = 0; b < nb; b++) {
+            rows8_prefetch(row, b, nb, (size_t)bb, row_bytes);
             __m256 blk = _mm256_setzero_ps();
             __m256i wv[8];
             for (int i = 0; i < 8; i++) wv[i] = _mm256_setzero_si256();
