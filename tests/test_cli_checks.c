@@ -289,6 +289,46 @@ static void test_quantize_nothing(void **state) {
     unlink(f16);
 }
 
+/* Converting into a ternary type warns when the weights were not ternary. stories260K is an F32
+ * model not trained ternary: its 32 matrices whose rows are a multiple of Q2_0's 64 (the 37 above
+ * but the five ffn_down of width 172) convert, and all 32 are named as not ternary. Into Q8_0 it
+ * converts without that warning, and so does a ternary model (the synthetic qwen3-tiny through
+ * F16) into Q2_0, PQ2_0 and PTQ1_0, whose encoders reproduce it exactly. */
+static void test_quantize_not_ternary(void **state) {
+    (void)state;
+    char tern[4096], out[512], pq[512], f16[512];
+    ru_need_tern(tern, sizeof tern);
+    fx_tmp_path(out, sizeof out, "nt-out.gguf");
+    fx_tmp_path(pq, sizeof pq, "nt-pq2.gguf");
+    fx_tmp_path(f16, sizeof f16, "nt-f16.gguf");
+    char *err = NULL;
+    int rc = ru_tern(NULL, &err, "quantize " SHIPPED " '%s' --type q2_0", out);
+    if (rc != 0 || !strstr(err, "warning: 32 of the 32 converted tensors were not ternary (the worst, '") ||
+        !strstr(err, "so a model not trained ternary loses most of its accuracy; q8_0 or f16 keep it"))
+        fail_msg("stories260K -> q2_0: exit %d (expected 0 and the warning), stderr: %s", rc, err);
+    free(err);
+    err = NULL;
+    rc = ru_tern(NULL, &err, "quantize " SHIPPED " '%s' --type q8_0", out);
+    if (rc != 0 || strstr(err, "warning"))
+        fail_msg("stories260K -> q8_0: exit %d (expected 0, no warning), stderr: %s", rc, err);
+    free(err);
+    err = NULL;
+    if (ru_tern(NULL, &err, "synth --arch qwen3-tiny --seed 5 -o '%s'", pq) != 0) fail_msg("synth: %s", err);
+    free(err);
+    err = NULL;
+    if (ru_tern(NULL, &err, "quantize '%s' '%s' --type f16", pq, f16) != 0) fail_msg("pq2_0 -> f16: %s", err);
+    free(err);
+    static const char *const types[] = {"q2_0", "pq2_0", "ptq1_0"};
+    for (int i = 0; i < 3; i++) {
+        err = NULL;
+        rc = ru_tern(NULL, &err, "quantize '%s' '%s' --type %s", f16, out, types[i]);
+        if (rc != 0 || strstr(err, "warning"))
+            fail_msg("ternary f16 -> %s: exit %d (expected 0, no warning), stderr: %s", types[i], rc, err);
+        free(err);
+    }
+    unlink(out); unlink(pq); unlink(f16);
+}
+
 /* A Q8_0 weight goes into another quantized type only with --allow-requantize (as llama-quantize):
  * without it quantize exits 1 naming the tensor and the flag, writing no OUT; with it, and into
  * F16 without it, the file is written. The Q8_0 file comes from the synthetic qwen3-tiny (PQ2_0:
@@ -468,6 +508,7 @@ int suite_cli_checks(int *n_tests) {
         cmocka_unit_test(test_env_isa),
         cmocka_unit_test(test_quantize_nothing),
         cmocka_unit_test(test_quantize_requantize),
+        cmocka_unit_test(test_quantize_not_ternary),
         cmocka_unit_test(test_run_context_full),
         cmocka_unit_test(test_bos_ends_reply),
         cmocka_unit_test(test_chat_message_too_long),

@@ -133,8 +133,17 @@ static int check_finite(const gguf_tensor *t, const uint8_t *src, int64_t row0, 
                         (long long)row, (long long)col, what, width == 2 ? 4 : 8, (unsigned)bits);
 }
 
+/* What a conversion into a ternary type loses, summed over a tensor's rows: the squared
+ * difference between the input values and the values the output encodes, and the squared input.
+ * Weights that are ternary already (-d, 0, +d per block, d an fp16) convert exactly (err 0);
+ * weights of a model not trained ternary keep roughly half their norm as error. */
+typedef struct {
+    double err, norm;
+} qz_loss;
+#define QZ_LOSSY 0.01   /* relative error (sqrt(err / norm)) above which a tensor counts as not ternary */
+
 static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64_t row0, int64_t n_rows,
-                        uint8_t *out, float *f32, tern_err *err) {
+                        uint8_t *out, float *f32, float *back, qz_loss *loss, tern_err *err) {
     const int64_t K = t->ne[0];
     const bool blocks = qt_get(t->type) && qt_get(t->type)->block > 1;
     /* refuse a damaged source before converting it (the lossless paths would carry a NaN scale on,
@@ -156,6 +165,13 @@ static int convert_rows(const gguf_tensor *t, int dst, const uint8_t *src, int64
     int rc = qt_dequant(t->type, src, f32, n_rows * K);
     if (rc == TERN_OK && !blocks && check_finite(t, src, row0, n_rows, f32, err) != TERN_OK) return TERN_E_FORMAT;
     if (rc == TERN_OK) rc = qt_quantize(dst, f32, out, n_rows * K);
+    if (rc == TERN_OK && qt_get(dst)->ternary && (rc = qt_dequant(dst, out, back, n_rows * K)) == TERN_OK) {
+        for (int64_t k = 0; k < n_rows * K; k++) {
+            const double e = (double)f32[k] - (double)back[k];
+            loss->err += e * e;
+            loss->norm += (double)f32[k] * (double)f32[k];
+        }
+    }
     if (rc != TERN_OK)
         return tern_err_set(err, rc, "tensor '%s': converting %s to %s", t->name, qt_get(t->type) ? qt_get(t->type)->name : "?",
                             qt_get(dst)->name);
@@ -195,7 +211,7 @@ static int quantize_file(const char *in, const opts_out *out, int type, bool all
     gguf_ctx *g = NULL;
     gguf_writer *w = NULL;
     int *dst = NULL;
-    float *f32 = NULL;
+    float *f32 = NULL, *back = NULL;
     uint8_t *buf = NULL;
     int rc = gguf_open(&g, in, GGUF_LOAD_MMAP, err);
     if (rc != TERN_OK) return rc;
@@ -276,7 +292,11 @@ static int quantize_file(const char *in, const opts_out *out, int type, bool all
     const int64_t chunk = TERN_MAX((int64_t)1, ((int64_t)1 << 20) / max_k);
     f32 = malloc((size_t)(chunk * max_k) * sizeof(float));
     buf = malloc((size_t)(chunk * max_k) * sizeof(float));
-    if (!f32 || !buf) { rc = tern_err_set(err, TERN_E_NOMEM, "quantize: row buffers"); goto done; }
+    back = malloc((size_t)(chunk * max_k) * sizeof(float));
+    if (!f32 || !buf || !back) { rc = tern_err_set(err, TERN_E_NOMEM, "quantize: row buffers"); goto done; }
+    int n_lossy = 0;          /* tensors converted into a ternary type with a relative error over QZ_LOSSY */
+    double worst = 0;
+    const char *worst_name = NULL;
     if ((rc = gguf_w_begin(w, out->write_path, err)) != TERN_OK) goto done;
     uintptr_t rel = (uintptr_t)g->buf;   /* input pages below rel are released (g->buf is page aligned) */
     for (uint64_t i = 0; i < g->n_tensors; i++) {
@@ -295,11 +315,18 @@ static int quantize_file(const char *in, const opts_out *out, int type, bool all
             goto done;
         }
         const int64_t n_rows = t->ne[1] * t->ne[2] * t->ne[3];
+        qz_loss loss = {0, 0};
         for (int64_t r0 = 0; r0 < n_rows; r0 += chunk) {
             const int64_t n = TERN_MIN(chunk, n_rows - r0);
-            if ((rc = convert_rows(t, dst[i], t->data + (uint64_t)r0 * src_row, r0, n, buf, f32, err)) != TERN_OK) goto done;
+            if ((rc = convert_rows(t, dst[i], t->data + (uint64_t)r0 * src_row, r0, n, buf, f32, back, &loss, err)) != TERN_OK)
+                goto done;
             if ((rc = gguf_w_tensor_data(w, (int)i, buf, dst_row * (uint64_t)n, err)) != TERN_OK) goto done;
             release_behind(g, &rel, t->data + (uint64_t)(r0 + n) * src_row);
+        }
+        const double rel_err = loss.norm > 0 ? sqrt(loss.err / loss.norm) : 0;
+        if (rel_err > QZ_LOSSY) {
+            n_lossy++;
+            if (rel_err > worst) { worst = rel_err; worst_name = t->name; }
         }
     }
     rc = gguf_w_end(w, err);
@@ -309,12 +336,18 @@ static int quantize_file(const char *in, const opts_out *out, int type, bool all
         if (n_unfit)
             fprintf(stderr, "tern quantize: note: %d weight matrices kept their type because their rows are not a multiple "
                     "of %s's block of %d (e.g. '%s')\n", n_unfit, qt_get(type)->name, qt_get(type)->block, unfit);
+        if (n_lossy)
+            fprintf(stderr, "tern quantize: warning: %d of the %d converted tensors were not ternary (the worst, '%s', "
+                    "now differs from its input by %.0f%% of its norm): %s holds -d, 0, +d per block, so a model not "
+                    "trained ternary loses most of its accuracy; q8_0 or f16 keep it\n", n_lossy, n_conv, worst_name,
+                    100 * worst, qt_get(type)->name);
     }
 done:
     gguf_w_free(w);
     gguf_close(g);
     free(dst);
     free(f32);
+    free(back);
     free(buf);
     return rc;
 }
@@ -334,7 +367,9 @@ static void quantize_usage(FILE *f) {
             "and BF16 alpha/beta keep their type. PQ2_0 <-> PTQ1_0 is lossless and refuses a block with\n"
             "code 3. A weight of a non-ternary quantized type (Q8_0, ...) goes into another quantized type\n"
             "only with --allow-requantize. Metadata is copied (general.file_type updated). When no tensor can be converted\n"
-            "(all are of the type already or none fits its block) it says why and exits 1, writing no OUT.\n");
+            "(all are of the type already or none fits its block) it says why and exits 1, writing no OUT.\n"
+            "The ternary types hold -d, 0, +d per block: converting weights that are not ternary warns (the file is\n"
+            "still written); a model not trained ternary loses most of its accuracy in them.\n");
     opts_help(f, &OPT_TABLE(quantize_defs), 1);
 }
 
