@@ -1380,8 +1380,9 @@ static inline void rows8_isum_hook(const kern_mm_args *m, int c, int64_t r, int 
  * 1524 in int16) and one vpmaddwd per row and block; rows8_isum folds 8 rows' vectors into their 8
  * block sums at once, minus the unit's sum(q) (bsums) = isum = sum((u - 1) q) exactly. Float order
  * of kern_impl.h: acc = fmaf(d_w * d_a, (float)isum, acc) per 64-unit in order, one lane per row
- * (vfmadd: the same single rounding). Rows in chunks whose weights stay in L2 while every column
- * passes; a last group of fewer than 8 rows repeats its last row and stores only its own. */
+ * (vfmadd: the same single rounding). Rows in chunks whose weights stay in L2 while the columns
+ * pass, two at a time (q2_group: the codes unpacked once for both; tiles of 4 columns spill and
+ * were slower); a last group of fewer than 8 rows repeats its last row and stores only its own. */
 #define Q2_CHUNK_BYTES (96 * 1024)   /* rows per chunk: their weights stay in L2 while every column passes */
 #define Q2_KB 272                    /* blocks per K chunk (K = 17408): a 17 KB slot-major copy on the stack */
 
@@ -1401,57 +1402,86 @@ static inline void q2_slot_major(int8_t *dst, const int8_t *q, int n) {
     }
 }
 
+/* Rows r .. r + nr - 1 (one group of 8) x NC (1 or 2) consecutive columns c0 .. over blocks
+ * [b0, b0 + nbc) of the K chunk whose slot-major copies are pm[c]: each row's codes are loaded
+ * and unpacked once for the NC columns, and the rows' scales converted once. Each column keeps
+ * its own float accumulator in the order above, so the result is that of one column at a time. */
+static inline __attribute__((always_inline)) void q2_group(const kern_mm_args *m, const int NC, const kact_fast *const *ac,
+                                                          const int8_t *const *pm, int c0, int64_t r, int nr, int64_t b0,
+                                                          int nbc, int64_t nb, size_t row_bytes) {
+    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    const __m256i sh01 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), sh23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);
+    const uint8_t *row[8];
+    for (int i = 0; i < 8; i++) row[i] = m->w->data + (size_t)(r + (i < nr ? i : nr - 1)) * row_bytes;
+    __m256 acc[2];
+    for (int c = 0; c < NC; c++) {
+        float acc0[8] = {0};                          /* carried between K chunks unchanged */
+        if (b0 > 0)
+            for (int i = 0; i < nr; i++) acc0[i] = m->y[(c0 + c) * m->ldy + r + i];
+        acc[c] = _mm256_loadu_ps(acc0);
+    }
+    for (int b = 0; b < nbc; b++) {
+        const int64_t bb = b0 + b;
+        rows8_prefetch(row, bb, nb, 18, row_bytes);
+        __m256i a01[2], a23[2], p[2][4];
+        for (int c = 0; c < NC; c++) {
+            a01[c] = _mm256_load_si256((const __m256i *)(const void *)(pm[c] + b * 64));
+            a23[c] = _mm256_load_si256((const __m256i *)(const void *)(pm[c] + b * 64 + 32));
+        }
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {                 /* rows 2k, 2k + 1, paired by vphaddd at once */
+            __m256i v[2][2];
+#pragma GCC unroll 2
+            for (int e = 0; e < 2; e++) {
+                const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(row[2 * k + e] + bb * 18 + 2)));
+                const __m256i c01 = _mm256_and_si256(_mm256_srlv_epi32(x, sh01), m3);
+                const __m256i c23 = _mm256_and_si256(_mm256_srlv_epi32(x, sh23), m3);
+                for (int c = 0; c < NC; c++)
+                    v[c][e] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c01, a01[c]), _mm256_maddubs_epi16(c23, a23[c])),
+                                                ones);
+            }
+            for (int c = 0; c < NC; c++) p[c][k] = _mm256_hadd_epi32(v[c][0], v[c][1]);
+        }
+        const __m256 dw = rows8_scale(row, (size_t)bb * 18);
+        for (int c = 0; c < NC; c++) {                /* rows8_isum's tree on the pairs */
+            const __m256i h0 = _mm256_hadd_epi32(p[c][0], p[c][1]), h1 = _mm256_hadd_epi32(p[c][2], p[c][3]);
+            const __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+            const kact_fast *ab = &ac[c][bb / 2];
+            const int16_t *bs = ab->bsums + (bb % 2) * 4;
+            const __m256i is = _mm256_sub_epi32(sum, _mm256_set1_epi32((int32_t)bs[0] + bs[1] + bs[2] + bs[3]));
+            rows8_isum_hook(m, c0 + c, r, nr, nb, bb, is);
+            acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(ab->d)), _mm256_cvtepi32_ps(is), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; c++) rows8_store(m, c0 + c, r, nr, acc[c]);
+}
+
 static void mm_q2_0_fast(const kern_mm_args *m, int64_t r0, int64_t r1) {
     const kern_w *w = m->w;
     const kern_act *a = m->a;
     const int64_t K = w->n_in, nb = K / 64;
     const size_t col = kern_act_col_bytes(KQ_FAST, K), row_bytes = (size_t)nb * 18;
     const int64_t rows_per = TERN_MAX((int64_t)8, (int64_t)(Q2_CHUNK_BYTES / row_bytes) / 8 * 8);
-    const __m256i m3 = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
-    const __m256i sh01 = _mm256_setr_epi32(0, 0, 0, 0, 2, 2, 2, 2), sh23 = _mm256_setr_epi32(4, 4, 4, 4, 6, 6, 6, 6);
-    int8_t pm[Q2_KB * 64] __attribute__((aligned(32)));
+    int8_t pm[2][Q2_KB * 64] __attribute__((aligned(32)));
     for (int64_t rc = r0; rc < r1; rc += rows_per) {
         const int64_t rc1 = TERN_MIN(r1, rc + rows_per);
-        for (int c = 0; c < a->ncols; c++) {
-            const kact_fast *ac = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)c);
-            float *y = m->y + c * m->ldy;
+        for (int c0 = 0; c0 < a->ncols; c0 += 2) {   /* columns in pairs (a last one alone) */
+            const int nc = TERN_MIN(2, a->ncols - c0);
+            const kact_fast *ac[2];
+            const int8_t *pmc[2] = {pm[0], pm[1]};
+            for (int c = 0; c < nc; c++) ac[c] = (const kact_fast *)(const void *)((const uint8_t *)a->q + col * (size_t)(c0 + c));
             for (int64_t b0 = 0; b0 < nb; b0 += Q2_KB) {
                 const int nbc = (int)TERN_MIN((int64_t)Q2_KB, nb - b0);
-                for (int b = 0; b < nbc;) {                  /* the chunk's slot-major copy, an activation block at a time */
-                    const int h = (int)((b0 + b) % 2), n = TERN_MIN(2 - h, nbc - b);
-                    q2_slot_major(pm + b * 64, ac[(b0 + b) / 2].qs + h * 64, n);
-                    b += n;
-                }
+                for (int c = 0; c < nc; c++)
+                    for (int b = 0; b < nbc;) {              /* the chunk's slot-major copy, an activation block at a time */
+                        const int h = (int)((b0 + b) % 2), n = TERN_MIN(2 - h, nbc - b);
+                        q2_slot_major(pm[c] + b * 64, ac[c][(b0 + b) / 2].qs + h * 64, n);
+                        b += n;
+                    }
                 for (int64_t r = rc; r < rc1; r += 8) {
                     const int nr = (int)TERN_MIN((int64_t)8, rc1 - r);
-                    const uint8_t *row[8];
-                    for (int i = 0; i < 8; i++) row[i] = w->data + (size_t)(r + (i < nr ? i : nr - 1)) * row_bytes;
-                    float acc0[8] = {0};                          /* carried between K chunks unchanged */
-                    if (b0 > 0)
-                        for (int i = 0; i < nr; i++) acc0[i] = y[r + i];
-                    __m256 acc = _mm256_loadu_ps(acc0);
-                    for (int b = 0; b < nbc; b++) {
-                        const int64_t bb = b0 + b;
-                        rows8_prefetch(row, bb, nb, 18, row_bytes);
-                        const __m256i a01 = _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64));
-                        const __m256i a23 = _mm256_load_si256((const __m256i *)(const void *)(pm + b * 64 + 32));
-                        __m256i v[8];
-#pragma GCC unroll 8
-                        for (int i = 0; i < 8; i++) {
-                            const __m256i x = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(row[i] + bb * 18 + 2)));
-                            const __m256i c01 = _mm256_and_si256(_mm256_srlv_epi32(x, sh01), m3);
-                            const __m256i c23 = _mm256_and_si256(_mm256_srlv_epi32(x, sh23), m3);
-                            v[i] = _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(c01, a01), _mm256_maddubs_epi16(c23, a23)),
-                                                     ones);
-                        }
-                        const kact_fast *ab = &ac[bb / 2];
-                        const int16_t *bs = ab->bsums + (bb % 2) * 4;
-                        const __m256i is = _mm256_sub_epi32(rows8_isum(v), _mm256_set1_epi32((int32_t)bs[0] + bs[1] + bs[2] + bs[3]));
-                        rows8_isum_hook(m, c, r, nr, nb, bb, is);
-                        acc = _mm256_fmadd_ps(_mm256_mul_ps(rows8_scale(row, (size_t)bb * 18), _mm256_set1_ps(ab->d)),
-                                              _mm256_cvtepi32_ps(is), acc);
-                    }
-                    rows8_store(m, c, r, nr, acc);
+                    if (nc == 2) q2_group(m, 2, ac, pmc, c0, r, nr, b0, nbc, nb, row_bytes);
+                    else q2_group(m, 1, ac, pmc, c0, r, nr, b0, nbc, nb, row_bytes);
                 }
             }
         }
