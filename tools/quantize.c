@@ -136,7 +136,8 @@ static int check_finite(const gguf_tensor *t, const uint8_t *src, int64_t row0, 
 /* What a conversion into a ternary type loses, summed over a tensor's rows: the squared
  * difference between the input values and the values the output encodes, and the squared input.
  * Weights that are ternary already (-d, 0, +d per block, d an fp16) convert exactly (err 0);
- * weights of a model not trained ternary keep roughly half their norm as error. */
+ * those of a model not trained ternary lose a large share of their norm (stories260K: 75% in
+ * its worst tensor). */
 typedef struct {
     double err, norm;
 } qz_loss;
