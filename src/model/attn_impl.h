@@ -10,6 +10,8 @@
  *   ATTN_LD_F16(p)         an expression: the 8 fp16 values at p widened to an attn_v8f
  *   ATTN_CG_WIDE           optional: output chunks per pass of the weighted V sum for 5-8
  *                          queries (default 1; 2 with 32 vector registers: 16 accumulators)
+ *   ATTN_PV_HALVES         optional, 1 or 0 (default): with ATTN_CG_WIDE 1, the weighted V sum of
+ *                          5-8 queries in two halves of 2 chunks per pass (attn_tile_body)
  *   ATTN_V16               optional: 16-lane vectors exist (AVX-512F), with ATTN_LD_F16_16(p)
  *                          the 16 fp16 values at p widened to an attn_v16f. The dot products
  *                          then take two keys per vector (key j in lanes 0-7, key j + 1 in
@@ -33,6 +35,9 @@
 #endif
 #ifndef ATTN_CG_WIDE
 #define ATTN_CG_WIDE 1
+#endif
+#ifndef ATTN_PV_HALVES
+#define ATTN_PV_HALVES 0
 #endif
 
 #include <limits.h>
@@ -310,9 +315,11 @@ ATTN_INLINE void ATTN_FN(attn_pv)(const int NQ, const bool f32, float *const *ou
  * NQ x CG accumulators in registers, loaded from out and stored back, so that a tile of few
  * queries still has several independent add chains per row (one chain per query and chunk: the
  * add's latency, not its throughput, bounds a chain of one). Each accumulator adds the rows in
- * increasing order, as attn_pv: the same bits. */
-ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, float *const *out, const int *n_kv,
-                                    int n_min, int j0, int j1, const uint8_t *v0, size_t vs, const float *P, int i) {
+ * increasing order, as attn_pv: the same bits. PS: P's row stride (NQ, or the tile's query count
+ * when these NQ queries are part of a tile: P and n_kv then start at the first of them). */
+ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int PS, const int CG, const bool f32, float *const *out,
+                                    const int *n_kv, int n_min, int j0, int j1, const uint8_t *v0, size_t vs, const float *P,
+                                    int i) {
     attn_v8f o[8][4];
 #pragma GCC unroll 8
     for (int s = 0; s < NQ; s++)
@@ -327,7 +334,7 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
         for (int c = 0; c < CG; c++) vv[c] = ATTN_FN(attn_ld_row)(v0 + (size_t)j * vs, i + 8 * c, 8, f32);
 #pragma GCC unroll 8
         for (int s = 0; s < NQ; s++) {
-            const float p = P[(size_t)(j - j0) * NQ + s];
+            const float p = P[(size_t)(j - j0) * PS + s];
             const attn_v8f pv = {p, p, p, p, p, p, p, p};
 #pragma GCC unroll 4
             for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
@@ -340,7 +347,7 @@ ATTN_INLINE void ATTN_FN(attn_pv_g)(const int NQ, const int CG, const bool f32, 
 #pragma GCC unroll 8
         for (int s = 0; s < NQ; s++) {
             if (j >= n_kv[s]) continue;
-            const float p = P[(size_t)(j - j0) * NQ + s];
+            const float p = P[(size_t)(j - j0) * PS + s];
             const attn_v8f pv = {p, p, p, p, p, p, p, p};
 #pragma GCC unroll 4
             for (int c = 0; c < CG; c++) o[s][c] += pv * vv[c];
@@ -586,7 +593,17 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
 #endif
         if (CG > 1)
             for (; i0 + 8 * CG <= hd_v; i0 += 8 * CG)
-                ATTN_FN(attn_pv_g)(NQ, CG, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
+                ATTN_FN(attn_pv_g)(NQ, NQ, CG, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
+        /* ATTN_PV_HALVES, 5-8 queries: the queries in two halves of at most 4, each with 2 chunks
+         * in registers (8 accumulators beside 2 V chunks and a broadcast): every broadcast
+         * probability serves 2 chunks instead of 1; the same adds per accumulator */
+        if (ATTN_PV_HALVES && CG == 1 && NQ > 4) {
+            const int NA = (NQ + 1) / 2;
+            for (; i0 + 16 <= hd_v; i0 += 16) {
+                ATTN_FN(attn_pv_g)(NA, NQ, 2, f32, out, n_kv, n_min, jb, je, v0, vs, P, i0);
+                ATTN_FN(attn_pv_g)(NQ - NA, NQ, 2, f32, out + NA, n_kv + NA, n_min, jb, je, v0, vs, P + NA, i0);
+            }
+        }
         for (int i = i0; i < hd_v; i += 8) {
             if (i + 8 <= hd_v) ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, P, i, 8);
             else ATTN_FN(attn_pv)(NQ, f32, out, n_kv, n_min, jb, je, v0, vs, P, i, hd_v - i);
@@ -620,6 +637,7 @@ void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, co
 #undef ATTN_PF_ROWS
 #undef ATTN_PV_ROWS
 #undef ATTN_CG_WIDE
+#undef ATTN_PV_HALVES
 #undef ATTN_QP_MAX
 #undef ATTN_FN
 #undef ATTN_CAT

@@ -18,6 +18,7 @@
 
 #define ATTN_SUFFIX avx2
 #define ATTN_LD_F16(p) attn_ld_f16c(p)
+#define ATTN_PV_HALVES 1   /* the prefill tile 1.11x as fast on Zen 3 (bench/RESULTS.md host B) */
 #include "model/attn_impl.h"
 
 #define SWIGLU_SUFFIX avx2
