@@ -846,7 +846,11 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * -mcpu=znver3 on the compiled loop). Unpacking a wide batch's slots once per chunk of groups
  * into a 128 KB buffer that every column tile then loads (no vpsrlw/vpand in the tiles: 112 of
  * the ~656) read the same in bonsai-1.7b pp512 on Zen 3: 40 alternating pairs against this
- * tile, median ratios 1.09, 1.03 and 1.01 in three sets. */
+ * tile, median ratios 1.09, 1.03 and 1.01 in three sets. The activation as the memory operand
+ * on Zen 3 too (K chunks of 4 blocks expanded once per chunk of groups and read by each group,
+ * the f32 sums carried between chunks; same bits) ran 4-16% slower than this tile at 16-512
+ * columns (the mean of 10 alternating calls in one process: a timing loop outside the
+ * benchmarks). */
 #define R16Y_VNNI 0
 #ifndef R16Y_TH
 #define R16Y_TH 2       /* 16 rows x up to 4 columns: 8 int16 accumulators */
