@@ -974,6 +974,48 @@ static void test_bench_parallel(void **state) {
     free(err);
 }
 
+/* bench --interleave loads the model once per thread count and runs each test's repeats on all of
+ * them in turn, so its rows come test by test (each test at every count, in -t's order); without
+ * it, count by count (every test at one count, then the next). Each row carries its own count,
+ * and the two counts' rows of one test have the same bytes per token. */
+static void test_bench_interleave(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    static const struct { const char *flag; const char *test[4]; int threads[4]; } cases[] = {
+        {"--interleave", {"pp4", "pp4", "tg4", "tg4"}, {2, 1, 2, 1}},
+        {"", {"pp4", "tg4", "pp4", "tg4"}, {2, 2, 1, 1}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char *out = NULL, *err = NULL;
+        const int rc = ru_tern(&out, &err, "bench -m '%s' -p 4 -n 4 -r 2 -t 2,1 --json %s", model, cases[c].flag);
+        if (rc != 0) fail_msg("bench -t 2,1 %s: exit %d, stderr: %s", cases[c].flag, rc, err);
+        double bytes[4] = {0};
+        int n = 0;
+        for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+            cJSON *row = cJSON_Parse(line);
+            if (!row) fail_msg("bench %s: a line that is not JSON: %s", cases[c].flag, line);
+            const cJSON *th = cJSON_GetObjectItem(row, "threads"), *test = cJSON_GetObjectItem(row, "test");
+            if (n >= 4 || !cJSON_IsNumber(th) || th->valueint != cases[c].threads[n] || !cJSON_IsString(test) ||
+                strcmp(test->valuestring, cases[c].test[n]) != 0)
+                fail_msg("bench -t 2,1 %s: row %d: expected test '%s' at %d threads, got: %s", cases[c].flag, n + 1,
+                         n < 4 ? cases[c].test[n] : "none", n < 4 ? cases[c].threads[n] : 0, line);
+            const double tps = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "t_s"));
+            if (!(tps > 0) || !isfinite(tps)) fail_msg("bench %s: row %d: t/s %f", cases[c].flag, n + 1, tps);
+            bytes[n] = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "bytes_per_token"));
+            cJSON_Delete(row);
+            n++;
+        }
+        if (n != 4) fail_msg("bench -t 2,1 %s: expected 4 rows, got %d", cases[c].flag, n);
+        const int tg0 = c == 0 ? 2 : 1, tg1 = 3;   /* the two tg4 rows */
+        if (!(bytes[tg0] > 0) || bytes[tg0] != bytes[tg1])
+            fail_msg("bench %s: the tg4 rows read %.0f and %.0f bytes per token; expected the same", cases[c].flag,
+                     bytes[tg0], bytes[tg1]);
+        free(out);
+        free(err);
+    }
+}
+
 /* perplexity prints llama-perplexity's `+/- error`: `PPL = x +/- se`,
  * se = PPL * sqrt(var(nll) / (n - 1)) (the delta method over the n scored negative
  * log-likelihoods). Checked on two predictions, whose nlls come from separate runs (causal: the
@@ -1426,6 +1468,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_chat_empty_system),
         cmocka_unit_test(test_bench_busy_cpu),
         cmocka_unit_test(test_bench_parallel),
+        cmocka_unit_test(test_bench_interleave),
         cmocka_unit_test(test_bench_share_rule),
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),

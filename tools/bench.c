@@ -15,6 +15,11 @@
  * counted; a row whose every repeat is above says so instead of a share.
  * --busy-cpu N starts a competing busy-loop process pinned to CPU N for the whole run and stops
  * it at the end: the figure of a busy machine.
+ * --interleave loads the model once per thread count, all of them at once, and runs each
+ * repeat of a test on every count in turn (the order reversed every other repeat): a shared
+ * host's neighbours move single runs by a third or more between seconds, and the rows of one
+ * test then see the same seconds, so their ratio (-t 2 over -t 1 beside a competitor) is not
+ * that drift. Without it, each count's model is loaded, run through every test and freed in turn.
  * -np N runs each tg test as N sequences decoded in lockstep, one token of each per forward pass
  * (tern_batch_eval, as tern serve batches its slots; llama-batched-bench's S_TG): the row
  * "tgL xN" gives the aggregate t/s (N L tokens over the time of L passes), and its ceiling counts
@@ -50,7 +55,7 @@ static double now_s(void) {
 #define BW_REP_PASSES 5
 
 enum { BENCH_PP = 1, BENCH_TG, BENCH_DEPTH, BENCH_THREADS, BENCH_REPS, BENCH_JSON, BENCH_OUTPUT, BENCH_PROFILE, BENCH_BUSY,
-       BENCH_NP };
+       BENCH_NP, BENCH_INTERLEAVE };
 #define BENCH_NP_MAX 64
 static const opt_def bench_defs[] = {
     {BENCH_PP, "-p, --n-prompt", OPT_LIST, "LIST", 0, 1 << 20, NULL, "prompt lengths (pp tests; default 64,512; 0 = none)"},
@@ -66,6 +71,9 @@ static const opt_def bench_defs[] = {
      "run a competing busy-loop process pinned to CPU N during the whole run (a busy machine)"},
     {BENCH_NP, "-np, --parallel", OPT_LIST, "LIST", 1, BENCH_NP_MAX, NULL,
      "sequences decoded together in each tg test, one token of each per forward pass; t/s is their aggregate (default 1)"},
+    {BENCH_INTERLEAVE, "--interleave", OPT_FLAG, NULL, 0, 0, NULL,
+     "load the model once per thread count, all at once, and alternate their repeats, so that the rows of one test "
+     "see the same minutes of a shared machine (memory: one copy of the model per count)"},
 };
 
 /* A child process that spins on CPU `cpu` until killed; -1 if it cannot be started or pinned
@@ -177,13 +185,290 @@ static void stats(const double *v, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
 }
 
+/* One thread count's model under test, its sessions (ss[0]: pp tests and one-sequence tg; all
+ * max_np of them: -np) and the current test's repeats. */
+typedef struct {
+    tern_model *m;
+    tern_session *ss[BENCH_NP_MAX];
+    tern_model_info info;
+    float *logits;                  /* -np N: the logits of a lockstep pass, N x n_vocab */
+    double bwp[BW_PASSES], bw;      /* the probe after the load (sorted), its best pass */
+    bool model_in_cache;
+    uint64_t kv_pos, state1;        /* K/V bytes of one position over every layer; one sequence's state */
+    double *tv, *fr, *bwall;        /* per repeat: t/s, share of its ceiling; every probe pass of the test */
+    int n_bw;
+    double bytes, bw_r;             /* the test's bytes per pass (0: no ceiling); the current repeat's ceiling */
+    bool in_cache, rep_probe;
+    tern_profile prof;
+} bench_unit;
+
+/* What every unit of a run shares: the tests, the token ids, the output. */
+typedef struct {
+    const opts_common *oc;
+    const int *pp, *tg, *dep, *np;
+    int n_pp, n_tg, n_dep, n_np, reps, max_np;
+    bool json, array, profile;
+    int busy_cpu;
+    int *n_rows;
+    const int32_t *ids;
+    const char *name;
+    unsigned long long llc;
+} bench_cfg;
+
+static void unit_free(bench_unit *u, int max_np) {
+    for (int q = 0; q < max_np; q++) tern_session_free(u->ss[q]);
+    tern_model_free(u->m);
+    free(u->logits);
+    free(u->tv);
+    free(u->fr);
+    free(u->bwall);
+    memset(u, 0, sizeof *u);
+}
+
+/* Load the model at `threads` threads with its sessions, and probe the bandwidth with them. 0 or
+ * 1 (the error printed). */
+static int unit_load(bench_unit *u, opts_common *oc, int threads, int max_np, int reps) {
+    tern_err err = {0};
+    memset(u, 0, sizeof *u);
+    oc->n_threads = threads;
+    u->tv = malloc((size_t)reps * sizeof *u->tv);
+    u->fr = malloc((size_t)reps * sizeof *u->fr);
+    u->bwall = malloc(((size_t)reps * BW_REP_PASSES + BW_PASSES) * sizeof *u->bwall);
+    if (!u->tv || !u->fr || !u->bwall) { fprintf(stderr, "tern bench: out of memory\n"); return 1; }
+    if (opts_load(oc, &u->m, &u->ss[0], &err)) {
+        fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
+        return 1;
+    }
+    tern_model_get_info(u->m, &u->info);
+    tern_session *const s = u->ss[0];
+    if (max_np > 1) {   /* the other sequences of -np: sessions like the first */
+        tern_session_opts so;
+        tern_session_opts_default(&so);
+        so.n_ctx = tern_session_n_ctx(s);
+        so.n_batch = tern_session_n_batch(s);
+        so.kv_f32 = oc->kv_f32;
+        uint64_t kv_one = 0, st_one = 0, avail = 0;
+        tern_session_mem(u->m, &so, &kv_one, &st_one, &avail);
+        const double need = (double)(max_np - 1) * (double)(kv_one + st_one);
+        if (avail > 0 && need > (double)avail) {   /* as tern serve -np: checked before any allocates */
+            fprintf(stderr, "tern bench: -np %d: %d more sequences of %d tokens need %.1f MB of caches, %.1f MB are "
+                            "available; expected fewer sequences or a shorter test (-n, -d)\n",
+                    max_np, max_np - 1, so.n_ctx, need / 1e6, (double)avail / 1e6);
+            return 1;
+        }
+        for (int q = 1; q < max_np; q++)
+            if (tern_session_init(&u->ss[q], u->m, &so, &err)) {
+                fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
+                return 1;
+            }
+        u->logits = malloc((size_t)max_np * (size_t)u->info.n_vocab * sizeof *u->logits);
+        if (!u->logits) {
+            fprintf(stderr, "tern bench: -np %d: out of memory for %d x %d logits\n", max_np, max_np, u->info.n_vocab);
+            return 1;
+        }
+    }
+    if (tern_membw_passes(u->info.n_threads, (size_t)512 << 20, BW_PASSES, u->bwp, &err)) {
+        fprintf(stderr, "tern bench: bandwidth probe: %s\n", err.msg);
+        err.code = TERN_OK;
+    }
+    qsort(u->bwp, BW_PASSES, sizeof u->bwp[0], bench_cmp_dbl);
+    u->bw = u->bwp[BW_PASSES - 1];                    /* best pass: the ceiling */
+    /* cache residency of the model's bytes per token, probed once per load; a test's K/V
+     * rows can still take it past the cache's size (checked per test) */
+    u->model_in_cache = opts_fits_llc(u->info.n_threads, (double)u->info.bytes_per_token, u->bw);
+    tern_session_opts so1;
+    tern_session_opts_default(&so1);
+    so1.n_ctx = 1;
+    so1.kv_f32 = oc->kv_f32;
+    tern_session_mem(u->m, &so1, &u->kv_pos, &u->state1, NULL);
+    return 0;
+}
+
+/* One repeat of a test on unit u (r = -1: the warm-up, not recorded). 0 or 1 (err set). */
+static int unit_rep(bench_unit *u, const bench_cfg *c, int r, int kind, int len, int depth, int npar, tern_err *err) {
+    for (int q = 0; q < npar; q++) {        /* the depth's tokens: not timed */
+        tern_session_reset(u->ss[q]);
+        if (depth > 0 && !tern_session_eval(u->ss[q], c->ids, depth, err)) return 1;
+    }
+    u->bw_r = u->bw;
+    if (r >= 0 && u->rep_probe) {
+        double pr[BW_REP_PASSES] = {0};
+        if (tern_membw_passes(u->info.n_threads, (size_t)512 << 20, BW_REP_PASSES, pr, err)) {
+            fprintf(stderr, "tern bench: bandwidth probe: %s\n", err->msg);
+            err->code = TERN_OK;
+        }
+        u->bw_r = 0;
+        for (int k = 0; k < BW_REP_PASSES; k++) {
+            u->bwall[u->n_bw++] = pr[k];
+            u->bw_r = pr[k] > u->bw_r ? pr[k] : u->bw_r;
+        }
+    }
+    if (r >= 0 && c->profile) tern_profile_enable(true);
+    tern_session *const s = u->ss[0];
+    const int32_t *tk = c->ids + depth;
+    const double t0 = now_s();
+    if (kind == 0) {
+        if (!tern_session_eval(s, tk, len, err)) return 1;
+    } else if (npar == 1) {
+        for (int k = 0; k < len; k++)
+            if (!tern_session_eval(s, &tk[k], 1, err)) return 1;
+    } else {
+        for (int k = 0; k < len; k++) {   /* sequence q reads the ids from its own offset */
+            int32_t tq[BENCH_NP_MAX];
+            for (int q = 0; q < npar; q++) tq[q] = tk[(k + 7 * q) % len];
+            if (tern_batch_eval(u->ss, tq, npar, u->logits, err)) return 1;
+        }
+    }
+    const double dt = now_s() - t0;
+    if (r >= 0 && c->profile) {
+        tern_profile pr;
+        tern_profile_get(&pr);
+        tern_profile_enable(false);
+        prof_add(&u->prof, &pr);
+    }
+    if (r >= 0) {
+        u->tv[r] = (double)npar * len / dt;
+        u->fr[r] = kind == 1 && u->bytes > 0 && u->bw_r > 0 ? u->tv[r] / (npar * u->bw_r * 1e9 / u->bytes) : NAN;
+    }
+    return 0;
+}
+
+/* The row of unit u's finished test (and its profile line). */
+static void unit_row(bench_unit *u, const bench_cfg *c, const char *test, int kind, int depth, int npar, double kv_tok) {
+    const tern_model_info *info = &u->info;
+    const int reps = c->reps;
+    double mean, sd;
+    stats(u->tv, reps, &mean, &sd);
+    qsort(u->bwall, (size_t)u->n_bw, sizeof u->bwall[0], bench_cmp_dbl);
+    const double bw_hi = u->bwall[u->n_bw - 1], bw_lo = u->bwall[0], bw_med = u->bwall[u->n_bw / 2];
+    const double ceil_tps = kind == 1 && u->bytes > 0 ? npar * bw_hi * 1e9 / u->bytes : 0;
+    double frac_raw = NAN, fr_lo = NAN, fr_hi = NAN;
+    int n_above = 0;
+    if (kind == 1 && u->bytes > 0 && !isnan(u->fr[0])) {   /* bench_share.h: repeats above 1 left out */
+        const bench_share sh = bench_share_of(u->fr, reps, u->in_cache);
+        frac_raw = sh.med;
+        n_above = sh.n_above;
+        if (!sh.none) fr_lo = sh.lo, fr_hi = sh.hi;
+    }
+    const bool above = n_above > 0 && n_above == reps;
+    const double frac = above ? NAN : frac_raw;
+    if (c->json) {
+        char ceil_s[32] = "null";   /* pp rows: no decode ceiling */
+        if (ceil_tps > 0) snprintf(ceil_s, sizeof ceil_s, "%.4f", ceil_tps);
+        if (c->array) printf(*c->n_rows ? ",\n" : "[\n");
+        (*c->n_rows)++;
+        printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
+               "\"numerics\": \"%s\", \"test\": \"%s\", \"n_depth\": %d, \"n_parallel\": %d, \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
+               "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %.0f, "
+               "\"kv_bytes_per_token\": %.0f, "
+               "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
+               "\"ceiling_t_s\": %s, \"busy_cpu\": %d, \"cache_resident\": %s, ",
+               c->name, info->arch, (unsigned long long)info->weight_bytes, info->isa,
+               opts_numerics_name(c->oc->numerics), test, depth, npar, info->n_threads, c->oc->n_batch, reps, mean, sd, bw_hi,
+               kind == 1 ? u->bytes : (double)info->bytes_per_token, kv_tok, bw_lo, bw_med, u->n_bw, ceil_s, c->busy_cpu,
+               u->in_cache ? "true" : "false");
+        if (isnan(frac) || u->in_cache) printf("\"frac_of_ceiling\": null");   /* as the table's "-" */
+        else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);
+        if (above) printf(", \"above_ceiling\": %.4f", frac_raw);
+        if (kind == 1 && !u->in_cache && !isnan(frac_raw)) printf(", \"reps_above_ceiling\": %d", n_above);
+        printf(c->array ? "}" : "}\n");
+    } else {
+        char pct[160] = "-";
+        if (above)
+            snprintf(pct, sizeof pct, "no result: %.0f%% is above the ceiling (the probe read slower than "
+                     "the model: a busy machine, or weights served in part by the cache)", 100 * frac_raw);
+        else if (!isnan(frac) && u->in_cache)
+            snprintf(pct, sizeof pct, "- (fits in cache: not bound by DRAM)");
+        else if (!isnan(frac) && n_above)
+            snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f; %d of %d repeats above the ceiling, left out)", 100 * frac,
+                     100 * fr_lo, 100 * fr_hi, n_above, reps);
+        else if (!isnan(frac))
+            snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f)", 100 * frac, 100 * fr_lo, 100 * fr_hi);
+        printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f/%.1f) | %s |\n", c->name,
+               (double)info->weight_bytes / 1e6, info->arch, info->isa, opts_numerics_name(c->oc->numerics),
+               info->n_threads, test, mean, sd, bw_hi, bw_lo, bw_med, pct);
+    }
+    const tern_profile *prof = &u->prof;
+    if (c->profile && prof->total_s > 0) {
+        const double T = prof->total_s, nt = info->n_threads;
+        const double wait = prof->matmul_s * nt - prof->matmul_busy_s;
+        const double other = T - prof->embed_s - prof->norm_s - prof->quant_s - prof->matmul_s - prof->attn_s -
+                             prof->swiglu_s - prof->recur_s;
+        fprintf(c->array ? stderr : stdout, "%sprofile %s t=%d: %.3f s in %ld forwards: matmul %.1f%% (of which barrier wait + imbalance "
+               "%.1f%%), attention %.1f%%, qk-norm/rope/kv-store/residual %.1f%%, rmsnorm|swiglu+quantise %.1f%%, "
+               "swiglu %.1f%%, recurrence %.1f%%, embed %.1f%%, other %.1f%%\n",
+               c->json ? "# " : "", test, info->n_threads, T, prof->n_forward, 100 * prof->matmul_s / T,
+               100 * wait / nt / T, 100 * prof->attn_s / T, 100 * prof->norm_s / T, 100 * prof->quant_s / T,
+               100 * prof->swiglu_s / T, 100 * prof->recur_s / T, 100 * prof->embed_s / T, 100 * other / T);
+    }
+    fflush(stdout);
+}
+
+/* Every test on the n units together: per repeat each unit in turn (the order reversed every other
+ * repeat), then a row per unit. 0 or 1 (the error printed). */
+static int bench_tests(const bench_cfg *c, bench_unit *units, int n) {
+    tern_err err = {0};
+    for (int dk = 0; dk < 2 * c->n_dep; dk++) {   /* per depth: the pp tests, then the tg tests */
+        const int di = dk / 2, kind = dk % 2;
+        /* tg tests: each length at each -np count */
+        const int nl = kind == 0 ? c->n_pp : c->n_tg * c->n_np, depth = c->dep[di];
+        for (int li = 0; li < nl; li++) {
+            const int len = kind == 0 ? c->pp[li] : c->tg[li / c->n_np], npar = kind == 0 ? 1 : c->np[li % c->n_np];
+            char test[64];   /* "tg1048576 x64 @ d1048576" at most */
+            char par[16] = "";
+            if (npar > 1) snprintf(par, sizeof par, " x%d", npar);
+            if (depth > 0) snprintf(test, sizeof test, "%s%d%s @ d%d", kind == 0 ? "pp" : "tg", len, par, depth);
+            else snprintf(test, sizeof test, "%s%d%s", kind == 0 ? "pp" : "tg", len, par);
+            double kv_tok = 0;
+            for (int i = 0; i < n; i++) {
+                bench_unit *u = &units[i];
+                /* bytes per pass of a tg test: the model's (weights, recurrent state of each
+                 * sequence) and the K/V rows read, on average depth + (len + 1) / 2 positions per
+                 * sequence */
+                kv_tok = kind == 1 ? (double)npar * (double)u->kv_pos * (depth + (len + 1) / 2.0) : 0;
+                /* a recurrent model's bytes per token hold one sequence's state, which the budget
+                 * does not give apart from the weights: its -np rows take no ceiling */
+                u->bytes = u->info.bytes_per_token && (npar == 1 || u->state1 == 0) ? (double)u->info.bytes_per_token + kv_tok : 0;
+                u->in_cache = u->model_in_cache && u->bytes <= (double)c->llc;
+                /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
+                u->rep_probe = kind == 1 && u->bytes > 0 && !u->in_cache;
+                u->n_bw = BW_PASSES;
+                memcpy(u->bwall, u->bwp, sizeof u->bwp);
+                memset(&u->prof, 0, sizeof u->prof);
+            }
+            if (depth + len >= 4096) {   /* a long test: said before it starts, so it does not look hung */
+                char after[64] = "";
+                if (depth) snprintf(after, sizeof after, " after the %d of the depth (not timed)", depth);
+                char each[64];
+                if (npar > 1) snprintf(each, sizeof each, "%d sequences of %d tokens", npar, len);
+                else snprintf(each, sizeof each, "%d token%s", len, len == 1 ? "" : "s");
+                for (int i = 0; i < n; i++)
+                    fprintf(stderr, "tern bench: %s at %d thread%s: %d runs (a warm-up and -r %d), each evaluating %s%s; "
+                                    "this can take a while\n",
+                            test, units[i].info.n_threads, units[i].info.n_threads == 1 ? "" : "s", c->reps + 1, c->reps,
+                            each, after);
+            }
+            for (int r = -1; r < c->reps; r++)           /* r = -1: warm-up */
+                for (int k = 0; k < n; k++) {
+                    const int i = r % 2 ? n - 1 - k : k;   /* each unit first as often as last */
+                    if (unit_rep(&units[i], c, r, kind, len, depth, npar, &err)) {
+                        fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
+                        return 1;
+                    }
+                }
+            for (int i = 0; i < n; i++) unit_row(&units[i], c, test, kind, depth, npar, kv_tok);
+        }
+    }
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     opts_common oc;
     opts_common_default(&oc);
     oc.no_progress = true;
     int pp[16] = {64, 512}, n_pp = 2, tg[16] = {128}, n_tg = 1, th[16] = {1, 2}, n_th = 2, reps = 5;
     int dep[16] = {0}, n_dep = 1, np[16] = {1}, n_np = 1;
-    bool json = false, json_flag = false, profile = false;
+    bool json = false, json_flag = false, profile = false, interleave = false;
     int busy_cpu = -1, out_fmt = -1;   /* -o's choice (0: md), -1 when not given */
     pid_t busy = 0;
     const opt_table tabs[] = {opts_tab_model, OPT_TABLE(bench_defs), opts_tab_load};
@@ -209,6 +494,7 @@ int cmd_bench(int argc, char **argv) {
         case BENCH_PROFILE: profile = true; break;
         case BENCH_BUSY: busy_cpu = (int)v.i; break;
         case BENCH_NP: take_list(&v, np, &n_np); break;
+        case BENCH_INTERLEAVE: interleave = true; break;
         default: break;
         }
     }
@@ -240,13 +526,16 @@ int cmd_bench(int argc, char **argv) {
     if (n_tg > 0 && oc.n_batch < max_np) oc.n_batch = max_np;   /* sessions[0]'s scratch holds a pass of every sequence */
 
     int status = 1;
-    tern_err err = {0};
-    int32_t *ids = malloc(((size_t)max_dep + (size_t)max_len) * sizeof *ids);
-    double *tv = malloc((size_t)reps * sizeof *tv), *fr = malloc((size_t)reps * sizeof *fr);
-    double *bwall = malloc(((size_t)reps * BW_REP_PASSES + BW_PASSES) * sizeof *bwall);
-    float *logits = NULL;   /* -np N: the logits of a lockstep pass, N x n_vocab */
-    if (!ids || !tv || !fr || !bwall) { fprintf(stderr, "tern bench: out of memory\n"); goto out; }
+    int32_t *ids = NULL;
+    bench_unit units[16];
+    memset(units, 0, sizeof units);
     const unsigned long long llc = opts_llc_bytes();
+    const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
+    char name[1024];
+    bench_name(base, json, name, sizeof name);
+    bench_cfg cfg = {.oc = &oc, .pp = pp, .tg = tg, .dep = dep, .np = np, .n_pp = n_pp, .n_tg = n_tg, .n_dep = n_dep,
+                     .n_np = n_tg > 0 ? n_np : 1, .reps = reps, .max_np = n_tg > 0 ? max_np : 1, .json = json,
+                     .array = array, .profile = profile, .busy_cpu = busy_cpu, .n_rows = &n_rows, .name = name, .llc = llc};
     if (busy_cpu >= 0) {
         busy = busy_start(busy_cpu);
         if (busy < 0) {
@@ -258,232 +547,32 @@ int cmd_bench(int argc, char **argv) {
         if (!json) printf("competitor: a busy-loop process pinned to CPU %d for the whole run\n\n", busy_cpu);
         fflush(stdout);
     }
-    for (int it = 0; it < n_th; it++) {
-        tern_model *m = NULL;
-        tern_session *ss[BENCH_NP_MAX] = {NULL};   /* ss[0]: pp tests and one-sequence tg; all: -np */
-        oc.n_threads = th[it];
-        if (opts_load(&oc, &m, &ss[0], &err)) {
-            fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
-            goto out;
-        }
-        tern_session *const s = ss[0];
-        if (it == 0) {   /* as run -c says: positions past the trained context are timed all the same */
-            tern_model_info mi;
-            tern_model_get_info(m, &mi);
-            if (mi.n_ctx_train > 0 && oc.n_ctx > mi.n_ctx_train)
+    /* --interleave: every thread count loaded at once, one group; else one group per count */
+    const int group = interleave ? n_th : 1;
+    for (int g = 0; g < n_th; g += group) {
+        for (int i = 0; i < group; i++)
+            if (unit_load(&units[i], &oc, th[g + i], cfg.max_np, reps)) goto fail;
+        if (g == 0) {
+            const tern_model_info *mi = &units[0].info;
+            if (mi->n_ctx_train > 0 && oc.n_ctx > mi->n_ctx_train)   /* as run -c says: timed all the same */
                 fprintf(stderr, "tern bench: warning: the longest test reaches position %d (-d + its length), past the "
                                 "model's trained context (%d tokens); its speed is measured all the same\n",
-                        oc.n_ctx, mi.n_ctx_train);
-        }
-        if (!json && it == 0) {   /* after the first load: a model that fails leaves no table header */
-            printf("| model | size | arch | isa | numerics | threads | test | t/s | bw GB/s best (min/median) | %% of ceiling |\n");
-            printf("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
-        }
-        tern_model_info info;
-        tern_model_get_info(m, &info);
-        if (n_tg > 0 && max_np > 1) {   /* the other sequences of -np: sessions like the first */
-            tern_session_opts so;
-            tern_session_opts_default(&so);
-            so.n_ctx = tern_session_n_ctx(s);
-            so.n_batch = tern_session_n_batch(s);
-            so.kv_f32 = oc.kv_f32;
-            uint64_t kv_one = 0, st_one = 0, avail = 0;
-            tern_session_mem(m, &so, &kv_one, &st_one, &avail);
-            const double need = (double)(max_np - 1) * (double)(kv_one + st_one);
-            if (avail > 0 && need > (double)avail) {   /* as tern serve -np: checked before any allocates */
-                fprintf(stderr, "tern bench: -np %d: %d more sequences of %d tokens need %.1f MB of caches, %.1f MB are "
-                                "available; expected fewer sequences or a shorter test (-n, -d)\n",
-                        max_np, max_np - 1, so.n_ctx, need / 1e6, (double)avail / 1e6);
-                goto fail_quiet;
+                        oc.n_ctx, mi->n_ctx_train);
+            if (!json) {   /* after the first load: a model that fails leaves no table header */
+                printf("| model | size | arch | isa | numerics | threads | test | t/s | bw GB/s best (min/median) | %% of ceiling |\n");
+                printf("| --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
             }
-            for (int q = 1; q < max_np; q++)
-                if (tern_session_init(&ss[q], m, &so, &err)) goto fail;
-            free(logits);
-            logits = malloc((size_t)max_np * (size_t)info.n_vocab * sizeof *logits);
-            if (!logits) {
-                fprintf(stderr, "tern bench: -np %d: out of memory for %d x %d logits\n", max_np, max_np, info.n_vocab);
-                goto fail_quiet;
+            ids = malloc(((size_t)max_dep + (size_t)max_len) * sizeof *ids);
+            if (!ids) { fprintf(stderr, "tern bench: out of memory\n"); goto fail; }
+            uint64_t rng = 0x9e3779b97f4a7c15ull;
+            for (int i = 0; i < max_dep + max_len; i++) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                ids[i] = (int32_t)((rng >> 33) % (uint64_t)mi->n_vocab);
             }
+            cfg.ids = ids;
         }
-        uint64_t rng = 0x9e3779b97f4a7c15ull;
-        for (int i = 0; i < max_dep + max_len; i++) {
-            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            ids[i] = (int32_t)((rng >> 33) % (uint64_t)info.n_vocab);
-        }
-        double bw = 0, bwp[BW_PASSES] = {0};
-        if (tern_membw_passes(info.n_threads, (size_t)512 << 20, BW_PASSES, bwp, &err)) {
-            fprintf(stderr, "tern bench: bandwidth probe: %s\n", err.msg);
-            err.code = TERN_OK;
-        }
-        qsort(bwp, BW_PASSES, sizeof bwp[0], bench_cmp_dbl);
-        bw = bwp[BW_PASSES - 1];                      /* best pass: the ceiling */
-        /* cache residency of the model's bytes per token, probed once per load; a test's K/V
-         * rows can still take it past the cache's size (checked per test) */
-        const bool model_in_cache = opts_fits_llc(info.n_threads, (double)info.bytes_per_token, bw);
-        /* K/V bytes of one position over every layer: a decode step at position p reads p + 1 */
-        tern_session_opts so1;
-        tern_session_opts_default(&so1);
-        so1.n_ctx = 1;
-        so1.kv_f32 = oc.kv_f32;
-        uint64_t kv_pos = 0, state1 = 0;
-        tern_session_mem(m, &so1, &kv_pos, &state1, NULL);
-        const char *base = strrchr(oc.model, '/') ? strrchr(oc.model, '/') + 1 : oc.model;
-        char name[1024];
-        bench_name(base, json, name, sizeof name);
-        for (int dk = 0; dk < 2 * n_dep; dk++) {   /* per depth: the pp tests, then the tg tests */
-            const int di = dk / 2, kind = dk % 2;
-            /* tg tests: each length at each -np count */
-            const int nl = kind == 0 ? n_pp : n_tg * n_np, depth = dep[di];
-            for (int li = 0; li < nl; li++) {
-                const int len = kind == 0 ? pp[li] : tg[li / n_np], npar = kind == 0 ? 1 : np[li % n_np];
-                /* bytes per pass of a tg test: the model's (weights, recurrent state of each
-                 * sequence) and the K/V rows read, on average depth + (len + 1) / 2 positions per
-                 * sequence */
-                const double kv_tok = kind == 1 ? (double)npar * (double)kv_pos * (depth + (len + 1) / 2.0) : 0;
-                /* a recurrent model's bytes per token hold one sequence's state, which the budget
-                 * does not give apart from the weights: its -np rows take no ceiling */
-                const double bytes = info.bytes_per_token && (npar == 1 || state1 == 0) ? (double)info.bytes_per_token + kv_tok : 0;
-                const bool in_cache = model_in_cache && bytes <= (double)llc;
-                /* tg from DRAM: probe passes before each repeat (their ceiling); else the load's */
-                const bool rep_probe = kind == 1 && bytes > 0 && !in_cache;
-                int n_bw = BW_PASSES;
-                memcpy(bwall, bwp, sizeof bwp);
-                tern_profile prof = {0};
-                char test[64];   /* "tg1048576 x64 @ d1048576" at most */
-                char par[16] = "";
-                if (npar > 1) snprintf(par, sizeof par, " x%d", npar);
-                if (depth > 0) snprintf(test, sizeof test, "%s%d%s @ d%d", kind == 0 ? "pp" : "tg", len, par, depth);
-                else snprintf(test, sizeof test, "%s%d%s", kind == 0 ? "pp" : "tg", len, par);
-                if (depth + len >= 4096) {   /* a long test: said before it starts, so it does not look hung */
-                    char after[64] = "";
-                    if (depth) snprintf(after, sizeof after, " after the %d of the depth (not timed)", depth);
-                    char each[64];
-                    if (npar > 1) snprintf(each, sizeof each, "%d sequences of %d tokens", npar, len);
-                    else snprintf(each, sizeof each, "%d token%s", len, len == 1 ? "" : "s");
-                    fprintf(stderr, "tern bench: %s at %d thread%s: %d runs (a warm-up and -r %d), each evaluating %s%s; "
-                                    "this can take a while\n",
-                            test, info.n_threads, info.n_threads == 1 ? "" : "s", reps + 1, reps, each, after);
-                }
-                for (int r = -1; r < reps; r++) {           /* r = -1: warm-up */
-                    for (int q = 0; q < npar; q++) {        /* the depth's tokens: not timed */
-                        tern_session_reset(ss[q]);
-                        if (depth > 0 && !tern_session_eval(ss[q], ids, depth, &err)) goto fail;
-                    }
-                    double bw_r = bw;
-                    if (r >= 0 && rep_probe) {
-                        double pr[BW_REP_PASSES] = {0};
-                        if (tern_membw_passes(info.n_threads, (size_t)512 << 20, BW_REP_PASSES, pr, &err)) {
-                            fprintf(stderr, "tern bench: bandwidth probe: %s\n", err.msg);
-                            err.code = TERN_OK;
-                        }
-                        bw_r = 0;
-                        for (int k = 0; k < BW_REP_PASSES; k++) {
-                            bwall[n_bw++] = pr[k];
-                            bw_r = pr[k] > bw_r ? pr[k] : bw_r;
-                        }
-                    }
-                    if (r >= 0 && profile) tern_profile_enable(true);
-                    const int32_t *tk = ids + depth;
-                    const double t0 = now_s();
-                    if (kind == 0) {
-                        if (!tern_session_eval(s, tk, len, &err)) goto fail;
-                    } else if (npar == 1) {
-                        for (int k = 0; k < len; k++)
-                            if (!tern_session_eval(s, &tk[k], 1, &err)) goto fail;
-                    } else {
-                        for (int k = 0; k < len; k++) {   /* sequence q reads the ids from its own offset */
-                            int32_t tq[BENCH_NP_MAX];
-                            for (int q = 0; q < npar; q++) tq[q] = tk[(k + 7 * q) % len];
-                            if (tern_batch_eval(ss, tq, npar, logits, &err)) goto fail;
-                        }
-                    }
-                    const double dt = now_s() - t0;
-                    if (r >= 0 && profile) {
-                        tern_profile pr;
-                        tern_profile_get(&pr);
-                        tern_profile_enable(false);
-                        prof_add(&prof, &pr);
-                    }
-                    if (r >= 0) {
-                        tv[r] = (double)npar * len / dt;
-                        fr[r] = kind == 1 && bytes > 0 && bw_r > 0 ? tv[r] / (npar * bw_r * 1e9 / bytes) : NAN;
-                    }
-                }
-                double mean, sd;
-                stats(tv, reps, &mean, &sd);
-                qsort(bwall, (size_t)n_bw, sizeof bwall[0], bench_cmp_dbl);
-                const double bw_hi = bwall[n_bw - 1], bw_lo = bwall[0], bw_med = bwall[n_bw / 2];
-                const double ceil_tps = kind == 1 && bytes > 0 ? npar * bw_hi * 1e9 / bytes : 0;
-                double frac_raw = NAN, fr_lo = NAN, fr_hi = NAN;
-                int n_above = 0;
-                if (kind == 1 && bytes > 0 && !isnan(fr[0])) {   /* bench_share.h: repeats above 1 left out */
-                    const bench_share sh = bench_share_of(fr, reps, in_cache);
-                    frac_raw = sh.med;
-                    n_above = sh.n_above;
-                    if (!sh.none) fr_lo = sh.lo, fr_hi = sh.hi;
-                }
-                const bool above = n_above > 0 && n_above == reps;
-                const double frac = above ? NAN : frac_raw;
-                if (json) {
-                    char ceil_s[32] = "null";   /* pp rows: no decode ceiling */
-                    if (ceil_tps > 0) snprintf(ceil_s, sizeof ceil_s, "%.4f", ceil_tps);
-                    if (array) printf(n_rows ? ",\n" : "[\n");
-                    n_rows++;
-                    printf("{\"model\": \"%s\", \"arch\": \"%s\", \"size_bytes\": %llu, \"isa\": \"%s\", "
-                           "\"numerics\": \"%s\", \"test\": \"%s\", \"n_depth\": %d, \"n_parallel\": %d, \"threads\": %d, \"n_batch\": %d, \"reps\": %d, "
-                           "\"t_s\": %.4f, \"t_s_stddev\": %.4f, \"bw_gbytes_per_s\": %.3f, \"bytes_per_token\": %.0f, "
-                           "\"kv_bytes_per_token\": %.0f, "
-                           "\"bw_min_gbytes_per_s\": %.3f, \"bw_median_gbytes_per_s\": %.3f, \"bw_passes\": %d, "
-                           "\"ceiling_t_s\": %s, \"busy_cpu\": %d, \"cache_resident\": %s, ",
-                           name, info.arch, (unsigned long long)info.weight_bytes, info.isa,
-                           opts_numerics_name(oc.numerics), test, depth, npar, info.n_threads, oc.n_batch, reps, mean, sd, bw_hi,
-                           kind == 1 ? bytes : (double)info.bytes_per_token, kv_tok, bw_lo, bw_med, n_bw, ceil_s, busy_cpu,
-                           in_cache ? "true" : "false");
-                    if (isnan(frac) || in_cache) printf("\"frac_of_ceiling\": null");   /* as the table's "-" */
-                    else printf("\"frac_of_ceiling\": %.4f, \"frac_min\": %.4f, \"frac_max\": %.4f", frac, fr_lo, fr_hi);
-                    if (above) printf(", \"above_ceiling\": %.4f", frac_raw);
-                    if (kind == 1 && !in_cache && !isnan(frac_raw)) printf(", \"reps_above_ceiling\": %d", n_above);
-                    printf(array ? "}" : "}\n");
-                } else {
-                    char pct[160] = "-";
-                    if (above)
-                        snprintf(pct, sizeof pct, "no result: %.0f%% is above the ceiling (the probe read slower than "
-                                 "the model: a busy machine, or weights served in part by the cache)", 100 * frac_raw);
-                    else if (!isnan(frac) && in_cache)
-                        snprintf(pct, sizeof pct, "- (fits in cache: not bound by DRAM)");
-                    else if (!isnan(frac) && n_above)
-                        snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f; %d of %d repeats above the ceiling, left out)", 100 * frac,
-                                 100 * fr_lo, 100 * fr_hi, n_above, reps);
-                    else if (!isnan(frac))
-                        snprintf(pct, sizeof pct, "%.1f%% (%.1f-%.1f)", 100 * frac, 100 * fr_lo, 100 * fr_hi);
-                    printf("| %s | %.1f MB | %s | %s | %s | %d | %s | %.2f ± %.2f | %.1f (%.1f/%.1f) | %s |\n", name,
-                           (double)info.weight_bytes / 1e6, info.arch, info.isa, opts_numerics_name(oc.numerics),
-                           info.n_threads, test, mean, sd, bw_hi, bw_lo, bw_med, pct);
-                }
-                if (profile && prof.total_s > 0) {
-                    const double T = prof.total_s, nt = info.n_threads;
-                    const double wait = prof.matmul_s * nt - prof.matmul_busy_s;
-                    const double other = T - prof.embed_s - prof.norm_s - prof.quant_s - prof.matmul_s - prof.attn_s -
-                                         prof.swiglu_s - prof.recur_s;
-                    fprintf(array ? stderr : stdout, "%sprofile %s t=%d: %.3f s in %ld forwards: matmul %.1f%% (of which barrier wait + imbalance "
-                           "%.1f%%), attention %.1f%%, qk-norm/rope/kv-store/residual %.1f%%, rmsnorm|swiglu+quantise %.1f%%, "
-                           "swiglu %.1f%%, recurrence %.1f%%, embed %.1f%%, other %.1f%%\n",
-                           json ? "# " : "", test, info.n_threads, T, prof.n_forward, 100 * prof.matmul_s / T,
-                           100 * wait / nt / T, 100 * prof.attn_s / T, 100 * prof.norm_s / T, 100 * prof.quant_s / T,
-                           100 * prof.swiglu_s / T, 100 * prof.recur_s / T, 100 * prof.embed_s / T, 100 * other / T);
-                }
-                fflush(stdout);
-            }
-        }
-        for (int q = 0; q < max_np; q++) tern_session_free(ss[q]);
-        tern_model_free(m);
-        continue;
-    fail:
-        fprintf(stderr, "tern bench: %s\n", err.msg[0] ? err.msg : tern_strerror(err.code));
-    fail_quiet:
-        for (int q = 0; q < max_np; q++) tern_session_free(ss[q]);
-        tern_model_free(m);
-        goto out;
+        if (bench_tests(&cfg, units, group)) goto fail;
+        for (int i = 0; i < group; i++) unit_free(&units[i], cfg.max_np);
     }
     if (!json)
         printf("\nbw: the memory read bandwidth probed with the test's threads, the best pass (the min/median of the "
@@ -497,13 +586,11 @@ int cmd_bench(int argc, char **argv) {
                "size; above that, only where a buffer of that size reads at 1.5x the probe or more).\n",
                BW_PASSES, BW_REP_PASSES, (double)llc / 1e6);
     status = 0;
+fail:
+    for (int i = 0; i < n_th; i++) unit_free(&units[i], cfg.max_np);
 out:
     if (array && (n_rows || status == 0)) printf(n_rows ? "\n]\n" : "[]\n");   /* rows printed before a failure stay valid JSON */
     busy_stop(busy);
     free(ids);
-    free(tv);
-    free(fr);
-    free(bwall);
-    free(logits);
     return status;
 }
