@@ -36,9 +36,10 @@ done
 # batched forward cost in decode steps (speculative verification, batched decode)
 run $T bench-spec -m "$D/b17.gguf" --cost -t 2 --reps 7 --draft-max 8 -c 256
 run $T bench-spec -m "$D/b27.gguf" --cost -t 2 --reps 3 --draft-max 4 -c 256
-# a busy machine: a pinned busy-loop competitor, -t 2 against -t 1 under the same competitor
-run $T bench -m "$S/data/stories260k/stories260K.gguf" -p 0 -n 128 -t 1,2 -r 5 --busy-cpu 0
-run $T bench -m "$D/b17.gguf" -p 0 -n 64 -t 1,2 -r 3 --busy-cpu 0
+# a busy machine: a pinned busy-loop competitor, -t 2 against -t 1 under the same competitor, their
+# repeats interleaved so that both rows see the same seconds of a shared host
+run $T bench -m "$S/data/stories260k/stories260K.gguf" -p 0 -n 128 -t 1,2 -r 5 --interleave --busy-cpu 0
+run $T bench -m "$D/b17.gguf" -p 0 -n 64 -t 1,2 -r 3 --interleave --busy-cpu 0
 # oversubscription and a smaller affinity mask
 run $T bench -m "$S/data/stories260k/stories260K.gguf" -p 0 -n 128 -t 1,2,3,8 -r 5
 run taskset -c 0 $T bench -m "$S/data/stories260k/stories260K.gguf" -p 0 -n 128 -t 1,2 -r 5
