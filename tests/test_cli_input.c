@@ -977,7 +977,9 @@ static void test_bench_parallel(void **state) {
 /* bench --interleave loads the model once per thread count and runs each test's repeats on all of
  * them in turn, so its rows come test by test (each test at every count, in -t's order); without
  * it, count by count (every test at one count, then the next). Each row carries its own count,
- * and the two counts' rows of one test have the same bytes per token. */
+ * and the two counts' rows of one test have the same bytes per token. The copies for the other
+ * counts are checked against the memory available before they load: with room for one more copy
+ * of the weights but not two, -t 1,2 runs and -t 1,2,3 is refused naming --interleave. */
 static void test_bench_interleave(void **state) {
     (void)state;
     char model[1024];
@@ -986,6 +988,7 @@ static void test_bench_interleave(void **state) {
         {"--interleave", {"pp4", "pp4", "tg4", "tg4"}, {2, 1, 2, 1}},
         {"", {"pp4", "tg4", "pp4", "tg4"}, {2, 2, 1, 1}},
     };
+    double weights = 0;   /* the model's in-memory weight bytes (size_bytes) */
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char *out = NULL, *err = NULL;
         const int rc = ru_tern(&out, &err, "bench -m '%s' -p 4 -n 4 -r 2 -t 2,1 --json %s", model, cases[c].flag);
@@ -1003,6 +1006,7 @@ static void test_bench_interleave(void **state) {
             const double tps = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "t_s"));
             if (!(tps > 0) || !isfinite(tps)) fail_msg("bench %s: row %d: t/s %f", cases[c].flag, n + 1, tps);
             bytes[n] = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "bytes_per_token"));
+            weights = cJSON_GetNumberValue(cJSON_GetObjectItem(row, "size_bytes"));
             cJSON_Delete(row);
             n++;
         }
@@ -1014,6 +1018,24 @@ static void test_bench_interleave(void **state) {
         free(out);
         free(err);
     }
+    struct stat st;
+    if (stat(model, &st) != 0 || !(weights > 0)) fail_msg("bench: %s: no size (stat), or no size_bytes in the rows", model);
+    /* the file's bytes (the load's own, which the figure is taken less) and 1.5 copies of the weights */
+    char mem[32];
+    snprintf(mem, sizeof mem, "%.0f", (double)st.st_size + 1.5 * weights);
+    setenv("TERN_MEM_AVAILABLE", mem, 1);
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -r 1 -t 1,2 --json --interleave", model);
+    if (rc != 0) fail_msg("TERN_MEM_AVAILABLE=%s bench -t 1,2 --interleave: exit %d, stderr: %s", mem, rc, err);
+    free(out);
+    free(err);
+    rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -r 1 -t 1,2,3 --json --interleave", model);
+    unsetenv("TERN_MEM_AVAILABLE");
+    if (rc != 1 || !strstr(err, "tern bench: --interleave: 2 more copies of the model for -t's other counts need ") || *out)
+        fail_msg("TERN_MEM_AVAILABLE=%s bench -t 1,2,3 --interleave: exit %d (expected 1 and no rows), stdout: %s, stderr: %s",
+                 mem, rc, out, err);
+    free(out);
+    free(err);
 }
 
 /* perplexity prints llama-perplexity's `+/- error`: `PPL = x +/- se`,

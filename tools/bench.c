@@ -550,8 +550,25 @@ int cmd_bench(int argc, char **argv) {
     /* --interleave: every thread count loaded at once, one group; else one group per count */
     const int group = interleave ? n_th : 1;
     for (int g = 0; g < n_th; g += group) {
-        for (int i = 0; i < group; i++)
+        for (int i = 0; i < group; i++) {
             if (unit_load(&units[i], &oc, th[g + i], cfg.max_np, reps)) goto fail;
+            if (i == 0 && group > 1) {   /* the other copies, checked before any loads */
+                tern_session_opts so;
+                tern_session_opts_default(&so);
+                so.n_ctx = tern_session_n_ctx(units[0].ss[0]);
+                so.kv_f32 = oc.kv_f32;
+                uint64_t kv_one = 0, st_one = 0, avail = 0;
+                tern_session_mem(units[0].m, &so, &kv_one, &st_one, &avail);
+                const double copy = (double)units[0].info.weight_bytes + (double)cfg.max_np * (double)(kv_one + st_one);
+                if (avail > 0 && (group - 1) * copy > (double)avail) {
+                    fprintf(stderr, "tern bench: --interleave: %d more copies of the model for -t's other counts need %.1f MB "
+                                    "(%.1f MB each, its caches included), %.1f MB are available; expected fewer thread "
+                                    "counts, or no --interleave (one count's model at a time)\n",
+                            group - 1, (group - 1) * copy / 1e6, copy / 1e6, (double)avail / 1e6);
+                    goto fail;
+                }
+            }
+        }
         if (g == 0) {
             const tern_model_info *mi = &units[0].info;
             if (mi->n_ctx_train > 0 && oc.n_ctx > mi->n_ctx_train)   /* as run -c says: timed all the same */
