@@ -73,7 +73,7 @@ static const opt_def bench_defs[] = {
      "sequences decoded together in each tg test, one token of each per forward pass; t/s is their aggregate (default 1)"},
     {BENCH_INTERLEAVE, "--interleave", OPT_FLAG, NULL, 0, 0, NULL,
      "load the model once per thread count, all at once, and alternate their repeats, so that the rows of one test "
-     "see the same minutes of a shared machine (memory: one copy of the model per count)"},
+     "see the same seconds of a shared machine (memory: one copy of the model per count)"},
 };
 
 /* A child process that spins on CPU `cpu` until killed; -1 if it cannot be started or pinned
