@@ -1031,7 +1031,8 @@ static void test_bench_interleave(void **state) {
     free(err);
     rc = ru_tern(&out, &err, "bench -m '%s' -p 0 -n 4 -r 1 -t 1,2,3 --json --interleave", model);
     unsetenv("TERN_MEM_AVAILABLE");
-    if (rc != 1 || !strstr(err, "tern bench: --interleave: 2 more copies of the model for -t's other counts need ") || *out)
+    if (rc != 1 || !strstr(err, "tern bench: --interleave: 2 more copies of the model for -t's other counts need ") ||
+        !strstr(err, " bytes are available with the first loaded; ") || *out)
         fail_msg("TERN_MEM_AVAILABLE=%s bench -t 1,2,3 --interleave: exit %d (expected 1 and no rows), stdout: %s, stderr: %s",
                  mem, rc, out, err);
     free(out);

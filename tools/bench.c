@@ -561,10 +561,10 @@ int cmd_bench(int argc, char **argv) {
                 tern_session_mem(units[0].m, &so, &kv_one, &st_one, &avail);
                 const double copy = (double)units[0].info.weight_bytes + (double)cfg.max_np * (double)(kv_one + st_one);
                 if (avail > 0 && (group - 1) * copy > (double)avail) {
-                    fprintf(stderr, "tern bench: --interleave: %d more copies of the model for -t's other counts need %.1f MB "
-                                    "(%.1f MB each, its caches included), %.1f MB are available; expected fewer thread "
-                                    "counts, or no --interleave (one count's model at a time)\n",
-                            group - 1, (group - 1) * copy / 1e6, copy / 1e6, (double)avail / 1e6);
+                    fprintf(stderr, "tern bench: --interleave: %d more copies of the model for -t's other counts need %.0f "
+                                    "bytes (%.0f each, its caches included), %llu bytes are available with the first loaded; "
+                                    "expected fewer thread counts, or no --interleave (one count's model at a time)\n",
+                            group - 1, (group - 1) * copy, copy, (unsigned long long)avail);
                     goto fail;
                 }
             }
