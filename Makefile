@@ -104,7 +104,7 @@ $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
 
-.PHONY: all help test test-c test-python lib run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
+.PHONY: all help test test-python lib run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
 
 all: $(TERN_BIN)
 

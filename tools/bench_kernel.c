@@ -10,10 +10,14 @@
  *     a fraction of the int8 peak; per ISA path, per thread count; median, min and max over
  *     repeats. The ref path is timed on a 1/16 row slice (it is compute-bound; the rate per
  *     weight is what matters) and says so in `rows`;
- *   - with --attn only: the prefill attention tile per ops table against the f32 multiply + add
- *     peak (bench_attn);
- *   - with --gdn only: the Gated DeltaNet delta rule over bonsai2-27b's recurrent state at 1..16
- *     tokens per call (bench_gdn).
+ *   - each of these modes instead of the above (after the probes where it needs them):
+ *     --decode-seq: bonsai-1.7b's decode matvecs as pool jobs, busy GB/s against the probe;
+ *     --f16: the F16 and F32 matmuls at 1, 2, 4, 8 columns (bench_f16);
+ *     --sampler: the sampler's ms per token at 151936 and 248320 logits;
+ *     --attn: the prefill attention tile per ops table against the f32 multiply + add peak
+ *     (bench_attn);
+ *     --gdn: the Gated DeltaNet delta rule over bonsai2-27b's recurrent state at 1..16 tokens
+ *     per call (bench_gdn).
  * Threads are never created inside a timed loop, and every job takes all of a pool's threads
  * (pool_set_fixed): a kernel's tN figure is N threads' rate. The model's pool chooses per job kind
  * between all threads and one less; left to choose on a few repeats, it can run a kind (such as the

@@ -1,4 +1,5 @@
-/* serve.c: `tern serve`: an OpenAI-compatible HTTP server for one model (server/).
+/* serve.c: `tern serve`: the HTTP server (server/: OpenAI and Anthropic Messages APIs, one model
+ * or every model of --models-dir).
  * Loopback by default. SIGINT stops at once; SIGTERM (what Kubernetes and systemd send) drains:
  * /health turns 503, new requests are refused, the running ones finish (at most --drain-timeout
  * seconds), then the server stops; a second signal stops at once. */
