@@ -19,9 +19,9 @@
  * default: tern keeps `tern run`'s default, user text stays text).
  * Exit status: 0; 2 a usage error (flags, a -p id list that does not parse or holds an id outside
  * the vocabulary); 1 a runtime error (the model, the file, an id list in a file that does not
- * parse or holds an id outside the vocabulary). Only the GGUF's header is read (its weights are mapped, never touched) and
- * only its tokenizer.* keys are used, so a vocabulary-only GGUF works as a model does and a 27B
- * file costs what its header does. */
+ * parse or holds an id outside the vocabulary). Only the GGUF's header is read (its weights are
+ * mapped, never touched) and only its tokenizer.* keys are used, so a vocabulary-only GGUF works
+ * as a model does and a 27B file costs what its header does. */
 #include "cli.h"
 #include "format/gguf.h"
 #include "model_opts.h"
