@@ -122,10 +122,11 @@ bool kern_stream_nta(void) {
     return __atomic_load_n(&g_stream_nta, __ATOMIC_RELAXED);
 }
 
-/* Measured with bonsai-1.7b (K 2048 for every projection but ffn_down's 6144, and the LM head),
- * tg128 at 2 threads in alternating pairs: on bench/RESULTS.md host A (Zen 5) its K 2048 rows read
- * slower in two groups than in one (8 of 8 pairs), on host D (Intel Xeon) faster (set D2: 6 of 6
- * pairs, 1.03-1.07x; bench-kernel --decode-seq: the LM head alone from 86% to 90% of the probe). */
+/* The shortest rows that the one-column matvec streams as two groups at once (mm_row16_fast,
+ * avx512vnni.c). On AMD (the non-temporal stream hint) from K 4096: on Zen 5 bonsai-1.7b's K 2048
+ * rows decode slower in two groups than in one, the 27B's K 5120 and longer faster. Elsewhere
+ * from K 2048: on an Intel Xeon the 1.7B's rows already decode faster in two groups
+ * (bench/RESULTS.md hosts A and D). */
 int64_t kern_pair1_min_k(void) { return kern_stream_nta() ? 4096 : 2048; }
 
 bool kern_cpu_amx(void) { return (kern_cpu_features() & KCPU_AMX) != 0; }

@@ -525,15 +525,11 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
      * K row waits on memory. So the K row ATTN_PF_ROWS ahead and the V row of the same index are
      * prefetched while row j's scores are computed (the V rows, hd_v * elt bytes each, are read
      * after the softmax: n_kv * hd_v * elt bytes, which stay in a 1 MB L2 beside the K rows up to
-     * ~1k positions of hd 128 in fp16 and come back from L3 past that). Fetching V during the
-     * weighted sum instead (one ATTN_PV_ROWS block ahead) read the same in bonsai-1.7b decode at
-     * 2048 positions (tern bench -d 2048, bench/RESULTS.md host A). So did prefetching the next kv
-     * head's K rows into L2 during this head's weighted sum, so that the bus also works while V is
-     * summed (bench-spec --cost --cost-pos 1024 --profile, 4 alternating pairs); K 24 rows ahead,
-     * or the V rows into L2 only (prefetcht1), made the attention 3-30% slower there (3 pairs
-     * each). At 1024 positions decode's attention still takes ~4 ms of a ~15 ms step on that
-     * host: its K/V stream (117 MB per token) runs at ~29 GB/s, the weights' at ~45. Hints only:
-     * no bit changes. */
+     * ~1k positions of hd 128 in fp16 and come back from L3 past that). The distance is the
+     * fastest measured on Zen 5: further ahead, or the V rows into L2 only, is slower. Bound: in
+     * decode this stream runs below the weights' (on Zen 5 at 1024 positions ~29 GB/s against
+     * ~45, bench/RESULTS.md host A), one kv head's rows at a time per thread. Hints only: no bit
+     * changes. */
     const size_t kb = (size_t)hd_k * elt, vb = (size_t)hd_v * elt;
     for (int j = 0; j < ATTN_PF_ROWS && j < n_max; j++)
         for (size_t o = 0; o < kb; o += 64) __builtin_prefetch(k0 + (size_t)j * ks + o, 0, 3);

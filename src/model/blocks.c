@@ -302,21 +302,17 @@ static void quantize_range(const float *x, int64_t K, int ncols, int64_t i0, int
  * same kern_matmul computation in any range, kernels.h):
  * - batches of at least BLK_DYN_COLS columns (prefill): claimed in chunks of 32..512 rows as
  *   threads finish (pool_for_dyn), so a thread the OS delays, or a range that runs slower, does
- *   not leave the others waiting at the job's end (with fixed ranges the profile's "barrier wait +
- *   imbalance" was 4.1% of pp512); the AVX2 wide matmul works in row chunks of 256 (x86/avx2.c);
+ *   not leave the others waiting at the job's end; the AVX2 wide matmul works in row chunks of
+ *   256 (x86/avx2.c);
  * - fewer columns (decode, speculative verification, small server batches): claims of
  *   (rows left) / (2 T), at least BLK_CLAIM_MIN rows, the caller from the back and the workers
  *   from the front, each streaming its own end of the rows: a thread slowed down for a while (a
  *   neighbour on a shared VM, a page fault, an interrupt) leaves at most its current claim to
- *   wait for, instead of a quarter of the rows. On the noisy 2-vCPU Zen 4 VM of bench/RESULTS.md
- *   the profile's barrier wait + imbalance of bonsai-1.7b tg128 -t 2 went from a median 6.8% to
- *   5.1% of the matmul time (6 interleaved runs each; t/s and the 4-column cost within the noise).
- *   Every claim is read in ascending row order, the caller's too: on the Zen 5 VM, the caller
- *   reading its claims from their last row group down (prefetching down) made tg128 15-20% slower
- *   in 5 of 6 alternating pairs and the 4-column forward 2-7% slower in all 6; and one fixed
- *   half per thread (no claim boundary inside a thread's stream) was within the noise of these
- *   claims in 6 pairs of tg128 and the 4-column cost, so the boundaries between claims cost no
- *   measurable stream time. */
+ *   wait for, instead of a quarter of the rows. Every claim is read in ascending row order, the
+ *   caller's too: the hardware prefetchers and the kernels' prefetches follow ascending streams
+ *   (a caller reading its claims downwards makes decode ~15% slower on Zen 5). The boundaries
+ *   between claims cost no measurable stream time: one fixed half per thread decodes no faster
+ *   (bench/RESULTS.md host A). */
 #define BLK_DYN_COLS 16
 #define BLK_DYN_CMIN 32
 #define BLK_DYN_CMAX 512

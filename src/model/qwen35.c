@@ -541,8 +541,8 @@ static void rot_quant(const model_t *m, kern_act *a, rq_job *j, int n) {
     a->ncols = n;
     a->mode = m->numerics;
     /* one column (decode): on the caller, as norm_rot_quant: a few thousand values take
-     * microseconds, less than a pool job costs whenever a worker is descheduled (a pool job
-     * measured 270-430 us under load 6-8) */
+     * microseconds, less than a pool job costs whenever a worker is descheduled (hundreds of
+     * microseconds on a loaded machine) */
     if (n == 1) job_rot_quant(j, 0, j->n_chunk, 0);
     else pool_for(m->pool, (int64_t)n * j->n_chunk, 1, job_rot_quant, j);
 }

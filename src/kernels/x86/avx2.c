@@ -474,12 +474,9 @@ static __attribute__((noinline)) void mv_rowpair(const kern_mm_args *m, const ke
  * RP_PF blocks ahead in each group's stream, past a row's end into the next pass's groups.
  * Word loads: rp_load_word_blend, two 32-byte loads and a vpblendd instead of a 16-byte load and a
  * vinserti128 from memory (the same bytes; vpblendd runs on any vector pipe, the insert needs a
- * shuffle slot): against the load + vinserti128 form, in L2, 1 thread (bench/kmv_ab.sh, thread
- * CPU time): 1.04x as fast at 4 columns, 1.07x at 3, 1.01-1.03x at 2 (bench/knarrow_variants.c
- * has the variants that were slower). The broadcasts cost little after
- * all: reading pre-expanded activations as memory operands instead gained <= 1%; what sets the
- * speed is the ~350 vector ALU ops per 128 madds at G = 2, NC = 4 (RESULTS: 70% of peak would
- * need ~300, and madd + add alone reach 77.5%). */
+ * shuffle slot; ~4% faster at 3-4 columns with the weights in L2). What sets the speed is the ~350
+ * vector ALU ops per 128 madds at G = 2, NC = 4 (70% of the int8 peak would need ~300; madd + add
+ * alone would reach 77.5%); the broadcasts are a small part of them. */
 #define RP_PIN(x) __asm__ volatile("" : "+x"(x))
 
 /* Word wd of block blk as rp_load_word gives it ([pair 0 word wd | pair 1 word wd]): bytes
@@ -837,20 +834,12 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * written there). What bounds the 16-row x 4-column tile is its vector operations: per block
  * 256 vpmaddubsw, 248 vpaddw, 112 unpack (vpsrlw, vpand) and ~40 of epilogue: ~656 for the four
  * vector pipes of Zen 3 to 5, 164 cycles, where the multiplies alone, two per cycle, would take
- * 128. On Zen 5 it runs at 31-33% of the vpdpbusd zmm peak (bench-kernel, 1 thread,
- * bench/RESULTS.md host A), ~63% of vpmaddubsw's own rate (two per cycle, half the
- * multiply-adds of a zmm vpdpbusd). The 128 vpbroadcastd per block take no vector pipe there:
- * with the activation read as vpmaddubsw's 32-byte memory operand instead (no broadcast; a
- * timing loop outside the benchmarks) the tile ran 7-13% slower. llvm-mca's Zen 3 model gives
- * each broadcast a vector pipe as well: ~785 operations, ~196 cycles per block (llvm-mca-14
- * -mcpu=znver3 on the compiled loop). Unpacking a wide batch's slots once per chunk of groups
- * into a 128 KB buffer that every column tile then loads (no vpsrlw/vpand in the tiles: 112 of
- * the ~656) read the same in bonsai-1.7b pp512 on Zen 3: 40 alternating pairs against this
- * tile, median ratios 1.09, 1.03 and 1.01 in three sets. The activation as the memory operand
- * on Zen 3 too (K chunks of 4 blocks expanded once per chunk of groups and read by each group,
- * the f32 sums carried between chunks; same bits) ran 4-16% slower than this tile at 16-512
- * columns (the mean of 10 alternating calls in one process: a timing loop outside the
- * benchmarks). */
+ * 128: it runs at ~61-66% of vpmaddubsw's own rate (bench-kernel, 1 thread, on Zen 3 and Zen 5:
+ * bench/RESULTS.md hosts A and B). llvm-mca-16 -mcpu=znver3 on the compiled loop also gives each
+ * of the 128 vpbroadcastd a vector pipe: ~785 operations, ~196 cycles per block. The broadcast
+ * stays a register operand: read as vpmaddubsw's 32-byte memory operand instead (activations
+ * expanded 8-fold), the tile is slower on both, the expanded rows' L1 loads costing more than the
+ * broadcasts they replace. */
 #define R16Y_VNNI 0
 #ifndef R16Y_TH
 #define R16Y_TH 2       /* 16 rows x up to 4 columns: 8 int16 accumulators */
@@ -1171,14 +1160,11 @@ static inline __attribute__((always_inline)) void half_rowpair_cols(const kern_m
  * a page, streamed well below the read bandwidth), in 2-row x 2-column tiles over the column
  * pairs (an odd last column: 2 x 1; the second and later pairs re-read the two rows, 4 K bytes,
  * from L1/L2); an odd last row alone. Per 16 weights of each row a 2 x 2 tile does 2 conversions
- * and 4 activation loads for 8 FMAs; a 1-row x 4-column tile (one conversion per 4 columns) was
- * slower, bound by its 8 activation loads per 8 FMAs, and so was a 2 x 4 tile in two passes of 8
- * lanes (cache-resident, 1 thread, Gweights x columns per second at 4 columns: 2 x 2 pairs 25.5,
- * 1 x 4 24.3, 2 x 4 split 20.1; at 8 columns 26.0 / 19.5 / 18.3). Each (row, column) output is the
- * same fmaf sequence in any tile, so the bits do not depend on the tiling (test_isa_other_types).
- * One loop for both types with a runtime bf16 flag on 2 adjacent rows is slower: GCC keeps the
- * accumulators on the stack, the F16 matvec streams at ~0.6 of the read bandwidth, and 4 columns
- * cost 2.2 single steps on an F16 model. */
+ * and 4 activation loads for 8 FMAs, where a 1-row x 4-column tile (one conversion per 4
+ * columns) is bound by its 8 activation loads per 8 FMAs. Each (row, column) output is the same
+ * fmaf sequence in any tile, so the bits do not depend on the tiling (test_isa_other_types).
+ * F16 and BF16 each get their own copy (wt a compile-time constant): with a runtime type flag
+ * GCC keeps the accumulators on the stack. */
 static inline __attribute__((always_inline)) void half_rows(const kern_mm_args *m, int64_t r0, int64_t r1,
                                                             const int wt) {
     const int nc = m->a->ncols;

@@ -143,10 +143,8 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  * A tile is one 16-row group x NC columns (NC = 1..16, compile-time), so each unpacked slot
  * serves NC vpdpbusd; each column spreads its 32 vpdpbusd over NA accumulators (NA = 4, 2, 1 for
  * NC <= 3, 8, 16: at least 8 independent chains per tile up to 8 columns, which covers the
- * vpdpbusd latency, and no more, since each extra accumulator costs an add per block and column:
- * on Zen 5, with the data in cache, the 4-column tile ran ~3% faster with 2 accumulators per
- * column than with 4, and the 5-column one ~20% slower with 1 than with 2) added in a fixed
- * tree, exact in int32. Registers: NC * NA int32 accumulators, one slot and one block word live,
+ * vpdpbusd latency, and no more, since each extra accumulator costs an add per block and column)
+ * added in a fixed tree, exact in int32. Registers: NC * NA int32 accumulators, one slot and one block word live,
  * the f32 accumulators (past ~8 columns some live in memory: an fma from memory and a store per
  * block, off the vector ports). Per block and column the vector ports see 32 vpdpbusd + 56 / NC
  * unpack ops (40 / NC up to 8 columns, below) + ~4 epilogue ops (vpsubd, vcvtdq2ps, vmulps, vfmadd): ~80% vpdpbusd at 16
@@ -157,17 +155,15 @@ static void mm_rowpair_fast(const kern_mm_args *m, const kern_rp_block *rp, int6
  *   odd into two sets of four, rows 0 and 1 of acc: 8 chains of 4 per block), and isum = a0 +
  *   (a1 >> 2) + (a2 >> 4) + (a3 >> 6) - sum q: accumulator s holds 4^s x an integer of at most
  *   32 * 3 * 127 per block (|.| < 2^20), so the arithmetic shifts are exact and isum is the same
- *   int32. Measured on Zen 5 (bench-kernel --decode-seq "hot", weights in cache): +30% of the
- *   1-column rate over one shift per word; the shifts, not the chains' latency (8 accumulators
- *   with the shift ran no faster than 4). With more columns the three epilogue shifts per column
- *   cost what the word shifts save, so:
+ *   int32. At one column the word shifts, not the chains' latency, bound the tile: without them
+ *   it runs ~1.3x as fast on Zen 5 with its weights in cache (bench-kernel --decode-seq "hot").
+ *   With more columns the three epilogue shifts per column cost what the word shifts save, so:
  *   NC 2..8: one shift per word: with h = v >> 4, slots 0 and 2 are v & 3 and h & 3, slots 1 and
  *   3 are v & 12 and h & 12 (4 u, <= 12). Slots 0 and 2 go to the even accumulators, the scaled
  *   slots 1 and 3 to the odd ones (NA = 4: words j even / odd in 0, 1 / 2, 3; NA = 2: 0 / 1), and
  *   isum = even sum + (odd sum >> 2) - sum q: the odd sum is 4 x an integer of at most 64 * 3 *
  *   127 per block, so the shift is exact. Where the CPU has GFNI, slot 0 is v & 3 and slots 1..3
- *   one vgf2p8affineqb each (r16_gf_slot), all as u: no shift per word nor in the epilogue (the
- *   4- and 8-column tiles +12% and +7% with their data in cache on Zen 5).
+ *   one vgf2p8affineqb each (r16_gf_slot), all as u: no shift per word nor in the epilogue.
  *   NC 9..16: one accumulator; slot 0 is v & 3 and slots 1..3 are either a shift and a mask each
  *   or, where the CPU has GFNI, one vgf2p8affineqb each (r16_gf_slot): 32 / NC unpack ops per
  *   block and column instead of 56 / NC. These widths also address their columns through six
@@ -329,22 +325,14 @@ R16_UNROLL16
         const kern_r16_block *blk = B + b;
         /* Prefetches (hints only: no bit depends on them), every line of a block. Tiles of up
          * to 8 columns (decode, speculative verification, small server batches) read their
-         * weights from DRAM once per forward: they prefetch R16_PF_STREAM1 (one column) or
-         * R16_PF_STREAM blocks ahead and nothing into L1, with the hint kern_stream_nta chooses:
-         * the non-temporal one on AMD, prefetcht1 elsewhere (on an Intel Xeon, bench/RESULTS.md
-         * host D, prefetchnta held these streams to a third of the bus). Left to the
-         * hardware prefetcher the stream stalls, and a tile's vpdpbusd add to the stall instead
-         * of running under it (a streamed 4-column matmul took ~2.1x the 1-column time). An L1
-         * prefetch 4 blocks ahead (with one into L2 16 blocks ahead for 2..8 columns) holds the
-         * stream below the bus on Zen 5: in alternating pairs on bench/RESULTS.md host A (sets
-         * Z1-Z3) these hints ran bonsai-1.7b tg128 a median 13% faster than it (0.99-1.27x per
-         * pair) and its 2-, 3- and 4-column forwards (bench-spec --cost) 4-5% faster (5 columns:
-         * 1%); no prefetch at all streams slower than either. An added prefetch into L2 64 or 128
-         * blocks ahead of the one-column stream read no faster (bench-kernel --decode-seq), nor
-         * did distances of 12 to 64 blocks for 2..8 columns (bench-kernel, 4 columns), nor a
-         * burst over the first blocks of each claimed row range.
-         * Tiles of 9+ columns (prefill) are compute-bound and keep the L1 prefetch R16_PF blocks
-         * ahead. */
+         * weights from DRAM once per forward. Left to the hardware prefetcher that stream
+         * stalls, and the tile's vpdpbusd add to the stall instead of running under it (a
+         * streamed 4-column matmul takes ~2x the 1-column time). So they prefetch R16_PF_STREAM1
+         * (one column) or R16_PF_STREAM blocks ahead and nothing into L1, with the hint
+         * kern_stream_nta chooses: the non-temporal one on AMD, where it keeps the stream at the
+         * bus, prefetcht1 elsewhere (on an Intel Xeon prefetchnta held the stream to a third of
+         * the bus). The distances are the fastest measured on Zen 5 (bench/RESULTS.md host A).
+         * Tiles of 9+ columns (prefill) are compute-bound: an L1 prefetch R16_PF blocks ahead. */
         if (NC <= 8) {
             const uintptr_t p = (uintptr_t)blk + (NC == 1 ? R16_PF_STREAM1 : R16_PF_STREAM) * sizeof(kern_r16_block);   /* may pass the end: never faults */
             r16_stream_prefetch(p, nta);
@@ -504,7 +492,7 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * loads per zmm of weights, one per vpdpbusd. At 2..8 columns the weights stream from DRAM and
  * the tile's compute nearly matches the bus, and these L1 loads slow the stream: their L1
  * accesses compete with the line fills of the weights (a loop outside the repository's
- * benchmarks, 16 vpdpbusd per 64 bytes streamed, ran ~15% slower with a broadcast memory operand
+ * benchmarks, 16 vpdpbusd per 64 bytes streamed, runs ~15% slower with a broadcast memory operand
  * on each than with one broadcast register per four). r16_pair reads two consecutive groups
  * (rows 16 g .. 16 g + 31, two streams nb blocks apart) and broadcasts each 4 activation bytes
  * once into a register for both: 2 NC loads per zmm of weights. Every slot is unpacked to 0..3
@@ -512,21 +500,13 @@ static void r16_tile_gf_group(const void *B, int64_t nb, int nc, int n_cols, con
  * group and column, slot sl into accumulator sl % NAP, summed in a fixed tree at the block's end
  * (exact in int32). NAP = 4 at one column, 2 at 2..4 columns (2 NC NAP = 8 to 16 independent
  * vpdpbusd chains per tile), 1 at 5..8 (10 to 16 chains; NC NAP <= 8 accumulators per group).
- * With one accumulator per group and column, 2 and 3 columns ran 4 and 6 chains of 32 vpdpbusd
- * per block, latency-bound (the 3-column forward cost as much as the 4-column one); two made
- * those tiles ~13% faster on Zen 5 with their weights in L3 and from DRAM alike (bonsai-1.7b's
- * 3-column forward 0.854x: bench/RESULTS.md host A, set Q). At 4 columns two (16 chains, a few
- * accumulators spilled) made the 1.7B's 4-column forward 0.86x (set N, 16 of 16 pairs faster;
- * the unchanged 1- and 5-column forwards read 0.97x and 0.92x in the same pairs), though a loop
- * over one matrix shape read only ~3% faster; at 5 columns two (20 chains, more of them spilled)
- * made the forward 1.08x slower (8 pairs). At 4 and 5 columns the broadcast as
- * vpdpbusd's memory operand, or the slots unpacked by shift and mask instead of
- * vgf2p8affineqb, read 3-8% slower. The epilogue and the float order
- * per row are the one-group tile's, so the same bits. On
- * bench/RESULTS.md host A (Zen 5, 2 threads, set P) bonsai-1.7b's 5-column forward (bench-spec
- * --cost) took a median 18.0 ms against 19.3 with one group (10 alternating pairs, 9 faster).
- * Two groups, not more: at 4 columns, 4 groups would need 32 accumulators (16 int32, 16 float),
- * every zmm register. */
+ * Why these counts: one accumulator per group and column leaves 2 and 3 columns with 4 and 6
+ * chains of 32 vpdpbusd per block, bound by the instruction's latency; a second one costs an
+ * add per block and column and, past 4 columns, spills accumulators, which costs more than the
+ * chains gain (bonsai-1.7b's forwards at 2..5 columns, bench-spec --cost, on Zen 5). The
+ * epilogue and the float order per row are the one-group tile's, so the same bits. Two groups,
+ * not more: at 4 columns, 4 groups would need 32 accumulators (16 int32, 16 float), every zmm
+ * register. */
 #define R16_PAIR 2
 R16_TILE_ATTR void r16_pair(const kern_r16_block *B, int64_t nb, const kact_fast *const *ac, int NC, float *const *out) {
     const int NAP = NC == 1 ? 4 : NC <= 4 ? 2 : 1;   /* accumulators per group and column (NC NAP <= 8) */
@@ -631,10 +611,9 @@ static void mm_row16_pairs(const kern_mm_args *m, const kern_r16_block *base, in
  * or the two-group tiles (GFNI, no hook): at 2..8 columns always; at one column (decode) for
  * rows of kern_pair1_min_k() weights or more, whose groups (nb * 544 bytes each, 8.7 KB at K 2048)
  * the one-group tile would stream one at a time: two streams per thread keep more of the bus
- * busy. On bench/RESULTS.md host A the 27B shape (every K 5120 or more) decoded a median 1.12x
- * faster than with the one-group tile (tg16, 6 of 6 alternating pairs faster), while
- * bonsai-1.7b's K 2048 rows read slower in two groups there (tg128, 8 of 8 pairs), and faster on
- * host D: the threshold is a rule by vendor (dispatch.c). */
+ * busy. Where that pays depends on the row length and the CPU (on Zen 5 at the 27B's K 5120
+ * and longer, not at bonsai-1.7b's K 2048; on an Intel Xeon at K 2048 already): the threshold is
+ * a rule by vendor (kern_pair1_min_k, dispatch.c). */
 static void mm_row16_fast(const kern_mm_args *m, const kern_r16_block *base, int64_t r0, int64_t r1) {
 #ifndef KERN_EMU512
     if (kern_cpu_features() & KCPU_GFNI) {
@@ -685,9 +664,8 @@ R16_UNROLL16
     for (int c = 0; c < NC; c++) facc[c] = v512f_zero();
     for (int64_t b = 0; b < nb; b++) {
         const kern_r16t_block *blk = B + b;
-        {   /* prefetch R16_PF blocks ahead into L1, every line, at every width (the base-3 unpack
-             * sets this tile's rate; an L2 prefetch for 2..8 columns made no difference here, and
-             * the PQ2_0 tile's non-temporal prefetch has not been measured on it) */
+        {   /* prefetch R16_PF blocks ahead into L1, every line, at every width: the base-3
+             * unpack, not the stream, sets this tile's rate */
             const uintptr_t p = (uintptr_t)blk + R16_PF * sizeof(kern_r16t_block);   /* may pass the end: never faults */
 R16_UNROLL8
             for (int o = 0; o < (int)sizeof(kern_r16t_block); o += 64) _mm_prefetch((const char *)(p + (uintptr_t)o), _MM_HINT_T0);
