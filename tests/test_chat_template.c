@@ -31,6 +31,7 @@ static char *render(chat_tmpl t, const chat_msg *m, int n, bool gen, bool think,
     tern_err e = {0};
     int rc = chat_render(t, m, n, &o, &out, &len, &e);
     if (rc != TERN_OK) fail_msg("chat_render(%s): %s", chat_tmpl_name(t), e.msg);
+    assert_non_null(out);   /* a text, "" when nothing is rendered */
     assert_int_equal(strlen(out), len);
     return out;
 }
@@ -299,6 +300,9 @@ static void test_detect_and_chatml(void **state) {
     expect(CHAT_TMPL_CHATML, m, 4, true, true, NULL,
            "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n"
            "<|im_start|>user\nV<|im_end|>\n<|im_start|>assistant\n");
+    /* no messages: llama.cpp's ChatML renders only the generation prompt, or nothing */
+    expect(CHAT_TMPL_CHATML, NULL, 0, true, true, NULL, "<|im_start|>assistant\n");
+    expect(CHAT_TMPL_CHATML, NULL, 0, false, true, NULL, "");
 }
 
 static void test_errors(void **state) {

@@ -74,8 +74,9 @@ static void sb_mark(sbuf *b, size_t start) {                    /* [start, n) is
     }
     b->sp[b->n_sp++] = (tok_span){start, b->n};
 }
+/* Appends s[0..n); the first call allocates even for n = 0, so a rendered text is never NULL. */
 static void sb_put(sbuf *b, const char *s, size_t n) {
-    if (b->oom || n == 0) return;
+    if (b->oom || (n == 0 && b->p)) return;
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->n + n + 1) cap *= 2;
@@ -485,7 +486,7 @@ static int render_spans(chat_tmpl t, const chat_msg *msgs, const bool *scaffold,
         c.tools = parse_tools(o->tools, err);
         if (!c.tools) return err && err->code ? err->code : TERN_E_ARG;
     }
-    sb_s(&c.b, "");
+    sb_s(&c.b, "");   /* allocates: a render of nothing is "", never NULL */
     switch (t) {
     case CHAT_TMPL_CHATML: render_chatml(&c); break;
     case CHAT_TMPL_QWEN3: render_qwen3(&c); break;
