@@ -701,8 +701,8 @@ static void test_ctx_only_bos(void **state) {
 /* synth --tokenizer refuses, before writing anything, a tokenizer.json whose ids would make a
  * model of millions of rows (an added token's id past the largest vocabulary), a byte-level BPE
  * vocabulary without a token for every byte (the loader would refuse the file it wrote), an added
- * token that replaces a vocabulary token or another added token, and bad ids and contents, each
- * message naming the entry and what came. */
+ * token that replaces a vocabulary token or another added token, bad ids and contents, and merges
+ * that "left right" cannot hold, each message naming the entry and what came. */
 static void test_synth_tokenizer_refusals(void **state) {
     (void)state;
     char tok[1024], out[1024], args[4096], want[2048];
@@ -737,6 +737,7 @@ static void test_synth_tokenizer_refusals(void **state) {
         else snprintf(u, sizeof u, "%c%c", (char)(0xC0 | (cp >> 6)), (char)(0x80 | (cp & 0x3F)));
         n += (size_t)snprintf(full + n, 16384 - n, "%s\"%s\":%d", b ? "," : "", u, b);
     }
+    const size_t n_vocab = n;   /* full[0, n_vocab): the object up to the vocabulary's closing brace */
     n += (size_t)snprintf(full + n, 16384 - n, "},\"merges\":[]},\"added_tokens\":[");
     struct { const char *added, *why; } bad[] = {
         {"{\"id\":5,\"content\":\"<x>\"}", "added_tokens[0]: id 5 is model.vocab's \"\xc4\x85\" already, got content \"<x>\""},
@@ -751,6 +752,23 @@ static void test_synth_tokenizer_refusals(void **state) {
         write_file(tok, j, strlen(j));
         free(j);
         snprintf(want, sizeof want, "tern synth: --tokenizer: '%s': %s", tok, bad[i].why);
+        expect_tern(1, want, args);
+        assert_int_equal(access(out, F_OK), -1);
+    }
+    /* merges that "left right" cannot hold: the file written would not load (the loader splits at
+     * the first space after the first byte) or would split elsewhere */
+    struct { const char *merge, *why; } bad_merge[] = {
+        {"\"ab\"", "got \"ab\""},
+        {"[\"\",\"b\"]", "got \"\""},
+        {"[\"a b\",\"c\"]", "got \"a b\""},
+    };
+    for (size_t i = 0; i < sizeof bad_merge / sizeof bad_merge[0]; i++) {
+        char *jm = malloc(n_vocab + 256);
+        snprintf(jm, n_vocab + 256, "%.*s},\"merges\":[\"a b\",%s]}}", (int)n_vocab, full, bad_merge[i].merge);
+        write_file(tok, jm, strlen(jm));
+        free(jm);
+        snprintf(want, sizeof want, "tern synth: --tokenizer: '%s': model.merges[1]: expected a non-empty left token without "
+                                    "spaces and a right token (\"a b\" or [\"a\", \"b\"]), %s", tok, bad_merge[i].why);
         expect_tern(1, want, args);
         assert_int_equal(access(out, F_OK), -1);
     }

@@ -218,12 +218,39 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
     /* arena: tokens (USER_DEFINED: U+2581 -> ' ' only shrinks), "[PAD<id>]", merges */
     size_t total = 0;
     for (int32_t i = 0; i < n_rows; i++) total += rows[i].kind ? strlen(rows[i].s) : 24;
-    int n_merges = cJSON_GetArraySize(merges);
+    /* A merge is stored as "left right" and read back by splitting at the first space after its
+     * first byte (tok_build, as llama.cpp): so the left part must be non-empty and hold no space,
+     * or the file would not load (or would split elsewhere). Byte-level tokens never hold a
+     * space (it is written U+0120), so real tokenizers always pass. */
+    int n_merges = cJSON_GetArraySize(merges), im = 0;
     cJSON_ArrayForEach(it, merges) {
-        if (cJSON_IsString(it)) total += strlen(it->valuestring);
-        else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 && cJSON_IsString(cJSON_GetArrayItem(it, 0)) && cJSON_IsString(cJSON_GetArrayItem(it, 1)))
-            total += strlen(cJSON_GetArrayItem(it, 0)->valuestring) + 1 + strlen(cJSON_GetArrayItem(it, 1)->valuestring);
-        else { rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.merges: expected \"a b\" or [\"a\", \"b\"] elements", path); goto fail; }
+        const char *a = NULL;
+        size_t na = 0;
+        if (cJSON_IsString(it)) {
+            const char *sp = it->valuestring[0] ? strchr(it->valuestring + 1, ' ') : NULL;
+            total += strlen(it->valuestring);
+            a = it->valuestring;
+            na = sp ? (size_t)(sp - a) : 0;
+        } else if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2 && cJSON_IsString(cJSON_GetArrayItem(it, 0)) &&
+                   cJSON_IsString(cJSON_GetArrayItem(it, 1))) {
+            a = cJSON_GetArrayItem(it, 0)->valuestring;
+            na = strlen(a);
+            total += na + 1 + strlen(cJSON_GetArrayItem(it, 1)->valuestring);
+        } else {
+            rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.merges[%d]: expected \"a b\" or [\"a\", \"b\"], got %s", path, im,
+                              json_got(it, (char[48]){0}));
+            goto fail;
+        }
+        if (na == 0 || memchr(a, ' ', na)) {
+            const size_t la = strlen(a);
+            int cut = la > 40 ? 40 : (int)la;   /* quoted up to 40 bytes, cut before a UTF-8 continuation byte */
+            while (cut > 0 && (size_t)cut < la && ((unsigned char)a[cut] & 0xC0) == 0x80) cut--;
+            rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.merges[%d]: expected a non-empty left token without spaces and "
+                              "a right token (\"a b\" or [\"a\", \"b\"]), got \"%.*s\"%s", path, im, cut, a,
+                              (size_t)cut < la ? "..." : "");
+            goto fail;
+        }
+        im++;
     }
     h->arena = malloc(total + 1);
     h->tokens = malloc((size_t)n_rows * sizeof *h->tokens);
