@@ -223,12 +223,14 @@ static bool parse_prompt_ids(const cJSON *p, const char *name, srv_request *r, s
                                   : "'%s' nests its prompt one level too deep (element 0 is %s); expected a string, "
                                     "token ids, or a list holding one of those",
                             name, json_kind(v));
+        /* the range first: a double past int64 (1e300, or 1e400 read as inf) has no integer
+         * conversion, so it is never converted; NaN fails the range too */
+        const double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         char g[32];
-        if (!cJSON_IsNumber(v) || v->valuedouble != (double)(int64_t)v->valuedouble || v->valuedouble < 0 ||
-            v->valuedouble > 2147483647.0)
+        if (!(d >= 0 && d <= 2147483647.0 && d == floor(d)))
             return srv_fail(e, 400, "invalid_request_error", "prompt",
-                            "'%s[%d]' must be a token id (an integer >= 0), got %s", name, i, api_got(v, g));
-        r->prompt_ids[i++] = (int32_t)v->valuedouble;
+                            "'%s[%d]' must be a token id (an integer in 0..2147483647), got %s", name, i, api_got(v, g));
+        r->prompt_ids[i++] = (int32_t)d;
     }
     r->n_prompt_ids = n;
     return true;

@@ -603,11 +603,11 @@ static void test_request_errors(void **state) {
     }
     expect_400(SRV_COMPLETION, "{}", "prompt");
     expect_400(SRV_COMPLETION, "{\"prompt\": [[1, 2], [3]]}", "prompt");   /* several prompts: one per request */
-    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, -1]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got -1");
-    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, 2.5]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got 2.5");
-    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[5, -1]]}", "prompt", "'prompt[0][1]' must be a token id (an integer >= 0), got -1");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, -1]}", "prompt", "'prompt[1]' must be a token id (an integer in 0..2147483647), got -1");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, 2.5]}", "prompt", "'prompt[1]' must be a token id (an integer in 0..2147483647), got 2.5");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[5, -1]]}", "prompt", "'prompt[0][1]' must be a token id (an integer in 0..2147483647), got -1");
     expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[]]}", "prompt", "'prompt[0]' is an empty array; expected token ids");
-    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, \"a\"]}", "prompt", "'prompt[1]' must be a token id (an integer >= 0), got a string");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, \"a\"]}", "prompt", "'prompt[1]' must be a token id (an integer in 0..2147483647), got a string");
     expect_400_msg(SRV_COMPLETION, "{\"prompt\": [\"a\", \"b\"]}", "prompt",
                    "'prompt' holds several prompts (element 0 is a string); send one prompt per request");
     expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[\"a\"]]}", "prompt",
@@ -627,6 +627,27 @@ static void test_request_errors(void **state) {
     assert_string_equal(js, fixed);
     free(fixed);
     free(js);
+}
+
+/* Token ids given as numbers past every integer type (1e300; 1e400, which reads as inf; -1e19)
+ * are refused with a 400 like any other bad id, without converting them to an integer first (an
+ * out-of-range conversion is undefined: the debug build aborts on it). */
+static void test_request_token_id_range(void **state) {
+    (void)state;
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [5, 1e300]}", "prompt",
+                   "'prompt[1]' must be a token id (an integer in 0..2147483647), got 1e+300");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [[-1e19]]}", "prompt",
+                   "'prompt[0][0]' must be a token id (an integer in 0..2147483647), got -1e+19");
+    expect_400(SRV_COMPLETION, "{\"prompt\": [1e400]}", "prompt");
+    expect_400_msg(SRV_COMPLETION, "{\"prompt\": [2147483648]}", "prompt",
+                   "'prompt[0]' must be a token id (an integer in 0..2147483647), got 2147483648");
+    const char *top = "{\"prompt\": [0, 2147483647]}";   /* the largest id is still an id */
+    srv_request r;
+    srv_error e;
+    assert_true(api_parse_request(SRV_COMPLETION, top, strlen(top), &r, &e));
+    assert_int_equal(r.n_prompt_ids, 2);
+    assert_int_equal(r.prompt_ids[1], 2147483647);
+    api_request_free(&r);
 }
 
 static void test_request_fields(void **state) {
@@ -834,6 +855,7 @@ int suite_server(int *n_tests) {
         cmocka_unit_test(test_request_json_syntax),
         cmocka_unit_test(test_request_utf8),
         cmocka_unit_test(test_request_fields),
+        cmocka_unit_test(test_request_token_id_range),
         cmocka_unit_test(test_request_duplicate_keys),
         cmocka_unit_test(test_tools_block_and_history),
         cmocka_unit_test(test_tool_call_arguments),
