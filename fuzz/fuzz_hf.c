@@ -10,6 +10,7 @@
  * special ids inside the rows, and tok_build accepts it (the importer validates what the
  * tokenizer needs). A broken check aborts, which the fuzzer reports. */
 #include "format/gguf.h"
+#include "hf_vocab.h"
 #include "tokenizer/hf_import.h"
 #include "tokenizer/tok.h"
 
@@ -72,20 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int32_t i = 0; i < h->n_vocab; i++)
         if (h->types[i] < 0 || h->types[i] > 6) abort();
     if (h->bos >= h->n_vocab || h->eos >= h->n_vocab || h->pad >= h->n_vocab) abort();
-    tok_desc d;
-    tok_desc_init(&d);
-    d.model = "gpt2";
-    d.pre = h->pre;
-    d.n_vocab = h->n_vocab;
-    d.tokens = h->tokens;
-    d.types = h->types;
-    d.n_merges = h->n_merges;
-    d.merges = h->merges;
-    d.bos = h->bos;
-    d.eos = h->eos;
-    d.pad = h->pad;
     tok_vocab *v = NULL;
-    if (tok_build(&v, &d, &e) != TERN_OK) {
+    if (hf_vocab_build(&v, h, NULL, &e) != TERN_OK) {
         fprintf(stderr, "fuzz_hf: the import passed but tok_build refused it: %s\n", e.msg);
         abort();
     }

@@ -14,6 +14,7 @@
  * UTF-8 unchanged; rendered spans are sorted, disjoint and inside the text; an error comes with
  * a message. A broken check aborts, which the fuzzer reports. */
 #include "format/gguf.h"
+#include "hf_vocab.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/hf_import.h"
 #include "tokenizer/tok.h"
@@ -35,21 +36,9 @@ static void die(const char *what, const tern_err *e) {
 
 /* Byte-level BPE from the HF import, with the pre-tokeniser `pre`. */
 static tok_vocab *bpe_vocab(const tok_hf *h, const char *pre) {
-    tok_desc d;
-    tok_desc_init(&d);
-    d.model = "gpt2";
-    d.pre = pre;
-    d.n_vocab = h->n_vocab;
-    d.tokens = h->tokens;
-    d.types = h->types;
-    d.n_merges = h->n_merges;
-    d.merges = h->merges;
-    d.bos = h->bos;
-    d.eos = h->eos;
-    d.pad = h->pad;
     tok_vocab *v = NULL;
     tern_err e = {0};
-    if (tok_build(&v, &d, &e) != TERN_OK) die("tok_build", &e);
+    if (hf_vocab_build(&v, h, pre, &e) != TERN_OK) die("tok_build", &e);
     return v;
 }
 

@@ -725,7 +725,8 @@ static void test_synth_tokenizer_refusals(void **state) {
     assert_int_equal(access(out, F_OK), -1);
     /* a full byte alphabet (GPT-2's map, written here: bytes 33..126, 161..172, 174..255 stand for
      * themselves, the other 68 for U+0100.. in byte order), then an added token on byte 0x05's id
-     * with other text, an added id given twice with two texts, a negative id, an empty content */
+     * with other text, an added id given twice with two texts, a negative id, an empty content,
+     * and merges that cannot be written as "left right" */
     char *full = malloc(16384);
     size_t n = (size_t)snprintf(full, 16384, "{\"model\":{\"type\":\"BPE\",\"vocab\":{");
     for (int b = 0, extra = 0; b < 256; b++) {
@@ -737,44 +738,35 @@ static void test_synth_tokenizer_refusals(void **state) {
         else snprintf(u, sizeof u, "%c%c", (char)(0xC0 | (cp >> 6)), (char)(0x80 | (cp & 0x3F)));
         n += (size_t)snprintf(full + n, 16384 - n, "%s\"%s\":%d", b ? "," : "", u, b);
     }
-    const size_t n_vocab = n;   /* full[0, n_vocab): the object up to the vocabulary's closing brace */
-    n += (size_t)snprintf(full + n, 16384 - n, "},\"merges\":[]},\"added_tokens\":[");
-    struct { const char *added, *why; } bad[] = {
-        {"{\"id\":5,\"content\":\"<x>\"}", "added_tokens[0]: id 5 is model.vocab's \"\xc4\x85\" already, got content \"<x>\""},
-        {"{\"id\":256,\"content\":\"<a>\"},{\"id\":256,\"content\":\"<b>\"}",
+    /* each case: the text after the vocabulary's entries, and what the refusal says */
+#define ADDED(a) "},\"merges\":[]},\"added_tokens\":[" a "]}"
+#define MERGE(m) "},\"merges\":[\"a b\"," m "]}}"
+#define MERGE_WHY "model.merges[1]: expected a non-empty left token without spaces and a right token (\"a b\" or [\"a\", \"b\"]), "
+    struct { const char *tail, *why; } bad[] = {
+        {ADDED("{\"id\":5,\"content\":\"<x>\"}"), "added_tokens[0]: id 5 is model.vocab's \"\xc4\x85\" already, got content \"<x>\""},
+        {ADDED("{\"id\":256,\"content\":\"<a>\"},{\"id\":256,\"content\":\"<b>\"}"),
          "added_tokens[1]: id 256 is an earlier added token's \"<a>\" already, got content \"<b>\""},
-        {"{\"id\":-5,\"content\":\"<x>\"}", "added_tokens[0].id: expected an integer in 0..1048575, got -5"},
-        {"{\"id\":256,\"content\":\"\"}", "added_tokens[0].content: expected a non-empty string, got \"\""},
+        {ADDED("{\"id\":-5,\"content\":\"<x>\"}"), "added_tokens[0].id: expected an integer in 0..1048575, got -5"},
+        {ADDED("{\"id\":256,\"content\":\"\"}"), "added_tokens[0].content: expected a non-empty string, got \"\""},
+        /* merges that "left right" cannot hold: the file written would not load (the loader splits
+         * at the first space after the first byte) or would split elsewhere */
+        {MERGE("\"ab\""), MERGE_WHY "got \"ab\""},
+        {MERGE("[\"\",\"b\"]"), MERGE_WHY "got \"\""},
+        {MERGE("[\"a b\",\"c\"]"), MERGE_WHY "got \"a b\""},
     };
+    char *j = malloc(n + 256);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *j = malloc(n + 256);
-        snprintf(j, n + 256, "%.*s%s]}", (int)n, full, bad[i].added);
+        snprintf(j, n + 256, "%.*s%s", (int)n, full, bad[i].tail);
         write_file(tok, j, strlen(j));
-        free(j);
         snprintf(want, sizeof want, "tern synth: --tokenizer: '%s': %s", tok, bad[i].why);
         expect_tern(1, want, args);
         assert_int_equal(access(out, F_OK), -1);
     }
-    /* merges that "left right" cannot hold: the file written would not load (the loader splits at
-     * the first space after the first byte) or would split elsewhere */
-    struct { const char *merge, *why; } bad_merge[] = {
-        {"\"ab\"", "got \"ab\""},
-        {"[\"\",\"b\"]", "got \"\""},
-        {"[\"a b\",\"c\"]", "got \"a b\""},
-    };
-    for (size_t i = 0; i < sizeof bad_merge / sizeof bad_merge[0]; i++) {
-        char *jm = malloc(n_vocab + 256);
-        snprintf(jm, n_vocab + 256, "%.*s},\"merges\":[\"a b\",%s]}}", (int)n_vocab, full, bad_merge[i].merge);
-        write_file(tok, jm, strlen(jm));
-        free(jm);
-        snprintf(want, sizeof want, "tern synth: --tokenizer: '%s': model.merges[1]: expected a non-empty left token without "
-                                    "spaces and a right token (\"a b\" or [\"a\", \"b\"]), %s", tok, bad_merge[i].why);
-        expect_tern(1, want, args);
-        assert_int_equal(access(out, F_OK), -1);
-    }
     /* the same text on an added id twice is one token: written */
-    char *j = malloc(n + 256);
-    snprintf(j, n + 256, "%.*s{\"id\":256,\"content\":\"<a>\"},{\"id\":256,\"content\":\"<a>\"}]}", (int)n, full);
+    snprintf(j, n + 256, "%.*s" ADDED("{\"id\":256,\"content\":\"<a>\"},{\"id\":256,\"content\":\"<a>\"}"), (int)n, full);
+#undef ADDED
+#undef MERGE
+#undef MERGE_WHY
     write_file(tok, j, strlen(j));
     free(j);
     free(full);
