@@ -41,7 +41,10 @@ endif
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g $(WARN) -ffp-contract=off -fno-math-errno -pthread \
                -Iinclude -Isrc -MMD -MP
 OPT_rel   := -O2
-OPT_debug := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DTERN_DEBUG
+# float-cast-overflow: an out-of-range float-to-integer conversion (a number from a file, a flag
+# or a request) aborts; gcc's -fsanitize=undefined leaves this check out
+OPT_debug := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow \
+             -fno-sanitize-recover=undefined,float-cast-overflow -DTERN_DEBUG
 OPT_native := -O2 -march=native
 CFLAGS  ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(OPT_$(MODE)) $(CFLAGS)
@@ -79,11 +82,6 @@ LIB_A    := $(B)/libtern.a
 SERVER_SRC := $(sort $(wildcard server/*.c))
 SERVER_OBJ := $(SERVER_SRC:%.c=$(B)/%.o)
 SERVER_A   := $(B)/libtern_server.a
-# The server turns numbers a client sent into integers: in the debug build an out-of-range
-# conversion aborts there (gcc's -fsanitize=undefined leaves this check out; clang's has it).
-ifeq ($(MODE),debug)
-$(SERVER_OBJ): ALL_CFLAGS += -fsanitize=float-cast-overflow -fno-sanitize-recover=float-cast-overflow
-endif
 # shared library for `make install` (owner: app): a separate -fPIC object set
 TERN_VERSION := $(shell sed -n 's/^\#define TERN_VERSION "\(.*\)"/\1/p' include/tern.h)
 TERN_SOMAJOR := 0
