@@ -726,7 +726,7 @@ static void test_synth_tokenizer_refusals(void **state) {
     /* a full byte alphabet (GPT-2's map, written here: bytes 33..126, 161..172, 174..255 stand for
      * themselves, the other 68 for U+0100.. in byte order), then an added token on byte 0x05's id
      * with other text, an added id given twice with two texts, a negative id, an empty content,
-     * and merges that cannot be written as "left right" */
+     * merges that cannot be written as "left right", and merges of texts that are not tokens */
     char *full = malloc(16384);
     size_t n = (size_t)snprintf(full, 16384, "{\"model\":{\"type\":\"BPE\",\"vocab\":{");
     for (int b = 0, extra = 0; b < 256; b++) {
@@ -740,8 +740,9 @@ static void test_synth_tokenizer_refusals(void **state) {
     }
     /* each case: the text after the vocabulary's entries, and what the refusal says */
 #define ADDED(a) "},\"merges\":[]},\"added_tokens\":[" a "]}"
-#define MERGE(m) "},\"merges\":[\"a b\"," m "]}}"
-#define MERGE_WHY "model.merges[1]: expected a non-empty left token without spaces and a right token (\"a b\" or [\"a\", \"b\"]), "
+#define MERGE(m) "},\"merges\":[" m "]}}"
+#define MERGE_WHY "model.merges[0]: expected a non-empty left token without spaces and a right token (\"a b\" or [\"a\", \"b\"]), "
+#define MERGE_VOCAB(got) "model.merges[0]: expected two tokens of model.vocab whose join is a token too, got \"" got "\", which is not in model.vocab"
     struct { const char *tail, *why; } bad[] = {
         {ADDED("{\"id\":5,\"content\":\"<x>\"}"), "added_tokens[0]: id 5 is model.vocab's \"\xc4\x85\" already, got content \"<x>\""},
         {ADDED("{\"id\":256,\"content\":\"<a>\"},{\"id\":256,\"content\":\"<b>\"}"),
@@ -753,6 +754,11 @@ static void test_synth_tokenizer_refusals(void **state) {
         {MERGE("\"ab\""), MERGE_WHY "got \"ab\""},
         {MERGE("[\"\",\"b\"]"), MERGE_WHY "got \"\""},
         {MERGE("[\"a b\",\"c\"]"), MERGE_WHY "got \"a b\""},
+        /* merges that could never apply (Hugging Face refuses them too): a part or the join not
+         * a token (this vocabulary has the 256 byte tokens only) */
+        {MERGE("\"a  b\""), MERGE_VOCAB(" b")},
+        {MERGE("[\"a\",\"zz\"]"), MERGE_VOCAB("zz")},
+        {MERGE("\"a b\""), MERGE_VOCAB("ab")},
     };
     char *j = malloc(n + 256);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -767,6 +773,7 @@ static void test_synth_tokenizer_refusals(void **state) {
 #undef ADDED
 #undef MERGE
 #undef MERGE_WHY
+#undef MERGE_VOCAB
     write_file(tok, j, strlen(j));
     free(j);
     free(full);

@@ -94,6 +94,39 @@ static int32_t config_token_id(const cJSON *cfg, const char *key, const row_src 
     return -2;                                                   /* named but unknown */
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Whether s is one of the n sorted texts (strcmp order). */
+static bool in_sorted(const char *const *sorted, size_t n, const char *s) {
+    return bsearch(&s, sorted, n, sizeof *sorted, cmp_str) != NULL;
+}
+
+/* The part of merge it (a "a b" string whose left part has been checked, or an [a, b] pair)
+ * that is not a token of model.vocab (sorted, n texts): left, right, or their join, written to
+ * buf (capacity cap: the merge's length + 2); NULL when all three are tokens. */
+static const char *merge_missing(const cJSON *it, size_t na, const char *const *sorted, size_t n, char *buf, size_t cap) {
+    const char *a, *b;
+    size_t la, lb;
+    if (cJSON_IsString(it)) {
+        a = it->valuestring;
+        la = na;
+        b = it->valuestring + na + 1;
+    } else {
+        a = cJSON_GetArrayItem(it, 0)->valuestring;
+        la = strlen(a);
+        b = cJSON_GetArrayItem(it, 1)->valuestring;
+    }
+    lb = strlen(b);
+    TERN_DASSERT(la + lb + 2 <= cap);
+    (void)cap;
+    memcpy(buf, a, la);
+    buf[la] = 0;
+    if (!in_sorted(sorted, n, buf)) return buf;
+    if (!in_sorted(sorted, n, b)) return b;
+    memcpy(buf + la, b, lb + 1);
+    return in_sorted(sorted, n, buf) ? NULL : buf;
+}
+
 int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_err *err) {
     *out = NULL;
     tok_hf_opts def = {0};
@@ -101,7 +134,8 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
     cJSON *root = NULL, *cfg = NULL, *mcfg = NULL;
     row_src *rows = NULL;
     tok_hf *h = NULL;
-    char *dir = NULL;
+    char *dir = NULL, *mbuf = NULL;
+    const char **sorted = NULL;
     int rc = parse_json(path, true, &root, err);
     if (rc) return rc;
 
@@ -221,7 +255,16 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
     /* A merge is stored as "left right" and read back by splitting at the first space after its
      * first byte (tok_build, as llama.cpp): so the left part must be non-empty and hold no space,
      * or the file would not load (or would split elsewhere). Byte-level tokens never hold a
-     * space (it is written U+0120), so real tokenizers always pass. */
+     * space (it is written U+0120), so real tokenizers always pass. Its two parts and their join
+     * must be tokens of model.vocab, as Hugging Face's tokenizers require (a merge naming
+     * anything else could never apply: tok_build would drop it without a word). */
+    const size_t n_sorted = (size_t)cJSON_GetArraySize(vocab);
+    sorted = malloc((n_sorted ? n_sorted : 1) * sizeof *sorted);
+    if (!sorted) { rc = tern_err_set(err, TERN_E_NOMEM, "out of memory for %zu vocabulary texts", n_sorted); goto fail; }
+    size_t ks = 0;
+    cJSON_ArrayForEach(it, vocab) sorted[ks++] = it->string;
+    qsort(sorted, n_sorted, sizeof *sorted, cmp_str);
+    size_t mcap = 0;
     int n_merges = cJSON_GetArraySize(merges), im = 0;
     cJSON_ArrayForEach(it, merges) {
         const char *a = NULL;
@@ -248,6 +291,23 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
             rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.merges[%d]: expected a non-empty left token without spaces and "
                               "a right token (\"a b\" or [\"a\", \"b\"]), got \"%.*s\"%s", path, im, cut, a,
                               (size_t)cut < la ? "..." : "");
+            goto fail;
+        }
+        const size_t need = (cJSON_IsString(it) ? strlen(a) : na + strlen(cJSON_GetArrayItem(it, 1)->valuestring)) + 2;
+        if (need > mcap) {
+            char *nb = realloc(mbuf, need);
+            if (!nb) { rc = tern_err_set(err, TERN_E_NOMEM, "out of memory"); goto fail; }
+            mbuf = nb;
+            mcap = need;
+        }
+        const char *missing = merge_missing(it, na, sorted, n_sorted, mbuf, mcap);
+        if (missing) {
+            const size_t lm = strlen(missing);
+            int cut = lm > 40 ? 40 : (int)lm;
+            while (cut > 0 && (size_t)cut < lm && ((unsigned char)missing[cut] & 0xC0) == 0x80) cut--;
+            rc = tern_err_set(err, TERN_E_FORMAT, "'%s': model.merges[%d]: expected two tokens of model.vocab whose join is a "
+                              "token too, got \"%.*s\"%s, which is not in model.vocab", path, im, cut, missing,
+                              (size_t)cut < lm ? "..." : "");
             goto fail;
         }
         im++;
@@ -337,12 +397,12 @@ int tok_hf_load(tok_hf **out, const char *path, const tok_hf_opts *opts, tern_er
     if (tmpl && !(h->chat_template = strdup(tmpl))) { rc = tern_err_set(err, TERN_E_NOMEM, "out of memory"); goto fail; }
 
     cJSON_Delete(root); cJSON_Delete(cfg); cJSON_Delete(mcfg);
-    free(rows); free(dir);
+    free(rows); free(dir); free(mbuf); free(sorted);
     *out = h;
     return TERN_OK;
 fail:
     cJSON_Delete(root); cJSON_Delete(cfg); cJSON_Delete(mcfg);
-    free(rows); free(dir);
+    free(rows); free(dir); free(mbuf); free(sorted);
     tok_hf_free(h);
     return rc;
 }
