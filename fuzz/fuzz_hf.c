@@ -22,15 +22,24 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char g_dir[64];
+static char g_dir[64];   /* a folder of this process's own, removed at exit */
+
+static void drop(const char *name);
+
+static void remove_dir(void) {
+    drop("tokenizer.json");
+    drop("tokenizer_config.json");
+    rmdir(g_dir);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
-    snprintf(g_dir, sizeof g_dir, "/tmp/fuzz_hf.XXXXXX");
+    snprintf(g_dir, sizeof g_dir, "/tmp/fuzz_hf.XXXXXX");   /* mkdtemp's template */
     if (!mkdtemp(g_dir)) {
         perror("fuzz_hf: mkdtemp");
         exit(1);
     }
+    atexit(remove_dir);
     return 0;
 }
 
