@@ -506,20 +506,36 @@ ATTN_INLINE void ATTN_FN(attn_scores)(const int NQ, const bool f32, const bool P
     }
 }
 
-/* One tile of NQ (1..8, a compile-time constant after inlining) queries; f32: the K/V element
- * type. S: NQ * max(n_kv) floats, query s's scores then probabilities at S[s * max(n_kv) + j]. */
-ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const float *const *q, float *const *out,
-                                          const int *n_kv, const blk_kv_view *kv, int ikv, int hd_k, int hd_v,
-                                          float scale, float *S) {
+/* A tile of NQ (1..8, a compile-time constant after inlining) queries; f32: the K/V element type.
+ * S: NQ * max(n_kv) floats, query s's scores then probabilities at S[s * max(n_kv) + j]. The
+ * tile runs in two steps, each its own function per (NQ, f32) (ATTN_TILE_DEF below): the scores
+ * and their softmax (attn_tile_scores), then the softmax-weighted V sum (attn_tile_pv). */
+typedef struct {
+    const uint8_t *k0, *v0;   /* the kv head's first K and V row */
+    size_t ks, vs;            /* K and V row strides in bytes */
+    int n_max, n_min;         /* the tile's longest and shortest n_kv */
+} ATTN_FN(attn_rows);
+
+ATTN_INLINE ATTN_FN(attn_rows) ATTN_FN(attn_rows_of)(const int NQ, const bool f32, const int *n_kv, const blk_kv_view *kv,
+                                                     int ikv) {
     const size_t elt = f32 ? 4 : 2;
-    const uint8_t *k0 = (const uint8_t *)kv->k + (size_t)ikv * kv->k_head * elt;
-    const uint8_t *v0 = (const uint8_t *)kv->v + (size_t)ikv * kv->v_head * elt;
-    const size_t ks = kv->k_stride * elt, vs = kv->v_stride * elt;
-    int n_max = 0, n_min = INT_MAX;
+    ATTN_FN(attn_rows) r = {(const uint8_t *)kv->k + (size_t)ikv * kv->k_head * elt,
+                            (const uint8_t *)kv->v + (size_t)ikv * kv->v_head * elt, kv->k_stride * elt, kv->v_stride * elt,
+                            0, INT_MAX};
     for (int s = 0; s < NQ; s++) {
-        n_max = n_kv[s] > n_max ? n_kv[s] : n_max;
-        n_min = n_kv[s] < n_min ? n_kv[s] : n_min;
+        r.n_max = n_kv[s] > r.n_max ? n_kv[s] : r.n_max;
+        r.n_min = n_kv[s] < r.n_min ? n_kv[s] : r.n_min;
     }
+    return r;
+}
+
+ATTN_INLINE void ATTN_FN(attn_tile_scores)(const int NQ, const bool f32, const float *const *q, const int *n_kv,
+                                            const blk_kv_view *kv, int ikv, int hd_k, int hd_v, float scale, float *S) {
+    const size_t elt = f32 ? 4 : 2;
+    const ATTN_FN(attn_rows) r = ATTN_FN(attn_rows_of)(NQ, f32, n_kv, kv, ikv);
+    const uint8_t *k0 = r.k0, *v0 = r.v0;
+    const size_t ks = r.ks, vs = r.vs;
+    const int n_max = r.n_max;
     const size_t ss = (size_t)n_max;   /* row stride of S */
     /* A forward's weight stream has evicted the K/V rows: unprefetched, the first multiply of each
      * K row waits on memory. So the K row ATTN_PF_ROWS ahead and the V row of the same index are
@@ -557,6 +573,15 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
 #else
     for (int s = 0; s < NQ; s++) ATTN_FN(attn_softmax)(S + (size_t)s * ss, n_kv[s]);
 #endif
+}
+
+ATTN_INLINE void ATTN_FN(attn_tile_pv)(const int NQ, const bool f32, float *const *out, const int *n_kv,
+                                        const blk_kv_view *kv, int ikv, int hd_v, const float *S) {
+    const ATTN_FN(attn_rows) r = ATTN_FN(attn_rows_of)(NQ, f32, n_kv, kv, ikv);
+    const uint8_t *v0 = r.v0;
+    const size_t vs = r.vs;
+    const int n_max = r.n_max, n_min = r.n_min;
+    const size_t ss = (size_t)n_max;
     /* softmax-weighted V in blocks of ATTN_PV_ROWS rows (ATTN_PV_ROWS * hd_v * elt bytes, 8 KB
      * for hd_v 128 in fp16: held in L1 across the block's passes, so each V row is read from
      * memory once however many passes cover hd_v); per block, CG chunks of 8 output dims of every
@@ -607,10 +632,39 @@ ATTN_INLINE void ATTN_FN(attn_tile_body)(const int NQ, const bool f32, const flo
     }
 }
 
-#define ATTN_CASE(N)                                                                                     \
-    case N:                                                                                              \
-        if (kv->f32) ATTN_FN(attn_tile_body)(N, true, q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores); \
-        else ATTN_FN(attn_tile_body)(N, false, q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);        \
+/* One function per tile width and element type: each is compiled as its own function, so the
+ * compiler's passes that grow faster than linearly with a function's size (GCC's RTL GCSE above
+ * all) see one tile body at a time rather than sixteen; the call costs nothing beside a tile. */
+#define ATTN_TILE_DEF(N, F32, T)                                                                                       \
+    static __attribute__((noinline)) void ATTN_FN(attn_sc_##N##T)(const float *const *q, const int *n_kv,             \
+                                                                   const blk_kv_view *kv, int ikv, int hd_k, int hd_v, \
+                                                                   float scale, float *S) {                            \
+        ATTN_FN(attn_tile_scores)(N, F32, q, n_kv, kv, ikv, hd_k, hd_v, scale, S);                                     \
+    }                                                                                                                  \
+    static __attribute__((noinline)) void ATTN_FN(attn_pv_##N##T)(float *const *out, const int *n_kv,                 \
+                                                                   const blk_kv_view *kv, int ikv, int hd_v,           \
+                                                                   const float *S) {                                   \
+        ATTN_FN(attn_tile_pv)(N, F32, out, n_kv, kv, ikv, hd_v, S);                                                    \
+    }                                                                                                                  \
+    static void ATTN_FN(attn_tile_##N##T)(const float *const *q, float *const *out, const int *n_kv,                  \
+                                          const blk_kv_view *kv, int ikv, int hd_k, int hd_v, float scale, float *S) { \
+        ATTN_FN(attn_sc_##N##T)(q, n_kv, kv, ikv, hd_k, hd_v, scale, S);                                               \
+        ATTN_FN(attn_pv_##N##T)(out, n_kv, kv, ikv, hd_v, S);                                                          \
+    }
+#define ATTN_TILE_DEFS(N) ATTN_TILE_DEF(N, true, _f32) ATTN_TILE_DEF(N, false, _f16)
+ATTN_TILE_DEFS(1)
+ATTN_TILE_DEFS(2)
+ATTN_TILE_DEFS(3)
+ATTN_TILE_DEFS(4)
+ATTN_TILE_DEFS(5)
+ATTN_TILE_DEFS(6)
+ATTN_TILE_DEFS(7)
+ATTN_TILE_DEFS(8)
+
+#define ATTN_CASE(N)                                                                         \
+    case N:                                                                                  \
+        if (kv->f32) ATTN_FN(attn_tile_##N##_f32)(q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores); \
+        else ATTN_FN(attn_tile_##N##_f16)(q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);        \
         break;
 
 void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
@@ -629,6 +683,8 @@ void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, co
 }
 
 #undef ATTN_CASE
+#undef ATTN_TILE_DEF
+#undef ATTN_TILE_DEFS
 #undef ATTN_INLINE
 #undef ATTN_PF_ROWS
 #undef ATTN_PV_ROWS
