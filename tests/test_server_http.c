@@ -806,8 +806,9 @@ static void *req_thread(void *p) {
 /* N concurrent greedy requests give the same texts as the same requests one at a time, and (where
  * need_batch) the concurrent ones really went through the batched forward (tern_batch_eval:
  * /metrics counts decode passes over 2 or more sequences). On qwen3-tiny (qwen3) and qwen35-tiny,
- * whose 200-token requests (ignore_eos) last tens of ms even at several thousand tokens/s, so the
- * requests started together overlap, and stories260K (llama). */
+ * whose 200-token requests (ignore_eos; a quarter of that in the sanitizer build, TEST_SLOW_BUILD)
+ * last tens of ms even at several thousand tokens/s, so the requests started together overlap,
+ * and stories260K (llama). */
 static void batch_equivalence(tern_model *m, const char *const *bodies, int n, int min_len, bool need_batch) {
     srv *s = start(m, n, 512, 8, 0, NULL, 0);
     req_arg seq[8], par[8];
@@ -836,23 +837,22 @@ static void batch_equivalence(tern_model *m, const char *const *bodies, int n, i
 
 static void test_batch_equivalence_and_429(void **state) {
     (void)state;
+    /* the third request stops 10 tokens before the others; the fourth samples with top_k 1 */
+    const int n_tok = 200 / TEST_SLOW_BUILD;
+    char qbuf[4][160];
+    const char *qb[4] = {qbuf[0], qbuf[1], qbuf[2], qbuf[3]};
+    snprintf(qbuf[0], 160, "{\"prompt\": \"Hello\", \"max_tokens\": %d, \"temperature\": 0, \"ignore_eos\": true}", n_tok);
+    snprintf(qbuf[1], 160, "{\"prompt\": \"The capital of France\", \"max_tokens\": %d, \"temperature\": 0, \"ignore_eos\": true}",
+             n_tok);
+    snprintf(qbuf[2], 160, "{\"prompt\": \"def main():\", \"max_tokens\": %d, \"temperature\": 0, \"ignore_eos\": true}", n_tok - 10);
+    snprintf(qbuf[3], 160,
+             "{\"prompt\": \"One two three\", \"max_tokens\": %d, \"temperature\": 0, \"top_k\": 1, \"ignore_eos\": true}", n_tok);
     tern_model *q = load(QWEN3);
-    const char *qb[4] = {
-        "{\"prompt\": \"Hello\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
-        "{\"prompt\": \"The capital of France\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
-        "{\"prompt\": \"def main():\", \"max_tokens\": 190, \"temperature\": 0, \"ignore_eos\": true}",
-        "{\"prompt\": \"One two three\", \"max_tokens\": 200, \"temperature\": 0, \"top_k\": 1, \"ignore_eos\": true}",
-    };
     batch_equivalence(q, qb, 4, 20, true);
     tern_model_free(q);
     /* qwen35 (recurrent state): batched too (each column updates its own session's state) */
     q = load(QWEN35);
-    const char *q35[3] = {
-        "{\"prompt\": \"Hello\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
-        "{\"prompt\": \"The capital of France\", \"max_tokens\": 200, \"temperature\": 0, \"ignore_eos\": true}",
-        "{\"prompt\": \"def main():\", \"max_tokens\": 190, \"temperature\": 0, \"ignore_eos\": true}",
-    };
-    batch_equivalence(q, q35, 3, 8, true);
+    batch_equivalence(q, qb, 3, 8, true);
     tern_model_free(q);
     tern_model *m = load(STORIES);
     const char *bodies[4] = {
@@ -1045,9 +1045,14 @@ static void test_chunked_prefill(void **state) {
     srv *s = NULL;
     tern_err err = {0};
     if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
-    /* A's reply is long enough to outlast B's arrival on a loaded machine (about a second here) */
-    stream_arg a = {s, "{\"prompt\": \"Hello\", \"max_tokens\": 1500, \"temperature\": 0, \"stream\": true,"
-                       " \"stream_options\": {\"include_usage\": true}}", NULL};
+    /* A's reply is long enough to outlast B's arrival on a loaded machine (about a second here;
+     * TEST_SLOW_BUILD) */
+    const int a_len = 1500 / TEST_SLOW_BUILD;
+    char a_body[160];
+    snprintf(a_body, sizeof a_body,
+             "{\"prompt\": \"Hello\", \"max_tokens\": %d, \"temperature\": 0, \"stream\": true, \"stream_options\": "
+             "{\"include_usage\": true}}", a_len);
+    stream_arg a = {s, a_body, NULL};
     pthread_t th;
     pthread_create(&th, NULL, stream_thread, &a);
     const double t0 = now_s();
@@ -1084,7 +1089,7 @@ static void test_chunked_prefill(void **state) {
     sse e;
     sse_parse(a.raw, &e);
     assert_true(e.done && e.usage);
-    assert_int_equal(cJSON_GetObjectItem(e.usage, "completion_tokens")->valueint, 1500);
+    assert_int_equal(cJSON_GetObjectItem(e.usage, "completion_tokens")->valueint, a_len);
     assert_string_equal(e.finish, "length");
     sse_free(&e);
     free(a.raw);
@@ -1521,9 +1526,12 @@ static void mixed_equivalence(tern_model *m) {
     strcpy(longc, "{\"prompt\": \"");
     for (int i = 0; i < 12; i++) strcat(longc, "Lorem ipsum dolor sit amet, consectetur. ");
     strcat(longc, "\", \"max_tokens\": 12, \"temperature\": 0}");
-    /* A decodes long enough (ignore_eos) that B and C arrive while it runs, even on a loaded machine */
-    const char *bodies[3] = {"{\"prompt\": \"Hello\", \"max_tokens\": 600, \"temperature\": 0, \"ignore_eos\": true}", longb,
-                             longc};
+    /* A decodes long enough (ignore_eos; TEST_SLOW_BUILD) that B and C arrive while it runs, even
+     * on a loaded machine */
+    char longa[128];
+    snprintf(longa, sizeof longa, "{\"prompt\": \"Hello\", \"max_tokens\": %d, \"temperature\": 0, \"ignore_eos\": true}",
+             600 / TEST_SLOW_BUILD);
+    const char *bodies[3] = {longa, longb, longc};
     srv *one = start(m, 1, 1024, 4, 0, NULL, 64);
     req_arg seq[3], par[3];
     for (int i = 0; i < 3; i++) {                     /* alone */
