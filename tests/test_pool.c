@@ -9,6 +9,7 @@
 #include "runtime/pool.h"
 #include "runtime/pool_adapt.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -16,6 +17,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -567,36 +569,72 @@ static int solo_run(tern_pool *p, solo_ctx *c, int64_t n) {
     pool_for(p, n, 1, job_solo, c);
     return c->prev_worker = atomic_load(&c->worker_ran);
 }
+/* The time every thread of this process has spent ready to run but waiting for a CPU (run delay,
+ * ns: the second field of each /proc/self/task/TID/schedstat), or -1 where Linux does not say. */
+static int64_t process_run_delay(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int64_t sum = 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.') continue;
+        char path[320];
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;   /* the thread has ended */
+        long long run = 0, wait = 0;
+        if (fscanf(f, "%lld %lld", &run, &wait) == 2) sum += wait, n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n ? sum : -1;
+}
 /* One try: a fresh pool, 0.5 s of the two kinds, then the 200 jobs counted; returns how many of
- * them reached the worker. */
-static int solo_try(void) {
+ * them reached the worker, and in *waited the share of the try's time its threads spent waiting
+ * for a CPU, summed over them (-1: unknown). */
+static int solo_try(double *waited) {
     tern_pool *p;
     assert_int_equal(pool_init(&p, 2, NULL), TERN_OK);
     solo_ctx c = {0};
     c.hits = calloc(65, sizeof *c.hits);
     atomic_init(&c.worker_ran, 0);
     int runs = 0, reached = 0;
-    for (const double t_end = tern_time_s() + 0.5; tern_time_s() < t_end; runs++) solo_run(p, &c, 64 + runs % 2);
+    const int64_t rd0 = process_run_delay();
+    const double t0 = tern_time_s();
+    for (const double t_end = t0 + 0.5; tern_time_s() < t_end; runs++) solo_run(p, &c, 64 + runs % 2);
     for (int r = 0; r < 200; r++, runs++) reached += solo_run(p, &c, 64 + runs % 2);
+    const int64_t rd1 = process_run_delay();   /* before pool_free: the worker's own is counted */
+    *waited = rd0 >= 0 && rd1 >= 0 ? (double)(rd1 - rd0) * 1e-9 / (tern_time_s() - t0) : -1;
     pool_free(p);
     for (int i = 0; i < 64; i++) assert_int_equal(atomic_load(&c.hits[i]), runs);
     assert_int_equal(atomic_load(&c.hits[64]), runs / 2);
     free(c.hits);
     return reached;
 }
-/* A comparison is timed on a shared machine, so a neighbour's burst can make one lose; the pool
- * must keep the jobs off the worker in two of three fresh tries. */
+/* A comparison is timed, so another process that takes this one's CPUs can make it lose: a loss
+ * in a try whose threads waited for a CPU more than 10% of its time (on an idle machine they wait
+ * about 1-2%) does not count; a win always does. Of the tries that count, the pool must keep the
+ * jobs off the worker in two of three. If 8 tries leave it undecided (a machine busy throughout,
+ * as CI's ASan step beside its qemu step can be), the test is skipped, saying so. */
 static void test_solo_phase(void **state) {
     (void)state;
     if (pool_cpus_available() < 2) return;
-    int won = 0, lost = 0, reached = 0;
-    while (won < 2 && lost < 2) {
-        const int r = solo_try();
+    int won = 0, lost = 0, reached = 0, busy = 0;
+    double worst = 0;
+    for (int t = 0; t < 8 && won < 2 && lost < 2; t++) {
+        double waited;
+        const int r = solo_try(&waited);
+        print_message("try %d: %d of 200 jobs reached the worker; the threads waited for a CPU %.1f%% of the time\n", t + 1,
+                      r, 100 * waited);
         if (r < 20) won++;
+        else if (waited > 0.10) busy++, worst = waited > worst ? waited : worst;
         else lost++, reached = r;
     }
     if (lost >= 2)
         fail_msg("of 200 jobs that run faster on the caller alone, %d still reached the worker (2 of 3 tries)", reached);
+    if (won < 2)
+        test_skip("undecided: %d tries won, %d lost while the threads waited for a CPU more than 10%% of the time "
+                  "(up to %.0f%%), %d lost on an idle machine", won, busy, 100 * worst, lost);
 }
 
 /* The solo phase's decisions (pool_adapt.h) stepped with made-up times: each job of the
