@@ -632,9 +632,10 @@ ATTN_INLINE void ATTN_FN(attn_tile_pv)(const int NQ, const bool f32, float *cons
     }
 }
 
-/* One function per tile width and element type: each is compiled as its own function, so the
- * compiler's passes that grow faster than linearly with a function's size (GCC's RTL GCSE above
- * all) see one tile body at a time rather than sixteen; the call costs nothing beside a tile. */
+/* Per tile width and element type, the two steps each as a function of its own (kept out of line),
+ * so the compiler's passes that grow faster than linearly with a function's size (GCC's RTL GCSE
+ * above all) see one step of one tile at a time rather than all sixteen tiles inlined into
+ * blk_attn_tile; two calls cost nothing beside a tile's work. */
 #define ATTN_TILE_DEF(N, F32, T)                                                                                       \
     static __attribute__((noinline)) void ATTN_FN(attn_sc_##N##T)(const float *const *q, const int *n_kv,             \
                                                                    const blk_kv_view *kv, int ikv, int hd_k, int hd_v, \
@@ -661,10 +662,10 @@ ATTN_TILE_DEFS(6)
 ATTN_TILE_DEFS(7)
 ATTN_TILE_DEFS(8)
 
-#define ATTN_CASE(N)                                                                         \
-    case N:                                                                                  \
+#define ATTN_CASE(N)                                                                                 \
+    case N:                                                                                          \
         if (kv->f32) ATTN_FN(attn_tile_##N##_f32)(q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores); \
-        else ATTN_FN(attn_tile_##N##_f16)(q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);        \
+        else ATTN_FN(attn_tile_##N##_f16)(q, out, n_kv, kv, ikv, hd_k, hd_v, scale, scores);         \
         break;
 
 void ATTN_FN(blk_attn_tile)(int nq, const float *const *q, float *const *out, const int *n_kv, const blk_kv_view *kv,
