@@ -381,7 +381,9 @@ int tern_batch_eval_seqs(tern_session *const *ss, const int32_t *tok, const int 
     }
     model_batch b = {.n = n, .tok = tok, .pos = s0->bpos, .kv = s0->bkv, .state = s0->bstate,
                      .want_logits = s0->bwant, .logits = logits};
+    const double t0 = g_blk_prof.on ? tern_time_s() : 0;
     const int rc = m->arch->forward(m, &s0->ws, &b);
+    if (g_blk_prof.on) { g_blk_prof.total_s += tern_time_s() - t0; g_blk_prof.n_forward++; }
     for (int c = 0; c < n; c++) {       /* back to the session's own */
         s0->bkv[c] = &s0->kv;
         s0->bstate[c] = s0->state;

@@ -216,7 +216,15 @@ static void batch_sessions(const char *rel, tern_numerics num) {
     float *lb = malloc(NS * V * sizeof(float));
     int32_t next[NS] = {11 % info.n_vocab, 7, 300 % info.n_vocab};
     for (int step = 0; step < 3; step++) {
+        if (step == 0) tern_profile_enable(true);
         assert_int_equal(tern_batch_eval(b, next, NS, lb, &err), TERN_OK);
+        if (step == 0) {   /* the batched forward is one forward of the profile, as a session's own */
+            tern_profile pr;
+            tern_profile_get(&pr);
+            tern_profile_enable(false);
+            assert_int_equal(pr.n_forward, 1);
+            assert_true(pr.total_s > 0 && pr.matmul_s > 0 && pr.matmul_s <= pr.total_s);
+        }
         for (int i = 0; i < NS; i++) {
             const float *la = tern_session_eval(a[i], &next[i], 1, &err);
             assert_non_null(la);
