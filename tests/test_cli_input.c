@@ -690,7 +690,9 @@ static void test_empty_api_key_and_vocab_limit(void **state) {
     struct { const char *env_args; int rc; const char *want; } cases[] = {
         {"TERN_API_KEY= '%s' serve -m /nonexistent/x.gguf 2>&1", 2,
          "tern serve: TERN_API_KEY: empty key; expected a non-empty string (or unset TERN_API_KEY)"},
-        {"TERN_API_KEY= '%s' serve -m /nonexistent/x.gguf --api-key k 2>&1", 1, "/nonexistent/x.gguf"},
+        /* past the options the server listens, then loads: any free port, so that a program on
+         * 8080 does not end it before the load names the file */
+        {"TERN_API_KEY= '%s' serve -m /nonexistent/x.gguf --api-key k --port 0 2>&1", 1, "/nonexistent/x.gguf"},
         {"TERN_API_KEY=k '%s' serve -m /nonexistent/x.gguf --api-key '' 2>&1", 2,
          "tern serve: --api-key: empty key; expected a non-empty string"},
     };
