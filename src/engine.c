@@ -155,6 +155,18 @@ int tern_detok_flush(tern_detok *d, char *out, int cap) {
 
 /* ==== session ================================================================================ */
 
+/* One forward of the model (a session's own or a batch of sessions), counted in the per-op
+ * profile's total and forward count when profiling is on (tern_profile_enable). */
+static int forward(const model_t *m, model_ws *ws, const model_batch *b) {
+    const double t0 = g_blk_prof.on ? tern_time_s() : 0;
+    const int rc = m->arch->forward(m, ws, b);
+    if (g_blk_prof.on) {
+        g_blk_prof.total_s += tern_time_s() - t0;
+        g_blk_prof.n_forward++;
+    }
+    return rc;
+}
+
 struct tern_session {
     tern_model *m;
     int n_ctx, n_batch;
@@ -306,9 +318,7 @@ static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_l
             .want_logits = s->bwant,
             .logits = all_logits ? all_logits + (size_t)i0 * (size_t)m->hp.n_vocab : s->logits,
         };
-        const double t0 = g_blk_prof.on ? tern_time_s() : 0;
-        rc = m->arch->forward(m, &s->ws, &b);
-        if (g_blk_prof.on) { g_blk_prof.total_s += tern_time_s() - t0; g_blk_prof.n_forward++; }
+        rc = forward(m, &s->ws, &b);
         if (rc == TERN_OK) s->pos += nb;
     }
     tern_noalloc_leave();
@@ -381,9 +391,7 @@ int tern_batch_eval_seqs(tern_session *const *ss, const int32_t *tok, const int 
     }
     model_batch b = {.n = n, .tok = tok, .pos = s0->bpos, .kv = s0->bkv, .state = s0->bstate,
                      .want_logits = s0->bwant, .logits = logits};
-    const double t0 = g_blk_prof.on ? tern_time_s() : 0;
-    const int rc = m->arch->forward(m, &s0->ws, &b);
-    if (g_blk_prof.on) { g_blk_prof.total_s += tern_time_s() - t0; g_blk_prof.n_forward++; }
+    const int rc = forward(m, &s0->ws, &b);
     for (int c = 0; c < n; c++) {       /* back to the session's own */
         s0->bkv[c] = &s0->kv;
         s0->bstate[c] = s0->state;
