@@ -480,6 +480,7 @@ static void test_bench_spec_cost_lines(void **state) {
     if (rc != 0 || !strstr(err, "warning: --cost-pos has no effect without --cost") ||
         !strstr(out, "total: 5 tokens in all, not counting each prompt's first"))
         fail_msg("bench-spec --prompts on stories260K: exit %d, stdout:\n%sstderr:\n%s", rc, out ? out : "", err ? err : "");
+    remove(pf);
     free(out);
     free(err);
     out = NULL;
