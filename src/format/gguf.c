@@ -299,12 +299,17 @@ static bool rd_tensor(rd *r, gguf_tensor *t, uint64_t i, uint64_t n_tensors, uin
     return true;
 }
 
-static const gguf_tensor *g_sort_base;
-static int cmp_offset(const void *a, const void *b) {   /* by offset, then by index */
-    const uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-    const uint64_t oa = g_sort_base[ia].offset, ob = g_sort_base[ib].offset;
-    if (oa != ob) return oa < ob ? -1 : 1;
-    return ia < ib ? -1 : ia > ib;
+/* A tensor's data offset and index, sorted by offset then index: the sort key travels with the
+ * element, so the comparison needs no shared state (qsort has no context argument in C11, and a
+ * file-scope pointer would be shared by threads opening files at once). */
+typedef struct {
+    uint64_t offset;
+    uint32_t index;
+} tensor_at;
+static int cmp_offset(const void *a, const void *b) {
+    const tensor_at *x = a, *y = b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
 }
 
 /* Place tensors in the data section: resolve id-42 group size (spec 3.3), then check bounds and
@@ -312,15 +317,14 @@ static int cmp_offset(const void *a, const void *b) {   /* by offset, then by in
 static bool place_tensors(rd *r, gguf_ctx *g) {
     const uint64_t n = g->n_tensors, data_size = g->size - g->data_offset;
     if (n == 0) return true;
-    uint32_t *ord = malloc(n * sizeof *ord);
+    tensor_at *ord = malloc(n * sizeof *ord);
     if (!ord) return rd_fail(r, TERN_E_NOMEM, "GGUF: out of memory sorting %" PRIu64 " tensors", n);
-    for (uint64_t i = 0; i < n; i++) ord[i] = (uint32_t)i;
-    g_sort_base = g->tensors;                     /* qsort has no context argument in C11 */
+    for (uint64_t i = 0; i < n; i++) ord[i] = (tensor_at){g->tensors[i].offset, (uint32_t)i};
     qsort(ord, n, sizeof *ord, cmp_offset);
     bool ok = true;
     for (uint64_t k = 0; k < n && ok; k++) {
-        gguf_tensor *t = &g->tensors[ord[k]];
-        const uint64_t end_avail = k + 1 < n ? g->tensors[ord[k + 1]].offset : data_size;
+        gguf_tensor *t = &g->tensors[ord[k].index];
+        const uint64_t end_avail = k + 1 < n ? g->tensors[ord[k + 1].index].offset : data_size;
         if (t->offset > data_size) {
             ok = rd_fail(r, TERN_E_FORMAT, "GGUF tensor '%s': data offset %" PRIu64 " is past the end of the data section, expected at most %" PRIu64 " (file size %" PRIu64 ", data starts at byte %" PRIu64 ")",
                          t->name, t->offset, data_size, g->size, g->data_offset);
@@ -356,8 +360,8 @@ static bool place_tensors(rd *r, gguf_ctx *g) {
                              "it within the file's %" PRIu64 " bytes", t->name, t->offset, t->nbytes, g->size);
             break;
         }
-        if (k + 1 < n && end > g->tensors[ord[k + 1]].offset) {
-            const gguf_tensor *u = &g->tensors[ord[k + 1]];
+        if (k + 1 < n && end > g->tensors[ord[k + 1].index].offset) {
+            const gguf_tensor *u = &g->tensors[ord[k + 1].index];
             ok = rd_fail(r, TERN_E_FORMAT, "GGUF tensor '%s': data [%" PRIu64 ", %" PRIu64 ") overlaps tensor '%s' at offset %" PRIu64 ", expected disjoint ranges",
                          t->name, t->offset, end, u->name, u->offset);
             break;
