@@ -113,13 +113,23 @@ static void amx_dpbsud(int c, int a, int b) {
 #define TABLE_STR "amx"
 #define TABLE_NEEDS (KCPU_AVX2 | KCPU_AVX512VNNI | KCPU_AMX)
 #define VNNI_TABLE kern_table_avx512vnni
-static void amx_config(const amx_cfg *c) { _tile_loadconfig(c); }
+/* ldtilecfg and tileloadd are written here rather than through GCC's intrinsics, which declare
+ * less memory than the instructions read: _tile_loadconfig's operand is an 8-byte object, so the
+ * stores that fill the rest of the 64-byte configuration may be dropped as dead (a
+ * ThreadSanitizer build drops them, and ldtilecfg then faults on the all-zero row counts), and
+ * _tile_loadd names no memory at all, so the stores to a buffer it reads (the unpacked weights)
+ * may be dropped or moved past it. Here ldtilecfg reads the whole configuration and a tile load
+ * may read any memory. */
+static void amx_config(const amx_cfg *c) { __asm__ volatile("ldtilecfg\t%X0" ::"m"(*c)); }
 static void amx_release(void) { _tile_release(); }
 #define AMX_TILE_ATTR static inline __attribute__((always_inline))
 #define AMX_UNROLL16 _Pragma("GCC unroll 16")
-/* the tile numbers reach the intrinsics as literal digits (they are pasted into register names) */
+/* the tile numbers reach the instructions as literal digits (they are pasted into register names) */
 #define AMX_ZERO(t) _tile_zero(t)
-#define AMX_LOAD(t, p, s) _tile_loadd(t, (p), (s))
+#define AMX_LOAD(t, p, s) AMX_LOADD(t, p, s)
+#define AMX_LOADD(t, p, s)                                                                      \
+    __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #t "|tileloadd\t%%tmm" #t ", [%0+%1*1]}"     \
+                     :: "r"((const void *)(p)), "r"((long)(s)) : "memory")
 #define AMX_STORE(t, p, s) _tile_stored(t, (p), (s))
 #define AMX_DPBSUD(c, a, b) _tile_dpbsud(c, a, b)
 #endif
