@@ -8,6 +8,7 @@
 #include "tokenizer/tok_impl.h"
 #include "core/os.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,20 +19,23 @@ _Thread_local uint64_t tok_work;
  * order, to U+0100.. U+0143. (GPT-2's bytes_to_unicode.) */
 static bool b2u_identity(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255); }
 
+/* Code point -> byte (U+0100.. back to the byte it stands for), filled once per process:
+ * pthread_once, because the tokenizers of several models may decode on different threads. */
+static int16_t u2b_tab[256 + 68];
+static pthread_once_t u2b_once = PTHREAD_ONCE_INIT;
+static void u2b_init(void) {
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        if (b2u_identity(b)) u2b_tab[b] = (int16_t)b;
+        else { u2b_tab[b] = -1; u2b_tab[256 + n++] = (int16_t)b; }
+    }
+}
+
 /* Code point -> byte, or -1 if cp is not in the alphabet. */
 static int u2b(uint32_t cp) {
-    static int16_t tab[256 + 68];
-    static bool init;   /* benign race: every thread writes the same values */
-    if (!init) {
-        int n = 0;
-        for (int b = 0; b < 256; b++) {
-            if (b2u_identity(b)) tab[b] = (int16_t)b;
-            else { tab[b] = -1; tab[256 + n++] = (int16_t)b; }
-        }
-        init = true;
-    }
+    pthread_once(&u2b_once, u2b_init);
     if (cp >= 256 + 68) return -1;
-    return tab[cp];
+    return u2b_tab[cp];
 }
 
 uint32_t tok_byte_cp(int b) {
