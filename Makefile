@@ -46,9 +46,13 @@ OPT_rel   := -O2
 OPT_debug := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined,float-cast-overflow \
              -fno-sanitize-recover=undefined,float-cast-overflow -DTERN_DEBUG
 OPT_native := -O2 -march=native
+# ThreadSanitizer (make test-tsan): races between the threads of the pool, the server's slots and
+# several models in one process
+OPT_tsan  := -O1 -fno-omit-frame-pointer -fsanitize=thread -DTERN_DEBUG
 CFLAGS  ?=
 ALL_CFLAGS = $(BASE_CFLAGS) $(OPT_$(MODE)) $(CFLAGS)
 LDFLAGS_debug := -fsanitize=address,undefined
+LDFLAGS_tsan  := -fsanitize=thread
 LDLIBS  := -lutf8proc -lm -pthread
 TEST_LDLIBS := -lcmocka -lcjson
 
@@ -107,7 +111,7 @@ $(B)/src/kernels/arm/neon.o:       ISA_FLAGS := -march=armv8-a
 $(B)/src/kernels/arm/neon_dot.o:   ISA_FLAGS := -march=armv8.2-a+dotprod
 $(B)/src/kernels/arm/neon_i8mm.o:  ISA_FLAGS := -march=armv8.2-a+dotprod+i8mm
 
-.PHONY: all help test test-python lib run bench debug test-debug native deps clean install fuzz cross-aarch64 test-aarch64
+.PHONY: all help test test-python lib run bench debug test-debug test-tsan native deps clean install fuzz cross-aarch64 test-aarch64
 
 all: $(TERN_BIN)
 
@@ -120,6 +124,7 @@ help:
 	@echo "make lib          build/rel/libtern.so for the Python package (python/, docs/PYTHON.md)"
 	@echo "make debug        build with ASan+UBSan into build/debug"
 	@echo "make test-debug   run the test suite under ASan+UBSan"
+	@echo "make test-tsan    run the threaded suites under ThreadSanitizer (T=suites to choose)"
 	@echo "make native       build with -march=native into build/native"
 	@echo "make bench        kernel and model benchmarks (see bench/RESULTS.md)"
 	@echo "make fuzz         run the fuzzers: GGUF reader (FUZZ_SECONDS=60); server requests, tokenizers, tokenizer import (FUZZ_SHORT_SECONDS=30 each)"
@@ -203,6 +208,12 @@ debug:
 
 test-debug:
 	$(MAKE) MODE=debug test
+
+# The suites whose threads share state, under ThreadSanitizer (~17 min on 2 cores; T= picks others).
+# A race report makes the runner exit non-zero (TSan's exit code 66), which fails the recipe.
+TSAN_SUITES := pool engine gen spec server server_mixed server_http model qwen35
+test-tsan:
+	$(MAKE) MODE=tsan test T='$(or $(T),$(TSAN_SUITES))'
 
 native:
 	$(MAKE) MODE=native build/native/tern

@@ -93,8 +93,9 @@ static srv *start_path(tern_model *m, const char *path, const char *name) {
 
 static atomic_int body_counter;
 
-/* HTTP request with curl; returns the body (caller frees) and the status in *code. */
-static char *http(srv *s, const char *method, const char *path, const char *body, const char *extra, int *code) {
+/* HTTP request with curl to the server on port; returns the body (caller frees) and the status in
+ * *code. */
+static char *http_at(int port, const char *method, const char *path, const char *body, const char *extra, int *code) {
     char file[512] = "", cmd[2048];
     if (body) {
         char stem[64];
@@ -106,13 +107,17 @@ static char *http(srv *s, const char *method, const char *path, const char *body
     }
     snprintf(cmd, sizeof cmd, "curl -s -N -o - -w '\\n%%{http_code}' -X %s %s%s%s %s http://127.0.0.1:%d%s", method,
              body ? "-H 'Content-Type: application/json' --data-binary @'" : "", body ? file : "", body ? "'" : "",
-             extra ? extra : "", srv_port(s), path);
+             extra ? extra : "", port, path);
     char *out = ru_capture(cmd, NULL);
     if (body) unlink(file);
     char *nl = strrchr(out, '\n');
     *code = nl ? atoi(nl + 1) : 0;
     if (nl) *nl = '\0';
     return out;
+}
+
+static char *http(srv *s, const char *method, const char *path, const char *body, const char *extra, int *code) {
+    return http_at(srv_port(s), method, path, body, extra, code);
 }
 
 static cJSON *http_json(srv *s, const char *path, const char *body, int want_code) {
@@ -786,8 +791,10 @@ static void test_stop_strings_and_stream(void **state) {
     tern_model_free(m);
 }
 
+/* One request on its own thread: the port is read when the argument is made, so the thread never
+ * touches the srv, which the caller may stop (and free) while the request is still answering. */
 typedef struct req_arg {
-    srv *s;
+    int port;
     const char *body;
     char *text;
 } req_arg;
@@ -795,7 +802,7 @@ typedef struct req_arg {
 static void *req_thread(void *p) {
     req_arg *a = p;
     int code;
-    char *out = http(a->s, "POST", "/v1/completions", a->body, NULL, &code);
+    char *out = http_at(a->port, "POST", "/v1/completions", a->body, NULL, &code);
     cJSON *j = cJSON_Parse(out);
     a->text = strdup(j && code == 200 ? choice_text(j) : out);
     cJSON_Delete(j);
@@ -814,12 +821,12 @@ static void batch_equivalence(tern_model *m, const char *const *bodies, int n, i
     req_arg seq[8], par[8];
     pthread_t th[8];
     for (int i = 0; i < n; i++) {                     /* one at a time */
-        seq[i] = (req_arg){s, bodies[i], NULL};
+        seq[i] = (req_arg){srv_port(s), bodies[i], NULL};
         req_thread(&seq[i]);
     }
     assert_int_equal(metric(s, "tern_decode_batched_steps_total"), 0);
     for (int i = 0; i < n; i++) {                     /* all together */
-        par[i] = (req_arg){s, bodies[i], NULL};
+        par[i] = (req_arg){srv_port(s), bodies[i], NULL};
         pthread_create(&th[i], NULL, req_thread, &par[i]);
     }
     for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
@@ -865,7 +872,7 @@ static void test_batch_equivalence_and_429(void **state) {
     srv *s;
     /* one slot, no queue: a second request while the first runs gets 429 */
     s = start(m, 1, 16384, 0, 0, NULL, 0);            /* 16000 tokens: seconds even on a fast machine */
-    req_arg slow = {s, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 16000, \"temperature\": 0, \"ignore_eos\": true}", NULL};
+    req_arg slow = {srv_port(s), "{\"prompt\": \"Once upon a time\", \"max_tokens\": 16000, \"temperature\": 0, \"ignore_eos\": true}", NULL};
     pthread_t t1;
     pthread_create(&t1, NULL, req_thread, &slow);
     int code = 0;
@@ -1535,7 +1542,7 @@ static void mixed_equivalence(tern_model *m) {
     srv *one = start(m, 1, 1024, 4, 0, NULL, 64);
     req_arg seq[3], par[3];
     for (int i = 0; i < 3; i++) {                     /* alone */
-        seq[i] = (req_arg){one, bodies[i], NULL};
+        seq[i] = (req_arg){srv_port(one), bodies[i], NULL};
         req_thread(&seq[i]);
     }
     assert_int_equal(metric(one, "tern_mixed_steps_total"), 0);
@@ -1551,12 +1558,12 @@ static void mixed_equivalence(tern_model *m) {
     tern_err err = {0};
     if (srv_start(&s, m, &c, &err) != TERN_OK) fail_msg("srv_start: %s", err.msg);
     pthread_t th[3];
-    par[0] = (req_arg){s, bodies[0], NULL};
+    par[0] = (req_arg){srv_port(s), bodies[0], NULL};
     pthread_create(&th[0], NULL, req_thread, &par[0]);
     const double t0 = now_s();
     while (metric(s, "tern_decode_steps_total") < 2 && now_s() - t0 < 10) usleep(2000);   /* A is decoding */
     for (int i = 1; i < 3; i++) {
-        par[i] = (req_arg){s, bodies[i], NULL};
+        par[i] = (req_arg){srv_port(s), bodies[i], NULL};
         pthread_create(&th[i], NULL, req_thread, &par[i]);
     }
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
@@ -1852,7 +1859,8 @@ static void test_speculative(void **state) {
     assert_true(steps > 0 && drafted > 0 && accepted > 0 && accepted <= drafted);
     assert_int_equal(metric(plain, "tern_spec_steps_total"), 0);
     /* two at once: batched (no speculation while another slot decodes), same texts */
-    req_arg par[2] = {{spec, bodies[0], NULL}, {spec, bodies[2], NULL}}, seq[2] = {{plain, bodies[0], NULL}, {plain, bodies[2], NULL}};
+    req_arg par[2] = {{srv_port(spec), bodies[0], NULL}, {srv_port(spec), bodies[2], NULL}},
+            seq[2] = {{srv_port(plain), bodies[0], NULL}, {srv_port(plain), bodies[2], NULL}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, req_thread, &par[i]);
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
