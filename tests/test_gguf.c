@@ -333,6 +333,13 @@ static void test_writer_roundtrip(void **state) {
         assert_non_null(strstr(err.msg, "file size 8 bytes, expected at least"));
         assert_null(g);
     }
+    f = fopen(path, "wb");                            /* one byte: the unit in the singular */
+    assert_non_null(f);
+    fwrite("G", 1, 1, f);
+    fclose(f);
+    tern_err_clear(&err);
+    assert_int_equal(gguf_open(&g, path, GGUF_LOAD_READ, &err), TERN_E_FORMAT);
+    assert_non_null(strstr(err.msg, "file size 1 byte, expected at least the 24-byte GGUF header"));
     unlink(path);
     /* a format error from a file names the path */
     f = fopen(path, "wb");

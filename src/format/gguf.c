@@ -518,7 +518,8 @@ int gguf_open(gguf_ctx **out, const char *path, int mode, tern_err *err) {
     const uint64_t size = (uint64_t)st.st_size;
     if (size < 24 || size > (uint64_t)SIZE_MAX / 2) {
         close(fd);
-        return tern_err_set(err, TERN_E_FORMAT, "%s: file size %" PRIu64 " bytes, expected at least the 24-byte GGUF header", path, size);
+        return tern_err_set(err, TERN_E_FORMAT, "%s: file size %" PRIu64 " byte%s, expected at least the 24-byte GGUF header", path, size,
+                            size == 1 ? "" : "s");
     }
     ctx_impl *c = calloc(1, sizeof *c);
     if (!c) { close(fd); return tern_err_set(err, TERN_E_NOMEM, "gguf_open: out of memory"); }
