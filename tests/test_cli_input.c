@@ -1415,7 +1415,7 @@ static void test_chat_context_too_small(void **state) {
     int rc = ru_tern(NULL, &err, "chat -m '%s' -c 10 -n 1 --temp 0 -t 1 <'%s'", model, in);
     const char *p = strstr(err, "[this message is too long for the context (-c 10): it needs ");
     int need = p ? atoi(p + strlen("[this message is too long for the context (-c 10): it needs ")) : 0;
-    char want[160];
+    char want[256];
     snprintf(want, sizeof want, "start tern chat with -c %d or more, or send a shorter message.]", need);
     if (rc != 1 || !p || need <= 10 || !strstr(err, want) || strstr(err, "Type /clear") ||
         !strstr(err, "tern chat: 1 of 1 message got no reply"))
@@ -1435,6 +1435,21 @@ static void test_chat_context_too_small(void **state) {
         fail_msg("chat -c %d -n 20: exit %d, stdout: %s, stderr: %s(expected the context-full note on stderr only)", need + 3,
                  rc, out, err);
     free(out);
+    free(err);
+    /* a message that needs more than the model's trained context (stories260K: 2048 tokens) gets
+     * the -c it needs and the note that text past 2048 may degrade */
+    FILE *f = fopen(in, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 100; i++) fputs("the little dog ran to the park and found a red ball. ", f);
+    fputs("\n", f);
+    fclose(f);
+    err = NULL;
+    rc = ru_tern(NULL, &err, "chat -m '%s' -c 10 -n 1 --temp 0 -t 1 <'%s'", model, in);
+    p = strstr(err, "[this message is too long for the context (-c 10): it needs ");
+    need = p ? atoi(p + strlen("[this message is too long for the context (-c 10): it needs ")) : 0;
+    snprintf(want, sizeof want, "start tern chat with -c %d or more (past the model's trained context of 2048 tokens, "
+             "where text may degrade), or send a shorter message.]", need);
+    if (rc != 1 || need <= 2048 || !strstr(err, want)) fail_msg("chat -c 10, a %d-token message: exit %d, stderr: %s", need, rc, err);
     free(err);
     remove(in);
 }

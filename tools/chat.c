@@ -301,8 +301,13 @@ static void run_turn(chat *c, const char *user) {
         ids_free(&first);
     }
     if (need > n_ctx) {
-        char advice[96];                              /* -c takes at most 2^24 (model_opts.c) */
-        if (need <= (1 << 24)) snprintf(advice, sizeof advice, "start tern chat with -c %d or more, or ", need);
+        char advice[192];                             /* -c takes at most 2^24 (model_opts.c) */
+        tern_model_info mi;
+        tern_model_get_info(c->m, &mi);
+        if (need <= (1 << 24) && mi.n_ctx_train > 0 && need > mi.n_ctx_train)
+            snprintf(advice, sizeof advice, "start tern chat with -c %d or more (past the model's trained context of %d "
+                     "tokens, where text may degrade), or ", need, mi.n_ctx_train);
+        else if (need <= (1 << 24)) snprintf(advice, sizeof advice, "start tern chat with -c %d or more, or ", need);
         else snprintf(advice, sizeof advice, "more than the largest -c (%d): ", 1 << 24);
         fprintf(stderr, "\n[this message is too long for the context (-c %d): it needs %d tokens (%s in the chat "
                         "template, plus one for the reply); %ssend a shorter message.]\n", n_ctx, need,
