@@ -807,6 +807,12 @@ static void test_bad_metadata(void **state) {
     assert_int_equal(tok_encode(v, "abc", 3, false, false, ids, 8, &n, &e), TERN_OK);
     assert_int_equal(n, 2);
     assert_int_equal(ids[0], 256);
+    /* every byte token, spelled in the alphabet above, decodes to its one byte */
+    for (int b = 0; b < 256; b++) {
+        char piece[8];
+        if (tok_piece(v, b, true, piece, (int)sizeof piece) != 1 || (unsigned char)piece[0] != b)
+            fail_msg("byte token %d: piece of %d bytes, first 0x%02x", b, tok_piece(v, b, true, NULL, 0), (unsigned char)piece[0]);
+    }
     tok_free(v);
 
     tern_err_clear(&e);

@@ -8,7 +8,6 @@
 #include "tokenizer/tok_impl.h"
 #include "core/os.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,23 +18,15 @@ _Thread_local uint64_t tok_work;
  * order, to U+0100.. U+0143. (GPT-2's bytes_to_unicode.) */
 static bool b2u_identity(int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255); }
 
-/* Code point -> byte (U+0100.. back to the byte it stands for), filled once per process:
- * pthread_once, because the tokenizers of several models may decode on different threads. */
-static int16_t u2b_tab[256 + 68];
-static pthread_once_t u2b_once = PTHREAD_ONCE_INIT;
-static void u2b_init(void) {
-    int n = 0;
-    for (int b = 0; b < 256; b++) {
-        if (b2u_identity(b)) u2b_tab[b] = (int16_t)b;
-        else { u2b_tab[b] = -1; u2b_tab[256 + n++] = (int16_t)b; }
-    }
-}
-
-/* Code point -> byte, or -1 if cp is not in the alphabet. */
+/* Code point -> byte, or -1 if cp is not in the alphabet. U+0100 + k stands for the k-th byte
+ * outside the identity ranges, in byte order: bytes 0..32 (k 0..32), 127..160 (k 33..66) and 173
+ * (k 67). A closed form, so nothing is filled at run time and any thread may call it. */
 static int u2b(uint32_t cp) {
-    pthread_once(&u2b_once, u2b_init);
-    if (cp >= 256 + 68) return -1;
-    return u2b_tab[cp];
+    if (cp < 256) return b2u_identity((int)cp) ? (int)cp : -1;
+    const uint32_t k = cp - 256;
+    if (k < 33) return (int)k;
+    if (k < 67) return (int)(127 + k - 33);
+    return k == 67 ? 173 : -1;
 }
 
 uint32_t tok_byte_cp(int b) {
