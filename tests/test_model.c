@@ -306,9 +306,10 @@ static void test_threads_isa(void **st) {
 
 /* ---- load errors ---------------------------------------------------------------------------- */
 
-typedef enum { MUT_SHAPE, MUT_TYPE, MUT_MISSING } mutation;
+typedef enum { MUT_SHAPE, MUT_TYPE, MUT_MISSING, MUT_FEWER_LAYERS, MUT_EXTRA } mutation;
 
-/* Copy src to path with one tensor mutated. */
+/* Copy src to path with one tensor mutated (MUT_FEWER_LAYERS: the u32 key `victim` one lower, every
+ * tensor kept; MUT_EXTRA: a tensor `victim` added, a copy of the first tensor's shape and bytes). */
 static void write_mutated(const char *src, const char *path, const char *victim, mutation mut) {
     gguf_ctx *g = NULL;
     tern_err err = {0};
@@ -318,7 +319,9 @@ static void write_mutated(const char *src, const char *path, const char *victim,
     for (uint64_t i = 0; i < g->n_kv; i++) {
         const gguf_kv *kv = &g->kv[i];
         switch (kv->type) {
-        case GGUF_T_U8: case GGUF_T_U16: case GGUF_T_U32: gguf_w_set_u32(w, kv->key, (uint32_t)kv->v.u); break;
+        case GGUF_T_U8: case GGUF_T_U16: case GGUF_T_U32:
+            gguf_w_set_u32(w, kv->key, (uint32_t)kv->v.u - (mut == MUT_FEWER_LAYERS && strcmp(kv->key, victim) == 0));
+            break;
         case GGUF_T_I8: case GGUF_T_I16: case GGUF_T_I32: gguf_w_set_i32(w, kv->key, (int32_t)kv->v.i); break;
         case GGUF_T_U64: case GGUF_T_I64: gguf_w_set_u64(w, kv->key, kv->v.u); break;
         case GGUF_T_F32: case GGUF_T_F64: gguf_w_set_f32(w, kv->key, (float)kv->v.f); break;
@@ -356,6 +359,11 @@ static void write_mutated(const char *src, const char *path, const char *victim,
             if (mut == MUT_TYPE) { type = QT_F16; data = zeros; }
         }
         assert_true(gguf_w_add_tensor(w, t->name, type, t->n_dims, ne, data) >= 0);
+    }
+    if (mut == MUT_EXTRA) {
+        const gguf_tensor *t = &g->tensors[0];
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        assert_true(gguf_w_add_tensor(w, victim, t->type, t->n_dims, ne, t->data) >= 0);
     }
     assert_int_equal(gguf_w_write_file(w, path, &err), TERN_OK);
     gguf_w_free(w);
@@ -398,6 +406,11 @@ static void test_load_errors(void **st) {
     expect_load_error(path, TERN_E_UNSUPPORTED, (const char *const[]){"blk.0.ffn_norm.weight", "F16", "expected F32", NULL});
     write_mutated(src, path, "blk.4.ffn_up.weight", MUT_MISSING);
     expect_load_error(path, TERN_E_FORMAT, (const char *const[]){path, ": missing tensor 'blk.4.ffn_up.weight'", NULL});
+    /* tensors the metadata does not describe: a block_count lowered by damage, a stray tensor */
+    write_mutated(src, path, "llama.block_count", MUT_FEWER_LAYERS);
+    expect_load_error(path, TERN_E_FORMAT, (const char *const[]){path, ": tensor 'blk.4.", "(and 8 more) is not read by a llama model with block_count 4", NULL});
+    write_mutated(src, path, "blk.9.attn_q.weight", MUT_EXTRA);
+    expect_load_error(path, TERN_E_FORMAT, (const char *const[]){path, ": tensor 'blk.9.attn_q.weight' is not read by a llama model with block_count 5", NULL});
     unlink(path);
     /* a tokenizer-only GGUF (no tensors at all): named as such, with its path */
     char vocab[1024];

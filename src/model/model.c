@@ -70,8 +70,16 @@ static const char *type_name(int type) {
     return tr ? tr->name : "unknown";
 }
 
-int model_bind_f32(model_t *m, const char *name, int64_t ne0, int64_t ne1, const float **out, tern_err *err) {
+/* The file's tensor `name` (NULL when absent), marked as read by the model: the load refuses a
+ * file with tensors no bind read (model_load). */
+static const gguf_tensor *model_find_tensor(model_t *m, const char *name) {
     const gguf_tensor *t = gguf_find_tensor(m->g, name);
+    if (t && m->t_used) m->t_used[t - m->g->tensors] = 1;
+    return t;
+}
+
+int model_bind_f32(model_t *m, const char *name, int64_t ne0, int64_t ne1, const float **out, tern_err *err) {
+    const gguf_tensor *t = model_find_tensor(m, name);
     if (!t) return tern_err_set(err, TERN_E_FORMAT, "missing tensor '%s' (architecture %s)", name, m->arch->name);
     int rc = check_shape(t, ne0, ne1, err);
     if (rc) return rc;
@@ -146,7 +154,7 @@ int model_bind_w(model_t *m, const char *name, int64_t ne0, int64_t ne1, kern_w 
                  tern_err *err) {
     memset(w, 0, sizeof *w);
     if (found) *found = false;
-    const gguf_tensor *t = gguf_find_tensor(m->g, name);
+    const gguf_tensor *t = model_find_tensor(m, name);
     if (!t) {
         if (optional) return TERN_OK;
         return tern_err_set(err, TERN_E_FORMAT, "missing tensor '%s' (architecture %s)", name, m->arch->name);
@@ -355,6 +363,25 @@ static void err_prefix_path(tern_err *err, const char *path) {
     }
 }
 
+/* Every tensor of the file must be one the architecture read, as llama.cpp requires: a tensor
+ * left over means the metadata and the tensors disagree (a block_count lowered by damage drops
+ * the last layers; a stray tensor means some other model), and running it would quietly be a
+ * different model. Frees the marks: they are needed only here. */
+static int check_all_used(model_t *m, const char *path, tern_err *err) {
+    uint64_t n_unused = 0, first = 0;
+    for (uint64_t i = m->g->n_tensors; i-- > 0;)
+        if (!m->t_used[i]) { n_unused++; first = i; }
+    free(m->t_used);
+    m->t_used = NULL;
+    if (!n_unused) return TERN_OK;
+    char more[48] = "";
+    if (n_unused > 1) snprintf(more, sizeof more, " (and %llu more)", (unsigned long long)(n_unused - 1));
+    return tern_err_set(err, TERN_E_FORMAT,
+                        "%s: tensor '%s'%s is not read by a %s model with block_count %d; expected only the tensors "
+                        "of the model the metadata describes (a damaged or mismatched file?)",
+                        path, m->g->tensors[first].name, more, m->arch->name, m->hp.n_layer);
+}
+
 int model_load(model_t **out, const char *path, const model_load_opts *o, tern_err *err) {
     *out = NULL;
     if (!path || !o) return tern_err_set(err, TERN_E_ARG, "model_load: %s is NULL", !path ? "path" : "options");
@@ -445,6 +472,11 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
                           path, m->arch->name);
         goto fail;
     }
+    m->t_used = calloc((size_t)m->g->n_tensors, 1);
+    if (!m->t_used) {
+        rc = tern_err_set(err, TERN_E_NOMEM, "%s: out of memory (%llu tensors)", path, (unsigned long long)m->g->n_tensors);
+        goto fail;
+    }
     rc = m->arch->load(m, err);
     if (m->prog.drawn) fprintf(stderr, "\r%60s\r", "");
     m->prog.on = false;
@@ -452,6 +484,7 @@ int model_load(model_t **out, const char *path, const model_load_opts *o, tern_e
         err_prefix_path(err, path);
         goto fail;
     }
+    if ((rc = check_all_used(m, path, err))) goto fail;
     if ((rc = tok_load(&m->vocab, m->g, err))) {
         err_prefix_path(err, path);
         goto fail;
@@ -501,6 +534,7 @@ void model_free(model_t *m) {
     for (int i = 0; i < m->n_all_w; i++) kern_w_free(m->all_w[i]);
     if (m->arch && m->arch->free) m->arch->free(m);
     tern_free_aligned(m->side);
+    free(m->t_used);
     free(m->all_w);
     free(m->layers);
     tok_free(m->vocab);

@@ -115,6 +115,7 @@ struct tern_model {
     uint64_t mem_given;           /* bytes the memory checks assume available; 0: ask the OS */
     uint64_t mem_model;           /* the file and side buffer bytes the load checked against it */
     model_progress prog;          /* during load only */
+    uint8_t *t_used;              /* during load only: per file tensor, 1 once a bind has read it */
     tok_vocab *vocab;
     tern_pool *pool;
     pthread_mutex_t eval_lock;    /* one forward at a time per model (the pool is shared) */
