@@ -113,7 +113,12 @@ static int load_bad(const char *key, uint32_t v, tern_err *err) {
     static const char *keys[] = {"qwen3.embedding_length", "qwen3.block_count", "qwen3.feed_forward_length",
                                  "qwen3.attention.head_count"};
     static const uint32_t vals[] = {128, 1, 256, 1};
-    for (int i = 0; i < 4; i++) gguf_w_set_u32(w, keys[i], strcmp(keys[i], key) ? vals[i] : v);
+    bool listed = false;
+    for (int i = 0; i < 4; i++) {
+        gguf_w_set_u32(w, keys[i], strcmp(keys[i], key) ? vals[i] : v);
+        listed |= strcmp(keys[i], key) == 0;
+    }
+    if (!listed) gguf_w_set_i32(w, key, (int32_t)v);   /* an optional key, stored as i32 (v may be negative) */
     gguf_w_set_f32(w, "qwen3.attention.layer_norm_rms_epsilon", 1e-6f);
     static float embd[128 * 4];
     const int64_t ne[2] = {128, 4};
@@ -139,6 +144,8 @@ static void test_hparams_range(void **state) {
         {"qwen3.embedding_length", 0, "key 'qwen3.embedding_length' is 0, expected a positive integer"},
         {"qwen3.feed_forward_length", 0, "key 'qwen3.feed_forward_length' is 0, expected a positive integer"},
         {"qwen3.attention.head_count", 0, "key 'qwen3.attention.head_count' is 0, expected a positive integer"},
+        {"qwen3.context_length", (uint32_t)-5, "key 'qwen3.context_length' is -5, expected a positive integer"},
+        {"qwen3.context_length", 0, "key 'qwen3.context_length' is 0, expected a positive integer"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         tern_err err = {0};
@@ -147,6 +154,7 @@ static void test_hparams_range(void **state) {
     }
     tern_err err = {0};
     if (load_bad("qwen3.block_count", 4096, &err) != TERN_OK) fail_msg("block_count 4096: %s", err.msg);   /* the bound itself loads */
+    if (load_bad("qwen3.context_length", 1, &err) != TERN_OK) fail_msg("context_length 1: %s", err.msg);
 }
 
 int suite_model_yarn(int *n_tests) {

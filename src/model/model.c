@@ -211,6 +211,10 @@ int model_load_hparams_common(model_t *m, tern_err *err) {
                                 model_key(m, key, sizeof key, hk[i].suffix), hk[i].v,
                                 hk[i].max == INT32_MAX ? "a positive integer" : "1..4096");
         }
+    char ckey[128];
+    if (hp->n_ctx_train <= 0 && gguf_find_kv(m->g, model_key(m, ckey, sizeof ckey, "context_length")))
+        return tern_err_set(err, TERN_E_FORMAT, "%s: key '%s' is %d, expected a positive integer (the trained context)",
+                            m->arch->name, ckey, hp->n_ctx_train);
     if ((rc = model_get_i32(m, "attention.head_count_kv", false, hp->n_head, &hp->n_head_kv, err)) ||
         (rc = model_get_i32(m, "attention.key_length", false, hp->n_embd / hp->n_head, &hp->n_embd_head_k, err)) ||
         (rc = model_get_i32(m, "attention.value_length", false, hp->n_embd_head_k, &hp->n_embd_head_v, err)) ||
