@@ -521,7 +521,8 @@ static void stream_collect(stream *st) {
                 sse_add(st, api_chat_chunk(j->id, j->created, b->name, false, j->reply.content.p + j->reply.tool_pos,
                                            j->reply.content.n - j->reply.tool_pos, NULL, 0, NULL, NULL, NULL, NULL, NULL));
             const char *finish = calls ? "tool_calls" : j->finish;
-            char *lp = j->req.logprobs && st->lp_sent < j->n_lp ? stream_logprobs(st, j->n_lp) : NULL;
+            const int kept = reply_tok_kept(&j->reply), n_lp = j->n_lp < kept ? j->n_lp : kept;   /* none past a stop string */
+            char *lp = j->req.logprobs && st->lp_sent < n_lp ? stream_logprobs(st, n_lp) : NULL;
             if (calls) sse_add(st, api_chat_chunk(j->id, j->created, b->name, false, NULL, 0, NULL, 0, calls, NULL, NULL, NULL, NULL));
             if (chat) sse_add(st, api_chat_chunk(j->id, j->created, b->name, false, NULL, 0, NULL, 0, NULL, finish, lp, NULL, &j->tm));
             else sse_add(st, api_completion_chunk(j->id, j->created, b->name, "", 0, finish, lp, NULL, &j->tm));
@@ -737,7 +738,8 @@ static enum MHD_Result handle_completion(srv *s, conn *cn, srv_kind kind, srv_wi
         } else {
             const size_t n_content = job_content_len(j, calls);
             size_t off = 0;
-            char *lp = j->req.logprobs ? api_logprobs_json(b->m, kind, j->lp, j->n_lp, &off) : NULL;
+            const int kept = reply_tok_kept(&j->reply), n_lp = j->n_lp < kept ? j->n_lp : kept;   /* none past a stop string */
+            char *lp = j->req.logprobs ? api_logprobs_json(b->m, kind, j->lp, n_lp, &off) : NULL;
             if (kind == SRV_CHAT)
                 out = api_chat_response(j->id, j->created, b->name, j->reply.content.p, n_content, j->reply.reasoning.p,
                                         j->reply.reasoning.n, calls, calls ? "tool_calls" : j->finish, lp, &j->usage, &j->tm);

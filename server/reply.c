@@ -6,6 +6,7 @@
 #include "reply.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,21 @@ bool reply_next(srv_reply *r, bool final, bool *think, const char **text, size_t
         if (!whole) return false;                     /* held back: it may still begin a stop string */
     }
     return false;
+}
+
+int reply_tok_kept(const srv_reply *r) {
+    if (!r->stopped) return INT_MAX;
+    size_t start = 0;                                 /* where the next content piece begins */
+    int kept = 0;
+    for (int i = 0; i < r->n_pieces; i++) {
+        const reply_piece *pc = &r->pieces[i];
+        if (!pc->think) {
+            if (start >= r->content.n) break;         /* begins at or past the cut: none of it is sent */
+            start = pc->end;
+        }
+        kept = pc->tok_end;
+    }
+    return kept;
 }
 
 /* ---- tool calls ------------------------------------------------------------------------------ */

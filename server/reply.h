@@ -61,6 +61,11 @@ void reply_take(srv_reply *r, bool final, const char **content, size_t *n_conten
  * Shares the sent marks with reply_take: use one or the other for a reply. */
 bool reply_next(srv_reply *r, bool final, bool *think, const char **text, size_t *n, int *tok_end);
 
+/* The number of generated tokens whose text the client gets: after a stop string, the tokens up
+ * to the last one whose content text begins before the cut (its text may be cut), so that
+ * per-token data (logprobs) agrees with the returned text; INT_MAX while no stop string matched. */
+int reply_tok_kept(const srv_reply *r);
+
 /* Tool calls found in the content's tool markup, as a JSON array text in OpenAI's format
  * ([{"id","type":"function","function":{"name","arguments"}}], arguments a JSON string), or
  * NULL if there is none. id_prefix makes the call ids. Caller frees. */

@@ -9,6 +9,7 @@
 #include "core/core.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,8 +121,10 @@ static void test_reply_pieces(void **state) {
     assert_true(reply_add_tok(&r, false, "!", 1, 6));      /* "lo!": not a stop, released */
     DRAIN(false);
     assert_true(reply_add_tok(&r, false, " lo", 3, 7));
+    assert_int_equal(reply_tok_kept(&r), INT_MAX);         /* no stop yet: every token counts */
     assert_true(reply_add_tok(&r, false, " wide", 5, 8));  /* " lo wide": stop at "lo w" */
     assert_true(r.stopped);
+    assert_int_equal(reply_tok_kept(&r), 7);               /* " lo" begins before the cut, " wide" after */
     DRAIN(true);
     /* "l" held then released alone; "lo" and "!" one piece each; " lo" cut before the stop */
     const char *want[] = {"hmm", "He", "l", "lo", "!", " "};
@@ -134,6 +137,19 @@ static void test_reply_pieces(void **state) {
     }
     reply_free(&r);
 #undef DRAIN
+    /* a stop string that begins exactly where a token's text begins: that token is not kept */
+    char *stop2[] = {"!"};
+    reply_init(&r, stop2, 1, false);
+    assert_true(reply_add_tok(&r, true, "hmm", 3, 1));
+    assert_true(reply_add_tok(&r, false, "Hi", 2, 2));
+    assert_true(reply_add_tok(&r, false, "!x", 2, 3));
+    assert_true(r.stopped);
+    assert_int_equal(reply_tok_kept(&r), 2);
+    reply_free(&r);
+    reply_init(&r, stop2, 1, false);                       /* the first token's text is the stop */
+    assert_true(reply_add_tok(&r, false, "!", 1, 1));
+    assert_int_equal(reply_tok_kept(&r), 0);
+    reply_free(&r);
 }
 
 /* api_logprob_compute against a direct log-softmax in long double, with ties and NaN. */

@@ -1643,6 +1643,76 @@ static void test_stream_per_token(void **state) {
     tern_model_free(m);
 }
 
+/* Completions logprobs beside a stop string: the tokens are those whose text begins before the
+ * cut, so they cover the returned text and no offset points past it. stories260K's greedy text
+ * after "Once upon a time" is ", there was a little girl named Lily. She" (golden), so the stop
+ * "e w" cuts it to ", ther"; checked non-streamed and streamed (the chunks' tokens together). */
+static void check_stop_tokens(const char *text, cJSON *const *tok, const int *off, int n) {
+    assert_string_equal(text, ", ther");
+    assert_true(n >= 1);
+    char cat[256] = "";
+    for (int i = 0; i < n; i++) {
+        if (off[i] >= (int)strlen(text)) fail_msg("token %d '%s' at offset %d, past the text's %zu bytes", i, tok[i]->valuestring, off[i], strlen(text));
+        if (i == n - 1 && strlen(cat) >= strlen(text)) fail_msg("token %d '%s' is not needed for the text '%s'", i, tok[i]->valuestring, text);
+        assert_int_equal(off[i], (int)strlen(cat));
+        strncat(cat, tok[i]->valuestring, sizeof cat - strlen(cat) - 1);
+    }
+    if (strncmp(cat, text, strlen(text)) != 0) fail_msg("tokens '%s' do not begin with the text '%s'", cat, text);
+}
+
+static void test_logprobs_stop(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 512, 4, 0, NULL, 0);
+    const char *req = "{\"prompt\": \"Once upon a time\", \"max_tokens\": 20, \"temperature\": 0, \"stop\": [\"e w\"], \"logprobs\": 1%s}";
+    char body[256];
+    snprintf(body, sizeof body, req, "");
+    cJSON *j = http_json(s, "/v1/completions", body, 200);
+    cJSON *lp = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0), "logprobs");
+    cJSON *toks = cJSON_GetObjectItem(lp, "tokens"), *offs = cJSON_GetObjectItem(lp, "text_offset");
+    const int n = cJSON_GetArraySize(toks);
+    assert_true(n <= 16);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(lp, "token_logprobs")), n);
+    cJSON *tk[16];
+    int of[16];
+    for (int i = 0; i < n; i++) tk[i] = cJSON_GetArrayItem(toks, i), of[i] = cJSON_GetArrayItem(offs, i)->valueint;
+    check_stop_tokens(choice_text(j), tk, of, n);
+    snprintf(body, sizeof body, req, ", \"stream\": true");
+    int code, ns = 0;
+    char *raw = http(s, "POST", "/v1/completions", body, NULL, &code);
+    assert_int_equal(code, 200);
+    sbuf all = {0};
+    sbuf_add(&all, "", 0);
+    cJSON *evs[64];
+    int n_ev = 0;
+    for (const char *p = raw; (p = strstr(p, "data: ")); p += 6) {
+        if (!strncmp(p + 6, "[DONE]", 6)) break;
+        const char *end = strstr(p, "\n\n");
+        char *ev = strndup(p + 6, (size_t)(end - p - 6));
+        cJSON *ej = cJSON_Parse(ev);
+        free(ev);
+        assert_true(n_ev < 64);
+        evs[n_ev++] = ej;
+        cJSON *ch = cJSON_GetArrayItem(cJSON_GetObjectItem(ej, "choices"), 0);
+        cJSON *t = cJSON_GetObjectItem(ch, "text");
+        if (cJSON_IsString(t)) sbuf_add(&all, t->valuestring, strlen(t->valuestring));
+        cJSON *sl = cJSON_GetObjectItem(ch, "logprobs");
+        for (int i = 0; sl && i < cJSON_GetArraySize(cJSON_GetObjectItem(sl, "tokens")); i++, ns++) {
+            assert_true(ns < 16);
+            tk[ns] = cJSON_GetArrayItem(cJSON_GetObjectItem(sl, "tokens"), i);
+            of[ns] = cJSON_GetArrayItem(cJSON_GetObjectItem(sl, "text_offset"), i)->valueint;
+        }
+    }
+    assert_int_equal(ns, n);
+    check_stop_tokens(all.p, tk, of, ns);
+    for (int i = 0; i < n_ev; i++) cJSON_Delete(evs[i]);
+    sbuf_free(&all);
+    free(raw);
+    cJSON_Delete(j);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* logprobs against an independent log-softmax (long double) of the model's logits, computed
  * here through a session of our own on the same model: completions (legacy format, top 5) and
  * chat (content entries, top 3, streamed and not). */
@@ -3089,6 +3159,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_mixed_steps),
         cmocka_unit_test(test_stream_per_token),
         cmocka_unit_test(test_logprobs),
+        cmocka_unit_test(test_logprobs_stop),
         cmocka_unit_test(test_metrics_histograms),
         cmocka_unit_test(test_speculative),
         cmocka_unit_test(test_start_errors),
