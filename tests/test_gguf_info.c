@@ -284,6 +284,17 @@ static void test_info_cli(void **state) {
     if (!strstr(out, ceil)) fail_msg("tern info output lacks \"%s\"", ceil);
     free(out);
 
+    /* a vocabulary-only file: no weights, so no per-token budget and no decode ceiling */
+    char vocab[512];
+    if (access(fx_path(vocab, sizeof vocab, "data/llama2-spm-vocab/ggml-vocab-llama-spm.gguf"), R_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "%s info '%s'", bin, vocab);
+        out = run_ok(cmd);
+        if (!strstr(out, "0 tensors") || !strstr(out, "per-token bytes: none (no tensors: a vocabulary-only GGUF"))
+            fail_msg("tern info (vocabulary-only) lacks its 0 tensors / no budget lines:\n%s", out);
+        if (strstr(out, "decode ceiling") || strstr(out, "token_embd")) fail_msg("tern info (vocabulary-only) describes weights it lacks:\n%s", out);
+        free(out);
+    }
+
     fx_tmp_path(path, sizeof path, "27b-cli.gguf");
     write_27b(path, QT_PQ2_0);
     snprintf(cmd, sizeof cmd, "%s info '%s' --no-tensors", bin, path);

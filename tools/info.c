@@ -274,6 +274,12 @@ int cmd_info(int argc, char **argv) {
     if (b.n_params >= 1000000000ull) printf("\nparameters      %s (%.2f B)\n", group(b.n_params, n1), (double)b.n_params / 1e9);
     else printf("\nparameters      %s (%.6g M)\n", group(b.n_params, n1), (double)b.n_params / 1e6);
 
+    if (g->n_tensors == 0) {   /* a tokenizer-only file (ggml-vocab-*.gguf): no model to decode with */
+        printf("\nper-token bytes: none (no tensors: a vocabulary-only GGUF, which tern tokenize reads but "
+               "run cannot)\n");
+        gguf_close(g);
+        return 0;
+    }
     printf("\nper-token bytes (what must cross the memory bus per decoded token; docs/ARCHITECTURE.md, the load)\n");
     if (b.tied_embd)
         printf("  weights         %18s  every tensor as stored; token_embd tied: read once, as the LM head\n", group(b.weight_bytes, n1));
