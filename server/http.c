@@ -999,6 +999,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                      "expected one length", seen.n, seen.first ? seen.first : "", seen.other ? seen.other : "");
             return fail(s, c, 400, "invalid_request_error", NULL, msg);
         }
+        /* Content-Length beside Transfer-Encoding: 400 and the connection closes (RFC 9112 6.3: the
+         * two disagree on where the body ends; a proxy that framed it by the other would read the
+         * body's rest as the next request) */
+        const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+        if (seen.n > 0 && te) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "the request has both Content-Length ('%.40s') and Transfer-Encoding ('%.40s'): "
+                     "expected one of them", seen.first, te);
+            return fail(s, c, 400, "invalid_request_error", NULL, msg);
+        }
         /* a declared Content-Length over the limit is answered now, before any of the body is read
          * (libmicrohttpd then closes the connection); the key is checked first, as for any request */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");

@@ -477,6 +477,16 @@ static void test_content_length_twice(void **state) {
     out = raw_exchange(s, head, 0, 10.0, &secs);
     if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "\"completion_tokens\":1")) fail_msg("the same Content-Length twice:\n%s", out);
     free(out);
+    /* Content-Length beside Transfer-Encoding: chunked: 400 before the body, and the connection
+     * closes (not held until the timeout) */
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", strlen(body), body);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 400 ", 13) ||
+        !strstr(out, "the request has both Content-Length ('3') and Transfer-Encoding ('chunked'): expected one of them"))
+        fail_msg("Content-Length with Transfer-Encoding:\n%s", out);
+    if (secs > 5.0) fail_msg("Content-Length with Transfer-Encoding: the connection stayed open %.1f s", secs);
+    free(out);
     srv_stop(s);
     tern_model_free(m);
 }
