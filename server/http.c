@@ -969,9 +969,21 @@ static void log_field(char *dst, size_t n, const char *src) {
     if (src && src[i] && n >= 4) memcpy(dst + n - 4, "...", 4);
 }
 
+/* The path of an absolute-form request target ("http://host:port/path": RFC 9112 3.2.2, which a
+ * server must accept): what follows the authority, "/" when nothing does; any other url as is. */
+static const char *origin_form(const char *url) {
+    size_t k = 0;
+    if (!strncasecmp(url, "http://", 7)) k = 7;
+    else if (!strncasecmp(url, "https://", 8)) k = 8;
+    else return url;
+    const char *p = strchr(url + k, '/');
+    return p ? p : "/";
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
     (void)version;
+    url = origin_form(url);
     srv *s = cls;
     conn *cn = *con_cls;
     if (!cn) {                                        /* first call: headers only */

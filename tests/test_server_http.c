@@ -491,6 +491,30 @@ static void test_content_length_twice(void **state) {
     tern_model_free(m);
 }
 
+/* An absolute-form request target (RFC 9112 3.2.2: a server must accept it) is served as its
+ * path: a completion, the page for a bare authority, and a 404 that names the path alone. */
+static void test_absolute_form(void **state) {
+    (void)state;
+    tern_model *m = load(STORIES);
+    srv *s = start(m, 1, 256, 4, 4096, NULL, 0);
+    const char *body = "{\"prompt\": \"Once\", \"max_tokens\": 1, \"temperature\": 0}";
+    char head[512];
+    snprintf(head, sizeof head, "POST http://127.0.0.1:1/v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", strlen(body), body);
+    double secs;
+    char *out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "\"completion_tokens\":1")) fail_msg("absolute-form POST:\n%s", out);
+    free(out);
+    out = raw_exchange(s, "GET HTTPS://example.org HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "text/html")) fail_msg("absolute-form GET of the root:\n%s", out);
+    free(out);
+    out = raw_exchange(s, "GET http://x/nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 404 ", 13) || !strstr(out, "no such endpoint: GET /nope;") || strstr(out, "http://x")) fail_msg("absolute-form 404:\n%s", out);
+    free(out);
+    srv_stop(s);
+    tern_model_free(m);
+}
+
 /* A path too long for the 404 message (20000 bytes here) is shown cut, and marked: its first bytes,
  * "...", and how many bytes it had; a path of 2-byte characters is cut between characters. A short
  * one is shown whole (test_endpoints_and_errors). */
@@ -3152,6 +3176,7 @@ int suite_server_http(int *n_tests) {
         cmocka_unit_test(test_api_key_scheme),
         cmocka_unit_test(test_body_limit_on_arrival),
         cmocka_unit_test(test_content_length_twice),
+        cmocka_unit_test(test_absolute_form),
         cmocka_unit_test(test_long_path_404),
         cmocka_unit_test(test_content_type),
         cmocka_unit_test(test_max_tokens_and_length),
