@@ -969,6 +969,13 @@ static void log_field(char *dst, size_t n, const char *src) {
     if (src && src[i] && n >= 4) memcpy(dst + n - 4, "...", 4);
 }
 
+/* Counts the query arguments named "model" (MHD_get_connection_values: cls an int). */
+static enum MHD_Result count_model_args(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind, (void)value;
+    if (key && !strcmp(key, "model")) ++*(int *)cls;
+    return MHD_YES;
+}
+
 /* The path of an absolute-form request target ("http://host:port/path": RFC 9112 3.2.2, which a
  * server must accept): what follows the authority, "/" when nothing does; any other url as is. */
 static const char *origin_form(const char *url) {
@@ -1156,6 +1163,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             const char *q = NULL;
             size_t qn = 0;              /* the decoded length: a %00 in the query shows as strlen(q) < qn */
             if (MHD_lookup_connection_value_n(c, MHD_GET_ARGUMENT_KIND, "model", strlen("model"), &q, &qn) != MHD_YES) q = NULL;
+            int n_model = 0;            /* ?model= given twice names no one model, as a duplicate JSON key does not */
+            if (is_get) MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, count_model_args, &n_model);
+            if (n_model > 1) {
+                srv_fail(&e, 400, "invalid_request_error", "model", "the query gives 'model' %d times; expected one model id",
+                         n_model);
+                return send_error(s, c, &e);
+            }
             if (is_get && q && strlen(q) != qn) {
                 srv_fail(&e, 400, "invalid_request_error", "model", "the query's 'model' has a NUL byte (%%00) at offset %zu of "
                          "%zu: a model id holds none", strlen(q), qn);

@@ -149,6 +149,12 @@ def test_models_dir(folder):
             assert False, "expected 400"
         except urllib.error.HTTPError as e:
             assert e.code == 400 and "NUL byte" in json.loads(e.read())["error"]["message"]
+        # ?model= twice names no one model
+        try:
+            urllib.request.urlopen(url + "/props?model=stories&model=other", timeout=10)
+            assert False, "expected 400"
+        except urllib.error.HTTPError as e:
+            assert e.code == 400 and "the query gives 'model' 2 times; expected one model id" in json.loads(e.read())["error"]["message"]
     finally:
         p.terminate()
         p.wait(timeout=30)
