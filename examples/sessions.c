@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
             int32_t tok = tern_sampler_sample(q->sampler, q->logits);
             if (tern_token_is_eog(model, tok)) { q->done = 1; continue; }
             int n = tern_detok_put(model, &q->dt, tok, q->text + q->n_text, TEXT_CAP - 1 - q->n_text);
-            if (n > 0) q->n_text += n;
+            if (n < 0) { q->done = 1; continue; }      /* the text buffer is full */
+            q->n_text += n;
             tern_sampler_accept(q->sampler, tok);
             if (tern_session_pos(q->session) >= tern_session_n_ctx(q->session)) { q->done = 1; continue; }
             q->logits = tern_session_eval(q->session, &tok, 1, &err);

@@ -67,12 +67,16 @@ int main(int argc, char **argv) {
     const float *logits = tern_session_eval(session, ids, n_ids, &err);
     tern_detok dt;
     tern_detok_init(&dt);
-    char text[256];
+    char text[1024];   /* one token's text: 3 x (its piece + 3) bytes always fit (tern.h) */
     for (int i = 0; logits && i < n_predict; i++) {
         int32_t tok = tern_sampler_sample(sampler, logits);
         if (tern_token_is_eog(model, tok)) break;
         int n = tern_detok_put(model, &dt, tok, text, sizeof text);
-        if (n > 0) fwrite(text, 1, (size_t)n, stdout);
+        if (n < 0) {
+            fprintf(stderr, "\ntoken %d: its text does not fit %zu bytes (%s)\n", (int)tok, sizeof text, tern_strerror(n));
+            break;
+        }
+        fwrite(text, 1, (size_t)n, stdout);
         fflush(stdout);
         tern_sampler_accept(sampler, tok);
         if (tern_session_pos(session) >= tern_session_n_ctx(session)) break;

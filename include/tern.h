@@ -156,22 +156,25 @@ int tern_token_piece(const tern_model *m, int32_t id, bool special, char *buf, i
 bool tern_token_is_eog(const tern_model *m, int32_t id);
 
 /* Streaming detokeniser: never emits an incomplete or invalid UTF-8 sequence (held back until
- * complete; invalid bytes become U+FFFD). Owned by the caller; no allocation. SentencePiece
- * vocabularies with a space prefix: a stream whose first id is BOS drops the leading space of
- * the first piece after it (the text of a whole sequence, as llama.cpp's detokenize); a stream
- * that starts with any other id - generation after a prompt - keeps every space, so
- * prompt text + streamed text = the detokenised whole sequence. Fields are private. */
+ * complete; invalid bytes become U+FFFD). Owned by the caller; it allocates only a temporary copy
+ * of a piece longer than 256 bytes. SentencePiece vocabularies with a space prefix: a stream
+ * whose first id is BOS drops the leading space of the first piece after it (the text of a whole
+ * sequence, as llama.cpp's detokenize); a stream that starts with any other id - generation after
+ * a prompt - keeps every space, so prompt text + streamed text = the detokenised whole sequence.
+ * Fields are private. */
 typedef struct tern_detok { char pend[8]; int n_pend; int n_out; } tern_detok;
 void tern_detok_init(tern_detok *d);
 /* Append the text of id to out (cap bytes); returns bytes written or a TERN_E_* (TERN_E_ARG for
- * a NULL model or stream, a NULL out with cap > 0, or a cap under 3 x (n + h): n the piece's
- * bytes (tern_token_piece, special false), h the bytes held from earlier pieces (at most 3), each
- * of which may become a 3-byte U+FFFD; TERN_E_RANGE for an id outside the vocabulary). On an
- * error nothing is written and the stream is unchanged. A cap of 3 x (n + 3) always fits. */
+ * a NULL model or stream, a stream not made by tern_detok_init and these calls, a NULL out with
+ * cap > 0, or a cap under the text's bytes; TERN_E_RANGE for an id outside the vocabulary;
+ * TERN_E_NOMEM when a piece over 256 bytes finds no memory for its copy). The text is at most
+ * 3 x (n + h) bytes: n the piece's bytes (tern_token_piece, special false), h the bytes held from
+ * earlier pieces (at most 3), each byte of an invalid sequence becoming a 3-byte U+FFFD; so a cap
+ * of 3 x (n + 3) always fits. On an error nothing is written and the stream is unchanged. */
 int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap);
 /* Write the held bytes (an incomplete sequence becomes one U+FFFD): at most 3 bytes; returns
- * bytes written, or TERN_E_ARG for a NULL stream, a NULL out with cap > 0 or, when bytes are held,
- * a cap under 3. */
+ * bytes written, or TERN_E_ARG for a NULL or invalid stream (as tern_detok_put), a NULL out with
+ * cap > 0 or, when bytes are held, a cap under 3. */
 int tern_detok_flush(tern_detok *d, char *out, int cap);
 
 /* ==== Session ==================================================================================

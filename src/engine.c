@@ -131,8 +131,11 @@ static void detok_to_stream(const tern_detok *d, tok_stream *s) {
     s->first = d->n_out == 2;
 }
 
+/* A stream tern_detok_init and these functions can have made: at most 3 held bytes, flags 0..2. */
+static bool detok_valid(const tern_detok *d) { return d->n_pend >= 0 && d->n_pend <= 3 && d->n_out >= 0 && d->n_out <= 2; }
+
 int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, int cap) {
-    if (!m || !d || (!out && cap > 0)) return TERN_E_ARG;
+    if (!m || !d || (!out && cap > 0) || !detok_valid(d)) return TERN_E_ARG;
     tok_stream s;
     detok_to_stream(d, &s);
     const int r = tok_stream_put(m->vocab, &s, id, out, cap);
@@ -144,7 +147,7 @@ int tern_detok_put(const tern_model *m, tern_detok *d, int32_t id, char *out, in
 }
 
 int tern_detok_flush(tern_detok *d, char *out, int cap) {
-    if (!d || (!out && cap > 0)) return TERN_E_ARG;
+    if (!d || (!out && cap > 0) || !detok_valid(d)) return TERN_E_ARG;
     tok_stream s;
     detok_to_stream(d, &s);
     const int r = tok_stream_flush(&s, out, cap);

@@ -426,6 +426,63 @@ static void test_null_generator(void **state) {
     tern_model_free(m);
 }
 
+/* A token's whole text reaches on_token however long its piece: the real Qwen3 vocabulary (the
+ * golden qwen3-tiny) has ASCII pieces far over 100 bytes (runs of spaces and of '-'); the longest
+ * is forced as a one-token reply and its event must carry exactly the bytes tern_token_piece
+ * gives for it. */
+typedef struct long_rec {
+    char text[2048];
+    int n_text, n_tok;
+} long_rec;
+static int on_token_text(void *user, const tern_gen_token *t) {
+    long_rec *r = user;
+    if (t->id >= 0) r->n_tok++;
+    assert_true(r->n_text + t->n_text <= (int)sizeof r->text);
+    memcpy(r->text + r->n_text, t->text, (size_t)t->n_text);
+    r->n_text += t->n_text;
+    return 0;
+}
+
+static void test_long_piece_text(void **state) {
+    (void)state;
+    tern_model *m = load_fx("golden/qwen3-tiny-pq2_0/qwen3-tiny-pq2_0.gguf");
+    tern_model_info info;
+    tern_model_get_info(m, &info);
+    int32_t best = -1;
+    int best_n = 0;
+    char piece[2048];
+    for (int32_t id = 0; id < info.n_vocab; id++) {   /* the longest piece of printable ASCII */
+        const int n = tern_token_piece(m, id, false, piece, (int)sizeof piece);
+        if (n <= best_n || n > (int)sizeof piece) continue;
+        bool ascii = true;
+        for (int i = 0; i < n && ascii; i++) ascii = piece[i] >= 0x20 && piece[i] < 0x7f;
+        if (ascii) best = id, best_n = n;
+    }
+    assert_true(best >= 0 && best_n > 100);
+    assert_int_equal(tern_token_piece(m, best, false, piece, (int)sizeof piece), best_n);
+    tern_session *s = mfx_session(m, 64, 16, false);
+    tern_gen_params gp = reply_params(1);
+    long_rec r = {0};
+    gp.forced = &best;
+    gp.n_forced = 1;
+    gp.on_token = on_token_text;
+    gp.user = &r;
+    gen_fx f = gen_start(m, s, NULL, &gp);
+    tern_err err = {0};
+    int32_t p[32];
+    const int np = prompt_of(m, p, 32);
+    const float *l = tern_gen_prompt(f.g, p, np, &err);
+    assert_non_null(l);
+    assert_int_equal(tern_gen_run(f.g, l, &err), TERN_STOP_LENGTH);
+    assert_int_equal(r.n_tok, 1);
+    if (r.n_text != best_n || memcmp(r.text, piece, (size_t)best_n) != 0)
+        fail_msg("token %d: on_token gave %d bytes of text, its piece has %d", (int)best, r.n_text, best_n);
+    print_message("token %d: %d bytes of text\n", (int)best, best_n);
+    gen_fx_free(&f);
+    tern_session_free(s);
+    tern_model_free(m);
+}
+
 int suite_gen(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_and_spec_stories),
@@ -435,6 +492,7 @@ int suite_gen(int *n_tests) {
         cmocka_unit_test(test_stop_rules),
         cmocka_unit_test(test_think_budget),
         cmocka_unit_test(test_null_generator),
+        cmocka_unit_test(test_long_piece_text),
     };
     TEST_RUN_SUITE("gen", tests);
 }

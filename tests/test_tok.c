@@ -610,6 +610,21 @@ static void test_stream_utf8(void **state) {
     assert_int_equal(tok_stream_flush(&st, out, sizeof out), 3);
     assert_memory_equal(out, "\xEF\xBF\xBD", 3);
     assert_int_equal(tok_stream_flush(&st, out, sizeof out), 0);
+    /* the capacity asked is what the text needs, not the 3-bytes-a-byte worst case: valid text
+     * fits a cap of its length; one byte short, nothing is written or consumed */
+    memset(out, '#', sizeof out);
+    assert_int_equal(tok_stream_bytes(&st, "ab\xC3", 3, out, 1), TERN_E_ARG);
+    assert_int_equal(st.n_pend, 0);
+    assert_int_equal(out[0], '#');
+    assert_int_equal(tok_stream_bytes(&st, "ab\xC3", 3, out, 2), 2);   /* "ab"; C3 held */
+    assert_int_equal(st.n_pend, 1);
+    assert_int_equal(tok_stream_bytes(&st, "\xA9\x80", 2, out, 4), TERN_E_ARG);   /* é + U+FFFD: 5 bytes */
+    assert_int_equal(st.n_pend, 1);
+    assert_int_equal(tok_stream_bytes(&st, "\xA9\x80", 2, out, 5), 5);
+    assert_memory_equal(out, "\xC3\xA9\xEF\xBF\xBD", 5);
+    st.n_pend = 4;                                     /* not a state the stream can be in */
+    assert_int_equal(tok_stream_bytes(&st, "a", 1, out, sizeof out), TERN_E_ARG);
+    tok_stream_init(&st);
 
     /* through real tokens: byte tokens of "中" (E4 B8 AD) fed one by one */
     const tok_vocab *v = need(g_qwen, "data/qwen3-tokenizer/tokenizer.json");

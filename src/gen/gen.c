@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GEN_TEXT_CAP 256     /* one token's text: the longest piece plus 3 held-back UTF-8 bytes */
-
 struct tern_gen {
     const tern_model *m;
     int32_t n_vocab;
@@ -42,7 +40,8 @@ struct tern_gen {
     double t_begin, t_first, t_last;
     char bad[160];           /* why the reply cannot run ("": it can): no begin, mismatched parts, a bad
                                 forced id; every call then stops with TERN_STOP_ERROR and says this */
-    char text[GEN_TEXT_CAP];
+    char *text;              /* one token's text: text_cap = 3 x (the vocabulary's longest piece + 3), */
+    int text_cap;            /* which tern_detok_put and tern_detok_flush always fit */
 };
 
 /* The reply stops with an error: the reason kept for the calls that take an err. */
@@ -84,13 +83,28 @@ int tern_gen_init(tern_gen **out, const tern_model *m, tern_err *err) {
     g->think_open = single_token(m, "<think>");
     g->think_close = single_token(m, "</think>");
     g->pending = g->last = -1;
+    int longest = 0;
+    for (int32_t id = 0; id < info.n_vocab; id++) {
+        const int k = tern_token_piece(m, id, false, NULL, 0);
+        if (k > longest) longest = k;
+    }
+    g->text_cap = 3 * (longest + 3);
+    g->text = malloc((size_t)g->text_cap);
+    if (!g->text) {
+        const int cap = g->text_cap;
+        free(g);
+        return tern_err_set(err, TERN_E_NOMEM, "tern_gen_init: out of memory (%d bytes of token text)", cap);
+    }
     tern_gen_params_default(&g->p);
     snprintf(g->bad, sizeof g->bad, "no reply begun (call tern_gen_begin first)");
     *out = g;
     return TERN_OK;
 }
 
-void tern_gen_free(tern_gen *g) { free(g); }
+void tern_gen_free(tern_gen *g) {
+    if (g) free(g->text);
+    free(g);
+}
 
 void tern_gen_begin(tern_gen *g, tern_session *s, tern_sampler *smp, tern_spec *spec, const tern_gen_params *p) {
     if (!g) return;
@@ -186,16 +200,18 @@ static tern_stop emit(tern_gen *g, int32_t t, const float *logits, bool in_sessi
         return g->stop = TERN_STOP_EOG;
     }
     if (g->p.split_think && (t == g->think_open || t == g->think_close)) {
-        const int k = tern_detok_flush(&g->dt, g->text, GEN_TEXT_CAP);
-        ev.n_text = k > 0 ? k : 0;
+        const int k = tern_detok_flush(&g->dt, g->text, g->text_cap);
+        if (k < 0) return gen_bad(g, "token %d: its text did not fit %d bytes (%s)", (int)t, g->text_cap, tern_strerror(k));
+        ev.n_text = k;
         ev.think = t == g->think_open ? 1 : -1;
         /* a <think> inside an open block neither reopens it nor restarts its budget (else a model
          * that repeats the tag would never be closed) */
         if (!(t == g->think_open && g->in_think)) g->n_think = 0;
         g->in_think = t == g->think_open;
     } else {
-        const int k = tern_detok_put(g->m, &g->dt, t, g->text, GEN_TEXT_CAP);
-        ev.n_text = k > 0 ? k : 0;
+        const int k = tern_detok_put(g->m, &g->dt, t, g->text, g->text_cap);
+        if (k < 0) return gen_bad(g, "token %d: its text did not fit %d bytes (%s)", (int)t, g->text_cap, tern_strerror(k));
+        ev.n_text = k;
     }
     if (report(g, &ev) != 0) return g->stop = TERN_STOP_CALLER;
     if (g->p.n_predict >= 0 && g->st.n_gen >= g->p.n_predict) return g->stop = TERN_STOP_LENGTH;
@@ -308,7 +324,7 @@ tern_stop tern_gen_end(tern_gen *g, tern_err *err) {
         g->last_in_session = true;
     }
     g->pending = -1;
-    const int k = tern_detok_flush(&g->dt, g->text, GEN_TEXT_CAP);
+    const int k = tern_detok_flush(&g->dt, g->text, g->text_cap);
     const tern_gen_token ev = {.id = -1, .text = g->text, .n_text = k > 0 ? k : 0, .in_think = g->in_think,
                                .n_gen = g->st.n_gen};
     report(g, &ev);

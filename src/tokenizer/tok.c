@@ -602,9 +602,10 @@ int tok_piece(const tok_vocab *v, int32_t id, bool special, char *buf, int n) {
 /* ==== streaming detokeniser ===================================================================*/
 void tok_stream_init(tok_stream *s) { memset(s, 0, sizeof *s); }
 
-int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap) {
-    if (n < 0) return TERN_E_ARG;
-    if ((int64_t)cap < 3 * ((int64_t)n + s->n_pend)) return TERN_E_ARG;
+/* The pending bytes then in[0..n): each complete sequence as is, each maximal invalid subpart as
+ * one U+FFFD, an incomplete tail held in s->pend. Returns the bytes of output; writes them to out
+ * and updates s only when write is set (a dry run sizes the output first). */
+static int stream_walk(tok_stream *s, const char *in, int n, char *out, bool write) {
     int o = 0, np = s->n_pend;
     /* walk the pending bytes followed by in[] without copying in[] */
     unsigned char tmp[8];
@@ -620,20 +621,33 @@ int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap) {
             if (avail > 4) avail = 4;
         } else p = (const unsigned char *)in + (i - np);
         int l = tern_utf8_seq(p, avail);
-        if (l == 0) {                                           /* hold the incomplete tail */
-            int k = 0;
-            for (int j = i; j < total; j++) tmp[k++] = j < np ? (unsigned char)s->pend[j] : (unsigned char)in[j - np];
-            memcpy(s->pend, tmp, (size_t)k);
-            s->n_pend = k;
+        if (l == 0) {                                           /* hold the incomplete tail (< 4 bytes) */
+            if (write) {
+                int k = 0;
+                for (int j = i; j < total; j++) tmp[k++] = j < np ? (unsigned char)s->pend[j] : (unsigned char)in[j - np];
+                memcpy(s->pend, tmp, (size_t)k);
+                s->n_pend = k;
+            }
             return o;
         }
-        if (l < 0) { memcpy(out + o, "\xEF\xBF\xBD", 3); o += 3; i += -l; continue; }
-        memcpy(out + o, p, (size_t)l);
+        if (l < 0) {
+            if (write) memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i += -l;
+            continue;
+        }
+        if (write) memcpy(out + o, p, (size_t)l);
         o += l;
         i += l;
     }
-    s->n_pend = 0;
+    if (write) s->n_pend = 0;
     return o;
+}
+
+int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap) {
+    if (n < 0 || s->n_pend < 0 || s->n_pend > 3) return TERN_E_ARG;
+    if (stream_walk(s, in, n, NULL, false) > cap) return TERN_E_ARG;   /* nothing consumed */
+    return stream_walk(s, in, n, out, true);
 }
 
 size_t tok_utf8_repair(const char *s, size_t n, char *out) {

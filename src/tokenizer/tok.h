@@ -119,14 +119,15 @@ typedef struct {
 } tok_stream;
 void tok_stream_init(tok_stream *s);
 /* Appends the text for id to out (capacity cap). Returns bytes written (>= 0), TERN_E_RANGE for
- * an id outside the vocabulary, or TERN_E_ARG when cap is too small (nothing consumed: at most
- * 3 * (piece bytes + 3) bytes are ever needed). */
+ * an id outside the vocabulary, or TERN_E_ARG when the text is longer than cap (nothing consumed:
+ * it is at most 3 * (piece bytes + 3) bytes, each byte an invalid sequence would become a U+FFFD). */
 int tok_stream_put(const tok_vocab *v, tok_stream *s, int32_t id, char *out, int cap);
 /* Flushes held bytes (an incomplete sequence becomes one U+FFFD); needs at most 3 bytes of out.
  * Returns bytes written or TERN_E_ARG if cap < 3 and something is held. */
 int tok_stream_flush(tok_stream *s, char *out, int cap);
 /* Same UTF-8 repair on a whole buffer: appends in[0..n) to the stream's pending bytes and writes
- * the complete part to out (cap >= 3 * (n + 3)). Used by tok_stream_put; exposed for tests. */
+ * the complete part to out; TERN_E_ARG, nothing consumed, when that is longer than cap (at most
+ * 3 * (n + 3) bytes) or s holds more than 3 pending bytes. Used by tok_stream_put; exposed for tests. */
 int tok_stream_bytes(tok_stream *s, const char *in, int n, char *out, int cap);
 
 /* Copy s[0..n) to out replacing each maximal invalid subpart, and a truncated sequence at the
