@@ -280,8 +280,10 @@ int tern_session_restorable(const tern_session *s, int pos);
 void tern_session_reset(tern_session *s);
 
 /* ==== Sampling =================================================================================
- * llama.cpp's order: repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw.
- * temp <= 0: greedy (argmax, ties to the lowest id). Disabled stages cost nothing. */
+ * llama.cpp's order: logit bias -> repetition penalty -> top-k -> top-p -> min-p -> temperature
+ * -> draw, after the mask when one is set (tern_sampler_set_mask). temp <= 0, or so small that
+ * 1 / temp overflows (under ~2.9e-39): greedy (argmax, ties to the lowest id). Disabled stages
+ * cost nothing. */
 typedef struct tern_sampler_params {
     float temp;             /* 0.8 default; 0 = greedy */
     int32_t top_k;          /* 40; <= 0 disables */

@@ -535,6 +535,65 @@ static void test_degenerate_logits(void **state) {
     tern_sampler_free(s);
 }
 
+/* Settings the init accepts at their extremes: a positive temperature so small that 1 / temp
+ * overflows draws the argmax (the limit of the softmax), not a NaN-weighted id; a tiny repeat
+ * penalty pushes a repeated positive logit to FLT_MAX, not +inf, so it is drawn every time; on
+ * the small (top-k) and the wide path both. */
+static void test_extreme_settings(void **state) {
+    (void)state;
+    const float l[8] = {-10.0f, 1.0f, 2.0f, -3.0f, 0.5f, 1.5f, 4.0f, -1.0f};   /* argmax 6 */
+    for (int k = 0; k <= 2; k += 2) {                 /* top_k 0 (wide), 2 (small) */
+        tern_sampler_params p = params(1e-40f, k, 1.0f, 0.0f);
+        tern_sampler *s = mk(8, &p);
+        for (int i = 0; i < 200; i++) assert_int_equal(tern_sampler_sample(s, l), 6);
+        int32_t ids[8];
+        float pr[8];
+        assert_int_equal(samp_dist(s, l, ids, pr, 8), 1);
+        assert_true(ids[0] == 6 && pr[0] == 1.0f);
+        tern_sampler_free(s);
+        p = params(1.0f, k == 0 ? 0 : 8, 1.0f, 0.0f);
+        p.repeat_penalty = 1e-38f;
+        p.repeat_last_n = 4;
+        s = mk(8, &p);
+        tern_sampler_accept(s, 5);                    /* 1.5 / 1e-38 > FLT_MAX: clamped */
+        for (int i = 0; i < 200; i++) assert_int_equal(tern_sampler_sample(s, l), 5);
+        tern_sampler_free(s);
+    }
+}
+
+/* The mask applies to the distribution speculative verification reads (samp_dist) as to the draw:
+ * a banned id has no probability. */
+static void ban_id2(void *user, float *logits, int32_t n) {
+    (void)user;
+    assert_int_equal(n, 4);
+    logits[2] = -INFINITY;
+}
+static void test_mask_in_dist(void **state) {
+    (void)state;
+    const float l[4] = {0.0f, 1.0f, 3.0f, 0.5f};
+    for (int k = 0; k <= 3; k += 3) {                 /* wide, small */
+        tern_sampler_params p = params(1.0f, k, 1.0f, 0.0f);
+        tern_sampler *s = mk(4, &p);
+        tern_err e = {0};
+        assert_int_equal(tern_sampler_set_mask(s, ban_id2, NULL, &e), TERN_OK);
+        const int keep[3] = {0, 1, 3};
+        double want[3];
+        softmax_ref(l, keep, 3, 1.0, want);
+        int32_t ids[4];
+        float pr[4];
+        const int n = samp_dist(s, l, ids, pr, 4);    /* the wide path lists a banned id, at 0 */
+        assert_true(n == 3 || n == 4);
+        for (int i = 0; i < n; i++) {
+            int j = 0;
+            while (j < 3 && keep[j] != ids[i]) j++;
+            const double w = j < 3 ? want[j] : 0.0;
+            if (fabs(pr[i] - w) > 1e-6) fail_msg("top_k %d: prob of id %d = %.8f, expected %.8f", k, ids[i], pr[i], w);
+        }
+        for (int i = 0; i < 100; i++) assert_int_not_equal(tern_sampler_sample(s, l), 2);
+        tern_sampler_free(s);
+    }
+}
+
 static void test_init_errors(void **state) {
     (void)state;
     tern_sampler *s = (tern_sampler *)1;
@@ -683,6 +742,8 @@ int suite_sampler(int *n_tests) {
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_large_vocab_vs_full_sort),
         cmocka_unit_test(test_degenerate_logits),
+        cmocka_unit_test(test_extreme_settings),
+        cmocka_unit_test(test_mask_in_dist),
         cmocka_unit_test(test_init_errors),
         cmocka_unit_test(test_pass_tables_same_bits),
     };

@@ -189,7 +189,7 @@ static void stage_penalty(tern_sampler *s) {
         s->seen[id] = s->stamp;
         float *l = &s->x[id];
         if (*l <= 0.0f) *l *= pen;
-        else *l /= pen;
+        else if ((*l /= pen) > FLT_MAX) *l = FLT_MAX;   /* a tiny penalty: clamped as stage_bias clamps, never +inf */
     }
 }
 
@@ -445,7 +445,8 @@ static int32_t sampler_chain(tern_sampler *s, const float *logits) {
     stage_load(s, logits);
     stage_bias(s);
     stage_penalty(s);
-    if (!(s->p.temp > 0.0f)) return stage_greedy(s);
+    /* temp <= 0, or so small that 1 / temp overflows (below ~2.9e-39): the limit, greedy */
+    if (!(s->p.temp > 0.0f) || !(1.0f / s->p.temp <= FLT_MAX)) return stage_greedy(s);
     const int k = s->p.top_k;
     if (k > 0 && k <= SAMP_SMALL_K && k < s->n_vocab) {
         stage_top_k_small(s, k);
@@ -569,14 +570,18 @@ int tern_sampler_set_mask(tern_sampler *s, tern_sampler_mask mask, void *user, t
 
 int32_t tern_sampler_n_vocab(const tern_sampler *s) { return s ? s->n_vocab : 0; }
 
+/* The logits the chain sees: with a mask, a copy the mask has filtered (the draw, and the
+ * distribution speculative verification uses, see only the tokens it leaves). */
+static const float *masked_logits(tern_sampler *s, const float *logits) {
+    if (!s->mask) return logits;
+    memcpy(s->masked, logits, sizeof(float) * (size_t)s->n_vocab);
+    s->mask(s->mask_user, s->masked, s->n_vocab);
+    return s->masked;
+}
+
 int32_t tern_sampler_sample(tern_sampler *s, const float *logits) {
     if (!s || !logits) return -1;
-    if (s->mask) {                                    /* the draw sees only the tokens the mask leaves */
-        memcpy(s->masked, logits, sizeof(float) * (size_t)s->n_vocab);
-        s->mask(s->mask_user, s->masked, s->n_vocab);
-        logits = s->masked;
-    }
-    const int32_t g = sampler_chain(s, logits);
+    const int32_t g = sampler_chain(s, masked_logits(s, logits));
     if (g >= 0) return g;
     if (s->wide) {                                    /* the draw walks the ids in order */
         const double sum = wide_weights(s);
@@ -597,7 +602,7 @@ int32_t tern_sampler_sample(tern_sampler *s, const float *logits) {
 
 int samp_dist(tern_sampler *s, const float *logits, int32_t *ids, float *probs, int cap) {
     TERN_ASSERT(s && logits);
-    const int32_t g = sampler_chain(s, logits);
+    const int32_t g = sampler_chain(s, masked_logits(s, logits));
     if (g >= 0) {
         if (cap < 1) return TERN_E_RANGE;
         ids[0] = g;

@@ -22,7 +22,8 @@ uint64_t samp_rng_os_seed(void);
 /* Runs the chain on logits (n_vocab floats) and writes the final distribution: ids[i] and its
  * probability probs[i] (after temperature, normalised, summing to 1 within rounding) for the
  * surviving candidates, in the chain's order (descending probability when a sort happened,
- * ascending id otherwise). Greedy (temp <= 0) gives one candidate with probability 1.
+ * ascending id otherwise), the sampler's mask applied first as in tern_sampler_sample. Greedy
+ * (temp <= 0, or 1 / temp past FLT_MAX) gives one candidate with probability 1.
  * Returns the candidate count (<= n_vocab) or TERN_E_RANGE if cap is smaller than that count
  * (nothing written then). Does not consume random numbers. */
 int samp_dist(tern_sampler *s, const float *logits, int32_t *ids, float *probs, int cap);
