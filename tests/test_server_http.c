@@ -2158,6 +2158,11 @@ static void test_unsupported_fields(void **state) {
     assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
     assert_null(s);
     assert_non_null(strstr(err.msg, "--api-key: empty key; expected a non-empty string"));
+    c.api_key = "k\r";                            /* as read from a CRLF key file: no request could carry it */
+    err = (tern_err){0};
+    assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "--api-key: byte 2 of the 2-byte key is the control character 0x0d"));
     s = start(m, 1, 1024, 4, 0, NULL, 0);         /* room for a tools block */
     const char *paths[] = {"/v1/completions", "/v1/chat/completions"};
     const char *heads[] = {"{\"prompt\": \"Once\", \"max_tokens\": 1, ", "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 1, "};

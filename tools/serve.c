@@ -237,10 +237,12 @@ int cmd_serve(int argc, char **argv) {
     }
     if (spec_opts_check(&so)) return 2;
     if (opts_check_chat_template("serve", cfg.chat_template)) return 2;   /* not at the first request */
-    if (cfg.api_key && !*cfg.api_key) {   /* an empty key would mean "API key required" and serve everyone */
-        fprintf(stderr, "tern serve: %s: empty key; expected a non-empty string%s\n",
-                key_from_env ? "TERN_API_KEY" : "--api-key", key_from_env ? " (or unset TERN_API_KEY)" : "");
-        return 2;
+    if (cfg.api_key) {   /* a key no request can match (empty, blank, whitespace around it): before the load */
+        tern_err kerr = {0};
+        if (srv_check_api_key(cfg.api_key, key_from_env ? "TERN_API_KEY" : "--api-key", &kerr) != TERN_OK) {
+            fprintf(stderr, "tern serve: %s%s\n", kerr.msg, key_from_env ? " (or unset TERN_API_KEY)" : "");
+            return 2;
+        }
     }
     {                                                 /* a --host that does not resolve: before the model loads */
         tern_err herr = {0};
