@@ -1248,6 +1248,8 @@ static int check_config(const srv_config *cfg, tern_err *err) {
         return tern_err_set(err, TERN_E_ARG, "--timeout %d, --idle-timeout %d, --conn-per-ip %d, --conn-max %d: expected >= 0",
                            cfg->timeout_s, cfg->idle_timeout_s, cfg->conn_per_ip, cfg->conn_max);
     if (cfg->queue_max < 0) return tern_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
+    if (cfg->n_ctx < 2)   /* every request holds a prompt token and needs a position to generate */
+        return tern_err_set(err, TERN_E_ARG, "-c %d: expected -c 2 or more (one prompt token and one to generate)", cfg->n_ctx);
     if (cfg->api_key) return srv_check_api_key(cfg->api_key, "--api-key", err);
     return TERN_OK;
 }

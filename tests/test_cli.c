@@ -206,6 +206,8 @@ static void test_values_out_of_range(void **state) {
         {"run", "-t 1000", thr},
         {"run", "-c 0", "tern run: -c: expected an integer in 1..16777216, got '0'"},
         {"run", "--ctx-size=99999999", "tern run: --ctx-size: expected an integer in 1..16777216, got '99999999'"},
+        /* a request holds a prompt token and needs a position to generate: -c 1 could serve none */
+        {"serve", "-c 1", "tern serve: -c: expected an integer in 2..16777216, got '1'"},
         {"run", "-n -2", "tern run: -n: expected an integer in -1..16777216, got '-2'"},
         {"run", "-b 70000", "tern run: -b: expected an integer in 1..65536, got '70000'"},
         {"run", "--temp -0.5", "tern run: --temp: expected a number in 0..100, got '-0.5'"},

@@ -2163,6 +2163,12 @@ static void test_unsupported_fields(void **state) {
     assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
     assert_null(s);
     assert_non_null(strstr(err.msg, "--api-key: byte 2 of the 2-byte key is the control character 0x0d"));
+    c.api_key = NULL;
+    c.n_ctx = 1;                                  /* no room for a prompt token and a generated one */
+    err = (tern_err){0};
+    assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "-c 1: expected -c 2 or more"));
     s = start(m, 1, 1024, 4, 0, NULL, 0);         /* room for a tools block */
     const char *paths[] = {"/v1/completions", "/v1/chat/completions"};
     const char *heads[] = {"{\"prompt\": \"Once\", \"max_tokens\": 1, ", "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 1, "};
