@@ -625,18 +625,27 @@ static void test_readme_usage(void **state) {
     if (rc != 0 || !ppl || !(atof(ppl + 6) > 1.0 && atof(ppl + 6) < 10.0)) fail_msg("perplexity: exit %d, %s%s", rc, out, err);
     free(out);
     free(err);
-    /* the chat commands, typed in: /help, an unknown /word (not sent), //text (sent), /clear, /bye
-     * (Ollama's quit: what follows it is never read) */
-    char input[512];
+    /* the chat commands, typed in: /help, an unknown /word (not sent; its control bytes echoed as
+     * \xNN, never raw to the terminal, and a word past 64 bytes cut before the UTF-8 character
+     * that would cross byte 64: "/ab" and 40 x "é" shows "/ab" and 30 of them), //text (sent), /clear,
+     * /bye (Ollama's quit: what follows it is never read) */
+    char input[512], long_word[128] = "/ab", long_want[128] = "unknown command /ab";
+    for (int i = 0; i < 40; i++) strcat(long_word, "\xc3\xa9");
+    for (int i = 0; i < 30; i++) strcat(long_want, "\xc3\xa9");
+    strcat(long_want, "; try /help");
     fx_tmp_path(input, sizeof input, "chat-commands.txt");
-    const char *lines = "/help\n/bogus words\n//slash\n/clear \n/bye\t\nnever sent\n";   /* blanks after a command */
+    char lines[512];
+    snprintf(lines, sizeof lines, "/help\n/bogus words\n/bo\033[2Jgus\x01 x\n%s\n//slash\n/clear \n/bye\t\nnever sent\n",
+             long_word);                                                              /* blanks after a command */
     write_file(input, lines, strlen(lines));
     rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
     static const char help[] = "/help lists these commands, /clear starts a new conversation, /exit, /quit or /bye (or "
                                "Ctrl-D) quits, Ctrl-C stops a reply; start a message with // to send a text that begins with /";
-    const char *want[] = {help, "unknown command /bogus; try /help", "[new conversation]"};
+    const char *want[] = {help, "unknown command /bogus; try /help", "unknown command /bo\\x1b[2Jgus\\x01; try /help",
+                          long_want, "[new conversation]"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
+    if (strchr(out, '\033') || strchr(out, '\x01')) fail_msg("chat: a control byte of a typed command reached stdout: %s", out);
     /* exactly one turn: //slash; /help, /bogus, /clear and the line after /bye are not sent */
     const char *t1 = strstr(err, "[turn 1:");
     if (!t1 || strstr(t1 + 1, "[turn ")) fail_msg("chat: expected exactly one turn, stderr: %s", err);

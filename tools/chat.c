@@ -527,8 +527,20 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         if (line[0] == '/' && isalpha((unsigned char)line[1])) {   /* a command we do not know: never sent */
-            const size_t w = strcspn(line, " \t");
-            printf("unknown command %.*s; try /help\n", (int)(w > 64 ? 64 : w), line);
+            /* the word as typed, its first 64 bytes (a UTF-8 character is never cut: the line is
+             * valid UTF-8 by now), control bytes as \xNN so that none reaches the terminal */
+            size_t w = strcspn(line, " \t");
+            if (w > 64) {
+                w = 64;
+                while (w > 0 && ((unsigned char)line[w] & 0xc0) == 0x80) w--;
+            }
+            fputs("unknown command ", stdout);
+            for (size_t k = 0; k < w; k++) {
+                const unsigned char b = (unsigned char)line[k];
+                if (b < 0x20 || b == 0x7f) printf("\\x%02x", b);
+                else putchar(b);
+            }
+            fputs("; try /help\n", stdout);
             continue;
         }
         run_turn(&c, line);
