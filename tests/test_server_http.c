@@ -2928,9 +2928,10 @@ static void test_tokenize_detokenize_template(void **state) {
     char *o415 = http_ct(s, "/tokenize", "{\"content\":\"a\"}", "text/plain", &code);
     assert_int_equal(code, 415);
     free(o415);
-    expect_error(s, "POST", "/detokenize", "{\"tokens\":[1,\"x\"]}", NULL, 400, "tokens");
-    expect_error(s, "POST", "/detokenize", "{\"tokens\":[151936]}", NULL, 400, "tokens");
-    expect_error(s, "POST", "/detokenize", "{\"tokens\":[-1]}", NULL, 400, "tokens");
+    /* a bad element is named as the element (param tokens[i]), as messages[1].role and stop[2] are */
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[1,\"x\"]}", NULL, 400, "tokens[1]");
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[151936]}", NULL, 400, "tokens[0]");
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[5,6,-1]}", NULL, 400, "tokens[2]");
     expect_error(s, "POST", "/detokenize", "{\"tokens\":5}", NULL, 400, "tokens");
     static const char *const bad_ids[][2] = {   /* each message says what the id was */
         {"{\"tokens\":[1,\"x\"]}", "'tokens[1]' must be a token id in 0..151935, got a string"},
