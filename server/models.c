@@ -288,7 +288,9 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
                                 "above say why)", dir, refused);
         return tern_err_set(err, TERN_E_ARG, "--models-dir '%s': no .gguf file in it", dir);
     }
-    if (skipped) fprintf(stderr, "tern serve: --models-dir: %d files past the first %d are not served\n", skipped, MODELS_MAX);
+    if (skipped)
+        fprintf(stderr, "tern serve: --models-dir: %d file%s past the first %d %s not served\n", skipped,
+                skipped == 1 ? "" : "s", MODELS_MAX, skipped == 1 ? "is" : "are");
     qsort(t->b, (size_t)t->n, sizeof *t->b, by_name);
     *out = t;
     return TERN_OK;

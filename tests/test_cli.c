@@ -1004,6 +1004,45 @@ static void test_perplexity_tokens_range(void **state) {
     remove(ids);
 }
 
+/* A count of one takes the singular noun, in every message of the programs that can say "1":
+ * each case pins the count by construction. --tokens "1 2": 2 ids give 1 next-token prediction;
+ * --chunks 1: one chunk; -l 1+1000 (BOS, stories260K's end-of-generation token, far above every
+ * other logit): the reply is that one token; chat -n 1: a one-token reply; run -n 2 --spec lookup:
+ * the first token comes from the prompt's logits, the second from one verification forward. */
+static void test_singular_counts(void **state) {
+    (void)state;
+    char model[1024], text[1024], ids[512], input[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_require(text, sizeof text, "data/tinystories-sample/tinystories_sample.txt");
+    fx_tmp_path(ids, sizeof ids, "singular-ids.txt");
+    fx_tmp_path(input, sizeof input, "singular-chat.txt");
+    write_file(ids, "1 2\n", 4);
+    write_file(input, "Hello\n", 6);
+    struct { const char *args, *want_out, *want_err; } cases[] = {
+        {"perplexity -m '%1$s' --tokens '%3$s' -t 1", "perplexity: 2 tokens, 1 prediction scored (every next token)", NULL},
+        {"perplexity -m '%1$s' -f '%2$s' -c 16 --chunks 1 -t 1", " tokens, 1 chunk of 16, scoring positions 8..14", NULL},
+        {"run -m '%1$s' -p Once --temp 0 -n -1 -t 1 -l 1+1000", NULL,
+         "tern run: end of text after 1 token (the model's end-of-generation token;"},
+        {"run -m '%1$s' -p Once --temp 0 -n 1 -t 1 -l 1+1000", NULL, "generation: 1 token (no decode step"},
+        {"chat -m '%1$s' -n 1 --temp 0 -t 1 < '%4$s'", NULL, " s, 1 token at "},
+        {"run -m '%1$s' -p Once --temp 0 -n 2 -t 1 --spec lookup", NULL, ", 1 verification, 1 token (1.00 per forward)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[4096];
+        snprintf(args, sizeof args, cases[i].args, model, text, ids, input);
+        char *out = NULL, *err = NULL;
+        const int rc = ru_tern(&out, &err, "%s", args);
+        if (rc != 0 || (cases[i].want_out && !strstr(out, cases[i].want_out)) ||
+            (cases[i].want_err && !strstr(err, cases[i].want_err)))
+            fail_msg("tern %s: exit %d, expected \"%s\"; stdout: %s\nstderr: %s", args, rc,
+                     cases[i].want_out ? cases[i].want_out : cases[i].want_err, out, err);
+        free(out);
+        free(err);
+    }
+    remove(ids);
+    remove(input);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -1025,6 +1064,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_run_double_bos),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),
+        cmocka_unit_test(test_singular_counts),
     };
     TEST_RUN_SUITE("cli", tests);
 }

@@ -366,10 +366,10 @@ static void run_turn(chat *c, const char *user) {
     tern_model_get_info(c->m, &mi);
     c->bad_logits = opts_warn_bad_logits("chat", c->gen, "chat ends with status 1");
     const double t_gen = st.t_gen_s;
-    fprintf(stderr, "%s[turn %d: %d new prompt tokens in %.3f s (%.1f t/s), time to first token %.3f s, "
-                    "%d tokens at %.1f t/s, context %d/%d]%s\n",
-            c->color ? "\x1b[2m" : "", c->turn, st.n_prompt, st.t_prompt_s,
-            st.t_prompt_s > 0 ? st.n_prompt / st.t_prompt_s : 0.0, st.t_first_s, st.n_gen,
+    fprintf(stderr, "%s[turn %d: %d new prompt token%s in %.3f s (%.1f t/s), time to first token %.3f s, "
+                    "%d token%s at %.1f t/s, context %d/%d]%s\n",
+            c->color ? "\x1b[2m" : "", c->turn, st.n_prompt, st.n_prompt == 1 ? "" : "s", st.t_prompt_s,
+            st.t_prompt_s > 0 ? st.n_prompt / st.t_prompt_s : 0.0, st.t_first_s, st.n_gen, st.n_gen == 1 ? "" : "s",
             st.n_gen > 1 && t_gen > 0 ? (st.n_gen - 1) / t_gen : 0.0, tern_session_pos(c->s), n_ctx,
             c->color ? "\x1b[0m" : "");
     if (c->spec) {

@@ -227,6 +227,21 @@ def test_models_dir_log_escapes_control_bytes(tmp_path):
     assert "\r" not in err, err
 
 
+def test_models_dir_past_the_limit_singular(tmp_path):
+    # 257 models where 256 are served: the one left out is "1 file ... is", not "1 files ... are"
+    d = tmp_path / "models"
+    d.mkdir()
+    for i in range(257):
+        os.symlink(require(STORIES), d / ("m%03d.gguf" % i))
+    p, url = _serve_dir(d, ctx=256)
+    try:
+        assert len(_states(url)) == 256
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    assert "tern serve: --models-dir: 1 file past the first 256 is not served\n" in err.decode(), err
+
+
 def test_models_dir_bad_file(tmp_path):
     # a file that is no GGUF model: 500 naming the model and the reason, not the server's path to
     # it (the server's log has that); the other model is still served
