@@ -1043,6 +1043,24 @@ static void test_singular_counts(void **state) {
     remove(input);
 }
 
+/* run --help states the sampler's order as the chain applies it (src/sampling/sampler.c:
+ * sampler_chain: bias, penalty, top-k, top-p, min-p, then the draw at the temperature), and
+ * docs/CLI.md lists the same stages in the same order. */
+static void test_help_sampling_order(void **state) {
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(ru_tern(&out, NULL, "run --help"), 0);
+    const char *want = "sampling follows llama.cpp's order: logit bias (-l) -> repeat penalty -> top-k -> top-p -> min-p -> "
+                       "temperature\n";
+    if (!strstr(out, want)) fail_msg("run --help does not say \"%s\":\n%s", want, out);
+    free(out);
+    char *cli = fx_read_file("docs/CLI.md", NULL);
+    if (!cli) fail_msg("docs/CLI.md not found in the current directory");
+    if (!strstr(cli, "in llama.cpp's order: logit bias, repeat penalty, top-k, top-p, min-p,\ntemperature."))
+        fail_msg("docs/CLI.md does not list the sampling order logit bias, repeat penalty, top-k, top-p, min-p, temperature");
+    free(cli);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -1065,6 +1083,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),
         cmocka_unit_test(test_singular_counts),
+        cmocka_unit_test(test_help_sampling_order),
     };
     TEST_RUN_SUITE("cli", tests);
 }

@@ -55,7 +55,9 @@ static void run_usage(FILE *f, const opt_table *t, int n_t) {
     opts_help(f, t, n_t);
     fprintf(f, "stderr: \"generation: N tokens\" counts every generated token; its tokens/s covers those after the\n"
                "first (the first token's time is in \"time to first token\", with the prompt)\n");
-    fprintf(f, "sampling follows llama.cpp's order: repeat penalty -> top-k -> top-p -> min-p -> temperature\n");
+    /* the order of sampler_chain (src/sampling/sampler.c), then the draw at the temperature */
+    fprintf(f, "sampling follows llama.cpp's order: logit bias (-l) -> repeat penalty -> top-k -> top-p -> min-p -> "
+               "temperature\n");
 }
 
 int cmd_run(int argc, char **argv) {
