@@ -1061,6 +1061,24 @@ static void test_help_sampling_order(void **state) {
     free(cli);
 }
 
+/* docs/CLI.md quotes the -t range error as the program words it: this host's message with its
+ * bound (4 per online CPU, from sysconf here) put back to the 2-CPU host's 8 that the doc names. */
+static void test_doc_threads_error(void **state) {
+    (void)state;
+    char *err = NULL, want[200], doc[200];
+    assert_int_equal(ru_tern(NULL, &err, "run -t 1000"), 2);
+    snprintf(want, sizeof want, "tern run: -t: expected an integer in 1..%ld, that is 4 per online CPU, got '1000'\n",
+             max_threads());
+    if (strcmp(err, want)) fail_msg("tern run -t 1000: stderr %s(expected %s)", err, want);
+    free(err);
+    snprintf(doc, sizeof doc, "on a host with 2 online CPUs, `tern run -t 1000` says `tern run: -t: expected an integer "
+             "in 1..8,\nthat is 4 per online CPU, got '1000'`");
+    char *cli = fx_read_file("docs/CLI.md", NULL);
+    if (!cli) fail_msg("docs/CLI.md not found in the current directory");
+    if (!strstr(cli, doc)) fail_msg("docs/CLI.md does not quote the -t error as: %s", doc);
+    free(cli);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -1084,6 +1102,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_perplexity_tokens_range),
         cmocka_unit_test(test_singular_counts),
         cmocka_unit_test(test_help_sampling_order),
+        cmocka_unit_test(test_doc_threads_error),
     };
     TEST_RUN_SUITE("cli", tests);
 }
