@@ -1079,6 +1079,33 @@ static void test_doc_threads_error(void **state) {
     free(cli);
 }
 
+/* README.md and docs/CLI.md say what --spec lookup keeps: the greedy text, and with sampling only
+ * the distribution, so a fixed --seed gives another text than the run without it. The sampled case
+ * is shown on a prompt that repeats itself (drafts are accepted, so the draws fall elsewhere). */
+static void test_doc_spec_sampling(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    const char *docs[][2] = {
+        {"README.md", "with\n`--temp` above 0 and a fixed `--seed` the text differs from the run without it: the same\n"
+                      "distribution, not the same random draws"},
+        {"docs/CLI.md", "With `--temp` above 0 the tokens\nfollow the same distribution as plain decoding but not the same "
+                        "random draws, so with a fixed\n`--seed` the text differs from the run without `--spec lookup`"},
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        char *text = fx_read_file(docs[i][0], NULL);
+        if (!text || !strstr(text, docs[i][1])) fail_msg("%s does not say: %s", docs[i][0], docs[i][1]);
+        free(text);
+    }
+    const char *p = "Once upon a time, there was a little girl named Lily. Once upon a time, there was a little girl named Lily.";
+    char *plain = NULL, *spec = NULL;
+    assert_int_equal(ru_tern(&plain, NULL, "run -m '%s' -p '%s' -n 60 --seed 7 -t 1", model, p), 0);
+    assert_int_equal(ru_tern(&spec, NULL, "run -m '%s' -p '%s' -n 60 --seed 7 -t 1 --spec lookup", model, p), 0);
+    if (!strcmp(plain, spec)) fail_msg("--seed 7 at the default temperature: the same text with --spec lookup: %s", spec);
+    free(plain);
+    free(spec);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -1103,6 +1130,7 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_singular_counts),
         cmocka_unit_test(test_help_sampling_order),
         cmocka_unit_test(test_doc_threads_error),
+        cmocka_unit_test(test_doc_spec_sampling),
     };
     TEST_RUN_SUITE("cli", tests);
 }
