@@ -36,7 +36,8 @@ typedef struct srv_config {
                                (0: parallel + queue_max + 16) */
     int conn_max;           /* connections at once in all (0: 4 x the per-IP default, at most what the
                                open-file limit allows) */
-    const char *api_key;    /* NULL: no authentication; "" is refused by srv_start (TERN_E_ARG) */
+    const char *api_key;    /* NULL: no authentication; a key srv_check_api_key refuses is refused by
+                               srv_start (TERN_E_ARG) */
     const char *model_name; /* the id in /v1/models and responses */
     const char *model_path; /* the file, as /props reports it (NULL: not reported) */
     const char *script_reply; /* tests only (no flag sets it): every chat reply begins with this text's
@@ -49,6 +50,13 @@ typedef struct srv_config {
     tern_spec_params spec_p;
 } srv_config;
 void srv_config_default(srv_config *c);
+
+/* Checks an API key before the server starts: TERN_OK, or TERN_E_ARG with a message that begins
+ * with what (the flag or variable that gave the key, e.g. "--api-key") and never quotes the key.
+ * A request's key is compared with the spaces and tabs around it stripped, and an HTTP header
+ * carries no CR or LF, so a key that is empty, only whitespace, has whitespace at either end or
+ * holds a control character (0x00-0x1f, 0x7f) could never be matched: each is refused. */
+int srv_check_api_key(const char *key, const char *what, tern_err *err);
 
 typedef struct srv srv;
 /* Start the scheduler and the HTTP daemon on m (which must outlive the server). Errors:

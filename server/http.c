@@ -1286,8 +1286,33 @@ static int check_config(const srv_config *cfg, tern_err *err) {
         return tern_err_set(err, TERN_E_ARG, "--timeout %d, --idle-timeout %d, --conn-per-ip %d, --conn-max %d: expected >= 0",
                            cfg->timeout_s, cfg->idle_timeout_s, cfg->conn_per_ip, cfg->conn_max);
     if (cfg->queue_max < 0) return tern_err_set(err, TERN_E_ARG, "--queue %d, expected >= 0", cfg->queue_max);
-    if (cfg->api_key && !*cfg->api_key)   /* "" would read as a key and let everyone in */
-        return tern_err_set(err, TERN_E_ARG, "--api-key: empty key; expected a non-empty string (or no key: NULL)");
+    if (cfg->n_ctx < 2)   /* every request holds a prompt token and needs a position to generate */
+        return tern_err_set(err, TERN_E_ARG, "-c %d: expected -c 2 or more (one prompt token and one to generate)", cfg->n_ctx);
+    if (cfg->api_key) return srv_check_api_key(cfg->api_key, "--api-key", err);
+    return TERN_OK;
+}
+
+int srv_check_api_key(const char *key, const char *what, tern_err *err) {
+    const size_t n = strlen(key);
+    if (n == 0)   /* "" would read as "a key is required" and let everyone in */
+        return tern_err_set(err, TERN_E_ARG, "%s: empty key; expected a non-empty string", what);
+    size_t n_blank = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)key[i];
+        if (c == ' ') n_blank++;
+        else if (c < 0x20 || c == 0x7f)   /* CR from a CRLF key file, a tab, ... */
+            return tern_err_set(err, TERN_E_ARG,
+                                "%s: byte %zu of the %zu-byte key is the control character 0x%02x; expected printable "
+                                "characters only (a request cannot carry it, so no client could match)",
+                                what, i + 1, n, c);
+    }
+    if (n_blank == n)
+        return tern_err_set(err, TERN_E_ARG, "%s: the key is %zu space%s and nothing else; expected a non-empty string "
+                            "(whitespace around a request's key is stripped)", what, n, n == 1 ? "" : "s");
+    if (key[0] == ' ' || key[n - 1] == ' ')
+        return tern_err_set(err, TERN_E_ARG, "%s: the %zu-byte key %s with a space; expected no whitespace around "
+                            "the key (it is stripped from a request's key, so no client could match)",
+                            what, n, key[0] == ' ' ? "begins" : "ends");
     return TERN_OK;
 }
 

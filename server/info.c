@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,8 +132,9 @@ char *info_detokenize(const tern_model *m, const char *body, size_t len, srv_err
     cJSON_ArrayForEach(v, toks) {
         const double d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
         if (!(d >= 0 && d < info.n_vocab && d == floor(d))) {
-            char g[32];
-            srv_fail(e, 400, "invalid_request_error", "tokens", "'tokens[%d]' must be a token id in 0..%d, got %s", i,
+            char g[32], param[32];   /* the element, as other fields name theirs (messages[1].role, stop[2]) */
+            snprintf(param, sizeof param, "tokens[%d]", i);
+            srv_fail(e, 400, "invalid_request_error", param, "'%s' must be a token id in 0..%d, got %s", param,
                      info.n_vocab - 1, api_got(v, g));
             goto done;
         }

@@ -27,6 +27,33 @@ struct srv_models {
     srv_metrics retired;    /* the counters of models unloaded since start (under mu) */
 };
 
+/* src as text for a line of the server's log, in dst (size n >= 8): control bytes (0x00-0x1f,
+ * 0x7f) as \xNN, as the warning about a name that is not UTF-8 shows them, so a file name holding
+ * a newline cannot start a forged line of its own; other bytes as they are (a model id is valid
+ * UTF-8, and a multi-byte character is never cut); a text that does not fit ends in "...".
+ * Returns dst. */
+static const char *log_text(char *dst, size_t n, const char *src) {
+    size_t o = 0, i = 0;
+    while (src[i]) {
+        const unsigned char c = (unsigned char)src[i];
+        size_t len = 1;                                /* bytes of src this step takes */
+        if (c >= 0xc0)
+            while (len < 4 && ((unsigned char)src[i + len] & 0xc0) == 0x80) len++;
+        const bool esc = c < 0x20 || c == 0x7f;
+        const size_t w = esc ? 4 : len;                /* bytes it writes */
+        if (o + w + 4 > n) {                           /* room for it, "..." and the NUL? */
+            memcpy(dst + o, "...", 4);
+            return dst;
+        }
+        if (esc) snprintf(dst + o, 5, "\\x%02x", c);
+        else memcpy(dst + o, src + i, len);
+        o += w;
+        i += len;
+    }
+    dst[o] = '\0';
+    return dst;
+}
+
 static void metrics_init(srv_metrics *mx) {
     memset(mx, 0, sizeof *mx);
     pthread_mutex_init(&mx->mu, NULL);
@@ -42,7 +69,9 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     b->template_err[0] = '\0';
     if (family < 0) {
         snprintf(b->template_err, sizeof b->template_err, "%s", ferr.msg);
-        fprintf(stderr, "tern serve: warning: '%s': %s; chat requests will fail (completions work)\n", b->name, ferr.msg);
+        char id[1024];
+        fprintf(stderr, "tern serve: warning: '%s': %s; chat requests will fail (completions work)\n",
+                log_text(id, sizeof id, b->name), ferr.msg);
     }
     b->tools_fmt = family == PROMPT_FAMILY_QWEN3    ? SRV_TOOLS_QWEN3
                    : family == PROMPT_FAMILY_CHATML ? SRV_TOOLS_CHATML
@@ -199,13 +228,15 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
         /* an entry that cannot be served is named on stderr (as -m refuses a FIFO), the others are served */
         refused++;                                     /* until it is taken */
         if (snprintf(b->path, sizeof b->path, "%s/%s", dir, de->d_name) >= (int)sizeof b->path) {
-            fprintf(stderr, "tern serve: warning: --models-dir: '%s/%.64s...': the path is longer than %zu bytes; not served\n",
-                    dir, de->d_name, sizeof b->path - 1);
+            char shown[256];
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s/%s': the path is longer than %zu bytes; not served\n",
+                    dir, log_text(shown, 64, de->d_name), sizeof b->path - 1);
             continue;
         }
         if (k == 5) {                                  /* the id is the name less .gguf */
+            char shown[4 * 4096 + 1];
             fprintf(stderr, "tern serve: warning: --models-dir: '%s': the name is empty before .gguf (a model id is that "
-                            "name); not served\n", b->path);
+                            "name); not served\n", log_text(shown, sizeof shown, b->path));
             continue;
         }
         const size_t ok = api_utf8_bad_at(de->d_name, k - 5);
@@ -221,20 +252,25 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
             continue;
         }
         if (stat(b->path, &st) != 0) {
-            fprintf(stderr, "tern serve: warning: --models-dir: '%s': %s; not served\n", b->path, strerror(errno));
+            char shown[4 * 4096 + 1];
+            const int e = errno;
+            fprintf(stderr, "tern serve: warning: --models-dir: '%s': %s; not served\n", log_text(shown, sizeof shown, b->path),
+                    strerror(e));
             continue;
         }
         if (!S_ISREG(st.st_mode)) {
             const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
                              : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
                              : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+            char shown[4 * 4096 + 1];
             fprintf(stderr, "tern serve: warning: --models-dir: '%s' is %s, expected a regular file (a GGUF model); not served\n",
-                    b->path, kind);
+                    log_text(shown, sizeof shown, b->path), kind);
             continue;
         }
         if (k - 5 >= sizeof b->name) {
+            char shown[4 * 4096 + 1];
             fprintf(stderr, "tern serve: warning: --models-dir: '%s': the name is longer than %zu bytes before .gguf; not served\n",
-                    b->path, sizeof b->name - 1);
+                    log_text(shown, sizeof shown, b->path), sizeof b->name - 1);
             continue;
         }
         memcpy(b->name, de->d_name, k - 5);
@@ -252,7 +288,9 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
                                 "above say why)", dir, refused);
         return tern_err_set(err, TERN_E_ARG, "--models-dir '%s': no .gguf file in it", dir);
     }
-    if (skipped) fprintf(stderr, "tern serve: --models-dir: %d files past the first %d are not served\n", skipped, MODELS_MAX);
+    if (skipped)
+        fprintf(stderr, "tern serve: --models-dir: %d file%s past the first %d %s not served\n", skipped,
+                skipped == 1 ? "" : "s", MODELS_MAX, skipped == 1 ? "is" : "are");
     qsort(t->b, (size_t)t->n, sizeof *t->b, by_name);
     *out = t;
     return TERN_OK;
@@ -283,7 +321,8 @@ static bool evict_one(srv_models *t, const srv_backend *keep) {
     if (v) v->state = SRV_MODEL_UNLOADING;            /* requests for it wait until it is gone */
     pthread_mutex_unlock(&t->mu);
     if (!v) return false;
-    fprintf(stderr, "tern serve: unloading '%s' to make room\n", v->name);
+    char id[1024];
+    fprintf(stderr, "tern serve: unloading '%s' to make room\n", log_text(id, sizeof id, v->name));
     backend_finish_unload(t, v);
     return true;
 }
@@ -322,7 +361,9 @@ static int backend_load(srv_models *t, srv_backend *b, srv_error *e) {
     }
     if (rc != TERN_OK) {
         /* the client reads the reason without the server's path to the file (the log has it) */
-        fprintf(stderr, "tern serve: could not load '%s': %s\n", b->name, err.msg);
+        char id[1024], why_log[4 * sizeof err.msg];   /* the loader's message quotes the path */
+        fprintf(stderr, "tern serve: could not load '%s': %s\n", log_text(id, sizeof id, b->name),
+                log_text(why_log, sizeof why_log, err.msg));
         const size_t np = strlen(b->path);
         const char *why = !strncmp(err.msg, b->path, np) && !strncmp(err.msg + np, ": ", 2) ? err.msg + np + 2 : err.msg;
         srv_fail(e, rc == TERN_E_NOMEM ? 503 : 500, rc == TERN_E_NOMEM ? "unavailable_error" : "server_error", "model",
@@ -330,7 +371,9 @@ static int backend_load(srv_models *t, srv_backend *b, srv_error *e) {
     } else {
         tern_model_info info;
         tern_model_get_info(b->m, &info);
-        fprintf(stderr, "tern serve: loaded '%s' (%d slot%s, context %d, %s, %d thread%s)\n", b->name, t->cfg.parallel,
+        char id[1024];
+        fprintf(stderr, "tern serve: loaded '%s' (%d slot%s, context %d, %s, %d thread%s)\n", log_text(id, sizeof id, b->name),
+                t->cfg.parallel,
                 t->cfg.parallel == 1 ? "" : "s", b->n_ctx, info.isa, info.n_threads, info.n_threads == 1 ? "" : "s");
     }
     return rc;

@@ -299,7 +299,8 @@ static int session_eval(tern_session *s, const int32_t *tok, int n, float *all_l
     if (n <= 0) return tern_err_set(err, TERN_E_ARG, "%s: n is %d (expected at least one token)", fn, n);
     if (!tok) return tern_err_set(err, TERN_E_ARG, "%s: tok is NULL with n = %d", fn, n);
     if (n > s->n_ctx - s->pos)
-        return tern_err_set(err, TERN_E_RANGE, "context full: position %d + %d tokens > n_ctx %d", s->pos, n, s->n_ctx);
+        return tern_err_set(err, TERN_E_RANGE, "context full: position %d + %d token%s > n_ctx %d", s->pos, n,
+                            n == 1 ? "" : "s", s->n_ctx);
     for (int i = 0; i < n; i++)
         if (tok[i] < 0 || tok[i] >= m->hp.n_vocab)
             return tern_err_set(err, TERN_E_RANGE, "token %d at index %d: expected 0..%d", tok[i], i, m->hp.n_vocab - 1);
@@ -370,11 +371,11 @@ int tern_batch_eval_seqs(tern_session *const *ss, const int32_t *tok, const int 
         for (int j = 0; j < i; j++)
             if (ss[j] == ss[i]) return tern_err_set(err, TERN_E_ARG, "session %d appears twice (also at %d)", i, j);
         if (k > ss[i]->n_ctx - ss[i]->pos)
-            return tern_err_set(err, TERN_E_RANGE, "session %d: context full (position %d + %d tokens > n_ctx %d)", i,
-                                ss[i]->pos, k, ss[i]->n_ctx);
+            return tern_err_set(err, TERN_E_RANGE, "session %d: context full (position %d + %d token%s > n_ctx %d)", i,
+                                ss[i]->pos, k, k == 1 ? "" : "s", ss[i]->n_ctx);
         if (k > s0->n_ctx - ss[i]->pos)
-            return tern_err_set(err, TERN_E_ARG, "session %d at position %d + %d tokens: beyond the first session's n_ctx %d",
-                                i, ss[i]->pos, k, s0->n_ctx);
+            return tern_err_set(err, TERN_E_ARG, "session %d at position %d + %d token%s: beyond the first session's n_ctx %d",
+                                i, ss[i]->pos, k, k == 1 ? "" : "s", s0->n_ctx);
         for (int c = 0; c < k; c++)
             if (tok[n + c] < 0 || tok[n + c] >= m->hp.n_vocab)
                 return tern_err_set(err, TERN_E_RANGE, "token %d for session %d (index %d): expected 0..%d", tok[n + c], i,
@@ -591,7 +592,9 @@ int tern_chat_tokenize_ex(const tern_model *m, const char *tmpl, const tern_chat
     free(cm);
     if (rc) return rc;
     *n_out = n;
-    if (n > n_max) rc = tern_err_set(err, TERN_E_RANGE, "tern_chat_tokenize: the prompt has %d tokens, the buffer %d", n, n_max);
+    if (n > n_max)
+        rc = tern_err_set(err, TERN_E_RANGE, "tern_chat_tokenize: the prompt has %d token%s, the buffer %d", n,
+                          n == 1 ? "" : "s", n_max);
     else if (n) memcpy(out, ids, (size_t)n * sizeof *ids);
     free(ids);
     return rc;

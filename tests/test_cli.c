@@ -206,6 +206,8 @@ static void test_values_out_of_range(void **state) {
         {"run", "-t 1000", thr},
         {"run", "-c 0", "tern run: -c: expected an integer in 1..16777216, got '0'"},
         {"run", "--ctx-size=99999999", "tern run: --ctx-size: expected an integer in 1..16777216, got '99999999'"},
+        /* a request holds a prompt token and needs a position to generate: -c 1 could serve none */
+        {"serve", "-c 1", "tern serve: -c: expected an integer in 2..16777216, got '1'"},
         {"run", "-n -2", "tern run: -n: expected an integer in -1..16777216, got '-2'"},
         {"run", "-b 70000", "tern run: -b: expected an integer in 1..65536, got '70000'"},
         {"run", "--temp -0.5", "tern run: --temp: expected a number in 0..100, got '-0.5'"},
@@ -623,18 +625,27 @@ static void test_readme_usage(void **state) {
     if (rc != 0 || !ppl || !(atof(ppl + 6) > 1.0 && atof(ppl + 6) < 10.0)) fail_msg("perplexity: exit %d, %s%s", rc, out, err);
     free(out);
     free(err);
-    /* the chat commands, typed in: /help, an unknown /word (not sent), //text (sent), /clear, /bye
-     * (Ollama's quit: what follows it is never read) */
-    char input[512];
+    /* the chat commands, typed in: /help, an unknown /word (not sent; its control bytes echoed as
+     * \xNN, never raw to the terminal, and a word past 64 bytes cut before the UTF-8 character
+     * that would cross byte 64: "/ab" and 40 x "é" shows "/ab" and 30 of them), //text (sent), /clear,
+     * /bye (Ollama's quit: what follows it is never read) */
+    char input[512], long_word[128] = "/ab", long_want[128] = "unknown command /ab";
+    for (int i = 0; i < 40; i++) strcat(long_word, "\xc3\xa9");
+    for (int i = 0; i < 30; i++) strcat(long_want, "\xc3\xa9");
+    strcat(long_want, "; try /help");
     fx_tmp_path(input, sizeof input, "chat-commands.txt");
-    const char *lines = "/help\n/bogus words\n//slash\n/clear \n/bye\t\nnever sent\n";   /* blanks after a command */
+    char lines[512];
+    snprintf(lines, sizeof lines, "/help\n/bogus words\n/bo\033[2Jgus\x01 x\n%s\n//slash\n/clear \n/bye\t\nnever sent\n",
+             long_word);                                                              /* blanks after a command */
     write_file(input, lines, strlen(lines));
     rc = ru_tern(&out, &err, "chat -m '%s' -n 2 --temp 0 -t 1 < '%s'", model, input);
     static const char help[] = "/help lists these commands, /clear starts a new conversation, /exit, /quit or /bye (or "
                                "Ctrl-D) quits, Ctrl-C stops a reply; start a message with // to send a text that begins with /";
-    const char *want[] = {help, "unknown command /bogus; try /help", "[new conversation]"};
+    const char *want[] = {help, "unknown command /bogus; try /help", "unknown command /bo\\x1b[2Jgus\\x01; try /help",
+                          long_want, "[new conversation]"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         if (rc != 0 || !strstr(out, want[i])) fail_msg("chat: exit %d, no \"%s\" in stdout: %s\nstderr: %s", rc, want[i], out, err);
+    if (strchr(out, '\033') || strchr(out, '\x01')) fail_msg("chat: a control byte of a typed command reached stdout: %s", out);
     /* exactly one turn: //slash; /help, /bogus, /clear and the line after /bye are not sent */
     const char *t1 = strstr(err, "[turn 1:");
     if (!t1 || strstr(t1 + 1, "[turn ")) fail_msg("chat: expected exactly one turn, stderr: %s", err);
@@ -993,6 +1004,108 @@ static void test_perplexity_tokens_range(void **state) {
     remove(ids);
 }
 
+/* A count of one takes the singular noun, in every message of the programs that can say "1":
+ * each case pins the count by construction. --tokens "1 2": 2 ids give 1 next-token prediction;
+ * --chunks 1: one chunk; -l 1+1000 (BOS, stories260K's end-of-generation token, far above every
+ * other logit): the reply is that one token; chat -n 1: a one-token reply; run -n 2 --spec lookup:
+ * the first token comes from the prompt's logits, the second from one verification forward. */
+static void test_singular_counts(void **state) {
+    (void)state;
+    char model[1024], text[1024], ids[512], input[512];
+    fx_require(model, sizeof model, STORIES);
+    fx_require(text, sizeof text, "data/tinystories-sample/tinystories_sample.txt");
+    fx_tmp_path(ids, sizeof ids, "singular-ids.txt");
+    fx_tmp_path(input, sizeof input, "singular-chat.txt");
+    write_file(ids, "1 2\n", 4);
+    write_file(input, "Hello\n", 6);
+    struct { const char *args, *want_out, *want_err; } cases[] = {
+        {"perplexity -m '%1$s' --tokens '%3$s' -t 1", "perplexity: 2 tokens, 1 prediction scored (every next token)", NULL},
+        {"perplexity -m '%1$s' -f '%2$s' -c 16 --chunks 1 -t 1", " tokens, 1 chunk of 16, scoring positions 8..14", NULL},
+        {"run -m '%1$s' -p Once --temp 0 -n -1 -t 1 -l 1+1000", NULL,
+         "tern run: end of text after 1 token (the model's end-of-generation token;"},
+        {"run -m '%1$s' -p Once --temp 0 -n 1 -t 1 -l 1+1000", NULL, "generation: 1 token (no decode step"},
+        {"chat -m '%1$s' -n 1 --temp 0 -t 1 < '%4$s'", NULL, " s, 1 token at "},
+        {"run -m '%1$s' -p Once --temp 0 -n 2 -t 1 --spec lookup", NULL, ", 1 verification, 1 token (1.00 per forward)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[4096];
+        snprintf(args, sizeof args, cases[i].args, model, text, ids, input);
+        char *out = NULL, *err = NULL;
+        const int rc = ru_tern(&out, &err, "%s", args);
+        if (rc != 0 || (cases[i].want_out && !strstr(out, cases[i].want_out)) ||
+            (cases[i].want_err && !strstr(err, cases[i].want_err)))
+            fail_msg("tern %s: exit %d, expected \"%s\"; stdout: %s\nstderr: %s", args, rc,
+                     cases[i].want_out ? cases[i].want_out : cases[i].want_err, out, err);
+        free(out);
+        free(err);
+    }
+    remove(ids);
+    remove(input);
+}
+
+/* run --help states the sampler's order as the chain applies it (src/sampling/sampler.c:
+ * sampler_chain: bias, penalty, top-k, top-p, min-p, then the draw at the temperature), and
+ * docs/CLI.md lists the same stages in the same order. */
+static void test_help_sampling_order(void **state) {
+    (void)state;
+    char *out = NULL;
+    assert_int_equal(ru_tern(&out, NULL, "run --help"), 0);
+    const char *want = "sampling follows llama.cpp's order: logit bias (-l) -> repeat penalty -> top-k -> top-p -> min-p -> "
+                       "temperature\n";
+    if (!strstr(out, want)) fail_msg("run --help does not say \"%s\":\n%s", want, out);
+    free(out);
+    char *cli = fx_read_file("docs/CLI.md", NULL);
+    if (!cli) fail_msg("docs/CLI.md not found in the current directory");
+    if (!strstr(cli, "in llama.cpp's order: logit bias, repeat penalty, top-k, top-p, min-p,\ntemperature."))
+        fail_msg("docs/CLI.md does not list the sampling order logit bias, repeat penalty, top-k, top-p, min-p, temperature");
+    free(cli);
+}
+
+/* docs/CLI.md quotes the -t range error as the program words it: this host's message with its
+ * bound (4 per online CPU, from sysconf here) put back to the 2-CPU host's 8 that the doc names. */
+static void test_doc_threads_error(void **state) {
+    (void)state;
+    char *err = NULL, want[200], doc[200];
+    assert_int_equal(ru_tern(NULL, &err, "run -t 1000"), 2);
+    snprintf(want, sizeof want, "tern run: -t: expected an integer in 1..%ld, that is 4 per online CPU, got '1000'\n",
+             max_threads());
+    if (strcmp(err, want)) fail_msg("tern run -t 1000: stderr %s(expected %s)", err, want);
+    free(err);
+    snprintf(doc, sizeof doc, "on a host with 2 online CPUs, `tern run -t 1000` says `tern run: -t: expected an integer "
+             "in 1..8,\nthat is 4 per online CPU, got '1000'`");
+    char *cli = fx_read_file("docs/CLI.md", NULL);
+    if (!cli) fail_msg("docs/CLI.md not found in the current directory");
+    if (!strstr(cli, doc)) fail_msg("docs/CLI.md does not quote the -t error as: %s", doc);
+    free(cli);
+}
+
+/* README.md and docs/CLI.md say what --spec lookup keeps: the greedy text, and with sampling only
+ * the distribution, so a fixed --seed gives another text than the run without it. The sampled case
+ * is shown on a prompt that repeats itself (drafts are accepted, so the draws fall elsewhere). */
+static void test_doc_spec_sampling(void **state) {
+    (void)state;
+    char model[1024];
+    fx_require(model, sizeof model, STORIES);
+    const char *docs[][2] = {
+        {"README.md", "with\n`--temp` above 0 and a fixed `--seed` the text differs from the run without it: the same\n"
+                      "distribution, not the same random draws"},
+        {"docs/CLI.md", "With `--temp` above 0 the tokens\nfollow the same distribution as plain decoding but not the same "
+                        "random draws, so with a fixed\n`--seed` the text differs from the run without `--spec lookup`"},
+    };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        char *text = fx_read_file(docs[i][0], NULL);
+        if (!text || !strstr(text, docs[i][1])) fail_msg("%s does not say: %s", docs[i][0], docs[i][1]);
+        free(text);
+    }
+    const char *p = "Once upon a time, there was a little girl named Lily. Once upon a time, there was a little girl named Lily.";
+    char *plain = NULL, *spec = NULL;
+    assert_int_equal(ru_tern(&plain, NULL, "run -m '%s' -p '%s' -n 60 --seed 7 -t 1", model, p), 0);
+    assert_int_equal(ru_tern(&spec, NULL, "run -m '%s' -p '%s' -n 60 --seed 7 -t 1 --spec lookup", model, p), 0);
+    if (!strcmp(plain, spec)) fail_msg("--seed 7 at the default temperature: the same text with --spec lookup: %s", spec);
+    free(plain);
+    free(spec);
+}
+
 int suite_cli(int *n_tests) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_parser),
@@ -1014,6 +1127,10 @@ int suite_cli(int *n_tests) {
         cmocka_unit_test(test_run_double_bos),
         cmocka_unit_test(test_invalid_utf8_input),
         cmocka_unit_test(test_perplexity_tokens_range),
+        cmocka_unit_test(test_singular_counts),
+        cmocka_unit_test(test_help_sampling_order),
+        cmocka_unit_test(test_doc_threads_error),
+        cmocka_unit_test(test_doc_spec_sampling),
     };
     TEST_RUN_SUITE("cli", tests);
 }

@@ -194,14 +194,18 @@ static void test_env_values(void **state) {
     (void)state;
     char tern[4096];
     ru_need_tern(tern, sizeof tern);
-    enum { N = 5 };
+    /* decimal digits only: a blank or a sign before them is refused, as strtoull alone would take it */
+    enum { N = 8 };
     const char *var[N] = {"TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_PTQ1_0",
-                          "TERN_MEM_AVAILABLE"};
-    const char *val[N] = {"12x", "-5", "1e20", "fast", "1000"};
-    const char *want[N] = {"TERN_MEM_AVAILABLE='12x': expected a positive integer number of bytes in decimal",
+                          "TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE", "TERN_MEM_AVAILABLE"};
+    const char *val[N] = {"12x", "-5", "1e20", "fast", "1000", " 5000000000", "+5000000000", "\t5000000000"};
+    const char *want[N] = {"TERN_MEM_AVAILABLE='12x': expected a positive integer number of bytes in decimal digits only",
                            "TERN_MEM_AVAILABLE='-5': expected a positive integer number of bytes in decimal",
                            "TERN_MEM_AVAILABLE='1e20': expected a positive integer number of bytes in decimal",
-                           "TERN_PTQ1_0='fast': expected auto, transcode or direct", "only 1000 bytes (0.0 MB) available"};
+                           "TERN_PTQ1_0='fast': expected auto, transcode or direct", "only 1000 bytes (0.0 MB) available",
+                           "TERN_MEM_AVAILABLE=' 5000000000': expected a positive integer number of bytes in decimal digits",
+                           "TERN_MEM_AVAILABLE='+5000000000': expected a positive integer number of bytes in decimal digits",
+                           "TERN_MEM_AVAILABLE='\t5000000000': expected a positive integer number of bytes in decimal"};
     for (int i = 0; i < N; i++) {
         setenv(var[i], val[i], 1);
         char *err = NULL;

@@ -717,6 +717,46 @@ static void test_empty_api_key_and_vocab_limit(void **state) {
     free(out);
 }
 
+/* A key no request could match is a usage error before the model loads, naming the flag or the
+ * variable and the offending byte but never the key: a request's key is stripped of the spaces and
+ * tabs around it and a header carries no CR or LF. Byte positions and codes are counted by hand
+ * ("abc\r": byte 4 of 4 is 0x0d). A key with a space inside is a key a client can send: the run
+ * goes on to the model file. */
+static void test_api_key_unmatchable(void **state) {
+    (void)state;
+    char bin[4096], cmd[8192];
+    ru_need_tern(bin, sizeof bin);
+    struct { const char *env_args; int rc; const char *want; } cases[] = {
+        {"'%s' serve -m /nonexistent/x.gguf --api-key ' ' 2>&1", 2,
+         "tern serve: --api-key: the key is 1 space and nothing else; expected a non-empty string"},
+        {"'%s' serve -m /nonexistent/x.gguf --api-key '   ' 2>&1", 2, "--api-key: the key is 3 spaces and nothing else"},
+        {"'%s' serve -m /nonexistent/x.gguf --api-key ' sekrit' 2>&1", 2,
+         "tern serve: --api-key: the 7-byte key begins with a space; expected no whitespace around the key"},
+        {"'%s' serve -m /nonexistent/x.gguf --api-key 'sekrit ' 2>&1", 2, "--api-key: the 7-byte key ends with a space"},
+        {"'%s' serve -m /nonexistent/x.gguf --api-key \"$(printf 'sek\trit')\" 2>&1", 2,
+         "--api-key: byte 4 of the 7-byte key is the control character 0x09; expected printable characters only"},
+        {"TERN_API_KEY=\"$(printf 'sekrit\r')\" '%s' serve -m /nonexistent/x.gguf 2>&1", 2,
+         "tern serve: TERN_API_KEY: byte 7 of the 7-byte key is the control character 0x0d; expected printable "
+         "characters only (a request cannot carry it, so no client could match) (or unset TERN_API_KEY)"},
+        {"TERN_API_KEY=\"$(printf '\033sekrit')\" '%s' serve -m /nonexistent/x.gguf 2>&1", 2,
+         "TERN_API_KEY: byte 1 of the 7-byte key is the control character 0x1b"},
+        {"TERN_API_KEY=\"$(printf 'sekrit\177')\" '%s' serve -m /nonexistent/x.gguf 2>&1", 2,
+         "TERN_API_KEY: byte 7 of the 7-byte key is the control character 0x7f"},
+        /* --api-key overrides the variable, so a bad TERN_API_KEY under a good flag is not read */
+        {"TERN_API_KEY=' ' '%s' serve -m /nonexistent/x.gguf --api-key sekrit --port 0 2>&1", 1, "/nonexistent/x.gguf"},
+        {"'%s' serve -m /nonexistent/x.gguf --api-key 'sek rit' --port 0 2>&1", 1, "/nonexistent/x.gguf"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(cmd, sizeof cmd, cases[i].env_args, bin);
+        int rc = -1;
+        char *out = ru_capture(cmd, &rc);
+        if (rc != cases[i].rc || !strstr(out, cases[i].want) || strstr(out, "sekrit"))
+            fail_msg("%s: exit %d, output: %s(expected exit %d, \"%s\", and not the key)", cmd, rc, out, cases[i].rc,
+                     cases[i].want);
+        free(out);
+    }
+}
+
 /* NaN weights that the load does not scan: rather than `PPL = nan` with exit 0 or silent garbage,
  * perplexity fails (exit 1, no PPL line) naming where the logits first were not finite: with
  * -c 16 the first scored position is 8 of chunk 1 (c/2, llama-perplexity's convention), with
@@ -1492,6 +1532,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_signal_removes_temp),
         cmocka_unit_test(test_stdout_write_error),
         cmocka_unit_test(test_empty_api_key_and_vocab_limit),
+        cmocka_unit_test(test_api_key_unmatchable),
         cmocka_unit_test(test_nonfinite_logits),
         cmocka_unit_test(test_damaged_model_refused),
         cmocka_unit_test(test_chat_context_too_small),

@@ -201,7 +201,26 @@ static void test_tokenize_detok(void **st) {
     err = (tern_err){0};
     assert_int_equal(tern_session_eval_all(s, &t0, 0, one_row, &err), TERN_E_ARG);
     assert_string_equal(err.msg, "tern_session_eval_all: n is 0 (expected at least one token)");
+    /* a full context: one token more is "1 token", two are "2 tokens" (64 ids of BOS fill n_ctx 64) */
+    int32_t fill[64];
+    for (int i = 0; i < 64; i++) fill[i] = 1;
+    err = (tern_err){0};
+    if (!tern_session_eval(s, fill, 64, &err)) fail_msg("eval: %s", err.msg);
+    assert_null(tern_session_eval(s, fill, 1, &err));
+    assert_string_equal(err.msg, "context full: position 64 + 1 token > n_ctx 64");
+    err = (tern_err){0};
+    assert_null(tern_session_eval(s, fill, 2, &err));
+    assert_string_equal(err.msg, "context full: position 64 + 2 tokens > n_ctx 64");
+    err = (tern_err){0};
+    float row[512 * 1];
+    assert_int_equal(tern_batch_eval(&s, fill, 1, row, &err), TERN_E_RANGE);
+    assert_string_equal(err.msg, "session 0: context full (position 64 + 1 token > n_ctx 64)");
     tern_session_free(s);
+    /* the empty text with BOS is one token: a size query (n_max 0) says "1 token" */
+    err = (tern_err){0};
+    assert_int_equal(tern_tokenize(m, "", 0, true, false, NULL, 0, &n, &err), TERN_E_RANGE);
+    assert_int_equal(n, 1);
+    assert_string_equal(err.msg, "tokenize: the text gives 1 token, the output holds 0 (n_max): call again with n_max >= 1");
     /* n_ctx 0 (the default): 4096, or the trained length when shorter: stories260K's is 2048, and
      * tern_session_mem sizes the same context (the same bytes as n_ctx 2048) */
     tern_session_opts_default(&so);

@@ -2262,6 +2262,17 @@ static void test_unsupported_fields(void **state) {
     assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
     assert_null(s);
     assert_non_null(strstr(err.msg, "--api-key: empty key; expected a non-empty string"));
+    c.api_key = "k\r";                            /* as read from a CRLF key file: no request could carry it */
+    err = (tern_err){0};
+    assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "--api-key: byte 2 of the 2-byte key is the control character 0x0d"));
+    c.api_key = NULL;
+    c.n_ctx = 1;                                  /* no room for a prompt token and a generated one */
+    err = (tern_err){0};
+    assert_int_equal(srv_start(&s, m, &c, &err), TERN_E_ARG);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "-c 1: expected -c 2 or more"));
     s = start(m, 1, 1024, 4, 0, NULL, 0);         /* room for a tools block */
     const char *paths[] = {"/v1/completions", "/v1/chat/completions"};
     const char *heads[] = {"{\"prompt\": \"Once\", \"max_tokens\": 1, ", "{\"messages\": [{\"role\": \"user\", \"content\": \"Once\"}], \"max_tokens\": 1, "};
@@ -3021,9 +3032,10 @@ static void test_tokenize_detokenize_template(void **state) {
     char *o415 = http_ct(s, "/tokenize", "{\"content\":\"a\"}", "text/plain", &code);
     assert_int_equal(code, 415);
     free(o415);
-    expect_error(s, "POST", "/detokenize", "{\"tokens\":[1,\"x\"]}", NULL, 400, "tokens");
-    expect_error(s, "POST", "/detokenize", "{\"tokens\":[151936]}", NULL, 400, "tokens");
-    expect_error(s, "POST", "/detokenize", "{\"tokens\":[-1]}", NULL, 400, "tokens");
+    /* a bad element is named as the element (param tokens[i]), as messages[1].role and stop[2] are */
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[1,\"x\"]}", NULL, 400, "tokens[1]");
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[151936]}", NULL, 400, "tokens[0]");
+    expect_error(s, "POST", "/detokenize", "{\"tokens\":[5,6,-1]}", NULL, 400, "tokens[2]");
     expect_error(s, "POST", "/detokenize", "{\"tokens\":5}", NULL, 400, "tokens");
     static const char *const bad_ids[][2] = {   /* each message says what the id was */
         {"{\"tokens\":[1,\"x\"]}", "'tokens[1]' must be a token id in 0..151935, got a string"},

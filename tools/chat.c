@@ -366,10 +366,10 @@ static void run_turn(chat *c, const char *user) {
     tern_model_get_info(c->m, &mi);
     c->bad_logits = opts_warn_bad_logits("chat", c->gen, "chat ends with status 1");
     const double t_gen = st.t_gen_s;
-    fprintf(stderr, "%s[turn %d: %d new prompt tokens in %.3f s (%.1f t/s), time to first token %.3f s, "
-                    "%d tokens at %.1f t/s, context %d/%d]%s\n",
-            c->color ? "\x1b[2m" : "", c->turn, st.n_prompt, st.t_prompt_s,
-            st.t_prompt_s > 0 ? st.n_prompt / st.t_prompt_s : 0.0, st.t_first_s, st.n_gen,
+    fprintf(stderr, "%s[turn %d: %d new prompt token%s in %.3f s (%.1f t/s), time to first token %.3f s, "
+                    "%d token%s at %.1f t/s, context %d/%d]%s\n",
+            c->color ? "\x1b[2m" : "", c->turn, st.n_prompt, st.n_prompt == 1 ? "" : "s", st.t_prompt_s,
+            st.t_prompt_s > 0 ? st.n_prompt / st.t_prompt_s : 0.0, st.t_first_s, st.n_gen, st.n_gen == 1 ? "" : "s",
             st.n_gen > 1 && t_gen > 0 ? (st.n_gen - 1) / t_gen : 0.0, tern_session_pos(c->s), n_ctx,
             c->color ? "\x1b[0m" : "");
     if (c->spec) {
@@ -527,8 +527,20 @@ int cmd_chat(int argc, char **argv) {
             continue;
         }
         if (line[0] == '/' && isalpha((unsigned char)line[1])) {   /* a command we do not know: never sent */
-            const size_t w = strcspn(line, " \t");
-            printf("unknown command %.*s; try /help\n", (int)(w > 64 ? 64 : w), line);
+            /* the word as typed, its first 64 bytes (a UTF-8 character is never cut: the line is
+             * valid UTF-8 by now), control bytes as \xNN so that none reaches the terminal */
+            size_t w = strcspn(line, " \t");
+            if (w > 64) {
+                w = 64;
+                while (w > 0 && ((unsigned char)line[w] & 0xc0) == 0x80) w--;
+            }
+            fputs("unknown command ", stdout);
+            for (size_t k = 0; k < w; k++) {
+                const unsigned char b = (unsigned char)line[k];
+                if (b < 0x20 || b == 0x7f) printf("\\x%02x", b);
+                else putchar(b);
+            }
+            fputs("; try /help\n", stdout);
             continue;
         }
         run_turn(&c, line);

@@ -163,10 +163,11 @@ int opts_env_model(tern_model_opts *mo, tern_err *err) {
         char *end;
         errno = 0;
         const unsigned long long v = strtoull(mem, &end, 10);
-        if (*end || errno || v == 0 || mem[0] == '-')
+        /* digits only: strtoull alone would also take leading blanks, a sign ('+', '-' wrapping) */
+        if (*end || errno || v == 0 || strspn(mem, "0123456789") != strlen(mem))
             return tern_err_set(err, TERN_E_ARG,
                                 "TERN_MEM_AVAILABLE='%s': expected a positive integer number of bytes in decimal "
-                                "(e.g. 8000000000), at most %llu", mem, (unsigned long long)ULLONG_MAX);
+                                "digits only (e.g. 8000000000), at most %llu", mem, (unsigned long long)ULLONG_MAX);
         mo->mem_available = v;
     }
     const char *ptq = getenv("TERN_PTQ1_0");

@@ -185,7 +185,8 @@ int cmd_perplexity(int argc, char **argv) {
                 count++;
             }
         }
-        printf("perplexity: %d tokens, %ld predictions scored (every next token)\n", n_ids, count);
+        printf("perplexity: %d token%s, %ld prediction%s scored (every next token)\n", n_ids, n_ids == 1 ? "" : "s", count,
+               count == 1 ? "" : "s");
     } else {
         if (len > 0 && txt[len - 1] == '\n') len--;
         opts_warn_utf8("perplexity", text_path, txt, len, false);
@@ -211,8 +212,8 @@ int cmd_perplexity(int argc, char **argv) {
         const int first = c / 2;
         logits = malloc((size_t)(c - first) * (size_t)V * sizeof(float));
         if (!logits) { fprintf(stderr, "tern perplexity: out of memory\n"); goto done; }
-        printf("perplexity: %d tokens, %d chunks of %d, scoring positions %d..%d of each chunk\n", n_tok,
-                n_chunk, c, first, c - 2);
+        printf("perplexity: %d token%s, %d chunk%s of %d, scoring positions %d..%d of each chunk\n", n_tok,
+               n_tok == 1 ? "" : "s", n_chunk, n_chunk == 1 ? "" : "s", c, first, c - 2);
         int32_t *chunk = malloc((size_t)c * sizeof *chunk);
         if (!chunk) goto done;
         for (int ic = 0; ic < n_chunk; ic++) {
@@ -247,8 +248,9 @@ int cmd_perplexity(int argc, char **argv) {
     }
     const double ppl = exp(nll / (double)count);
     if (!isfinite(ppl)) {   /* finite logits whose log-softmax still overflowed (a logit near FLT_MAX) */
-        fprintf(stderr, "tern perplexity: the perplexity is not finite (mean -log p = %g over %ld predictions); "
-                        "expected a finite value: the logits are out of range\n", nll / (double)count, count);
+        fprintf(stderr, "tern perplexity: the perplexity is not finite (mean -log p = %g over %ld prediction%s); "
+                        "expected a finite value: the logits are out of range\n", nll / (double)count, count,
+                count == 1 ? "" : "s");
         goto done;
     }
     /* The standard error, as llama-perplexity prints it: PPL = exp(mean nll), so by the delta method

@@ -55,7 +55,9 @@ static void run_usage(FILE *f, const opt_table *t, int n_t) {
     opts_help(f, t, n_t);
     fprintf(f, "stderr: \"generation: N tokens\" counts every generated token; its tokens/s covers those after the\n"
                "first (the first token's time is in \"time to first token\", with the prompt)\n");
-    fprintf(f, "sampling follows llama.cpp's order: repeat penalty -> top-k -> top-p -> min-p -> temperature\n");
+    /* the order of sampler_chain (src/sampling/sampler.c), then the draw at the temperature */
+    fprintf(f, "sampling follows llama.cpp's order: logit bias (-l) -> repeat penalty -> top-k -> top-p -> min-p -> "
+               "temperature\n");
 }
 
 int cmd_run(int argc, char **argv) {
@@ -203,8 +205,8 @@ int cmd_run(int argc, char **argv) {
     tern_gen_stats gs;
     tern_gen_get_stats(gen, &gs);
     if (stop == TERN_STOP_CTX && n_predict > 0)   /* short of -n: say how far it got */
-        fprintf(stderr, "%stern run: context full after %d of -n %d tokens (-c %d; a larger -c goes on)\n", gap, gs.n_gen,
-                n_predict, tern_session_n_ctx(s));
+        fprintf(stderr, "%stern run: context full after %d of -n %d token%s (-c %d; a larger -c goes on)\n", gap, gs.n_gen,
+                n_predict, n_predict == 1 ? "" : "s", tern_session_n_ctx(s));
     else if (stop == TERN_STOP_CTX)
         fprintf(stderr, "%stern run: context full (%d tokens, -c)\n", gap, tern_session_n_ctx(s));
     /* damaged weights (NaN, Inf) make the logits NaN: the generation stopped at the first such
@@ -213,11 +215,11 @@ int cmd_run(int argc, char **argv) {
     const int n_gen = gs.n_gen;
     /* say why it stopped: short of -n, or with -n -1 (until the end) before the context's end */
     if (stop == TERN_STOP_EOG && n_predict > 0 && n_gen < n_predict)
-        fprintf(stderr, "%stern run: end of text after %d of -n %d tokens (the model's end-of-generation token; "
-                        "--ignore-eos goes on to -n)\n", gap, n_gen, n_predict);
+        fprintf(stderr, "%stern run: end of text after %d of -n %d token%s (the model's end-of-generation token; "
+                        "--ignore-eos goes on to -n)\n", gap, n_gen, n_predict, n_predict == 1 ? "" : "s");
     else if (stop == TERN_STOP_EOG && n_predict < 0)
-        fprintf(stderr, "%stern run: end of text after %d tokens (the model's end-of-generation token; "
-                        "--ignore-eos goes on to the context's end)\n", gap, n_gen);
+        fprintf(stderr, "%stern run: end of text after %d token%s (the model's end-of-generation token; "
+                        "--ignore-eos goes on to the context's end)\n", gap, n_gen, n_gen == 1 ? "" : "s");
     const double t_prompt = gs.t_prompt_s, t_first = gs.t_first_s;
     const double t_gen = n_gen > 1 ? gs.t_gen_s : 0;
     fprintf(stderr, "%smodel: %s (%s), %s, %d thread%s, numerics %s, load %.2f s (%s)\n", gap, oc.model, info.arch, info.isa,

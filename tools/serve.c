@@ -111,7 +111,8 @@ static const opt_def serve_defs[] = {
     {SERVE_HOST, "--host", OPT_TEXT, "ADDR", 0, 0, NULL, "bind address: a host name or an IPv4/IPv6 address (default 127.0.0.1)"},
     {SERVE_PORT, "--port", OPT_INT, "N", 0, 65535, NULL, "port (default 8080; 0 = any free port, printed)"},
     {SERVE_PARALLEL, "-np, --parallel", OPT_INT, "N", 1, 64, NULL, "sequences generated at once (default 4)"},
-    {SERVE_CTX, "-c, --ctx-size, --ctx", OPT_INT, "N", 1, 1 << 24, NULL, "context per sequence (default 4096, or the model's trained length if shorter)"},
+    /* at least 2: a request holds one prompt token (BOS at the least) and needs a position to generate */
+    {SERVE_CTX, "-c, --ctx-size, --ctx", OPT_INT, "N", 2, 1 << 24, NULL, "context per sequence (default 4096, or the model's trained length if shorter)"},
     {SERVE_PREFILL_CHUNK, "--prefill-chunk", OPT_INT, "N", 1, 65536, NULL,
      "prompt tokens per step while other streams decode (default 64, at most -b)"},
     {SERVE_QUEUE, "--queue", OPT_INT, "N", 0, 100000, NULL, "requests waiting for a slot before 429 (default 32)"},
@@ -237,10 +238,12 @@ int cmd_serve(int argc, char **argv) {
     }
     if (spec_opts_check(&so)) return 2;
     if (opts_check_chat_template("serve", cfg.chat_template)) return 2;   /* not at the first request */
-    if (cfg.api_key && !*cfg.api_key) {   /* an empty key would mean "API key required" and serve everyone */
-        fprintf(stderr, "tern serve: %s: empty key; expected a non-empty string%s\n",
-                key_from_env ? "TERN_API_KEY" : "--api-key", key_from_env ? " (or unset TERN_API_KEY)" : "");
-        return 2;
+    if (cfg.api_key) {   /* a key no request can match (empty, blank, whitespace around it): before the load */
+        tern_err kerr = {0};
+        if (srv_check_api_key(cfg.api_key, key_from_env ? "TERN_API_KEY" : "--api-key", &kerr) != TERN_OK) {
+            fprintf(stderr, "tern serve: %s%s\n", kerr.msg, key_from_env ? " (or unset TERN_API_KEY)" : "");
+            return 2;
+        }
     }
     {                                                 /* a --host that does not resolve: before the model loads */
         tern_err herr = {0};

@@ -54,11 +54,12 @@ int spec_opts_check(const spec_opts *o) {
 }
 
 void spec_opts_print_stats(FILE *f, const tern_spec_stats *st, double t_gen) {
-    fprintf(f, "speculative: %lld drafted, %lld accepted (acceptance %.1f%%), %lld verifications, %lld tokens "
+    fprintf(f, "speculative: %lld drafted, %lld accepted (acceptance %.1f%%), %lld verification%s, %lld token%s "
                "(%.2f per forward)",
             (long long)st->n_drafted, (long long)st->n_accepted,
             st->n_drafted ? 100.0 * (double)st->n_accepted / (double)st->n_drafted : 0.0, (long long)st->n_steps,
-            (long long)st->n_tokens, st->n_steps ? (double)st->n_tokens / (double)st->n_steps : 0.0);
+            st->n_steps == 1 ? "" : "s", (long long)st->n_tokens, st->n_tokens == 1 ? "" : "s",
+            st->n_steps ? (double)st->n_tokens / (double)st->n_steps : 0.0);
     if (t_gen > 0) fprintf(f, ", %.2f tokens/s", (double)st->n_tokens / t_gen);
     fputc('\n', f);
 }

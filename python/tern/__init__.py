@@ -795,6 +795,7 @@ class _RawSession:
         self.h = h
         self.n_ctx = lib.tern_session_n_ctx(h)
         self.logits_ptr = None
+        self.no_logits = "the session started"   # what left logits_ptr None, for Session.logits' error
 
     @property
     def pos(self):
@@ -817,6 +818,7 @@ class _RawSession:
     def reset(self):
         self.m._lib.tern_session_reset(self.h)
         self.logits_ptr = None
+        self.no_logits = "reset()"
 
     def _free(self):
         if self.h is not None:
@@ -878,7 +880,8 @@ class Session:
         with self._lock:
             s = self._live()
             if s.logits_ptr is None:
-                raise Error(_lib.TERN_E_ARG, "Session.logits: no eval since the session started or was reset")
+                raise Error(_lib.TERN_E_ARG, "Session.logits: no eval since %s: expected eval() first (a new session, "
+                            "reset() and truncate() hold no logits)" % s.no_logits)
             a = array.array("f", bytes(self.model.n_vocab * 4))
             ctypes.memmove(a.buffer_info()[0], s.logits_ptr, self.model.n_vocab * 4)
             return a
@@ -891,7 +894,8 @@ class Session:
             err = _lib.tern_err()
             if self.model._lib.tern_session_truncate(s.h, pos, ctypes.byref(err)):
                 _raise(err)
-            s.logits_ptr = None
+            s.logits_ptr = None                       # the last kept token's logits are not stored
+            s.no_logits = "truncate(%d)" % pos
 
     def reset(self):
         """Back to an empty sequence."""

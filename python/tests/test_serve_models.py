@@ -206,6 +206,48 @@ def test_models_dir_warns_on_entries_not_files(tmp_path):
     assert "'%s/bad\\xffname.gguf': the name is not valid UTF-8 (byte 0xff at offset 3)" % d in err, err
 
 
+def test_models_dir_log_escapes_control_bytes(tmp_path):
+    # a file name is untrusted text: its control bytes reach the log as \xNN (here \x0a for a
+    # newline, \x0d for a CR), so a name cannot split a log line or forge one of its own
+    d = tmp_path / "models"
+    d.mkdir()
+    dd = os.fsencode(d)
+    os.symlink(require(STORIES), os.path.join(dd, b"ev\ntern serve: forged.gguf"))
+    with open(os.path.join(dd, b"ba\nd.gguf"), "wb") as f:
+        f.write(b"not a model at all")
+    os.mkfifo(os.path.join(dd, b"pi\rpe.gguf"))
+    p, url = _serve_dir(d, ctx=256)
+    try:
+        st, r = post_json(url, "/v1/completions", {"model": "ev\ntern serve: forged", "prompt": "x", "max_tokens": 1})
+        assert st == 200, r
+        st, r = post_json(url, "/v1/completions", {"model": "ba\nd", "prompt": "x", "max_tokens": 1})
+        assert st == 500, r
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    err = err.decode()
+    assert "tern serve: loaded 'ev\\x0atern serve: forged' (1 slot, context 256, " in err, err
+    assert "tern serve: could not load 'ba\\x0ad': %s/ba\\x0ad.gguf: " % d in err, err
+    assert "--models-dir: '%s/pi\\x0dpe.gguf' is a FIFO" % d in err, err
+    assert not any(l.startswith(("tern serve: forged", "d", "d.gguf", "pe.gguf")) for l in err.splitlines()), err
+    assert "\r" not in err, err
+
+
+def test_models_dir_past_the_limit_singular(tmp_path):
+    # 257 models where 256 are served: the one left out is "1 file ... is", not "1 files ... are"
+    d = tmp_path / "models"
+    d.mkdir()
+    for i in range(257):
+        os.symlink(require(STORIES), d / ("m%03d.gguf" % i))
+    p, url = _serve_dir(d, ctx=256)
+    try:
+        assert len(_states(url)) == 256
+    finally:
+        p.terminate()
+        _, err = p.communicate(timeout=30)
+    assert "tern serve: --models-dir: 1 file past the first 256 is not served\n" in err.decode(), err
+
+
 def test_models_dir_bad_file(tmp_path):
     # a file that is no GGUF model: 500 naming the model and the reason, not the server's path to
     # it (the server's log has that); the other model is still served

@@ -244,10 +244,20 @@ def test_session_logits_and_truncate(stories):
     with pytest.raises(tern.Error) as e:
         s.eval([stories.n_vocab])
     assert e.value.code == -6
+    s.truncate(2)                                     # truncate keeps no logits: the error says so
+    with pytest.raises(tern.Error) as e:
+        s.logits()
+    assert "Session.logits: no eval since truncate(2): expected eval() first" in str(e.value), e.value
     s.reset()
     assert s.pos == 0
-    with pytest.raises(tern.Error):
+    with pytest.raises(tern.Error) as e:
         s.logits()
+    assert "no eval since reset()" in str(e.value), e.value
+    s.close()
+    s = stories.session(ctx=16)
+    with pytest.raises(tern.Error) as e:
+        s.logits()
+    assert "no eval since the session started" in str(e.value), e.value
     s.close()
     with pytest.raises(tern.Error):
         s.eval([1])

@@ -565,7 +565,8 @@ int tok_encode_spans(const tok_vocab *v, const char *text, size_t len, const tok
     size_t nc = ids.n;
     if (nc > (size_t)n_max) {
         nc = (size_t)n_max;
-        rc = tern_err_set(err, TERN_E_RANGE, "tokenize: the text gives %zu tokens, the output holds %d (n_max): call again with n_max >= %zu", ids.n, n_max, ids.n);
+        rc = tern_err_set(err, TERN_E_RANGE, "tokenize: the text gives %zu token%s, the output holds %d (n_max): call again "
+                          "with n_max >= %zu", ids.n, ids.n == 1 ? "" : "s", n_max, ids.n);
     }
     if (nc) memcpy(out, ids.p, nc * sizeof *out);
     free(ids.p);
