@@ -2,7 +2,9 @@
  *
  * Conventions (stated once): row-major; a weight W has GGUF shape ne = [n_in, n_out], so
  * y[o] = dot(W[o, :], x). Every function returns TERN_OK (0) or a negative TERN_E_* code and,
- * when given a tern_err, fills it with a message naming what, where, expected and got.
+ * when given a tern_err, fills it with a message naming what, where, expected and got. A
+ * tern_err keeps the first error set into it (the innermost cause), so give each call a cleared
+ * one ({0}, or tern_err_clear) unless the earlier error is what you want to keep.
  * The library never exits, never prints to stdout and never aborts on bad input.
  * Memory: objects returned through an out-pointer are owned by the caller and released with
  * the matching *_free(); *_free(NULL) is always safe. */
@@ -47,6 +49,8 @@ int tern_err_set(tern_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Reset *err (if not NULL) to TERN_OK and an empty message. */
+void tern_err_clear(tern_err *err);
 /* Monotonic time in seconds (CLOCK_MONOTONIC). */
 double tern_time_s(void);
 
@@ -116,7 +120,8 @@ typedef struct tern_model_info {
 void tern_model_get_info(const tern_model *m, tern_model_info *info);
 /* The string value of GGUF metadata `key` ("tokenizer.chat_template", "general.name", ...) into buf
  * (cap bytes, NUL-terminated, cut to fit when cap is too small; buf may be NULL with cap 0).
- * Returns its whole length in bytes, or TERN_E_RANGE when the key is absent or not a string. */
+ * Returns its whole length in bytes, TERN_E_RANGE when the key is absent or not a string, or
+ * TERN_E_ARG for a NULL model or key, or a NULL buf with cap > 0. */
 int tern_model_meta_str(const tern_model *m, const char *key, char *buf, size_t cap);
 
 /* Measure memory read bandwidth in GB/s (1e9 bytes/s): n_threads threads (0 = the CPUs this process may run on) read
@@ -184,8 +189,10 @@ typedef struct tern_session tern_session;
 
 typedef struct tern_session_opts {
     int n_ctx;              /* context length in tokens; 0 (the default) = 4096, or the model's trained length
-                             * (n_ctx_train) when that is shorter: never more than 4096 by default; < 0: TERN_E_ARG */
-    int n_batch;            /* max tokens per forward pass (prefill chunk); 0 = 512; < 0: TERN_E_ARG */
+                             * (n_ctx_train) when that is shorter: never more than 4096 by default; < 0 or
+                             * > 2^24: TERN_E_ARG */
+    int n_batch;            /* max tokens per forward pass (prefill chunk); 0 = 512; clamped to n_ctx; < 0, or
+                             * > 65536 after the clamp: TERN_E_ARG */
     bool kv_f32;            /* f32 KV cache (default f16; f32 numerics always use f32) */
     int n_checkpoints;      /* recurrent models (qwen35): room for this many whole-state copies that
                                tern_session_checkpoint takes (default 0; 0..64), so positions inside

@@ -65,7 +65,8 @@ int tern_model_load(tern_model **out, const char *path, const tern_model_opts *o
 void tern_model_free(tern_model *m) { model_free(m); }
 
 int tern_model_meta_str(const tern_model *m, const char *key, char *buf, size_t cap) {
-    const gguf_kv *kv = m && key ? gguf_find_kv(m->g, key) : NULL;
+    if (!m || !key || (!buf && cap > 0)) return TERN_E_ARG;
+    const gguf_kv *kv = gguf_find_kv(m->g, key);
     if (!kv || kv->type != GGUF_T_STRING) return TERN_E_RANGE;
     const gguf_str v = kv->v.s;
     if (buf && cap) {
@@ -232,17 +233,24 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     if (o->n_checkpoints < 0 || o->n_checkpoints > 64)
         return tern_err_set(err, TERN_E_ARG, "n_checkpoints %d, expected 0..64", o->n_checkpoints);
     if (n_ctx > (1 << 24)) return tern_err_set(err, TERN_E_ARG, "n_ctx %d, expected at most %d", n_ctx, 1 << 24);
-    if (n_batch > (1 << 16)) return tern_err_set(err, TERN_E_ARG, "n_batch %d, expected at most %d", n_batch, 1 << 16);
-    if (n_batch > n_ctx) n_batch = n_ctx;
+    if (n_batch > n_ctx) n_batch = n_ctx;             /* clamped first: a larger n_batch than n_ctx is no error */
+    if (n_batch > (1 << 16))
+        return tern_err_set(err, TERN_E_ARG, "n_batch %d with n_ctx %d, expected at most %d", n_batch, n_ctx, 1 << 16);
     const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
     const model_hparams *hp = &m->hp;
     const int hk = hp->n_head_kv, dk = hp->n_embd_head_k, dv = hp->n_embd_head_v;
-    const uint64_t need = kv_bytes(m->n_layer_kv, n_ctx, hk, dk, dv, kv_f32);
+    /* the KV cache and the recurrent state together (the state's own check, in state_init, sees
+     * only itself) */
+    const uint64_t need = m->n_layer_kv > 0 ? kv_bytes(m->n_layer_kv, n_ctx, hk, dk, dv, kv_f32) : 0;
+    const uint64_t need_st = m->arch->state_bytes ? m->arch->state_bytes(m, n_ctx, o->n_checkpoints) : 0;
     const uint64_t avail = model_mem_available(m);
-    if (avail && need > avail)
-        return tern_err_set(err, TERN_E_NOMEM,
-                            "KV cache for n_ctx %d needs %.1f MB (%s), only %.1f MB available: lower n_ctx (-c)", n_ctx,
-                            (double)need / 1e6, kv_f32 ? "f32" : "f16", (double)avail / 1e6);
+    if (avail && need + need_st > avail) {
+        char st[96] = "";
+        if (need_st) snprintf(st, sizeof st, " and recurrent state %.1f MB", (double)need_st / 1e6);
+        return tern_err_set(err, TERN_E_NOMEM, "KV cache for n_ctx %d needs %.1f MB (%s)%s, only %.1f MB available: "
+                            "lower n_ctx%s", n_ctx, (double)need / 1e6, kv_f32 ? "f32" : "f16", st, (double)avail / 1e6,
+                            need_st ? " or n_checkpoints" : "");
+    }
     tern_session *s = calloc(1, sizeof *s);
     if (!s) return tern_err_set(err, TERN_E_NOMEM, "out of memory");
     s->m = m;
@@ -595,7 +603,7 @@ int tern_chat_tokenize_ex(const tern_model *m, const char *tmpl, const tern_chat
     if (n > n_max)
         rc = tern_err_set(err, TERN_E_RANGE, "tern_chat_tokenize: the prompt has %d token%s, the buffer %d", n,
                           n == 1 ? "" : "s", n_max);
-    else if (n) memcpy(out, ids, (size_t)n * sizeof *ids);
+    if (n && n_max > 0) memcpy(out, ids, (size_t)TERN_MIN(n, n_max) * sizeof *ids);   /* as tern_tokenize: the first n_max */
     free(ids);
     return rc;
 }

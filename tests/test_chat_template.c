@@ -248,6 +248,15 @@ static void test_tools(void **state) {
     assert_int_equal(tern_chat_tools_section("chatml", TOOLS, sec, sizeof sec, &n_sec, &e), TERN_E_UNSUPPORTED);
     e = (tern_err){0};
     assert_int_equal(tern_chat_tools_section("qwen3", "{\"not\": \"an array\"}", sec, sizeof sec, &n_sec, &e), TERN_E_ARG);
+    /* an error report still holding an earlier error: the call returns its own code, and the
+     * report keeps the earlier one (the first error wins, tern.h) */
+    e = (tern_err){0};
+    tern_err_set(&e, TERN_E_RANGE, "earlier");
+    assert_int_equal(tern_chat_tools_section("qwen3", "{\"not\": \"an array\"}", sec, sizeof sec, &n_sec, &e), TERN_E_ARG);
+    assert_int_equal(e.code, TERN_E_RANGE);
+    assert_string_equal(e.msg, "earlier");
+    tern_err_clear(&e);
+    assert_true(e.code == TERN_OK && e.msg[0] == '\0');
     free(instr);
     /* two consecutive tool results share one user turn; content before a call gets "\n\n" (3.5) / "\n" (3) */
     const chat_msg m2[] = {

@@ -145,15 +145,31 @@ static void test_tokenize_detok(void **st) {
     tern_detok_init(&d);
     assert_int_equal(tern_detok_put(m, &d, 403, NULL, 8), TERN_E_ARG);
     assert_int_equal(tern_detok_flush(&d, NULL, 8), TERN_E_ARG);
-    /* the documented capacity: 3 x (piece bytes + held bytes); one byte less is refused, nothing
-     * written and the stream unchanged, so the same call with the capacity then succeeds */
+    /* the capacity is the text's bytes: one byte less is refused, nothing written and the stream
+     * unchanged, so the same call with the capacity then succeeds */
     tern_detok_init(&d);
     assert_int_equal(tern_detok_put(m, &d, 403, out, 256), 5);   /* " Once": 5 bytes, nothing held */
     memset(out, 'x', 16);
-    assert_int_equal(tern_detok_put(m, &d, 407, out, 3 * 5 - 1), TERN_E_ARG);   /* " upon" */
+    assert_int_equal(tern_detok_put(m, &d, 407, out, 5 - 1), TERN_E_ARG);   /* " upon" */
     assert_int_equal(out[0], 'x');
-    assert_int_equal(tern_detok_put(m, &d, 407, out, 3 * 5), 5);
+    assert_int_equal(tern_detok_put(m, &d, 407, out, 5), 5);
     assert_memory_equal(out, " upon", 5);
+    /* metadata strings: the whole length, a cut copy, and the errors */
+    char nm[8];
+    assert_int_equal(tern_model_meta_str(m, "general.architecture", nm, sizeof nm), 5);   /* "llama" */
+    assert_string_equal(nm, "llama");
+    assert_int_equal(tern_model_meta_str(m, "general.architecture", nm, 3), 5);
+    assert_string_equal(nm, "ll");
+    assert_int_equal(tern_model_meta_str(m, "general.architecture", NULL, 0), 5);
+    assert_int_equal(tern_model_meta_str(m, "no.such.key", nm, sizeof nm), TERN_E_RANGE);
+    assert_int_equal(tern_model_meta_str(m, "llama.block_count", nm, sizeof nm), TERN_E_RANGE);   /* not a string */
+    assert_int_equal(tern_model_meta_str(NULL, "general.architecture", nm, sizeof nm), TERN_E_ARG);
+    assert_int_equal(tern_model_meta_str(m, NULL, nm, sizeof nm), TERN_E_ARG);
+    assert_int_equal(tern_model_meta_str(m, "general.architecture", NULL, 8), TERN_E_ARG);
+    d.n_pend = 9;                                     /* a stream no tern_detok call makes: refused */
+    assert_int_equal(tern_detok_put(m, &d, 407, out, 64), TERN_E_ARG);
+    assert_int_equal(tern_detok_flush(&d, out, 64), TERN_E_ARG);
+    tern_detok_init(&d);
     assert_int_equal(tern_detok_put(m, NULL, 407, out, 64), TERN_E_ARG);
     assert_int_equal(tern_detok_put(m, &d, 512, out, 64), TERN_E_RANGE);
     /* tern_tokenize names the argument it refuses */
@@ -183,10 +199,17 @@ static void test_tokenize_detok(void **st) {
     assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
     assert_string_equal(err.msg, "n_ctx 2147483647, expected at most 16777216");
     tern_session_opts_default(&so);
-    so.n_batch = 1 << 20;
+    so.n_ctx = 1 << 17;
+    so.n_batch = 1 << 20;                             /* clamped to n_ctx, still past the limit */
     err = (tern_err){0};
     assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_ARG);
-    assert_string_equal(err.msg, "n_batch 1048576, expected at most 65536");
+    assert_string_equal(err.msg, "n_batch 131072 with n_ctx 131072, expected at most 65536");
+    so.n_ctx = 64;                                    /* an n_batch past the limit but over n_ctx is clamped */
+    err = (tern_err){0};
+    if (tern_session_init(&s, m, &so, &err) != TERN_OK) fail_msg("n_ctx 64, n_batch 2^20: %s", err.msg);
+    assert_int_equal(tern_session_n_batch(s), 64);
+    tern_session_free(s);
+    s = NULL;
     /* a NULL token array is named as such */
     tern_session_opts_default(&so);
     so.n_ctx = 64;

@@ -511,6 +511,33 @@ static void test_memory_check(void **st) {
     assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_NOMEM);
     assert_non_null(strstr(err.msg, "KV cache for n_ctx 1025"));
     tern_model_free(m);
+    /* a hybrid model's session needs its KV cache and its recurrent state together: a budget that
+     * holds either alone but not both is refused, naming both; the sum fits */
+    char qpath[1024];
+    fx_require(qpath, sizeof qpath, "golden/qwen35-tiny-pq2_0/qwen35-tiny-pq2_0.gguf");
+    assert_int_equal(stat(qpath, &sb), 0);
+    o.mem_available = (uint64_t)sb.st_size + (1u << 30);
+    assert_int_equal(tern_model_load(&m, qpath, &o, &err), TERN_OK);
+    uint64_t q_kv = 0, q_st = 0;
+    so.n_ctx = 256;
+    tern_session_mem(m, &so, &q_kv, &q_st, NULL);
+    assert_true(q_kv > 0 && q_st > 0);
+    tern_model_free(m);
+    o.mem_available = (uint64_t)sb.st_size + q_kv + q_st - 1;
+    assert_true(o.mem_available - (uint64_t)sb.st_size >= (q_kv > q_st ? q_kv : q_st));
+    assert_int_equal(tern_model_load(&m, qpath, &o, &err), TERN_OK);
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_NOMEM);
+    print_message("kv + state: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "KV cache for n_ctx 256"));
+    assert_non_null(strstr(err.msg, "and recurrent state"));
+    tern_model_free(m);
+    o.mem_available = (uint64_t)sb.st_size + q_kv + q_st;
+    assert_int_equal(tern_model_load(&m, qpath, &o, &err), TERN_OK);
+    err = (tern_err){0};
+    if (tern_session_init(&s, m, &so, &err) != TERN_OK) fail_msg("kv + state exactly available: %s", err.msg);
+    tern_session_free(s);
+    tern_model_free(m);
     /* a PTQ1_0 matrix also needs its row-pair transcode (34 bytes per 128 weights: 64 rows x 8
      * blocks = 17408 bytes) unless ptq1_0 is direct; the check runs before anything else is
      * read from the file (the header below has no hyperparameters at all) */

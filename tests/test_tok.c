@@ -928,6 +928,14 @@ static void test_chat_tokenize_api(void **state) {
     assert_int_equal(tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, NULL, 0, &n, &err), TERN_E_RANGE);
     assert_int_equal(n, n_want);
     int32_t ids[256];
+    /* a buffer too small gets the first n_max ids, as tern_tokenize's */
+    assert_true(n_want > 3);
+    for (int i = 0; i < 4; i++) ids[i] = -1;
+    err = (tern_err){0};
+    assert_int_equal(tern_chat_tokenize(m, NULL, msgs, 1, true, true, true, ids, 3, &n, &err), TERN_E_RANGE);
+    assert_int_equal(n, n_want);
+    assert_memory_equal(ids, want, 3 * sizeof *ids);
+    assert_int_equal(ids[3], -1);
     /* a refused argument is named, with what was expected */
     static const char *const arg_msgs[] = {
         "tern_chat_tokenize: n_max -1, expected >= 0", "tern_chat_tokenize: n_out is NULL",

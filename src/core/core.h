@@ -19,8 +19,7 @@
 #define TERN_PRINTF_FMT printf
 #endif
 
-/* tern_err_set and tern_time_s are public (tern.h). Reset an error report to TERN_OK / "". */
-void tern_err_clear(tern_err *err);
+/* tern_err_set, tern_err_clear and tern_time_s are public (tern.h). */
 
 /* Programming-error checks (never for input). TERN_ASSERT is always on and aborts with
  * file:line; TERN_DASSERT only in debug builds (TERN_DEBUG defined). */

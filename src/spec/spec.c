@@ -300,10 +300,9 @@ static int spec_run(tern_spec *sp, tern_session *s, tern_sampler *smp, int32_t l
     const float *bonus = NULL;                        /* logits after the last drafted token */
     int rc = TERN_OK;
     if (k == 0) {                                     /* no draft: exactly a plain decode step */
-        tern_err e_local = {0};
-        tern_err *e = err ? err : &e_local;
-        bonus = tern_session_eval(s, &last, 1, e);
-        if (!bonus) return e->code;
+        tern_err e = {0};                             /* its own: err may hold an earlier error */
+        bonus = tern_session_eval(s, &last, 1, &e);
+        if (!bonus) return tern_err_set(err, e.code, "%s", e.msg);
     } else {
         rc = tern_session_eval_all(s, sp->toks, k + 1, sp->logits, err);
         if (rc) return rc;

@@ -484,7 +484,7 @@ static int render_spans(chat_tmpl t, const chat_msg *msgs, const bool *scaffold,
     c.b.n_m = n;
     if (o->tools) {
         c.tools = parse_tools(o->tools, err);
-        if (!c.tools) return err && err->code ? err->code : TERN_E_ARG;
+        if (!c.tools) return TERN_E_ARG;              /* parse_tools's every failure */
     }
     sb_s(&c.b, "");   /* allocates: a render of nothing is "", never NULL */
     switch (t) {
@@ -544,7 +544,7 @@ int chat_tools_section(chat_tmpl t, const char *tools_json, char **out, size_t *
         return tern_err_set(err, TERN_E_UNSUPPORTED, "chat template %s has no tools section (expected qwen3 or qwen35)",
                             chat_tmpl_name(t));
     cJSON *tools = parse_tools(tools_json, err);
-    if (!tools) return err && err->code ? err->code : TERN_E_ARG;
+    if (!tools) return TERN_E_ARG;                    /* parse_tools's every failure */
     sbuf b = {0};
     sb_s(&b, "");
     render_tools(&b, t, tools);
