@@ -812,6 +812,8 @@ class _RawSession:
 
     def eval_all(self, ids, out):
         err = _lib.tern_err()
+        self.logits_ptr = None                        # the session's own logits are not valid after it
+        self.no_logits = "eval_all()"
         if self.m._lib.tern_session_eval_all(self.h, _int32_array(ids), len(ids), out, ctypes.byref(err)):
             _raise(err)
 
