@@ -40,6 +40,7 @@ typedef struct slot {
     bool json;              /* response_format json_object: the content is guided (jg) */
     bool json_think;        /* inside a think block (reasoning is not guided) */
     bool json_stuck;        /* the guide and logit_bias left no token: the job ends with an error */
+    bool spec_on;           /* this job's generator runs speculative steps (sp, no logprobs, not json) */
     json_guide jg;          /* the content so far */
 } slot;
 
@@ -262,8 +263,10 @@ static bool slot_setup(srv_sched *s, slot *sl) {
     if (j->req.kind == SRV_CHAT && s->script.n > 0) gp.forced = s->script.ids, gp.n_forced = s->script.n;
     gp.on_token = slot_on_token;
     gp.user = sl;
-    /* speculative steps only for a request without logprobs (a step's logits are internal) */
-    tern_gen_begin(sl->gen, sl->s, sl->smp, j->req.logprobs || sl->json ? NULL : sl->sp, &gp);
+    /* speculative steps only for a request without logprobs (a step's logits are internal) nor a
+     * guided JSON object (each token's mask depends on the one before) */
+    sl->spec_on = sl->sp && !j->req.logprobs && !sl->json;
+    tern_gen_begin(sl->gen, sl->s, sl->smp, sl->spec_on ? sl->sp : NULL, &gp);
     sl->gen_on = true;
     tern_gen_prompt_seen(sl->gen, j->prompt.ids, j->prompt.n);
     j->tm.prompt_n = j->req.max_tokens == 0 ? 0 : j->prompt.n - common;   /* the tokens this request evaluates */
@@ -447,6 +450,15 @@ static void slot_fail_logits(srv_sched *s, slot *sl) {
     slot_fail(s, sl, &err);
 }
 
+/* The job ends with a 400: the JSON guide and the request's logit_bias left no token to draw. */
+static void slot_fail_json_stuck(srv_sched *s, slot *sl) {
+    srv_error e;
+    srv_fail(&e, 400, "invalid_request_error", "logit_bias",
+             "'logit_bias' bans every token that can continue the JSON object of response_format json_object "
+             "after %d generated token%s", sl->job->n_gen, sl->job->n_gen == 1 ? "" : "s");
+    slot_finish(s, sl, "error", &e);
+}
+
 /* Samples the next token from the slot's logits (its own sampler and settings): the slot
  * continues with it pending, or the job ends (end of generation, stop string, max_tokens, a full
  * context). */
@@ -459,11 +471,7 @@ static bool slot_sample(srv_sched *s, slot *sl) {
         return false;
     }
     if (sl->json_stuck) {
-        srv_error e;
-        srv_fail(&e, 400, "invalid_request_error", "logit_bias",
-                 "'logit_bias' bans every token that can continue the JSON object of response_format json_object "
-                 "after %d generated token%s", sl->job->n_gen, sl->job->n_gen == 1 ? "" : "s");
-        slot_finish(s, sl, "error", &e);
+        slot_fail_json_stuck(s, sl);
         return false;
     }
     if (stop != TERN_STOP_NONE) {
@@ -498,6 +506,10 @@ static void slot_spec(srv_sched *s, slot *sl) {
     }
     if (stop == TERN_STOP_LOGITS) {
         slot_fail_logits(s, sl);
+        return;
+    }
+    if (sl->json_stuck) {                             /* never with spec_on (not a guided job); as slot_sample */
+        slot_fail_json_stuck(s, sl);
         return;
     }
     tern_spec_get_stats(sl->sp, &st1);
@@ -700,7 +712,7 @@ static void sched_step(srv_sched *s) {
     const bool decoded = n > 0;
     bool batched = false, mixed = false;
     int chunks = 0;
-    if (n == 1 && s->bslot[0]->sp && !s->bslot[0]->job->req.logprobs) {
+    if (n == 1 && s->bslot[0]->spec_on) {
         chunks = prefill_alone(s, s->prefill_chunk);  /* prompts first, each in its own pass */
         if (s->bslot[0]->job) slot_spec(s, s->bslot[0]);   /* decoding alone: several tokens per forward */
         n = 0;                                        /* counted by slot_spec */

@@ -1962,6 +1962,33 @@ static void test_speculative(void **state) {
                   (unsigned long long)drafted, (unsigned long long)accepted);
     assert_true(steps > 0 && drafted > 0 && accepted > 0 && accepted <= drafted);
     assert_int_equal(metric(plain, "tern_spec_steps_total"), 0);
+    /* a guided JSON object runs no speculative step: with every token banned but '{' (id 126), the
+     * guide has nothing to draw after it, and the reply is the 400 naming logit_bias on both servers */
+    {
+        tern_model_info info;
+        tern_model_get_info(m, &info);
+        size_t cap = 256 + (size_t)info.n_vocab * 16, n = 0;
+        char *body = malloc(cap);
+        char piece[8];
+        assert_int_equal(tern_token_piece(m, 126, false, piece, sizeof piece), 1);
+        assert_int_equal(piece[0], '{');
+        n += (size_t)snprintf(body + n, cap - n, "{\"prompt\": \"Once upon a time\", \"max_tokens\": 8, \"temperature\": 0, "
+                              "\"response_format\": {\"type\": \"json_object\"}, \"logit_bias\": {");
+        for (int t = 0, first = 1; t < info.n_vocab; t++)
+            if (t != 126) n += (size_t)snprintf(body + n, cap - n, "%s\"%d\": false", first ? "" : ", ", t), first = 0;
+        snprintf(body + n, cap - n, "}}");
+        const uint64_t steps0 = metric(spec, "tern_spec_steps_total");
+        for (int k = 0; k < 2; k++) {
+            int code;
+            char *out = http(k ? spec : plain, "POST", "/v1/completions", body, NULL, &code);
+            if (code != 400 || !strstr(out, "'logit_bias' bans every token that can continue the JSON object of "
+                                            "response_format json_object after 1 generated token"))
+                fail_msg("json_object after '{' with speculation %s: status %d: %s", k ? "on" : "off", code, out);
+            free(out);
+        }
+        assert_int_equal(metric(spec, "tern_spec_steps_total"), steps0);
+        free(body);
+    }
     /* two at once: batched (no speculation while another slot decodes), same texts */
     req_arg par[2] = {{srv_port(spec), bodies[0], NULL}, {srv_port(spec), bodies[2], NULL}},
             seq[2] = {{srv_port(plain), bodies[0], NULL}, {srv_port(plain), bodies[2], NULL}};
