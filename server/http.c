@@ -38,6 +38,7 @@ struct srv {
     int port;
     atomic_uint_fast64_t next_id;
     atomic_int in_flight;       /* requests whose headers are in and that have not completed */
+    atomic_int gen_in_flight;   /* of those, the generation requests (gen_begin): srv_idle waits for them */
     atomic_bool draining;       /* srv_drain: /health is 503 and new generation requests are refused */
 };
 
@@ -67,6 +68,7 @@ typedef struct conn {
     double t0;               /* when its headers were in (srv_config.log_requests) */
     char method[16];         /* the request line, for the log: printable ASCII, cut to fit */
     char path[160];
+    bool gen;                /* counted in s->gen_in_flight (gen_begin) until on_completed */
 } conn;
 
 typedef struct stream {
@@ -976,6 +978,19 @@ static enum MHD_Result count_model_args(void *cls, enum MHD_ValueKind kind, cons
     return MHD_YES;
 }
 
+/* A generation request (completions, chat, messages, responses) counts in s->gen_in_flight from
+ * here until the connection completes it, whatever it answers: srv_idle waits for those, so a
+ * drain never stops a request that is still tokenising, loading its model or generating. The
+ * count comes before the draining check, so every request is either refused by it or seen by
+ * srv_idle. Returns false when the server is draining (503). */
+static bool gen_begin(srv *s, conn *cn) {
+    if (!cn->gen) {
+        cn->gen = true;
+        atomic_fetch_add(&s->gen_in_flight, 1);
+    }
+    return !atomic_load(&s->draining);
+}
+
 /* The path of an absolute-form request target ("http://host:port/path": RFC 9112 3.2.2, which a
  * server must accept): what follows the authority, "/" when nothing does; any other url as is. */
 static const char *origin_form(const char *url) {
@@ -1088,7 +1103,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const bool is_cmpl = !strcmp(url, "/v1/completions") || !strcmp(url, "/completions");
     if (is_chat || is_cmpl) {
         if (!post) return fail_method(s, c, WIRE_OPENAI, method, url, "POST");
-        if (atomic_load(&s->draining))
+        if (!gen_begin(s, cn))
             return fail(s, c, 503, "unavailable_error", NULL, "the server is draining (stopping after its running requests)");
         char why[256];
         if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
@@ -1099,7 +1114,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (is_msgs || is_resp) {
         const srv_wire w = is_msgs ? WIRE_ANTHROPIC : WIRE_RESPONSES;
         if (!post) return fail_method(s, c, w, method, url, "POST");
-        if (atomic_load(&s->draining))
+        if (!gen_begin(s, cn))
             return fail_w(s, c, w, 503, "unavailable_error", NULL, "the server is draining (stopping after its running requests)");
         char why[256];
         if (!content_type_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"), why, sizeof why))
@@ -1242,6 +1257,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     conn *cn = *con_cls;
     if (!cn) return;
     if (s->cfg.log_requests) log_request(cn, toe);
+    if (cn->gen) atomic_fetch_sub(&cn->s->gen_in_flight, 1);
     atomic_fetch_sub(&cn->s->in_flight, 1);
     sbuf_free(&cn->body);
     free(cn);
@@ -1433,7 +1449,7 @@ void srv_drain(srv *s) {
     if (s) atomic_store(&s->draining, true);
 }
 
-bool srv_idle(srv *s) { return srv_models_idle(s->models); }
+bool srv_idle(srv *s) { return atomic_load(&s->gen_in_flight) == 0 && srv_models_idle(s->models); }
 
 void srv_stop(srv *s) {
     if (!s) return;

@@ -21,8 +21,9 @@ struct srv_models {
     bool multi;             /* a folder of models (else the one given loaded) */
     srv_backend *b;
     int n;
-    pthread_mutex_t mu;     /* guards every backend's state, users, last_used, error */
-    pthread_cond_t cv;      /* a load or an unload finished */
+    pthread_mutex_t mu;     /* guards every backend's state, users, last_used, error, and stopping */
+    pthread_cond_t cv;      /* a load or an unload finished, or the server is stopping */
+    bool stopping;          /* srv_models_shutdown ran: no new load starts, a finished one is stopped */
     uint64_t clock;
     srv_metrics retired;    /* the counters of models unloaded since start (under mu) */
 };
@@ -395,6 +396,11 @@ srv_backend *srv_models_acquire(srv_models *t, const char *name, srv_error *e) {
     until.tv_sec += LOAD_WAIT_S;
     pthread_mutex_lock(&t->mu);
     for (;;) {
+        if (t->stopping) {
+            pthread_mutex_unlock(&t->mu);
+            srv_fail(e, 503, "unavailable_error", NULL, "the server is shutting down");
+            return NULL;
+        }
         if (b->state == SRV_MODEL_READY) {
             b->users++;
             b->last_used = ++t->clock;
@@ -417,6 +423,9 @@ srv_backend *srv_models_acquire(srv_models *t, const char *name, srv_error *e) {
         pthread_mutex_lock(&t->mu);
         b->state = rc == TERN_OK ? SRV_MODEL_READY : SRV_MODEL_FAILED;
         if (rc != TERN_OK) b->error = le;
+        /* a load that finished after srv_models_shutdown: its scheduler stops now (srv_models_free
+         * frees it), and the loop's next pass answers 503 */
+        if (rc == TERN_OK && t->stopping) srv_sched_shutdown(b->sched);
         pthread_cond_broadcast(&t->cv);
         if (rc != TERN_OK) {
             pthread_mutex_unlock(&t->mu);
@@ -504,8 +513,12 @@ bool srv_models_idle(srv_models *t) {
 void srv_models_shutdown(srv_models *t) {
     if (!t) return;
     pthread_mutex_lock(&t->mu);
+    t->stopping = true;
+    /* only the loaded: a loading model's scheduler is stopped when its load finishes (acquire), an
+     * unloading one's is being freed by the thread that unloads it (no request holds it) */
     for (int i = 0; i < t->n; i++)
-        if (t->b[i].sched) srv_sched_shutdown(t->b[i].sched);
+        if (t->b[i].state == SRV_MODEL_READY) srv_sched_shutdown(t->b[i].sched);
+    pthread_cond_broadcast(&t->cv);
     pthread_mutex_unlock(&t->mu);
 }
 

@@ -28,6 +28,8 @@ static int ids_reserve(prompt_ids *p, int extra) {
     return TERN_OK;
 }
 
+int prompt_ids_reserve(prompt_ids *p, int n) { return ids_reserve(p, n); }
+
 int prompt_ids_push(prompt_ids *p, const int32_t *ids, int n) {
     if (ids_reserve(p, n) != TERN_OK) return TERN_E_NOMEM;
     memcpy(p->ids + p->n, ids, (size_t)n * sizeof *ids);

@@ -16,8 +16,10 @@ typedef struct prompt_ids {
     int n, cap;
 } prompt_ids;
 void prompt_ids_free(prompt_ids *p);
-/* Append n ids; TERN_E_NOMEM on allocation failure. */
+/* Append n ids; TERN_E_NOMEM on allocation failure (never when room for them was reserved). */
 int prompt_ids_push(prompt_ids *p, const int32_t *ids, int n);
+/* Room for n more ids, so that pushes of up to n ids in all allocate nothing; TERN_E_NOMEM. */
+int prompt_ids_reserve(prompt_ids *p, int n);
 
 /* Tokenise len bytes of text and append the ids to out. parse_special as tern_tokenize; add_bos
  * prepends BOS only when the model asks for one (tern_model_info.add_bos). */

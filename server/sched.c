@@ -23,7 +23,8 @@
 
 typedef struct slot {
     tern_session *s;
-    prompt_ids cache;       /* the tokens whose KV is in s, in order */
+    prompt_ids cache;       /* the tokens whose KV is in s, in order: n_ctx ids reserved at init, so
+                               the pushes that follow each forward never allocate (nor fail) */
     srv_job *job;           /* NULL: free */
     uint64_t admitted;      /* admission order (prefill goes oldest first) */
     bool fresh;             /* assigned, not set up yet */
@@ -949,6 +950,8 @@ int srv_sched_init(srv_sched **out, tern_model *m, srv_metrics *mx, int n_slots,
         int rc = tern_session_init(&s->slots[i].s, m, &so, err);
         if (rc == TERN_OK && spec) rc = tern_spec_init(&s->slots[i].sp, m, spec, err);
         if (rc == TERN_OK) rc = tern_gen_init(&s->slots[i].gen, m, err);
+        if (rc == TERN_OK && prompt_ids_reserve(&s->slots[i].cache, tern_session_n_ctx(s->slots[i].s)) != TERN_OK)
+            rc = tern_err_set(err, TERN_E_NOMEM, "out of memory for slot %d's token cache", i);
         if (rc != TERN_OK) {
             srv_sched_free(s);
             return rc;

@@ -267,3 +267,39 @@ def test_models_dir_bad_file(tmp_path):
         p.terminate()
         _, err = p.communicate(timeout=30)
     assert "could not load 'bad': %s" % (d / "bad.gguf") in err.decode(), err
+
+
+def test_drain_waits_for_a_request_loading_its_model(tmp_path):
+    """SIGTERM while a request is still loading its model (a 460 MB file here, about a second): the
+    drain counts that request, so it gets its whole answer before the server stops; a request
+    after SIGTERM gets 503."""
+    d = tmp_path / "models"
+    d.mkdir()
+    r = subprocess.run([tern_bin(), "synth", "--arch", "bonsai-1.7b", "--no-weights", "-o", str(d / "big.gguf")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    p, url = _serve_dir(d)
+    try:
+        out = {}
+
+        def ask():
+            out["r"] = _post_raw(url, "/v1/completions", b'{"model": "big", "prompt": "Once", "max_tokens": 4, '
+                                 b'"temperature": 0}')
+
+        th = threading.Thread(target=ask)
+        th.start()
+        deadline = time.time() + 30                   # the request is in: the model starts loading
+        while _states(url)["big"] == "unloaded" and time.time() < deadline:
+            time.sleep(0.005)
+        assert _states(url)["big"] == "loading", _states(url)
+        p.terminate()
+        th.join(timeout=60)
+        st, body = out["r"]
+        assert st == 200 and body["usage"]["completion_tokens"] == 4, (st, body)
+        assert p.wait(timeout=60) == 0
+        err = p.stderr.read().decode()
+        assert "draining" in err and "cut short" not in err, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
