@@ -675,6 +675,42 @@ static void test_stdout_write_error(void **state) {
     }
 }
 
+/* A standard stream the parent closed stays closed for tern's own use, and no file the process
+ * opens takes its descriptor: chat with stdin closed reads no message (a worker thread's /proc
+ * file once landed on descriptor 0 and was sent as one) and ends as at EOF; synth and quantize,
+ * which write nothing to stdout, succeed with it closed; run, which does, still fails with a
+ * write error. */
+static void test_closed_std_streams(void **state) {
+    (void)state;
+    char model[1024], q3[512], q3b[512];
+    fx_require(model, sizeof model, STORIES);
+    for (int i = 0; i < 8; i++) {
+        char *out = NULL, *err = NULL;
+        const int rc = ru_tern(&out, &err, "chat -m '%s' -n 5 --temp 0 <&-", model);
+        if (rc != 0 || strstr(err, "[turn")) fail_msg("chat with stdin closed: exit %d, a turn was run: %s", rc, err);
+        free(out);
+        free(err);
+    }
+    fx_tmp_path(q3, sizeof q3, "closed-q3.gguf");
+    fx_tmp_path(q3b, sizeof q3b, "closed-q3b.gguf");
+    char *out = NULL, *err = NULL;
+    int rc = ru_tern(&out, &err, "synth --arch qwen3-tiny -o '%s' >&-", q3);
+    if (rc != 0 || strstr(err, "write error")) fail_msg("synth with stdout closed: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    rc = ru_tern(&out, &err, "quantize '%s' '%s' --type ptq1_0 >&-", q3, q3b);
+    if (rc != 0 || strstr(err, "write error")) fail_msg("quantize with stdout closed: exit %d: %s", rc, err);
+    free(out);
+    free(err);
+    rc = ru_tern(&out, &err, "run -m '%s' -p Once -n 3 -t 1 >&-", model);
+    if (rc != 1 || !strstr(err, "tern run: write error on standard output: Bad file descriptor"))
+        fail_msg("run with stdout closed: exit %d (expected 1 and a write error): %s", rc, err);
+    free(out);
+    free(err);
+    unlink(q3);
+    unlink(q3b);
+}
+
 /* `serve --api-key ""` (or TERN_API_KEY set to nothing) is a usage error before the model loads:
  * an empty key would claim a key is required while serving everyone. A non-empty --api-key
  * overrides an empty TERN_API_KEY (the run reaches the model file). --n-vocab has a maximum (2^20),
@@ -1554,6 +1590,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_info_m_and_vocab_minimum),
         cmocka_unit_test(test_perplexity_short_wording),
         cmocka_unit_test(test_perplexity_text_before_model),
+        cmocka_unit_test(test_closed_std_streams),
     };
     TEST_RUN_SUITE("cli_input", tests);
 }

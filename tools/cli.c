@@ -9,6 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef _WIN32
+#include <fcntl.h>
+#include <unistd.h>
+
+/* A standard stream the parent left closed (`tern chat <&-`, `tern synth >&-`) gets /dev/null
+ * opened on its descriptor in the mode it is not used in: the descriptor stays taken, so no file
+ * the process opens later (a worker thread's /proc file, quantize's output) becomes its stdin,
+ * stdout or stderr, while reading or writing it still fails with EBADF, as a closed one does
+ * (a closed stdout is still a write error only for a command that writes to it). */
+static void std_fds_taken(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got >= 0 && got != fd) close(got);        /* a lower one was free: never, as 0..fd-1 are taken */
+    }
+}
+#endif
+
 #ifdef _WIN32
 #include <fcntl.h>
 #include <io.h>
@@ -107,6 +125,8 @@ static int close_stdout(const char *cmd, int rc) {
 int main(int argc, char **argv) {
 #ifdef _WIN32
     win_start(&argc, &argv);
+#else
+    std_fds_taken();
 #endif
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(argc < 2 ? stderr : stdout);
