@@ -31,10 +31,12 @@ enum {
     TERN_E_RANGE = -6,       /* value out of range (token id, position, context full) */
 };
 
-/* Error report. code: TERN_OK or a TERN_E_*; msg: NUL-terminated text, owned by the caller. */
+/* Error report. code: TERN_OK or a TERN_E_*; msg: NUL-terminated text, owned by the caller; cut to
+ * fit. 1024 bytes hold a message that quotes a long path (a model several directories deep in a
+ * Hugging Face cache) with its reason after it. */
 typedef struct tern_err {
     int code;
-    char msg[256];
+    char msg[1024];
 } tern_err;
 
 /* Name of an error code ("TERN_E_FORMAT"); static string. */

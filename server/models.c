@@ -69,7 +69,7 @@ static int backend_start(const srv_models *t, srv_backend *b, tern_err *err) {
     const int family = prompt_chat_family(b->m, cfg->chat_template, &ferr);
     b->template_err[0] = '\0';
     if (family < 0) {
-        snprintf(b->template_err, sizeof b->template_err, "%s", ferr.msg);
+        snprintf(b->template_err, sizeof b->template_err, "%.*s", (int)sizeof b->template_err - 1, ferr.msg);   /* cut to fit */
         char id[1024];
         fprintf(stderr, "tern serve: warning: '%s': %s; chat requests will fail (completions work)\n",
                 log_text(id, sizeof id, b->name), ferr.msg);

@@ -675,6 +675,42 @@ static void test_stdout_write_error(void **state) {
     }
 }
 
+/* An error about a file deep in a long directory path (a Hugging Face cache path easily passes 200
+ * bytes) still ends in its reason: the whole path and then what is wrong with the file. */
+static void test_long_path_errors(void **state) {
+    (void)state;
+    char dir[1024];
+    fx_tmp_path(dir, sizeof dir, "");
+    size_t n = strlen(dir);
+    for (int i = 0; i < 4; i++) {                     /* 4 levels of 90 bytes: ~400 bytes of path */
+        n += (size_t)snprintf(dir + n, sizeof dir - n, "%s%.90s", i ? "/" : "", "dddddddddddddddddddddddddddddddddddddddddddd"
+                              "dddddddddddddddddddddddddddddddddddddddddddddd");
+        assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+    }
+    char bad[1200], missing[1200];
+    snprintf(bad, sizeof bad, "%s/bad.gguf", dir);
+    snprintf(missing, sizeof missing, "%s/missing.gguf", dir);
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    fputs("not a gguf file at all, but 32 b", f);   /* past the 24-byte header */
+    fclose(f);
+    char want[1400];
+    char *err = NULL;
+    assert_int_equal(ru_tern(NULL, &err, "run -m '%s' -p hi", bad), 1);
+    snprintf(want, sizeof want, "%s: GGUF magic at byte 0: got 6e 6f 74 20, expected 47 47 55 46", bad);
+    if (!strstr(err, want)) fail_msg("a bad file at a %zu-byte path: %s(expected '%s')", strlen(bad), err, want);
+    free(err);
+    assert_int_equal(ru_tern(NULL, &err, "run -m '%s' -p hi", missing), 1);
+    snprintf(want, sizeof want, "cannot open '%s': No such file or directory", missing);
+    if (!strstr(err, want)) fail_msg("a missing file at a %zu-byte path: %s(expected '%s')", strlen(missing), err, want);
+    free(err);
+    unlink(bad);
+    for (int i = 0; i < 4; i++) {
+        rmdir(dir);
+        *strrchr(dir, '/') = '\0';
+    }
+}
+
 /* A standard stream the parent closed stays closed for tern's own use, and no file the process
  * opens takes its descriptor: chat with stdin closed reads no message (a worker thread's /proc
  * file once landed on descriptor 0 and was sent as one) and ends as at EOF; synth and quantize,
@@ -1591,6 +1627,7 @@ int suite_cli_input(int *n_tests) {
         cmocka_unit_test(test_perplexity_short_wording),
         cmocka_unit_test(test_perplexity_text_before_model),
         cmocka_unit_test(test_closed_std_streams),
+        cmocka_unit_test(test_long_path_errors),
     };
     TEST_RUN_SUITE("cli_input", tests);
 }

@@ -377,7 +377,7 @@ static tern_model *two_load(two_job *j) {
     o.n_threads = 2;
     tern_model *m = NULL;
     tern_err e = {0};
-    if (tern_model_load(&m, j->path, &o, &e)) snprintf(j->err, sizeof j->err, "load %s: %s", j->path, e.msg);
+    if (tern_model_load(&m, j->path, &o, &e)) snprintf(j->err, sizeof j->err, "load %s: %.300s", j->path, e.msg);
     return m;
 }
 

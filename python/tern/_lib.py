@@ -25,7 +25,7 @@ PTQ1_0 = {"auto": 0, "transcode": 1, "direct": 2}
 
 
 class tern_err(ctypes.Structure):
-    _fields_ = [("code", c_int), ("msg", ctypes.c_char * 256)]
+    _fields_ = [("code", c_int), ("msg", ctypes.c_char * 1024)]   # tern.h's tern_err
 
 
 class tern_model_opts(ctypes.Structure):
