@@ -341,31 +341,36 @@ class Model:
         if ctx is None:
             ctx = 4096 if self.n_ctx_train <= 0 else min(4096, self.n_ctx_train)
         self.ctx = ctx
-        self._idle = []                      # sessions of generate/stream/chat not in use
-        self._busy = 0                       # sessions of generate/stream/chat in use (close() refuses)
-        self._idle_lock = threading.Lock()   # guards _idle, _busy, _sessions' additions and _h's closing
+        self._idle = []                      # pooled _RawSessions of generate/stream/chat, not in use
+        self._uses = weakref.WeakSet()       # a _Use per call now running on _h (close() refuses while any)
         self._sessions = weakref.WeakSet()   # live Session objects (close() refuses while any exist)
+        # guards _idle, the additions to _uses and _sessions, and _h's freeing. Reentrant: a
+        # _RawSession's __del__ takes it and may run (garbage collection) in a thread that holds it
+        self._idle_lock = threading.RLock()
 
     # ---- lifetime --------------------------------------------------------------------------------
 
     def close(self):
-        """Free the model. Raises Error (TERN_E_ARG) while a Session of it is open, or while a
-        generation on it (generate, stream or chat, in any thread) has not ended: a stream
-        iterator not read to its end holds the model until it is closed (its close()) or freed."""
+        """Free the model. Raises Error (TERN_E_ARG) while a Session of it is open, or while a call
+        on it (generate, stream, chat, perplexity, tokenize, detokenize, token_piece, is_eog,
+        apply_chat_template, chat_tokens, in any thread) has not ended: a stream iterator not
+        read to its end holds the model until it is closed (its close()) or freed. Every call
+        after close() raises Error (TERN_E_ARG) "the model is closed"."""
         with self._idle_lock:
             if self._h is None:
                 return
             if len(self._sessions):
                 raise Error(_lib.TERN_E_ARG, "Model.close: %d Session(s) of this model are still open; close them first"
                             % len(self._sessions))
-            if self._busy:
-                raise Error(_lib.TERN_E_ARG, "Model.close: %d generation(s) of this model (generate, stream or chat) have "
-                            "not ended; let them end, or close() an unfinished stream, first" % self._busy)
-            idle, h = self._idle, self._h
-            self._idle, self._h = [], None
-        for s in idle:
-            s._free()
-        self._lib.tern_model_free(h)
+            n = len(self._uses)
+            if n:
+                raise Error(_lib.TERN_E_ARG, "Model.close: %d call(s) on this model (generate, stream, chat, perplexity, "
+                            "tokenize, ...) have not ended; let them end, or close() an unfinished stream, first" % n)
+            for s in self._idle:
+                s._free()                    # while _h is set: _RawSession._free frees only then
+            self._idle = []
+            h, self._h = self._h, None
+            self._lib.tern_model_free(h)
 
     def __enter__(self):
         return self
@@ -381,7 +386,7 @@ class Model:
 
     def __del__(self):
         try:
-            if self._h is not None and not len(self._sessions) and not self._busy:
+            if self._h is not None and not len(self._sessions) and not len(self._uses):
                 self.close()
         except Exception:
             pass
@@ -390,6 +395,18 @@ class Model:
         if self._h is None:
             raise Error(_lib.TERN_E_ARG, "the model is closed")
         return self._h
+
+    def _enter(self, use):
+        """Count use (a _Use) as a call running on the model, so close() refuses until _leave(use),
+        and return the native handle. Raises Error "the model is closed" after close(). Callers:
+        `use = _Use()`, then `try: h = self._enter(use) ... finally: self._leave(use)`."""
+        with self._idle_lock:
+            h = self._handle()
+            self._uses.add(use)
+        return h
+
+    def _leave(self, use):
+        self._uses.discard(use)
 
     # ---- tokens ----------------------------------------------------------------------------------
 
@@ -405,30 +422,39 @@ class Model:
         return self._tokenize(b, special, self.add_bos if bos is None else bos)
 
     def _tokenize(self, b, special, bos):
-        h = self._handle()
-        n = ctypes.c_int(0)
-        err = _lib.tern_err()
-        cap = len(b) + 2
-        while True:
-            out = (ctypes.c_int32 * cap)()
-            rc = self._lib.tern_tokenize(h, b, len(b), bos, special, out, cap, ctypes.byref(n), ctypes.byref(err))
-            if rc == 0:
-                return list(out[:n.value])
-            if rc != _lib.TERN_E_RANGE or n.value <= cap:
-                _raise(err)
-            cap = n.value
+        use = _Use()
+        try:
+            h = self._enter(use)
+            n = ctypes.c_int(0)
+            err = _lib.tern_err()
+            cap = len(b) + 2
+            while True:
+                out = (ctypes.c_int32 * cap)()
+                rc = self._lib.tern_tokenize(h, b, len(b), bos, special, out, cap, ctypes.byref(n), ctypes.byref(err))
+                if rc == 0:
+                    return list(out[:n.value])
+                if rc != _lib.TERN_E_RANGE or n.value <= cap:
+                    _raise(err)
+                cap = n.value
+        finally:
+            self._leave(use)
 
     def token_piece(self, id, special=True):
         """The bytes of one token (special: control tokens give their text)."""
         _int("id", id)
         if not 0 <= id < self.n_vocab:
             raise Error(_lib.TERN_E_RANGE, "token_piece: id %d: expected 0..%d" % (id, self.n_vocab - 1))
-        buf = ctypes.create_string_buffer(256)
-        n = self._lib.tern_token_piece(self._handle(), id, special, buf, 256)
-        if n > 256:
-            buf = ctypes.create_string_buffer(n)
-            n = self._lib.tern_token_piece(self._handle(), id, special, buf, n)
-        return buf.raw[:n]
+        use = _Use()
+        try:
+            h = self._enter(use)
+            buf = ctypes.create_string_buffer(256)
+            n = self._lib.tern_token_piece(h, id, special, buf, 256)
+            if n > 256:
+                buf = ctypes.create_string_buffer(n)
+                n = self._lib.tern_token_piece(h, id, special, buf, n)
+            return buf.raw[:n]
+        finally:
+            self._leave(use)
 
     def is_eog(self, id):
         """Whether id ends a generation (EOS, <|im_end|>, ...). An id outside 0..n_vocab-1 raises
@@ -436,7 +462,11 @@ class Model:
         _int("id", id)
         if not 0 <= id < self.n_vocab:
             raise Error(_lib.TERN_E_RANGE, "is_eog: id %d: expected 0..%d" % (id, self.n_vocab - 1))
-        return bool(self._lib.tern_token_is_eog(self._handle(), id))
+        use = _Use()
+        try:
+            return bool(self._lib.tern_token_is_eog(self._enter(use), id))
+        finally:
+            self._leave(use)
 
     def detokenize(self, ids, special=False):
         """The text of ids: control tokens give no text (special=True: their text, as `tern tokenize
@@ -446,35 +476,41 @@ class Model:
         ids = _ids("ids", ids)
         if not isinstance(special, bool):
             raise TypeError("special must be a bool, got %s" % type(special).__name__)
-        d = _Detok(self, special)
-        return "".join(d.put(t, i) for i, t in enumerate(ids)) + d.flush()
+        use = _Use()
+        try:
+            self._enter(use)
+            d = _Detok(self, special)
+            return "".join(d.put(t, i) for i, t in enumerate(ids)) + d.flush()
+        finally:
+            self._leave(use)
 
     # ---- generation ------------------------------------------------------------------------------
 
-    def _acquire_session(self):
-        """A session for one generation; counted in _busy (close() refuses) until released."""
+    def _acquire_session(self, use):
+        """Count use as a running call (see _enter) and give it, as use.s, a reset session of the
+        pool (a new one when all are in use); returns use.s. _release_session(use) undoes it."""
         with self._idle_lock:
-            self._handle()                   # raises once the model is closed
-            self._busy += 1
-            s = self._idle.pop() if self._idle else None
-        try:
-            if s is None:
-                s = _RawSession(self, self.ctx, None)
-            s.reset()
-        except BaseException:
-            with self._idle_lock:
-                self._busy -= 1
-            raise
-        return s
+            self._enter(use)
+            if self._idle:
+                use.s = self._idle.pop()
+        if use.s is None:
+            use.s = _RawSession(self, self.ctx, None)
+        use.s.reset()
+        return use.s
 
-    def _release_session(self, s):
+    def _release_session(self, use):
+        """Return use.s (reset) to the pool and stop counting use. Safe to call after any part of
+        _acquire_session ran, and robust to an exception (Ctrl-C) at any point of either: a session
+        that misses the pool is freed by its __del__, and use leaves _uses (a WeakSet) once the
+        caller's frame lets go of it, so close() is never refused for good."""
+        s, use.s = use.s, None
         try:
-            s.reset()
-            with self._idle_lock:
-                self._idle.append(s)
+            if s is not None:
+                s.reset()
+                with self._idle_lock:
+                    self._idle.append(s)
         finally:
-            with self._idle_lock:
-                self._busy -= 1
+            self._leave(use)
 
     def generate(self, prompt, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
                  repeat_penalty=1.0, repeat_last_n=64, seed=None, stop=None, speculative=False, special=False,
@@ -525,13 +561,15 @@ class Model:
 
     def _gen_tokens(self, ids, smp):
         """Yield the text of each generated token (tern_gen, the loop of tern run, token by token)."""
-        s = self._acquire_session()          # first: the model stays open until the release
-        lib, h = self._lib, self._h
+        lib = self._lib
         sampler = ctypes.c_void_p()
         spec = ctypes.c_void_p()
         gen = ctypes.c_void_p()
         err = _lib.tern_err()
+        use = _Use()
         try:
+            s = self._acquire_session(use)   # first: the model stays open until the release
+            h = self._h
             p = smp.params
             if smp.repeat_last_n < 0:                    # llama.cpp's -1: the whole context
                 p.repeat_last_n = s.n_ctx
@@ -578,7 +616,7 @@ class Model:
             lib.tern_gen_free(gen)
             lib.tern_spec_free(spec)
             lib.tern_sampler_free(sampler)
-            self._release_session(s)
+            self._release_session(use)
 
     # ---- chat ------------------------------------------------------------------------------------
 
@@ -601,15 +639,20 @@ class Model:
         err = _lib.tern_err()
         n = ctypes.c_size_t(0)
         cap = 4096
-        while True:
-            buf = ctypes.create_string_buffer(cap)
-            rc = self._lib.tern_chat_apply(self._handle(), tmpl, arr, len(messages), add_generation_prompt, think, buf,
-                                           cap, ctypes.byref(n), ctypes.byref(err))
-            if rc == 0:
-                return buf.raw[:n.value].decode("utf-8", "replace")
-            if rc != _lib.TERN_E_RANGE or n.value + 1 <= cap:
-                _raise(err)
-            cap = n.value + 1
+        use = _Use()
+        try:
+            h = self._enter(use)
+            while True:
+                buf = ctypes.create_string_buffer(cap)
+                rc = self._lib.tern_chat_apply(h, tmpl, arr, len(messages), add_generation_prompt, think, buf, cap,
+                                               ctypes.byref(n), ctypes.byref(err))
+                if rc == 0:
+                    return buf.raw[:n.value].decode("utf-8", "replace")
+                if rc != _lib.TERN_E_RANGE or n.value + 1 <= cap:
+                    _raise(err)
+                cap = n.value + 1
+        finally:
+            self._leave(use)
 
     def chat_tokens(self, messages, add_generation_prompt=True, thinking=None, template=None):
         """The prompt ids of messages (tern_chat_tokenize: control text parsed only in the
@@ -619,15 +662,20 @@ class Model:
         err = _lib.tern_err()
         n = ctypes.c_int(0)
         cap = 256
-        while True:
-            out = (ctypes.c_int32 * cap)()
-            rc = self._lib.tern_chat_tokenize(self._handle(), tmpl, arr, len(messages), add_generation_prompt, think,
-                                              True, out, cap, ctypes.byref(n), ctypes.byref(err))
-            if rc == 0:
-                return list(out[:n.value])
-            if rc != _lib.TERN_E_RANGE or n.value <= cap:
-                _raise(err)
-            cap = n.value
+        use = _Use()
+        try:
+            h = self._enter(use)
+            while True:
+                out = (ctypes.c_int32 * cap)()
+                rc = self._lib.tern_chat_tokenize(h, tmpl, arr, len(messages), add_generation_prompt, think, True, out,
+                                                  cap, ctypes.byref(n), ctypes.byref(err))
+                if rc == 0:
+                    return list(out[:n.value])
+                if rc != _lib.TERN_E_RANGE or n.value <= cap:
+                    _raise(err)
+                cap = n.value
+        finally:
+            self._leave(use)
 
     def chat(self, messages, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
              repeat_last_n=64, seed=None, stop=None, speculative=False, thinking=None, template=None, stream=False,
@@ -679,8 +727,10 @@ class Model:
                         % (what, c, c))
         V = self.n_vocab
         first = c // 2
-        s = _RawSession(self, c, min(512, c))
+        use = _Use()
         try:
+            self._enter(use)
+            s = use.s = _RawSession(self, c, min(512, c))
             buf = (ctypes.c_float * ((c - first) * V))()
             rows = memoryview(buf).cast("B").cast("f")
             nll, count = 0.0, 0
@@ -702,7 +752,21 @@ class Model:
                     count += 1
             return math.exp(nll / count)
         finally:
-            s._free()
+            if use.s is not None:
+                use.s._free()
+            self._leave(use)
+
+
+class _Use:
+    """One call running on a model's native handle (a generation, perplexity, tokenize, ...),
+    counted in Model._uses from Model._enter to Model._leave; s: the _RawSession it runs on, if
+    any. _uses is a WeakSet, so the count follows the live _Use objects: an exception (Ctrl-C)
+    landing between _enter and _leave cannot leave a call counted once its frame is gone."""
+
+    __slots__ = ("s", "__weakref__")
+
+    def __init__(self):
+        self.s = None
 
 
 class _Detok:
@@ -823,9 +887,21 @@ class _RawSession:
         self.no_logits = "reset()"
 
     def _free(self):
-        if self.h is not None:
-            self.m._lib.tern_session_free(self.h)
-            self.h = None
+        """Free the native session, under the model's lock and only while the model is open
+        (tern_session_free reads the model): close() frees pooled sessions first and refuses
+        while one is in use, so only a session the garbage collector finalises after its model
+        is left unfreed (leaked rather than freed against a freed model)."""
+        m = self.m
+        with m._idle_lock:
+            h, self.h = self.h, None
+            if h is not None and m._h is not None:
+                m._lib.tern_session_free(h)
+
+    def __del__(self):
+        try:
+            self._free()
+        except Exception:
+            pass
 
 
 class Session:

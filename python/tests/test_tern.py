@@ -609,7 +609,7 @@ def test_close_refused_while_a_generation_runs():
     next(it)
     with pytest.raises(tern.Error) as e:
         m.close()
-    assert e.value.name == "TERN_E_ARG" and "1 generation(s) of this model" in e.value.message, e.value.message
+    assert e.value.name == "TERN_E_ARG" and "1 call(s) on this model" in e.value.message, e.value.message
     it.close()
     started, done = threading.Event(), threading.Event()
 
@@ -645,6 +645,144 @@ def test_close_refused_while_a_generation_runs():
             next(it3)
             raise KeyError("from the block")
     it3.close()
+
+
+CLOSE_DURING_CALLS_SCRIPT = r"""
+import sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import tern
+calls = {
+    "perplexity": lambda m: m.perplexity("hello world " * 400, ctx=128),
+    "tokenize": lambda m: m.tokenize("hello world " * 40000),
+    "detokenize": lambda m: m.detokenize(list(range(3, 300)) * 100),
+    "apply_chat_template": lambda m: m.apply_chat_template([{"role": "user", "content": "hi " * 200000}]),
+    "chat_tokens": lambda m: m.chat_tokens([{"role": "user", "content": "hi " * 40000}]),
+    "token_piece": lambda m: [m.token_piece(t) for t in range(m.n_vocab)],
+    "is_eog": lambda m: [m.is_eog(t) for t in range(m.n_vocab)],
+}
+for name, f in calls.items():
+    m = tern.Model(sys.argv[2], threads=1)
+    want = f(m)
+    got, closed, refused = [], [], []
+    started = threading.Event()
+    def loop():
+        started.set()
+        try:
+            for _ in range({"perplexity": 1, "tokenize": 20, "detokenize": 20}.get(name, 300)):
+                got.append(f(m))
+        except tern.Error as e:
+            closed.append(e.message)
+    th = threading.Thread(target=loop)
+    th.start()
+    started.wait()
+    time.sleep(0.05)                                # into the first call (perplexity's lasts about a second)
+    while th.is_alive():
+        try:
+            m.close()
+            break
+        except tern.Error as e:
+            refused.append(e.message)
+            time.sleep(0.002)
+    th.join()
+    m.close()
+    try:
+        f(m)
+        after = "no error"
+    except tern.Error as e:
+        after = e.message
+    print(name, len(refused), all(g == want for g in got), closed, after, set(refused))
+"""
+
+
+@pytest.fixture(scope="module")
+def q35_path(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("q35") / "q35.gguf")
+    subprocess.run([tern_bin(), "synth", "--arch", "qwen35-tiny", "-o", path], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+def test_close_refused_while_any_call_runs(q35_path):
+    """Model.close() from another thread while perplexity, tokenize, detokenize, a chat template,
+    token_piece or is_eog runs on the model is refused (the call then ends with the result it gives
+    alone) instead of freeing the model under it; after the close each of those calls raises 'the
+    model is closed'. In a subprocess: freeing the model under a running call crashes it."""
+    r = subprocess.run([sys.executable, "-c", CLOSE_DURING_CALLS_SCRIPT, os.path.join(ROOT, "python"), q35_path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=dict(os.environ))
+    assert r.returncode == 0, (r.returncode, r.stdout.decode(), r.stderr.decode())
+    lines = r.stdout.decode().splitlines()
+    assert [ln.split()[0] for ln in lines] == ["perplexity", "tokenize", "detokenize", "apply_chat_template",
+                                               "chat_tokens", "token_piece", "is_eog"], lines
+    refusal = ("Model.close: 1 call(s) on this model (generate, stream, chat, perplexity, tokenize, ...) have not "
+               "ended; let them end, or close() an unfinished stream, first")
+    total = 0
+    for ln in lines:
+        name, n_refused, same, rest = ln.split(" ", 3)
+        assert same == "True", ln                       # every call that ran gave the result it gives alone
+        # the loop either ran to its end or stopped at a call made after the close
+        assert rest.startswith("[] ") or rest.startswith("['the model is closed'] "), ln
+        assert rest.endswith(" the model is closed {%r}" % refusal) or rest.endswith(" the model is closed set()"), ln
+        total += int(n_refused)
+        if name == "perplexity":                        # one call of about a second: the close lands inside it
+            assert int(n_refused) >= 1, ln
+    assert total >= 1
+
+
+INTERRUPT_TARGETS = ("_acquire_session", "_release_session", "_gen_tokens", "_enter", "_leave")
+
+
+def _interrupt_at(k):
+    """A sys.settrace tracer that raises KeyboardInterrupt at the k-th line event (0-based) met in
+    the package's functions named in INTERRUPT_TARGETS, as Ctrl-C can between any two lines; the
+    list it returns holds the name and line offset where it fired (empty: fewer than k+1 events)."""
+    fired, seen = [], [0]
+
+    def local(frame, event, arg):
+        if event == "line" and not fired:
+            if seen[0] == k:
+                fired.append((frame.f_code.co_name, frame.f_lineno - frame.f_code.co_firstlineno))
+                raise KeyboardInterrupt
+            seen[0] += 1
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_name in INTERRUPT_TARGETS and frame.f_code.co_filename == tern.__file__:
+            return local
+        return None
+    return tracer, fired
+
+
+def test_ctrl_c_at_any_line_leaves_the_model_closable(stories):
+    """A KeyboardInterrupt raised at each line of the session bookkeeping of a generation (acquire,
+    the generation loop, release, in turn) leaves no call counted and no native session alive:
+    close() then succeeds and frees every session of the model."""
+    import gc
+    want = stories.generate("Once upon a time", max_tokens=3, temperature=0)
+    k = 0
+    where = []
+    while True:
+        m = tern.Model(require(STORIES), threads=1)
+        tracer, fired = _interrupt_at(k)
+        got = None
+        sys.settrace(tracer)
+        try:
+            got = m.generate("Once upon a time", max_tokens=3, temperature=0)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.settrace(None)
+        if not fired:
+            assert got == want
+            m.close()
+            break
+        where.append(fired[0])
+        m.close()                                   # raises tern.Error if a call stayed counted
+        gc.collect()
+        live = [o for o in gc.get_objects() if isinstance(o, tern._RawSession) and o.m is m and o.h is not None]
+        assert not live, (fired, live)              # every native session of the model was freed
+        k += 1
+    names = {n for n, _ in where}
+    assert {"_acquire_session", "_release_session", "_gen_tokens", "_enter", "_leave"} <= names, where
+    assert len(where) > 20, where
 
 
 def test_sampling_bounds_are_value_errors(stories):
