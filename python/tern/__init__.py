@@ -275,7 +275,25 @@ def _chat_msgs(messages):
     return arr, keep
 
 
-class Model:
+class _NoCopy:
+    """Refuses copy.copy, copy.deepcopy and pickle: the object owns a native handle that exactly one
+    Python object frees, so a copy would free it under the other (or carry a dead pointer)."""
+
+    def _no_copy(self, what):
+        raise TypeError("cannot %s a tern.%s: it owns a native handle that only this object frees; %s"
+                        % (what, type(self).__name__.lstrip("_"), self._no_copy_hint))
+
+    def __copy__(self):
+        self._no_copy("copy")
+
+    def __deepcopy__(self, memo):
+        self._no_copy("deepcopy")
+
+    def __reduce_ex__(self, protocol):
+        self._no_copy("pickle")
+
+
+class Model(_NoCopy):
     """A loaded GGUF model (read-only, shared by its sessions).
 
     path: the .gguf file (str or os.PathLike). threads: worker threads including the caller
@@ -347,6 +365,8 @@ class Model:
         # guards _idle, the additions to _uses and _sessions, and _h's freeing. Reentrant: a
         # _RawSession's __del__ takes it and may run (garbage collection) in a thread that holds it
         self._idle_lock = threading.RLock()
+
+    _no_copy_hint = "share this object (threads may) or load the file again"
 
     # ---- lifetime --------------------------------------------------------------------------------
 
@@ -840,8 +860,10 @@ class _StopFilter:
             self.pieces.close()
 
 
-class _RawSession:
+class _RawSession(_NoCopy):
     """A tern_session without the public checks (used by Model and Session)."""
+
+    _no_copy_hint = "make another session"
 
     def __init__(self, model, ctx, batch):
         self.m = model
@@ -904,11 +926,13 @@ class _RawSession:
             pass
 
 
-class Session:
+class Session(_NoCopy):
     """One sequence over a model, evaluated incrementally: KV cache and state allocated at
     creation (ctx tokens: None = the model's ctx; batch: most tokens per forward pass, None =
     512). Not shared between threads: calls from two threads at once are serialised by a lock
     (use one Session per thread; sessions of one model run in parallel)."""
+
+    _no_copy_hint = "make another with model.session() and eval the same tokens"
 
     def __init__(self, model, ctx=None, batch=None):
         if not isinstance(model, Model):

@@ -785,6 +785,23 @@ def test_ctrl_c_at_any_line_leaves_the_model_closable(stories):
     assert len(where) > 20, where
 
 
+def test_handles_refuse_copy_and_pickle(stories):
+    """copy.copy, copy.deepcopy and pickle of a Model or Session raise TypeError naming the class and
+    what was refused: a copy would share the native handle, and freeing one frees it under the other."""
+    import copy
+    import pickle
+    s = stories.session(ctx=16)
+    for obj, cls in ((stories, "Model"), (s, "Session"), (s._s, "RawSession")):
+        for what, fn in (("copy", copy.copy), ("deepcopy", copy.deepcopy), ("pickle", pickle.dumps)):
+            with pytest.raises(TypeError) as e:
+                fn(obj)
+            assert str(e.value).startswith("cannot %s a tern.%s: it owns a native handle that only this object "
+                                           "frees; " % (what, cls)), str(e.value)
+    s.eval([1])
+    assert s.pos == 1 and stories.tokenize("Once upon a time") == [1, 403, 407, 261, 378]
+    s.close()
+
+
 def test_sampling_bounds_are_value_errors(stories):
     """A number past the C float range, or one that rounds to 0 as a float where 0 is refused, and
     speculation bounds outside tern_spec_init's are ValueErrors naming the parameter, raised before
