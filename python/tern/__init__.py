@@ -953,7 +953,9 @@ class Session(_NoCopy):
 
     @property
     def n_ctx(self):
-        return self._s.n_ctx
+        """The context in tokens (the most the sequence holds)."""
+        with self._lock:
+            return self._live().n_ctx
 
     @property
     def pos(self):

@@ -802,6 +802,20 @@ def test_handles_refuse_copy_and_pickle(stories):
     s.close()
 
 
+def test_closed_session_raises_the_same_error_everywhere(stories):
+    """After Session.close() every attribute and method that reads the session, n_ctx included,
+    raises tern.Error (TERN_E_ARG) 'the session is closed'."""
+    s = stories.session(ctx=16)
+    assert s.n_ctx == 16 and s.pos == 0
+    s.close()
+    for name, call in (("n_ctx", lambda: s.n_ctx), ("pos", lambda: s.pos), ("eval", lambda: s.eval([1])),
+                       ("logits", s.logits), ("truncate", lambda: s.truncate(0)), ("reset", s.reset)):
+        with pytest.raises(tern.Error) as e:
+            call()
+        assert (e.value.name, e.value.message) == ("TERN_E_ARG", "the session is closed"), name
+    s.close()                                         # a second close does nothing
+
+
 def test_sampling_bounds_are_value_errors(stories):
     """A number past the C float range, or one that rounds to 0 as a float where 0 is refused, and
     speculation bounds outside tern_spec_init's are ValueErrors naming the parameter, raised before
