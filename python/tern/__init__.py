@@ -48,7 +48,7 @@ def set_isa(name):
         raise TypeError("name must be None or a str, got %s" % type(name).__name__)
     lib = _lib_handle()
     err = _lib.tern_err()
-    if lib.tern_set_isa((name or "").encode(), ctypes.byref(err)) != 0:
+    if lib.tern_set_isa(_utf8("name", name or ""), ctypes.byref(err)) != 0:
         _raise(err)
 
 
@@ -122,10 +122,22 @@ def _f32(name, v, lo=None, hi=None):
     return f
 
 
+def _utf8(name, v):
+    """The str v as UTF-8. A lone surrogate ("\\udcff", which os.fsdecode and the surrogateescape
+    error handler make of bytes that are not UTF-8) has no UTF-8 form: ValueError naming the
+    argument and the index, never bytes the text did not hold."""
+    try:
+        return v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError("%s is not valid Unicode text: %s at index %d (a lone surrogate), expected text that UTF-8 "
+                         "can carry" % (name, ascii(v[e.start]), e.start)) from None
+
+
 def _text(name, v):
-    """str (encoded as UTF-8) or bytes (any bytes: the tokenizer takes them as they are)."""
+    """str (encoded as UTF-8; a lone surrogate is a ValueError, see _utf8) or bytes (any bytes: the
+    tokenizer takes them as they are)."""
     if isinstance(v, str):
-        return v.encode("utf-8", "surrogatepass")
+        return _utf8(name, v)
     if isinstance(v, (bytes, bytearray)):
         return bytes(v)
     raise TypeError("%s must be str or bytes, got %s" % (name, type(v).__name__))
@@ -149,6 +161,7 @@ def _stops(stop):
     if isinstance(stop, str):
         if not stop:
             raise ValueError("stop is empty: a stop string needs at least one character")
+        _utf8("stop", stop)
         stop = [stop]
     if not isinstance(stop, (list, tuple)):
         raise TypeError("stop must be a str or a list of str, got %s" % type(stop).__name__)
@@ -157,6 +170,7 @@ def _stops(stop):
             raise TypeError("stop[%d] must be a str, got %s" % (i, type(s).__name__))
         if not s:
             raise ValueError("stop[%d] is empty: a stop string needs at least one character" % i)
+        _utf8("stop[%d]" % i, s)   # matched against decoded text, which never holds a lone surrogate
     return list(stop)
 
 
@@ -261,13 +275,7 @@ def _chat_msgs(messages):
         for k in ("role", "content"):
             if not isinstance(msg.get(k), str):
                 raise TypeError("messages[%d][%r] must be a str, got %s" % (i, k, type(msg.get(k)).__name__))
-        for k in ("role", "content"):
-            try:
-                msg[k].encode("utf-8")
-            except UnicodeEncodeError as e:   # a lone surrogate: no UTF-8 form for the template
-                raise ValueError("messages[%d][%r] is not valid Unicode text: %s at index %d (a lone surrogate), "
-                                 "expected text that UTF-8 can carry" % (i, k, ascii(msg[k][e.start]), e.start)) from None
-        role, content = msg["role"].encode("utf-8"), msg["content"].encode("utf-8")
+        role, content = _utf8("messages[%d]['role']" % i, msg["role"]), _utf8("messages[%d]['content']" % i, msg["content"])
         if b"\0" in role or b"\0" in content:
             raise ValueError("messages[%d] holds a NUL character, which the template cannot carry" % i)
         keep += [role, content]
@@ -647,7 +655,7 @@ class Model(_NoCopy):
             raise TypeError("thinking must be None or a bool, got %s" % type(thinking).__name__)
         if not isinstance(add_generation_prompt, bool):
             raise TypeError("add_generation_prompt must be a bool, got %s" % type(add_generation_prompt).__name__)
-        return None if template is None else template.encode(), True if thinking is None else thinking
+        return None if template is None else _utf8("template", template), True if thinking is None else thinking
 
     def apply_chat_template(self, messages, add_generation_prompt=True, thinking=None, template=None):
         """The prompt text the model's chat template makes of messages ([{'role', 'content'}]).

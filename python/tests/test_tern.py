@@ -472,6 +472,30 @@ def test_bad_text_raises_value_error(stories):
                             "surrogate), expected text that UTF-8 can carry")
 
 
+def test_lone_surrogates_are_value_errors_everywhere(stories):
+    """Every str argument with a lone surrogate (no UTF-8 form) raises the ValueError chat raises,
+    naming the argument and the index, instead of reaching the model as the bytes ED B3 BF; the same
+    bytes passed as bytes are taken as they are."""
+    msg = "%s is not valid Unicode text: '\\udcff' at index 1 (a lone surrogate), expected text that UTF-8 can carry"
+    for name, call in (("text", lambda: stories.tokenize("a\udcffb")),
+                       ("prompt", lambda: stories.generate("a\udcffb", max_tokens=1)),
+                       ("prompt", lambda: stories.stream("a\udcffb", max_tokens=1)),
+                       ("text", lambda: stories.perplexity("a\udcffb" * 400, ctx=8)),
+                       ("stop", lambda: stories.generate("a", max_tokens=1, stop="a\udcffb")),
+                       ("stop[1]", lambda: stories.generate("a", max_tokens=1, stop=["x", "a\udcffb"])),
+                       ("template", lambda: stories.apply_chat_template([{"role": "user", "content": "hi"}],
+                                                                       template="a\udcffb")),
+                       ("messages[0]['content']", lambda: stories.chat([{"role": "user", "content": "a\udcffb"}])),
+                       ("name", lambda: tern.set_isa("a\udcffb"))):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == msg % name
+    # raw bytes go in as bytes: the three UTF-8 bytes of U+00E9 ("\xc3\xa9") as a str and as bytes
+    assert stories.tokenize(b"a\xc3\xa9b") == stories.tokenize("a\u00e9b")
+    ids = stories.tokenize(b"a\xedb", bos=False)     # a byte that is no UTF-8: llama2's byte token <0xED>
+    assert len(ids) == 3 and ids[1] == 3 + 0xED and stories.token_piece(ids[1]) == b"\xed"
+
+
 def test_empty_and_out_of_range_inputs(stories):
     """An empty conversation, an empty stop string passed alone and an id outside the vocabulary
     are refused with messages that say so (the server's 400 for "messages": [], token_piece's
