@@ -9,6 +9,7 @@ See docs/PYTHON.md for the API, its bounds, errors, threading and how libtern.so
 
 import array
 import ctypes
+import ctypes.util
 import math
 import os
 import threading
@@ -202,6 +203,20 @@ def _logit_bias(v):
         ids.append(k)
         bias.append(b)
     return ids, bias
+
+
+def _libm_expf():
+    """The C library's expf, which tools/perplexity.c calls (so perplexity's sums take its exact
+    values), else exp rounded to a float (within one float ulp of it)."""
+    try:
+        f = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").expf
+        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+        return f
+    except (OSError, AttributeError):
+        return lambda x: ctypes.c_float(math.exp(x)).value
+
+
+_expf = _libm_expf()
 
 
 def _int32_array(ids):
@@ -775,8 +790,15 @@ class Model(_NoCopy):
                     if not math.isfinite(mx) or any(not math.isfinite(x) for x in row):
                         _raise_bad_row("perplexity: the logits at chunk %d, position %d (token %d of the text)"
                                        % (ic + 1, j, ic * c + j), row)
-                    lse = math.log(math.fsum(math.exp(x - mx) for x in row))
-                    nll += -((row[ids[ic * c + j + 1]] - mx) - lse)
+                    # tools/perplexity.c's arithmetic, in its order: d = l - max as a float (the
+                    # double difference of two floats rounded once to float is the float
+                    # subtraction: 53 >= 2*24 + 2 bits), the C library's expf(d), summed in
+                    # double by index
+                    d = array.array("f", [x - mx for x in row])
+                    sm = 0.0
+                    for e in map(_expf, d):
+                        sm += e
+                    nll += -(d[ids[ic * c + j + 1]] - math.log(sm))
                     count += 1
             return math.exp(nll / count)
         finally:

@@ -29,6 +29,14 @@ def cli(*args):
     return r.stdout.decode("utf-8")
 
 
+@pytest.fixture(scope="module")
+def q35_path(tmp_path_factory):
+    """A synthetic qwen35-tiny model (tern synth: random ternary weights, perplexities near 1e6)."""
+    path = str(tmp_path_factory.mktemp("q35") / "q35.gguf")
+    subprocess.run([tern_bin(), "synth", "--arch", "qwen35-tiny", "-o", path], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
 # ---- generation equals the CLI ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("prompt", PROMPTS)
@@ -205,13 +213,24 @@ def test_chat_generates_after_template(qwen3):
 
 # ---- perplexity -----------------------------------------------------------------------------------
 
-def test_perplexity_equals_cli(stories):
+def test_perplexity_equals_cli(stories, q35_path):
+    """perplexity() prints as `tern perplexity`'s PPL line to every digit: the same float
+    subtraction, expf and summation order. The synthetic qwen35 model's perplexities near 1e6
+    show the last digits, which a sum in another order or precision changes."""
     path = require("data/tinystories-sample/tinystories_sample.txt")
+    text = open(path, encoding="utf-8").read()
     out = cli("perplexity", "-m", require(STORIES), "-f", path, "-c", "256", "-t", "1", "--chunks", "3")
-    want = float(re.search(r"^PPL = ([0-9.]+)", out, re.M).group(1))
-    got = stories.perplexity(open(path, encoding="utf-8").read(), ctx=256, chunks=3)
-    assert abs(got - want) <= 1e-5 * want + 1e-6      # the CLI prints 6 decimals; the sums differ in float order only
+    want = re.search(r"^PPL = ([0-9.]+)", out, re.M).group(1)
+    got = stories.perplexity(text, ctx=256, chunks=3)
+    assert "%.6f" % got == want
     assert 1.0 < got < 20.0
+    m = tern.Model(q35_path, threads=1)
+    for ctx, chunks in ((128, 8), (64, 20)):
+        out = cli("perplexity", "-m", q35_path, "-f", path, "-c", str(ctx), "-t", "1", "--chunks", str(chunks))
+        want = re.search(r"^PPL = ([0-9.]+)", out, re.M).group(1)
+        got = m.perplexity(text, ctx=ctx, chunks=chunks)
+        assert "%.6f" % got == want and got > 1e5, (ctx, want, got)
+    m.close()
 
 
 # ---- sessions and threads -------------------------------------------------------------------------
@@ -716,13 +735,6 @@ for name, f in calls.items():
         after = e.message
     print(name, len(refused), all(g == want for g in got), closed, after, set(refused))
 """
-
-
-@pytest.fixture(scope="module")
-def q35_path(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("q35") / "q35.gguf")
-    subprocess.run([tern_bin(), "synth", "--arch", "qwen35-tiny", "-o", path], check=True, stdout=subprocess.DEVNULL)
-    return path
 
 
 def test_close_refused_while_any_call_runs(q35_path):
