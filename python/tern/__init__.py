@@ -13,6 +13,7 @@ import ctypes.util
 import math
 import os
 import threading
+import warnings
 import weakref
 
 from . import _lib
@@ -66,6 +67,22 @@ class Error(Exception):
 
 def _raise(err):
     raise Error(err.code, err.msg.decode("utf-8", "replace"))
+
+
+def _raise_chat(err):
+    """_raise for the chat template calls: the library's unknown-template message names the CLI's
+    flag; here the choice is the template parameter."""
+    msg = err.msg.decode("utf-8", "replace").replace("choose one with --chat-template chatml|qwen3|qwen35",
+                                                     "choose one with template='chatml', 'qwen3' or 'qwen35'")
+    raise Error(err.code, msg)
+
+
+def _warn_ctx(ctx, n_ctx_train, what="text past position %d may degrade"):
+    """The CLI's warning for a context longer than the model's trained one (tools/model_opts.c),
+    naming the ctx parameter."""
+    if n_ctx_train > 0 and ctx > n_ctx_train:
+        warnings.warn("ctx %d is longer than the model's trained context (%d tokens); %s"
+                      % (ctx, n_ctx_train, what % n_ctx_train), stacklevel=3)
 
 
 def _raise_bad_logits(lib, gen):
@@ -233,9 +250,9 @@ class _Sampling:
         p = _lib.tern_sampler_params()
         lib = _lib_handle()
         lib.tern_sampler_params_default(ctypes.byref(p))
-        p.temp = _f32("temperature", temperature, 0.0, None)
+        p.temp = _f32("temperature", temperature, 0.0, 100.0)      # the CLI's --temp range
         p.top_k = _int("top_k", top_k, -2**31, 2**31 - 1)
-        p.top_p = _f32("top_p", top_p, 0.0, None)
+        p.top_p = _f32("top_p", top_p, 0.0, 1.0)                   # the CLI's --top-p range
         p.min_p = _f32("min_p", min_p, 0.0, 1.0)
         p.repeat_penalty = _f32("repeat_penalty", repeat_penalty, None, None)
         if p.repeat_penalty <= 0:
@@ -381,6 +398,8 @@ class Model(_NoCopy):
         self.has_chat_template = info.has_chat_template
         if ctx is None:
             ctx = 4096 if self.n_ctx_train <= 0 else min(4096, self.n_ctx_train)
+        else:
+            _warn_ctx(ctx, self.n_ctx_train)
         self.ctx = ctx
         self._idle = []                      # pooled _RawSessions of generate/stream/chat, not in use
         self._uses = weakref.WeakSet()       # a _Use per call now running on _h (close() refuses while any)
@@ -692,7 +711,7 @@ class Model(_NoCopy):
                 if rc == 0:
                     return buf.raw[:n.value].decode("utf-8", "replace")
                 if rc != _lib.TERN_E_RANGE or n.value + 1 <= cap:
-                    _raise(err)
+                    _raise_chat(err)
                 cap = n.value + 1
         finally:
             self._leave(use)
@@ -715,7 +734,7 @@ class Model(_NoCopy):
                 if rc == 0:
                     return list(out[:n.value])
                 if rc != _lib.TERN_E_RANGE or n.value <= cap:
-                    _raise(err)
+                    _raise_chat(err)
                 cap = n.value
         finally:
             self._leave(use)
@@ -754,6 +773,7 @@ class Model(_NoCopy):
         b = _text("text", text)
         c = _int("ctx", ctx, 4, 1 << 24)
         chunks = _int("chunks", chunks, 1, None, none_ok=True)
+        _warn_ctx(c, self.n_ctx_train, "predictions past position %d of each chunk may degrade")
         if b.endswith(b"\n"):
             b = b[:-1]
         ids = self._tokenize(b, False, self.add_bos)
@@ -969,6 +989,8 @@ class Session(_NoCopy):
             raise TypeError("model must be a tern.Model, got %s" % type(model).__name__)
         ctx = _int("ctx", ctx, 1, 1 << 24, none_ok=True)
         batch = _int("batch", batch, 1, 1 << 16, none_ok=True)
+        if ctx is not None:
+            _warn_ctx(ctx, model.n_ctx_train)
         self.model = model
         self._lock = threading.Lock()
         self._s = None

@@ -852,12 +852,53 @@ def test_closed_session_raises_the_same_error_everywhere(stories):
     s.close()                                         # a second close does nothing
 
 
+def test_cli_messages_and_warnings(stories, tmp_path):
+    """As the CLI: a ctx longer than the model's trained context (stories260K: 2048) warns with
+    tools/model_opts.c's text (perplexity: tools/perplexity.c's), naming the ctx parameter; an
+    unknown chat template's error names the template parameter, not the CLI's flag."""
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m = tern.Model(require(STORIES), threads=1, ctx=4096)
+        s = m.session(ctx=3000)
+        tern.Model(require(STORIES), threads=1, ctx=2048).close()        # the trained length: no warning
+        m.session(ctx=2048).close()
+    assert [str(x.message) for x in w] == [
+        "ctx 4096 is longer than the model's trained context (2048 tokens); text past position 2048 may degrade",
+        "ctx 3000 is longer than the model's trained context (2048 tokens); text past position 2048 may degrade"]
+    assert w[0].filename == __file__
+    s.close()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(tern.Error):
+            m.perplexity("Once upon a time", ctx=4096)
+    assert [str(x.message) for x in w] == ["ctx 4096 is longer than the model's trained context (2048 tokens); "
+                                           "predictions past position 2048 of each chunk may degrade"]
+    m.close()
+    tmpl = tmp_path / "t.jinja"
+    tmpl.write_text("hello {{ messages }} unknown")
+    path = str(tmp_path / "t.gguf")
+    subprocess.run([tern_bin(), "synth", "--arch", "qwen3-tiny", "--chat-template", str(tmpl), "-o", path], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    m = tern.Model(path, threads=1)
+    for call in (m.apply_chat_template, m.chat_tokens):
+        with pytest.raises(tern.Error) as e:
+            call([{"role": "user", "content": "hi"}])
+        assert e.value.name == "TERN_E_UNSUPPORTED" and e.value.message.endswith(
+            "expected the ChatML, Qwen3 or Qwen3.5 family; choose one with template='chatml', 'qwen3' or 'qwen35'")
+    assert m.chat_tokens([{"role": "user", "content": "hi"}], template="chatml") == m.tokenize(
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", special=True)
+    m.close()
+
+
 def test_sampling_bounds_are_value_errors(stories):
     """A number past the C float range, or one that rounds to 0 as a float where 0 is refused, and
     speculation bounds outside tern_spec_init's are ValueErrors naming the parameter, raised before
     anything reaches the library."""
-    for kw, text in ((dict(temperature=1e300), "temperature must be within the float range"),
-                     (dict(top_p=1e39), "top_p must be within the float range"),
+    for kw, text in ((dict(temperature=1e300), "temperature must be a finite number in 0.0..100.0, got 1e+300"),
+                     (dict(top_p=1e39), "top_p must be a finite number in 0.0..1.0, got 1e+39"),
+                     (dict(temperature=100.5), "temperature must be a finite number in 0.0..100.0, got 100.5"),
+                     (dict(top_p=5), "top_p must be a finite number in 0.0..1.0, got 5.0"),
                      (dict(repeat_penalty=1e-300), "repeat_penalty must be > 0 as a C float (it rounds to 0)"),
                      (dict(speculative={"draft_max": 0}), "speculative['draft_max'] must be in 1..14, got 0"),
                      (dict(speculative={"draft_max": 15}), "speculative['draft_max'] must be in 1..14, got 15"),
