@@ -336,7 +336,7 @@ class _NoCopy:
 class Model(_NoCopy):
     """A loaded GGUF model (read-only, shared by its sessions).
 
-    path: the .gguf file (str or os.PathLike). threads: worker threads including the caller
+    path: the .gguf file (str, bytes or os.PathLike). threads: worker threads including the caller
     (None: all online cores; 1..1024). numerics: None or "fast", "ggml", "f32" (see tern.h).
     ctx: the context of the sessions generate/stream/chat use (None: 4096, or the model's trained
     context when that is shorter, as `tern run`; 1..2**24). mmap: map the file instead of reading
@@ -346,7 +346,7 @@ class Model(_NoCopy):
 
     def __init__(self, path, threads=None, numerics=None, ctx=None, mmap=False, mem_available=None, ptq1_0=None):
         if not isinstance(path, (str, bytes, os.PathLike)):
-            raise TypeError("path must be a str or os.PathLike, got %s" % type(path).__name__)
+            raise TypeError("path must be a str, bytes or os.PathLike, got %s" % type(path).__name__)
         path = os.fsencode(path)
         if b"\0" in path:   # the C call would stop at it and open another file's name
             raise ValueError("path holds a NUL character at byte %d, which no file name can carry" % path.index(b"\0"))
@@ -746,7 +746,9 @@ class Model(_NoCopy):
         'content': str}]) rendered with the model's chat template (see apply_chat_template) and
         generated as stream() does, ending at the template's end-of-turn token. Returns the text,
         or with stream=True an iterator of its pieces. The reply includes any <think> block the
-        model writes."""
+        model writes. Takes generate's sampling parameters (max_tokens .. speculative, logit_bias)
+        but not special (message contents are never parsed as control text) nor ignore_eos (the
+        reply ends at the end of the turn)."""
         if not isinstance(stream, bool):
             raise TypeError("stream must be a bool, got %s" % type(stream).__name__)
         if isinstance(messages, (list, tuple)) and not messages:   # as the server's 400 for "messages": []

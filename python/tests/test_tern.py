@@ -449,8 +449,10 @@ def test_nonfinite_logits_raise_error(stories, tmp_path):
 
 
 def test_bad_types_raise_type_error(stories):
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as e:
         tern.Model(123)
+    assert str(e.value) == "path must be a str, bytes or os.PathLike, got int"
+    assert tern.Model(os.fsencode(require(STORIES)), threads=1).n_vocab == 512    # bytes paths load
     with pytest.raises(TypeError):
         tern.Model(require(STORIES), threads="2")
     with pytest.raises(TypeError):
@@ -577,6 +579,15 @@ def test_pip_install_offline(tmp_path):
     assert r.returncode == 0, r.stderr.decode()
     f, ids = r.stdout.decode().split(" ", 1)
     assert f.startswith(str(target)) and ids.strip() == "[1, 403, 407, 261, 378]"
+    # without TERN_LIB the installed copy, outside any checkout, lists no checkout path among those tried
+    env = {k: v for k, v in os.environ.items() if k != "TERN_LIB"}
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import tern; "
+                        "print(tern.library_path())", str(target)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, cwd=str(tmp_path))
+    if r.returncode == 0:                             # an installed libtern.so (make install) was found
+        assert not r.stdout.decode().startswith(str(tmp_path)), r.stdout.decode()
+    else:
+        assert b"tern: cannot load libtern.so; tried " in r.stderr and b"checkout:" not in r.stderr, r.stderr.decode()
 
 
 def test_isa_and_load_options():
