@@ -9,9 +9,11 @@ See docs/PYTHON.md for the API, its bounds, errors, threading and how libtern.so
 
 import array
 import ctypes
+import ctypes.util
 import math
 import os
 import threading
+import warnings
 import weakref
 
 from . import _lib
@@ -48,7 +50,7 @@ def set_isa(name):
         raise TypeError("name must be None or a str, got %s" % type(name).__name__)
     lib = _lib_handle()
     err = _lib.tern_err()
-    if lib.tern_set_isa((name or "").encode(), ctypes.byref(err)) != 0:
+    if lib.tern_set_isa(_utf8("name", name or ""), ctypes.byref(err)) != 0:
         _raise(err)
 
 
@@ -65,6 +67,22 @@ class Error(Exception):
 
 def _raise(err):
     raise Error(err.code, err.msg.decode("utf-8", "replace"))
+
+
+def _raise_chat(err):
+    """_raise for the chat template calls: the library's unknown-template message names the CLI's
+    flag; here the choice is the template parameter."""
+    msg = err.msg.decode("utf-8", "replace").replace("choose one with --chat-template chatml|qwen3|qwen35",
+                                                     "choose one with template='chatml', 'qwen3' or 'qwen35'")
+    raise Error(err.code, msg)
+
+
+def _warn_ctx(ctx, n_ctx_train, what="text past position %d may degrade"):
+    """The CLI's warning for a context longer than the model's trained one (tools/model_opts.c),
+    naming the ctx parameter."""
+    if n_ctx_train > 0 and ctx > n_ctx_train:
+        warnings.warn("ctx %d is longer than the model's trained context (%d tokens); %s"
+                      % (ctx, n_ctx_train, what % n_ctx_train), stacklevel=3)
 
 
 def _raise_bad_logits(lib, gen):
@@ -122,10 +140,22 @@ def _f32(name, v, lo=None, hi=None):
     return f
 
 
+def _utf8(name, v):
+    """The str v as UTF-8. A lone surrogate ("\\udcff", which os.fsdecode and the surrogateescape
+    error handler make of bytes that are not UTF-8) has no UTF-8 form: ValueError naming the
+    argument and the index, never bytes the text did not hold."""
+    try:
+        return v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError("%s is not valid Unicode text: %s at index %d (a lone surrogate), expected text that UTF-8 "
+                         "can carry" % (name, ascii(v[e.start]), e.start)) from None
+
+
 def _text(name, v):
-    """str (encoded as UTF-8) or bytes (any bytes: the tokenizer takes them as they are)."""
+    """str (encoded as UTF-8; a lone surrogate is a ValueError, see _utf8) or bytes (any bytes: the
+    tokenizer takes them as they are)."""
     if isinstance(v, str):
-        return v.encode("utf-8", "surrogatepass")
+        return _utf8(name, v)
     if isinstance(v, (bytes, bytearray)):
         return bytes(v)
     raise TypeError("%s must be str or bytes, got %s" % (name, type(v).__name__))
@@ -149,6 +179,7 @@ def _stops(stop):
     if isinstance(stop, str):
         if not stop:
             raise ValueError("stop is empty: a stop string needs at least one character")
+        _utf8("stop", stop)
         stop = [stop]
     if not isinstance(stop, (list, tuple)):
         raise TypeError("stop must be a str or a list of str, got %s" % type(stop).__name__)
@@ -157,6 +188,7 @@ def _stops(stop):
             raise TypeError("stop[%d] must be a str, got %s" % (i, type(s).__name__))
         if not s:
             raise ValueError("stop[%d] is empty: a stop string needs at least one character" % i)
+        _utf8("stop[%d]" % i, s)   # matched against decoded text, which never holds a lone surrogate
     return list(stop)
 
 
@@ -190,6 +222,20 @@ def _logit_bias(v):
     return ids, bias
 
 
+def _libm_expf():
+    """The C library's expf, which tools/perplexity.c calls (so perplexity's sums take its exact
+    values), else exp rounded to a float (within one float ulp of it)."""
+    try:
+        f = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6").expf
+        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+        return f
+    except (OSError, AttributeError):
+        return lambda x: ctypes.c_float(math.exp(x)).value
+
+
+_expf = _libm_expf()
+
+
 def _int32_array(ids):
     return (ctypes.c_int32 * max(1, len(ids)))(*ids)
 
@@ -204,9 +250,9 @@ class _Sampling:
         p = _lib.tern_sampler_params()
         lib = _lib_handle()
         lib.tern_sampler_params_default(ctypes.byref(p))
-        p.temp = _f32("temperature", temperature, 0.0, None)
+        p.temp = _f32("temperature", temperature, 0.0, 100.0)      # the CLI's --temp range
         p.top_k = _int("top_k", top_k, -2**31, 2**31 - 1)
-        p.top_p = _f32("top_p", top_p, 0.0, None)
+        p.top_p = _f32("top_p", top_p, 0.0, 1.0)                   # the CLI's --top-p range
         p.min_p = _f32("min_p", min_p, 0.0, 1.0)
         p.repeat_penalty = _f32("repeat_penalty", repeat_penalty, None, None)
         if p.repeat_penalty <= 0:
@@ -261,13 +307,7 @@ def _chat_msgs(messages):
         for k in ("role", "content"):
             if not isinstance(msg.get(k), str):
                 raise TypeError("messages[%d][%r] must be a str, got %s" % (i, k, type(msg.get(k)).__name__))
-        for k in ("role", "content"):
-            try:
-                msg[k].encode("utf-8")
-            except UnicodeEncodeError as e:   # a lone surrogate: no UTF-8 form for the template
-                raise ValueError("messages[%d][%r] is not valid Unicode text: %s at index %d (a lone surrogate), "
-                                 "expected text that UTF-8 can carry" % (i, k, ascii(msg[k][e.start]), e.start)) from None
-        role, content = msg["role"].encode("utf-8"), msg["content"].encode("utf-8")
+        role, content = _utf8("messages[%d]['role']" % i, msg["role"]), _utf8("messages[%d]['content']" % i, msg["content"])
         if b"\0" in role or b"\0" in content:
             raise ValueError("messages[%d] holds a NUL character, which the template cannot carry" % i)
         keep += [role, content]
@@ -275,10 +315,28 @@ def _chat_msgs(messages):
     return arr, keep
 
 
-class Model:
+class _NoCopy:
+    """Refuses copy.copy, copy.deepcopy and pickle: the object owns a native handle that exactly one
+    Python object frees, so a copy would free it under the other (or carry a dead pointer)."""
+
+    def _no_copy(self, what):
+        raise TypeError("cannot %s a tern.%s: it owns a native handle that only this object frees; %s"
+                        % (what, type(self).__name__.lstrip("_"), self._no_copy_hint))
+
+    def __copy__(self):
+        self._no_copy("copy")
+
+    def __deepcopy__(self, memo):
+        self._no_copy("deepcopy")
+
+    def __reduce_ex__(self, protocol):
+        self._no_copy("pickle")
+
+
+class Model(_NoCopy):
     """A loaded GGUF model (read-only, shared by its sessions).
 
-    path: the .gguf file (str or os.PathLike). threads: worker threads including the caller
+    path: the .gguf file (str, bytes or os.PathLike). threads: worker threads including the caller
     (None: all online cores; 1..1024). numerics: None or "fast", "ggml", "f32" (see tern.h).
     ctx: the context of the sessions generate/stream/chat use (None: 4096, or the model's trained
     context when that is shorter, as `tern run`; 1..2**24). mmap: map the file instead of reading
@@ -288,7 +346,7 @@ class Model:
 
     def __init__(self, path, threads=None, numerics=None, ctx=None, mmap=False, mem_available=None, ptq1_0=None):
         if not isinstance(path, (str, bytes, os.PathLike)):
-            raise TypeError("path must be a str or os.PathLike, got %s" % type(path).__name__)
+            raise TypeError("path must be a str, bytes or os.PathLike, got %s" % type(path).__name__)
         path = os.fsencode(path)
         if b"\0" in path:   # the C call would stop at it and open another file's name
             raise ValueError("path holds a NUL character at byte %d, which no file name can carry" % path.index(b"\0"))
@@ -340,32 +398,41 @@ class Model:
         self.has_chat_template = info.has_chat_template
         if ctx is None:
             ctx = 4096 if self.n_ctx_train <= 0 else min(4096, self.n_ctx_train)
+        else:
+            _warn_ctx(ctx, self.n_ctx_train)
         self.ctx = ctx
-        self._idle = []                      # sessions of generate/stream/chat not in use
-        self._busy = 0                       # sessions of generate/stream/chat in use (close() refuses)
-        self._idle_lock = threading.Lock()   # guards _idle, _busy, _sessions' additions and _h's closing
+        self._idle = []                      # pooled _RawSessions of generate/stream/chat, not in use
+        self._uses = weakref.WeakSet()       # a _Use per call now running on _h (close() refuses while any)
         self._sessions = weakref.WeakSet()   # live Session objects (close() refuses while any exist)
+        # guards _idle, the additions to _uses and _sessions, and _h's freeing. Reentrant: a
+        # _RawSession's __del__ takes it and may run (garbage collection) in a thread that holds it
+        self._idle_lock = threading.RLock()
+
+    _no_copy_hint = "share this object (threads may) or load the file again"
 
     # ---- lifetime --------------------------------------------------------------------------------
 
     def close(self):
-        """Free the model. Raises Error (TERN_E_ARG) while a Session of it is open, or while a
-        generation on it (generate, stream or chat, in any thread) has not ended: a stream
-        iterator not read to its end holds the model until it is closed (its close()) or freed."""
+        """Free the model. Raises Error (TERN_E_ARG) while a Session of it is open, or while a call
+        on it (generate, stream, chat, perplexity, tokenize, detokenize, token_piece, is_eog,
+        apply_chat_template, chat_tokens, in any thread) has not ended: a stream iterator not
+        read to its end holds the model until it is closed (its close()) or freed. Every call
+        after close() raises Error (TERN_E_ARG) "the model is closed"."""
         with self._idle_lock:
             if self._h is None:
                 return
             if len(self._sessions):
                 raise Error(_lib.TERN_E_ARG, "Model.close: %d Session(s) of this model are still open; close them first"
                             % len(self._sessions))
-            if self._busy:
-                raise Error(_lib.TERN_E_ARG, "Model.close: %d generation(s) of this model (generate, stream or chat) have "
-                            "not ended; let them end, or close() an unfinished stream, first" % self._busy)
-            idle, h = self._idle, self._h
-            self._idle, self._h = [], None
-        for s in idle:
-            s._free()
-        self._lib.tern_model_free(h)
+            n = len(self._uses)
+            if n:
+                raise Error(_lib.TERN_E_ARG, "Model.close: %d call(s) on this model (generate, stream, chat, perplexity, "
+                            "tokenize, ...) have not ended; let them end, or close() an unfinished stream, first" % n)
+            for s in self._idle:
+                s._free()                    # while _h is set: _RawSession._free frees only then
+            self._idle = []
+            h, self._h = self._h, None
+            self._lib.tern_model_free(h)
 
     def __enter__(self):
         return self
@@ -381,7 +448,7 @@ class Model:
 
     def __del__(self):
         try:
-            if self._h is not None and not len(self._sessions) and not self._busy:
+            if self._h is not None and not len(self._sessions) and not len(self._uses):
                 self.close()
         except Exception:
             pass
@@ -390,6 +457,18 @@ class Model:
         if self._h is None:
             raise Error(_lib.TERN_E_ARG, "the model is closed")
         return self._h
+
+    def _enter(self, use):
+        """Count use (a _Use) as a call running on the model, so close() refuses until _leave(use),
+        and return the native handle. Raises Error "the model is closed" after close(). Callers:
+        `use = _Use()`, then `try: h = self._enter(use) ... finally: self._leave(use)`."""
+        with self._idle_lock:
+            h = self._handle()
+            self._uses.add(use)
+        return h
+
+    def _leave(self, use):
+        self._uses.discard(use)
 
     # ---- tokens ----------------------------------------------------------------------------------
 
@@ -405,30 +484,39 @@ class Model:
         return self._tokenize(b, special, self.add_bos if bos is None else bos)
 
     def _tokenize(self, b, special, bos):
-        h = self._handle()
-        n = ctypes.c_int(0)
-        err = _lib.tern_err()
-        cap = len(b) + 2
-        while True:
-            out = (ctypes.c_int32 * cap)()
-            rc = self._lib.tern_tokenize(h, b, len(b), bos, special, out, cap, ctypes.byref(n), ctypes.byref(err))
-            if rc == 0:
-                return list(out[:n.value])
-            if rc != _lib.TERN_E_RANGE or n.value <= cap:
-                _raise(err)
-            cap = n.value
+        use = _Use()
+        try:
+            h = self._enter(use)
+            n = ctypes.c_int(0)
+            err = _lib.tern_err()
+            cap = len(b) + 2
+            while True:
+                out = (ctypes.c_int32 * cap)()
+                rc = self._lib.tern_tokenize(h, b, len(b), bos, special, out, cap, ctypes.byref(n), ctypes.byref(err))
+                if rc == 0:
+                    return list(out[:n.value])
+                if rc != _lib.TERN_E_RANGE or n.value <= cap:
+                    _raise(err)
+                cap = n.value
+        finally:
+            self._leave(use)
 
     def token_piece(self, id, special=True):
         """The bytes of one token (special: control tokens give their text)."""
         _int("id", id)
         if not 0 <= id < self.n_vocab:
             raise Error(_lib.TERN_E_RANGE, "token_piece: id %d: expected 0..%d" % (id, self.n_vocab - 1))
-        buf = ctypes.create_string_buffer(256)
-        n = self._lib.tern_token_piece(self._handle(), id, special, buf, 256)
-        if n > 256:
-            buf = ctypes.create_string_buffer(n)
-            n = self._lib.tern_token_piece(self._handle(), id, special, buf, n)
-        return buf.raw[:n]
+        use = _Use()
+        try:
+            h = self._enter(use)
+            buf = ctypes.create_string_buffer(256)
+            n = self._lib.tern_token_piece(h, id, special, buf, 256)
+            if n > 256:
+                buf = ctypes.create_string_buffer(n)
+                n = self._lib.tern_token_piece(h, id, special, buf, n)
+            return buf.raw[:n]
+        finally:
+            self._leave(use)
 
     def is_eog(self, id):
         """Whether id ends a generation (EOS, <|im_end|>, ...). An id outside 0..n_vocab-1 raises
@@ -436,7 +524,11 @@ class Model:
         _int("id", id)
         if not 0 <= id < self.n_vocab:
             raise Error(_lib.TERN_E_RANGE, "is_eog: id %d: expected 0..%d" % (id, self.n_vocab - 1))
-        return bool(self._lib.tern_token_is_eog(self._handle(), id))
+        use = _Use()
+        try:
+            return bool(self._lib.tern_token_is_eog(self._enter(use), id))
+        finally:
+            self._leave(use)
 
     def detokenize(self, ids, special=False):
         """The text of ids: control tokens give no text (special=True: their text, as `tern tokenize
@@ -446,35 +538,41 @@ class Model:
         ids = _ids("ids", ids)
         if not isinstance(special, bool):
             raise TypeError("special must be a bool, got %s" % type(special).__name__)
-        d = _Detok(self, special)
-        return "".join(d.put(t, i) for i, t in enumerate(ids)) + d.flush()
+        use = _Use()
+        try:
+            self._enter(use)
+            d = _Detok(self, special)
+            return "".join(d.put(t, i) for i, t in enumerate(ids)) + d.flush()
+        finally:
+            self._leave(use)
 
     # ---- generation ------------------------------------------------------------------------------
 
-    def _acquire_session(self):
-        """A session for one generation; counted in _busy (close() refuses) until released."""
+    def _acquire_session(self, use):
+        """Count use as a running call (see _enter) and give it, as use.s, a reset session of the
+        pool (a new one when all are in use); returns use.s. _release_session(use) undoes it."""
         with self._idle_lock:
-            self._handle()                   # raises once the model is closed
-            self._busy += 1
-            s = self._idle.pop() if self._idle else None
-        try:
-            if s is None:
-                s = _RawSession(self, self.ctx, None)
-            s.reset()
-        except BaseException:
-            with self._idle_lock:
-                self._busy -= 1
-            raise
-        return s
+            self._enter(use)
+            if self._idle:
+                use.s = self._idle.pop()
+        if use.s is None:
+            use.s = _RawSession(self, self.ctx, None)
+        use.s.reset()
+        return use.s
 
-    def _release_session(self, s):
+    def _release_session(self, use):
+        """Return use.s (reset) to the pool and stop counting use. Safe to call after any part of
+        _acquire_session ran, and robust to an exception (Ctrl-C) at any point of either: a session
+        that misses the pool is freed by its __del__, and use leaves _uses (a WeakSet) once the
+        caller's frame lets go of it, so close() is never refused for good."""
+        s, use.s = use.s, None
         try:
-            s.reset()
-            with self._idle_lock:
-                self._idle.append(s)
+            if s is not None:
+                s.reset()
+                with self._idle_lock:
+                    self._idle.append(s)
         finally:
-            with self._idle_lock:
-                self._busy -= 1
+            self._leave(use)
 
     def generate(self, prompt, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05,
                  repeat_penalty=1.0, repeat_last_n=64, seed=None, stop=None, speculative=False, special=False,
@@ -525,13 +623,15 @@ class Model:
 
     def _gen_tokens(self, ids, smp):
         """Yield the text of each generated token (tern_gen, the loop of tern run, token by token)."""
-        s = self._acquire_session()          # first: the model stays open until the release
-        lib, h = self._lib, self._h
+        lib = self._lib
         sampler = ctypes.c_void_p()
         spec = ctypes.c_void_p()
         gen = ctypes.c_void_p()
         err = _lib.tern_err()
+        use = _Use()
         try:
+            s = self._acquire_session(use)   # first: the model stays open until the release
+            h = self._h
             p = smp.params
             if smp.repeat_last_n < 0:                    # llama.cpp's -1: the whole context
                 p.repeat_last_n = s.n_ctx
@@ -578,7 +678,7 @@ class Model:
             lib.tern_gen_free(gen)
             lib.tern_spec_free(spec)
             lib.tern_sampler_free(sampler)
-            self._release_session(s)
+            self._release_session(use)
 
     # ---- chat ------------------------------------------------------------------------------------
 
@@ -589,7 +689,7 @@ class Model:
             raise TypeError("thinking must be None or a bool, got %s" % type(thinking).__name__)
         if not isinstance(add_generation_prompt, bool):
             raise TypeError("add_generation_prompt must be a bool, got %s" % type(add_generation_prompt).__name__)
-        return None if template is None else template.encode(), True if thinking is None else thinking
+        return None if template is None else _utf8("template", template), True if thinking is None else thinking
 
     def apply_chat_template(self, messages, add_generation_prompt=True, thinking=None, template=None):
         """The prompt text the model's chat template makes of messages ([{'role', 'content'}]).
@@ -601,15 +701,20 @@ class Model:
         err = _lib.tern_err()
         n = ctypes.c_size_t(0)
         cap = 4096
-        while True:
-            buf = ctypes.create_string_buffer(cap)
-            rc = self._lib.tern_chat_apply(self._handle(), tmpl, arr, len(messages), add_generation_prompt, think, buf,
-                                           cap, ctypes.byref(n), ctypes.byref(err))
-            if rc == 0:
-                return buf.raw[:n.value].decode("utf-8", "replace")
-            if rc != _lib.TERN_E_RANGE or n.value + 1 <= cap:
-                _raise(err)
-            cap = n.value + 1
+        use = _Use()
+        try:
+            h = self._enter(use)
+            while True:
+                buf = ctypes.create_string_buffer(cap)
+                rc = self._lib.tern_chat_apply(h, tmpl, arr, len(messages), add_generation_prompt, think, buf, cap,
+                                               ctypes.byref(n), ctypes.byref(err))
+                if rc == 0:
+                    return buf.raw[:n.value].decode("utf-8", "replace")
+                if rc != _lib.TERN_E_RANGE or n.value + 1 <= cap:
+                    _raise_chat(err)
+                cap = n.value + 1
+        finally:
+            self._leave(use)
 
     def chat_tokens(self, messages, add_generation_prompt=True, thinking=None, template=None):
         """The prompt ids of messages (tern_chat_tokenize: control text parsed only in the
@@ -619,15 +724,20 @@ class Model:
         err = _lib.tern_err()
         n = ctypes.c_int(0)
         cap = 256
-        while True:
-            out = (ctypes.c_int32 * cap)()
-            rc = self._lib.tern_chat_tokenize(self._handle(), tmpl, arr, len(messages), add_generation_prompt, think,
-                                              True, out, cap, ctypes.byref(n), ctypes.byref(err))
-            if rc == 0:
-                return list(out[:n.value])
-            if rc != _lib.TERN_E_RANGE or n.value <= cap:
-                _raise(err)
-            cap = n.value
+        use = _Use()
+        try:
+            h = self._enter(use)
+            while True:
+                out = (ctypes.c_int32 * cap)()
+                rc = self._lib.tern_chat_tokenize(h, tmpl, arr, len(messages), add_generation_prompt, think, True, out,
+                                                  cap, ctypes.byref(n), ctypes.byref(err))
+                if rc == 0:
+                    return list(out[:n.value])
+                if rc != _lib.TERN_E_RANGE or n.value <= cap:
+                    _raise_chat(err)
+                cap = n.value
+        finally:
+            self._leave(use)
 
     def chat(self, messages, max_tokens=256, temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=1.0,
              repeat_last_n=64, seed=None, stop=None, speculative=False, thinking=None, template=None, stream=False,
@@ -636,7 +746,9 @@ class Model:
         'content': str}]) rendered with the model's chat template (see apply_chat_template) and
         generated as stream() does, ending at the template's end-of-turn token. Returns the text,
         or with stream=True an iterator of its pieces. The reply includes any <think> block the
-        model writes."""
+        model writes. Takes generate's sampling parameters (max_tokens .. speculative, logit_bias)
+        but not special (message contents are never parsed as control text) nor ignore_eos (the
+        reply ends at the end of the turn)."""
         if not isinstance(stream, bool):
             raise TypeError("stream must be a bool, got %s" % type(stream).__name__)
         if isinstance(messages, (list, tuple)) and not messages:   # as the server's 400 for "messages": []
@@ -663,6 +775,7 @@ class Model:
         b = _text("text", text)
         c = _int("ctx", ctx, 4, 1 << 24)
         chunks = _int("chunks", chunks, 1, None, none_ok=True)
+        _warn_ctx(c, self.n_ctx_train, "predictions past position %d of each chunk may degrade")
         if b.endswith(b"\n"):
             b = b[:-1]
         ids = self._tokenize(b, False, self.add_bos)
@@ -679,8 +792,10 @@ class Model:
                         % (what, c, c))
         V = self.n_vocab
         first = c // 2
-        s = _RawSession(self, c, min(512, c))
+        use = _Use()
         try:
+            self._enter(use)
+            s = use.s = _RawSession(self, c, min(512, c))
             buf = (ctypes.c_float * ((c - first) * V))()
             rows = memoryview(buf).cast("B").cast("f")
             nll, count = 0.0, 0
@@ -697,12 +812,33 @@ class Model:
                     if not math.isfinite(mx) or any(not math.isfinite(x) for x in row):
                         _raise_bad_row("perplexity: the logits at chunk %d, position %d (token %d of the text)"
                                        % (ic + 1, j, ic * c + j), row)
-                    lse = math.log(math.fsum(math.exp(x - mx) for x in row))
-                    nll += -((row[ids[ic * c + j + 1]] - mx) - lse)
+                    # tools/perplexity.c's arithmetic, in its order: d = l - max as a float (the
+                    # double difference of two floats rounded once to float is the float
+                    # subtraction: 53 >= 2*24 + 2 bits), the C library's expf(d), summed in
+                    # double by index
+                    d = array.array("f", [x - mx for x in row])
+                    sm = 0.0
+                    for e in map(_expf, d):
+                        sm += e
+                    nll += -(d[ids[ic * c + j + 1]] - math.log(sm))
                     count += 1
             return math.exp(nll / count)
         finally:
-            s._free()
+            if use.s is not None:
+                use.s._free()
+            self._leave(use)
+
+
+class _Use:
+    """One call running on a model's native handle (a generation, perplexity, tokenize, ...),
+    counted in Model._uses from Model._enter to Model._leave; s: the _RawSession it runs on, if
+    any. _uses is a WeakSet, so the count follows the live _Use objects: an exception (Ctrl-C)
+    landing between _enter and _leave cannot leave a call counted once its frame is gone."""
+
+    __slots__ = ("s", "__weakref__")
+
+    def __init__(self):
+        self.s = None
 
 
 class _Detok:
@@ -776,8 +912,10 @@ class _StopFilter:
             self.pieces.close()
 
 
-class _RawSession:
+class _RawSession(_NoCopy):
     """A tern_session without the public checks (used by Model and Session)."""
+
+    _no_copy_hint = "make another session"
 
     def __init__(self, model, ctx, batch):
         self.m = model
@@ -823,22 +961,38 @@ class _RawSession:
         self.no_logits = "reset()"
 
     def _free(self):
-        if self.h is not None:
-            self.m._lib.tern_session_free(self.h)
-            self.h = None
+        """Free the native session, under the model's lock and only while the model is open
+        (tern_session_free reads the model): close() frees pooled sessions first and refuses
+        while one is in use, so only a session the garbage collector finalises after its model
+        is left unfreed (leaked rather than freed against a freed model)."""
+        m = self.m
+        with m._idle_lock:
+            h, self.h = self.h, None
+            if h is not None and m._h is not None:
+                m._lib.tern_session_free(h)
+
+    def __del__(self):
+        try:
+            self._free()
+        except Exception:
+            pass
 
 
-class Session:
+class Session(_NoCopy):
     """One sequence over a model, evaluated incrementally: KV cache and state allocated at
     creation (ctx tokens: None = the model's ctx; batch: most tokens per forward pass, None =
     512). Not shared between threads: calls from two threads at once are serialised by a lock
     (use one Session per thread; sessions of one model run in parallel)."""
+
+    _no_copy_hint = "make another with model.session() and eval the same tokens"
 
     def __init__(self, model, ctx=None, batch=None):
         if not isinstance(model, Model):
             raise TypeError("model must be a tern.Model, got %s" % type(model).__name__)
         ctx = _int("ctx", ctx, 1, 1 << 24, none_ok=True)
         batch = _int("batch", batch, 1, 1 << 16, none_ok=True)
+        if ctx is not None:
+            _warn_ctx(ctx, model.n_ctx_train)
         self.model = model
         self._lock = threading.Lock()
         self._s = None
@@ -853,7 +1007,9 @@ class Session:
 
     @property
     def n_ctx(self):
-        return self._s.n_ctx
+        """The context in tokens (the most the sequence holds)."""
+        with self._lock:
+            return self._live().n_ctx
 
     @property
     def pos(self):

@@ -132,7 +132,8 @@ _PROTOS = {
 
 def _candidates():
     """Where libtern.so is looked for, in order: $TERN_LIB; this checkout's build/rel (the package
-    lives in python/tern, two folders below the checkout root); an installed one
+    lives in python/tern, two folders below the checkout root; only when that root holds
+    include/tern.h, so an installed package names no such path); an installed one
     (ctypes.util.find_library, which finds `make install`'s PREFIX/lib/libtern.so when that folder
     is in the linker's search path or ldconfig's cache)."""
     env = os.environ.get("TERN_LIB")
@@ -140,8 +141,8 @@ def _candidates():
         return [("TERN_LIB", env)]
     out = []
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    build = os.path.join(root, "build", "rel")
-    out.append(("checkout", os.path.join(build, "libtern.so")))
+    if os.path.exists(os.path.join(root, "include", "tern.h")):   # a checkout, not a pip-installed copy
+        out.append(("checkout", os.path.join(root, "build", "rel", "libtern.so")))
     found = ctypes.util.find_library("tern")
     if found:
         out.append(("installed", found))

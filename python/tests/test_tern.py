@@ -29,6 +29,14 @@ def cli(*args):
     return r.stdout.decode("utf-8")
 
 
+@pytest.fixture(scope="module")
+def q35_path(tmp_path_factory):
+    """A synthetic qwen35-tiny model (tern synth: random ternary weights, perplexities near 1e6)."""
+    path = str(tmp_path_factory.mktemp("q35") / "q35.gguf")
+    subprocess.run([tern_bin(), "synth", "--arch", "qwen35-tiny", "-o", path], check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
 # ---- generation equals the CLI ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("prompt", PROMPTS)
@@ -205,13 +213,24 @@ def test_chat_generates_after_template(qwen3):
 
 # ---- perplexity -----------------------------------------------------------------------------------
 
-def test_perplexity_equals_cli(stories):
+def test_perplexity_equals_cli(stories, q35_path):
+    """perplexity() prints as `tern perplexity`'s PPL line to every digit: the same float
+    subtraction, expf and summation order. The synthetic qwen35 model's perplexities near 1e6
+    show the last digits, which a sum in another order or precision changes."""
     path = require("data/tinystories-sample/tinystories_sample.txt")
+    text = open(path, encoding="utf-8").read()
     out = cli("perplexity", "-m", require(STORIES), "-f", path, "-c", "256", "-t", "1", "--chunks", "3")
-    want = float(re.search(r"^PPL = ([0-9.]+)", out, re.M).group(1))
-    got = stories.perplexity(open(path, encoding="utf-8").read(), ctx=256, chunks=3)
-    assert abs(got - want) <= 1e-5 * want + 1e-6      # the CLI prints 6 decimals; the sums differ in float order only
+    want = re.search(r"^PPL = ([0-9.]+)", out, re.M).group(1)
+    got = stories.perplexity(text, ctx=256, chunks=3)
+    assert "%.6f" % got == want
     assert 1.0 < got < 20.0
+    m = tern.Model(q35_path, threads=1)
+    for ctx, chunks in ((128, 8), (64, 20)):
+        out = cli("perplexity", "-m", q35_path, "-f", path, "-c", str(ctx), "-t", "1", "--chunks", str(chunks))
+        want = re.search(r"^PPL = ([0-9.]+)", out, re.M).group(1)
+        got = m.perplexity(text, ctx=ctx, chunks=chunks)
+        assert "%.6f" % got == want and got > 1e5, (ctx, want, got)
+    m.close()
 
 
 # ---- sessions and threads -------------------------------------------------------------------------
@@ -430,8 +449,10 @@ def test_nonfinite_logits_raise_error(stories, tmp_path):
 
 
 def test_bad_types_raise_type_error(stories):
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError) as e:
         tern.Model(123)
+    assert str(e.value) == "path must be a str, bytes or os.PathLike, got int"
+    assert tern.Model(os.fsencode(require(STORIES)), threads=1).n_vocab == 512    # bytes paths load
     with pytest.raises(TypeError):
         tern.Model(require(STORIES), threads="2")
     with pytest.raises(TypeError):
@@ -470,6 +491,30 @@ def test_bad_text_raises_value_error(stories):
         stories.chat([{"role": "user", "content": "hi"}, {"role": "user", "content": "a\udc80b"}])
     assert str(e.value) == ("messages[1]['content'] is not valid Unicode text: '\\udc80' at index 1 (a lone "
                             "surrogate), expected text that UTF-8 can carry")
+
+
+def test_lone_surrogates_are_value_errors_everywhere(stories):
+    """Every str argument with a lone surrogate (no UTF-8 form) raises the ValueError chat raises,
+    naming the argument and the index, instead of reaching the model as the bytes ED B3 BF; the same
+    bytes passed as bytes are taken as they are."""
+    msg = "%s is not valid Unicode text: '\\udcff' at index 1 (a lone surrogate), expected text that UTF-8 can carry"
+    for name, call in (("text", lambda: stories.tokenize("a\udcffb")),
+                       ("prompt", lambda: stories.generate("a\udcffb", max_tokens=1)),
+                       ("prompt", lambda: stories.stream("a\udcffb", max_tokens=1)),
+                       ("text", lambda: stories.perplexity("a\udcffb" * 400, ctx=8)),
+                       ("stop", lambda: stories.generate("a", max_tokens=1, stop="a\udcffb")),
+                       ("stop[1]", lambda: stories.generate("a", max_tokens=1, stop=["x", "a\udcffb"])),
+                       ("template", lambda: stories.apply_chat_template([{"role": "user", "content": "hi"}],
+                                                                       template="a\udcffb")),
+                       ("messages[0]['content']", lambda: stories.chat([{"role": "user", "content": "a\udcffb"}])),
+                       ("name", lambda: tern.set_isa("a\udcffb"))):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert str(e.value) == msg % name
+    # raw bytes go in as bytes: the three UTF-8 bytes of U+00E9 ("\xc3\xa9") as a str and as bytes
+    assert stories.tokenize(b"a\xc3\xa9b") == stories.tokenize("a\u00e9b")
+    ids = stories.tokenize(b"a\xedb", bos=False)     # a byte that is no UTF-8: llama2's byte token <0xED>
+    assert len(ids) == 3 and ids[1] == 3 + 0xED and stories.token_piece(ids[1]) == b"\xed"
 
 
 def test_empty_and_out_of_range_inputs(stories):
@@ -534,6 +579,15 @@ def test_pip_install_offline(tmp_path):
     assert r.returncode == 0, r.stderr.decode()
     f, ids = r.stdout.decode().split(" ", 1)
     assert f.startswith(str(target)) and ids.strip() == "[1, 403, 407, 261, 378]"
+    # without TERN_LIB the installed copy, outside any checkout, lists no checkout path among those tried
+    env = {k: v for k, v in os.environ.items() if k != "TERN_LIB"}
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import tern; "
+                        "print(tern.library_path())", str(target)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, cwd=str(tmp_path))
+    if r.returncode == 0:                             # an installed libtern.so (make install) was found
+        assert not r.stdout.decode().startswith(str(tmp_path)), r.stdout.decode()
+    else:
+        assert b"tern: cannot load libtern.so; tried " in r.stderr and b"checkout:" not in r.stderr, r.stderr.decode()
 
 
 def test_isa_and_load_options():
@@ -609,7 +663,7 @@ def test_close_refused_while_a_generation_runs():
     next(it)
     with pytest.raises(tern.Error) as e:
         m.close()
-    assert e.value.name == "TERN_E_ARG" and "1 generation(s) of this model" in e.value.message, e.value.message
+    assert e.value.name == "TERN_E_ARG" and "1 call(s) on this model" in e.value.message, e.value.message
     it.close()
     started, done = threading.Event(), threading.Event()
 
@@ -647,12 +701,215 @@ def test_close_refused_while_a_generation_runs():
     it3.close()
 
 
+CLOSE_DURING_CALLS_SCRIPT = r"""
+import sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import tern
+calls = {
+    "perplexity": lambda m: m.perplexity("hello world " * 400, ctx=128),
+    "tokenize": lambda m: m.tokenize("hello world " * 40000),
+    "detokenize": lambda m: m.detokenize(list(range(3, 300)) * 100),
+    "apply_chat_template": lambda m: m.apply_chat_template([{"role": "user", "content": "hi " * 200000}]),
+    "chat_tokens": lambda m: m.chat_tokens([{"role": "user", "content": "hi " * 40000}]),
+    "token_piece": lambda m: [m.token_piece(t) for t in range(m.n_vocab)],
+    "is_eog": lambda m: [m.is_eog(t) for t in range(m.n_vocab)],
+}
+for name, f in calls.items():
+    m = tern.Model(sys.argv[2], threads=1)
+    want = f(m)
+    got, closed, refused = [], [], []
+    started = threading.Event()
+    def loop():
+        started.set()
+        try:
+            for _ in range({"perplexity": 1, "tokenize": 20, "detokenize": 20}.get(name, 300)):
+                got.append(f(m))
+        except tern.Error as e:
+            closed.append(e.message)
+    th = threading.Thread(target=loop)
+    th.start()
+    started.wait()
+    time.sleep(0.05)                                # into the first call (perplexity's lasts about a second)
+    while th.is_alive():
+        try:
+            m.close()
+            break
+        except tern.Error as e:
+            refused.append(e.message)
+            time.sleep(0.002)
+    th.join()
+    m.close()
+    try:
+        f(m)
+        after = "no error"
+    except tern.Error as e:
+        after = e.message
+    print(name, len(refused), all(g == want for g in got), closed, after, set(refused))
+"""
+
+
+def test_close_refused_while_any_call_runs(q35_path):
+    """Model.close() from another thread while perplexity, tokenize, detokenize, a chat template,
+    token_piece or is_eog runs on the model is refused (the call then ends with the result it gives
+    alone) instead of freeing the model under it; after the close each of those calls raises 'the
+    model is closed'. In a subprocess: freeing the model under a running call crashes it."""
+    r = subprocess.run([sys.executable, "-c", CLOSE_DURING_CALLS_SCRIPT, os.path.join(ROOT, "python"), q35_path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=dict(os.environ))
+    assert r.returncode == 0, (r.returncode, r.stdout.decode(), r.stderr.decode())
+    lines = r.stdout.decode().splitlines()
+    assert [ln.split()[0] for ln in lines] == ["perplexity", "tokenize", "detokenize", "apply_chat_template",
+                                               "chat_tokens", "token_piece", "is_eog"], lines
+    refusal = ("Model.close: 1 call(s) on this model (generate, stream, chat, perplexity, tokenize, ...) have not "
+               "ended; let them end, or close() an unfinished stream, first")
+    total = 0
+    for ln in lines:
+        name, n_refused, same, rest = ln.split(" ", 3)
+        assert same == "True", ln                       # every call that ran gave the result it gives alone
+        # the loop either ran to its end or stopped at a call made after the close
+        assert rest.startswith("[] ") or rest.startswith("['the model is closed'] "), ln
+        assert rest.endswith(" the model is closed {%r}" % refusal) or rest.endswith(" the model is closed set()"), ln
+        total += int(n_refused)
+        if name == "perplexity":                        # one call of about a second: the close lands inside it
+            assert int(n_refused) >= 1, ln
+    assert total >= 1
+
+
+INTERRUPT_TARGETS = ("_acquire_session", "_release_session", "_gen_tokens", "_enter", "_leave")
+
+
+def _interrupt_at(k):
+    """A sys.settrace tracer that raises KeyboardInterrupt at the k-th line event (0-based) met in
+    the package's functions named in INTERRUPT_TARGETS, as Ctrl-C can between any two lines; the
+    list it returns holds the name and line offset where it fired (empty: fewer than k+1 events)."""
+    fired, seen = [], [0]
+
+    def local(frame, event, arg):
+        if event == "line" and not fired:
+            if seen[0] == k:
+                fired.append((frame.f_code.co_name, frame.f_lineno - frame.f_code.co_firstlineno))
+                raise KeyboardInterrupt
+            seen[0] += 1
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code.co_name in INTERRUPT_TARGETS and frame.f_code.co_filename == tern.__file__:
+            return local
+        return None
+    return tracer, fired
+
+
+def test_ctrl_c_at_any_line_leaves_the_model_closable(stories):
+    """A KeyboardInterrupt raised at each line of the session bookkeeping of a generation (acquire,
+    the generation loop, release, in turn) leaves no call counted and no native session alive:
+    close() then succeeds and frees every session of the model."""
+    import gc
+    want = stories.generate("Once upon a time", max_tokens=3, temperature=0)
+    k = 0
+    where = []
+    while True:
+        m = tern.Model(require(STORIES), threads=1)
+        tracer, fired = _interrupt_at(k)
+        got = None
+        sys.settrace(tracer)
+        try:
+            got = m.generate("Once upon a time", max_tokens=3, temperature=0)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.settrace(None)
+        if not fired:
+            assert got == want
+            m.close()
+            break
+        where.append(fired[0])
+        m.close()                                   # raises tern.Error if a call stayed counted
+        gc.collect()
+        live = [o for o in gc.get_objects() if isinstance(o, tern._RawSession) and o.m is m and o.h is not None]
+        assert not live, (fired, live)              # every native session of the model was freed
+        k += 1
+    names = {n for n, _ in where}
+    assert {"_acquire_session", "_release_session", "_gen_tokens", "_enter", "_leave"} <= names, where
+    assert len(where) > 20, where
+
+
+def test_handles_refuse_copy_and_pickle(stories):
+    """copy.copy, copy.deepcopy and pickle of a Model or Session raise TypeError naming the class and
+    what was refused: a copy would share the native handle, and freeing one frees it under the other."""
+    import copy
+    import pickle
+    s = stories.session(ctx=16)
+    for obj, cls in ((stories, "Model"), (s, "Session"), (s._s, "RawSession")):
+        for what, fn in (("copy", copy.copy), ("deepcopy", copy.deepcopy), ("pickle", pickle.dumps)):
+            with pytest.raises(TypeError) as e:
+                fn(obj)
+            assert str(e.value).startswith("cannot %s a tern.%s: it owns a native handle that only this object "
+                                           "frees; " % (what, cls)), str(e.value)
+    s.eval([1])
+    assert s.pos == 1 and stories.tokenize("Once upon a time") == [1, 403, 407, 261, 378]
+    s.close()
+
+
+def test_closed_session_raises_the_same_error_everywhere(stories):
+    """After Session.close() every attribute and method that reads the session, n_ctx included,
+    raises tern.Error (TERN_E_ARG) 'the session is closed'."""
+    s = stories.session(ctx=16)
+    assert s.n_ctx == 16 and s.pos == 0
+    s.close()
+    for name, call in (("n_ctx", lambda: s.n_ctx), ("pos", lambda: s.pos), ("eval", lambda: s.eval([1])),
+                       ("logits", s.logits), ("truncate", lambda: s.truncate(0)), ("reset", s.reset)):
+        with pytest.raises(tern.Error) as e:
+            call()
+        assert (e.value.name, e.value.message) == ("TERN_E_ARG", "the session is closed"), name
+    s.close()                                         # a second close does nothing
+
+
+def test_cli_messages_and_warnings(stories, tmp_path):
+    """As the CLI: a ctx longer than the model's trained context (stories260K: 2048) warns with
+    tools/model_opts.c's text (perplexity: tools/perplexity.c's), naming the ctx parameter; an
+    unknown chat template's error names the template parameter, not the CLI's flag."""
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m = tern.Model(require(STORIES), threads=1, ctx=4096)
+        s = m.session(ctx=3000)
+        tern.Model(require(STORIES), threads=1, ctx=2048).close()        # the trained length: no warning
+        m.session(ctx=2048).close()
+    assert [str(x.message) for x in w] == [
+        "ctx 4096 is longer than the model's trained context (2048 tokens); text past position 2048 may degrade",
+        "ctx 3000 is longer than the model's trained context (2048 tokens); text past position 2048 may degrade"]
+    assert w[0].filename == __file__
+    s.close()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(tern.Error):
+            m.perplexity("Once upon a time", ctx=4096)
+    assert [str(x.message) for x in w] == ["ctx 4096 is longer than the model's trained context (2048 tokens); "
+                                           "predictions past position 2048 of each chunk may degrade"]
+    m.close()
+    tmpl = tmp_path / "t.jinja"
+    tmpl.write_text("hello {{ messages }} unknown")
+    path = str(tmp_path / "t.gguf")
+    subprocess.run([tern_bin(), "synth", "--arch", "qwen3-tiny", "--chat-template", str(tmpl), "-o", path], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    m = tern.Model(path, threads=1)
+    for call in (m.apply_chat_template, m.chat_tokens):
+        with pytest.raises(tern.Error) as e:
+            call([{"role": "user", "content": "hi"}])
+        assert e.value.name == "TERN_E_UNSUPPORTED" and e.value.message.endswith(
+            "expected the ChatML, Qwen3 or Qwen3.5 family; choose one with template='chatml', 'qwen3' or 'qwen35'")
+    assert m.chat_tokens([{"role": "user", "content": "hi"}], template="chatml") == m.tokenize(
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", special=True)
+    m.close()
+
+
 def test_sampling_bounds_are_value_errors(stories):
     """A number past the C float range, or one that rounds to 0 as a float where 0 is refused, and
     speculation bounds outside tern_spec_init's are ValueErrors naming the parameter, raised before
     anything reaches the library."""
-    for kw, text in ((dict(temperature=1e300), "temperature must be within the float range"),
-                     (dict(top_p=1e39), "top_p must be within the float range"),
+    for kw, text in ((dict(temperature=1e300), "temperature must be a finite number in 0.0..100.0, got 1e+300"),
+                     (dict(top_p=1e39), "top_p must be a finite number in 0.0..1.0, got 1e+39"),
+                     (dict(temperature=100.5), "temperature must be a finite number in 0.0..100.0, got 100.5"),
+                     (dict(top_p=5), "top_p must be a finite number in 0.0..1.0, got 5.0"),
                      (dict(repeat_penalty=1e-300), "repeat_penalty must be > 0 as a C float (it rounds to 0)"),
                      (dict(speculative={"draft_max": 0}), "speculative['draft_max'] must be in 1..14, got 0"),
                      (dict(speculative={"draft_max": 15}), "speculative['draft_max'] must be in 1..14, got 15"),
