@@ -978,6 +978,10 @@ static enum MHD_Result count_model_args(void *cls, enum MHD_ValueKind kind, cons
     return MHD_YES;
 }
 
+/* A Transfer-Encoding value that libmicrohttpd decodes: exactly "chunked", any case. A list
+ * ("gzip, chunked"), another coding, or blanks it keeps around the word are not. */
+static bool te_chunked(const char *te) { return strcasecmp(te, "chunked") == 0; }
+
 /* A generation request (completions, chat, messages, responses) counts in s->gen_in_flight from
  * here until the connection completes it, whatever it answers: srv_idle waits for those, so a
  * drain never stops a request that is still tokenising, loading its model or generating. The
@@ -1037,6 +1041,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * two disagree on where the body ends; a proxy that framed it by the other would read the
          * body's rest as the next request) */
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+        if (te && !te_chunked(te)) {   /* RFC 9112 6.1: a coding the server does not know is 501, then close */
+            char msg[200];
+            snprintf(msg, sizeof msg, "Transfer-Encoding '%.60s' is not supported; expected 'chunked' alone (or "
+                     "Content-Length)", te);
+            return fail(s, c, 501, "invalid_request_error", NULL, msg);
+        }
         if (seen.n > 0 && te) {
             char msg[200];
             snprintf(msg, sizeof msg, "the request has both Content-Length ('%.40s') and Transfer-Encoding ('%.40s'): "

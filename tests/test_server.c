@@ -308,10 +308,13 @@ static void test_request_number_messages(void **state) {
         {"\"top_k\": 2.5", "top_k", "'top_k' must be an integer in [-1, 1000000000], got 2.5"},
         {"\"repeat_last_n\": 1000001", "repeat_last_n", "'repeat_last_n' must be an integer in [0, 1000000], got 1000001"},
         {"\"seed\": 100000000000000000", "seed",
-         "'seed' must be an integer in [-9007199254740991, 9007199254740991], got 100000000000000000"},
-        /* 2^53 + 1 parses as 2^53: refused, not taken as the seed 2^53 */
-        {"\"seed\": 9007199254740993", "seed", "'seed' must be an integer in [-9007199254740991, 9007199254740991], got 9007199254740992"},
-        {"\"seed\": -9007199254740992", "seed", "'seed' must be an integer in [-9007199254740991, 9007199254740991], got -9007199254740992"},
+         "'seed' must be an integer in [-9007199254740991, 9007199254740991], got 100000000000000000 (as read: past 2^53 "
+         "a JSON number does not hold every integer)"},
+        /* 2^53 + 1 parses as 2^53: refused, not taken as the seed 2^53; the message says the value shown is as read */
+        {"\"seed\": 9007199254740993", "seed", "'seed' must be an integer in [-9007199254740991, 9007199254740991], got "
+         "9007199254740992 (as read: past 2^53 a JSON number does not hold every integer)"},
+        {"\"seed\": -9007199254740992", "seed", "'seed' must be an integer in [-9007199254740991, 9007199254740991], got "
+         "-9007199254740992 (as read: past 2^53 a JSON number does not hold every integer)"},
         {"\"temperature\": 2.5", "temperature", "'temperature' must be a number in [0, 2], got 2.5"},
         {"\"top_p\": 1.1", "top_p", "'top_p' must be a number in [0, 1], got 1.1"},
         {"\"repeat_penalty\": 0.0001", "repeat_penalty", "'repeat_penalty' must be a number in [0.001, 100], got 0.0001"},

@@ -487,6 +487,25 @@ static void test_content_length_twice(void **state) {
         fail_msg("Content-Length with Transfer-Encoding:\n%s", out);
     if (secs > 5.0) fail_msg("Content-Length with Transfer-Encoding: the connection stayed open %.1f s", secs);
     free(out);
+    /* a transfer coding other than chunked alone: 501 (RFC 9112 6.1) and the connection closes,
+     * not held until the timeout; "Chunked" is chunked */
+    static const char *const codings[] = {"gzip, chunked", "gzip", "chunked, chunked", "identity", "chunked "};
+    for (size_t i = 0; i < sizeof codings / sizeof codings[0]; i++) {
+        snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Transfer-Encoding: %s\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", codings[i], strlen(body), body);
+        out = raw_exchange(s, head, 0, 10.0, &secs);
+        char want_te[160];
+        snprintf(want_te, sizeof want_te, "Transfer-Encoding '%s' is not supported; expected 'chunked' alone (or Content-Length)",
+                 codings[i]);
+        if (strncmp(out, "HTTP/1.1 501 ", 13) || !strstr(out, want_te) || secs > 5.0)
+            fail_msg("Transfer-Encoding: %s: %.1f s:\n%s", codings[i], secs, out);
+        free(out);
+    }
+    snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: Chunked\r\nConnection: close\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", strlen(body), body);
+    out = raw_exchange(s, head, 0, 10.0, &secs);
+    if (strncmp(out, "HTTP/1.1 200 ", 13) || !strstr(out, "\"completion_tokens\":1")) fail_msg("Transfer-Encoding: Chunked:\n%s", out);
+    free(out);
     srv_stop(s);
     tern_model_free(m);
 }
