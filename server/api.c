@@ -1231,7 +1231,7 @@ bool api_parse_request_fmt(srv_kind kind, srv_tools_fmt fmt, const char *body, s
     if (d = r->sp.repeat_last_n, !get_int(root, "repeat_last_n", 0, 1e6, &d, e)) goto done;
     r->sp.repeat_last_n = (int32_t)d;
     d = -1;
-    /* +-(2^53 - 1): past it a JSON number no longer holds every integer (2^53 + 1 parses as 2^53),
+    /* +-(2^53 - 1): past it a JSON number does not hold every integer (2^53 + 1 parses as 2^53),
      * so two different seeds could give the same draws */
     if (!get_int(root, "seed", -9007199254740991.0, 9007199254740991.0, &d, e)) goto done;
     r->sp.seed = d < 0 ? TERN_SEED_RANDOM : (uint64_t)d;
