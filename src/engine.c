@@ -239,8 +239,7 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     const bool kv_f32 = o->kv_f32 || m->numerics == KQ_F32;
     const model_hparams *hp = &m->hp;
     const int hk = hp->n_head_kv, dk = hp->n_embd_head_k, dv = hp->n_embd_head_v;
-    /* the KV cache and the recurrent state together (the state's own check, in state_init, sees
-     * only itself) */
+    /* the KV cache and the recurrent state together, before either is allocated */
     const uint64_t need = m->n_layer_kv > 0 ? kv_bytes(m->n_layer_kv, n_ctx, hk, dk, dv, kv_f32) : 0;
     const uint64_t need_st = m->arch->state_bytes ? m->arch->state_bytes(m, n_ctx, o->n_checkpoints) : 0;
     const uint64_t avail = model_mem_available(m);

@@ -793,16 +793,9 @@ static uint64_t q35_state_bytes(const model_t *m, int n_ctx, int n_ckpt) {
 }
 
 static int q35_state_init(const model_t *m, void **state, int n_ctx, int n_ckpt, tern_err *err) {
-    (void)n_ctx;
+    (void)n_ctx;   /* its memory was checked with the KV cache's (tern_session_init, q35_state_bytes) */
     const q35_data *q = m->arch_data;
     *state = NULL;
-    const uint64_t need = rstate_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), gdn_log_floats(&q->g),
-                                       Q35_WINDOW) +
-                          rstate_snap_bytes(q->n_gdn, gdn_state_floats(&q->g), gdn_conv_floats(&q->g), n_ckpt);
-    const uint64_t avail = model_mem_available(m);
-    if (avail && need > avail)
-        return tern_err_set(err, TERN_E_NOMEM, "recurrent state needs %.1f MB, only %.1f MB available",
-                            (double)need / 1e6, (double)avail / 1e6);
     q35_state *st = calloc(1, sizeof *st);
     if (!st) return tern_err_set(err, TERN_E_NOMEM, "out of memory (recurrent state)");
     st->m = m;
