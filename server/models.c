@@ -226,23 +226,22 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
         if (t->n == MODELS_MAX) { skipped++; continue; }
         srv_backend *b = &t->b[t->n];
         struct stat st;
+        char shown[4 * sizeof b->path + 1];           /* the path or name in a warning, as log_text shows it */
         /* an entry that cannot be served is named on stderr (as -m refuses a FIFO), the others are served */
         refused++;                                     /* until it is taken */
         if (snprintf(b->path, sizeof b->path, "%s/%s", dir, de->d_name) >= (int)sizeof b->path) {
-            char shown[256];
             fprintf(stderr, "tern serve: warning: --models-dir: '%s/%s': the path is longer than %zu bytes; not served\n",
                     dir, log_text(shown, 64, de->d_name), sizeof b->path - 1);
             continue;
         }
         if (k == 5) {                                  /* the id is the name less .gguf */
-            char shown[4 * 4096 + 1];
             fprintf(stderr, "tern serve: warning: --models-dir: '%s': the name is empty before .gguf (a model id is that "
                             "name); not served\n", log_text(shown, sizeof shown, b->path));
             continue;
         }
         const size_t ok = api_utf8_bad_at(de->d_name, k - 5);
         if (ok != k - 5) {                             /* a request names the model in JSON text: UTF-8 */
-            char shown[4 * 256 + 1];                   /* the name with bytes outside printable ASCII as \xNN */
+            /* the name with bytes outside printable ASCII as \xNN */
             size_t o = 0;
             for (size_t i = 0; i < k && o + 5 < sizeof shown; i++) {
                 const unsigned char c = (unsigned char)de->d_name[i];
@@ -253,7 +252,6 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
             continue;
         }
         if (stat(b->path, &st) != 0) {
-            char shown[4 * 4096 + 1];
             const int e = errno;
             fprintf(stderr, "tern serve: warning: --models-dir: '%s': %s; not served\n", log_text(shown, sizeof shown, b->path),
                     strerror(e));
@@ -263,13 +261,11 @@ int srv_models_init_dir(srv_models **out, const char *dir, const tern_model_opts
             const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
                              : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
                              : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
-            char shown[4 * 4096 + 1];
             fprintf(stderr, "tern serve: warning: --models-dir: '%s' is %s, expected a regular file (a GGUF model); not served\n",
                     log_text(shown, sizeof shown, b->path), kind);
             continue;
         }
         if (k - 5 >= sizeof b->name) {
-            char shown[4 * 4096 + 1];
             fprintf(stderr, "tern serve: warning: --models-dir: '%s': the name is longer than %zu bytes before .gguf; not served\n",
                     log_text(shown, sizeof shown, b->path), sizeof b->name - 1);
             continue;
