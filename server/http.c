@@ -971,6 +971,13 @@ static void log_field(char *dst, size_t n, const char *src) {
     if (src && src[i] && n >= 4) memcpy(dst + n - 4, "...", 4);
 }
 
+/* Counts the Transfer-Encoding headers (MHD_get_connection_values: cls an int). */
+static enum MHD_Result count_te(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind, (void)value;
+    if (key && !strcasecmp(key, "Transfer-Encoding")) ++*(int *)cls;
+    return MHD_YES;
+}
+
 /* Counts the query arguments named "model" (MHD_get_connection_values: cls an int). */
 static enum MHD_Result count_model_args(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
     (void)kind, (void)value;
@@ -1041,10 +1048,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
          * two disagree on where the body ends; a proxy that framed it by the other would read the
          * body's rest as the next request) */
         const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
-        if (te && !te_chunked(te)) {   /* RFC 9112 6.1: a coding the server does not know is 501, then close */
+        int n_te = 0;                  /* several Transfer-Encoding headers are one list (RFC 9110 5.3) */
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_te, &n_te);
+        if (te && (n_te > 1 || !te_chunked(te))) {   /* RFC 9112 6.1: a coding the server does not know is 501, then close */
             char msg[200];
-            snprintf(msg, sizeof msg, "Transfer-Encoding '%.60s' is not supported; expected 'chunked' alone (or "
-                     "Content-Length)", te);
+            if (n_te > 1)
+                snprintf(msg, sizeof msg, "Transfer-Encoding is given %d times (one list of codings, the first '%.60s'); "
+                         "expected 'chunked' alone (or Content-Length)", n_te, te);
+            else
+                snprintf(msg, sizeof msg, "Transfer-Encoding '%.60s' is not supported; expected 'chunked' alone (or "
+                         "Content-Length)", te);
             return fail(s, c, 501, "invalid_request_error", NULL, msg);
         }
         if (seen.n > 0 && te) {

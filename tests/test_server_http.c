@@ -501,6 +501,16 @@ static void test_content_length_twice(void **state) {
             fail_msg("Transfer-Encoding: %s: %.1f s:\n%s", codings[i], secs, out);
         free(out);
     }
+    /* two Transfer-Encoding headers are one list ("chunked, gzip"): 501 too, whichever comes first */
+    for (int order = 0; order < 2; order++) {
+        snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Transfer-Encoding: %s\r\nTransfer-Encoding: %s\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", order ? "gzip" : "chunked",
+                 order ? "chunked" : "gzip", strlen(body), body);
+        out = raw_exchange(s, head, 0, 10.0, &secs);
+        if (strncmp(out, "HTTP/1.1 501 ", 13) || !strstr(out, "Transfer-Encoding is given 2 times") || secs > 5.0)
+            fail_msg("two Transfer-Encoding headers (%s first): %.1f s:\n%s", order ? "gzip" : "chunked", secs, out);
+        free(out);
+    }
     snprintf(head, sizeof head, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
              "Transfer-Encoding: Chunked\r\nConnection: close\r\n\r\n%zx\r\n%s\r\n0\r\n\r\n", strlen(body), body);
     out = raw_exchange(s, head, 0, 10.0, &secs);
