@@ -246,9 +246,13 @@ int tern_session_init(tern_session **out, tern_model *m, const tern_session_opts
     if (avail && need + need_st > avail) {
         char st[96] = "";
         if (need_st) snprintf(st, sizeof st, " and recurrent state %.1f MB", (double)need_st / 1e6);
-        return tern_err_set(err, TERN_E_NOMEM, "KV cache for n_ctx %d needs %.1f MB (%s)%s, only %.1f MB available: "
-                            "lower n_ctx%s", n_ctx, (double)need / 1e6, kv_f32 ? "f32" : "f16", st, (double)avail / 1e6,
-                            need_st ? " or n_checkpoints" : "");
+        /* the advice that can help: the recurrent state does not shrink with the context */
+        const char *fix = need_st <= avail        ? "lower n_ctx"
+                          : o->n_checkpoints > 0 ? "lower n_checkpoints, or make more memory available"
+                                                 : "the recurrent state alone does not fit, whatever n_ctx: make more "
+                                                   "memory available";
+        return tern_err_set(err, TERN_E_NOMEM, "KV cache for n_ctx %d needs %.1f MB (%s)%s, only %.1f MB available: %s",
+                            n_ctx, (double)need / 1e6, kv_f32 ? "f32" : "f16", st, (double)avail / 1e6, fix);
     }
     tern_session *s = calloc(1, sizeof *s);
     if (!s) return tern_err_set(err, TERN_E_NOMEM, "out of memory");

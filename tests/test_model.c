@@ -531,7 +531,17 @@ static void test_memory_check(void **st) {
     print_message("kv + state: %s\n", err.msg);
     assert_non_null(strstr(err.msg, "KV cache for n_ctx 256"));
     assert_non_null(strstr(err.msg, "and recurrent state"));
+    assert_non_null(strstr(err.msg, "available: lower n_ctx"));   /* the state fits alone: the context is the lever */
     tern_model_free(m);
+    o.mem_available = (uint64_t)sb.st_size + q_st - 1;          /* the state alone does not fit: no context helps */
+    assert_int_equal(tern_model_load(&m, qpath, &o, &err), TERN_OK);
+    so.n_ctx = 16;
+    err = (tern_err){0};
+    assert_int_equal(tern_session_init(&s, m, &so, &err), TERN_E_NOMEM);
+    print_message("state alone: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "the recurrent state alone does not fit, whatever n_ctx: make more memory available"));
+    tern_model_free(m);
+    so.n_ctx = 256;
     o.mem_available = (uint64_t)sb.st_size + q_kv + q_st;
     assert_int_equal(tern_model_load(&m, qpath, &o, &err), TERN_OK);
     err = (tern_err){0};
