@@ -186,8 +186,8 @@ static bool get_num(const cJSON *root, const char *name, bool integer, double lo
     if (f->valuedouble < lo || f->valuedouble > hi)   /* past 2^53 the value shown is the one read, maybe not the one sent */
         return srv_fail(e, 400, "invalid_request_error", name, "'%s' must be %s in [%s, %s], got %s%s", name, what,
                         num_text(lo, a), num_text(hi, b), num_text(f->valuedouble, g),
-                        fabs(f->valuedouble) >= 9007199254740992.0 ? " (as read: past 2^53 a JSON number does not hold "
-                                                                     "every integer)" : "");
+                        integer && fabs(f->valuedouble) >= 9007199254740992.0 ? " (as read: past 2^53 a JSON number "
+                                                                                "does not hold every integer)" : "");
     *out = f->valuedouble;
     return true;
 }

@@ -316,6 +316,7 @@ static void test_request_number_messages(void **state) {
         {"\"seed\": -9007199254740992", "seed", "'seed' must be an integer in [-9007199254740991, 9007199254740991], got "
          "-9007199254740992 (as read: past 2^53 a JSON number does not hold every integer)"},
         {"\"temperature\": 2.5", "temperature", "'temperature' must be a number in [0, 2], got 2.5"},
+        {"\"temperature\": 1e300", "temperature", "'temperature' must be a number in [0, 2], got 1e+300"},   /* no integer note */
         {"\"top_p\": 1.1", "top_p", "'top_p' must be a number in [0, 1], got 1.1"},
         {"\"repeat_penalty\": 0.0001", "repeat_penalty", "'repeat_penalty' must be a number in [0.001, 100], got 0.0001"},
         {"\"temperature\": \"hot\"", "temperature", "'temperature' must be a number in [0, 2], got a string"},
